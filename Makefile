@@ -1,0 +1,34 @@
+# The two commands a person needs: `make run` starts the app, `make test` runs every check.
+# Both set up the machine first (system libraries, .venv, pinned packages) via scripts/bootstrap.sh.
+PY := .venv/bin/python
+export PYTHONFAULTHANDLER := 1
+
+.PHONY: run test setup lint bench clean
+
+setup:
+	XCB=$${XCB:-0} ./scripts/bootstrap.sh
+
+# With no display, the window is drawn offscreen so `make run` never aborts on a headless box.
+run:
+	XCB=1 ./scripts/bootstrap.sh
+	@if [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ] && [ -z "$${QT_QPA_PLATFORM:-}" ]; then \
+	  echo "make run: no display found; starting offscreen (set DISPLAY to see the window)"; \
+	  QT_QPA_PLATFORM=offscreen $(PY) -m llmplan.gui $(ARGS); \
+	else $(PY) -m llmplan.gui $(ARGS); fi
+
+lint: setup
+	.venv/bin/lint-imports
+	.venv/bin/ruff check src tests benchmarks
+
+# pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
+test: lint
+	@export QT_QPA_PLATFORM=$${QT_QPA_PLATFORM:-offscreen} PYTEST_QT_API=pyside6; \
+	export XDG_RUNTIME_DIR=$${XDG_RUNTIME_DIR:-$$(mktemp -d)}; chmod 700 "$$XDG_RUNTIME_DIR"; \
+	timeout 3000 $(PY) -m pytest -q --timeout=120 --timeout-method=thread $(ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "ERROR: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+bench: setup
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf .venv build dist .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m llmplan`` is the command-line interface (same as ``llmplan-cli``)."""
+
+from llmplan.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The Qt-free, I/O-free estimation engine: pure functions over frozen specs."""

@@ -1,0 +1,115 @@
+"""Explained numbers: every figure the engine reports carries its own derivation.
+
+A ``Figure`` is a value plus the formula that produced it, the inputs it used, the
+assumptions behind it and the published source. The GUI's tooltips and "Explain"
+panel, the CLI's ``--explain`` output and the accuracy report all read these; nothing
+is hand-written twice (DESIGN.md §1 rule 4).
+
+Units are SI base units inside the core: bytes, FLOP, seconds, bytes/s, FLOP/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+# Citations used across the engine. Keys are short and stable; the GUI's Help page
+# lists them all, so a source is written once here and referenced by key elsewhere.
+SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        "checkpoint": "Tensor shapes of the Hugging Face transformers implementation of the model family",
+        "zero": "Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, SC 2020, §3 and §5",
+        "zero-offload": "Ren et al., ZeRO-Offload: Democratizing Billion-Scale Model Training, USENIX ATC 2021",
+        "zero-infinity": "Rajbhandari et al., ZeRO-Infinity: Breaking the GPU Memory Wall, SC 2021",
+        "korthikanti": "Korthikanti et al., Reducing Activation Recomputation in Large Transformer Models, MLSys 2023 (arXiv:2205.05198), §4",
+        "megatron-2021": "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, SC 2021 (arXiv:2104.04473)",
+        "kaplan": "Kaplan et al., Scaling Laws for Neural Language Models, 2020 (arXiv:2001.08361), §2.1",
+        "chinchilla": "Hoffmann et al., Training Compute-Optimal Large Language Models, 2022 (arXiv:2203.15556), App. F",
+        "palm-mfu": "Chowdhery et al., PaLM: Scaling Language Modeling with Pathways, 2022 (arXiv:2204.02311), App. B",
+        "vllm": "Kwon et al., Efficient Memory Management for Large Language Model Serving with PagedAttention, SOSP 2023",
+        "deepseek-v2": "DeepSeek-AI, DeepSeek-V2 Technical Report, 2024 (arXiv:2405.04434), §2.1 (MLA)",
+        "deepseek-v3": "DeepSeek-AI, DeepSeek-V3 Technical Report, 2024 (arXiv:2412.19437)",
+        "nccl": "NVIDIA NCCL performance notes (nccl-tests PERFORMANCE.md): ring all-reduce moves 2(n-1)/n, all-gather and reduce-scatter (n-1)/n of the buffer per rank",
+        "llama.cpp": "llama.cpp ggml-quants / llama_model_quantize: block layouts and per-tensor type choice of each GGUF type",
+        "lora": "Hu et al., LoRA: Low-Rank Adaptation of Large Language Models, ICLR 2022",
+        "qlora": "Dettmers et al., QLoRA: Efficient Finetuning of Quantized LLMs, NeurIPS 2023, §3",
+        "flash-attention": "Dao et al., FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness, NeurIPS 2022",
+        "roofline": "Williams, Waterman and Patterson, Roofline: An Insightful Visual Performance Model, CACM 2009",
+        "young-daly": "Young 1974 and Daly 2006: optimum checkpoint interval ≈ sqrt(2·δ·M)",
+        "assumption": "llmplan modelling assumption (see README, 'What the engine does not model')",
+    }
+)
+
+
+def _freeze(inputs: Mapping[str, object] | None) -> Mapping[str, object]:
+    return MappingProxyType(dict(inputs or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One reported number with its derivation.
+
+    ``unit`` is one of the core's SI units ("B", "FLOP", "s", "B/s", "FLOP/s", "params",
+    "tokens/s", "USD", "J", "W", "1" for ratios). ``source`` is a key of ``SOURCES``.
+    """
+
+    value: float
+    unit: str
+    formula: str = ""
+    inputs: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = ""
+    assumptions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        value: float,
+        unit: str,
+        formula: str = "",
+        inputs: Mapping[str, object] | None = None,
+        source: str = "",
+        assumptions: tuple[str, ...] = (),
+    ) -> Figure:
+        return cls(float(value), unit, formula, _freeze(inputs), source, assumptions)
+
+    def citation(self) -> str:
+        """The full text of the source, or '' when the figure has none."""
+        return SOURCES.get(self.source, self.source)
+
+    def __float__(self) -> float:
+        return self.value
+
+    def describe(self) -> str:
+        """A plain-text explanation: formula, inputs, assumptions and source, one per line."""
+        lines = [f"{self.formula}" if self.formula else ""]
+        if self.inputs:
+            lines.append("inputs: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in self.inputs.items()))
+        lines.extend(f"assumes: {a}" for a in self.assumptions)
+        if self.source:
+            lines.append(f"source: {self.citation()}")
+        return "\n".join(line for line in lines if line)
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, int) and abs(v) >= 10_000:
+        return f"{v:,}"
+    return str(v)
+
+
+def zero(unit: str, why: str) -> Figure:
+    """A figure that is zero for a stated reason (e.g. no gradients in inference)."""
+    return Figure.of(0.0, unit, formula=f"0 ({why})")
+
+
+def total(parts: Mapping[str, Figure], unit: str, what: str) -> Figure:
+    """Sum of named figures, explained as such."""
+    value = sum(p.value for p in parts.values())
+    return Figure.of(
+        value,
+        unit,
+        formula=f"{what} = " + " + ".join(parts),
+        inputs={k: p.value for k, p in parts.items()},
+    )

@@ -1,0 +1,124 @@
+"""Hardware specs: an accelerator, a node, a network, and a cluster built from them.
+
+All figures are SI: bytes, bytes/s, FLOP/s (dense, i.e. without 2:4 sparsity), watts.
+``memory_bytes`` is what the device itself reports (an H100 80GB HBM3 reports
+81,559 MiB), with the marketing size kept beside it for display.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from llmplan.core.frozen import FrozenModel
+
+Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"]
+
+
+class PeakFlops(FrozenModel):
+    """Dense peak throughput per dtype in FLOP/s (OP/s for int8/int4). None: not supported."""
+
+    fp64: float | None = Field(None, ge=0)
+    fp32: float | None = Field(None, ge=0)
+    tf32: float | None = Field(None, ge=0)
+    fp16: float | None = Field(None, ge=0, description="fp16 with fp32 accumulate (what training uses)")
+    bf16: float | None = Field(None, ge=0)
+    fp8: float | None = Field(None, ge=0)
+    int8: float | None = Field(None, ge=0)
+    fp4: float | None = Field(None, ge=0)
+    int4: float | None = Field(None, ge=0)
+
+    def for_dtype(self, dtype: str) -> float:
+        """Peak for ``dtype``, falling back to the nearest wider type the device supports."""
+        order = {
+            "fp4": ("fp4", "fp8", "int8", "fp16", "bf16", "fp32"),
+            "int4": ("int4", "int8", "fp16", "bf16", "fp32"),
+            "fp8": ("fp8", "fp16", "bf16", "fp32"),
+            "int8": ("int8", "fp16", "bf16", "fp32"),
+            "bf16": ("bf16", "fp16", "fp32"),
+            "fp16": ("fp16", "bf16", "fp32"),
+            "tf32": ("tf32", "fp32"),
+            "fp32": ("fp32",),
+            "fp64": ("fp64", "fp32"),
+        }.get(dtype, (dtype, "bf16", "fp16", "fp32"))
+        for d in order:
+            v = getattr(self, d, None)
+            if v:
+                return float(v)
+        return 0.0
+
+
+class GpuSpec(FrozenModel):
+    """One accelerator (a GPU, a GCD of an MI250X, an Apple Silicon GPU with its unified memory)."""
+
+    id: str = Field(min_length=1, description="stable catalog id, e.g. 'nvidia-h100-sxm-80gb'")
+    name: str = Field(min_length=1, description="display name, e.g. 'NVIDIA H100 SXM 80GB'")
+    vendor: Literal["nvidia", "amd", "intel", "apple", "google", "other"]
+    memory_bytes: int = Field(gt=0, description="memory as the device reports it, in bytes")
+    memory_marketing: str = Field("", description="the size as marketed, e.g. '80 GB'")
+    memory_bandwidth: float = Field(gt=0, description="peak memory bandwidth, bytes/s")
+    peak_flops: PeakFlops
+    nvlink_bandwidth: float = Field(0.0, ge=0, description="per-GPU GPU-to-GPU link bandwidth, bytes/s, one direction")
+    pcie_bandwidth: float = Field(0.0, ge=0, description="host link bandwidth, bytes/s, one direction")
+    tdp_watts: float = Field(0.0, ge=0)
+    price_per_hour: float | None = Field(None, ge=0, description="typical cloud price, USD per GPU-hour")
+    unified_memory: bool = Field(False, description="shares system memory with the CPU (Apple Silicon, GH200...)")
+    gpu_memory_fraction: float = Field(
+        1.0, gt=0, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
+    )
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        return int(self.memory_bytes * self.gpu_memory_fraction)
+
+
+class NetworkSpec(FrozenModel):
+    """The scale-out network between nodes, per GPU."""
+
+    id: str = "none"
+    name: str = "none (single node)"
+    bandwidth_per_gpu: float = Field(0.0, ge=0, description="bytes/s per GPU, one direction")
+    latency_s: float = Field(5e-6, ge=0)
+
+
+class Efficiency(FrozenModel):
+    """Achievable fractions of peak (the catalog's defaults, overridable per plan)."""
+
+    matmul: float = Field(0.6, gt=0, le=1, description="fraction of dense peak FLOP/s large GEMMs reach")
+    memory_bandwidth: float = Field(0.8, gt=0, le=1, description="fraction of peak HBM bandwidth reached")
+    network: float = Field(0.8, gt=0, le=1, description="fraction of link bandwidth collectives reach (bus bw)")
+    intra_node: float = Field(0.8, gt=0, le=1, description="fraction of NVLink/PCIe bandwidth collectives reach")
+
+
+class ClusterSpec(FrozenModel):
+    """``nodes`` nodes of ``gpus_per_node`` identical GPUs, joined by ``network``."""
+
+    gpu: GpuSpec
+    gpus_per_node: int = Field(1, ge=1, le=1024)
+    nodes: int = Field(1, ge=1, le=1_000_000)
+    intra_node_bandwidth: float | None = Field(
+        None, gt=0, description="bytes/s per GPU inside a node; None: the GPU's NVLink, else its PCIe"
+    )
+    network: NetworkSpec = NetworkSpec()
+    price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the GPU's catalog price")
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSpec:
+        if self.nodes > 1 and self.network.bandwidth_per_gpu <= 0:
+            raise ValueError(f"{self.nodes} nodes need a network between them; choose a network preset")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def intra_bandwidth(self) -> float:
+        if self.intra_node_bandwidth:
+            return self.intra_node_bandwidth
+        return self.gpu.nvlink_bandwidth or self.gpu.pcie_bandwidth or 16e9
+
+    @property
+    def hourly_price(self) -> float | None:
+        return self.price_per_gpu_hour if self.price_per_gpu_hour is not None else self.gpu.price_per_hour

@@ -1,0 +1,128 @@
+"""The typed, frozen results of ``estimate``. Every number is an explained ``Figure``.
+
+The CLI's ``--json`` keys (DESIGN.md §3) are read from these objects by
+``llmplan.cli.report``; add fields freely, never rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmplan.core.explain import Figure
+from llmplan.core.params import ParamBreakdown
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """Memory of the worst-loaded GPU, in bytes. ``total`` sums the parts."""
+
+    weights: Figure
+    gradients: Figure
+    optimizer: Figure
+    master_weights: Figure
+    activations: Figure
+    kv_cache: Figure
+    buffers: Figure  # communication buckets, workspace, logits
+    overhead: Figure  # CUDA context, framework, fragmentation
+    total: Figure
+    capacity: Figure  # usable memory of one GPU
+    host_ram: Figure  # per node, for offload (0 when nothing is offloaded)
+    nvme: Figure  # per node, for NVMe offload
+
+    @property
+    def fits(self) -> bool:
+        return self.total.value <= self.capacity.value
+
+    @property
+    def headroom(self) -> float:
+        """Bytes left (negative: shortfall)."""
+        return self.capacity.value - self.total.value
+
+    def parts(self) -> dict[str, Figure]:
+        """The stacked components, in display order."""
+        return {
+            "weights": self.weights,
+            "master_weights": self.master_weights,
+            "gradients": self.gradients,
+            "optimizer": self.optimizer,
+            "activations": self.activations,
+            "kv_cache": self.kv_cache,
+            "buffers": self.buffers,
+            "overhead": self.overhead,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    """One kind of communication in a training step, per GPU."""
+
+    name: str  # e.g. "TP all-reduce (per layer)", "DP gradient reduce-scatter"
+    group: str  # "tp", "pp", "dp", "cp", "ep"
+    group_size: int
+    link: str  # "intra-node" or "inter-node"
+    bytes_per_step: Figure  # bytes each GPU sends per step
+    time_s: Figure  # at the link's achievable bandwidth
+    exposed_s: Figure  # the part not hidden behind compute
+
+
+@dataclass(frozen=True, slots=True)
+class CommunicationReport:
+    collectives: tuple[Collective, ...]
+    intra_node_bytes: Figure
+    inter_node_bytes: Figure
+    intra_node_bandwidth_needed: Figure  # B/s to hide it behind compute
+    inter_node_bandwidth_needed: Figure
+    exposed_time_s: Figure
+    bottleneck_link: str  # "intra-node", "inter-node" or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeReport:
+    flops_per_step: Figure  # model FLOPs (no recompute), all GPUs
+    hardware_flops_per_step: Figure  # including recompute
+    step_time_s: Figure
+    compute_time_s: Figure
+    bubble_fraction: Figure
+    tokens_per_s: Figure
+    mfu: Figure
+    hfu: Figure
+    training_days: Figure
+    gpu_hours: Figure
+    cost_usd: Figure | None
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceReport:
+    ttft_s: Figure
+    tpot_s: Figure
+    tokens_per_s: Figure  # aggregate output tokens/s at the plan's batch
+    tokens_per_s_per_user: Figure
+    max_concurrency: Figure  # sequences of the plan's length that fit
+    kv_bytes_per_token: Figure
+    weight_bytes: Figure
+    prefill_bound: str  # "compute" or "memory bandwidth"
+    decode_bound: str
+    cost_per_million_input: Figure | None
+    cost_per_million_output: Figure | None
+    gpu_layers: Figure | None = None  # llama.cpp partial offload: layers on the GPU
+
+
+@dataclass(frozen=True, slots=True)
+class Bottleneck:
+    kind: str  # "compute" | "memory bandwidth" | "memory capacity" | "interconnect" | "network" | ...
+    statement: str  # one plain sentence for people
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    params: ParamBreakdown
+    memory: MemoryBreakdown
+    compute: ComputeReport | None
+    communication: CommunicationReport | None
+    inference: InferenceReport | None
+    bottleneck: Bottleneck
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
