@@ -63,7 +63,7 @@ def _get(cfg: Config, *keys: str, default: Any = ...) -> Any:
             return cfg[k]
     if default is ...:
         raise ConfigError(f"config.json lacks '{keys[0]}'" + (f" (or {', '.join(keys[1:])})" if keys[1:] else "")
-                          + f"; it is needed to size the model")
+                          + "; it is needed to size the model")
     return default
 
 

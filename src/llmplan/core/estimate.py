@@ -1,0 +1,20 @@
+"""``estimate(scenario) -> Estimate``: the one entry point of the engine.
+
+Training and fine-tuning go to ``llmplan.core.training``; inference to
+``llmplan.core.inference``. Both are pure functions of the resolved ``Scenario``.
+"""
+
+from __future__ import annotations
+
+from llmplan.core.result import Estimate
+from llmplan.core.workload import Scenario
+
+
+def estimate(scenario: Scenario) -> Estimate:
+    if scenario.workload == "inference":
+        from llmplan.core.inference import estimate_inference
+
+        return estimate_inference(scenario)
+    from llmplan.core.training import estimate_training
+
+    return estimate_training(scenario)
