@@ -1,0 +1,42 @@
+"""Where the shipped data lives: ``catalogs/`` and ``resources/``.
+
+In a wheel or a PyInstaller bundle they sit inside the package (``llmplan/catalogs``);
+in a source checkout they are the top-level folders of the repository. Both are found
+through ``importlib.resources`` first, so an installed app never reads the source tree.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _locate(name: str) -> Path:
+    packaged = resources.files("llmplan") / name
+    if packaged.is_dir():
+        return Path(str(packaged))
+    fallback = _REPO_ROOT / name
+    if fallback.is_dir():
+        return fallback
+    raise FileNotFoundError(f"llmplan's {name}/ folder is missing from this installation; reinstall llmplan")
+
+
+def catalogs_dir() -> Path:
+    return _locate("catalogs")
+
+
+def resources_dir() -> Path:
+    return _locate("resources")
+
+
+def user_data_dir() -> Path:
+    """The user's own catalog entries, settings-independent data (LLMPLAN_DATA_DIR overrides, for tests)."""
+    override = os.environ.get("LLMPLAN_DATA_DIR")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("llmplan", appauthor=False))
