@@ -118,6 +118,8 @@ def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "a
     _g(groups, f"{prefix}.o_proj", (h, q), n, "attention", "row")
     if m.attention_out_bias:
         _g(groups, f"{prefix}.o_proj.bias", (h,), n, "attention", "replicated")
+    if m.attention_sinks:
+        _g(groups, f"{prefix}.sinks", (m.num_heads,), n, "attention", "column")
     if m.qk_norm == "per_head":
         _g(groups, f"{prefix}.q_norm", (m.head_dim,), n, "norm", "replicated")
         _g(groups, f"{prefix}.k_norm", (m.head_dim,), n, "norm", "replicated")

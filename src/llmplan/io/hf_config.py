@@ -350,6 +350,23 @@ def _deepseek(cfg: Config) -> dict[str, Any]:
     return d
 
 
+def _gpt_oss(cfg: Config) -> dict[str, Any]:
+    """OpenAI gpt-oss: biased attention with a learned sink per head, MoE with router and expert biases,
+    alternating sliding/full layers (``layer_types``)."""
+    d = _common(cfg)
+    d.update(attention_bias=True, attention_out_bias=True, attention_sinks=True)
+    d["moe"] = MoESpec(
+        num_experts=_int(cfg, "num_local_experts", "num_experts"),
+        experts_per_token=_int(cfg, "num_experts_per_tok", "experts_per_token"),
+        expert_intermediate_size=d["intermediate_size"],
+        router_bias=True,
+        expert_bias=True,
+    )
+    d["layer_mlp"] = ("moe",) * d["num_layers"]
+    d.update(_sliding(cfg, d["num_layers"], lambda i: i % 2 == 0))
+    return d
+
+
 FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
@@ -373,6 +390,7 @@ FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "falcon": _falcon,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
 }
 
 
