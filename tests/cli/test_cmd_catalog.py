@@ -1,0 +1,58 @@
+"""``llmplan-cli catalog models`` and ``params`` with catalog ids and paths."""
+
+from __future__ import annotations
+
+import json
+
+from llmplan.cli import main
+
+
+def test_catalog_models_table(capsys):
+    assert main(["catalog", "models", "--family", "deepseek"]) == 0
+    out = capsys.readouterr().out
+    assert "deepseek-ai/DeepSeek-V3" in out and "684B" in out and "37.6B" in out
+    assert out.strip().endswith("4 models")
+
+
+def test_catalog_models_json(capsys):
+    assert main(["catalog", "models", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["id"]: r for r in data["models"]}
+    assert len(rows) >= 60 and data["problems"] == []
+    llama = rows["meta-llama/Meta-Llama-3-8B"]
+    assert llama["params_total"] == 8_030_261_248 and llama["layers"] == 32 and llama["context_length"] == 8192
+    assert rows["mistralai/Mixtral-8x7B-v0.1"]["params_active"] == 12_879_925_248
+
+
+def test_catalog_models_search_without_match(capsys):
+    assert main(["catalog", "models", "--search", "no-such-model"]) == 1
+    assert "no models match" in capsys.readouterr().out
+
+
+def test_catalog_without_kind_prints_help(capsys):
+    assert main(["catalog"]) == 2
+    assert "models" in capsys.readouterr().out
+
+
+def test_params_by_catalog_id(capsys):
+    assert main(["params", "Qwen/Qwen3-30B-A3B", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["params"]["total"] == 30_532_122_624
+
+
+def test_params_unknown_id_is_one_clear_line(capsys):
+    assert main(["params", "meta-llama/Llama-9-8B"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a model in the catalog" in err and "Did you mean" in err
+
+
+def test_params_from_config_file_and_folder(tmp_path, capsys):
+    cfg = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336}
+    folder = tmp_path / "Mistral-7B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    for arg in (str(folder), str(folder / "config.json")):
+        assert main(["params", arg, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["params"]["total"] == 7_241_732_096 and data["model"] == "Mistral-7B"
