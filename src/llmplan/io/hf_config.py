@@ -122,6 +122,8 @@ def _common(cfg: Config) -> dict[str, Any]:
 def _sliding(cfg: Config, n_layers: int, pattern: Callable[[int], bool] | None) -> dict[str, Any]:
     """Sliding-window layers from ``layer_types`` when present, else from the family's pattern."""
     window = cfg.get("sliding_window")
+    if isinstance(window, int | float) and window >= _int(cfg, "max_position_embeddings", default=1 << 62):
+        window = None  # a window as long as the context (Phi-3.5's 262144) never slides
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:
         kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in types)
@@ -232,7 +234,10 @@ def _gemma3(cfg: Config) -> dict[str, Any]:
 
 
 def _phi3(cfg: Config) -> dict[str, Any]:
-    return _common(cfg)
+    """Phi-3/3.5/4: Llama-shaped (HF fuses qkv and gate_up, same counts); Phi-3-mini slides a 2047 window."""
+    d = _common(cfg)
+    d.update(_sliding(cfg, d["num_layers"], None))
+    return d
 
 
 def _olmo2(cfg: Config) -> dict[str, Any]:
