@@ -67,7 +67,7 @@ def test_not_an_object():
 
 
 def test_load_config_file_errors(tmp_path):
-    with pytest.raises(ConfigError, match="no config.json"):
+    with pytest.raises(ConfigError, match=r"no config\.json"):
         load_config_file(tmp_path)
     bad = tmp_path / "config.json"
     bad.write_text("{oops")
