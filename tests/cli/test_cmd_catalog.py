@@ -56,3 +56,32 @@ def test_params_from_config_file_and_folder(tmp_path, capsys):
         assert main(["params", arg, "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["params"]["total"] == 7_241_732_096 and data["model"] == "Mistral-7B"
+
+
+def test_params_from_gguf_and_safetensors_index(tmp_path, capsys):
+    gguf = __import__("pytest").importorskip("gguf")
+    import numpy as np
+
+    path = tmp_path / "m.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    for add, v in ((w.add_embedding_length, 32), (w.add_block_count, 1), (w.add_feed_forward_length, 64),
+                   (w.add_head_count, 2), (w.add_context_length, 128)):
+        add(v)
+    w.add_token_list([str(i) for i in range(10)])
+    w.add_tensor("token_embd.weight", np.zeros((10, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert main(["params", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # tied (no output.weight): 10·32 embedding + (4·32² + 3·32·64 + 2·32) + 32 final norm
+    assert data["params"]["total"] == 10 * 32 + 4 * 32 * 32 + 3 * 32 * 64 + 2 * 32 + 32
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 10, "hidden_size": 32,
+                                                      "num_hidden_layers": 1, "num_attention_heads": 2,
+                                                      "intermediate_size": 64, "tie_word_embeddings": True}))
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": {}}))
+    assert main(["params", str(index), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["total"] == data["params"]["total"]
