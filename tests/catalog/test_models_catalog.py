@@ -79,7 +79,7 @@ def test_catalog_is_large_and_clean():
     assert len(WITH_REFERENCE) >= 60
     assert {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
             "phi3", "deepseek", "gpt_oss", "olmo2", "falcon", "gpt2", "opt", "bloom", "gpt_neox", "gptj",
-            "starcoder2"} <= set(CATALOG.families)
+            "starcoder2", "phi", "gpt_bigcode"} <= set(CATALOG.families)
 
 
 def test_no_entry_is_approximate():

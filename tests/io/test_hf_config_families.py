@@ -121,3 +121,27 @@ def test_phi3_window_only_when_shorter_than_context():
 
 def test_qwen2_sliding_window_off_unless_enabled():
     assert CAT.get("Qwen/Qwen2.5-7B").spec.sliding_layer_count == 0  # use_sliding_window: false
+
+
+def test_phi2_one_norm_parallel_and_biased_head():
+    spec = CAT.get("microsoft/phi-2").spec
+    g = groups("microsoft/phi-2")
+    assert (spec.norms_per_layer, spec.parallel_block, spec.gated_mlp) == (1, True, False)
+    assert g["lm_head.bias"] == ((51200,), 1) and g["block_norms"] == ((2 * 2560,), 32)
+
+
+def test_phi_qk_layernorm_is_refused_not_miscounted():
+    import pytest
+
+    from llmplan.errors import ConfigError
+    from llmplan.io.hf_config import spec_from_config
+
+    with pytest.raises(ConfigError, match="qk_layernorm"):
+        spec_from_config({**CAT.get("microsoft/phi-2").config, "qk_layernorm": True})
+
+
+def test_starcoder_gpt_bigcode_is_multi_query_with_learned_positions():
+    spec = CAT.get("bigcode/starcoderbase").spec
+    g = groups("bigcode/starcoderbase")
+    assert spec.num_kv_heads == 1 and spec.tie_embeddings and spec.position == "learned"
+    assert g["attn.k_proj"] == ((128, 6144), 40) and g["embed_positions"] == ((8192, 6144), 1)

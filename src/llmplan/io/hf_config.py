@@ -265,6 +265,27 @@ def _gpt2(cfg: Config) -> dict[str, Any]:
     return d
 
 
+def _gpt_bigcode(cfg: Config) -> dict[str, Any]:
+    """StarCoder/SantaCoder: GPT-2 layout (learned positions, biases, tied) with multi-query attention."""
+    d = _gpt2(cfg)
+    if _bool(cfg, "multi_query", True):
+        d["num_kv_heads"] = 1
+    return d
+
+
+def _phi(cfg: Config) -> dict[str, Any]:
+    """Phi-1.5/Phi-2: one LayerNorm feeding attention and MLP in parallel, biases everywhere
+    (including the untied output head), plain GELU MLP."""
+    d = _common(cfg)
+    d.update(gated_mlp=False, norm="layernorm", attention_bias=True, attention_out_bias=True, mlp_bias=True,
+             norms_per_layer=1, parallel_block=True, lm_head_bias=True,
+             activation=str(cfg.get("hidden_act", "gelu_new")))
+    if _bool(cfg, "qk_layernorm", False):
+        raise ConfigError("config.json: 'qk_layernorm': true is not supported for model_type 'phi' "
+                          "(no released Phi model uses it); set it to false or report the model")
+    return d
+
+
 def _gpt_neox(cfg: Config) -> dict[str, Any]:
     d = _common(cfg)
     bias = _bool(cfg, "attention_bias", True)
@@ -388,6 +409,8 @@ FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "olmo2": _olmo2,
     "starcoder2": _starcoder2,
     "gpt2": _gpt2,
+    "gpt_bigcode": _gpt_bigcode,
+    "phi": _phi,
     "gpt_neox": _gpt_neox,
     "gptj": _gptj,
     "opt": _opt,
