@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from llmplan.catalog.models import load_model_catalog
 from llmplan.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _empty_user_dir(tmp_path, monkeypatch):
+    """Only the shipped catalog: whatever the person running the tests imported must not matter."""
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path / "user"))
+    load_model_catalog(refresh=True)
+    yield
+    monkeypatch.undo()
+    load_model_catalog(refresh=True)
 
 
 def test_catalog_models_table(capsys):
@@ -59,7 +72,7 @@ def test_params_from_config_file_and_folder(tmp_path, capsys):
 
 
 def test_params_from_gguf_and_safetensors_index(tmp_path, capsys):
-    gguf = __import__("pytest").importorskip("gguf")
+    gguf = pytest.importorskip("gguf")
     import numpy as np
 
     path = tmp_path / "m.gguf"

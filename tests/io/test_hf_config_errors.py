@@ -81,3 +81,17 @@ def test_load_config_file_errors(tmp_path):
         load_config_file(bad)
     with pytest.raises(ConfigError, match="cannot read it"):
         load_config_file(tmp_path / "absent.json")
+
+
+def test_multimodal_wrapper_of_a_known_language_model_is_exact():
+    # Mistral Small 3.1-style wrapper: the language model lives under text_config (model_type "mistral").
+    text = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336}
+    spec = spec_from_config({"model_type": "mistral3", "text_config": text, "vision_config": {"hidden_size": 1024}})
+    assert not spec.approximate and "language model only" in spec.notes[0]
+    assert count_params(spec).total == 7_241_732_096  # Mistral-7B-v0.1's checkpoint total
+
+
+def test_unknown_wrapper_falls_back_to_its_text_config():
+    spec = spec_from_config({"model_type": "new_vlm", "text_config": {**LLAMA, "model_type": "new_text"}})
+    assert spec.approximate and count_params(spec).total == 6_738_415_616

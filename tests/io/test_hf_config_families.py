@@ -10,7 +10,7 @@ from __future__ import annotations
 from llmplan.catalog.models import load_model_catalog
 from llmplan.core.params import count_params
 
-CAT = load_model_catalog()
+CAT = load_model_catalog(include_user=False)
 
 
 def groups(model_id: str) -> dict[str, tuple]:

@@ -179,18 +179,20 @@ def user_models_dir() -> Path:
     return user_data_dir() / "models"
 
 
-def load_model_catalog(*, refresh: bool = False) -> ModelCatalog:
-    """The shipped catalog merged with the user's entries (user wins on the same id). Cached."""
+def load_model_catalog(*, refresh: bool = False, include_user: bool = True) -> ModelCatalog:
+    """The shipped catalog merged with the user's entries (user wins on the same id). Cached.
+
+    ``include_user=False`` gives the shipped entries alone (what tests of the shipped data use)."""
     if refresh:
         _load.cache_clear()
-    return _load(str(user_models_dir()))
+    return _load(str(user_models_dir()) if include_user else None)
 
 
 @lru_cache(maxsize=4)
-def _load(user_dir: str) -> ModelCatalog:
+def _load(user_dir: str | None) -> ModelCatalog:
     problems: list[str] = []
     shipped = _read_dir(catalogs_dir() / "models", False, problems)
-    user = _read_dir(Path(user_dir), True, problems)
+    user = _read_dir(Path(user_dir), True, problems) if user_dir else []
     merged = {e.id.lower(): e for e in shipped}
     merged.update({e.id.lower(): e for e in user})
     return ModelCatalog(merged.values(), problems)

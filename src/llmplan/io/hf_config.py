@@ -429,14 +429,24 @@ def spec_from_config(cfg: Config, name: str = "custom model") -> ModelSpec:
     model_type = str(cfg.get("model_type") or "").lower()
     parse = FAMILIES.get(model_type)
     notes: tuple[str, ...] = ()
-    if parse is None:
-        parse = _llama
+    approximate = False
+    inner = cfg.get("text_config")
+    inner_type = str(inner.get("model_type") or "").lower() if isinstance(inner, Mapping) else ""
+    if parse is None and inner_type in FAMILIES:
+        # A multimodal wrapper (Mistral 3, LLaVA, ...) around a language model we know: exact for that model.
+        parse, cfg = FAMILIES[inner_type], {**_text_config(cfg), "model_type": inner_type}
+        notes = (f"'{model_type}' wraps a '{inner_type}' language model; llmplan counts the language model "
+                 "only (the vision or audio encoder is not included).",)
+    elif parse is None:
+        parse, approximate = _llama, True
+        if isinstance(inner, Mapping) and inner.get("hidden_size"):
+            cfg = _text_config(cfg)
         notes = (
             f"model_type '{model_type or '(missing)'}' is not one llmplan knows; sized as a Llama-style "
             "decoder (gated MLP, RMSNorm, untied unless tie_word_embeddings). Counts are approximate.",
         )
     fields = parse(cfg)
-    fields.update(name=name, model_type=model_type or "unknown", approximate=bool(notes), notes=notes)
+    fields.update(name=name, model_type=model_type or "unknown", approximate=approximate, notes=notes)
     try:
         return ModelSpec(**fields)
     except ValidationError as exc:
