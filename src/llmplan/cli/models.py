@@ -10,16 +10,9 @@ from llmplan.io.hf_config import spec_from_path
 
 
 def resolve_model_arg(arg: str) -> ModelSpec:
-    """A path (config.json, model folder, .gguf, or a safetensors index beside its config.json),
-    else a catalog id."""
+    """A path (config.json, model folder, .gguf, safetensors index), else a catalog id."""
     p = Path(arg)
     if p.exists():
-        if p.suffix.lower() == ".gguf":
-            from llmplan.io.gguf_header import spec_from_gguf
-
-            return spec_from_gguf(p)
-        if p.name.endswith(".safetensors.index.json") or p.suffix == ".safetensors":
-            return spec_from_path(p.parent)  # the architecture is in the config.json next to it
         return spec_from_path(p)
     try:
         from llmplan.catalog.models import load_model_catalog

@@ -50,7 +50,15 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def spec_from_path(path: str | Path, name: str | None = None) -> ModelSpec:
+    """A ModelSpec from what a person has on disk: a config.json, a model folder holding one, a .gguf
+    file (its header), or a safetensors index / shard (the config.json beside it)."""
     p = Path(path)
+    if p.suffix.lower() == ".gguf":
+        from llmplan.io.gguf_header import spec_from_gguf
+
+        return spec_from_gguf(p, name=name)
+    if p.name.endswith(".safetensors.index.json") or p.suffix.lower() == ".safetensors":
+        p = p.parent
     default = p.name if p.is_dir() else p.parent.name or p.stem
     return spec_from_config(load_config_file(p), name=name or default)
 
