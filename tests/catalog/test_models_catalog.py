@@ -46,6 +46,16 @@ def _gemma3_vision(e: ModelEntry) -> int:
     return siglip_vision_tower(vc) + vc["hidden_size"] * e.spec.hidden_size + vc["hidden_size"]
 
 
+def pixtral_vision(e: ModelEntry) -> int:
+    """Mistral 3's Pixtral encoder (patch conv without bias, ln_pre, per layer q/k/v/o + 2 RMSNorms + gated
+    SiLU MLP, no biases) and its projector (RMSNorm, 2x2 patch merger, two Linears to the text width)."""
+    vc, h = e.config["vision_config"], e.spec.hidden_size
+    d, inter, n, merge = vc["hidden_size"], vc["intermediate_size"], vc["num_hidden_layers"], e.config["spatial_merge_size"]
+    tower = vc["num_channels"] * vc["patch_size"] ** 2 * d + d + n * (4 * d * d + 2 * d + 3 * d * inter)
+    projector = d + merge * merge * d * d + d * h + h * h
+    return tower + projector
+
+
 def deepseek_fp8_split(e: ModelEntry) -> tuple[int, int]:
     """(FP8 weights, their 128x128 block scales) of DeepSeek-V3's checkpoint: every 2-D projection inside
     the blocks is FP8 except the router gates and the MTP eh_proj; each carries one F32 weight_scale_inv
@@ -70,6 +80,7 @@ EXTRA_STORED = {
     "google/gemma-3-12b-it": _gemma3_vision,
     "google/gemma-3-27b-it": _gemma3_vision,
     "deepseek-ai/DeepSeek-V3": lambda e: deepseek_fp8_split(e)[1],
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": pixtral_vision,
 }
 
 
