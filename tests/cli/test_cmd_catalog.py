@@ -98,3 +98,15 @@ def test_params_from_gguf_and_safetensors_index(tmp_path, capsys):
     index.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": {}}))
     assert main(["params", str(index), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["params"]["total"] == data["params"]["total"]
+
+
+def test_user_models_are_listed_and_marked(capsys):
+    from llmplan.catalog.models import save_user_model
+
+    save_user_model({"model_type": "llama", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "intermediate_size": 128}, "My Tiny", model_id="me/tiny")
+    assert main(["catalog", "models", "--search", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "me/tiny" in out and "(user)" in out
+    assert main(["params", "me/tiny", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "My Tiny"
