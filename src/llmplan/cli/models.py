@@ -10,7 +10,7 @@ from llmplan.io.hf_config import spec_from_path
 
 
 def resolve_model_arg(arg: str) -> ModelSpec:
-    """A path to a config.json or model folder, else a catalog id."""
+    """A path (config.json, model folder, .gguf, safetensors index), else a catalog id."""
     p = Path(arg)
     if p.exists():
         return spec_from_path(p)

@@ -84,6 +84,7 @@ class ModelSpec(FrozenModel):
     embedding_norm: bool = Field(False, description="a norm right after the token embedding (BLOOM)")
     tie_embeddings: bool = False
     lm_head_bias: bool = False
+    attention_sinks: bool = Field(False, description="gpt-oss: one learned sink logit per query head and layer")
     position: Literal["rope", "learned", "alibi", "none"] = "rope"
     learned_positions: int = Field(0, ge=0, description="rows of the learned position table (0 unless learned)")
     embedding_proj_dim: int | None = Field(

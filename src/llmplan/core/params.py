@@ -39,6 +39,7 @@ class TensorGroup:
     tp_split: TpSplit
     place: Place
     layer_kind: str = ""  # "dense"/"moe" for MLP tensors, "" otherwise
+    copies_per_layer: int = 1  # how many of these one block holds (its routed experts, its norms)
 
     @property
     def numel(self) -> int:
@@ -72,21 +73,22 @@ class ParamBreakdown:
         return out
 
     def per_layer(self, layer_kind: str | None = None) -> int:
-        """Parameters of one transformer block (of the given MLP kind, if the model mixes)."""
+        """Parameters of one transformer block (of the given MLP kind, if the model mixes): every
+        tensor it holds, all its routed experts and norms included."""
         total = 0
         for g in self.groups:
             if g.place != "layer" or g.category == "mtp":
                 continue
             if g.layer_kind and layer_kind and g.layer_kind != layer_kind:
                 continue
-            total += g.numel
+            total += g.numel * g.copies_per_layer
         return total
 
 
 def _g(groups: list[TensorGroup], name: str, shape: tuple[int, ...], count: int, category: Category,
-       tp_split: TpSplit, place: Place = "layer", layer_kind: str = "") -> None:
+       tp_split: TpSplit, place: Place = "layer", layer_kind: str = "", copies: int = 1) -> None:
     if count > 0 and all(d > 0 for d in shape):
-        groups.append(TensorGroup(name, shape, count, category, tp_split, place, layer_kind))
+        groups.append(TensorGroup(name, shape, count, category, tp_split, place, layer_kind, copies))
 
 
 def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "attn") -> None:
@@ -118,6 +120,8 @@ def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "a
     _g(groups, f"{prefix}.o_proj", (h, q), n, "attention", "row")
     if m.attention_out_bias:
         _g(groups, f"{prefix}.o_proj.bias", (h,), n, "attention", "replicated")
+    if m.attention_sinks:
+        _g(groups, f"{prefix}.sinks", (m.num_heads,), n, "attention", "column")
     if m.qk_norm == "per_head":
         _g(groups, f"{prefix}.q_norm", (m.head_dim,), n, "norm", "replicated")
         _g(groups, f"{prefix}.k_norm", (m.head_dim,), n, "norm", "replicated")
@@ -127,16 +131,16 @@ def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "a
 
 
 def _mlp(groups: list[TensorGroup], prefix: str, h: int, inter: int, gated: bool, bias: bool, count: int,
-         category: Category, split_in: TpSplit, split_out: TpSplit, kind: str) -> None:
-    """One MLP (or ``count`` identical ones): up (and gate), then down."""
+         category: Category, split_in: TpSplit, split_out: TpSplit, kind: str, copies: int = 1) -> None:
+    """One MLP (or ``count`` identical ones, ``copies`` of them in each block): up (and gate), then down."""
     for proj in ("gate_proj", "up_proj") if gated else ("up_proj",):
-        _g(groups, f"{prefix}.{proj}", (inter, h), count, category, split_in, layer_kind=kind)
+        _g(groups, f"{prefix}.{proj}", (inter, h), count, category, split_in, layer_kind=kind, copies=copies)
         if bias:
-            _g(groups, f"{prefix}.{proj}.bias", (inter,), count, category, split_in, layer_kind=kind)
-    _g(groups, f"{prefix}.down_proj", (h, inter), count, category, split_out, layer_kind=kind)
+            _g(groups, f"{prefix}.{proj}.bias", (inter,), count, category, split_in, layer_kind=kind, copies=copies)
+    _g(groups, f"{prefix}.down_proj", (h, inter), count, category, split_out, layer_kind=kind, copies=copies)
     if bias:
         _g(groups, f"{prefix}.down_proj.bias", (h,), count, category,
-           "expert" if split_out == "expert" else "replicated", layer_kind=kind)
+           "expert" if split_out == "expert" else "replicated", layer_kind=kind, copies=copies)
 
 
 def _norm_numel(m: ModelSpec) -> int:
@@ -154,7 +158,7 @@ def _moe_block(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "m
         _g(groups, f"{prefix}.router.e_score_correction_bias", (e.num_experts,), n, "router", "replicated",
            layer_kind="moe")
     _mlp(groups, f"{prefix}.experts", h, e.expert_intermediate_size, m.gated_mlp, e.expert_bias,
-         n * e.num_experts, "expert", "expert", "expert", "moe")
+         n * e.num_experts, "expert", "expert", "expert", "moe", copies=e.num_experts)
     if e.num_shared_experts:
         _mlp(groups, f"{prefix}.shared_experts", h, e.shared_intermediate_size * e.num_shared_experts,
              m.gated_mlp, False, n, "shared_expert", "column", "row", "moe")
@@ -176,7 +180,8 @@ def _build_groups(m: ModelSpec) -> list[TensorGroup]:
         _g(groups, "embedding_norm", (_norm_numel(m),), 1, "norm", "replicated", "first")
 
     _attention(m, groups, L)
-    _g(groups, "block_norms", (_norm_numel(m),), L * m.norms_per_layer, "norm", "replicated")
+    _g(groups, "block_norms", (_norm_numel(m),), L * m.norms_per_layer, "norm", "replicated",
+       copies=m.norms_per_layer)
 
     dense, moe = m.dense_layer_count, m.moe_layer_count
     _mlp(groups, "mlp", h, m.intermediate_size, m.gated_mlp, m.mlp_bias, dense, "mlp", "column", "row", "dense")
@@ -213,7 +218,7 @@ def _mtp(m: ModelSpec, groups: list[TensorGroup]) -> None:
     _g(sub, "mtp.shared_head.head", (m.vocab_size, h), n, "mtp", "vocab")
     for g in sub:
         groups.append(TensorGroup(g.name if g.name.startswith("mtp") else f"mtp.{g.name}", g.shape, g.count,
-                                  "mtp", g.tp_split, "last", g.layer_kind))
+                                  "mtp", g.tp_split, "last", g.layer_kind, g.copies_per_layer))
 
 
 @lru_cache(maxsize=256)

@@ -50,7 +50,15 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def spec_from_path(path: str | Path, name: str | None = None) -> ModelSpec:
+    """A ModelSpec from what a person has on disk: a config.json, a model folder holding one, a .gguf
+    file (its header), or a safetensors index / shard (the config.json beside it)."""
     p = Path(path)
+    if p.suffix.lower() == ".gguf":
+        from llmplan.io.gguf_header import spec_from_gguf
+
+        return spec_from_gguf(p, name=name)
+    if p.name.endswith(".safetensors.index.json") or p.suffix.lower() == ".safetensors":
+        p = p.parent
     default = p.name if p.is_dir() else p.parent.name or p.stem
     return spec_from_config(load_config_file(p), name=name or default)
 
@@ -122,6 +130,8 @@ def _common(cfg: Config) -> dict[str, Any]:
 def _sliding(cfg: Config, n_layers: int, pattern: Callable[[int], bool] | None) -> dict[str, Any]:
     """Sliding-window layers from ``layer_types`` when present, else from the family's pattern."""
     window = cfg.get("sliding_window")
+    if isinstance(window, int | float) and window >= _int(cfg, "max_position_embeddings", default=1 << 62):
+        window = None  # a window as long as the context (Phi-3.5's 262144) never slides
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:
         kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in types)
@@ -232,7 +242,10 @@ def _gemma3(cfg: Config) -> dict[str, Any]:
 
 
 def _phi3(cfg: Config) -> dict[str, Any]:
-    return _common(cfg)
+    """Phi-3/3.5/4: Llama-shaped (HF fuses qkv and gate_up, same counts); Phi-3-mini slides a 2047 window."""
+    d = _common(cfg)
+    d.update(_sliding(cfg, d["num_layers"], None))
+    return d
 
 
 def _olmo2(cfg: Config) -> dict[str, Any]:
@@ -257,6 +270,27 @@ def _gpt2(cfg: Config) -> dict[str, Any]:
              tie_embeddings=_bool(cfg, "tie_word_embeddings", True), position="learned",
              activation=str(cfg.get("activation_function", "gelu_new")))
     d["learned_positions"] = _int(cfg, "n_positions", "max_position_embeddings")
+    return d
+
+
+def _gpt_bigcode(cfg: Config) -> dict[str, Any]:
+    """StarCoder/SantaCoder: GPT-2 layout (learned positions, biases, tied) with multi-query attention."""
+    d = _gpt2(cfg)
+    if _bool(cfg, "multi_query", True):
+        d["num_kv_heads"] = 1
+    return d
+
+
+def _phi(cfg: Config) -> dict[str, Any]:
+    """Phi-1.5/Phi-2: one LayerNorm feeding attention and MLP in parallel, biases everywhere
+    (including the untied output head), plain GELU MLP."""
+    d = _common(cfg)
+    d.update(gated_mlp=False, norm="layernorm", attention_bias=True, attention_out_bias=True, mlp_bias=True,
+             norms_per_layer=1, parallel_block=True, lm_head_bias=True,
+             activation=str(cfg.get("hidden_act", "gelu_new")))
+    if _bool(cfg, "qk_layernorm", False):
+        raise ConfigError("config.json: 'qk_layernorm': true is not supported for model_type 'phi' "
+                          "(no released Phi model uses it); set it to false or report the model")
     return d
 
 
@@ -350,6 +384,23 @@ def _deepseek(cfg: Config) -> dict[str, Any]:
     return d
 
 
+def _gpt_oss(cfg: Config) -> dict[str, Any]:
+    """OpenAI gpt-oss: biased attention with a learned sink per head, MoE with router and expert biases,
+    alternating sliding/full layers (``layer_types``)."""
+    d = _common(cfg)
+    d.update(attention_bias=True, attention_out_bias=True, attention_sinks=True)
+    d["moe"] = MoESpec(
+        num_experts=_int(cfg, "num_local_experts", "num_experts"),
+        experts_per_token=_int(cfg, "num_experts_per_tok", "experts_per_token"),
+        expert_intermediate_size=d["intermediate_size"],
+        router_bias=True,
+        expert_bias=True,
+    )
+    d["layer_mlp"] = ("moe",) * d["num_layers"]
+    d.update(_sliding(cfg, d["num_layers"], lambda i: i % 2 == 0))
+    return d
+
+
 FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
@@ -366,6 +417,8 @@ FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "olmo2": _olmo2,
     "starcoder2": _starcoder2,
     "gpt2": _gpt2,
+    "gpt_bigcode": _gpt_bigcode,
+    "phi": _phi,
     "gpt_neox": _gpt_neox,
     "gptj": _gptj,
     "opt": _opt,
@@ -373,6 +426,7 @@ FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "falcon": _falcon,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
 }
 
 
@@ -383,14 +437,24 @@ def spec_from_config(cfg: Config, name: str = "custom model") -> ModelSpec:
     model_type = str(cfg.get("model_type") or "").lower()
     parse = FAMILIES.get(model_type)
     notes: tuple[str, ...] = ()
-    if parse is None:
-        parse = _llama
+    approximate = False
+    inner = cfg.get("text_config")
+    inner_type = str(inner.get("model_type") or "").lower() if isinstance(inner, Mapping) else ""
+    if parse is None and inner_type in FAMILIES:
+        # A multimodal wrapper (Mistral 3, LLaVA, ...) around a language model we know: exact for that model.
+        parse, cfg = FAMILIES[inner_type], {**_text_config(cfg), "model_type": inner_type}
+        notes = (f"'{model_type}' wraps a '{inner_type}' language model; llmplan counts the language model "
+                 "only (the vision or audio encoder is not included).",)
+    elif parse is None:
+        parse, approximate = _llama, True
+        if isinstance(inner, Mapping) and inner.get("hidden_size"):
+            cfg = _text_config(cfg)
         notes = (
             f"model_type '{model_type or '(missing)'}' is not one llmplan knows; sized as a Llama-style "
             "decoder (gated MLP, RMSNorm, untied unless tie_word_embeddings). Counts are approximate.",
         )
     fields = parse(cfg)
-    fields.update(name=name, model_type=model_type or "unknown", approximate=bool(notes), notes=notes)
+    fields.update(name=name, model_type=model_type or "unknown", approximate=approximate, notes=notes)
     try:
         return ModelSpec(**fields)
     except ValidationError as exc:

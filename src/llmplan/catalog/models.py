@@ -1,0 +1,243 @@
+"""The model catalog: one JSON file per model, shipped and user-added.
+
+Each file holds a model's hub id, a few facts a person wants to see (name, family,
+release, license, context) and its real ``config.json``, from which the exact
+architecture (``ModelSpec``) is built. ``reference_params`` records a parameter total
+measured elsewhere (the checkpoint's safetensors, a paper), with its source, so tests
+can prove our count; it is ``null`` with a ``reference_note`` when none could be found.
+
+Shipped entries live in ``catalogs_dir()/"models"``; a user's own entries in
+``user_data_dir()/"models"`` override shipped ones with the same id. A broken file is
+skipped and reported in ``ModelCatalog.problems``; loading never crashes on data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from datetime import date
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from llmplan.core.model import ModelSpec
+from llmplan.errors import CatalogError, ConfigError
+from llmplan.io.hf_config import spec_from_config
+from llmplan.resources_path import catalogs_dir, user_data_dir
+
+MAX_ENTRY_BYTES = 1024 * 1024  # an entry is a config.json plus a few fields: a few KB
+_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+class ReferenceParams(BaseModel):
+    """A parameter total measured outside llmplan, and where it comes from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    total: int = Field(gt=0)
+    source: str = Field(min_length=3)
+
+
+class ModelEntry(BaseModel):
+    """One catalog model. ``spec`` is built from ``config`` on first use and cached."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="hub id, e.g. meta-llama/Meta-Llama-3-8B")
+    display_name: str = Field(min_length=1)
+    family: str = Field(min_length=1)
+    release_date: str | None = None
+    license: str | None = None
+    context_length: int | None = Field(None, gt=0)
+    source: str = Field(min_length=1, description="where the config came from")
+    reference_params: ReferenceParams | None = None
+    reference_note: str | None = None
+    config: dict[str, Any]
+    user: bool = False
+
+    @field_validator("release_date")
+    @classmethod
+    def _date(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not _DATE.match(v):
+            raise ValueError(f"release_date must be YYYY-MM or YYYY-MM-DD, got {v!r}")
+        y, m, *d = (int(p) for p in v.split("-"))
+        date(y, m, d[0] if d else 1)  # raises ValueError on 2024-13 or 2024-02-30
+        return v
+
+    @model_validator(mode="after")
+    def _reference_explained(self) -> ModelEntry:
+        if self.reference_params is None and not self.user and not self.reference_note:
+            raise ValueError("reference_params is null: add reference_note saying why no measured total exists")
+        return self
+
+    @cached_property
+    def spec(self) -> ModelSpec:
+        return spec_from_config(self.config, name=self.display_name)
+
+
+class ModelCatalog:
+    """All models, shipped and user-added, with lookup by id and text search."""
+
+    def __init__(self, entries: Iterable[ModelEntry], problems: Iterable[str] = ()) -> None:
+        self._by_id = {e.id: e for e in entries}
+        self._lower = {k.lower(): k for k in self._by_id}
+        self.problems: list[str] = list(problems)
+
+    @property
+    def entries(self) -> list[ModelEntry]:
+        return sorted(self._by_id.values(), key=lambda e: (e.family, e.id.lower()))
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, model_id: object) -> bool:
+        return isinstance(model_id, str) and model_id.lower() in self._lower
+
+    def get(self, model_id: str) -> ModelEntry:
+        """The entry with this id (case-insensitive; the part after the org is enough when unique);
+        a CatalogError with close matches otherwise."""
+        wanted = model_id.strip().lower()
+        key = self._lower.get(wanted)
+        if key is None and "/" not in wanted:  # "Meta-Llama-3-8B" names meta-llama/Meta-Llama-3-8B if unique
+            tails = [k for lower, k in self._lower.items() if lower.split("/")[-1] == wanted]
+            key = tails[0] if len(tails) == 1 else None
+        if key is not None:
+            return self._by_id[key]
+        names = list(self._by_id)
+        close = difflib.get_close_matches(model_id, names, n=3, cutoff=0.5)
+        if not close:  # also try the part after the org, "Meta-Llama-3-8B" -> meta-llama/Meta-Llama-3-8B
+            tails = {n.split("/")[-1].lower(): n for n in names}
+            close = [tails[t] for t in difflib.get_close_matches(model_id.lower(), list(tails), n=3, cutoff=0.5)]
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise CatalogError(
+            f"'{model_id}' is not a model in the catalog.{hint} "
+            "List them with `llmplan-cli catalog models`, or pass a path to a config.json."
+        )
+
+    def search(self, text: str = "", family: str | None = None) -> list[ModelEntry]:
+        """Entries whose id, name or family contain every word of ``text`` (case-insensitive)."""
+        words = text.lower().split()
+        fam = family.lower() if family else None
+        out = []
+        for e in self.entries:
+            if fam and e.family.lower() != fam:
+                continue
+            hay = f"{e.id} {e.display_name} {e.family}".lower()
+            if all(w in hay for w in words):
+                out.append(e)
+        return out
+
+    @property
+    def families(self) -> list[str]:
+        return sorted({e.family for e in self._by_id.values()})
+
+
+def _read_entry(path: Path, user: bool) -> ModelEntry:
+    size = path.stat().st_size
+    if size > MAX_ENTRY_BYTES:
+        raise CatalogError(f"{size:,} bytes is too large for a model entry (limit {MAX_ENTRY_BYTES:,})")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CatalogError("not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise CatalogError("expected a JSON object")
+    data["user"] = user
+    try:
+        entry = ModelEntry.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "entry"
+        raise CatalogError(f"{where}: {err['msg']}") from None
+    entry.spec  # noqa: B018 - build it now, so a config we cannot size is reported here, not later
+    return entry
+
+
+def _read_dir(folder: Path, user: bool, problems: list[str]) -> list[ModelEntry]:
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            out.append(_read_entry(path, user))
+        except (CatalogError, ConfigError, OSError) as exc:
+            problems.append(f"{path.name}: {exc}")
+    return out
+
+
+def user_models_dir() -> Path:
+    return user_data_dir() / "models"
+
+
+def load_model_catalog(*, refresh: bool = False, include_user: bool = True) -> ModelCatalog:
+    """The shipped catalog merged with the user's entries (user wins on the same id). Cached.
+
+    ``include_user=False`` gives the shipped entries alone (what tests of the shipped data use)."""
+    if refresh:
+        _load.cache_clear()
+    return _load(str(user_models_dir()) if include_user else None)
+
+
+@lru_cache(maxsize=4)
+def _load(user_dir: str | None) -> ModelCatalog:
+    problems: list[str] = []
+    shipped = _read_dir(catalogs_dir() / "models", False, problems)
+    user = _read_dir(Path(user_dir), True, problems) if user_dir else []
+    merged = {e.id.lower(): e for e in shipped}
+    merged.update({e.id.lower(): e for e in user})
+    return ModelCatalog(merged.values(), problems)
+
+
+def _safe_filename(model_id: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id.replace("/", "__")).strip("._")
+    if not name:
+        raise CatalogError(f"'{model_id}' cannot be used as a model id; use letters, digits, '/', '-', '_' or '.'")
+    return name[:150] + ".json"
+
+
+def save_user_model(config: dict[str, Any], name: str, *, model_id: str | None = None, family: str | None = None,
+                    source: str = "imported by the user", license: str | None = None,
+                    release_date: str | None = None) -> ModelEntry:
+    """Import a config.json as a user catalog entry; returns it. Writes atomically.
+
+    The config is validated first (it must size as a model), so a bad file never
+    lands in the catalog.
+    """
+    model_id = (model_id or name).strip()
+    spec = spec_from_config(config, name=name)  # raises ConfigError naming the bad key
+    entry = ModelEntry(
+        id=model_id, display_name=name, family=family or spec.model_type, release_date=release_date,
+        license=license, context_length=spec.max_position_embeddings, source=source, reference_params=None,
+        reference_note="imported by the user; no measured total", config=dict(config), user=True,
+    )
+    folder = user_models_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = entry.model_dump(mode="json", exclude={"user"})
+    _atomic_write(folder / _safe_filename(model_id), json.dumps(payload, indent=1) + "\n")
+    _load.cache_clear()
+    return entry
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """temp file in the same folder + fsync + os.replace: a crash leaves the old file or the new one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
