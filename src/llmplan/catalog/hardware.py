@@ -272,11 +272,12 @@ def _add_file(b: _Builder, path: Path, origin: str, strict: bool) -> None:
     gpus = [_gpu_entry(raw, file, origin, strict) for raw in raws]
     networks = [_network_entry(n, file, origin, strict) for n in file.network]
     nodes = [_node_entry(n, file, origin, strict) for n in file.node]
-    if strict:
-        for kind, items, seen in (("GPU", gpus, b.gpus), ("network", networks, b.networks)):
-            for item in items:
-                if item.id in seen:
-                    raise ValueError(f"duplicate {kind} id {item.id!r}")
+    if strict:  # shipped ids are unique across all files; user files override on purpose
+        for kind, items, seen in (("GPU", gpus, b.gpus), ("network", networks, b.networks), ("node", nodes, b.nodes)):
+            ids = [item.id for item in items] + list(seen)
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {kind} ids {dupes}")
     b.gpus.update({g.id: g for g in gpus})
     b.networks.update({n.id: n for n in networks})
     b.nodes.update({n.id: n for n in nodes})
@@ -397,6 +398,7 @@ def save_user_gpu(spec: GpuSpec, match_names: Iterable[str] = (), notes: str = "
         "nvlink_gbs": spec.nvlink_bandwidth / GB_PER_S,
         "pcie_generation": spec.pcie_generation,
         "pcie_lanes": spec.pcie_lanes,
+        "pcie_gbs": spec.pcie_bandwidth / GB_PER_S if spec.pcie_bandwidth else None,
         "tdp_watts": spec.tdp_watts,
         "unified_memory": spec.unified_memory,
         "gpu_memory_fraction": spec.gpu_memory_fraction,

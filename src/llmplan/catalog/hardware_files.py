@@ -39,6 +39,7 @@ GPU_FIGURES = (
     "tflops",
     "nvlink_gbs",
     "pcie_generation",
+    "pcie_gbs",
     "tdp_watts",
     "price_per_hour",
 )
@@ -91,6 +92,7 @@ class GpuFileEntry(_Strict):
     nvlink_gbs: float = Field(0.0, ge=0)
     pcie_generation: int | None = Field(None, ge=1, le=6)
     pcie_lanes: int | None = Field(None, ge=1, le=32)
+    pcie_gbs: float | None = Field(None, gt=0, description="host link GB/s one direction; default: from generation")
     tdp_watts: float = Field(0.0, ge=0)
     price_per_hour: float | None = Field(None, ge=0)
     price_date: str | None = Field(None, pattern=r"^\d{4}-\d{2}(-\d{2})?$")
@@ -137,8 +139,8 @@ class GpuFileEntry(_Strict):
             memory = self.memory_mib * MIB
         else:
             memory = round(float(self.memory_gib or 0) * GIB)
-        pcie = 0.0
-        if self.pcie_generation is not None:
+        pcie = self.pcie_gbs * GB_PER_S if self.pcie_gbs else 0.0
+        if not pcie and self.pcie_generation is not None:
             pcie = PCIE_LANE_BYTES_PER_S[self.pcie_generation] * (self.pcie_lanes or 16)
         return GpuSpec(
             id=self.id,
