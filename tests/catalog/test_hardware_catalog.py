@@ -284,3 +284,15 @@ def test_broken_user_files_are_reported_and_skipped(tmp_path):
     assert "exactly one of memory_mib" in text
     assert "unknown ids ['nope']" in text
     assert len(cat.gpus) >= 45  # the shipped catalog is intact
+
+
+def test_cache_is_refreshed_when_a_user_file_appears(tmp_path):
+    before = load_hardware_catalog()
+    assert load_hardware_catalog() is before  # cached
+    (_user_dir(tmp_path) / "x.json").write_text(
+        json.dumps({"id": "x1", "name": "X1", "vendor": "other", "memory_gib": 8,
+                    "memory_bandwidth_gbs": 100, "tflops": {"fp32": 10}})
+    )
+    after = load_hardware_catalog()
+    assert after is not before and after.gpu("x1").memory_reported is False
+    assert after.gpu("x1").spec.memory_bytes == 8 * GIB

@@ -375,10 +375,15 @@ def _cached(user_dir: str, stamp: tuple) -> HardwareCatalog:
 def load_hardware_catalog() -> HardwareCatalog:
     """The catalog, cached; re-read when a user file is added, changed or removed."""
     user_dir = user_hardware_dir()
-    stamp: tuple = ()
+    stamp: list[tuple[str, int, int]] = []
     if user_dir.is_dir():
-        stamp = tuple(sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in user_dir.iterdir()))
-    return _cached(str(user_dir), stamp)
+        for path in user_dir.iterdir():
+            try:
+                st = path.stat()
+            except OSError:  # removed while we looked; the build below reports what is left
+                continue
+            stamp.append((path.name, st.st_mtime_ns, st.st_size))
+    return _cached(str(user_dir), tuple(sorted(stamp)))
 
 
 def save_user_gpu(spec: GpuSpec, match_names: Iterable[str] = (), notes: str = "") -> Path:
