@@ -141,6 +141,8 @@ SPOT_CHECKS = [
     ("nvidia-h200-sxm-141gb", "memory", 143771 * MIB, "nvidia-smi: 'NVIDIA H200', 143771MiB"),
     ("nvidia-t4-16gb", "fp16", 65 * TFLOPS, "T4 datasheet: mixed precision (FP16/FP32) 65 TFLOPS"),
     ("nvidia-b200-180gb", "bf16", 2250 * TFLOPS, "HGX B200: FP16/BF16 36 PFLOPS sparse for 8 GPUs"),
+    ("nvidia-gb200-186gb", "memory", 189471 * MIB, "nvidia-smi: 'NVIDIA GB200, 189471 MiB'"),
+    ("nvidia-rtx-3090-24gb", "memory", 24576 * MIB, "nvidia-smi: 'NVIDIA GeForce RTX 3090, 24576 MiB'"),
 ]
 
 
