@@ -67,6 +67,12 @@ class GpuSpec(FrozenModel):
     gpu_memory_fraction: float = Field(
         1.0, gt=0, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
     )
+    form_factor: str = Field("", description="e.g. 'SXM5', 'PCIe', 'OAM', 'SoC'; display only")
+    compute_capability: str | None = Field(None, description="CUDA compute capability, e.g. '9.0' (NVIDIA)")
+    nvlink_generation: int | None = Field(None, ge=1, description="NVLink generation; None: no NVLink")
+    pcie_generation: int | None = Field(None, ge=1, le=7, description="host PCIe generation")
+    pcie_lanes: int | None = Field(None, ge=1, le=32, description="host PCIe lanes")
+    gpu_cores: int | None = Field(None, ge=1, description="GPU core count where variants differ (Apple)")
 
     @property
     def usable_memory_bytes(self) -> int:
