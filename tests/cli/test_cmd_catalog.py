@@ -110,3 +110,12 @@ def test_user_models_are_listed_and_marked(capsys):
     assert "me/tiny" in out and "(user)" in out
     assert main(["params", "me/tiny", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == "My Tiny"
+
+
+def test_catalog_gpus_is_wired_into_the_real_cli(capsys):
+    """`llmplan-cli catalog gpus` goes through cli.main, not a throwaway parser."""
+    from llmplan.cli import main
+
+    assert main(["catalog", "gpus", "--vendor", "nvidia"]) == 0
+    out = capsys.readouterr().out
+    assert "nvidia-h100-sxm-80gb" in out and "amd-mi300x" not in out

@@ -15,11 +15,13 @@ from llmplan.core.params import count_params
 
 
 def _kinds() -> list[Callable[[argparse._SubParsersAction], None]]:
-    return [register_models]
+    from llmplan.cli.catalog_hardware import add_hardware_commands
+
+    return [register_models, add_hardware_commands]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("catalog", help="list the shipped and user catalogs (models, ...)")
+    p = sub.add_parser("catalog", help="list the shipped and user catalogs: models, gpus, nodes, networks")
     kinds = p.add_subparsers(dest="catalog_kind", metavar="KIND")
     for add in _kinds():
         add(kinds)
