@@ -45,6 +45,12 @@ class TrainingSettings(FrozenModel):
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     qlora_double_quant: bool = True
+    dropout: float = Field(
+        0.0, ge=0, lt=1, description="attention and hidden dropout; > 0 stores 1-byte masks (modern LLMs use 0)"
+    )
+    overlap_grad_reduce: bool = Field(
+        True, description="overlap the data-parallel gradient reduction with the last micro-batch's backward"
+    )
 
 
 class InferenceSettings(FrozenModel):
