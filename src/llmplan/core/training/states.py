@@ -29,7 +29,7 @@ class StateBytes:
     optimizer: float
     host: float  # per GPU on the host (CPU offload)
     nvme: float  # per GPU on NVMe
-    gather_buffer: float  # ZeRO-3: one block's gathered weights and gradients
+    gather_buffer: float  # ZeRO-3: one block's gathered weights and (16-bit) gradients
     weight_bytes: float  # bytes per trainable weight on the GPU (before sharding)
     grad_bytes: float
     master_bytes: float
@@ -105,8 +105,8 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
     if stage == 3:
         weights = shard(weights)
         frozen = frozen_bytes / d_dense
-        gather = sp.largest_layer * (wb + gb) * (trainable / sp.total if sp.total else 1.0) \
-            + (sp.largest_layer * wb if not full else 0.0)
+        # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
+        gather = sp.largest_layer * (wb + (4.0 if tr.precision == "fp32" else 2.0))
     host = nvme = 0.0
     if tr.offload != "none":
         off = master + optim + (grads if stage >= 2 else 0.0)
