@@ -96,8 +96,6 @@ def resolve(sc: Scenario) -> Layout:
             f"into 2·{cp} chunks; choose a seq_len that is a multiple of {2 * cp}"
         )
     sp = par.sequence_parallel and tp > 1
-    if par.sequence_parallel and tp == 1:
-        warnings.append("sequence parallelism has no effect with tp=1")
     mb = tr.micro_batch
     gb = tr.global_batch or mb * dp
     if gb % (mb * dp):
