@@ -61,7 +61,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMe
             frozen = sp.total * base
     st = model_states(tr, sp, trainable, frozen, lay.dp * lay.cp, lay.ep, full)
     per_layer = act.average_layer_bytes(m, lay, tr)
-    if not full:  # the A-projection outputs (r wide) of every targeted projection
+    if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
         per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
     flight = act.in_flight(lay) if stage in ("first", "only") else 1.0
     extra = 0.0
@@ -72,12 +72,22 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMe
     if tr.recompute == "full":  # the block being recomputed holds its full activations meanwhile
         extra += act.average_layer_bytes(m, lay, tr, "none")
     activ = per_layer * lay.layers_per_stage * flight + extra
-    buffers = st.gather_buffer
+    buffers = st.gather_buffer + comm_buffers(m, lay)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
     overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * allocated
     return StageMemory(sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead)
+
+
+def comm_buffers(m: ModelSpec, lay: Layout) -> float:
+    """Transient communication buffers: the sequence-parallel all-gather of one block input
+    (2·s·b·h) and the pipeline's send and receive buffers (2 × 2·s·b·h/t_sp)."""
+    sbh2 = 2.0 * lay.seq_len / lay.cp * lay.micro_batch * m.hidden_size
+    total = sbh2 if lay.sp else 0.0
+    if lay.pp > 1:
+        total += 2 * sbh2 / (lay.tp if lay.sp else 1)
+    return total
 
 
 def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
@@ -109,8 +119,11 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    "embedding_logits_recompute": sm.extra_activations, "recompute": tr.recompute,
                    "flash_attention": tr.flash_attention, "tp": lay.tp, "sequence_parallel": lay.sp,
                    "cp": lay.cp}, "korthikanti")
-    b = Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + gradients); QLoRA dequantised matrix",
-                  {"zero_stage": tr.zero_stage}, "zero") if sm.buffers else zero("B", "no gather/dequant buffers")
+    b = (Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
+                   "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
+                   {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
+                    "method": tr.method}, "korthikanti")
+         if sm.buffers else zero("B", "no gather, pipeline or dequantisation buffers"))
     ov = Figure.of(sm.overhead, "B", "CUDA context and workspaces + 5% allocator fragmentation",
                    {"context": CUDA_CONTEXT_BYTES, "fragmentation": FRAGMENTATION}, "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
