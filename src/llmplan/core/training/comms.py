@@ -64,7 +64,10 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
         tfig = Figure.of(t, "s", "bytes / achievable link bandwidth", {"bytes": volume, "bandwidth_Bps": bw}, "nccl")
         efig = Figure.of(exp, "s", "time" if exposed_of is None else "max(0, time − overlappable compute)",
                          {"time_s": t, "overlappable_s": exposed_of or 0.0}, "assumption")
-        out.append(Collective(name, group, size, link, bfig, tfig, efig))
+        window = win.compute if exposed_of is None else exposed_of
+        need = Figure.of(volume / window if window > 0 else 0.0, "B/s", "bytes / compute time it could hide behind",
+                         {"bytes": volume, "window_s": window}, "assumption")
+        out.append(Collective(name, group, size, link, bfig, tfig, efig, need))
 
     if lay.tp > 1:
         n_ar = 4 + (2 if recompute_fwd else 0)
