@@ -72,3 +72,14 @@ def test_layout_errors_are_user_errors():
 def test_sequence_parallel_only_with_tp():
     assert not resolve(scenario(LLAMA3_8B, 8, tp=1, sp=True, seq_len=2048)).sp
     assert resolve(scenario(LLAMA3_8B, 8, tp=2, sp=True, seq_len=2048)).sp
+
+
+def test_gpu_without_a_usable_peak_is_a_clear_error():
+    from llmplan.core.hardware import ClusterSpec, GpuSpec, PeakFlops
+    from llmplan.errors import InputError
+
+    gpu = GpuSpec(id="x", name="Mystery GPU", vendor="other", memory_bytes=2**34, memory_bandwidth=1e12,
+                  peak_flops=PeakFlops(int8=100e12))
+    sc = scenario(LLAMA3_8B, 1, seq_len=1024).model_copy(update={"cluster": ClusterSpec(gpu=gpu)})
+    with pytest.raises(InputError, match=r"Mystery GPU has no peak FLOP/s for bf16.*peak_flops.bf16"):
+        estimate(sc)

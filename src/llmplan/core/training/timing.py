@@ -23,6 +23,7 @@ from llmplan.core.result import ComputeReport
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.layout import Layout
 from llmplan.core.workload import Scenario
+from llmplan.errors import InputError
 
 ELEMENTWISE_PASSES = 4
 
@@ -46,7 +47,12 @@ class ComputeTimes:
 def compute_times(sc: Scenario, lay: Layout, sf: StepFlops, layer_act_bytes: float) -> ComputeTimes:
     gpu, eff, tr = sc.cluster.gpu, sc.efficiency, sc.training
     peak = gpu.peak_flops.for_dtype(peak_dtype(tr.precision))
-    matmul = sf.hardware / lay.gpus / (peak * eff.matmul) if peak else float("inf")
+    if peak <= 0:
+        raise InputError(
+            f"{gpu.name} has no peak FLOP/s for {tr.precision} (nor a wider type it could fall back to); "
+            f"set its peak_flops.{peak_dtype(tr.precision)} or choose another training.precision"
+        )
+    matmul = sf.hardware / lay.gpus / (peak * eff.matmul)
     passes = ELEMENTWISE_PASSES + (1 if tr.recompute == "full" else 0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
     mem = passes * layer_act_bytes * lay.layers_per_stage * lay.accumulation / hbm
