@@ -73,3 +73,13 @@ def test_worst_stage_is_reported():
     # pp=2: the first stage holds 2 micro-batches in flight, the last the 128k-vocabulary logits in fp32
     e = estimate(scenario(LLAMA3_8B, 2, pp=2, seq_len=8192, global_batch=8))
     assert e.memory.weights.inputs["stage"] in ("first pipeline stage", "last pipeline stage")
+
+
+def test_adafactor_keeps_row_and_column_statistics():
+    # Shazeer & Stern 2018: the factored second moment of an n×m matrix is n + m numbers; vectors keep n.
+    from llmplan.core.params import count_params
+
+    e = estimate(scenario(LLAMA3_8B, 1, seq_len=1024, optimizer="adafactor", zero_stage=0))
+    pb = count_params(LLAMA3_8B)
+    expected = 4 * sum(((g.shape[0] + g.shape[1]) if len(g.shape) == 2 else g.numel) * g.count for g in pb.groups)
+    assert e.memory.optimizer.value == pytest.approx(expected)

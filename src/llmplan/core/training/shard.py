@@ -69,7 +69,12 @@ def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str) -> S
             expert += n
         if len(g.shape) == 2:
             rows, cols = g.shape
-            factored += (rows + cols) * count / (lay.tp if g.tp_split != "replicated" else 1)
+            if g.tp_split == "replicated":
+                factored += (rows + cols) * count
+            elif g.tp_split == "row":
+                factored += (rows + cols / lay.tp) * count
+            else:  # column, vocab and expert tensors are split along their rows
+                factored += (rows / lay.tp + cols) * count
             if g.category not in _MUON_EXCLUDED:
                 matrices += n
         else:
