@@ -22,6 +22,7 @@ from llmplan.core.workload import Scenario
 
 CUDA_CONTEXT_BYTES = 1 << 30  # CUDA context, cuBLAS/NCCL workspaces: ~1 GiB per process in practice
 FRAGMENTATION = 0.05  # caching-allocator fragmentation, share of the allocated bytes
+_OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,9 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     where = f"{sm.params.stage} pipeline stage" if lay.pp > 1 else "every GPU"
     w = Figure.of(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
                   {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
-                   "zero_stage": tr.zero_stage, "d": d, "stage": where}, zsrc,
+                   "zero_stage": tr.zero_stage, "d": d, "stage": where},
+                  {"fp8": "transformer-engine", "qlora": "qlora"}.get(
+                      "qlora" if tr.method == "qlora" else tr.precision, zsrc),
                   ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
     g = (Figure.of(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
                    {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
@@ -112,7 +115,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                     {"trainable": sm.trainable, "d": d}, zsrc)
           if st.master else zero("B", "fp32 training or master weights offloaded"))
     o = (Figure.of(st.optimizer, "B", f"{tr.optimizer} states (÷ d from ZeRO-1)",
-                   {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d}, zsrc)
+                   {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
+                   _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
     a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
                   {"per_block": sm.layer_activations, "blocks": lay.layers_per_stage, "in_flight": sm.in_flight,
