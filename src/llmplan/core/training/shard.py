@@ -75,7 +75,7 @@ def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str) -> S
                 factored += (rows + cols / lay.tp) * count
             else:  # column, vocab and expert tensors are split along their rows
                 factored += (rows / lay.tp + cols) * count
-            if g.category not in _MUON_EXCLUDED:
+            if g.category not in _MUON_EXCLUDED and not g.name.endswith(("embed_tokens", "head")):
                 matrices += n
         else:
             factored += n
