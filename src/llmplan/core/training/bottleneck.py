@@ -5,6 +5,7 @@ from __future__ import annotations
 from llmplan.core.result import Bottleneck, CommunicationReport, ComputeReport, MemoryBreakdown
 
 GIB = float(1 << 30)
+SIGNIFICANT = 0.25  # share of the step time a loss must take to be named the bottleneck
 
 
 def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) -> Bottleneck:
@@ -18,7 +19,10 @@ def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) 
     exposed = comm.exposed_time_s.value
     compute = comp.compute_time_s.value
     mem_bound = float(inp["memory_bound_s"])
-    worst = max(("compute", compute), ("comm", exposed), ("bubble", bubble), key=lambda kv: kv[1])
+    # A loss that costs at least SIGNIFICANT of the step is what limits the plan; otherwise compute does.
+    worst = max(("comm", exposed), ("bubble", bubble), key=lambda kv: kv[1])
+    if worst[1] < SIGNIFICANT * step:
+        worst = ("compute", compute)
     if worst[0] == "bubble":
         return Bottleneck("pipeline bubble", f"The pipeline bubble idles GPUs for {bubble / step:.0%} of each "
                                              "step; raise the micro-batch count or use interleaving.")
