@@ -83,3 +83,17 @@ def test_adafactor_keeps_row_and_column_statistics():
     pb = count_params(LLAMA3_8B)
     expected = 4 * sum(((g.shape[0] + g.shape[1]) if len(g.shape) == 2 else g.numel) * g.count for g in pb.groups)
     assert e.memory.optimizer.value == pytest.approx(expected)
+
+
+def test_context_parallel_splits_activations_and_ep_splits_experts():
+    base = estimate(scenario(LLAMA3_8B, 8, tp=2, seq_len=32768, flash_attention=True))
+    cp = estimate(scenario(LLAMA3_8B, 8, tp=2, cp=4, seq_len=32768, flash_attention=True))
+    # block activations scale with the local sequence s/cp; the fp32 logits too
+    assert cp.memory.activations.value == pytest.approx(base.memory.activations.value / 4, rel=0.01)
+    mixtral = spec_from_config(dict(model_type="mixtral", vocab_size=32000, hidden_size=4096, num_hidden_layers=32,
+                                    num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336,
+                                    num_local_experts=8, num_experts_per_tok=2))
+    e1 = estimate(scenario(mixtral, 8, seq_len=2048, zero_stage=0))
+    e8 = estimate(scenario(mixtral, 8, ep=8, seq_len=2048, zero_stage=0))
+    experts = 32 * 8 * 3 * 4096 * 14336
+    assert e1.memory.weights.value - e8.memory.weights.value == pytest.approx(2 * experts * 7 / 8)
