@@ -41,6 +41,10 @@ class TrainingSettings(FrozenModel):
     offload: Offload = "none"
     offload_params: bool = Field(False, description="ZeRO-Infinity/FSDP: offload parameters too (stage 3)")
     distributed_optimizer: bool = Field(False, description="Megatron's distributed optimizer (≈ ZeRO-1)")
+    shard_group: int = Field(
+        0, ge=0, le=1_000_000,
+        description="ranks ZeRO/FSDP shards over; 0: all of dp·cp; e.g. 8: FSDP HYBRID_SHARD within a node",
+    )
     fp32_grad_accumulation: bool = Field(True, description="keep a fp32 gradient buffer (Megatron default)")
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")

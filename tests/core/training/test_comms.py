@@ -77,3 +77,18 @@ def test_bottleneck_kinds():
     assert net.bottleneck.kind == "network"
     compute = estimate(scenario(LLAMA3_8B, 8, tp=2, seq_len=8192, global_batch=256))
     assert compute.bottleneck.kind == "compute"
+
+
+def test_hybrid_sharding_keeps_the_shards_in_a_node():
+    # FSDP HYBRID_SHARD: ZeRO-3 within each 8-GPU node, replicas all-reduce the shards across 4 nodes
+    from llmplan.core.training.layout import resolve
+    from llmplan.errors import LayoutError
+
+    e = estimate(scenario(LLAMA3_8B, 32, seq_len=4096, zero_stage=3, shard_group=8, fp32_grad_accumulation=False))
+    assert e.memory.weights.value == pytest.approx(2 * e.params.total / 8)
+    colls = [c for c in e.communication.collectives if c.group == "dp"]
+    links = {c.name.split(" (")[0]: (c.link, c.group_size) for c in colls}
+    assert links["DP gradient reduce-scatter + weight all-gather"] == ("intra-node", 8)
+    assert links["DP all-reduce of gradient shards across replicas"] == ("inter-node", 4)
+    with pytest.raises(LayoutError, match="shard_group divides dp·cp"):
+        resolve(scenario(LLAMA3_8B, 32, seq_len=4096, zero_stage=3, shard_group=3))

@@ -103,23 +103,27 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
         sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
-        frac = (d - 1) / d
         grads = trainable_on_gpu * grad_bytes
-        if not sharded:
-            vol = 2 * frac * grads
-            name, formula = "DP gradient all-reduce", "2(d-1)/d · gradient bytes"
-        else:
-            vol = frac * grads + frac * trainable_on_gpu * weight_bytes
-            name, formula = "DP gradient reduce-scatter + weight all-gather", \
-                "(d-1)/d · (gradient bytes + weight bytes)"
         overlap = win.last_backward if tr.overlap_grad_reduce else 0.0
         size = d if expert_share < 1 else max(1, d // lay.ep)
         stride = max(1, lay.gpus // size)  # dp is outermost: the group spans the whole cluster
-        add(name, "dp", size, stride, vol, formula,
-            {"d": d, "trainable_params": trainable_on_gpu, "grad_bytes": grad_bytes}, overlap)
+        inputs = {"d": d, "trainable_params": trainable_on_gpu, "grad_bytes": grad_bytes}
+        if not sharded:
+            add("DP gradient all-reduce", "dp", size, stride, 2 * (d - 1) / d * grads,
+                "2(d-1)/d · gradient bytes", inputs, overlap)
+            return tuple(out)
+        n = min(lay.shard, size)
+        frac = (n - 1) / n
+        add("DP gradient reduce-scatter + weight all-gather", "dp", n, stride, frac * (grads + trainable_on_gpu
+            * weight_bytes), "(n-1)/n · (gradient bytes + weight bytes), n = sharding group", {**inputs, "n": n},
+            overlap)
+        replicas = size // n
+        if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
+            add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
+                2 * (replicas - 1) / replicas * grads / n, "2(r-1)/r · gradient bytes / n",
+                {"r": replicas, "n": n}, overlap)
         if tr.zero_stage == 3:
-            vol3 = frac * weights_on_gpu * weight_bytes
-            add("ZeRO-3 weight all-gather for the backward", "dp", size, stride, vol3,
-                "(d-1)/d · weight bytes (forward gathers are counted above)",
-                {"d": d, "params": weights_on_gpu}, win.compute)
+            add("ZeRO-3 weight all-gather for the backward", "dp", n, stride, frac * weights_on_gpu * weight_bytes,
+                "(n-1)/n · weight bytes (forward gathers are counted above)", {"n": n, "params": weights_on_gpu},
+                win.compute)
     return tuple(out)

@@ -35,6 +35,7 @@ class Layout:
     gpus_per_node: int
     layers_per_stage: int
     kv_replicated: bool  # fewer KV heads than tp: each rank holds a copy of a KV head
+    shard: int  # ZeRO/FSDP sharding group (dp·cp, or smaller for hybrid sharding)
     warnings: tuple[str, ...]
 
     @property
@@ -109,10 +110,17 @@ def resolve(sc: Scenario) -> Layout:
             f"rule interleaved pipeline needs micro-batches divisible by pp: {acc} micro-batches per step, "
             f"pp={pp}; make global_batch/(micro_batch·dp) a multiple of {pp}"
         )
+    d = dp * cp
+    shard = tr.shard_group or d
+    if d % shard:
+        raise LayoutError(
+            f"rule shard_group divides dp·cp: {shard} does not divide {dp}·{cp} = {d}; choose "
+            f"training.shard_group from {_divisors(d, 1_000_000)} (0 = all)"
+        )
     if pp > 1 and acc < pp:
         warnings.append(f"only {acc} micro-batches for {pp} pipeline stages: most of the step is bubble")
     return Layout(tp, pp, dp, cp, ep, vp, sp, mb, gb, acc, s, gpus, cl.gpus_per_node, m.num_layers // pp,
-                  kv_replicated, tuple(warnings))
+                  kv_replicated, shard, tuple(warnings))
 
 
 def _divisors(n: int, limit: int) -> str:

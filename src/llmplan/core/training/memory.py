@@ -60,7 +60,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMe
             frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * base
         else:
             frozen = sp.total * base
-    st = model_states(tr, sp, trainable, frozen, lay.dp * lay.cp, lay.ep, full)
+    st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full)
     per_layer = act.average_layer_bytes(m, lay, tr)
     if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
         per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
