@@ -37,6 +37,12 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "flash-attention": "Dao et al., FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness, NeurIPS 2022",
         "roofline": "Williams, Waterman and Patterson, Roofline: An Insightful Visual Performance Model, CACM 2009",
         "young-daly": "Young 1974 and Daly 2006: optimum checkpoint interval ≈ sqrt(2·δ·M)",
+        "adam8bit": "Dettmers et al., 8-bit Optimizers via Block-wise Quantization, ICLR 2022 (bitsandbytes: blocks of 2048 with an fp32 absmax)",
+        "adafactor": "Shazeer and Stern, Adafactor: Adaptive Learning Rates with Sublinear Memory Cost, ICML 2018, §3 (factored second moment)",
+        "lion": "Chen et al., Symbolic Discovery of Optimization Algorithms (Lion), NeurIPS 2023: one momentum buffer",
+        "muon": "Jordan et al., Muon: an optimizer for hidden layers (2024); Liu et al., Muon is Scalable for LLM Training (arXiv:2502.16982): momentum for matrices, AdamW for the rest",
+        "transformer-engine": "NVIDIA Transformer Engine documentation: fp8 GEMMs with cached fp8 weight copies and bf16/fp32 master weights",
+        "megatron-memory": "NVIDIA Megatron-LM, megatron/training/theoretical_memory_usage.py (weights 18 B/param, 6 + 12/dp with the distributed optimizer)",
         "assumption": "llmplan modelling assumption (see README, 'What the engine does not model')",
     }
 )

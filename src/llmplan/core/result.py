@@ -63,6 +63,7 @@ class Collective:
     bytes_per_step: Figure  # bytes each GPU sends per step
     time_s: Figure  # at the link's achievable bandwidth
     exposed_s: Figure  # the part not hidden behind compute
+    bandwidth_needed: Figure | None = None  # B/s that would hide it fully behind the compute it can overlap
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,10 +41,20 @@ class TrainingSettings(FrozenModel):
     offload: Offload = "none"
     offload_params: bool = Field(False, description="ZeRO-Infinity/FSDP: offload parameters too (stage 3)")
     distributed_optimizer: bool = Field(False, description="Megatron's distributed optimizer (≈ ZeRO-1)")
+    shard_group: int = Field(
+        0, ge=0, le=1_000_000,
+        description="ranks ZeRO/FSDP shards over; 0: all of dp·cp; e.g. 8: FSDP HYBRID_SHARD within a node",
+    )
     fp32_grad_accumulation: bool = Field(True, description="keep a fp32 gradient buffer (Megatron default)")
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     qlora_double_quant: bool = True
+    dropout: float = Field(
+        0.0, ge=0, lt=1, description="attention and hidden dropout; > 0 stores 1-byte masks (modern LLMs use 0)"
+    )
+    overlap_grad_reduce: bool = Field(
+        True, description="overlap the data-parallel gradient reduction with the last micro-batch's backward"
+    )
 
 
 class InferenceSettings(FrozenModel):

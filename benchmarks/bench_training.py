@@ -1,0 +1,42 @@
+"""Median wall time of one full training ``estimate()`` (target: under 0.2 ms on the dev box).
+
+Run: .venv/bin/python benchmarks/bench_training.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from llmplan.core.estimate import estimate
+from llmplan.core.hardware import ClusterSpec, GpuSpec, NetworkSpec, PeakFlops
+from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
+from llmplan.io.hf_config import spec_from_config
+
+
+def _scenario() -> Scenario:
+    model = spec_from_config(dict(model_type="llama", vocab_size=128256, hidden_size=4096, num_hidden_layers=32,
+                                  num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336))
+    gpu = GpuSpec(id="h100", name="H100 SXM", vendor="nvidia", memory_bytes=81559 * 2**20,
+                  memory_bandwidth=3.35e12, peak_flops=PeakFlops(bf16=989e12, fp8=1979e12), nvlink_bandwidth=450e9)
+    cluster = ClusterSpec(gpu=gpu, gpus_per_node=8, nodes=2, network=NetworkSpec(bandwidth_per_gpu=50e9))
+    return Scenario(model=model, cluster=cluster, training=TrainingSettings(seq_len=8192, global_batch=128),
+                    parallelism=ParallelLayout(tp=2, pp=2, dp=4))
+
+
+def main() -> None:
+    sc = _scenario()
+    estimate(sc)  # warm the parameter-count cache
+    samples = []
+    for _ in range(30):
+        n = 200
+        t0 = time.perf_counter()
+        for _ in range(n):
+            estimate(sc)
+        samples.append((time.perf_counter() - t0) / n)
+    print(f"training estimate(): median {statistics.median(samples) * 1e3:.3f} ms "
+          f"(min {min(samples) * 1e3:.3f} ms) over {len(samples)} × 200 calls")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Training and fine-tuning estimates: memory, compute and communication per GPU.
+
+``estimate_training(scenario)`` validates the parallel layout (``layout``), sizes the
+worst-loaded GPU (``memory``: model states from ``states``, activations from
+``activations``), counts FLOPs from the tensor shapes (``flops``), places each collective
+on a link (``comms``), composes the step time (``timing``) and names the bottleneck
+(``bottleneck``). Pure functions of the ``Scenario``; no I/O.
+"""
+
+from __future__ import annotations
+
+from llmplan.core.explain import Figure
+from llmplan.core.params import count_params
+from llmplan.core.result import CommunicationReport, Estimate
+from llmplan.core.training import memory
+from llmplan.core.training.activations import average_layer_bytes
+from llmplan.core.training.bottleneck import GIB, judge
+from llmplan.core.training.comms import Windows, collectives
+from llmplan.core.training.flops import step_flops, token_flops
+from llmplan.core.training.layout import Layout, resolve
+from llmplan.core.training.lora import adapter_params
+from llmplan.core.training.timing import compute_times, report
+from llmplan.core.workload import Scenario
+
+__all__ = ["Layout", "estimate_training", "resolve"]
+
+
+def estimate_training(sc: Scenario) -> Estimate:
+    """The full training/fine-tuning estimate for ``sc`` (see module docstring)."""
+    m, tr, cl, eff = sc.model, sc.training, sc.cluster, sc.efficiency
+    lay = resolve(sc)
+    pb = count_params(m)
+    sm = memory.worst_stage(sc, pb, lay)
+    mem = memory.breakdown(sc, lay, sm)
+
+    full = tr.method == "full"
+    adapters = 0.0 if full else adapter_params(pb, m, None, tr.lora_rank, tr.lora_targets)
+    tf = token_flops(m, pb, lay.seq_len, adapters)
+    sf = step_flops(tf, lay.tokens_per_step, tr)
+    layer_act = average_layer_bytes(m, lay, tr, "none")
+    ct = compute_times(sc, lay, sf, layer_act)
+
+    per_mb = ct.total / lay.accumulation
+    bwd_share = (2.0 if full else 1.0) / (3.0 if full else 2.0)
+    attn_share = tf.attention / tf.forward if tf.forward else 0.0
+    win = Windows(compute=ct.total, attention=ct.total * attn_share, last_backward=per_mb * bwd_share)
+    intra_bw = cl.intra_bandwidth * eff.intra_node
+    inter_bw = cl.network.bandwidth_per_gpu * eff.network
+    st = sm.states
+    expert_share = sm.params.expert / sm.params.total if sm.params.total else 0.0
+    moe_on_gpu = m.moe_layer_count / m.num_layers * lay.layers_per_stage
+    colls = collectives(sc, lay, sm.trainable, sm.params.total, st.grad_bytes, st.weight_bytes, expert_share,
+                        moe_on_gpu, win, intra_bw, inter_bw)
+    exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
+    exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
+    comp = report(sc, lay, sf, ct, exposed_inner, exposed_dp)
+    comm = _comm_report(colls, comp.step_time_s.value, ct.total)
+
+    warnings = list(lay.warnings) + list(st.notes)
+    if not mem.fits:
+        warnings.append(f"does not fit: {-mem.headroom / GIB:.1f} GiB over the {mem.capacity.value / GIB:.1f} GiB "
+                        "of one GPU")
+    if mem.host_ram.value:
+        warnings.append(f"CPU offload needs {mem.host_ram.value / GIB:.1f} GiB of host RAM per node")
+    if mem.nvme.value:
+        warnings.append(f"NVMe offload needs {mem.nvme.value / GIB:.1f} GiB of NVMe per node")
+    if tr.offload_params and tr.zero_stage != 3:
+        warnings.append("offload_params needs zero_stage 3; parameters stay on the GPU")
+    return Estimate(params=pb, memory=mem, compute=comp, communication=comm, inference=None,
+                    bottleneck=judge(mem, comp, comm), warnings=tuple(warnings))
+
+
+def _comm_report(colls: tuple, step: float, compute: float) -> CommunicationReport:
+    intra = sum(c.bytes_per_step.value for c in colls if c.link == "intra-node")
+    inter = sum(c.bytes_per_step.value for c in colls if c.link == "inter-node")
+    exp_intra = sum(c.exposed_s.value for c in colls if c.link == "intra-node")
+    exp_inter = sum(c.exposed_s.value for c in colls if c.link == "inter-node")
+    exposed = exp_intra + exp_inter
+    if exposed <= 0:
+        worst = "none"
+    else:
+        worst = "inter-node" if exp_inter >= exp_intra else "intra-node"
+    window = compute if compute > 0 else step
+    return CommunicationReport(
+        collectives=colls,
+        intra_node_bytes=Figure.of(intra, "B", "sum of intra-node collectives per GPU per step", {}, "nccl"),
+        inter_node_bytes=Figure.of(inter, "B", "sum of inter-node collectives per GPU per step", {}, "nccl"),
+        intra_node_bandwidth_needed=Figure.of(intra / window, "B/s", "intra-node bytes / compute time per step",
+                                              {"bytes": intra, "compute_s": window}, "nccl"),
+        inter_node_bandwidth_needed=Figure.of(inter / window, "B/s", "inter-node bytes / compute time per step",
+                                              {"bytes": inter, "compute_s": window}, "nccl"),
+        exposed_time_s=Figure.of(exposed, "s", "sum of the exposed parts of every collective",
+                                 {"intra_s": exp_intra, "inter_s": exp_inter}, "assumption"),
+        bottleneck_link=worst,
+    )

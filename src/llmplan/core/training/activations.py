@@ -1,0 +1,111 @@
+"""Activation memory: what the backward pass needs kept from the forward pass.
+
+Derived tensor by tensor after Korthikanti et al. 2022 §4.1 (2-byte activations, 1-byte
+dropout masks): per GPT block 34·sbh + 5·as²b bytes, i.e. norm inputs, the QKV input, Q,
+K, V, the softmax output (plus its dropout mask and output when dropout > 0), the output
+projection input, the MLP's inputs and intermediates and the dropout masks. The same
+derivation is applied to GQA (narrower K/V), gated MLPs (Megatron's fused SwiGLU keeps the
+gate and up outputs and their product: 3 tensors of the intermediate width), MoE layers
+(router logits in fp32, top-k copies of each token's input, intermediate and output),
+MLA (the compressed latents) and sliding windows. FlashAttention keeps no s×s matrix, only
+the fp32 log-sum-exp per head and token.
+
+Tensor parallelism splits the tensors inside attention and the MLP by t; sequence
+parallelism also splits the "replicated" ones (norms, dropout masks, block inputs); context
+parallelism splits the sequence. Selective recompute drops the s×s terms; full recompute
+keeps only each block's input (2·sbh, /t with sequence parallelism).
+"""
+
+from __future__ import annotations
+
+from llmplan.core.model import ModelSpec
+from llmplan.core.training.layout import Layout
+from llmplan.core.workload import TrainingSettings
+
+
+def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "dense",
+                attention: str = "full", recompute: str | None = None) -> float:
+    """Bytes one block keeps for one micro-batch on one GPU (``recompute`` overrides the plan's)."""
+    rc = tr.recompute if recompute is None else recompute
+    t = lay.tp
+    rep = t if lay.sp else 1  # divisor of the tensors TP alone does not split
+    s = lay.seq_len / lay.cp
+    b = lay.micro_batch
+    h = m.hidden_size
+    sb = s * b
+    if rc == "full":
+        return 2 * sb * h / rep
+    drop = tr.dropout > 0
+    replicated = 2 * sb * h * 4 + (2 * sb * h if drop else 0)  # 2 norm inputs, QKV and MLP inputs, 2 masks
+    split = 0.0
+    # attention
+    if m.mla:
+        a = m.mla
+        k_width = m.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
+        v_width = m.num_heads * a.v_head_dim
+        replicated += 2 * sb * (a.kv_lora_rank + a.qk_rope_head_dim + (a.q_lora_rank or 0))
+        kv_div = t
+    else:
+        k_width = v_width = m.kv_width
+        kv_div = m.num_kv_heads if lay.kv_replicated else t
+    o_width = v_width if m.mla else m.q_width
+    split += 2 * sb * m.q_width / t + 2 * sb * (k_width + v_width) / kv_div + 2 * sb * o_width / t
+    heads = m.num_heads / t
+    if tr.flash_attention:
+        split += 4 * heads * sb  # fp32 log-sum-exp per head and token
+    elif rc == "none":
+        s_kv = min(lay.seq_len, m.sliding_window) if attention == "sliding" and m.sliding_window else lay.seq_len
+        split += heads * sb * s_kv * (5 if drop else 2)  # softmax out (+ dropout mask and output)
+    # MLP
+    n_tensors = 3 if m.gated_mlp else 2
+    if kind == "moe" and m.moe:
+        e = m.moe
+        k = e.experts_per_token
+        replicated += 4 * sb * e.num_experts + 2 * 2 * sb * h * k  # fp32 router logits; dispatched in/out copies
+        split += n_tensors * 2 * sb * k * e.expert_intermediate_size / t
+        if e.num_shared_experts:
+            split += n_tensors * 2 * sb * e.shared_intermediate_size * e.num_shared_experts / t
+    else:
+        split += n_tensors * 2 * sb * m.intermediate_size / t
+    return replicated / rep + split
+
+
+def average_layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, recompute: str | None = None) -> float:
+    """Mean over the model's blocks (dense/MoE and full/sliding mixes weighted by their counts)."""
+    L = m.num_layers
+    moe_share = m.moe_layer_count / L
+    slide_share = m.sliding_layer_count / L
+    total = 0.0
+    for kind, ks in (("dense", 1 - moe_share), ("moe", moe_share)):
+        if ks <= 0:
+            continue
+        for att, a_s in (("full", 1 - slide_share), ("sliding", slide_share)):
+            if a_s > 0:
+                total += ks * a_s * layer_bytes(m, lay, tr, kind, att, recompute)
+    return total
+
+
+def logits_bytes(m: ModelSpec, lay: Layout) -> float:
+    """Last stage: final-norm and head inputs (2·2·sbh) and the fp32 logits the loss reads (4·sbV/t)."""
+    s = lay.seq_len / lay.cp
+    rep = lay.tp if lay.sp else 1
+    return 4 * s * lay.micro_batch * m.hidden_size / rep + 4 * s * lay.micro_batch * m.vocab_size / lay.tp
+
+
+def embedding_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> float:
+    """First stage: int64 token ids (8·sb) and the embedding dropout mask when dropout > 0."""
+    s = lay.seq_len / lay.cp
+    rep = lay.tp if lay.sp else 1
+    return 8 * s * lay.micro_batch + (s * lay.micro_batch * m.hidden_size / rep if tr.dropout > 0 else 0.0)
+
+
+def in_flight(lay: Layout) -> float:
+    """Micro-batches whose activations the first stage holds at once (Korthikanti §4.2.3).
+
+    1F1B: min(m, p). Interleaved with v chunks: p · (1 + (p-1)/(p·v)).
+    """
+    if lay.pp == 1:
+        return 1.0
+    if lay.vp > 1:
+        return lay.pp * (1 + (lay.pp - 1) / (lay.pp * lay.vp))
+    return float(min(lay.accumulation, lay.pp))

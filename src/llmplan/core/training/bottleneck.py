@@ -1,0 +1,38 @@
+"""What limits a training plan, in one plain sentence, and the warnings a person should see."""
+
+from __future__ import annotations
+
+from llmplan.core.result import Bottleneck, CommunicationReport, ComputeReport, MemoryBreakdown
+
+GIB = float(1 << 30)
+SIGNIFICANT = 0.25  # share of the step time a loss must take to be named the bottleneck
+
+
+def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) -> Bottleneck:
+    if not mem.fits:
+        over = -mem.headroom / GIB
+        return Bottleneck("memory capacity", f"Does not fit: the worst-loaded GPU needs {over:.1f} GiB more "
+                                             "than it has; add GPUs, shard more (ZeRO, tp, pp) or recompute.")
+    step = comp.step_time_s.value
+    inp = comp.step_time_s.inputs
+    bubble = float(inp["bubble"]) * (step - float(inp["exposed_dp_s"])) / (1 + float(inp["bubble"]))
+    exposed = comm.exposed_time_s.value
+    compute = comp.compute_time_s.value
+    mem_bound = float(inp["memory_bound_s"])
+    # A loss that costs at least SIGNIFICANT of the step is what limits the plan; otherwise compute does.
+    worst = max(("comm", exposed), ("bubble", bubble), key=lambda kv: kv[1])
+    if worst[1] < SIGNIFICANT * step:
+        worst = ("compute", compute)
+    if worst[0] == "bubble":
+        return Bottleneck("pipeline bubble", f"The pipeline bubble idles GPUs for {bubble / step:.0%} of each "
+                                             "step; raise the micro-batch count or use interleaving.")
+    if worst[0] == "comm":
+        link = comm.bottleneck_link
+        kind = "network" if link == "inter-node" else "interconnect"
+        return Bottleneck(kind, f"Exposed communication on the {link} link takes {exposed / step:.0%} of each "
+                                "step; keep chatty groups (tp, ep) inside a node or get faster links.")
+    if mem_bound > 0.5 * compute:
+        return Bottleneck("memory bandwidth", f"Elementwise work bound by HBM bandwidth is {mem_bound / step:.0%} "
+                                              "of the step; fused kernels and FlashAttention help.")
+    return Bottleneck("compute", f"Compute-bound: matrix multiplies take most of the step "
+                                 f"(MFU {comp.mfu.value:.0%}); more or faster GPUs shorten it.")

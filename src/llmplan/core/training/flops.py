@@ -1,0 +1,88 @@
+"""FLOPs per training step, from the tensor shapes.
+
+Forward: 2 FLOPs per multiply-add of every weight matrix a token passes through (MoE: the
+top-k routed experts and the shared ones; the output head; not the embedding lookup) plus
+the attention matmuls QKᵀ and AV, 2·s·(d_qk + d_v) per head and token, counted over the full
+(non-causal) s×s square as Narayanan et al. and Korthikanti et al. do (window-wide for
+sliding layers). Backward: twice the forward for trained weights (input and weight
+gradients); frozen weights (LoRA/QLoRA) need only the input gradient (1×).
+
+Model FLOPs exclude recomputation (PaLM App. B, Korthikanti §5); hardware FLOPs add the
+recomputed forward (full: every block; selective: QKᵀ and AV again; FlashAttention's
+backward recomputes QKᵀ, half the attention forward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.model import ModelSpec
+from llmplan.core.params import ParamBreakdown
+from llmplan.core.workload import TrainingSettings
+
+
+@dataclass(frozen=True, slots=True)
+class TokenFlops:
+    """Forward FLOPs per token, split by what the backward and recompute treat differently."""
+
+    block_matmul: float  # weight matmuls inside the blocks (and MTP modules)
+    head: float  # output projection
+    attention: float  # QKᵀ and AV
+    adapters: float  # LoRA adapters (2·r·(in+out) per targeted projection)
+
+    @property
+    def forward(self) -> float:
+        return self.block_matmul + self.head + self.attention + self.adapters
+
+
+def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0) -> TokenFlops:
+    block = head = 0.0
+    ratio = m.moe.experts_per_token / m.moe.num_experts if m.moe else 1.0
+    for g in pb.groups:
+        if len(g.shape) != 2 or g.category in ("embedding", "position") or g.name.endswith("embed_tokens"):
+            continue
+        n = 2.0 * g.params * (ratio if g.category == "expert" or (g.category == "mtp" and g.tp_split == "expert")
+                              else 1.0)
+        if g.category == "lm_head" or g.name.endswith("shared_head.head"):
+            head += n
+        else:
+            block += n
+    if m.tie_embeddings:
+        head += 2.0 * m.vocab_size * (m.embedding_proj_dim or m.hidden_size)
+    if m.mla:
+        d_qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim
+        d_v = m.mla.v_head_dim
+    else:
+        d_qk = d_v = m.head_dim
+    full = m.full_attention_layer_count
+    window = min(seq_len, m.sliding_window or seq_len)
+    attn = 2.0 * m.num_heads * (d_qk + d_v) * (full * seq_len + m.sliding_layer_count * window)
+    return TokenFlops(block, head, attn, 2.0 * adapter_params)
+
+
+@dataclass(frozen=True, slots=True)
+class StepFlops:
+    model: float  # per step, all GPUs, no recompute
+    hardware: float  # with recompute
+    recompute: float
+    multiplier: str  # the formula, for explanations
+
+
+def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings) -> StepFlops:
+    full = tr.method == "full"
+    base_bwd = 2.0 if full else 1.0  # frozen base: input gradients only
+    model = tokens * ((tf.block_matmul + tf.head) * (1 + base_bwd) + tf.attention * 3 + tf.adapters * 3)
+    if tr.recompute == "full":
+        extra = tf.block_matmul + tf.attention + tf.adapters
+        how = "+1 forward of every block (full recompute)"
+    elif tr.recompute == "selective" and not tr.flash_attention:
+        extra = tf.attention
+        how = "+ QKᵀ and AV again (selective recompute)"
+    else:
+        extra = 0.0
+        how = "no recompute"
+    if tr.flash_attention:
+        extra += tf.attention / 2
+        how += "; FlashAttention recomputes QKᵀ in its backward"
+    rec = tokens * extra
+    return StepFlops(model, model + rec, rec, how)

@@ -1,0 +1,148 @@
+"""Memory of the worst-loaded GPU: model states + activations + buffers + overhead.
+
+Every pipeline stage is sized (the first holds the embedding and the most in-flight
+micro-batches, the last the head and the fp32 logits) and the larger one is reported,
+because the job fails when any GPU runs out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.explain import Figure, total, zero
+from llmplan.core.model import ModelSpec
+from llmplan.core.params import ParamBreakdown
+from llmplan.core.result import MemoryBreakdown
+from llmplan.core.training import activations as act
+from llmplan.core.training.layout import Layout
+from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
+from llmplan.core.training.shard import StageParams, stage_params, stages
+from llmplan.core.training.states import StateBytes, model_states
+from llmplan.core.workload import Scenario
+
+CUDA_CONTEXT_BYTES = 1 << 30  # CUDA context, cuBLAS/NCCL workspaces: ~1 GiB per process in practice
+FRAGMENTATION = 0.05  # caching-allocator fragmentation, share of the allocated bytes
+_OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    params: StageParams
+    trainable: float
+    states: StateBytes
+    activations: float
+    layer_activations: float  # one block, one micro-batch (as kept under the plan's recompute)
+    in_flight: float
+    extra_activations: float  # embedding / logits / recompute working set
+    buffers: float
+    overhead: float
+
+    @property
+    def total(self) -> float:
+        s = self.states
+        return (s.weights + s.gradients + s.master + s.optimizer + self.activations + self.buffers
+                + self.overhead)
+
+
+def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMemory:
+    m: ModelSpec = sc.model
+    tr = sc.training
+    sp = stage_params(pb, m, lay, stage)
+    full = tr.method == "full"
+    layer_share = lay.layers_per_stage / m.num_layers
+    if full:
+        trainable, frozen = sp.total, 0.0
+    else:
+        trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
+        base = 4.0 if tr.precision == "fp32" else 2.0
+        if tr.method == "qlora":
+            q = sp.matrices
+            frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * base
+        else:
+            frozen = sp.total * base
+    st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full)
+    per_layer = act.average_layer_bytes(m, lay, tr)
+    if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
+        per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
+    flight = act.in_flight(lay) if stage in ("first", "only") else 1.0
+    extra = 0.0
+    if stage in ("first", "only"):
+        extra += act.embedding_bytes(m, lay, tr) * flight
+    if stage in ("last", "only"):
+        extra += act.logits_bytes(m, lay)
+    if tr.recompute == "full":  # the block being recomputed holds its full activations meanwhile
+        extra += act.average_layer_bytes(m, lay, tr, "none")
+    activ = per_layer * lay.layers_per_stage * flight + extra
+    buffers = st.gather_buffer + comm_buffers(m, lay)
+    if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
+        buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
+    allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
+    overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * allocated
+    return StageMemory(sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead)
+
+
+def comm_buffers(m: ModelSpec, lay: Layout) -> float:
+    """Transient communication buffers: the sequence-parallel all-gather of one block input
+    (2·s·b·h) and the pipeline's send and receive buffers (2 × 2·s·b·h/t_sp)."""
+    sbh2 = 2.0 * lay.seq_len / lay.cp * lay.micro_batch * m.hidden_size
+    total = sbh2 if lay.sp else 0.0
+    if lay.pp > 1:
+        total += 2 * sbh2 / (lay.tp if lay.sp else 1)
+    return total
+
+
+def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
+    mems = [_stage(sc, pb, lay, s) for s in stages(lay.pp)]
+    return max(mems, key=lambda x: x.total)
+
+
+def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
+    tr = sc.training
+    st = sm.states
+    d = st.shard_dense
+    zsrc = "zero"
+    where = f"{sm.params.stage} pipeline stage" if lay.pp > 1 else "every GPU"
+    w = Figure.of(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
+                  {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
+                   "zero_stage": tr.zero_stage, "d": d, "stage": where},
+                  {"fp8": "transformer-engine", "qlora": "qlora"}.get(
+                      "qlora" if tr.method == "qlora" else tr.precision, zsrc),
+                  ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
+    g = (Figure.of(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
+                   {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
+         if st.gradients else zero("B", "gradients sharded to the host or nothing trains"))
+    ms = (Figure.of(st.master, "B", "trainable × 4 B fp32 master copy (÷ d from ZeRO-1)",
+                    {"trainable": sm.trainable, "d": d}, zsrc)
+          if st.master else zero("B", "fp32 training or master weights offloaded"))
+    o = (Figure.of(st.optimizer, "B", f"{tr.optimizer} states (÷ d from ZeRO-1)",
+                   {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
+                   _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
+         if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
+    a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
+                  {"per_block": sm.layer_activations, "blocks": lay.layers_per_stage, "in_flight": sm.in_flight,
+                   "embedding_logits_recompute": sm.extra_activations, "recompute": tr.recompute,
+                   "flash_attention": tr.flash_attention, "tp": lay.tp, "sequence_parallel": lay.sp,
+                   "cp": lay.cp}, "korthikanti")
+    b = (Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
+                   "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
+                   {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
+                    "method": tr.method}, "korthikanti")
+         if sm.buffers else zero("B", "no gather, pipeline or dequantisation buffers"))
+    ov = Figure.of(sm.overhead, "B", "CUDA context and workspaces + 5% allocator fragmentation",
+                   {"context": CUDA_CONTEXT_BYTES, "fragmentation": FRAGMENTATION}, "assumption")
+    parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
+             "buffers": b, "overhead": ov}
+    gpn = sc.cluster.gpus_per_node
+    host = (Figure.of(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
+                      "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+    nvme = (Figure.of(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
+                      "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
+    cap = sc.cluster.gpu.usable_memory_bytes
+    return MemoryBreakdown(
+        weights=w, gradients=g, optimizer=o, master_weights=ms, activations=a,
+        kv_cache=zero("B", "training keeps no KV cache"), buffers=b, overhead=ov,
+        total=total(parts, "B", "memory per GPU"),
+        capacity=Figure.of(cap, "B", "memory the device reports × usable fraction",
+                           {"gpu": sc.cluster.gpu.name}, "assumption"),
+        host_ram=host, nvme=nvme,
+    )
