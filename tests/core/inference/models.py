@@ -24,3 +24,6 @@ DEEPSEEK_V3 = dict(model_type="deepseek_v3", vocab_size=129280, hidden_size=7168
 MIXTRAL_8X7B = dict(model_type="mixtral", vocab_size=32000, hidden_size=4096, num_hidden_layers=32,
                     num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336,
                     num_local_experts=8, num_experts_per_tok=2, max_position_embeddings=32768)
+LLAMA32_3B = dict(model_type="llama", vocab_size=128256, hidden_size=3072, num_hidden_layers=28,
+                  num_attention_heads=24, num_key_value_heads=8, intermediate_size=8192, tie_word_embeddings=True,
+                  max_position_embeddings=131072)  # meta-llama/Llama-3.2-3B-Instruct

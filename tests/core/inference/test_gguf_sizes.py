@@ -5,13 +5,17 @@ file, i.e. the file minus its header of < 1 MB):
 - LLaMA 7B (same tensor shapes as Llama-2-7B): ``llama-bench`` table by ggerganov on M2 Ultra in
   llama.cpp PR #3084 "Metal: PP speedup" (2023-09-09): F16 12.55, Q8_0 6.67, Q4_0 3.56, Q4_1 3.95,
   Q6_K 5.15, Q5_K_M 4.45, Q5_K_S 4.33, Q4_K_M 3.80 GiB.
+- Meta-Llama-3-8B(-Instruct): ``llama-bench`` size column as printed in many public benchmark logs
+  (SYCL, Vulkan and CUDA runs found with the code-search tool): Q4_K_M 4.58, Q5_K_M 5.33, Q8_0 7.95 GiB.
+- Llama-3.2-3B-Instruct Q4_K_M (tied embeddings: token_embd doubles as the head and gets Q6_K):
+  1.87 GiB, llama-bench table in geerlingguy/ai-benchmarks issue #48 (M1 Ultra) and #54.
 - Mistral-7B-Instruct-v0.2 Q5_K_M: ``llm_load_print_meta: model size = 4.78 GiB (5.67 BPW)``,
   llama.cpp issue #5619 (2024-02).
 Tolerance: 2% (the brief's); the model reproduces them within 0.1%.
 """
 
 import pytest
-from tests.core.inference.models import LLAMA_7B, MISTRAL_7B_V02
+from tests.core.inference.models import LLAMA3_8B, LLAMA32_3B, LLAMA_7B, MISTRAL_7B_V02
 
 from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
 from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
@@ -27,6 +31,16 @@ GIB = 2**30
 )
 def test_llama_7b_presets_match_llama_bench(preset, published_gib):
     got = quantized_weights(spec_from_config(LLAMA_7B), preset).total_bytes / GIB
+    assert got == pytest.approx(published_gib, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "preset", "published_gib"),
+    [(LLAMA3_8B, "q4_k_m", 4.58), (LLAMA3_8B, "q5_k_m", 5.33), (LLAMA3_8B, "q8_0", 7.95),
+     (LLAMA32_3B, "q4_k_m", 1.87)],
+)
+def test_llama3_presets_match_llama_bench(cfg, preset, published_gib):
+    got = quantized_weights(spec_from_config(cfg), preset).total_bytes / GIB
     assert got == pytest.approx(published_gib, rel=0.02)
 
 
