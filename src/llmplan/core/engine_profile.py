@@ -34,7 +34,10 @@ class EngineProfile(FrozenModel):
         0, ge=0, description="tokens prefilled per forward pass (chunked prefill / n_ubatch); 0: whole prompt"
     )
     decode_bandwidth_efficiency: float | None = Field(
-        None, gt=0, le=1, description="measured fraction of peak bandwidth this engine's decode reaches"
+        None, gt=0, le=1, description="measured fraction of peak bandwidth this engine's decode reaches (GPUs)"
+    )
+    decode_bandwidth_efficiency_apple: float | None = Field(
+        None, gt=0, le=1, description="the same on Apple Silicon (Metal kernels reach a different share)"
     )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
     host_memory_bandwidth: float = Field(

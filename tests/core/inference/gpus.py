@@ -26,3 +26,6 @@ M2_ULTRA = GpuSpec(id="apple-m2-ultra-76c-192gb", name="Apple M2 Ultra (76-core 
 M1_MAX = GpuSpec(id="apple-m1-max-32c-64gb", name="Apple M1 Max (32-core GPU, 64 GB)", vendor="apple",
                  memory_bytes=64 * 2**30, memory_bandwidth=400e9, peak_flops=PeakFlops(fp32=10.4e12, fp16=10.4e12),
                  unified_memory=True, gpu_memory_fraction=0.75)
+# NVIDIA GeForce RTX 4080 (Ada whitepaper): 16 GB GDDR6X, 716.8 GB/s, 97.5 TFLOPS dense FP16 with FP32 accumulate.
+RTX4080 = GpuSpec(id="nvidia-rtx-4080", name="NVIDIA GeForce RTX 4080", vendor="nvidia", memory_bytes=16376 * 2**20,
+                  memory_bandwidth=716.8e9, peak_flops=PeakFlops(fp16=97.5e12, bf16=97.5e12), pcie_bandwidth=32e9)

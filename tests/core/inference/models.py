@@ -27,3 +27,6 @@ MIXTRAL_8X7B = dict(model_type="mixtral", vocab_size=32000, hidden_size=4096, nu
 LLAMA32_3B = dict(model_type="llama", vocab_size=128256, hidden_size=3072, num_hidden_layers=28,
                   num_attention_heads=24, num_key_value_heads=8, intermediate_size=8192, tie_word_embeddings=True,
                   max_position_embeddings=131072)  # meta-llama/Llama-3.2-3B-Instruct
+QWEN25_7B = dict(model_type="qwen2", vocab_size=152064, hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
+                 num_key_value_heads=4, intermediate_size=18944, tie_word_embeddings=False,
+                 max_position_embeddings=32768)  # Qwen/Qwen2.5-7B-Instruct

@@ -9,13 +9,15 @@ file, i.e. the file minus its header of < 1 MB):
   (SYCL, Vulkan and CUDA runs found with the code-search tool): Q4_K_M 4.58, Q5_K_M 5.33, Q8_0 7.95 GiB.
 - Llama-3.2-3B-Instruct Q4_K_M (tied embeddings: token_embd doubles as the head and gets Q6_K):
   1.87 GiB, llama-bench table in geerlingguy/ai-benchmarks issue #48 (M1 Ultra) and #54.
+- Qwen2.5-7B-Instruct Q4_K_M: ``model_size`` 4,677,120,000 bytes exactly (and 7,615,616,512 params),
+  llama.cpp examples/llama-bench/README.md, CSV/JSON output examples (build 5163, 2025-04-24).
 - Mistral-7B-Instruct-v0.2 Q5_K_M: ``llm_load_print_meta: model size = 4.78 GiB (5.67 BPW)``,
   llama.cpp issue #5619 (2024-02).
 Tolerance: 2% (the brief's); the model reproduces them within 0.1%.
 """
 
 import pytest
-from tests.core.inference.models import LLAMA3_8B, LLAMA32_3B, LLAMA_7B, MISTRAL_7B_V02
+from tests.core.inference.models import LLAMA3_8B, LLAMA32_3B, LLAMA_7B, MISTRAL_7B_V02, QWEN25_7B
 
 from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
 from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
@@ -42,6 +44,11 @@ def test_llama_7b_presets_match_llama_bench(preset, published_gib):
 def test_llama3_presets_match_llama_bench(cfg, preset, published_gib):
     got = quantized_weights(spec_from_config(cfg), preset).total_bytes / GIB
     assert got == pytest.approx(published_gib, rel=0.02)
+
+
+def test_qwen25_7b_q4_k_m_exact_bytes():
+    # Exact: attn_v/ffn_down Q6_K in 14 of 28 layers, output Q6_K, biases and norms F32.
+    assert quantized_weights(spec_from_config(QWEN25_7B), "q4_k_m").total_bytes == 4_677_120_000
 
 
 def test_mistral_q5_k_m_size_and_bpw():

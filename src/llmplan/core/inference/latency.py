@@ -66,7 +66,11 @@ class Rates:
 def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     gpu, cluster = scenario.cluster.gpu, scenario.cluster
     peak = gpu.peak_flops.for_dtype(plan.weights.format.compute_dtype)
-    bw_eff = plan.engine.decode_bandwidth_efficiency or eff.memory_bandwidth
+    engine = plan.engine
+    measured = engine.decode_bandwidth_efficiency
+    if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
+        measured = engine.decode_bandwidth_efficiency_apple
+    bw_eff = measured or eff.memory_bandwidth
     link = cluster.intra_bandwidth * eff.intra_node
     if plan.tp > cluster.gpus_per_node:
         link = cluster.network.bandwidth_per_gpu * eff.network
