@@ -29,3 +29,6 @@ M1_MAX = GpuSpec(id="apple-m1-max-32c-64gb", name="Apple M1 Max (32-core GPU, 64
 # NVIDIA GeForce RTX 4080 (Ada whitepaper): 16 GB GDDR6X, 716.8 GB/s, 97.5 TFLOPS dense FP16 with FP32 accumulate.
 RTX4080 = GpuSpec(id="nvidia-rtx-4080", name="NVIDIA GeForce RTX 4080", vendor="nvidia", memory_bytes=16376 * 2**20,
                   memory_bandwidth=716.8e9, peak_flops=PeakFlops(fp16=97.5e12, bf16=97.5e12), pcie_bandwidth=32e9)
+# NVIDIA H200 SXM datasheet: 141 GB HBM3e, 4.8 TB/s, same compute as H100 SXM.
+H200 = H100.model_copy(update={"id": "nvidia-h200-sxm-141gb", "name": "NVIDIA H200 SXM 141GB",
+                               "memory_bytes": 141 * 10**9, "memory_bandwidth": 4.8e12, "price_per_hour": 4.0})

@@ -11,13 +11,23 @@ file, i.e. the file minus its header of < 1 MB):
   1.87 GiB, llama-bench table in geerlingguy/ai-benchmarks issue #48 (M1 Ultra) and #54.
 - Qwen2.5-7B-Instruct Q4_K_M: ``model_size`` 4,677,120,000 bytes exactly (and 7,615,616,512 params),
   llama.cpp examples/llama-bench/README.md, CSV/JSON output examples (build 5163, 2025-04-24).
+- Mixtral-8x7B Q4_K_M: ``llama 8x7B Q4_K - Medium | 26.49 GiB | 46.70 B`` in a llama-bench Vulkan log
+  (build 067de93) found with the code-search tool (its repository is not shown by the tool). It checks
+  llama.cpp's 8-expert rules: attn_v and attn_k Q8_0, attn_output Q5_K.
 - Mistral-7B-Instruct-v0.2 Q5_K_M: ``llm_load_print_meta: model size = 4.78 GiB (5.67 BPW)``,
   llama.cpp issue #5619 (2024-02).
 Tolerance: 2% (the brief's); the model reproduces them within 0.1%.
 """
 
 import pytest
-from tests.core.inference.models import LLAMA3_8B, LLAMA32_3B, LLAMA_7B, MISTRAL_7B_V02, QWEN25_7B
+from tests.core.inference.models import (
+    LLAMA3_8B,
+    LLAMA32_3B,
+    LLAMA_7B,
+    MISTRAL_7B_V02,
+    MIXTRAL_8X7B,
+    QWEN25_7B,
+)
 
 from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
 from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
@@ -49,6 +59,15 @@ def test_llama3_presets_match_llama_bench(cfg, preset, published_gib):
 def test_qwen25_7b_q4_k_m_exact_bytes():
     # Exact: attn_v/ffn_down Q6_K in 14 of 28 layers, output Q6_K, biases and norms F32.
     assert quantized_weights(spec_from_config(QWEN25_7B), "q4_k_m").total_bytes == 4_677_120_000
+
+
+def test_mixtral_q4_k_m_expert_rules():
+    q = quantized_weights(spec_from_config(MIXTRAL_8X7B), "q4_k_m")
+    assert q.total_bytes / GIB == pytest.approx(26.49, rel=0.02)
+    by_name = {g.group.name: g.dtype for g in q.groups}
+    assert by_name["attn.v_proj"] == by_name["attn.k_proj"] == "Q8_0"
+    assert by_name["attn.o_proj"] == "Q5_K"
+    assert by_name["moe.router"] == "F32"
 
 
 def test_mistral_q5_k_m_size_and_bpw():

@@ -87,3 +87,13 @@ def test_every_reported_number_is_explained():
 def test_inference_settings_reject_nonsense():
     with pytest.raises(ValueError, match="draft_acceptance"):
         InferenceSettings(draft_acceptance=1.0)
+
+
+def test_deepseek_v3_fp8_needs_h200_class_memory_on_one_node():
+    # ~656 GB of FP8 expert/attention weights over 8 GPUs is ~82 GB each: more than an H100's 80 GB,
+    # well inside an H200's 141 GB (why DeepSeek-V3 serving guides pair one 8×H200 node or two 8×H100 nodes).
+    from tests.core.inference.gpus import H200
+    h100 = estimate(scenario(DEEPSEEK_V3, H100, gpus=8, tp=8, weight_format="fp8"))
+    h200 = estimate(scenario(DEEPSEEK_V3, H200, gpus=8, tp=8, weight_format="fp8"))
+    assert not h100.fits and h200.fits
+    assert 640e9 < h200.inference.weight_bytes.value < 700e9
