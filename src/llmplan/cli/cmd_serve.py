@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from pydantic import ValidationError
+
 from llmplan.cli.models import resolve_model_arg
-from llmplan.core.hardware import GpuSpec
-from llmplan.core.inference.serving import ServingPlan, ServingRequest, plan_serving
+from llmplan.core.hardware import Efficiency, GpuSpec
+from llmplan.core.inference.serving import RequestClass, ServingPlan, ServingRequest, plan_serving
 from llmplan.errors import CatalogError, InputError
 
 
@@ -22,9 +24,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-format", default="bf16", help="bf16, fp8, awq-4bit, q4_k_m ... (default bf16)")
     p.add_argument("--kv-dtype", default="bf16", help="KV cache dtype (default bf16)")
     p.add_argument("--engine", default="vllm", help="engine profile id (default vllm)")
+    p.add_argument("--mix", default="", metavar="P:O:SHARE,...",
+                   help="a small distribution of request sizes, e.g. 256:64:3,4000:500:1 (overrides --prompt/--output)")
     p.add_argument("--gpus", default="", help="comma-separated GPU catalog ids (default: every priced GPU)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
+
+
+def parse_mix(text: str) -> tuple[RequestClass, ...]:
+    """'P:O:SHARE,...' into request classes; SHARE may be left out (1)."""
+    out = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        parts = item.split(":")
+        try:
+            if len(parts) not in (2, 3):
+                raise ValueError
+            nums = [float(x) for x in parts]
+            out.append(RequestClass(prompt_tokens=int(nums[0]), output_tokens=int(nums[1]),
+                                    share=nums[2] if len(nums) == 3 else 1.0))
+        except ValueError:
+            raise InputError(f"--mix entry '{item}' must be PROMPT:OUTPUT[:SHARE] with positive numbers, "
+                             "e.g. 256:64:3") from None
+    return tuple(out)
+
+
+def resolve_gpu_efficiencies(gpus: list[GpuSpec]) -> dict[str, Efficiency]:
+    """The catalog's achievable fractions per GPU, where the catalog provides them."""
+    try:
+        from llmplan.catalog.hardware import load_hardware_catalog
+    except ImportError:
+        return {}
+    catalog = load_hardware_catalog()
+    if not hasattr(catalog, "efficiency_for"):
+        return {}
+    return {g.id: catalog.efficiency_for(g.id) for g in gpus}
 
 
 def resolve_gpus(ids: str) -> list[GpuSpec]:
@@ -69,12 +102,13 @@ def run(args: argparse.Namespace) -> int:
     spec = resolve_model_arg(args.model)
     try:
         request = ServingRequest(rate_per_s=args.rate, prompt_tokens=args.prompt, output_tokens=args.output,
-                                 ttft_s=args.ttft, tpot_s=args.tpot)
-    except ValueError as exc:
-        raise InputError(f"bad serving request: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+                                 ttft_s=args.ttft, tpot_s=args.tpot, mix=parse_mix(args.mix))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(f"bad serving request: {first['loc'][0]}: {first['msg']}") from None
     gpus = resolve_gpus(args.gpus)
     plan = plan_serving(spec, request, gpus, weight_format=args.weight_format, kv_dtype=args.kv_dtype,
-                        engine=_engine(args.engine))
+                        engine=_engine(args.engine), efficiency_by_gpu=resolve_gpu_efficiencies(gpus))
     return print_plan(plan, spec.name, args.json)
 
 

@@ -144,8 +144,13 @@ def _price(gpu: GpuSpec) -> float | None:
 
 def plan_serving(model: ModelSpec, request: ServingRequest, gpus: tuple[GpuSpec, ...] | list[GpuSpec],
                  weight_format: str = "bf16", kv_dtype: str = "bf16", engine: EngineProfile | None = None,
-                 efficiency: Efficiency | None = None, tp_options: tuple[int, ...] = (1, 2, 4, 8)) -> ServingPlan:
-    """Rank every candidate (GPU type × tp, and two-type mixes) by hourly cost for the load and SLOs."""
+                 efficiency: Efficiency | None = None, tp_options: tuple[int, ...] = (1, 2, 4, 8),
+                 efficiency_by_gpu: dict[str, Efficiency] | None = None) -> ServingPlan:
+    """Rank every candidate (GPU type × tp, and two-type mixes) by hourly cost for the load and SLOs.
+
+    ``efficiency_by_gpu`` gives a GPU's own achievable fractions (the hardware catalog's), else
+    ``efficiency`` (default ``Efficiency()``) applies to all.
+    """
     if not gpus:
         raise InputError("no candidate GPUs given; pass at least one GPU type (--gpus id,id)")
     engine = engine or EngineProfile()
@@ -158,7 +163,8 @@ def plan_serving(model: ModelSpec, request: ServingRequest, gpus: tuple[GpuSpec,
     for gpu in gpus:
         price = _price(gpu)
         for tp in (1,) if gpu.unified_memory else tp_options:
-            rep = _replica(model, request, gpu, tp, settings, engine, eff)
+            gpu_eff = (efficiency_by_gpu or {}).get(gpu.id, eff)
+            rep = _replica(model, request, gpu, tp, settings, engine, gpu_eff)
             label = f"{gpu.name}, tp={tp}"
             if isinstance(rep, str):
                 rejected.append(ServingOption(label, ((gpu.id, 0, tp),), 0, False, None, None, None, None, 0, rep))
