@@ -97,3 +97,16 @@ def test_deepseek_v3_fp8_needs_h200_class_memory_on_one_node():
     h200 = estimate(scenario(DEEPSEEK_V3, H200, gpus=8, tp=8, weight_format="fp8"))
     assert not h100.fits and h200.fits
     assert 640e9 < h200.inference.weight_bytes.value < 700e9
+
+
+def test_offload_without_host_bandwidth_is_a_clear_error():
+    from tests.core.inference.gpus import RTX4090
+
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.errors import InputError
+
+    engine = engine_profile("llama-cpp").model_copy(update={"host_memory_bandwidth": 0.0})
+    sc = scenario(LLAMA3_8B, RTX4090.model_copy(update={"pcie_bandwidth": 0.0}), engine="llama-cpp",
+                  weight_format="f32").model_copy(update={"engine_profile": engine})
+    with pytest.raises(InputError, match="host_memory_bandwidth"):
+        estimate(sc)

@@ -24,6 +24,7 @@ from llmplan.core.hardware import Efficiency
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
+from llmplan.errors import InputError
 
 SPECULATIVE = "Leviathan, Kalman and Matias, Fast Inference from Transformers via Speculative Decoding, ICML 2023, §3"
 
@@ -74,7 +75,12 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     link = cluster.intra_bandwidth * eff.intra_node
     if plan.tp > cluster.gpus_per_node:
         link = cluster.network.bandwidth_per_gpu * eff.network
-    host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth or 1.0
+    host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
+    if plan.gpu_layers < scenario.model.num_layers and not host:
+        raise InputError(
+            f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
+            "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
+        )
     return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, link, cluster.network.latency_s, host)
 
 
