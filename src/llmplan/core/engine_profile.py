@@ -43,4 +43,10 @@ class EngineProfile(FrozenModel):
     host_memory_bandwidth: float = Field(
         0.0, ge=0, description="bytes/s the CPU reaches on layers left in host RAM (partial offload)"
     )
+    allreduce_latency_s: float = Field(
+        10e-6, ge=0,
+        description="fixed cost of one small tensor-parallel all-reduce inside a node (kernel launch and "
+        "synchronisation); llmplan assumption of ~10 µs, the order of small-message all-reduce latency over "
+        "NVLink in nccl-tests and vLLM's custom all-reduce",
+    )
     source: str = ""

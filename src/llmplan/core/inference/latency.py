@@ -60,7 +60,7 @@ class Rates:
     flops: float  # FLOP/s one GPU reaches on the format's matmuls
     bandwidth: float  # bytes/s one GPU streams during decode
     link: float  # bytes/s per GPU for TP all-reduces
-    latency: float  # seconds per collective hop
+    latency: float  # fixed seconds per collective
     host_bandwidth: float  # bytes/s for host-resident layers
 
 
@@ -73,15 +73,17 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         measured = engine.decode_bandwidth_efficiency_apple
     bw_eff = measured or eff.memory_bandwidth
     link = cluster.intra_bandwidth * eff.intra_node
-    if plan.tp > cluster.gpus_per_node:
+    latency = plan.engine.allreduce_latency_s  # one collective inside a node
+    if plan.tp > cluster.gpus_per_node:  # across nodes: every ring hop pays the network latency
         link = cluster.network.bandwidth_per_gpu * eff.network
+        latency = 2 * (plan.tp - 1) * cluster.network.latency_s
     host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
     if plan.gpu_layers < scenario.model.num_layers and not host:
         raise InputError(
             f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
-    return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, link, cluster.network.latency_s, host)
+    return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, link, latency, host)
 
 
 def _linear_params(spec: ModelSpec, plan: MemoryPlan) -> tuple[float, float]:
@@ -122,7 +124,7 @@ def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: floa
     if tp == 1:
         return 0.0
     buf = tokens * scenario.model.hidden_size * ACT_BYTES
-    per = 2 * (tp - 1) / tp * buf / r.link + 2 * (tp - 1) * r.latency
+    per = 2 * (tp - 1) / tp * buf / r.link + r.latency
     return 2 * scenario.model.num_layers * per
 
 
