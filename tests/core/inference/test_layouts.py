@@ -110,3 +110,10 @@ def test_offload_without_host_bandwidth_is_a_clear_error():
                   weight_format="f32").model_copy(update={"engine_profile": engine})
     with pytest.raises(InputError, match="host_memory_bandwidth"):
         estimate(sc)
+
+
+def test_missing_peak_for_the_compute_dtype_is_a_clear_error():
+    from llmplan.errors import InputError
+
+    with pytest.raises(InputError, match=r"peak_flops\.fp32"):
+        estimate(scenario(LLAMA3_8B, H100, weight_format="fp32"))  # the test H100 lists no FP32 peak

@@ -66,7 +66,13 @@ class Rates:
 
 def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     gpu, cluster = scenario.cluster.gpu, scenario.cluster
-    peak = gpu.peak_flops.for_dtype(plan.weights.format.compute_dtype)
+    dtype = plan.weights.format.compute_dtype
+    peak = gpu.peak_flops.for_dtype(dtype)
+    if peak <= 0:
+        raise InputError(
+            f"{gpu.name} has no peak FLOP/s for {dtype} matmuls; set its peak_flops.{dtype} (or a wider type) "
+            "in the GPU spec"
+        )
     engine = plan.engine
     measured = engine.decode_bandwidth_efficiency
     if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
