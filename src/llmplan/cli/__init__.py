@@ -19,9 +19,9 @@ EXIT_BAD_INPUT = 2
 
 def _subcommand_modules() -> list:
     # Imported here so `llmplan-cli --version` stays fast. Each module: register(subparsers).
-    from llmplan.cli import cmd_catalog, cmd_params
+    from llmplan.cli import cmd_catalog, cmd_params, cmd_serve
 
-    return [cmd_params, cmd_catalog]
+    return [cmd_params, cmd_catalog, cmd_serve]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
@@ -66,6 +67,15 @@ class InferenceSettings(FrozenModel):
     engine: str = Field("vllm", min_length=1, description="engine profile id (vllm, llama.cpp, ...)")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="vLLM's setting; None: engine default")
     gpu_layers: int | None = Field(None, ge=0, description="llama.cpp -ngl: layers on the GPU; None: as many as fit")
+    host_memory_bandwidth: float | None = Field(
+        None, gt=0, description="bytes/s for layers left in host RAM (partial offload); None: engine default"
+    )
+    shared_prefix_tokens: int = Field(0, ge=0, description="leading prompt tokens all sequences share (cached once)")
+    draft_tokens: int = Field(0, ge=0, le=64, description="speculative decoding: tokens the draft proposes per step")
+    draft_acceptance: float = Field(0.7, ge=0, lt=1, description="probability the target accepts each draft token")
+    draft_cost_ratio: float = Field(
+        0.05, ge=0, le=1, description="time of one draft-model step relative to one target-model step"
+    )
 
 
 class ParallelLayout(FrozenModel):
@@ -104,6 +114,9 @@ class Scenario(FrozenModel):
     inference: InferenceSettings = InferenceSettings()
     parallelism: ParallelLayout = ParallelLayout()
     efficiency: Efficiency = Efficiency()
+    engine_profile: EngineProfile | None = Field(
+        None, description="inference: the engine's catalog profile (None: a neutral runtime)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

@@ -1,0 +1,58 @@
+"""Serving-engine profiles from ``catalogs/engines.toml``, with the user's overrides.
+
+The user's ``<user data dir>/engines.toml`` uses the same layout; an entry there
+replaces the shipped entry of the same id field by field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.errors import CatalogError
+from llmplan.resources_path import catalogs_dir, user_data_dir
+
+ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm",
+           "hf": "transformers", "mlx-lm": "mlx"}
+
+
+def _read(path: Path) -> dict[str, dict]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
+    for key, entry in data.items():
+        if not isinstance(entry, dict):
+            raise CatalogError(f"{path}: '{key}' must be a table [{key}] of engine settings")
+    return data
+
+
+def load_engine_profiles(user_file: Path | None = None) -> dict[str, EngineProfile]:
+    """Every engine profile by id: shipped entries, then the user's overrides."""
+    raw = _read(catalogs_dir() / "engines.toml")
+    user = user_file if user_file is not None else user_data_dir() / "engines.toml"
+    if user.is_file():
+        for key, entry in _read(user).items():
+            raw[key] = {**raw.get(key, {}), **entry}
+    out: dict[str, EngineProfile] = {}
+    for key, entry in raw.items():
+        try:
+            out[key] = EngineProfile(id=key, **entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise CatalogError(f"engine '{key}': field '{field}': {first['msg']}") from None
+    return out
+
+
+def engine_profile(engine_id: str) -> EngineProfile:
+    """The profile for ``engine_id`` (aliases such as 'llama.cpp' accepted)."""
+    profiles = load_engine_profiles()
+    key = ALIASES.get(engine_id.strip().lower(), engine_id.strip().lower())
+    if key not in profiles:
+        raise CatalogError(f"unknown engine '{engine_id}'; known engines: {', '.join(sorted(profiles))}")
+    return profiles[key]

@@ -1,0 +1,52 @@
+"""What a serving engine adds around the model: reserved memory, cache paging, chunking.
+
+The numbers live in ``catalogs/engines.toml`` (read by ``llmplan.catalog.engines``), each
+with its source; the core cannot read catalogs, so the caller puts the chosen profile
+in ``Scenario.engine_profile``. ``EngineProfile()`` with no arguments is the neutral
+profile used when none is given: no framework overhead beyond a CUDA context, no
+preallocation, no paging; its one number is explained in ``cuda_context_bytes``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from llmplan.core.frozen import FrozenModel
+
+
+class EngineProfile(FrozenModel):
+    id: str = Field("generic", min_length=1)
+    name: str = "generic runtime"
+    preallocates_kv: bool = Field(
+        False, description="reserves a KV pool up front from a memory fraction (vLLM, SGLang, TensorRT-LLM, TGI)"
+    )
+    gpu_memory_utilization: float = Field(
+        1.0, gt=0, le=1, description="share of GPU memory the engine may use (vLLM's --gpu-memory-utilization)"
+    )
+    cuda_context_bytes: int = Field(
+        512 * 2**20, ge=0,
+        description="CUDA context and kernels resident per GPU; ~0.3-0.6 GiB on CUDA 12 with lazy loading "
+        "(NVIDIA CUDA C++ Programming Guide, 'Lazy Loading'); 0 on Apple Metal",
+    )
+    framework_bytes: int = Field(0, ge=0, description="allocator reserve, CUDA graphs, sampler buffers per GPU")
+    kv_block_tokens: int = Field(1, ge=1, le=4096, description="cache allocation granularity in tokens")
+    prefill_chunk_tokens: int = Field(
+        0, ge=0, description="tokens prefilled per forward pass (chunked prefill / n_ubatch); 0: whole prompt"
+    )
+    decode_bandwidth_efficiency: float | None = Field(
+        None, gt=0, le=1, description="measured fraction of peak bandwidth this engine's decode reaches (GPUs)"
+    )
+    decode_bandwidth_efficiency_apple: float | None = Field(
+        None, gt=0, le=1, description="the same on Apple Silicon (Metal kernels reach a different share)"
+    )
+    partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
+    host_memory_bandwidth: float = Field(
+        0.0, ge=0, description="bytes/s the CPU reaches on layers left in host RAM (partial offload)"
+    )
+    allreduce_latency_s: float = Field(
+        10e-6, ge=0,
+        description="fixed cost of one small tensor-parallel all-reduce inside a node (kernel launch and "
+        "synchronisation); llmplan assumption of ~10 µs, the order of small-message all-reduce latency over "
+        "NVLink in nccl-tests and vLLM's custom all-reduce",
+    )
+    source: str = ""

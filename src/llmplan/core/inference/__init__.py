@@ -1,0 +1,186 @@
+"""Inference and serving: ``estimate_inference(scenario) -> Estimate``.
+
+Memory per GPU (``memory``), latency and throughput from a per-phase roofline
+(``latency``), and the cheapest hardware for a request rate under SLOs (``serving``).
+Every number is a ``Figure`` with its formula, inputs and source.
+"""
+
+from __future__ import annotations
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.explain import Figure, total, zero
+from llmplan.core.inference.latency import SPECULATIVE, PhaseTime, prefill_time, rates, time_per_output_token
+from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, plan_memory
+from llmplan.core.params import count_params
+from llmplan.core.result import Bottleneck, Estimate, InferenceReport, MemoryBreakdown
+from llmplan.core.workload import Scenario
+
+__all__ = ["EngineProfile", "estimate_inference"]
+
+GIB = 2**30
+
+
+def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
+    inf = s.inference
+    weights = Figure.of(
+        p.weights_gpu, "B",
+        formula="Σ tensor bytes in the format ÷ tp (split tensors) over the worst pipeline stage",
+        inputs={"format": p.weights.format.name, "total_bytes": p.weights.total_bytes,
+                "bits_per_weight": round(p.weights.bits_per_weight, 4), "tp": p.tp, "pp": p.pp,
+                "gpu_layers": p.gpu_layers},
+        source=p.weights.format.source,
+    )
+    kv = Figure.of(
+        p.kv_batch_gpu, "B",
+        formula="batch × KV bytes(prompt + output, paged) × GPU share (kv heads ÷ tp, layers ÷ pp)",
+        inputs={"batch": inf.batch, "context_tokens": inf.prompt_tokens + inf.output_tokens,
+                "kv_bytes_per_token": p.kv.bytes_per_token, "kv_dtype": inf.kv_dtype,
+                "block_tokens": p.engine.kv_block_tokens, "shared_prefix_tokens": inf.shared_prefix_tokens,
+                "gpu_share": round(p.kv_share, 6)},
+        source="deepseek-v2" if s.model.mla else "vllm",
+    )
+    acts = Figure.of(
+        p.activations, "B",
+        formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B",
+        inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp},
+        source="flash-attention",
+        assumptions=("flash attention: no materialised score matrix", "layer tensors freed after each layer"),
+    )
+    buffers = Figure.of(p.logits, "B", formula="batch × vocab × 4 B (fp32 logits for sampling)",
+                        inputs={"batch": inf.batch, "vocab": s.model.vocab_size, "bytes": LOGIT_BYTES},
+                        source="assumption")
+    overhead = Figure.of(p.overhead, "B", formula="CUDA context + engine framework memory (engine profile)",
+                         inputs={"engine": p.engine.id, "cuda_context": p.engine.cuda_context_bytes,
+                                 "framework": p.engine.framework_bytes}, source=p.engine.source or "assumption")
+    parts = {"weights": weights, "kv_cache": kv, "activations": acts, "buffers": buffers, "overhead": overhead}
+    gpu = s.cluster.gpu
+    capacity = Figure.of(
+        p.capacity, "B", formula="usable GPU memory × engine memory utilization",
+        inputs={"usable_memory_bytes": gpu.usable_memory_bytes,
+                "utilization": round(p.capacity / gpu.usable_memory_bytes, 4)},
+        source=p.engine.source or "assumption",
+    )
+    host = Figure.of(p.weights_host + p.kv_host, "B", formula="weights and KV of layers left in host RAM",
+                     inputs={"weights": p.weights_host, "kv": p.kv_host}, source="llama.cpp")
+    no = "inference does not train"
+    return MemoryBreakdown(
+        weights=weights, gradients=zero("B", no), optimizer=zero("B", no), master_weights=zero("B", no),
+        activations=acts, kv_cache=kv, buffers=buffers, overhead=overhead,
+        total=total(parts, "B", "memory per GPU"), capacity=capacity, host_ram=host,
+        nvme=zero("B", "nothing is offloaded to NVMe"),
+    )
+
+
+def _phase_inputs(t: PhaseTime) -> dict[str, float]:
+    return {"compute_s": t.compute_s, "memory_s": t.memory_s, "comm_s": t.comm_s, "host_s": t.host_s,
+            "flops": t.flops, "bytes": t.bytes}
+
+
+def estimate_inference(scenario: Scenario) -> Estimate:
+    """Memory, latency, throughput and cost of serving ``scenario.model`` as the plan says."""
+    s, inf = scenario, scenario.inference
+    engine = s.engine_profile or EngineProfile()
+    plan = plan_memory(s, engine)
+    memory = _memory_figures(s, plan)
+    r = rates(s, plan, s.efficiency)
+    avg_context = inf.prompt_tokens + inf.output_tokens // 2
+    pre = prefill_time(s, plan, r, inf.batch, inf.prompt_tokens)
+    tpot_s, step, per_verify = time_per_output_token(s, plan, r, inf.batch, avg_context)
+    replicas = s.parallelism.dp
+    gpus = plan.tp * plan.pp * replicas
+
+    ttft = Figure.of(pre.total_s, "s", formula="max(FLOPs ÷ (tp·peak·eff), weight bytes ÷ bandwidth) + TP/PP comm",
+                     inputs={**_phase_inputs(pre), "batch": inf.batch, "prompt_tokens": inf.prompt_tokens,
+                             "flops_per_s": r.flops},
+                     source="roofline", assumptions=("the batch's prompts are prefilled together",))
+    tpot_inputs = {**_phase_inputs(step), "batch": inf.batch, "context": avg_context, "bandwidth": r.bandwidth}
+    tpot_formula = "max(FLOPs ÷ (tp·peak·eff), (weights read + KV read) ÷ bandwidth) + comm"
+    tpot_source = "roofline"
+    if inf.draft_tokens:
+        tpot_inputs |= {"draft_tokens": inf.draft_tokens, "acceptance": inf.draft_acceptance,
+                        "tokens_per_step": per_verify}
+        tpot_formula = "(k·c·t_step + t_verify(k+1 tokens)) ÷ ((1 - a^(k+1)) ÷ (1 - a))"
+        tpot_source = SPECULATIVE
+    tpot = Figure.of(tpot_s, "s", formula=tpot_formula, inputs=tpot_inputs, source=tpot_source,
+                     assumptions=(f"KV read at the mean context {avg_context} tokens",))
+    per_user = Figure.of(1 / tpot_s, "tokens/s", formula="1 ÷ tpot", inputs={"tpot_s": tpot_s}, source="roofline")
+    agg = inf.batch * replicas / tpot_s
+    tokens_per_s = Figure.of(agg, "tokens/s", formula="batch × dp ÷ tpot",
+                             inputs={"batch": inf.batch, "dp": replicas, "tpot_s": tpot_s}, source="roofline")
+    prefill_tps = inf.batch * inf.prompt_tokens * replicas / pre.total_s
+    prefill_fig = Figure.of(prefill_tps, "tokens/s", formula="batch × prompt × dp ÷ ttft",
+                            inputs={"ttft_s": pre.total_s}, source="roofline")
+    maxc = Figure.of(plan.max_concurrency, "1", formula="floor(KV budget ÷ KV bytes per sequence on one GPU)",
+                     inputs={"kv_budget": plan.kv_budget, "kv_per_sequence": plan.kv_per_seq_gpu}, source="vllm")
+    pool = Figure.of(plan.kv_budget, "B", formula="capacity − weights − activations − buffers − overhead",
+                     inputs={"capacity": plan.capacity, "fixed": plan.fixed_gpu}, source="vllm")
+    cost_in = cost_out = None
+    price = s.cluster.hourly_price
+    if price is not None:
+        usd_s = price * gpus / 3600
+        cost_out = Figure.of(usd_s / agg * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ output tokens/s × 1e6",
+                             inputs={"price_per_gpu_hour": price, "gpus": gpus, "tokens_per_s": agg},
+                             source="assumption", assumptions=("GPUs busy all the time at this batch",))
+        cost_in = Figure.of(usd_s / prefill_tps * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ prompt tokens/s × 1e6",
+                            inputs={"price_per_gpu_hour": price, "gpus": gpus, "prefill_tokens_per_s": prefill_tps},
+                            source="assumption")
+    kvpt = Figure.of(plan.kv.bytes_per_token, "B", formula=(
+        "(kv_lora_rank + qk_rope_head_dim) × layers × bytes" if s.model.mla
+        else "2 × kv_heads × head_dim × layers × bytes"),
+        inputs={"layers": s.model.num_layers, "element_bytes": plan.kv.element_bytes},
+        source="deepseek-v2" if s.model.mla else "vllm")
+    wbytes = Figure.of(plan.weights.total_bytes, "B", formula="Σ tensor bytes in the format (all GPUs)",
+                       inputs={"bits_per_weight": round(plan.weights.bits_per_weight, 4)},
+                       source=plan.weights.format.source)
+    L = s.model.num_layers
+    gpu_layers = None
+    if engine.partial_offload:
+        gpu_layers = Figure.of(plan.gpu_layers, "1", formula="largest n with weights(n) + KV(n) + fixed ≤ capacity"
+                               if inf.gpu_layers is None else "inference.gpu_layers",
+                               inputs={"layers": L}, source="llama.cpp")
+    report = InferenceReport(
+        ttft_s=ttft, tpot_s=tpot, tokens_per_s=tokens_per_s, tokens_per_s_per_user=per_user, max_concurrency=maxc,
+        kv_bytes_per_token=kvpt, weight_bytes=wbytes, prefill_bound=pre.bound, decode_bound=step.bound,
+        cost_per_million_input=cost_in, cost_per_million_output=cost_out, gpu_layers=gpu_layers,
+        kv_pool_bytes=pool,
+        request_latency_s=Figure.of(pre.total_s + inf.output_tokens * tpot_s, "s", formula="ttft + output × tpot",
+                                    inputs={"output_tokens": inf.output_tokens}, source="roofline"),
+        prefill_tokens_per_s=prefill_fig,
+        host_weight_bytes=Figure.of(plan.weights_host, "B", formula="weights of layers in host RAM",
+                                    source="llama.cpp"),
+        weight_format=plan.weights.format.name, engine=engine.id,
+    )
+    return Estimate(params=count_params(s.model), memory=memory, compute=None, communication=None,
+                    inference=report, bottleneck=_bottleneck(s, memory, plan, step), warnings=_warnings(s, plan))
+
+
+def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: PhaseTime) -> Bottleneck:
+    if not memory.fits:
+        short = (memory.total.value - memory.capacity.value) / GIB
+        return Bottleneck("memory capacity", f"The plan needs {memory.total.value / GIB:.1f} GiB per GPU but "
+                          f"{memory.capacity.value / GIB:.1f} GiB is usable ({short:.1f} GiB short): use a smaller "
+                          "weight format, a shorter context or smaller batch, or more GPUs (tensor parallel).")
+    if step.bound == "host memory bandwidth":
+        return Bottleneck("memory bandwidth", f"{s.model.num_layers - plan.gpu_layers} layers stay in host RAM; "
+                          "decode speed is set by the CPU's memory bandwidth: fit more layers on the GPU.")
+    if step.bound == "interconnect":
+        return Bottleneck("interconnect", "Tensor-parallel all-reduces take longer than the math: use fewer "
+                          "GPUs per replica or a faster link (NVLink).")
+    if step.bound == "memory bandwidth":
+        return Bottleneck("memory bandwidth", "Each generated token streams the weights and KV cache from memory; "
+                          "a larger batch or a smaller weight format raises throughput.")
+    return Bottleneck("compute", "The batch is large enough that decode is limited by matmul throughput.")
+
+
+def _warnings(s: Scenario, plan: MemoryPlan) -> tuple[str, ...]:
+    out = []
+    inf = s.inference
+    if inf.prompt_tokens + inf.output_tokens > s.model.max_position_embeddings:
+        out.append(f"prompt + output ({inf.prompt_tokens + inf.output_tokens} tokens) exceeds the model's "
+                   f"trained context ({s.model.max_position_embeddings})")
+    if plan.max_concurrency < inf.batch and plan.kv_budget > 0:
+        out.append(f"only {plan.max_concurrency} sequences of this length fit in the KV budget; batch {inf.batch} "
+                   "would queue or be preempted")
+    if s.model.mtp_layers:
+        out.append("multi-token-prediction modules are not loaded (normal generation does not use them)")
+    return tuple(out)

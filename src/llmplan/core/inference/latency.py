@@ -1,0 +1,213 @@
+"""Time to first token and time per output token from a roofline per phase.
+
+Prefill runs every prompt token through the model at once: its time is the larger of
+the matmul time (2 FLOP per active weight per token, plus attention's QK and AV) and
+the time to stream the weights once per forward pass. Decode produces one token per
+sequence per step: each step streams the weights the batch touches and every
+sequence's KV cache, and does 2 FLOP per active weight per sequence; at small batch
+it is bound by memory bandwidth, at large batch by compute (Williams et al., roofline).
+
+Tensor parallelism divides both by ``tp`` and adds two all-reduces of the activations
+per layer (ring: 2(tp-1)/tp of the buffer per GPU, NCCL). Pipeline stages run one
+after another for a given token, so ``pp`` shrinks memory but not latency.
+MoE decode reads only the experts the batch's tokens are routed to: for B tokens
+choosing k of E experts, E·(1-(1-k/E)^B) distinct experts in expectation.
+Speculative decoding (Leviathan et al., ICML 2023): with draft length k and per-token
+acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.hardware import Efficiency
+from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
+from llmplan.core.model import ModelSpec
+from llmplan.core.workload import Scenario
+from llmplan.errors import InputError
+
+SPECULATIVE = "Leviathan, Kalman and Matias, Fast Inference from Transformers via Speculative Decoding, ICML 2023, §3"
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTime:
+    """One phase's roofline terms (seconds) and what bounds it."""
+
+    compute_s: float
+    memory_s: float
+    comm_s: float
+    host_s: float  # layers left in host RAM (partial offload)
+    flops: float
+    bytes: float
+
+    @property
+    def total_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.comm_s + self.host_s
+
+    @property
+    def bound(self) -> str:
+        if self.host_s > max(self.compute_s, self.memory_s):
+            return "host memory bandwidth"
+        if self.comm_s > max(self.compute_s, self.memory_s):
+            return "interconnect"
+        return "compute" if self.compute_s >= self.memory_s else "memory bandwidth"
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Achievable hardware rates for one scenario."""
+
+    flops: float  # FLOP/s one GPU reaches on the format's matmuls
+    bandwidth: float  # bytes/s one GPU streams during decode
+    link: float  # bytes/s per GPU for TP all-reduces
+    latency: float  # fixed seconds per collective
+    host_bandwidth: float  # bytes/s for host-resident layers
+
+
+def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
+    gpu, cluster = scenario.cluster.gpu, scenario.cluster
+    dtype = plan.weights.format.compute_dtype
+    peak = gpu.peak_flops.for_dtype(dtype)
+    if peak <= 0:
+        raise InputError(
+            f"{gpu.name} has no peak FLOP/s for {dtype} matmuls; set its peak_flops.{dtype} (or a wider type) "
+            "in the GPU spec"
+        )
+    engine = plan.engine
+    measured = engine.decode_bandwidth_efficiency
+    if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
+        measured = engine.decode_bandwidth_efficiency_apple
+    bw_eff = measured or eff.memory_bandwidth
+    link = cluster.intra_bandwidth * eff.intra_node
+    latency = plan.engine.allreduce_latency_s  # one collective inside a node
+    if plan.tp > cluster.gpus_per_node:  # across nodes: every ring hop pays the network latency
+        link = cluster.network.bandwidth_per_gpu * eff.network
+        latency = 2 * (plan.tp - 1) * cluster.network.latency_s
+    host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
+    if plan.gpu_layers < scenario.model.num_layers and not host:
+        raise InputError(
+            f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
+            "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
+        )
+    return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, link, latency, host)
+
+
+def _linear_params(spec: ModelSpec, plan: MemoryPlan) -> tuple[float, float]:
+    """(active parameters of the blocks per token, parameters of the output head)."""
+    head = spec.vocab_size * (spec.embedding_proj_dim or spec.hidden_size)
+    groups = [g.group for g in plan.weights.groups]
+    block = sum(g.params for g in groups if g.place == "layer" and g.category not in ("expert",))
+    experts = sum(g.params for g in groups if g.category == "expert")
+    if spec.moe and experts:
+        block += experts * spec.moe.experts_per_token / spec.moe.num_experts
+    return float(block), float(head)
+
+
+def _causal_pairs(n: int, window: int | None) -> float:
+    """Sum over query positions 0..n-1 of the keys each sees: min(i+1, window)."""
+    if window is None or n <= window:
+        return n * (n + 1) / 2
+    return window * (window + 1) / 2 + (n - window) * window
+
+
+def _attention_pairs(spec: ModelSpec, queries_from: int, queries_to: int) -> float:
+    """Sum over layers of (query, key) pairs for query positions [from, to) under causal masking."""
+    full = spec.full_attention_layer_count * (_causal_pairs(queries_to, None) - _causal_pairs(queries_from, None))
+    w = spec.sliding_window
+    sliding = spec.sliding_layer_count * (_causal_pairs(queries_to, w) - _causal_pairs(queries_from, w))
+    return full + sliding
+
+
+def _attn_width(spec: ModelSpec) -> int:
+    """Query width of QK plus value width of AV over all heads."""
+    if spec.mla:
+        return spec.num_heads * (spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim + spec.mla.v_head_dim)
+    return 2 * spec.num_heads * spec.head_dim
+
+
+def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
+    tp = plan.tp
+    if tp == 1:
+        return 0.0
+    buf = tokens * scenario.model.hidden_size * ACT_BYTES
+    per = 2 * (tp - 1) / tp * buf / r.link + r.latency
+    return 2 * scenario.model.num_layers * per
+
+
+def _pp_send_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
+    if plan.pp == 1:
+        return 0.0
+    buf = tokens * scenario.model.hidden_size * ACT_BYTES
+    return (plan.pp - 1) * (buf / r.link + r.latency)
+
+
+def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int, prompt: int) -> PhaseTime:
+    spec = scenario.model
+    block, head = _linear_params(spec, plan)
+    tokens = sequences * prompt
+    flops = 2 * block * tokens + 2 * head * sequences
+    flops += 2 * sequences * _attention_pairs(spec, 0, prompt) * _attn_width(spec)
+    frac = plan.gpu_layers / spec.num_layers
+    compute = flops * frac / (plan.tp * r.flops)
+    passes = max(1, -(-tokens // plan.chunk_tokens))
+    gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
+    memory = passes * gpu_weights / r.bandwidth
+    # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound).
+    host_bytes = plan.weights_host
+    pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
+    host = passes * host_bytes / pcie if plan.gpu_layers < spec.num_layers else 0.0
+    comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
+    return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
+
+
+def touched_expert_fraction(spec: ModelSpec, tokens: float) -> float:
+    """Expected share of routed experts that ``tokens`` tokens touch in one MoE layer."""
+    if not spec.moe:
+        return 1.0
+    e, k = spec.moe.num_experts, spec.moe.experts_per_token
+    return 1.0 - (1.0 - k / e) ** tokens
+
+
+def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int,
+                tokens_per_seq: int = 1) -> PhaseTime:
+    """One decode step: ``batch`` sequences at ``context`` tokens each, ``tokens_per_seq`` new tokens each."""
+    spec = scenario.model
+    block, head = _linear_params(spec, plan)
+    tokens = batch * tokens_per_seq
+    flops = 2 * (block + head) * tokens
+    flops += 2 * tokens * _attention_pairs(spec, context, context + 1) * _attn_width(spec)
+    frac = plan.gpu_layers / spec.num_layers
+    compute = flops * frac / (plan.tp * r.flops)
+    # Weights the step streams, summed over pipeline stages (a token visits them in turn), per TP rank.
+    touched = touched_expert_fraction(spec, tokens)
+    read = 0.0
+    for gb in plan.weights.groups:
+        g = gb.group
+        if g.name == "embed_tokens":
+            continue  # a lookup of `tokens` rows, negligible
+        b = gb.bytes / (1 if g.tp_split == "replicated" else plan.tp)
+        read += b * touched if g.category == "expert" else b
+    gpu_read = read * frac if plan.gpu_layers < spec.num_layers else read
+    kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
+    memory = (gpu_read + kv_read) / r.bandwidth
+    host = 0.0
+    if plan.gpu_layers < spec.num_layers:
+        host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
+        host = (read * (1 - frac) + host_kv) / r.host_bandwidth
+    comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
+    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read)
+
+
+def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[
+        float, PhaseTime, float]:
+    """(seconds per output token per sequence, the plain step, tokens per verification step)."""
+    inf = scenario.inference
+    step = decode_step(scenario, plan, r, batch, context)
+    k = inf.draft_tokens
+    if k == 0:
+        return step.total_s, step, 1.0
+    a = inf.draft_acceptance
+    expected = (1 - a ** (k + 1)) / (1 - a)
+    verify = decode_step(scenario, plan, r, batch, context, tokens_per_seq=k + 1)
+    per_step = k * inf.draft_cost_ratio * step.total_s + verify.total_s
+    return per_step / expected, step, expected

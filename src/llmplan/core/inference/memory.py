@@ -1,0 +1,184 @@
+"""Memory of one GPU while serving: weights, KV cache, activations, buffers, runtime.
+
+Weights are sharded tensor by tensor: Megatron-style splits (column, row, vocab,
+expert) divide by ``tp``; replicated tensors (norms, MLA's down-projections, routers)
+do not. Pipeline stages hold ``ceil(layers / pp)`` layers, the first stage also the
+embedding and the last the head (we report the heavier end stage).
+
+Engines that preallocate (vLLM, SGLang, TensorRT-LLM, TGI) take a fixed share of the
+GPU and turn what the weights and workspace leave into a KV pool; the pool decides how
+many sequences run at once. llama.cpp-style engines can leave layers in host RAM
+(``gpu_layers``); with ``gpu_layers=None`` as many layers as fit go to the GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
+from llmplan.core.params import TensorGroup
+from llmplan.core.quant import QuantizedWeights, quantized_weights
+from llmplan.core.workload import Scenario
+from llmplan.errors import LayoutError
+
+LOGIT_BYTES = 4  # engines keep logits in fp32 for sampling
+ACT_BYTES = 2  # activations in bf16/fp16
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    """Intermediate quantities shared by the memory, latency and serving code (bytes)."""
+
+    weights: QuantizedWeights
+    kv: KvLayout
+    engine: EngineProfile
+    tp: int
+    pp: int
+    layers_per_stage: int
+    gpu_layers: int  # layers whose weights and KV live on the GPU (== num_layers unless offloading)
+    weights_gpu: float  # worst GPU
+    weights_host: float  # per replica, layers left in host RAM (and llama.cpp's input embedding)
+    kv_share: float  # fraction of one sequence's KV one GPU holds (heads / tp, layers / pp, offload)
+    kv_per_seq_gpu: float  # one sequence of prompt+output tokens, paged, on the worst GPU
+    kv_batch_gpu: float  # the plan's batch, with prefix sharing
+    kv_host: float
+    activations: float
+    logits: float
+    overhead: float
+    capacity: float  # usable bytes of one GPU for this engine
+    chunk_tokens: int  # tokens per prefill forward pass
+
+    @property
+    def fixed_gpu(self) -> float:
+        """Everything on the GPU except the KV cache."""
+        return self.weights_gpu + self.activations + self.logits + self.overhead
+
+    @property
+    def kv_budget(self) -> float:
+        """Bytes left for KV (vLLM's pool when the engine preallocates)."""
+        return max(0.0, self.capacity - self.fixed_gpu)
+
+    @property
+    def max_concurrency(self) -> int:
+        return int(self.kv_budget // self.kv_per_seq_gpu) if self.kv_per_seq_gpu > 0 else 0
+
+
+def _tp_divisor(g: TensorGroup, tp: int) -> int:
+    return 1 if g.tp_split == "replicated" else tp
+
+
+def _kv_head_share(scenario: Scenario, tp: int) -> float:
+    spec = scenario.model
+    if spec.mla:  # the latent is shared by all heads: every TP rank keeps all of it
+        return 1.0
+    return math.ceil(spec.num_kv_heads / tp) / spec.num_kv_heads
+
+
+def _weights_split(q: QuantizedWeights, tp: int, pp: int, L: int, host_embedding: bool) -> tuple[float, float, float]:
+    """(per-GPU bytes of one full layer set / L, first-stage extras, last-stage extras), TP-sharded."""
+    layer = first = last = 0.0
+    for gb in q.groups:
+        b = gb.bytes / _tp_divisor(gb.group, tp)
+        if gb.group.place == "layer":
+            layer += b
+        elif gb.group.place == "first":
+            if not (host_embedding and gb.group.name == "embed_tokens"):
+                first += b
+        else:
+            last += b
+    return layer / L, first, last
+
+
+def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
+    spec, inf, par = scenario.model, scenario.inference, scenario.parallelism
+    tp, pp = par.tp, par.pp
+    if tp * pp * par.dp > scenario.cluster.total_gpus:
+        raise LayoutError(
+            f"parallelism needs tp·pp·dp = {tp * pp * par.dp} GPUs but the cluster has {scenario.cluster.total_gpus}; "
+            "lower parallelism.tp/pp/dp or add GPUs"
+        )
+    if pp > spec.num_layers:
+        raise LayoutError(f"parallelism.pp ({pp}) exceeds the model's {spec.num_layers} layers; lower it")
+    gpu = scenario.cluster.gpu
+    q = quantized_weights(spec, inf.weight_format)
+    kv = kv_layout(spec, inf.kv_dtype)
+    L = spec.num_layers
+    lps = math.ceil(L / pp)
+    offload = engine.partial_offload and tp == 1 and pp == 1 and not gpu.unified_memory
+    per_layer, first, last = _weights_split(q, tp, pp, L, host_embedding=engine.partial_offload)
+    host_embed = q.bytes_where(lambda g: g.name == "embed_tokens") if engine.partial_offload else 0.0
+    ends = first + last if pp == 1 else max(first, last)
+
+    util = engine.gpu_memory_utilization if engine.preallocates_kv else 1.0
+    if inf.gpu_memory_utilization is not None:
+        util = inf.gpu_memory_utilization
+    capacity = gpu.usable_memory_bytes * util
+    context = inf.prompt_tokens + inf.output_tokens
+    head_share = _kv_head_share(scenario, tp)
+    kv_seq_full = batch_kv_bytes(kv, context, 1, engine.kv_block_tokens)
+    kv_batch_full = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens)
+
+    chunk = engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens
+    chunk = min(chunk, inf.batch * inf.prompt_tokens)
+    activations = chunk * _activation_elements_per_token(scenario, tp) * ACT_BYTES
+    logits = inf.batch * spec.vocab_size * LOGIT_BYTES
+    overhead = float(engine.cuda_context_bytes + engine.framework_bytes)
+
+    def gpu_part(n_layers: int) -> tuple[float, float, float]:
+        layer_frac = n_layers / L
+        w = per_layer * n_layers + (ends if n_layers == L or not offload else first)
+        share = head_share * layer_frac
+        return w, kv_seq_full * share, kv_batch_full * share
+
+    if offload:
+        n = inf.gpu_layers if inf.gpu_layers is not None else _layers_that_fit(gpu_part, capacity, activations
+                                                                                  + logits + overhead, L)
+        n = min(n, L)
+    else:
+        if inf.gpu_layers is not None and inf.gpu_layers < L and not gpu.unified_memory:
+            raise LayoutError(
+                f"inference.gpu_layers={inf.gpu_layers} needs an engine with partial offload (llama.cpp, Ollama) "
+                "and tp = pp = 1; clear gpu_layers or choose inference.engine = llama.cpp"
+            )
+        n = lps
+    if offload:
+        w_gpu, kv_seq, kv_batch = gpu_part(n)
+        w_host = per_layer * (L - n) + host_embed + (0.0 if n == L else last)
+        kv_host = kv_batch_full - kv_batch
+    else:
+        w_gpu = per_layer * lps + ends
+        share = head_share * lps / L
+        kv_seq, kv_batch = kv_seq_full * share, kv_batch_full * share
+        w_host, kv_host = host_embed, 0.0
+    return MemoryPlan(q, kv, engine, tp, pp, lps, n if offload else L, w_gpu, w_host,
+                      head_share * (n / L if offload else lps / L), kv_seq, kv_batch, kv_host, activations,
+                      logits, overhead, capacity, chunk)
+
+
+def _layers_that_fit(gpu_part, capacity: float, fixed: float, L: int) -> int:
+    lo, hi = 0, L
+    while lo < hi:  # largest n with everything on the GPU under capacity
+        mid = (lo + hi + 1) // 2
+        w, _, kvb = gpu_part(mid)
+        if w + kvb + fixed <= capacity:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _activation_elements_per_token(scenario: Scenario, tp: int) -> float:
+    """Peak live activations of one layer's forward pass per prompt token (elements, flash attention).
+
+    Residual stream and its normed copy (2h), q/k/v (split by TP), and the MLP's hidden
+    (gate and up when gated, split by TP); inference frees each layer's tensors before the next.
+    """
+    m = scenario.model
+    inter = m.intermediate_size
+    if m.moe:
+        inter = max(inter, m.moe.experts_per_token * m.moe.expert_intermediate_size
+                    + m.moe.num_shared_experts * m.moe.shared_intermediate_size)
+    mlp = inter * (2 if m.gated_mlp else 1)
+    return 2 * m.hidden_size + (m.q_width + 2 * m.kv_width) / tp + mlp / tp

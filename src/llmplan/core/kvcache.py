@@ -1,0 +1,118 @@
+"""The KV cache: bytes per token and per sequence, for every attention variant.
+
+Per layer and token an attention layer caches:
+- MHA / GQA / MQA: a key and a value per KV head: ``2 · num_kv_heads · head_dim`` elements
+  (Kwon et al., vLLM §2: OPT-13B caches 2 · 5120 · 40 layers · 2 B = 800 KB per token).
+- MLA (DeepSeek-V2 §2.1.4): only the compressed latent and the decoupled rotary key,
+  ``kv_lora_rank + qk_rope_head_dim`` elements, shared by all heads.
+Sliding-window layers keep at most ``sliding_window`` tokens, so their share stops
+growing at the window (Mistral-7B v0.1, Gemma-2's local layers, gpt-oss).
+
+Element sizes: bf16/fp16 2 bytes, fp8 1 byte, fp32 4 bytes; llama.cpp's quantized cache
+types carry their ggml block overheads (q8_0: 34 bytes per 32, q4_0: 18 bytes per 32 ...).
+
+PagedAttention allocates the cache in blocks of ``block_tokens`` tokens (16 in vLLM), so a
+sequence occupies a whole number of blocks; sequences that share a prompt prefix can
+share its blocks (vLLM §4.4, SGLang's RadixAttention).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmplan.core.model import ModelSpec
+from llmplan.core.quant_ggml import GGML_TYPES
+from llmplan.errors import InputError
+
+_KV_ELEMENT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
+_GGML_KV = ("q8_0", "q5_0", "q5_1", "q4_0", "q4_1", "iq4_nl")
+
+
+def kv_element_bytes(kv_dtype: str) -> float:
+    """Bytes per cached element, ggml block overheads included."""
+    key = kv_dtype.strip().lower()
+    if key in _KV_ELEMENT_BYTES:
+        return _KV_ELEMENT_BYTES[key]
+    if key in _GGML_KV:
+        t = GGML_TYPES[key.upper()]
+        return t.type_size / t.block_size
+    raise InputError(
+        f"unknown inference.kv_dtype '{kv_dtype}'; use bf16, fp16, fp8, fp32, or a llama.cpp cache type "
+        f"({', '.join(_GGML_KV)})"
+    )
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
+    """Elements one token adds to one attention layer's cache (all KV heads)."""
+    if spec.mla:
+        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+    return 2 * spec.num_kv_heads * spec.head_dim
+
+
+@dataclass(frozen=True, slots=True)
+class KvLayout:
+    """The cache geometry of a model at one cache dtype."""
+
+    spec: ModelSpec
+    kv_dtype: str
+    element_bytes: float
+    per_token_per_layer: float  # bytes
+
+    @property
+    def full_layers(self) -> int:
+        return self.spec.full_attention_layer_count
+
+    @property
+    def sliding_layers(self) -> int:
+        return self.spec.sliding_layer_count
+
+    @property
+    def bytes_per_token(self) -> float:
+        """Bytes one token adds while the context is shorter than any window (all layers)."""
+        return self.per_token_per_layer * self.spec.num_layers
+
+    def bytes_for_context(self, tokens: int) -> float:
+        """Bytes of one sequence of ``tokens`` tokens: sliding layers are capped at the window."""
+        window = self.spec.sliding_window or tokens
+        cached = self.full_layers * tokens + self.sliding_layers * min(tokens, window)
+        return self.per_token_per_layer * cached
+
+    def marginal_bytes_per_token(self, tokens: int) -> float:
+        """Bytes the next token adds at context length ``tokens`` (sliding layers stop at the window)."""
+        window = self.spec.sliding_window or (tokens + 1)
+        layers = self.full_layers + (self.sliding_layers if tokens < window else 0)
+        return self.per_token_per_layer * layers
+
+
+def kv_layout(spec: ModelSpec, kv_dtype: str = "bf16") -> KvLayout:
+    eb = kv_element_bytes(kv_dtype)
+    return KvLayout(spec, kv_dtype, eb, eb * kv_elements_per_token_per_layer(spec))
+
+
+def paged_tokens(tokens: int, block_tokens: int) -> int:
+    """Tokens a sequence occupies once rounded up to whole PagedAttention blocks."""
+    if block_tokens <= 1:
+        return tokens
+    return math.ceil(tokens / block_tokens) * block_tokens
+
+
+def batch_kv_bytes(
+    layout: KvLayout, context_tokens: int, batch: int, block_tokens: int = 16, shared_prefix_tokens: int = 0
+) -> float:
+    """KV bytes of ``batch`` sequences of ``context_tokens`` each.
+
+    With ``shared_prefix_tokens`` > 0, that many leading tokens (a common system prompt)
+    are cached once for the whole batch; the prefix is counted in whole blocks only.
+    """
+    shared = min(shared_prefix_tokens, context_tokens)
+    if block_tokens > 1:
+        shared = (shared // block_tokens) * block_tokens
+    own = paged_tokens(context_tokens - shared, block_tokens)
+    if shared == 0:
+        return batch * layout.bytes_for_context(own)
+    # A prefix is shared only inside the window of sliding layers: price whole sequences, then remove
+    # the duplicated prefix copies (batch - 1 of them).
+    per_seq = layout.bytes_for_context(own + shared)
+    duplicated = layout.bytes_for_context(shared)
+    return batch * per_seq - (batch - 1) * duplicated

@@ -1,0 +1,35 @@
+"""The shipped engine catalog loads, every entry cites a source, and user entries override it."""
+
+import pytest
+
+from llmplan.catalog.engines import engine_profile, load_engine_profiles
+from llmplan.errors import CatalogError
+
+
+def test_shipped_profiles():
+    profiles = load_engine_profiles()
+    assert {"vllm", "sglang", "tensorrt-llm", "tgi", "llama-cpp", "mlx", "ollama", "transformers"} <= set(profiles)
+    assert all(p.source for p in profiles.values())
+    assert profiles["vllm"].gpu_memory_utilization == 0.9 and profiles["vllm"].kv_block_tokens == 16
+    assert engine_profile("llama.cpp").partial_offload
+
+
+def test_user_override(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
+    (tmp_path / "engines.toml").write_text("[vllm]\ngpu_memory_utilization = 0.95\n[mine]\nname = 'Mine'\n")
+    profiles = load_engine_profiles()
+    assert profiles["vllm"].gpu_memory_utilization == 0.95
+    assert profiles["vllm"].kv_block_tokens == 16  # other fields kept
+    assert profiles["mine"].name == "Mine"
+
+
+def test_bad_user_entry_names_the_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
+    (tmp_path / "engines.toml").write_text("[vllm]\ngpu_memory_utilization = 3\n")
+    with pytest.raises(CatalogError, match="gpu_memory_utilization"):
+        load_engine_profiles()
+
+
+def test_unknown_engine():
+    with pytest.raises(CatalogError, match="known engines"):
+        engine_profile("nope")
