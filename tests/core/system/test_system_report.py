@@ -1,0 +1,53 @@
+"""system_report on small hand-made cases, and its place in Estimate."""
+
+import dataclasses
+
+import pytest
+from system_fixtures import TINY, count_params, inference_estimate, scenario_tiny, settings, training_estimate
+
+from llmplan.core.system.report import system_report
+from llmplan.core.system.settings import CheckpointOptions, PipelineProfile
+
+
+def test_estimate_carries_an_optional_system_report():
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3)
+    assert est.system is None
+    rep = system_report(scenario_tiny(), est, settings())
+    with_system = dataclasses.replace(est, system=rep)
+    assert with_system.system is rep
+
+
+def test_training_report_effective_days():
+    s = scenario_tiny(tokens=1e10)
+    rep = system_report(s, training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3), settings())
+    assert rep.goodput.ideal_time_s.value == pytest.approx(1e5)
+    assert rep.effective_days == pytest.approx(rep.goodput.wall_time_s.value / 86400)
+    assert rep.cold_start is None
+
+
+def test_cpu_bound_tokenisation_becomes_the_bottleneck():
+    slow = PipelineProfile(text_bytes_per_token=4.0, tokenizer_bytes_per_s_per_core=1e6, cpu_cores_per_node=8,
+                           pretokenized=False, source="test")
+    est = training_estimate(TINY, tokens_per_s=1e7, step_time_s=1.0, mfu=0.3)
+    rep = system_report(scenario_tiny(), est, settings(pipeline=slow))
+    # 1e7 tokens/s × 4 B / 1e6 B/s per core = 40 cores on an 8-core node.
+    assert rep.data.cpu_load.value == pytest.approx(5.0)
+    assert rep.bottleneck.kind == "cpu"
+
+
+def test_async_save_warns_when_the_background_write_outlasts_the_interval():
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3)
+    opts = CheckpointOptions(async_save=True, restart_overhead_s=0, interval_s=0.01, source="test")
+    rep = system_report(scenario_tiny(), est, settings(checkpoint=opts))
+    assert any("background checkpoint write" in w for w in rep.warnings)
+    assert rep.host.pinned_per_node.value == pytest.approx(8 * rep.checkpoint.per_gpu.value)
+
+
+def test_inference_report_has_cold_start_and_no_training_parts():
+    s = scenario_tiny(workload="inference")
+    weights = 2 * count_params(TINY).total
+    rep = system_report(s, inference_estimate(TINY, weights), settings())
+    assert rep.goodput is None and rep.data is None and rep.host is None
+    assert rep.cold_start.total_s.value == pytest.approx(weights / 10e9 + weights / 8 / 64e9)
+    assert rep.bottleneck.kind == "memory bandwidth"
+    assert rep.power.energy_kwh.value == pytest.approx(8 * (700 + 300) * 1.5 / 1000)  # one hour at full load
