@@ -51,3 +51,17 @@ def test_inference_report_has_cold_start_and_no_training_parts():
     assert rep.cold_start.total_s.value == pytest.approx(weights / 10e9 + weights / 8 / 64e9)
     assert rep.bottleneck.kind == "memory bandwidth"
     assert rep.power.energy_kwh.value == pytest.approx(8 * (700 + 300) * 1.5 / 1000)  # one hour at full load
+
+
+def test_json_export_is_plain_numbers():
+    import json
+
+    from llmplan.core.system.export import system_json
+
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3)
+    rep = system_report(scenario_tiny(), est, settings())
+    out = system_json(rep)
+    json.dumps(out)  # serialisable
+    assert out["checkpoint"]["total_bytes"] == rep.checkpoint.total.value
+    assert out["goodput"]["effective_days"] == pytest.approx(rep.effective_days)
+    assert out["cold_start"] is None

@@ -7,6 +7,7 @@ from ``catalogs/system`` (``llmplan.catalog.system_presets.default_system_settin
 from llmplan.core.system.bottleneck import Finding, Ranking, rank_bottlenecks
 from llmplan.core.system.checkpoint import CheckpointIO, CheckpointSize, checkpoint_io, checkpoint_size
 from llmplan.core.system.cold_start import ColdStart, cold_start
+from llmplan.core.system.export import system_json
 from llmplan.core.system.goodput import (
     Goodput,
     first_order_waste,
@@ -34,5 +35,5 @@ __all__ = [
     "Goodput", "GridProfile", "HostProfile", "PipelineProfile", "PowerProfile", "PowerReport", "Ranking",
     "StoragePreset", "SystemReport", "SystemSettings", "checkpoint_io", "checkpoint_size", "cold_start",
     "data_pipeline", "first_order_waste", "goodput_fraction", "goodput_report", "gpu_power_watts", "job_mtbf_s",
-    "power_report", "rank_bottlenecks", "system_report", "token_id_bytes", "young_daly_interval_s",
+    "power_report", "rank_bottlenecks", "system_json", "system_report", "token_id_bytes", "young_daly_interval_s",
 ]
