@@ -92,3 +92,9 @@ def test_storage_without_any_write_cap_is_refused(tmp_path):
         '[[storage]]\nid = "ro"\nname = "read only"\nkind = "nfs"\nread_per_node = 1e9\nsource = "made up for a test"\n')
     with pytest.raises(CatalogError, match="write_per_node or write_aggregate"):
         load_system_catalog()
+
+
+def test_one_node_cannot_take_the_whole_parallel_file_system():
+    s = default_system_settings(storage="parallel-fs-tectonic")
+    assert s.storage.bandwidth("write", 1) == 50e9  # assumed 400 Gb/s front-end NIC
+    assert s.storage.bandwidth("write", 2048) == 2e12  # Llama 3: 2 TB/s sustained

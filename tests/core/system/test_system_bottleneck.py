@@ -22,3 +22,10 @@ def test_memory_that_does_not_fit_dominates_everything():
     r = rank_bottlenecks(ENGINE, (Finding("storage", 50.0, "s"),), memory_load=1.2)
     assert r.dominant.kind == "memory capacity"
     assert "1.20×" in r.dominant.statement
+
+
+def test_engine_memory_verdict_is_not_repeated():
+    engine = Bottleneck("memory capacity", "Does not fit: 32 GiB short.")
+    r = rank_bottlenecks(engine, (), memory_load=1.4)
+    assert r.dominant == engine
+    assert len(r.ranked) == 1

@@ -33,7 +33,7 @@ class Ranking:
 def rank_bottlenecks(engine: Bottleneck, findings: tuple[Finding, ...], memory_load: float = 0.0) -> Ranking:
     """The dominant limit with a plain sentence, and every candidate ranked by load."""
     candidates = [Finding(engine.kind, 1.0, engine.statement)]
-    if memory_load > 1.0:
+    if memory_load > 1.0 and engine.kind != "memory capacity":  # the engine may already say so
         candidates.append(Finding("memory capacity", float("inf"),
                                   f"The plan needs {memory_load:.2f}× the GPU's memory: it does not fit, so "
                                   "nothing else matters until memory is reduced."))
