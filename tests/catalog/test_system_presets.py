@@ -35,6 +35,13 @@ def test_llama3_failure_rate_is_derived_from_the_paper_counts():
     assert f["llama3-405b-unexpected"].per_gpu_hour == pytest.approx(419 / (54 * 24 * 16384))
 
 
+def test_opt_failure_rate_is_derived_from_its_job_mtbf():
+    # OPT-175B: job mean time to interrupt 7.5 h on 992 A100s (Lockwood's table, from the OPT logbook).
+    f = load_system_catalog().failures["opt-175b"]
+    assert f.per_gpu_hour == pytest.approx(1 / (7.5 * 992))
+    assert f.per_gpu_hour / load_system_catalog().failures["llama3-405b-all"].per_gpu_hour == pytest.approx(6.1, abs=0.1)
+
+
 def test_named_defaults():
     s = default_system_settings()
     assert s.storage.id == "parallel-fs-tectonic"

@@ -86,10 +86,13 @@ def _failure(entry: dict[str, Any]) -> FailureRate:
     e = dict(entry)
     if "per_gpu_hour" not in e:
         try:
-            e["per_gpu_hour"] = e["interruptions"] / (e["days"] * 24 * e["gpus"])
+            if "job_mtbf_hours" in e:  # a job's mean time between interruptions on `gpus` GPUs
+                e["per_gpu_hour"] = 1.0 / (e["job_mtbf_hours"] * e["gpus"])
+            else:  # interruption counts over a period
+                e["per_gpu_hour"] = e["interruptions"] / (e["days"] * 24 * e["gpus"])
         except (KeyError, TypeError, ZeroDivisionError) as err:
-            raise CatalogError(f"failure_rate '{e['id']}': give per_gpu_hour, or interruptions, days and gpus "
-                               f"(all > 0)") from err
+            raise CatalogError(f"failure_rate '{e['id']}': give per_gpu_hour, or interruptions, days and gpus, "
+                               f"or job_mtbf_hours and gpus (all > 0)") from err
     return FailureRate(**{k: e[k] for k in ("id", "name", "per_gpu_hour", "source") if k in e},
                        notes=e.get("notes", ""))
 
