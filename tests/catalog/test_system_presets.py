@@ -105,3 +105,18 @@ def test_one_node_cannot_take_the_whole_parallel_file_system():
     s = default_system_settings(storage="parallel-fs-tectonic")
     assert s.storage.bandwidth("write", 1) == 50e9  # assumed 400 Gb/s front-end NIC
     assert s.storage.bandwidth("write", 2048) == 2e12  # Llama 3: 2 TB/s sustained
+
+
+def test_user_values_replace_preset_numbers_and_say_so():
+    s = default_system_settings(price_per_kwh=0.25, kg_co2_per_kwh=0.05, async_save=True, interval_s=1800,
+                                restart_overhead_s=120, pretokenized=False)
+    assert (s.grid.price_per_kwh, s.grid.kg_co2_per_kwh) == (0.25, 0.05)
+    assert "set by the user" in s.grid.source
+    assert s.checkpoint.async_save and s.checkpoint.interval_s == 1800 and s.checkpoint.restart_overhead_s == 120
+    assert "set by the user" in s.checkpoint.source
+    assert s.pipeline.pretokenized is False
+
+
+def test_bad_user_value_is_a_catalog_error():
+    with pytest.raises(CatalogError, match=r"invalid system setting 'price_per_kwh'.*greater than or equal"):
+        default_system_settings(price_per_kwh=-1)

@@ -117,11 +117,28 @@ def _pick(kind: str, table: dict[str, Any], wanted: str | None, default: str | N
     return table[key]
 
 
+def _override(table: dict[str, Any], **values: Any) -> dict[str, Any]:
+    out = dict(table)
+    changed = {k: v for k, v in values.items() if v is not None}
+    out.update(changed)
+    if changed:
+        out["source"] = f"{out.get('source', '')}; set by the user: {', '.join(sorted(changed))}"
+    return out
+
+
 def default_system_settings(*, storage: str | None = None, data_storage: str | None = None,
                             failures: str | None = None, pue: str | None = None,
                             electricity_price: str | None = None, grid_intensity: str | None = None,
+                            price_per_kwh: float | None = None, kg_co2_per_kwh: float | None = None,
+                            async_save: bool | None = None, interval_s: float | None = None,
+                            restart_overhead_s: float | None = None, pretokenized: bool | None = None,
                             catalog: SystemCatalog | None = None) -> SystemSettings:
-    """``SystemSettings`` from the named presets, each falling back to the catalog's [defaults]."""
+    """``SystemSettings`` from the named presets, each falling back to the catalog's [defaults].
+
+    The numeric keywords are the plan's own values (a user's electricity price, a fixed
+    checkpoint interval...); when given they replace the preset's number and the source
+    says "set by the user".
+    """
     cat = catalog or load_system_catalog()
     d = cat.defaults
     power_t, pipe_t, host_t, ckpt_t = (cat.tables[k] for k in ("gpu_power", "pipeline", "host", "checkpoint"))
@@ -136,12 +153,21 @@ def default_system_settings(*, storage: str | None = None, data_storage: str | N
             power=PowerProfile(pue=pue_e["value"], source=f"{power_t['source']}; PUE: {pue_e['source']}",
                                **{k: power_t[k] for k in ("idle_fraction", "saturation_mfu",
                                                           "node_overhead_watts_per_gpu")}),
-            grid=GridProfile(price_per_kwh=price_e["usd_per_kwh"], kg_co2_per_kwh=grid_e["kg_co2_per_kwh"],
-                             source=f"price: {price_e['source']}; CO2: {grid_e['source']}"),
-            pipeline=PipelineProfile(**pipe_t),
+            grid=GridProfile(
+                price_per_kwh=price_e["usd_per_kwh"] if price_per_kwh is None else price_per_kwh,
+                kg_co2_per_kwh=grid_e["kg_co2_per_kwh"] if kg_co2_per_kwh is None else kg_co2_per_kwh,
+                source=("price: " + (price_e["source"] if price_per_kwh is None else "set by the user")
+                        + "; CO2: " + (grid_e["source"] if kg_co2_per_kwh is None else "set by the user"))),
+            pipeline=PipelineProfile(**_override(pipe_t, pretokenized=pretokenized)),
             host=HostProfile(**host_t),
-            checkpoint=CheckpointOptions(**ckpt_t),
+            checkpoint=CheckpointOptions(**_override(ckpt_t, async_save=async_save, interval_s=interval_s,
+                                                     restart_overhead_s=restart_overhead_s)),
         )
-    except (KeyError, ValidationError) as e:
-        raise CatalogError(f"catalogs/system: a default table is incomplete or invalid ({e}); restore the "
-                           "shipped file or fix your override") from e
+    except KeyError as e:
+        raise CatalogError(f"catalogs/system: key {e} is missing from a default table; restore the shipped "
+                           "file or fix your override") from e
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CatalogError(f"invalid system setting '{field}': {err['msg']} (got {err.get('input')!r}); fix the "
+                           "value or your system/*.toml override") from e
