@@ -7,7 +7,7 @@ text on a server's CPU") are per server, not per core, so this script measures o
 
 Method: train a byte-level BPE (32,000 tokens, GPT-2 style pre-tokeniser) with the
 Hugging Face ``tokenizers`` library on English text found on this machine
-(/usr/share/common-licenses and /usr/share/doc/*/copyright, repeated to ~16 MB), then
+(/usr/share/common-licenses and /usr/share/doc/*/copyright, identical files dropped, up to 16 MB), then
 encode it with one Rayon thread and print bytes/s, tokens/s and bytes/token.
 
 Run: ``RAYON_NUM_THREADS=1 python benchmarks/tokenizer_throughput.py`` (needs
@@ -24,28 +24,29 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 
-def _corpus(target_bytes: int = 16_000_000) -> list[str]:
-    texts: list[str] = []
-    roots = [Path("/usr/share/common-licenses"), *Path("/usr/share/doc").glob("*/copyright")]
+def _corpus(limit_bytes: int = 16_000_000) -> list[str]:
+    """Distinct English text files (duplicated licence copies dropped), never repeated."""
+    seen: set[str] = set()
+    lines: list[str] = []
+    size = 0
+    roots = [Path("/usr/share/common-licenses"), *sorted(Path("/usr/share/doc").glob("*/copyright"))]
     for root in roots:
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for f in files:
             try:
-                texts.append(f.read_text(encoding="utf-8"))
+                text = f.read_text(encoding="utf-8")
             except (UnicodeDecodeError, OSError):
                 continue
-    if not texts:
-        return []
-    lines = [ln for t in texts for ln in t.splitlines() if ln.strip()]
-    out: list[str] = []
-    size = 0
-    while size < target_bytes:
-        for ln in lines:
-            out.append(ln)
-            size += len(ln.encode()) + 1
-            if size >= target_bytes:
-                break
-    return out
+            if text in seen:
+                continue
+            seen.add(text)
+            for ln in text.splitlines():
+                if ln.strip():
+                    lines.append(ln)
+                    size += len(ln.encode()) + 1
+            if size >= limit_bytes:
+                return lines
+    return lines
 
 
 def main() -> None:
