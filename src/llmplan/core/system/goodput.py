@@ -89,7 +89,7 @@ def goodput_report(*, ideal_time_s: float, checkpoint_s: float, restart_s: float
         waste_fraction=waste,
         goodput=good,
         failures=Figure.of(wall / m, "1", "wall time / MTBF", {"wall_time_s": wall, "mtbf_s": m}, failure_source),
-        ideal_time_s=Figure.of(ideal_time_s, "s", "training tokens / tokens per second", {}, "kaplan"),
+        ideal_time_s=Figure.of(ideal_time_s, "s", "training tokens / tokens per second", {}),
         wall_time_s=Figure.of(wall, "s", "ideal time / goodput", {"ideal_time_s": ideal_time_s, "goodput": g},
                               "young-daly"),
     )
