@@ -67,6 +67,17 @@ def main() -> None:
         gg = rr.goodput
         print(f"  {sid:22s} {rr.checkpoint_io.write_s.value:9.1f} {gg.interval_s.value:8.0f} "
               f"{gg.goodput.value:8.4f} {gg.wall_time_s.value / 86400:9.2f}")
+    print("\nby failure preset (MTBF h, interval s, goodput, effective days):")
+    for fid in cat.failures:
+        gg = system_report(scenario, est, default_system_settings(failures=fid, catalog=cat)).goodput
+        print(f"  {fid:22s} {gg.mtbf_s.value / 3600:6.2f} {gg.interval_s.value:8.0f} {gg.goodput.value:8.4f} "
+              f"{gg.wall_time_s.value / 86400:9.2f}")
+    print("\non-the-fly tokenisation, 8 GPUs at 400 TFLOP/s each (tokens/s per node, CPU cores needed):")
+    for name, params in (("125M", 125e6), ("1B", 1e9), ("8B", 8e9)):
+        node_tps = 8 * 400e12 / (6 * params)
+        cores = node_tps * cat.tables["pipeline"]["text_bytes_per_token"] / cat.tables["pipeline"][
+            "tokenizer_bytes_per_s_per_core"]
+        print(f"  {name:5s} {node_tps:12,.0f} {cores:6.2f}")
 
 
 if __name__ == "__main__":
