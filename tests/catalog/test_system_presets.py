@@ -120,3 +120,8 @@ def test_user_values_replace_preset_numbers_and_say_so():
 def test_bad_user_value_is_a_catalog_error():
     with pytest.raises(CatalogError, match=r"invalid system setting 'price_per_kwh'.*greater than or equal"):
         default_system_settings(price_per_kwh=-1)
+
+
+def test_offload_drives_default_to_the_node_raid():
+    assert default_system_settings().offload_storage.id == "raid0-nvme-8x-gen4"
+    assert default_system_settings(offload_storage="local-nvme-gen4").offload_storage.id == "local-nvme-gen4"

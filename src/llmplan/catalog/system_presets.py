@@ -127,6 +127,7 @@ def _override(table: dict[str, Any], **values: Any) -> dict[str, Any]:
 
 
 def default_system_settings(*, storage: str | None = None, data_storage: str | None = None,
+                            offload_storage: str | None = None,
                             failures: str | None = None, pue: str | None = None,
                             electricity_price: str | None = None, grid_intensity: str | None = None,
                             price_per_kwh: float | None = None, kg_co2_per_kwh: float | None = None,
@@ -149,6 +150,8 @@ def default_system_settings(*, storage: str | None = None, data_storage: str | N
         return SystemSettings(
             storage=_pick("storage", cat.storage, storage, d.get("storage")),
             data_storage=_pick("storage", cat.storage, data_storage, None) if data_storage else None,
+            offload_storage=_pick("storage", cat.storage, offload_storage, d.get("offload_storage"))
+            if (offload_storage or d.get("offload_storage")) else None,
             failures=_pick("failure rate", cat.failures, failures, d.get("failures")),
             power=PowerProfile(pue=pue_e["value"], source=f"{power_t['source']}; PUE: {pue_e['source']}",
                                **{k: power_t[k] for k in ("idle_fraction", "saturation_mfu",

@@ -34,3 +34,20 @@ def test_pcie_becomes_the_bottleneck_when_slower_than_the_step():
                     profile=settings().host, pinned_per_gpu=0)
     assert r.pcie_load.value == pytest.approx(4 * 100e9 / 8 / 64e9 / 0.5)
     assert r.pcie_load.value > 1
+
+
+def test_nvme_offload_reads_and_writes_master_and_optimizer_states():
+    from system_fixtures import STORE
+
+    from llmplan.core.system.host import nvme_offload_bytes
+
+    s = scenario_tiny(offload="nvme", zero_stage=3)
+    # AdamW: 4 B fp32 master + 8 B moments per param of each GPU's 1/8 share, × 8 GPUs per node.
+    assert nvme_offload_bytes(s, 8_000_000_000) == pytest.approx(12 * 1e9 * 8)
+    assert nvme_offload_bytes(scenario_tiny(offload="cpu"), 8_000_000_000) == 0
+    r = host_report(s, host_ram=0, nvme=1e12, trainable_params=8_000_000_000, step_time_s=10.0,
+                    profile=settings().host, pinned_per_gpu=0, offload_storage=STORE)
+    t = 96e9 / 10e9 + 96e9 / 5e9  # one node: read at 10 GB/s, write at 5 GB/s
+    assert r.nvme_time_per_step.value == pytest.approx(t)
+    assert r.nvme_load.value == pytest.approx(t / 10.0)
+    assert r.nvme_per_node.value == 1e12

@@ -65,3 +65,14 @@ def test_json_export_is_plain_numbers():
     assert out["checkpoint"]["total_bytes"] == rep.checkpoint.total.value
     assert out["goodput"]["effective_days"] == pytest.approx(rep.effective_days)
     assert out["cold_start"] is None
+
+
+def test_slow_offload_drives_become_the_bottleneck():
+    from system_fixtures import STORE
+
+    s = scenario_tiny(offload="nvme", zero_stage=3)
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=0.001, mfu=0.3, nvme=1e11)
+    rep = system_report(s, est, settings(offload_storage=STORE))
+    assert rep.host.nvme_load.value > 1
+    assert rep.bottleneck.kind == "storage"
+    assert "NVMe offload" in rep.bottleneck.statement

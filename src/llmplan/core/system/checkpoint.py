@@ -28,7 +28,7 @@ _WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}
 # 1-byte moments (Dettmers et al. 2022, block-wise quantisation, scales ignored); SGD none;
 # momentum, Lion and Muon one fp32 buffer; Adafactor (no momentum) keeps only factored
 # row and column statistics, O(rows + cols): negligible per parameter.
-_OPTIMIZER_BYTES = {"adamw": 8, "adam8bit": 2, "sgd": 0, "momentum": 4, "lion": 4, "muon": 4, "adafactor": 0}
+OPTIMIZER_BYTES = {"adamw": 8, "adam8bit": 2, "sgd": 0, "momentum": 4, "lion": 4, "muon": 4, "adafactor": 0}
 
 _LORA_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
                  "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
@@ -71,7 +71,7 @@ def checkpoint_size(scenario: Scenario, params: ParamBreakdown) -> CheckpointSiz
     t = scenario.training
     w = _WEIGHT_BYTES[t.precision]
     master = 0 if t.precision == "fp32" else 4
-    opt = _OPTIMIZER_BYTES[t.optimizer]
+    opt = OPTIMIZER_BYTES[t.optimizer]
     if t.method == "full":
         trainable = params.total
         per_param = w + master + opt

@@ -35,7 +35,8 @@ def system_json(r: SystemReport) -> dict[str, Any]:
         "host": None if h is None else {
             "ram_per_node_bytes": h.ram_per_node.value, "nvme_per_node_bytes": h.nvme_per_node.value,
             "pcie_bytes_per_step": h.pcie_bytes_per_step.value, "pcie_time_per_step_s": h.pcie_time_per_step.value,
-            "pcie_load": h.pcie_load.value,
+            "pcie_load": h.pcie_load.value, "nvme_bytes_per_step": h.nvme_bytes_per_step.value,
+            "nvme_time_per_step_s": h.nvme_time_per_step.value, "nvme_load": h.nvme_load.value,
         },
         "power": {
             "gpu_watts": p.gpu_watts.value, "it_watts": p.it_watts.value, "facility_watts": p.facility_watts.value,

@@ -5,8 +5,11 @@ memory and runs the optimizer there: each step, every GPU sends its share of fp1
 gradients to the host (2 bytes/param) and receives the updated fp16 parameters back
 (2 bytes/param). Offloading the parameters too (ZeRO-Infinity, Rajbhandari et al. 2021)
 moves each GPU's fp16 parameter partition over PCIe again in the forward and in the
-backward pass (2 × 2 bytes/param). NVMe offload adds the optimizer's trips between host
-memory and the drives, which use the host's PCIe lanes, not the GPU's link.
+backward pass (2 × 2 bytes/param). NVMe offload (ZeRO-Infinity §5) adds the optimizer's
+trips between host memory and the drives: every step the fp32 master weights and the
+optimizer states of each GPU's partition are read from NVMe and written back, over the
+node's drives (the offload storage preset), not the GPU's link. Read and write are added,
+not overlapped: a conservative bound (DeepSpeed overlaps part of it with the next step).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
-from llmplan.core.system.settings import HostProfile
+from llmplan.core.system.checkpoint import OPTIMIZER_BYTES
+from llmplan.core.system.settings import HostProfile, StoragePreset
 from llmplan.core.workload import Scenario
 
 
@@ -27,6 +31,9 @@ class HostReport:
     pcie_bytes_per_step: Figure  # per GPU, host<->device, for offload
     pcie_time_per_step: Figure  # at the GPU's PCIe bandwidth
     pcie_load: Figure  # PCIe time / step time (> 1: PCIe is the bottleneck)
+    nvme_bytes_per_step: Figure  # per node, read + written, for NVMe offload
+    nvme_time_per_step: Figure  # at the offload drives' bandwidth
+    nvme_load: Figure  # NVMe time / step time (> 1: the drives are the bottleneck)
 
 
 def offload_pcie_bytes(scenario: Scenario, trainable_params: int) -> tuple[float, str]:
@@ -44,8 +51,18 @@ def offload_pcie_bytes(scenario: Scenario, trainable_params: int) -> tuple[float
     return grad_and_param, formula
 
 
+def nvme_offload_bytes(scenario: Scenario, trainable_params: int) -> float:
+    """Bytes each node reads (and writes again) from its NVMe per step: fp32 master + optimizer states."""
+    t = scenario.training
+    if scenario.workload == "inference" or t.offload != "nvme":
+        return 0.0
+    par = scenario.parallelism
+    shard = trainable_params / (par.tp * par.pp * par.dp)
+    return (4 + OPTIMIZER_BYTES[t.optimizer]) * shard * scenario.cluster.gpus_per_node
+
+
 def host_report(scenario: Scenario, *, host_ram: float, nvme: float, trainable_params: int, step_time_s: float,
-                profile: HostProfile, pinned_per_gpu: float) -> HostReport:
+                profile: HostProfile, pinned_per_gpu: float, offload_storage: StoragePreset | None = None) -> HostReport:
     gpn = scenario.cluster.gpus_per_node
     workers = profile.dataloader_workers_per_gpu * profile.ram_per_dataloader_worker * gpn
     procs = profile.ram_per_gpu_process * gpn
@@ -55,6 +72,13 @@ def host_report(scenario: Scenario, *, host_ram: float, nvme: float, trainable_p
     pcie_bw = scenario.cluster.gpu.pcie_bandwidth
     pcie_time = pcie_bytes / pcie_bw if pcie_bw > 0 else 0.0
     load = pcie_time / step_time_s if step_time_s > 0 else 0.0
+    nvme_read = nvme_offload_bytes(scenario, trainable_params)
+    nvme_time = 0.0
+    if nvme_read and offload_storage is not None:
+        nvme_time = (nvme_read / offload_storage.bandwidth("read", 1)
+                     + nvme_read / offload_storage.bandwidth("write", 1))
+    nvme_load = nvme_time / step_time_s if step_time_s > 0 else 0.0
+    nvme_src = offload_storage.source if offload_storage else "zero-infinity"
     return HostReport(
         ram_per_node=Figure.of(total, "B", "offloaded states + processes + data-loader workers + pinned buffers",
                                {"offload": host_ram, "processes": procs, "workers": workers, "pinned": pinned},
@@ -70,4 +94,13 @@ def host_report(scenario: Scenario, *, host_ram: float, nvme: float, trainable_p
                                      {"bytes": pcie_bytes, "pcie_bandwidth": pcie_bw}, "zero-offload"),
         pcie_load=Figure.of(load, "1", "PCIe time / step time", {"pcie_time_s": pcie_time,
                                                                   "step_time_s": step_time_s}),
+        nvme_bytes_per_step=Figure.of(nvme_read, "B", "(4 + optimizer bytes) × params / (tp·pp·dp) × GPUs per node, "
+                                      "read and written each step", {"params": trainable_params,
+                                                                     "offload": scenario.training.offload},
+                                      "zero-infinity"),
+        nvme_time_per_step=Figure.of(nvme_time, "s", "bytes / drive read bandwidth + bytes / drive write bandwidth",
+                                     {"bytes": nvme_read, "drives": offload_storage.id if offload_storage else "none"},
+                                     nvme_src),
+        nvme_load=Figure.of(nvme_load, "1", "NVMe time / step time", {"nvme_time_s": nvme_time,
+                                                                      "step_time_s": step_time_s}),
     )

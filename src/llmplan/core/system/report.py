@@ -68,7 +68,7 @@ def _training(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Syst
     pinned = size.per_gpu.value if s.checkpoint.async_save else 0.0
     host = host_report(scenario, host_ram=estimate.memory.host_ram.value, nvme=estimate.memory.nvme.value,
                        trainable_params=int(size.trainable_params.value), step_time_s=step_s, profile=s.host,
-                       pinned_per_gpu=pinned)
+                       pinned_per_gpu=pinned, offload_storage=s.offload_storage)
     power = power_report(tdp=cluster.gpu.tdp_watts, mfu=mfu, gpus=gpus, wall_time_s=good.wall_time_s.value,
                          profile=s.power, grid=s.grid)
     warnings: list[str] = []
@@ -87,6 +87,9 @@ def _training(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Syst
         Finding("cpu", data.cpu_load.value,
                 f"Tokenising on the fly needs {data.tokenizer_cores_per_node.value:.1f} CPU cores per node of "
                 f"{s.pipeline.cpu_cores_per_node}."),
+        Finding("storage", host.nvme_load.value,
+                f"NVMe offload reads and writes {host.nvme_bytes_per_step.value / 1e9:.3g} GB per node per step, "
+                f"{host.nvme_time_per_step.value:.3g} s against a {step_s:.3g} s step."),
         Finding("pcie", host.pcie_load.value,
                 f"Offload moves {host.pcie_bytes_per_step.value / 1e9:.3g} GB per GPU per step over PCIe, "
                 f"{host.pcie_time_per_step.value:.3g} s against a {step_s:.3g} s step."),

@@ -115,6 +115,7 @@ class SystemSettings(FrozenModel):
 
     storage: StoragePreset
     data_storage: StoragePreset | None = Field(None, description="where training data is read from; None: storage")
+    offload_storage: StoragePreset | None = Field(None, description="each node's drives for NVMe offload")
     failures: FailureRate
     power: PowerProfile
     grid: GridProfile
