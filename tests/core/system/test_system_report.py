@@ -76,3 +76,9 @@ def test_slow_offload_drives_become_the_bottleneck():
     assert rep.host.nvme_load.value > 1
     assert rep.bottleneck.kind == "storage"
     assert "NVMe offload" in rep.bottleneck.statement
+
+
+def test_missing_throughput_is_warned_about():
+    est = dataclasses.replace(training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3), compute=None)
+    rep = system_report(scenario_tiny(), est, settings())
+    assert any("no training throughput" in w for w in rep.warnings)

@@ -72,6 +72,9 @@ def _training(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Syst
     power = power_report(tdp=cluster.gpu.tdp_watts, mfu=mfu, gpus=gpus, wall_time_s=good.wall_time_s.value,
                          profile=s.power, grid=s.grid)
     warnings: list[str] = []
+    if tokens_per_s <= 0:
+        warnings.append("The estimate has no training throughput, so time, goodput and energy are unbounded; "
+                        "check that the plan's workload is pretrain or finetune.")
     if good.goodput.value <= 0:
         warnings.append("Failures come faster than the job can checkpoint and restart: goodput is 0. Use fewer "
                         "GPUs, faster storage or asynchronous checkpoints.")
