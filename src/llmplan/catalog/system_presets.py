@@ -1,0 +1,176 @@
+"""Load the "beyond the GPU" presets (``catalogs/system/*.toml``) and build ``SystemSettings``.
+
+Shipped files are read first, then the user's own ``system/*.toml`` files in the user
+data dir (``LLMPLAN_DATA_DIR`` in tests); a user entry with the same ``id`` replaces the
+shipped one, and user ``[gpu_power]``/``[pipeline]``/``[host]``/``[checkpoint]``/
+``[defaults]`` tables override single keys. Every entry must carry a ``source``: a number
+without one is refused, so every default in a report can name where it came from.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from llmplan.core.system.settings import (
+    CheckpointOptions,
+    FailureRate,
+    GridProfile,
+    HostProfile,
+    PipelineProfile,
+    PowerProfile,
+    StoragePreset,
+    SystemSettings,
+)
+from llmplan.errors import CatalogError
+from llmplan.resources_path import catalogs_dir, user_data_dir
+
+_LISTS = ("storage", "failure_rate", "pue", "electricity_price", "grid_intensity")
+_TABLES = ("gpu_power", "pipeline", "host", "checkpoint", "defaults")
+
+
+@dataclass(frozen=True, slots=True)
+class SystemCatalog:
+    """Every preset by id, and the named defaults."""
+
+    storage: dict[str, StoragePreset]
+    failures: dict[str, FailureRate]
+    pue: dict[str, dict[str, Any]]
+    electricity_price: dict[str, dict[str, Any]]
+    grid_intensity: dict[str, dict[str, Any]]
+    tables: dict[str, dict[str, Any]]
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return self.tables["defaults"]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{path}: not valid TOML ({e}); fix the file or remove it") from e
+
+
+def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
+    lists: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _LISTS}
+    tables: dict[str, dict[str, Any]] = {k: {} for k in _TABLES}
+    for path in files:
+        data = _read(path)
+        for key in _LISTS:
+            for entry in data.get(key, []):
+                if not isinstance(entry, dict) or not entry.get("id"):
+                    raise CatalogError(f"{path}: every [[{key}]] entry needs an 'id'")
+                if not entry.get("source"):
+                    raise CatalogError(f"{path}: [[{key}]] '{entry['id']}' has no 'source'; cite where its "
+                                       "numbers come from")
+                lists[key][entry["id"]] = entry
+        for key in _TABLES:
+            tables[key].update(data.get(key, {}))
+    return lists, tables
+
+
+def _files() -> list[Path]:
+    shipped = sorted((catalogs_dir() / "system").glob("*.toml"))
+    user_dir = user_data_dir() / "system"
+    user = sorted(user_dir.glob("*.toml")) if user_dir.is_dir() else []
+    return shipped + user
+
+
+def _failure(entry: dict[str, Any]) -> FailureRate:
+    e = dict(entry)
+    if "per_gpu_hour" not in e:
+        try:
+            if "job_mtbf_hours" in e:  # a job's mean time between interruptions on `gpus` GPUs
+                e["per_gpu_hour"] = 1.0 / (e["job_mtbf_hours"] * e["gpus"])
+            else:  # interruption counts over a period
+                e["per_gpu_hour"] = e["interruptions"] / (e["days"] * 24 * e["gpus"])
+        except (KeyError, TypeError, ZeroDivisionError) as err:
+            raise CatalogError(f"failure_rate '{e['id']}': give per_gpu_hour, or interruptions, days and gpus, "
+                               f"or job_mtbf_hours and gpus (all > 0)") from err
+    return FailureRate(**{k: e[k] for k in ("id", "name", "per_gpu_hour", "source") if k in e},
+                       notes=e.get("notes", ""))
+
+
+def load_system_catalog() -> SystemCatalog:
+    """Shipped presets merged with the user's, validated."""
+    lists, tables = _merge(_files())
+    try:
+        storage = {k: StoragePreset(**v) for k, v in lists["storage"].items()}
+        failures = {k: _failure(v) for k, v in lists["failure_rate"].items()}
+    except ValidationError as e:
+        raise CatalogError(f"invalid system preset: {e.errors()[0]['msg']} ({e.errors()[0]['loc']})") from e
+    return SystemCatalog(storage, failures, lists["pue"], lists["electricity_price"], lists["grid_intensity"],
+                         tables)
+
+
+def _pick(kind: str, table: dict[str, Any], wanted: str | None, default: str | None) -> Any:
+    key = wanted or default
+    if key not in table:
+        known = ", ".join(sorted(table)) or "none"
+        raise CatalogError(f"unknown {kind} preset '{key}'; choose one of: {known}")
+    return table[key]
+
+
+def _override(table: dict[str, Any], **values: Any) -> dict[str, Any]:
+    out = dict(table)
+    changed = {k: v for k, v in values.items() if v is not None}
+    out.update(changed)
+    if changed:
+        out["source"] = f"{out.get('source', '')}; set by the user: {', '.join(sorted(changed))}"
+    return out
+
+
+def default_system_settings(*, storage: str | None = None, data_storage: str | None = None,
+                            offload_storage: str | None = None,
+                            failures: str | None = None, pue: str | None = None,
+                            electricity_price: str | None = None, grid_intensity: str | None = None,
+                            price_per_kwh: float | None = None, kg_co2_per_kwh: float | None = None,
+                            async_save: bool | None = None, interval_s: float | None = None,
+                            restart_overhead_s: float | None = None, pretokenized: bool | None = None,
+                            catalog: SystemCatalog | None = None) -> SystemSettings:
+    """``SystemSettings`` from the named presets, each falling back to the catalog's [defaults].
+
+    The numeric keywords are the plan's own values (a user's electricity price, a fixed
+    checkpoint interval...); when given they replace the preset's number and the source
+    says "set by the user".
+    """
+    cat = catalog or load_system_catalog()
+    d = cat.defaults
+    power_t, pipe_t, host_t, ckpt_t = (cat.tables[k] for k in ("gpu_power", "pipeline", "host", "checkpoint"))
+    pue_e = _pick("pue", cat.pue, pue, d.get("pue"))
+    price_e = _pick("electricity_price", cat.electricity_price, electricity_price, d.get("electricity_price"))
+    grid_e = _pick("grid_intensity", cat.grid_intensity, grid_intensity, d.get("grid_intensity"))
+    try:
+        return SystemSettings(
+            storage=_pick("storage", cat.storage, storage, d.get("storage")),
+            data_storage=_pick("storage", cat.storage, data_storage, None) if data_storage else None,
+            offload_storage=_pick("storage", cat.storage, offload_storage, d.get("offload_storage"))
+            if (offload_storage or d.get("offload_storage")) else None,
+            failures=_pick("failure rate", cat.failures, failures, d.get("failures")),
+            power=PowerProfile(pue=pue_e["value"], source=f"{power_t['source']}; PUE: {pue_e['source']}",
+                               **{k: power_t[k] for k in ("idle_fraction", "saturation_mfu",
+                                                          "node_overhead_watts_per_gpu")}),
+            grid=GridProfile(
+                price_per_kwh=price_e["usd_per_kwh"] if price_per_kwh is None else price_per_kwh,
+                kg_co2_per_kwh=grid_e["kg_co2_per_kwh"] if kg_co2_per_kwh is None else kg_co2_per_kwh,
+                source=("price: " + (price_e["source"] if price_per_kwh is None else "set by the user")
+                        + "; CO2: " + (grid_e["source"] if kg_co2_per_kwh is None else "set by the user"))),
+            pipeline=PipelineProfile(**_override(pipe_t, pretokenized=pretokenized)),
+            host=HostProfile(**host_t),
+            checkpoint=CheckpointOptions(**_override(ckpt_t, async_save=async_save, interval_s=interval_s,
+                                                     restart_overhead_s=restart_overhead_s)),
+        )
+    except KeyError as e:
+        raise CatalogError(f"catalogs/system: key {e} is missing from a default table; restore the shipped "
+                           "file or fix your override") from e
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CatalogError(f"invalid system setting '{field}': {err['msg']} (got {err.get('input')!r}); fix the "
+                           "value or your system/*.toml override") from e
