@@ -27,7 +27,7 @@ def test_hanging_probe_is_abandoned_with_a_reason():
 
     start = time.perf_counter()
     report = detect_all(timeout_s=0.3, probes=(("Slow", hang), ("Broken", broken)))
-    assert time.perf_counter() - start < 1.5
+    assert time.perf_counter() - start < 2.5  # the probe hangs 3 s; we must not wait for it
     assert "Slow: timed out after 0.3 s" in report.reasons
     assert any(r.startswith("Broken: probe failed") for r in report.reasons)
 

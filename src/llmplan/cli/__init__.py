@@ -19,9 +19,12 @@ EXIT_BAD_INPUT = 2
 
 def _subcommand_modules() -> list:
     # Imported here so `llmplan-cli --version` stays fast. Each module: register(subparsers).
-    from llmplan.cli import cmd_params
+    from llmplan.cli import (
+        cmd_detect,  # detect, calibrate
+        cmd_params,
+    )
 
-    return [cmd_params]
+    return [cmd_params, cmd_detect]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -77,9 +77,9 @@ def _device_name(torch, device: str) -> str:
         return torch.cuda.get_device_name(0)
     if device == "mps":
         return "Apple GPU (MPS)"
-    import platform
+    from llmplan.hw.host import probe_host
 
-    return platform.processor() or platform.machine() or "CPU"
+    return probe_host().cpu_model or "CPU"
 
 
 def calibrate(device: str | None = None, seconds: float = 5.0) -> Calibration:
