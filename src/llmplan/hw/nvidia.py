@@ -8,6 +8,7 @@ timeout, and never raises.
 from __future__ import annotations
 
 import importlib
+import platform
 from types import ModuleType
 
 from llmplan.hw._run import call_with_timeout, run_command
@@ -42,6 +43,8 @@ _NVML_REASONS = {
 def nvml_error_reason(exc: BaseException) -> str:
     """A person-readable reason for an ``NVMLError`` (by its ``.value``, the NVML return code)."""
     code = getattr(exc, "value", None)
+    if code == 12 and platform.system() == "Windows":
+        return "NVIDIA driver library not found (nvml.dll)"
     if code in _NVML_REASONS:
         return _NVML_REASONS[code]
     return f"NVML error {code}: {exc}" if code is not None else f"NVML failed: {exc}"
