@@ -34,7 +34,8 @@ class Cand:
 @pytest.fixture
 def h100_node(monkeypatch):
     report = DetectionReport(gpus=parse_nvidia_smi_csv(CSV_H100), host=HOST,
-                             reasons=("NVML: NVIDIA driver library not found (libnvidia-ml.so.1)",), elapsed_s=0.02)
+                             reasons=("NVIDIA: NVML: NVIDIA driver library not found (libnvidia-ml.so.1)",
+                                      "AMD: amd-smi not installed"), elapsed_s=0.02)
     monkeypatch.setattr(cmd_detect, "detect_all", lambda timeout_s: report)
     return report
 
@@ -46,6 +47,7 @@ def test_detect_text_lists_gpus_and_catalog_matches(h100_node, monkeypatch, caps
     out = capsys.readouterr().out
     assert "GPUs: 2× NVIDIA H100 80GB HBM3 (79.6 GiB)" in out
     assert "catalog: nvidia-h100-sxm-80gb (exact match)" in out
+    assert "Notes: NVIDIA: NVML: NVIDIA driver library not found" in out and "amd-smi" not in out
     assert "PCIe max gen5 x16" in out and "Host: AMD EPYC 9654, 96 cores / 192 threads" in out
 
 

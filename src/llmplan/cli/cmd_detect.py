@@ -114,8 +114,12 @@ def run_detect(args: argparse.Namespace) -> int:
         print(f"Host: {h.cpu_model or 'unknown CPU'}, {cores}, RAM {_gib(h.ram_total_bytes)} total, "
               f"{_gib(h.ram_available_bytes)} available, {h.os}")
         print(f"Free disk in the llmplan data folder: {_gib(h.disk_free_bytes)}")
-    if report.gpus and report.reasons:
-        print("Notes: " + "; ".join(report.reasons))
+    # With GPUs found, only the found vendors' notes matter (e.g. "NVML: ..., used nvidia-smi");
+    # "amd-smi not installed" on an NVIDIA box is noise. --json keeps every reason.
+    vendors = {g.vendor for g in report.gpus}
+    notes = [r for r in report.reasons if r.split(":", 1)[0].lower() in vendors]
+    if notes:
+        print("Notes: " + "; ".join(notes))
     if report.gpus and candidates is None:
         print("Notes: hardware catalog not available; GPUs not matched to catalog entries")
     print(f"Detection took {report.elapsed_s * 1000:.0f} ms")
