@@ -1,0 +1,67 @@
+"""The ``.llmplan`` document: the plan file's contract (DESIGN.md §3), as pydantic models.
+
+A plan is self-contained: besides the catalog ids it may carry the model's full
+config.json (``model.config``) and the GPU's full spec (``hardware.gpu_spec``), so that
+another person opens it on another machine, with another catalog, and gets the same
+numbers. The dotted field paths (``training.zero_stage``, ``parallelism.tp`` ...) are
+what ``llmplan-cli --set`` and other tools use: add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from llmplan import __version__
+from llmplan.core.frozen import FrozenModel
+from llmplan.core.hardware import GpuSpec
+from llmplan.core.workload import (
+    EfficiencyOverrides,
+    InferenceSettings,
+    ParallelLayout,
+    TrainingSettings,
+    Workload,
+)
+
+SCHEMA_VERSION = 1
+FORMAT = "llmplan"
+
+
+class ModelRef(FrozenModel):
+    """Which model: a catalog id, or an inline config.json (or both: the config wins)."""
+
+    id: str | None = Field(None, min_length=1, description="catalog id, e.g. 'meta-llama/Meta-Llama-3-8B'")
+    name: str | None = Field(None, description="display name beside an inline config")
+    config: dict[str, Any] | None = Field(None, description="the full config.json object, inline")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ModelRef:
+        if not self.id and not self.config:
+            raise ValueError("a plan's model needs 'id' (a catalog id) or 'config' (an inline config.json)")
+        return self
+
+
+class HardwareRef(FrozenModel):
+    gpu: str = Field("nvidia-h100-sxm-80gb", min_length=1, description="catalog GPU id")
+    gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
+    gpus_per_node: int = Field(1, ge=1, le=1024)
+    nodes: int = Field(1, ge=1, le=1_000_000)
+    node: str | None = Field(None, description="catalog node preset id (informational)")
+    network: str = Field("none", description="catalog network preset id")
+    price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")
+
+
+class PlanDocument(FrozenModel):
+    format: Literal["llmplan"] = FORMAT
+    schema_version: int = SCHEMA_VERSION
+    app_version: str = __version__
+    name: str = ""
+    notes: str = Field("", max_length=100_000)
+    model: ModelRef
+    hardware: HardwareRef = HardwareRef()
+    workload: Workload = "pretrain"
+    training: TrainingSettings = TrainingSettings()
+    inference: InferenceSettings = InferenceSettings()
+    parallelism: ParallelLayout = ParallelLayout()
+    efficiency: EfficiencyOverrides = EfficiencyOverrides()
