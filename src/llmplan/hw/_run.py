@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -80,3 +81,19 @@ def call_with_timeout(fn: Callable[[], T], timeout_s: float) -> CallOutcome:
         return CallOutcome(timed_out=True)
     err = box.get("error")
     return CallOutcome(value=box.get("value"), error=err if isinstance(err, BaseException) else None)
+
+
+class Budget:
+    """A probe's time budget shared by the commands it runs one after another.
+
+    Without it, a probe that tries NVML and then nvidia-smi could take twice its timeout and be
+    cut off by ``detect_all`` before it can say which of the two hung.
+    """
+
+    def __init__(self, total_s: float):
+        self.total_s = total_s
+        self._end = time.perf_counter() + total_s
+
+    def left(self, floor_s: float = 0.05) -> float:
+        """Seconds remaining (at least ``floor_s``, so a last command still gets a chance to fail fast)."""
+        return max(self._end - time.perf_counter(), floor_s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from llmplan.hw._run import run_command
+from llmplan.hw._run import Budget, run_command
 from llmplan.hw.types import DetectedGpu, ProbeResult
 
 AMD_SMI_ARGV = ["amd-smi", "static", "--json"]
@@ -137,10 +137,11 @@ def _try_tool(argv: list[str], parser, timeout_s: float) -> ProbeResult:
 def probe_amd(timeout_s: float = 3.0) -> ProbeResult:
     """amd-smi, then rocm-smi. Never raises."""
     try:
-        first = _try_tool(AMD_SMI_ARGV, parse_amd_smi_static_json, timeout_s)
+        budget = Budget(timeout_s)
+        first = _try_tool(AMD_SMI_ARGV, parse_amd_smi_static_json, timeout_s / 2)
         if first.gpus:
             return first
-        second = _try_tool(ROCM_SMI_ARGV, parse_rocm_smi_json, timeout_s)
+        second = _try_tool(ROCM_SMI_ARGV, parse_rocm_smi_json, budget.left())
         if second.gpus:
             return second
         return ProbeResult(reasons=(*first.reasons, *second.reasons))

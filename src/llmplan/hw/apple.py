@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import platform
 
-from llmplan.hw._run import run_command
+from llmplan.hw._run import Budget, run_command
 from llmplan.hw.types import DetectedGpu, ProbeResult
 
 MIB = 2**20
@@ -82,14 +82,15 @@ def probe_apple(timeout_s: float = 3.0) -> ProbeResult:
     try:
         if platform.machine() != "arm64":
             return ProbeResult(reasons=("Intel Mac: no Apple Silicon GPU (discrete GPUs are not probed)",))
-        chip_out = run_command(["sysctl", "-n", "machdep.cpu.brand_string"], timeout_s)
-        mem_out = run_command(["sysctl", "-n", "hw.memsize"], timeout_s)
+        budget = Budget(timeout_s)
+        chip_out = run_command(["sysctl", "-n", "machdep.cpu.brand_string"], budget.left())
+        mem_out = run_command(["sysctl", "-n", "hw.memsize"], budget.left())
         memsize = parse_int(mem_out.stdout) if mem_out.ok else None
         if not memsize:
             return ProbeResult(reasons=(mem_out.reason or "sysctl hw.memsize gave no memory size",))
         reasons: list[str] = []
         gpu_model, cores = None, None
-        prof = run_command(["system_profiler", "SPDisplaysDataType", "-json"], timeout_s)
+        prof = run_command(["system_profiler", "SPDisplaysDataType", "-json"], budget.left())
         if prof.ok:
             try:
                 gpu_model, cores = parse_system_profiler_gpu_cores(prof.stdout)
@@ -97,7 +98,7 @@ def probe_apple(timeout_s: float = 3.0) -> ProbeResult:
                 reasons.append(f"system_profiler output unreadable ({exc}); GPU core count unknown")
         else:
             reasons.append(prof.reason or f"system_profiler failed (exit {prof.returncode}); GPU core count unknown")
-        wired_out = run_command(["sysctl", "-n", "iogpu.wired_limit_mb"], timeout_s)
+        wired_out = run_command(["sysctl", "-n", "iogpu.wired_limit_mb"], budget.left())
         wired = parse_int(wired_out.stdout) if wired_out.ok else None
         chip = chip_out.stdout.strip() if chip_out.ok else None
         gpu = build_apple_gpu(chip, memsize, gpu_model, cores, wired)

@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from llmplan.hw._run import run_command
+from llmplan.hw._run import Budget, run_command
 from llmplan.hw.types import HostInfo
 
 
@@ -104,14 +104,15 @@ def probe_host(timeout_s: float = 2.0) -> HostInfo:
             model, phys = parse_cpuinfo(_read("/proc/cpuinfo"))
             total, avail = parse_meminfo(_read("/proc/meminfo"))
         elif system == "Darwin":
+            budget = Budget(timeout_s)
             out = run_command(["sysctl", "-n", "machdep.cpu.brand_string", "hw.physicalcpu", "hw.memsize"],
-                              timeout_s)
+                              budget.left())
             lines = out.stdout.splitlines() if out.ok else []
             if len(lines) >= 3:
                 model = lines[0].strip() or None
                 phys = int(lines[1]) if lines[1].strip().isdigit() else None
                 total = int(lines[2]) if lines[2].strip().isdigit() else None
-            vm = run_command(["vm_stat"], timeout_s)
+            vm = run_command(["vm_stat"], budget.left())
             avail = parse_vm_stat(vm.stdout) if vm.ok else None
         model = model or platform.processor() or None
     except Exception:

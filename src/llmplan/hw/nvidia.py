@@ -11,7 +11,7 @@ import importlib
 import platform
 from types import ModuleType
 
-from llmplan.hw._run import call_with_timeout, run_command
+from llmplan.hw._run import Budget, call_with_timeout, run_command
 from llmplan.hw.types import DetectedGpu, MigInstance, ProbeResult
 
 MIB = 2**20
@@ -251,10 +251,11 @@ def _probe_nvidia_smi(timeout_s: float) -> ProbeResult:
 def probe_nvidia(timeout_s: float = 3.0) -> ProbeResult:
     """NVML, then nvidia-smi when NVML found nothing. Never raises; reasons say what each tried."""
     try:
-        first = _probe_nvml(timeout_s)
+        budget = Budget(timeout_s)
+        first = _probe_nvml(timeout_s / 2)  # half for NVML, the rest for the nvidia-smi fallback
         if first.gpus:
             return first
-        second = _probe_nvidia_smi(timeout_s)
+        second = _probe_nvidia_smi(budget.left())
         if second.gpus:
             return ProbeResult(gpus=second.gpus, reasons=tuple(f"NVML: {r}" for r in first.reasons))
         return ProbeResult(reasons=(*first.reasons, *second.reasons))
