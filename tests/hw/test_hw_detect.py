@@ -39,3 +39,14 @@ def test_summary_groups_identical_gpus():
     assert report.summary() == "2× NVIDIA H100 80GB HBM3 (79.6 GiB)"
     assert report.to_dict()["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert DetectionReport(gpus=(), host=None).summary() == "no GPU found: no probe reported a device"
+
+
+def test_detect_all_with_replayed_nvml_node(install_fake_pynvml, fake_commands, monkeypatch):
+    from llmplan.hw import apple
+
+    monkeypatch.setattr(apple.platform, "system", lambda: "Linux")
+    install_fake_pynvml("nvml_8xh100_sxm.json")
+    fake_commands({})
+    report = detect_all(timeout_s=2.0)
+    assert len(report.gpus) == 8 and report.summary() == "8× NVIDIA H100 80GB HBM3 (79.6 GiB)"
+    assert report.reasons == ("AMD: amd-smi not installed", "AMD: rocm-smi not installed")

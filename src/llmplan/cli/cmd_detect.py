@@ -41,7 +41,10 @@ def _catalog_gpus() -> list | None:
         gpus = load_hardware_catalog().gpus
     except Exception:  # a broken user catalog must not break detection
         return None
-    return list(gpus.values()) if isinstance(gpus, dict) else list(gpus)
+    entries = list(gpus.values()) if isinstance(gpus, dict) else list(gpus)
+    # Only entries that speak llmplan.hw.match's GpuCandidate protocol can be matched.
+    usable = [e for e in entries if hasattr(e, "id") and hasattr(e, "match_names") and hasattr(e, "spec")]
+    return usable or None
 
 
 def _match(gpu: DetectedGpu, candidates: list | None) -> GpuMatch | None:
