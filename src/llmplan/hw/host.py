@@ -80,6 +80,24 @@ def disk_free_bytes(path: Path) -> int | None:
         return None
 
 
+def _windows_memory() -> tuple[int | None, int | None]:
+    """(total, available) bytes from Win32 ``GlobalMemoryStatusEx`` (no subprocess, no WMI)."""
+    import ctypes
+
+    class MemoryStatusEx(ctypes.Structure):
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                    ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                    ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+    status = MemoryStatusEx()
+    status.dwLength = ctypes.sizeof(MemoryStatusEx)
+    if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined]
+        return None, None
+    return int(status.ullTotalPhys), int(status.ullAvailPhys)
+
+
 def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -114,6 +132,8 @@ def probe_host(timeout_s: float = 2.0) -> HostInfo:
                 total = int(lines[2]) if lines[2].strip().isdigit() else None
             vm = run_command(["vm_stat"], budget.left())
             avail = parse_vm_stat(vm.stdout) if vm.ok else None
+        elif system == "Windows":
+            total, avail = _windows_memory()
         model = model or platform.processor() or None
     except Exception:
         pass  # partial facts beat none: leave the rest as None
