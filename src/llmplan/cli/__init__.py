@@ -19,9 +19,9 @@ EXIT_BAD_INPUT = 2
 
 def _subcommand_modules() -> list:
     # Imported here so `llmplan-cli --version` stays fast. Each module: register(subparsers).
-    from llmplan.cli import cmd_catalog, cmd_params, cmd_serve
+    from llmplan.cli import cmd_catalog, cmd_detect, cmd_params, cmd_serve
 
-    return [cmd_params, cmd_catalog, cmd_serve]
+    return [cmd_params, cmd_catalog, cmd_serve, cmd_detect]
 
 
 def build_parser() -> argparse.ArgumentParser:

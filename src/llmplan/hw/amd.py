@@ -1,0 +1,149 @@
+"""AMD GPUs through ``amd-smi static --json`` (ROCm 6+), else ``rocm-smi ... --json`` (older ROCm).
+
+Both tools change their JSON between releases (``"Card series"`` became ``"Card Series"``;
+amd-smi wrapped its list in ``{"gpu_data": [...]}`` and moved sizes into ``{"value", "unit"}``),
+so the parsers accept each known spelling. Parsers are pure; `probe_amd` runs the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from llmplan.hw._run import Budget, run_command
+from llmplan.hw.types import DetectedGpu, ProbeResult
+
+AMD_SMI_ARGV = ["amd-smi", "static", "--json"]
+ROCM_SMI_ARGV = ["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"]
+
+# amd-smi prints "MB" for MiB (its C library reports vram size in MiB).
+_UNIT_BYTES = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def _load_json(text: str) -> object:
+    # rocm-smi may print a WARNING line before the JSON; start at the first brace.
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("no JSON in the output")
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg}") from exc
+
+
+def _get_ci(row: dict, *names: str) -> object:
+    lowered = {str(k).lower(): v for k, v in row.items()}
+    for n in names:
+        if n.lower() in lowered:
+            return lowered[n.lower()]
+    return None
+
+
+def parse_rocm_smi_json(text: str) -> tuple[DetectedGpu, ...]:
+    """GPUs in ``rocm-smi --showproductname --showmeminfo vram --json`` (keys "card0", "card1", ...)."""
+    data = _load_json(text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object keyed by card")
+    gpus = []
+    for key, row in data.items():
+        m = re.fullmatch(r"card(\d+)", str(key))
+        if not m or not isinstance(row, dict):
+            continue  # the "system" block, and anything else that is not a card
+        total = _get_ci(row, "VRAM Total Memory (B)")
+        used = _get_ci(row, "VRAM Total Used Memory (B)")
+        try:
+            total_b = int(str(total))
+        except ValueError:
+            continue
+        used_b = int(str(used)) if used is not None and str(used).isdigit() else None
+        name = _get_ci(row, "Card Series", "Card SKU", "Card Model") or f"AMD GPU {m.group(1)}"
+        gpus.append(DetectedGpu(
+            vendor="amd", name=str(name), index=int(m.group(1)), source="rocm-smi",
+            memory_total_bytes=total_b, memory_used_bytes=used_b,
+            memory_free_bytes=None if used_b is None else total_b - used_b,
+        ))
+    return tuple(gpus)
+
+
+def _size_bytes(value: object) -> int | None:
+    """amd-smi sizes: {"value": 196592, "unit": "MB"}, "196592 MB", or a bare number of MiB."""
+    if isinstance(value, dict):
+        number, unit = value.get("value"), str(value.get("unit", "MB"))
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", value)
+        if not m:
+            return None
+        number, unit = m.group(1), m.group(2) or "MB"
+    elif isinstance(value, int | float):
+        number, unit = value, "MB"
+    else:
+        return None
+    try:
+        return int(float(number) * _UNIT_BYTES.get(unit.lower(), 2**20))
+    except (TypeError, ValueError):
+        return None
+
+
+def _pcie_gen(text: object) -> int | None:
+    m = re.search(r"(\d+)", str(text or ""))
+    return int(m.group(1)) if m else None
+
+
+def parse_amd_smi_static_json(text: str) -> tuple[DetectedGpu, ...]:
+    """GPUs in ``amd-smi static --json`` (a list, or ``{"gpu_data": [...]}`` since ROCm 6.3)."""
+    data = _load_json(text)
+    rows = data.get("gpu_data") if isinstance(data, dict) else data
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not isinstance(rows, list):
+        raise ValueError("expected a list of GPUs")
+    gpus = []
+    for pos, row in enumerate(rows):
+        if not isinstance(row, dict):
+            continue
+        asic, vram = row.get("asic") or {}, row.get("vram") or {}
+        bus, driver = row.get("bus") or {}, row.get("driver") or {}
+        total = _size_bytes(vram.get("size") if "size" in vram else vram.get("vram_size"))
+        if not total:
+            continue
+        width = bus.get("max_pcie_width")
+        gpus.append(DetectedGpu(
+            vendor="amd", name=str(asic.get("market_name") or "AMD GPU"),
+            index=int(row.get("gpu", pos)), source="amd-smi",
+            memory_total_bytes=total, memory_free_bytes=None,
+            driver=str(driver["version"]) if driver.get("version") else None,
+            pcie_gen_max=_pcie_gen(bus.get("pcie_interface_version")),
+            pcie_width_max=int(width) if str(width).isdigit() else None,
+        ))
+    return tuple(gpus)
+
+
+def _try_tool(argv: list[str], parser, timeout_s: float) -> ProbeResult:
+    out = run_command(argv, timeout_s)
+    if out.reason:
+        return ProbeResult(reasons=(out.reason,))
+    if out.returncode != 0:
+        first = (out.stderr or out.stdout).strip().splitlines()
+        low = (out.stderr + out.stdout).lower()
+        why = "permission denied" if "permission" in low else (first[0] if first else "no output")
+        return ProbeResult(reasons=(f"{argv[0]} failed (exit {out.returncode}): {why}",))
+    try:
+        gpus = parser(out.stdout)
+    except ValueError as exc:
+        return ProbeResult(reasons=(f"{argv[0]} printed output llmplan cannot read ({exc})",))
+    return ProbeResult(gpus=gpus, reasons=() if gpus else (f"{argv[0]} listed no GPU",))
+
+
+def probe_amd(timeout_s: float = 3.0) -> ProbeResult:
+    """amd-smi, then rocm-smi. Never raises."""
+    try:
+        budget = Budget(timeout_s)
+        first = _try_tool(AMD_SMI_ARGV, parse_amd_smi_static_json, timeout_s / 2)
+        if first.gpus:
+            return first
+        second = _try_tool(ROCM_SMI_ARGV, parse_rocm_smi_json, budget.left())
+        if second.gpus:
+            return second
+        return ProbeResult(reasons=(*first.reasons, *second.reasons))
+    except Exception as exc:
+        return ProbeResult(reasons=(f"AMD probe failed unexpectedly: {exc!r}",))

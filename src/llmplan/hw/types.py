@@ -1,0 +1,122 @@
+"""What a hardware probe found: frozen results the CLI and the GUI read, never mutate.
+
+Sizes are bytes (what the device or OS reports, never a marketing figure). A probe that
+finds nothing does not raise: it returns no devices and a human reason ("nvidia-smi not
+installed"), so "no GPU found" can always say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos"]
+GpuVendor = Literal["nvidia", "amd", "apple"]
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG slice of an NVIDIA GPU: a job placed on it sees only this memory."""
+
+    index: int
+    name: str
+    memory_total_bytes: int
+    memory_free_bytes: int | None = None
+    uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class DetectedGpu:
+    """One accelerator as this machine reports it.
+
+    Fields a source cannot report are None (nvidia-smi has no CUDA version field; Apple has
+    no PCIe link). ``memory_total_bytes`` is the device's own figure (an H100 80GB HBM3
+    reports 81,559 MiB); for Apple Silicon it is the unified memory, and
+    ``wired_limit_bytes`` is the share the GPU may actually wire.
+    """
+
+    vendor: GpuVendor
+    name: str
+    memory_total_bytes: int
+    memory_free_bytes: int | None
+    index: int
+    source: GpuSource
+    uuid: str | None = None
+    memory_used_bytes: int | None = None
+    compute_capability: str | None = None
+    driver: str | None = None
+    cuda_version: str | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    nvlink_links_up: int = 0
+    nvlink_peers: tuple[int, ...] = ()
+    nvlink_to_switch: bool = False
+    mig_enabled: bool | None = None
+    mig_instances: tuple[MigInstance, ...] = ()
+    unified_memory: bool = False
+    gpu_cores: int | None = None
+    wired_limit_bytes: int | None = None
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        """What a model can be placed in: the wired limit on Apple, else the total."""
+        return self.wired_limit_bytes or self.memory_total_bytes
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The CPU, RAM and disk of this machine (RAM matters for CPU offload, disk for NVMe offload)."""
+
+    cpu_model: str | None
+    logical_cores: int | None
+    physical_cores: int | None
+    ram_total_bytes: int | None
+    ram_available_bytes: int | None
+    os: str
+    disk_free_bytes: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe's answer: the GPUs it saw and, when it saw none or lost detail, why."""
+
+    gpus: tuple[DetectedGpu, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DetectionReport:
+    """Everything ``detect_all`` learned, with the reasons behind every gap."""
+
+    gpus: tuple[DetectedGpu, ...]
+    host: HostInfo | None
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    elapsed_s: float = 0.0
+
+    def summary(self) -> str:
+        """One line for people: the GPUs, or "no GPU found: <why>"."""
+        if not self.gpus:
+            why = "; ".join(self.reasons) if self.reasons else "no probe reported a device"
+            return f"no GPU found: {why}"
+        names: dict[str, int] = {}
+        for g in self.gpus:
+            label = f"{g.name} ({g.usable_memory_bytes / 2**30:.1f} GiB)"
+            names[label] = names.get(label, 0) + 1
+        return ", ".join(f"{n}× {label}" if n > 1 else label for label, n in names.items())
+
+    def to_dict(self) -> dict:
+        return {
+            "gpus": [g.to_dict() for g in self.gpus],
+            "host": self.host.to_dict() if self.host else None,
+            "reasons": list(self.reasons),
+            "elapsed_s": self.elapsed_s,
+            "summary": self.summary(),
+        }
