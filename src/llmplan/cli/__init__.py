@@ -19,9 +19,9 @@ EXIT_BAD_INPUT = 2
 
 def _subcommand_modules() -> list:
     # Imported here so `llmplan-cli --version` stays fast. Each module: register(subparsers).
-    from llmplan.cli import cmd_params
+    from llmplan.cli import cmd_estimate, cmd_params, cmd_schema, cmd_search
 
-    return [cmd_params]
+    return [cmd_params, cmd_estimate, cmd_search, cmd_schema]
 
 
 def build_parser() -> argparse.ArgumentParser:

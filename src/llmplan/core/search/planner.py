@@ -1,0 +1,329 @@
+"""The auto-planner: every valid layout, pruned, ranked, explained.
+
+1. enumerate every valid layout (``space``) for the cluster, and by default for smaller
+   slices of it too (powers of two of nodes), so the Pareto front of time against cost
+   and GPU count has something to show;
+2. evaluate them all at once with the quick model (``quick``) and drop what cannot fit;
+   CPU offload is tried only when nothing fits without it;
+3. re-estimate the short list with the full engine (``refine``, normally
+   ``llmplan.core.estimate.estimate``), keep what still fits, and rank by tokens/s
+   (objective "time") or by cost per token ("cost");
+4. say for each runner-up why it loses to the best, in one sentence.
+
+The GUI runs this on every knob change: ``progress(fraction, message)`` is called
+between batches and ``cancel()`` is checked there; a cancelled search returns what it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmplan.core.result import Estimate
+from llmplan.core.search.quick import Columns, QuickResult, evaluate
+from llmplan.core.search.shape import model_shape
+from llmplan.core.search.space import gpu_counts, training_columns
+from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
+from llmplan.errors import LayoutError, LlmplanError
+
+Objective = str  # "time" | "cost"
+Progress = Callable[[float, str], None]
+Cancel = Callable[[], bool]
+Refine = Callable[[Scenario], Estimate]
+_RECOMPUTE_NAMES = ("none", "selective", "full")
+_BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
+
+
+@dataclass(frozen=True, slots=True)
+class RankedLayout:
+    """One layout of the result, with its figures (full-engine ones when refined)."""
+
+    rank: int
+    gpus: int
+    parallelism: ParallelLayout
+    training: TrainingSettings
+    step_time_s: float
+    tokens_per_s: float
+    memory_bytes: float  # per GPU, worst stage
+    capacity_bytes: float
+    mfu: float
+    cost_per_million_tokens: float | None  # USD; None without a price
+    refined: bool  # True: figures from the full engine; False: quick model only
+    why: str  # why it loses to rank 1 ("" for rank 1)
+    estimate: Estimate | None = None
+
+    def label(self) -> str:
+        p = self.parallelism
+        parts = [f"TP{p.tp}", f"PP{p.pp}" + (f"×v{p.virtual_stages}" if p.virtual_stages > 1 else ""),
+                 f"DP{p.dp}"]
+        if p.cp > 1:
+            parts.append(f"CP{p.cp}")
+        if p.ep > 1:
+            parts.append(f"EP{p.ep}")
+        t = self.training
+        parts.append(f"ZeRO-{t.zero_stage}")
+        parts.append(f"mb{t.micro_batch}")
+        parts.append(f"recompute {t.recompute}")
+        if t.offload != "none":
+            parts.append(f"offload {t.offload}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ParetoPoint:
+    gpus: int
+    tokens_per_s: float
+    cost_per_million_tokens: float | None
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    best: tuple[RankedLayout, ...]  # top N, best first
+    pareto_cost: tuple[ParetoPoint, ...]  # fastest for its cost, fastest first
+    pareto_gpus: tuple[ParetoPoint, ...]  # fastest for its GPU count, fewest GPUs first
+    evaluated: int  # layouts through the quick model
+    fitting: int  # of those, the ones that fit
+    refined: int  # layouts re-estimated by the full engine
+    cancelled: bool
+    objective: Objective
+    note: str = ""  # e.g. "nothing fits without CPU offload"
+
+
+def search(
+    scenario: Scenario,
+    top: int = 5,
+    objective: Objective = "time",
+    refine: Refine | None = None,
+    refine_count: int = 24,
+    use_fewer_gpus: bool = True,
+    progress: Progress | None = None,
+    cancel: Cancel | None = None,
+) -> SearchResult:
+    """Best training layouts for ``scenario``'s model, workload and cluster (see module doc)."""
+    if scenario.workload == "inference":
+        from llmplan.core.search.inference import search_inference
+
+        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel)
+    if objective not in ("time", "cost"):
+        raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
+    cluster, t = scenario.cluster, scenario.training
+    shape = model_shape(scenario.model, t)
+    counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)
+    report = progress or (lambda _f, _m: None)
+    stop = cancel or (lambda: False)
+
+    note = ""
+    cols, res, cancelled = _quick_all(shape, scenario, counts, offload=False, report=report, stop=stop)
+    fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+    if not len(fit) and not cancelled:
+        note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
+        cols, res, cancelled = _quick_all(shape, scenario, counts, offload=True, report=report, stop=stop)
+        fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+    evaluated = len(cols)
+    if not len(fit):
+        return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective,
+                            note or "no layout fits in memory on these GPUs: add GPUs, use ZeRO, LoRA or QLoRA")
+    gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
+    price = cluster.hourly_price
+    tps = res.tokens_per_s[fit]
+    score = _score(tps, gpus, price, objective)
+    order = fit[np.argsort(-score, kind="stable")]
+    pareto_cost, pareto_gpus = _pareto(cols, res, order, price, t)
+
+    short = order[: max(refine_count, top) if refine else top]
+    ranked: list[RankedLayout] = []
+    refined = 0
+    for i, row in enumerate(short):
+        if refine and stop():
+            cancelled = True
+            break
+        report(0.8 + 0.2 * i / max(len(short), 1), f"re-estimating layout {i + 1} of {len(short)}")
+        item = _ranked(int(row), cols, res, scenario, price, refine)
+        if item is None:
+            continue
+        refined += item.refined
+        ranked.append(item)
+    ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
+    final = _explain(ranked[:top], objective)
+    report(1.0, "done")
+    return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
+                        objective, note)
+
+
+def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, report: Progress,
+               stop: Cancel) -> tuple[Columns, QuickResult, bool]:
+    cluster, t = scenario.cluster, scenario.training
+    cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
+                             t.flash_attention)
+    parts: list[QuickResult] = []
+    cancelled = False
+    n = len(cols)
+    for start in range(0, max(n, 1), _BATCH):
+        if stop():
+            cancelled = True
+            cols = cols.take(np.arange(start))
+            break
+        idx = np.arange(start, min(start + _BATCH, n))
+        parts.append(evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
+                              scenario.parallelism.sequence_parallel))
+        report(0.8 * min(start + _BATCH, n) / max(n, 1), f"evaluated {min(start + _BATCH, n):,} of {n:,} layouts")
+    if not parts:
+        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency), cancelled
+    merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
+    return cols, merged, cancelled
+
+
+def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Objective) -> np.ndarray:
+    """Higher is better: tokens/s, or tokens per dollar (per GPU-hour without a price)."""
+    if objective == "cost":
+        return tps / (gpus * (price or 1.0))
+    return tps
+
+
+def layout_of(cols: Columns, row: int, base: TrainingSettings, sequence_parallel: bool = True
+              ) -> tuple[ParallelLayout, TrainingSettings]:
+    p = ParallelLayout(tp=int(cols.tp[row]), pp=int(cols.pp[row]), dp=int(cols.dp[row]), cp=int(cols.cp[row]),
+                       ep=int(cols.ep[row]), virtual_stages=int(cols.vp[row]),
+                       sequence_parallel=sequence_parallel and int(cols.tp[row]) > 1)
+    mb, dp, accum = int(cols.mb[row]), int(cols.dp[row]), int(cols.accum[row])
+    t = base.model_copy(update={
+        "micro_batch": mb, "global_batch": mb * dp * accum if base.global_batch else 0,
+        "zero_stage": int(cols.zero[row]), "offload": "cpu" if cols.offload[row] else "none",
+        "recompute": _RECOMPUTE_NAMES[int(cols.recompute[row])],
+    })
+    return p, t
+
+
+def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
+    """The scenario with this layout, on the GPUs it uses (whole nodes, or part of one)."""
+    gpus = parallelism.gpus
+    c = scenario.cluster
+    if gpus < c.gpus_per_node:
+        cluster = c.model_copy(update={"gpus_per_node": gpus, "nodes": 1})
+    else:
+        cluster = c.model_copy(update={"nodes": gpus // c.gpus_per_node})
+    return scenario.model_copy(update={"cluster": cluster, "parallelism": parallelism, "training": training})
+
+
+def _ranked(row: int, cols: Columns, res: QuickResult, scenario: Scenario, price: float | None,
+            refine: Refine | None) -> RankedLayout | None:
+    p, t = layout_of(cols, row, scenario.training, scenario.parallelism.sequence_parallel)
+    gpus = p.gpus
+    cap = float(scenario.cluster.gpu.usable_memory_bytes)
+    peak = scenario.cluster.gpu.peak_flops.for_dtype(t.precision)
+    step, tps, mem = float(res.step_time[row]), float(res.tokens_per_s[row]), float(res.memory[row])
+    mfu = float(res.model_flops[row]) / (step * gpus * peak) if peak else 0.0
+    est = None
+    if refine is not None:
+        try:
+            est = refine(scenario_for(scenario, p, t))
+        except LlmplanError:
+            return None  # the engine judges this layout invalid: not a candidate
+        if not est.fits or est.compute is None:
+            return None
+        step, tps = est.compute.step_time_s.value, est.compute.tokens_per_s.value
+        mem, mfu, cap = est.memory.total.value, est.compute.mfu.value, est.memory.capacity.value
+    cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
+    return RankedLayout(0, gpus, p, t, step, tps, mem, cap, mfu, cost, est is not None, "", est)
+
+
+def _explain(ranked: list[RankedLayout], objective: Objective) -> list[RankedLayout]:
+    out = []
+    for i, r in enumerate(ranked):
+        why = "" if i == 0 else _why(r, ranked[0], objective)
+        out.append(RankedLayout(i + 1, r.gpus, r.parallelism, r.training, r.step_time_s, r.tokens_per_s,
+                                r.memory_bytes, r.capacity_bytes, r.mfu, r.cost_per_million_tokens, r.refined,
+                                why, r.estimate))
+    return out
+
+
+def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
+    """One sentence: how much worse, and the layout difference that explains most of it."""
+    slower = best.tokens_per_s / r.tokens_per_s - 1 if r.tokens_per_s else float("inf")
+    head = f"{slower:.1%} fewer tokens/s than #1" if slower > 0 else "as fast as #1"
+    if objective == "cost" and r.cost_per_million_tokens and best.cost_per_million_tokens:
+        more = r.cost_per_million_tokens / best.cost_per_million_tokens - 1
+        head = f"{more:.1%} more per token than #1"
+    a, b = r.parallelism, best.parallelism
+    ta, tb = r.training, best.training
+    reasons = []
+    if r.gpus != best.gpus:
+        reasons.append(f"it uses {r.gpus} GPUs instead of {best.gpus}")
+    if a.pp != b.pp or a.virtual_stages != b.virtual_stages:
+        reasons.append(f"its pipeline (PP{a.pp}, v{a.virtual_stages}) has a different bubble than PP{b.pp}, "
+                       f"v{b.virtual_stages}")
+    if a.tp != b.tp:
+        reasons.append(f"TP{a.tp} {'adds tensor-parallel traffic' if a.tp > b.tp else 'leaves less memory'}"
+                       f" vs TP{b.tp}")
+    if ta.recompute != tb.recompute:
+        reasons.append(f"recompute '{ta.recompute}' vs '{tb.recompute}'")
+    if ta.micro_batch != tb.micro_batch:
+        reasons.append(f"micro-batch {ta.micro_batch} vs {tb.micro_batch}")
+    if ta.zero_stage != tb.zero_stage:
+        reasons.append(f"ZeRO-{ta.zero_stage} vs ZeRO-{tb.zero_stage}")
+    if a.cp != b.cp:
+        reasons.append(f"CP{a.cp} vs CP{b.cp}")
+    if ta.offload != tb.offload:
+        reasons.append(f"offload '{ta.offload}' vs '{tb.offload}'")
+    if not reasons:
+        return f"{head}."
+    return f"{head}: " + "; ".join(reasons[:2]) + "."
+
+
+def _pareto(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings
+            ) -> tuple[tuple[ParetoPoint, ...], tuple[ParetoPoint, ...]]:
+    """Fastest layout per GPU count, then the non-dominated ones by cost and by GPU count (quick model)."""
+    gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[order]
+    tps = res.tokens_per_s[order]
+    best_per: dict[int, int] = {}
+    for k, g in enumerate(gpus.tolist()):
+        if g not in best_per or tps[k] > tps[best_per[g]]:
+            best_per[g] = k
+    points = []
+    for g, k in sorted(best_per.items()):
+        row = int(order[k])
+        p, tr = layout_of(cols, row, t)
+        cost = None if price is None else g * price / 3600.0 / float(tps[k]) * 1e6
+        label = RankedLayout(0, g, p, tr, 0, 0, 0, 0, 0, None, False, "").label()
+        points.append(ParetoPoint(g, float(tps[k]), cost, label))
+    by_gpus, fastest = [], 0.0
+    for pt in points:  # fewest GPUs first: keep a point only if it is faster than every smaller one
+        if pt.tokens_per_s > fastest:
+            by_gpus.append(pt)
+            fastest = pt.tokens_per_s
+    unit_cost = [(pt.cost_per_million_tokens if price is not None else pt.gpus / pt.tokens_per_s, pt)
+                 for pt in points]
+    by_cost, cheapest = [], float("inf")
+    for c, pt in sorted(unit_cost, key=lambda cp: -cp[1].tokens_per_s):
+        if c < cheapest:
+            by_cost.append(pt)
+            cheapest = c
+    return tuple(by_cost), tuple(by_gpus)
+
+
+def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
+                 training: TrainingSettings | None = None) -> tuple[RankedLayout, QuickResult]:
+    """The quick model's figures for one given layout (default: the scenario's own).
+
+    Raises ``LayoutError`` naming the broken rule when the layout is not one the search
+    would consider (see ``space``).
+    """
+    from llmplan.core.search.space import check_layout
+
+    p = parallelism or scenario.parallelism
+    t = training or scenario.training
+    shape = model_shape(scenario.model, t)
+    check_layout(shape, p, t, scenario.cluster.gpus_per_node)
+    accum = max(t.global_batch // (t.micro_batch * p.dp), 1) if t.global_batch else 1
+    one = np.ones(1, dtype=np.int64)
+    cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
+                   ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
+                   recompute=one * _RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
+    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel)
+    base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
+    ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)
+    assert ranked is not None  # without refine, _ranked always returns a layout
+    return ranked, res
