@@ -184,6 +184,8 @@ def save_plan(doc: PlanDocument, path: str | os.PathLike[str]) -> Path:
         raise PlanFileError(f"{target}: cannot write in {folder} ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as fh:
+            if hasattr(os, "fchmod"):  # mkstemp creates 0600; a plan is an ordinary document
+                os.fchmod(fh.fileno(), _file_mode(target))
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
@@ -194,6 +196,16 @@ def save_plan(doc: PlanDocument, path: str | os.PathLike[str]) -> Path:
         raise PlanFileError(f"{target}: cannot save ({exc.strerror or exc})") from None
     _fsync_folder(folder)
     return target
+
+
+def _file_mode(target: Path) -> int:
+    """Keep an existing file's permissions; a new file gets 0666 minus the umask, like open() would."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_folder(folder: Path) -> None:
