@@ -81,7 +81,7 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
         cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
         out.append(RankedLayout(len(out) + 1, gpus, layout, scenario.training, tpot, tps, mem,
                                 float(c.gpu.usable_memory_bytes), 0.0, cost, est is not None,
-                                "" if not out else _why(gpus, tpot, out[0]), est))
+                                "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
         if len(out) == top:
             break
     return SearchResult(tuple(out), (), (), len(rows), len(rows), sum(r.refined for r in out), False,

@@ -53,9 +53,12 @@ class RankedLayout:
     refined: bool  # True: figures from the full engine; False: quick model only
     why: str  # why it loses to rank 1 ("" for rank 1)
     estimate: Estimate | None = None
+    serving: bool = False  # an inference replica: no training knobs in the label
 
     def label(self) -> str:
         p = self.parallelism
+        if self.serving:
+            return f"TP{p.tp} PP{p.pp} (one replica of {self.gpus} GPU{'s' if self.gpus > 1 else ''})"
         parts = [f"TP{p.tp}", f"PP{p.pp}" + (f"×v{p.virtual_stages}" if p.virtual_stages > 1 else ""),
                  f"DP{p.dp}"]
         if p.cp > 1:
@@ -236,7 +239,7 @@ def _explain(ranked: list[RankedLayout], objective: Objective) -> list[RankedLay
         why = "" if i == 0 else _why(r, ranked[0], objective)
         out.append(RankedLayout(i + 1, r.gpus, r.parallelism, r.training, r.step_time_s, r.tokens_per_s,
                                 r.memory_bytes, r.capacity_bytes, r.mfu, r.cost_per_million_tokens, r.refined,
-                                why, r.estimate))
+                                why, r.estimate, r.serving))
     return out
 
 
