@@ -127,8 +127,8 @@ def search(
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
     if not len(fit):
-        return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective,
-                            note or "no layout fits in memory on these GPUs: add GPUs, use ZeRO, LoRA or QLoRA")
+        why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
+        return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
     tps = res.tokens_per_s[fit]

@@ -183,7 +183,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
     tokens_step = mb * m * dp * seq
-    model_flops = tokens_step * (L * 3.0 * layer_fwd + 3.0 * logit_fwd)
+    model_flops = tokens_step * passes * (L * layer_fwd + logit_fwd)  # PaLM MFU: no recompute
     return QuickResult(
         memory=memory, weights=weights, grads=grads, optimizer=opt, activations=acts, step_time=step,
         compute=compute, bubble=bubble, tp_comm=m * (t_tp_mb + t_cp_mb), pp_comm=m * t_pp_mb, dp_comm=t_dp,

@@ -73,7 +73,7 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
     else:
         ok = mb == mb.min()  # no batch given: one micro-batch per replica per step
         accum = np.ones_like(mb)
-    ok &= (zero == 0) | (dp * cp > 1)
+    ok &= (zero == 0) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
     ok &= (pp == 1) | (zero <= 1)
     ok &= (vp == 1) | (accum % pp == 0)
     keep = np.nonzero(ok)[0]
@@ -122,7 +122,8 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
         (p.virtual_stages == 1 or (p.pp > 1 and stage % p.virtual_stages == 0),
          f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and must divide the {stage} layers "
          "per stage"),
-        (t.zero_stage == 0 or p.dp * p.cp > 1, "training.zero_stage > 0 needs data parallelism (dp·cp > 1)"),
+        (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
+         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
         (p.pp == 1 or t.zero_stage <= 1, "training.zero_stage 2 and 3 do not combine with pipeline "
                                          "parallelism (pp > 1); use zero_stage 0 or 1"),
         (not t.global_batch or t.global_batch % (t.micro_batch * p.dp) == 0,
