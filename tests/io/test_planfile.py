@@ -6,7 +6,7 @@ import os
 import pytest
 
 from llmplan.errors import ConfigError, PlanFileError
-from llmplan.io.plan_document import SCHEMA_VERSION, ModelRef, PlanDocument
+from llmplan.io.plan_document import SCHEMA_VERSION, HardwareRef, ModelRef, PlanDocument
 from llmplan.io.planfile import (
     MAX_NESTING,
     MAX_PLAN_BYTES,
@@ -34,7 +34,10 @@ def test_minimal_plan_loads_with_defaults():
 
 
 def test_save_is_canonical_and_round_trips_byte_identically(tmp_path):
-    doc = plan_from_config(LLAMA_CONFIG, name="Llama 3 8B")
+    from ..core.search.specs import A100_80GB
+
+    doc = plan_from_config(LLAMA_CONFIG, name="Llama 3 8B").model_copy(
+        update={"hardware": HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB)})
     path = save_plan(doc, tmp_path / "a.llmplan")
     first = path.read_bytes()
     assert first.endswith(b"\n") and first == dumps_plan(doc).encode()
@@ -46,10 +49,10 @@ def test_save_is_canonical_and_round_trips_byte_identically(tmp_path):
 
 def test_save_replaces_atomically_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "p.llmplan"
-    save_plan(loads_plan(_minimal(name="old")), path)
+    save_plan(loads_plan(_minimal(name="old")), path, inline=False)
     monkeypatch.setattr(os, "replace", lambda *_a: (_ for _ in ()).throw(OSError(28, "No space left")))
     with pytest.raises(PlanFileError, match="cannot save"):
-        save_plan(loads_plan(_minimal(name="new")), path)
+        save_plan(loads_plan(_minimal(name="new")), path, inline=False)
     assert load_plan(path).name == "old"
     assert os.listdir(tmp_path) == ["p.llmplan"]
 

@@ -61,3 +61,20 @@ def test_unknown_catalog_ids_raise_catalog_error():
 def test_inline_specs_is_a_no_op_for_self_contained_plans():
     doc = _doc()
     assert inline_specs(doc) == doc
+
+
+@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
+def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
+    from llmplan.catalog.hardware import load_hardware_catalog
+    from llmplan.catalog.models import load_model_catalog
+
+    from llmplan.io.planfile import load_plan, save_plan
+
+    model_id = next(iter(load_model_catalog().entries)).id
+    gpu_id = next(iter(load_hardware_catalog().gpus)).id if hasattr(load_hardware_catalog(), "gpus") else None
+    if gpu_id is None:
+        pytest.skip("hardware catalog has no 'gpus' listing")
+    doc = PlanDocument(model=ModelRef(id=model_id), hardware=HardwareRef(gpu=gpu_id))
+    saved = load_plan(save_plan(doc, tmp_path / "p.llmplan"))
+    assert (saved.model.config or saved.model.spec) and saved.hardware.gpu_spec is not None
+    assert resolve(saved).model.hidden_size == resolve(doc).model.hidden_size

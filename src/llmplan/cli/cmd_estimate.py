@@ -17,7 +17,7 @@ from llmplan.core.workload import Scenario
 from llmplan.errors import InputError, LlmplanError
 from llmplan.io.overrides import apply_overrides
 from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
-from llmplan.io.planfile import load_plan, plan_from_config
+from llmplan.io.planfile import load_plan, plan_from_config, save_plan
 from llmplan.io.resolve import resolve
 
 
@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("estimate", help="memory, time and cost of a plan")
     add_plan_arguments(p)
     p.add_argument("--gb", action="store_true", help="show memory in GB (10^9) instead of GiB (2^30)")
+    p.add_argument("--save", metavar="PATH", help="also save the plan (with the layout used) to PATH, "
+                   "self-contained (catalog specs written inline)")
     p.set_defaults(handler=run)
 
 
@@ -97,6 +99,11 @@ def _engine_or_none(estimate):
     return estimate if present else None
 
 
+def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
+    """The document with the layout and training knobs the estimate used (the auto-planner's, if it chose)."""
+    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training})
+
+
 def run_estimate(scenario: Scenario):
     from llmplan.core.estimate import estimate
 
@@ -113,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     if not layout_given(args):
         scenario, source = auto_layout(scenario), "auto"
     est = run_estimate(scenario)
+    if args.save:
+        save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
     if args.json:
         print(json.dumps(data, indent=2))

@@ -173,8 +173,16 @@ def dumps_plan(doc: PlanDocument) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def save_plan(doc: PlanDocument, path: str | os.PathLike[str]) -> Path:
-    """Write ``doc`` atomically: the file is either the old one or the complete new one."""
+def save_plan(doc: PlanDocument, path: str | os.PathLike[str], inline: bool = True) -> Path:
+    """Write ``doc`` atomically: the file is either the old one or the complete new one.
+
+    ``inline``: first write the catalog's model and GPU specs into the plan (``resolve.inline_specs``)
+    so it opens with the same numbers on a machine whose catalog differs or lacks them.
+    """
+    if inline:
+        from llmplan.io.resolve import inline_specs
+
+        doc = inline_specs(doc)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     payload = dumps_plan(doc).encode("utf-8")

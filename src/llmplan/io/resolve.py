@@ -101,7 +101,12 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
     """The document with its model and hardware specs written in, so it opens the same anywhere."""
     model = doc.model
     if model.spec is None and model.config is None:
-        model = model.model_copy(update={"spec": resolve_model(doc)})
+        entry = _model_catalog().get(model.id)
+        config = getattr(entry, "config", None)  # the entry's own config.json, when the catalog keeps it
+        if isinstance(config, dict):
+            model = model.model_copy(update={"config": config})
+        else:
+            model = model.model_copy(update={"spec": entry.spec})
     hw = doc.hardware
     updates: dict[str, Any] = {}
     if hw.gpu_spec is None:
