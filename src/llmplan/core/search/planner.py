@@ -150,6 +150,9 @@ def search(
         refined += item.refined
         ranked.append(item)
     ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
+    if refine and short.size and not ranked and not cancelled:
+        note = (f"the full engine judged all {len(short)} best layouts of the quick model invalid or too big; "
+                "try more GPUs, ZeRO-3, recomputation or offload")
     final = _explain(ranked[:top], objective)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,

@@ -9,6 +9,7 @@ the tensor-parallel size, replicated tensors (norms, routers) not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
@@ -43,6 +44,7 @@ class ModelShape:
     trainable_params: float  # all params, or the LoRA adapters' for lora/qlora
 
 
+@lru_cache(maxsize=64)  # the GUI searches again on every knob change; specs are frozen and hashable
 def model_shape(m: ModelSpec, training: TrainingSettings) -> ModelShape:
     pc = count_params(m)
     L = m.num_layers
