@@ -46,11 +46,13 @@ def _model_class(annotation: Any) -> type[BaseModel] | None:
 
 
 def field_paths(model: type[BaseModel] = PlanDocument, prefix: str = "") -> Iterator[str]:
-    """Every settable leaf path of the plan document, e.g. 'parallelism.tp'."""
+    """Every settable path of the plan document: leaves ('parallelism.tp') and whole sections
+    ('hardware.gpu_spec', given as a JSON object)."""
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
         sub = _model_class(info.annotation)
         if sub is not None:
+            yield path
             yield from field_paths(sub, path + ".")
         elif path not in _FROZEN_FIELDS:
             yield path

@@ -116,3 +116,23 @@ def test_mfu_never_exceeds_the_matmul_efficiency():
                   training=TrainingSettings(method="lora", seq_len=2048, global_batch=64), workload="finetune")
     for x in search(sc).best:
         assert 0 < x.mfu <= sc.efficiency.matmul
+
+
+def test_refined_figures_replace_the_quick_ones_and_decide_the_order():
+    """A stand-in engine that prefers fewer pipeline stages re-orders the short list accordingly."""
+    from dataclasses import replace
+
+    from llmplan.core.explain import Figure
+    from tests.cli.test_report import _estimate
+
+    def engine(scenario):
+        est = _estimate(scenario)
+        tps = 1e6 / scenario.parallelism.pp + scenario.parallelism.tp
+        compute = replace(est.compute, tokens_per_s=Figure.of(tps, "tokens/s"), mfu=Figure.of(0.3, "1"))
+        return replace(est, compute=compute)
+
+    r = search(_gpt3(), top=5, refine=engine, refine_count=40)
+    assert r.refined == 40 and len(r.best) == 5 and all(x.refined for x in r.best)
+    pps = [x.parallelism.pp for x in r.best]
+    assert pps == sorted(pps) and r.best[0].tokens_per_s == 1e6 / pps[0] + r.best[0].parallelism.tp
+    assert r.best[0].memory_bytes == 50 * 2**30  # the engine's memory, not the quick model's
