@@ -9,6 +9,8 @@ layout at least as fast as the paper's (by our own quick model) in its top 5.
 Tolerance: exact comparison of our own estimates (same model for both), 1e-9 relative.
 """
 
+import importlib.util
+
 import pytest
 
 from llmplan.core.search import search
@@ -68,3 +70,20 @@ def test_quick_model_throughput_of_the_paper_layout_matches_the_measurement(row)
     hardware_flops = float(res.model_flops[0]) * 4 / 3  # full recompute: one extra forward pass
     per_gpu = hardware_flops / float(res.step_time[0]) / row[6]
     assert per_gpu == pytest.approx(row[8] * 1e12, rel=0.15)
+
+
+ENGINE = importlib.util.find_spec("llmplan.core.training") is not None
+
+
+@pytest.mark.skipif(not ENGINE, reason="the training engine has not landed in this build yet")
+@pytest.mark.parametrize("row", TABLE_1, ids=lambda r: f"{r[0]}B")
+def test_with_the_full_engine(row):
+    """Same two checks, judged by the full training engine (the search refines its short list with it)."""
+    from llmplan.core.estimate import estimate
+
+    sc, layout, training = _scenario(row)
+    paper = estimate(sc.model_copy(update={"parallelism": layout, "training": training}))
+    assert paper.fits, paper.memory.total.value / 2**30
+    result = search(sc, top=5, use_fewer_gpus=False, refine=estimate)
+    assert result.best, result.note
+    assert max(r.tokens_per_s for r in result.best) >= paper.compute.tokens_per_s.value * (1 - 1e-9)
