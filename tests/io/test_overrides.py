@@ -59,3 +59,23 @@ def test_new_id_drops_the_inline_spec_it_replaces():
 def test_inline_config_keys_are_settable():
     doc = PlanDocument(model=ModelRef(config={"model_type": "llama"}))
     assert apply_overrides(doc, ["model.config.num_hidden_layers=2"]).model.config["num_hidden_layers"] == 2
+
+
+def test_any_path_and_value_gives_a_document_or_one_input_error():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    paths = [*field_paths(), "model.config.x", "nope", "parallelism..tp", ".", "hardware.gpu_spec.peak_flops.bf16"]
+    values = st.sampled_from(["1", "0", "-3", "true", "null", "x", "[1]", "{}", '{"a": 1}', "1e400", "", "0.5"])
+
+    @settings(max_examples=120, deadline=None)
+    @given(st.sampled_from(paths), values)
+    def check(path, value):
+        try:
+            doc = apply_overrides(DOC, [f"{path}={value}"])
+        except InputError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert isinstance(doc, PlanDocument)
+
+    check()
