@@ -65,13 +65,15 @@ def run(args: argparse.Namespace) -> int:
     for x in result.best:
         cost = f"  ${x.cost_per_million_tokens:,.2f}/M tokens" if x.cost_per_million_tokens is not None else ""
         print(f"\n#{x.rank}  {x.label()}  on {x.gpus} GPUs")
-        print(f"    {x.tokens_per_s:,.0f} tokens/s, step {fmt_time(x.step_time_s)}, "
+        step = "per output token" if x.serving else "step"
+        print(f"    {x.tokens_per_s:,.0f} tokens/s, {step} {fmt_time(x.step_time_s)}, "
               f"{fmt_bytes(x.memory_bytes)} of {fmt_bytes(x.capacity_bytes)} per GPU"
               + (f", MFU {x.mfu:.1%}" if x.mfu else "") + cost)
         if x.why:
             print(f"    why not #1: {x.why}")
     if result.pareto_gpus:
-        print("\nfastest layout per GPU count (Pareto front, quick model):")
+        what = "replica" if scenario.workload == "inference" else "layout"
+        print(f"\nfastest {what} per GPU count (Pareto front, quick model):")
         for pt in result.pareto_gpus:
             cost = f"  ${pt.cost_per_million_tokens:,.2f}/M tokens" if pt.cost_per_million_tokens else ""
             print(f"  {pt.gpus:>7,} GPUs  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")

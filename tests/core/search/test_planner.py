@@ -136,3 +136,21 @@ def test_refined_figures_replace_the_quick_ones_and_decide_the_order():
     pps = [x.parallelism.pp for x in r.best]
     assert pps == sorted(pps) and r.best[0].tokens_per_s == 1e6 / pps[0] + r.best[0].parallelism.tp
     assert r.best[0].memory_bytes == 50 * 2**30  # the engine's memory, not the quick model's
+
+
+def test_inference_search_finds_the_fewest_gpus_that_hold_the_weights():
+    """Llama 3.1 405B in BF16 (≈ 811 GB of weights) needs more than 8 H100 (8 × 79.6 GiB) per replica;
+    8-bit weights (≈ 405 GB) fit on 8."""
+    from .specs import H100_80GB, NDR_IB
+
+    def sc(fmt):
+        from llmplan.core.workload import InferenceSettings
+
+        return Scenario(model=LLAMA_405B, cluster=cluster(H100_80GB, 8, 4, NDR_IB), workload="inference",
+                        inference=InferenceSettings(weight_format=fmt, batch=8, prompt_tokens=2048))
+
+    bf16 = search(sc("bf16"), objective="cost")
+    fp8 = search(sc("fp8"), objective="cost")
+    assert bf16.best[0].gpus == 16 and fp8.best[0].gpus == 8
+    assert all(a.gpus <= b.gpus for a, b in zip(fp8.best, fp8.best[1:], strict=False))
+    assert [p.gpus for p in fp8.pareto_gpus] == sorted(p.gpus for p in fp8.pareto_gpus)

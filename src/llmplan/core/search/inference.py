@@ -84,9 +84,29 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
                                 "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
         if len(out) == top:
             break
-    return SearchResult(tuple(out), (), (), len(rows), len(rows), sum(r.refined for r in out), False,
+    return SearchResult(tuple(out), (), _front(rows, inf.batch, price), len(rows), len(rows),
+                        sum(r.refined for r in out), False,
                         objective,
                         f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster" if out else "")
+
+
+def _front(rows: list[tuple], batch: int, price: float | None) -> tuple:
+    """Fastest replica per GPU count, kept when faster than every smaller one (quick model)."""
+    from llmplan.core.search.planner import ParetoPoint
+
+    best: dict[int, tuple] = {}
+    for tp, pp, _replicas, _mem, tpot in rows:
+        g = tp * pp
+        if g not in best or tpot < best[g][4]:
+            best[g] = (tp, pp, _replicas, _mem, tpot)
+    out, fastest = [], 0.0
+    for g, (tp, pp, _r, _m, tpot) in sorted(best.items()):
+        tps = batch / tpot
+        if tps > fastest:
+            cost = None if price is None else g * price / 3600.0 / tps * 1e6
+            out.append(ParetoPoint(g, tps, cost, f"TP{tp} PP{pp}"))
+            fastest = tps
+    return tuple(out)
 
 
 def _why(gpus: int, tpot: float, best) -> str:
