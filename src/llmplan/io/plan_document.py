@@ -53,7 +53,11 @@ class HardwareRef(FrozenModel):
     gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
     gpus_per_node: int = Field(1, ge=1, le=1024)
     nodes: int = Field(1, ge=1, le=1_000_000)
-    node: str | None = Field(None, description="catalog node preset id (informational)")
+    node: str | None = Field(None, description="catalog node preset id (gives the GPU-to-GPU bandwidth)")
+    intra_node_bandwidth: float | None = Field(
+        None, gt=0, description="bytes/s per GPU inside a node, one direction; None: the node preset's, "
+        "else the GPU's NVLink or PCIe"
+    )
     network: str = Field("none", description="catalog network preset id")
     network_spec: NetworkSpec | None = Field(None, description="the network's full spec, inline (wins over the id)")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")

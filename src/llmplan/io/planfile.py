@@ -168,8 +168,17 @@ def load_plan(path: str | os.PathLike[str]) -> PlanDocument:
 
 
 def dumps_plan(doc: PlanDocument) -> str:
-    """Canonical text: sorted keys, indent 2, UTF-8 characters kept, trailing newline."""
-    data = doc.model_dump(mode="json")
+    """Canonical text: sorted keys, indent 2, UTF-8 characters kept, trailing newline.
+
+    Fields at their default are left out (the header fields always stay), so a plan shows
+    what was chosen, and a later llmplan that adds a field with a default writes the same
+    bytes for the same plan. Changing a default is therefore a schema change: it needs a
+    new ``schema_version`` and a migration that writes the old default into old plans.
+    """
+    data = doc.model_dump(mode="json", exclude_defaults=True)
+    data.update(format=doc.format, schema_version=doc.schema_version, app_version=doc.app_version,
+                workload=doc.workload)
+    data.setdefault("hardware", {})["gpu"] = doc.hardware.gpu  # the catalog id, even at its default
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -69,7 +69,16 @@ def resolve_network(doc: PlanDocument) -> NetworkSpec:
             )
         return NetworkSpec()
     net = _hardware_catalog().network(hw.network)
+    if hasattr(net, "spec_for"):  # a node-wide port is shared by the node's GPUs
+        return net.spec_for(hw.gpus_per_node)
     return getattr(net, "spec", net)
+
+
+def resolve_intra_node_bandwidth(doc: PlanDocument) -> float | None:
+    hw = doc.hardware
+    if hw.intra_node_bandwidth is not None or not hw.node:
+        return hw.intra_node_bandwidth
+    return _hardware_catalog().node(hw.node).intra_node_bandwidth
 
 
 def default_efficiency(gpu: GpuSpec) -> Efficiency:
@@ -89,7 +98,8 @@ def resolve(doc: PlanDocument) -> Scenario:
     hw = doc.hardware
     try:
         cluster = ClusterSpec(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
-                              network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour)
+                              network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour,
+                              intra_node_bandwidth=resolve_intra_node_bandwidth(doc))
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=doc.inference, parallelism=doc.parallelism,
                         efficiency=doc.efficiency.apply(default_efficiency(gpu)))
@@ -113,6 +123,8 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         updates["gpu_spec"] = resolve_gpu(doc)
     if hw.network_spec is None and hw.network != "none":
         updates["network_spec"] = resolve_network(doc)
+    if hw.intra_node_bandwidth is None and hw.node:
+        updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
     if updates:
         hw = hw.model_copy(update=updates)
     return doc.model_copy(update={"model": model, "hardware": hw})
