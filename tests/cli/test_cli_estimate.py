@@ -40,8 +40,7 @@ def test_plan_layout_is_used_as_given(stand_in_engine, capsys):
     assert stand_in_engine[0].cluster.total_gpus == 16384
 
 
-@pytest.mark.skipif(ENGINES, reason="with the real engines present the search refines with them")
-def test_auto_layout_when_none_is_given_and_save_keeps_it(stand_in_engine, capsys, tmp_path, monkeypatch):
+def test_auto_layout_when_none_is_given_and_save_keeps_it(stand_in_engine, capsys, tmp_path):
     # A model given as a config.json path; GPU spec set inline through --set (no catalog needed).
     from tests.core.search.specs import H100_80GB
     from tests.io.test_planfile import LLAMA_CONFIG

@@ -75,7 +75,7 @@ def test_refine_reranks_with_the_given_engine_and_drops_what_it_rejects():
         raise LayoutError("rejected by the engine")
 
     r = search(_gpt3(), top=3, refine=engine, refine_count=10)
-    assert len(calls) == 10 and r.best == () and "full engine judged all 10" in r.note
+    assert len(calls) == 80 and r.best == () and "full engine judged all 80" in r.note
 
 
 def test_check_layout_names_the_broken_rule():
@@ -154,3 +154,19 @@ def test_inference_search_finds_the_fewest_gpus_that_hold_the_weights():
     assert bf16.best[0].gpus == 16 and fp8.best[0].gpus == 8
     assert all(a.gpus <= b.gpus for a, b in zip(fp8.best, fp8.best[1:], strict=False))
     assert [p.gpus for p in fp8.pareto_gpus] == sorted(p.gpus for p in fp8.pareto_gpus)
+
+
+def test_refine_keeps_looking_when_the_engine_rejects_the_quick_favourites():
+    """An engine stricter than the quick model (here: it rejects the first 30 it sees) still yields a top 5."""
+    from tests.cli.test_report import _estimate
+
+    calls = []
+
+    def engine(scenario):
+        calls.append(scenario.parallelism)
+        if len(calls) <= 30:
+            raise LayoutError("rule: rejected by this stand-in engine")
+        return _estimate(scenario)
+
+    r = search(_gpt3(), top=5, refine=engine, refine_count=5)
+    assert len(r.best) == 5 and all(x.refined for x in r.best) and len(calls) == 35

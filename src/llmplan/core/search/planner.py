@@ -34,6 +34,7 @@ Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
 _RECOMPUTE_NAMES = ("none", "selective", "full")
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
+REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +137,20 @@ def search(
     order = fit[np.argsort(-score, kind="stable")]
     pareto_cost, pareto_gpus = _pareto(cols, res, order, price, t)
 
-    short = order[: max(refine_count, top) if refine else top]
+    wanted = max(refine_count, top) if refine else top
+    # The engine may reject layouts the quick model accepts (stricter rules, more memory): keep going
+    # down the quick ranking until enough are accepted, up to REFINE_ATTEMPTS_FACTOR times as many tries.
+    short = order[: wanted * REFINE_ATTEMPTS_FACTOR if refine else top]
     ranked: list[RankedLayout] = []
-    refined = 0
-    for i, row in enumerate(short):
+    refined = tried = 0
+    for row in short:
+        if len(ranked) >= wanted:
+            break
         if refine and stop():
             cancelled = True
             break
-        report(0.8 + 0.2 * i / max(len(short), 1), f"re-estimating layout {i + 1} of {len(short)}")
+        tried += 1
+        report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
         item = _ranked(int(row), cols, res, scenario, price, refine)
         if item is None:
             continue
@@ -151,7 +158,7 @@ def search(
         ranked.append(item)
     ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
     if refine and short.size and not ranked and not cancelled:
-        note = (f"the full engine judged all {len(short)} best layouts of the quick model invalid or too big; "
+        note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
     final = _explain(ranked[:top], objective)
     report(1.0, "done")
