@@ -75,7 +75,7 @@ def test_refine_reranks_with_the_given_engine_and_drops_what_it_rejects():
         raise LayoutError("rejected by the engine")
 
     r = search(_gpt3(), top=3, refine=engine, refine_count=10)
-    assert len(calls) == 80 and r.best == () and "full engine judged all 80" in r.note
+    assert len(calls) == 160 and r.best == () and "full engine judged all 160" in r.note
 
 
 def test_check_layout_names_the_broken_rule():

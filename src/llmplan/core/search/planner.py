@@ -138,32 +138,46 @@ def search(
     pareto_cost, pareto_gpus = _pareto(cols, res, order, price, t)
 
     wanted = max(refine_count, top) if refine else top
-    # The engine may reject layouts the quick model accepts (stricter rules, more memory): keep going
-    # down the quick ranking until enough are accepted, up to REFINE_ATTEMPTS_FACTOR times as many tries.
-    short = order[: wanted * REFINE_ATTEMPTS_FACTOR if refine else top]
-    ranked: list[RankedLayout] = []
-    refined = tried = 0
-    for row in short:
-        if len(ranked) >= wanted:
-            break
-        if refine and stop():
-            cancelled = True
-            break
-        tried += 1
-        report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
-        item = _ranked(int(row), cols, res, scenario, price, refine)
-        if item is None:
-            continue
-        refined += item.refined
-        ranked.append(item)
+    ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
+    if refine and not ranked and not cancelled:
+        # Megatron's default split needs layers % (pp·v) == 0; an engine that only models even stages
+        # rejects uneven ones (which Megatron also supports). Give it the even ones before giving up.
+        even = order[(scenario.model.num_layers % (cols.pp[order] * cols.vp[order])) == 0]
+        ranked, refined2, tried2, cancelled = _refine(even, wanted, cols, res, scenario, price, refine, report,
+                                                      stop)
+        refined, tried = refined + refined2, tried + tried2
+        if ranked:
+            note = ("the full engine refused the quick model's favourites (uneven pipeline stages); "
+                    "showing layouts with layers divisible by pp·virtual_stages")
     ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
-    if refine and short.size and not ranked and not cancelled:
+    if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
     final = _explain(ranked[:top], objective)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
                         objective, note)
+
+
+def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, scenario: Scenario,
+            price: float | None, refine: Refine | None, report: Progress, stop: Cancel
+            ) -> tuple[list[RankedLayout], int, int, bool]:
+    """Walk down the quick ranking until ``wanted`` layouts are accepted (the engine may reject
+    some: stricter rules, more memory), trying at most REFINE_ATTEMPTS_FACTOR × wanted."""
+    ranked: list[RankedLayout] = []
+    refined = tried = 0
+    for row in order[: wanted * REFINE_ATTEMPTS_FACTOR if refine else wanted]:
+        if len(ranked) >= wanted:
+            break
+        if refine and stop():
+            return ranked, refined, tried, True
+        tried += 1
+        report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
+        item = _ranked(int(row), cols, res, scenario, price, refine)
+        if item is not None:
+            refined += item.refined
+            ranked.append(item)
+    return ranked, refined, tried, False
 
 
 def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, report: Progress,
