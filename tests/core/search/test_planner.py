@@ -170,3 +170,25 @@ def test_refine_keeps_looking_when_the_engine_rejects_the_quick_favourites():
 
     r = search(_gpt3(), top=5, refine=engine, refine_count=5)
     assert len(r.best) == 5 and all(x.refined for x in r.best) and len(calls) == 35
+
+
+def test_engine_without_uneven_stages_still_gets_even_layouts():
+    """Llama 3.1 405B (126 layers) on 16,384 GPUs: the quick model's favourites have uneven stages
+    (PP16 as in the Llama 3 paper); an engine that refuses those is given the even ones."""
+    from tests.cli.test_report import _estimate
+
+    from .specs import H100_80GB, NDR_IB
+
+    def engine(scenario):
+        p = scenario.parallelism
+        if scenario.model.num_layers % (p.pp * p.virtual_stages):
+            raise LayoutError("rule layers divisible by pp·virtual_stages")
+        return _estimate(scenario)
+
+    sc = Scenario(model=LLAMA_405B, cluster=cluster(H100_80GB, 8, 2048, NDR_IB),
+                  training=TrainingSettings(seq_len=8192, global_batch=2048))
+    quick = search(sc, top=3, use_fewer_gpus=False)
+    assert any(126 % (x.parallelism.pp * x.parallelism.virtual_stages) for x in quick.best)
+    r = search(sc, top=3, use_fewer_gpus=False, refine=engine)
+    assert len(r.best) == 3 and "uneven pipeline stages" in r.note
+    assert all(126 % (x.parallelism.pp * x.parallelism.virtual_stages) == 0 for x in r.best)
