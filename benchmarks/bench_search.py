@@ -6,11 +6,13 @@
    1,024 A100 80GB (128 nodes of 8, HDR InfiniBand), global batch 1,536 sequences;
 2. Llama 3.1 405B (its config.json) on 16,384 H100 (2,048 nodes of 8, 400 Gb/s per GPU),
    seq 8,192, global batch 2,048 sequences (16M tokens, Llama 3 paper Table 4).
-Quick model only (the full engine re-estimates the short list in the app; timed apart when present).
+First the quick model alone, then (when this build has the training engine) the whole search with the
+full engine re-estimating the short list, as the app and the CLI run it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import sys
 import time
@@ -50,6 +52,17 @@ def main() -> None:
                   f"median wall {wall * 1e3:.0f} ms, {result.evaluated / wall:,.0f} layouts/s")
             print(f"    best: {result.best[0].label()}  {result.best[0].tokens_per_s:,.0f} tokens/s "
                   f"MFU {result.best[0].mfu:.1%}")
+        if importlib.util.find_spec("llmplan.core.training") is None:
+            print("    full engine: not in this build")
+            continue
+        from llmplan.core.estimate import estimate
+
+        refined = search(sc, top=5, refine=estimate)
+        wall = _time(lambda sc=sc: search(sc, top=5, refine=estimate))
+        best = refined.best[0] if refined.best else None
+        print(f"    with the full engine: median wall {wall * 1e3:.0f} ms, {refined.refined} full estimates"
+              + (f"; best {best.label()} {best.tokens_per_s:,.0f} tokens/s MFU {best.mfu:.1%}" if best else "")
+              + (f" ({refined.note})" if refined.note else ""))
 
 
 if __name__ == "__main__":
