@@ -78,3 +78,17 @@ def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
     saved = load_plan(save_plan(doc, tmp_path / "p.llmplan"))
     assert (saved.model.config or saved.model.spec) and saved.hardware.gpu_spec is not None
     assert resolve(saved).model.hidden_size == resolve(doc).model.hidden_size
+
+
+@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
+def test_catalog_ids_resolve_with_the_catalog_efficiency_then_the_overrides():
+    from llmplan.catalog.hardware import load_hardware_catalog
+
+    gpu_id = "nvidia-a100-sxm4-80gb"
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"), hardware=HardwareRef(gpu=gpu_id))
+    sc = resolve(doc)
+    catalog_eff = load_hardware_catalog().efficiency_for(gpu_id)
+    assert sc.cluster.gpu.id == gpu_id and sc.model.hidden_size == 4096
+    assert sc.efficiency == catalog_eff
+    tuned = resolve(apply_overrides(doc, ["efficiency.network=0.5"]))
+    assert tuned.efficiency == catalog_eff.model_copy(update={"network": 0.5})
