@@ -11,6 +11,7 @@ another for one token. The full engine re-estimates the short list when given.
 from __future__ import annotations
 
 from llmplan.core.params import count_params
+from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
 
@@ -24,8 +25,9 @@ _KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "q8_0": 1.0625, "q4_0": 
 OVERHEAD_BYTES = 2 * 2**30  # CUDA graphs, activations of one step, allocator reserve (assumption)
 
 
-def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None):
-    from llmplan.core.search.planner import RankedLayout, SearchResult
+def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None
+                     ) -> SearchResult:
+    from llmplan.core.search.planner import scenario_for  # planner imports this module lazily
 
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
@@ -69,8 +71,6 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
         tps = inf.batch / tpot
         est = None
         if refine is not None:
-            from llmplan.core.search.planner import scenario_for
-
             try:
                 est = refine(scenario_for(scenario, layout, scenario.training))
             except LlmplanError:
@@ -92,8 +92,6 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
 
 def _front(rows: list[tuple], batch: int, price: float | None) -> tuple:
     """Fastest replica per GPU count, kept when faster than every smaller one (quick model)."""
-    from llmplan.core.search.planner import ParetoPoint
-
     best: dict[int, tuple] = {}
     for tp, pp, _replicas, _mem, tpot in rows:
         g = tp * pp

@@ -17,83 +17,23 @@ between batches and ``cancel()`` is checked there; a cancelled search returns wh
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from llmplan.core.result import Estimate
+from llmplan.core.search.explain import explain_ranking, pareto_fronts
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
+from llmplan.core.search.results import Objective, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
-from llmplan.core.search.space import gpu_counts, training_columns
+from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
 
-Objective = str  # "time" | "cost"
 Progress = Callable[[float, str], None]
 Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
-_RECOMPUTE_NAMES = ("none", "selective", "full")
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
-
-
-@dataclass(frozen=True, slots=True)
-class RankedLayout:
-    """One layout of the result, with its figures (full-engine ones when refined)."""
-
-    rank: int
-    gpus: int
-    parallelism: ParallelLayout
-    training: TrainingSettings
-    step_time_s: float
-    tokens_per_s: float
-    memory_bytes: float  # per GPU, worst stage
-    capacity_bytes: float
-    mfu: float
-    cost_per_million_tokens: float | None  # USD; None without a price
-    refined: bool  # True: figures from the full engine; False: quick model only
-    why: str  # why it loses to rank 1 ("" for rank 1)
-    estimate: Estimate | None = None
-    serving: bool = False  # an inference replica: no training knobs in the label
-
-    def label(self) -> str:
-        p = self.parallelism
-        if self.serving:
-            return f"TP{p.tp} PP{p.pp} (one replica of {self.gpus} GPU{'s' if self.gpus > 1 else ''})"
-        parts = [f"TP{p.tp}", f"PP{p.pp}" + (f"×v{p.virtual_stages}" if p.virtual_stages > 1 else ""),
-                 f"DP{p.dp}"]
-        if p.cp > 1:
-            parts.append(f"CP{p.cp}")
-        if p.ep > 1:
-            parts.append(f"EP{p.ep}")
-        t = self.training
-        parts.append(f"ZeRO-{t.zero_stage}")
-        parts.append(f"mb{t.micro_batch}")
-        parts.append(f"recompute {t.recompute}")
-        if t.offload != "none":
-            parts.append(f"offload {t.offload}")
-        return " ".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class ParetoPoint:
-    gpus: int
-    tokens_per_s: float
-    cost_per_million_tokens: float | None
-    label: str
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    best: tuple[RankedLayout, ...]  # top N, best first
-    pareto_cost: tuple[ParetoPoint, ...]  # fastest for its cost, fastest first
-    pareto_gpus: tuple[ParetoPoint, ...]  # fastest for its GPU count, fewest GPUs first
-    evaluated: int  # layouts through the quick model
-    fitting: int  # of those, the ones that fit
-    refined: int  # layouts re-estimated by the full engine
-    cancelled: bool
-    objective: Objective
-    note: str = ""  # e.g. "nothing fits without CPU offload"
 
 
 def search(
@@ -135,7 +75,7 @@ def search(
     tps = res.tokens_per_s[fit]
     score = _score(tps, gpus, price, objective)
     order = fit[np.argsort(-score, kind="stable")]
-    pareto_cost, pareto_gpus = _pareto(cols, res, order, price, t)
+    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t)
 
     wanted = max(refine_count, top) if refine else top
     ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
@@ -153,7 +93,7 @@ def search(
     if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
-    final = _explain(ranked[:top], objective)
+    final = explain_ranking(ranked[:top], objective)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
                         objective, note)
@@ -210,20 +150,6 @@ def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Ob
     return tps
 
 
-def layout_of(cols: Columns, row: int, base: TrainingSettings, sequence_parallel: bool = True
-              ) -> tuple[ParallelLayout, TrainingSettings]:
-    p = ParallelLayout(tp=int(cols.tp[row]), pp=int(cols.pp[row]), dp=int(cols.dp[row]), cp=int(cols.cp[row]),
-                       ep=int(cols.ep[row]), virtual_stages=int(cols.vp[row]),
-                       sequence_parallel=sequence_parallel and int(cols.tp[row]) > 1)
-    mb, dp, accum = int(cols.mb[row]), int(cols.dp[row]), int(cols.accum[row])
-    t = base.model_copy(update={
-        "micro_batch": mb, "global_batch": mb * dp * accum if base.global_batch else 0,
-        "zero_stage": int(cols.zero[row]), "offload": "cpu" if cols.offload[row] else "none",
-        "recompute": _RECOMPUTE_NAMES[int(cols.recompute[row])],
-    })
-    return p, t
-
-
 def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
     """The scenario with this layout, on the GPUs it uses (whole nodes, or part of one)."""
     gpus = parallelism.gpus
@@ -257,80 +183,6 @@ def _ranked(row: int, cols: Columns, res: QuickResult, scenario: Scenario, price
     return RankedLayout(0, gpus, p, t, step, tps, mem, cap, mfu, cost, est is not None, "", est)
 
 
-def _explain(ranked: list[RankedLayout], objective: Objective) -> list[RankedLayout]:
-    out = []
-    for i, r in enumerate(ranked):
-        why = "" if i == 0 else _why(r, ranked[0], objective)
-        out.append(RankedLayout(i + 1, r.gpus, r.parallelism, r.training, r.step_time_s, r.tokens_per_s,
-                                r.memory_bytes, r.capacity_bytes, r.mfu, r.cost_per_million_tokens, r.refined,
-                                why, r.estimate, r.serving))
-    return out
-
-
-def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
-    """One sentence: how much worse, and the layout difference that explains most of it."""
-    slower = best.tokens_per_s / r.tokens_per_s - 1 if r.tokens_per_s else float("inf")
-    head = f"{slower:.1%} fewer tokens/s than #1" if slower > 0 else "as fast as #1"
-    if objective == "cost" and r.cost_per_million_tokens and best.cost_per_million_tokens:
-        more = r.cost_per_million_tokens / best.cost_per_million_tokens - 1
-        head = f"{more:.1%} more per token than #1"
-    a, b = r.parallelism, best.parallelism
-    ta, tb = r.training, best.training
-    reasons = []
-    if r.gpus != best.gpus:
-        reasons.append(f"it uses {r.gpus} GPUs instead of {best.gpus}")
-    if a.pp != b.pp or a.virtual_stages != b.virtual_stages:
-        reasons.append(f"its pipeline (PP{a.pp}, v{a.virtual_stages}) has a different bubble than PP{b.pp}, "
-                       f"v{b.virtual_stages}")
-    if a.tp != b.tp:
-        reasons.append(f"TP{a.tp} {'adds tensor-parallel traffic' if a.tp > b.tp else 'leaves less memory'}"
-                       f" vs TP{b.tp}")
-    if ta.recompute != tb.recompute:
-        reasons.append(f"recompute '{ta.recompute}' vs '{tb.recompute}'")
-    if ta.micro_batch != tb.micro_batch:
-        reasons.append(f"micro-batch {ta.micro_batch} vs {tb.micro_batch}")
-    if ta.zero_stage != tb.zero_stage:
-        reasons.append(f"ZeRO-{ta.zero_stage} vs ZeRO-{tb.zero_stage}")
-    if a.cp != b.cp:
-        reasons.append(f"CP{a.cp} vs CP{b.cp}")
-    if ta.offload != tb.offload:
-        reasons.append(f"offload '{ta.offload}' vs '{tb.offload}'")
-    if not reasons:
-        return f"{head}."
-    return f"{head}: " + "; ".join(reasons[:2]) + "."
-
-
-def _pareto(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings
-            ) -> tuple[tuple[ParetoPoint, ...], tuple[ParetoPoint, ...]]:
-    """Fastest layout per GPU count, then the non-dominated ones by cost and by GPU count (quick model)."""
-    gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[order]
-    tps = res.tokens_per_s[order]
-    best_per: dict[int, int] = {}
-    for k, g in enumerate(gpus.tolist()):
-        if g not in best_per or tps[k] > tps[best_per[g]]:
-            best_per[g] = k
-    points = []
-    for g, k in sorted(best_per.items()):
-        row = int(order[k])
-        p, tr = layout_of(cols, row, t)
-        cost = None if price is None else g * price / 3600.0 / float(tps[k]) * 1e6
-        label = RankedLayout(0, g, p, tr, 0, 0, 0, 0, 0, None, False, "").label()
-        points.append(ParetoPoint(g, float(tps[k]), cost, label))
-    by_gpus, fastest = [], 0.0
-    for pt in points:  # fewest GPUs first: keep a point only if it is faster than every smaller one
-        if pt.tokens_per_s > fastest:
-            by_gpus.append(pt)
-            fastest = pt.tokens_per_s
-    unit_cost = [(pt.cost_per_million_tokens if price is not None else pt.gpus / pt.tokens_per_s, pt)
-                 for pt in points]
-    by_cost, cheapest = [], float("inf")
-    for c, pt in sorted(unit_cost, key=lambda cp: -cp[1].tokens_per_s):
-        if c < cheapest:
-            by_cost.append(pt)
-            cheapest = c
-    return tuple(by_cost), tuple(by_gpus)
-
-
 def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
                  training: TrainingSettings | None = None) -> tuple[RankedLayout, QuickResult]:
     """The quick model's figures for one given layout (default: the scenario's own).
@@ -348,7 +200,7 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     one = np.ones(1, dtype=np.int64)
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
                    ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
-                   recompute=one * _RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
+                   recompute=one * RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
     res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel)
     base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
     ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)

@@ -19,11 +19,13 @@ import numpy as np
 
 from llmplan.core.search.quick import Columns
 from llmplan.core.search.shape import ModelShape
+from llmplan.core.workload import ParallelLayout, TrainingSettings
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 CP_CHOICES = (1, 2, 4, 8, 16)
 VP_CHOICES = (1, 2, 3, 4, 6, 8)
 MB_CHOICES = (1, 2, 4, 8, 16, 32)
+RECOMPUTE_NAMES = ("none", "selective", "full")  # the codes of Columns.recompute
 
 
 def _tp_ok(s: ModelShape, tp: int) -> bool:
@@ -136,3 +138,17 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
     accum = t.global_batch // (t.micro_batch * p.dp) if t.global_batch else 1
     if p.virtual_stages > 1 and accum % p.pp:
         raise LayoutError(f"interleaving needs the micro-batches per step ({accum}) to be a multiple of pp ({p.pp})")
+
+
+def layout_of(cols: Columns, row: int, base: TrainingSettings, sequence_parallel: bool = True
+              ) -> tuple[ParallelLayout, TrainingSettings]:
+    p = ParallelLayout(tp=int(cols.tp[row]), pp=int(cols.pp[row]), dp=int(cols.dp[row]), cp=int(cols.cp[row]),
+                       ep=int(cols.ep[row]), virtual_stages=int(cols.vp[row]),
+                       sequence_parallel=sequence_parallel and int(cols.tp[row]) > 1)
+    mb, dp, accum = int(cols.mb[row]), int(cols.dp[row]), int(cols.accum[row])
+    t = base.model_copy(update={
+        "micro_batch": mb, "global_batch": mb * dp * accum if base.global_batch else 0,
+        "zero_stage": int(cols.zero[row]), "offload": "cpu" if cols.offload[row] else "none",
+        "recompute": RECOMPUTE_NAMES[int(cols.recompute[row])],
+    })
+    return p, t
