@@ -125,7 +125,9 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     per_token = np.where(sp | (tp == 1), (split_part + repl_part) / tp, split_part / tp + repl_part)
     span = _span(s, seq)
     if not t.flash_attention:
-        per_token = per_token + np.where(c.recompute == 0, 5.0 * s.heads * span / tp, 0.0)
+        # softmax output 2·a·s per token (bf16); with dropout also its 1-byte mask and output (5·a·s)
+        score_bytes = (5.0 if dropout else 2.0) * s.heads * span
+        per_token = per_token + np.where(c.recompute == 0, score_bytes / tp, 0.0)
     per_token = np.where(c.recompute == 2, 2 * h / np.where(sp, tp, 1.0), per_token)
     tokens_mb = mb * seq / cp
     in_flight = np.where(pp == 1, 1.0, np.minimum(pp, m) * (1 + (pp - 1) / (pp * vp) * (vp > 1)))
