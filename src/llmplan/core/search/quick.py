@@ -8,6 +8,7 @@ first-order so thousands of layouts cost milliseconds; the full engine
 Memory (bytes per GPU, worst pipeline stage):
 - model states: weights, gradients, Adam moments and fp32 master weights, divided by
   ZeRO stage over the data-parallel (× context-parallel) group (Rajbhandari et al. 2020, §5);
+  ZeRO-3 also holds two gathered layers (the one in use and the prefetched next one);
 - activations per layer per token: the Korthikanti et al. (2022, Table 2) count
   generalised to GQA and gated MLPs, divided by TP with sequence parallelism; full
   recompute keeps only each layer's input; 1F1B keeps min(pp, m) micro-batches in
@@ -61,7 +62,7 @@ class Columns:
 @dataclass(frozen=True, slots=True)
 class QuickResult:
     memory: np.ndarray  # bytes per GPU
-    weights: np.ndarray
+    weights: np.ndarray  # the GPU's own share (ZeRO-3: its shard; the gathered layers are in ``memory``)
     grads: np.ndarray
     optimizer: np.ndarray
     activations: np.ndarray
@@ -134,7 +135,9 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     logits = 6.0 * tokens_mb * s.vocab / tp  # fp32 logits + bf16 copy on the last stage
     acts = np.maximum(stage_layers * per_token * tokens_mb * in_flight,
                       stage_layers * per_token * tokens_mb + logits)
-    memory = weights + grads + opt + acts + OVERHEAD_BYTES
+    # ZeRO-3 gathers each layer's full (TP-sharded) weights before using it, and prefetches the next
+    gather = np.where(zero >= 3, 2 * per_layer * wbytes, 0.0)
+    memory = weights + grads + opt + acts + gather + OVERHEAD_BYTES
 
     # ---- time ------------------------------------------------------------------------------------
     peak = cluster.gpu.peak_flops.for_dtype(t.precision) * eff.matmul
