@@ -64,3 +64,9 @@ def test_missing_engine_is_one_line(capsys):
         pytest.skip("the engines are present")
     assert main(["estimate", str(PRETRAIN)]) == 2
     assert "no pretrain engine" in capsys.readouterr().err
+
+
+def test_auto_flag_replans_a_plan_file(stand_in_engine, capsys):
+    assert main(["estimate", str(PRETRAIN), "--auto", "--set", "hardware.nodes=4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["layout"]["chosen_by"] == "auto" and data["layout"]["gpus"] == 32

@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("estimate", help="memory, time and cost of a plan")
     add_plan_arguments(p)
     p.add_argument("--gb", action="store_true", help="show memory in GB (10^9) instead of GiB (2^30)")
+    p.add_argument("--auto", action="store_true",
+                   help="let the auto-planner choose the layout even when the plan gives one")
     p.add_argument("--save", metavar="PATH", help="also save the plan (with the layout used) to PATH, "
                    "self-contained (catalog specs written inline)")
     p.set_defaults(handler=run)
@@ -73,6 +75,8 @@ def _doc_for_model(model: str) -> PlanDocument:
 
 
 def layout_given(args: argparse.Namespace) -> bool:
+    if getattr(args, "auto", False):
+        return False
     return bool(args.plan) or any(s.startswith("parallelism.") for s in args.overrides)
 
 
