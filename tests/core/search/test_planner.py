@@ -192,3 +192,19 @@ def test_engine_without_uneven_stages_still_gets_even_layouts():
     r = search(sc, top=3, use_fewer_gpus=False, refine=engine)
     assert len(r.best) == 3 and "uneven pipeline stages" in r.note
     assert all(126 % (x.parallelism.pp * x.parallelism.virtual_stages) == 0 for x in r.best)
+
+
+def test_why_names_the_part_of_the_step_that_costs_more():
+    from llmplan.core.search.explain import explain_ranking
+
+    sc = _gpt3()
+    layout = ParallelLayout(tp=8, pp=8, dp=16)
+    fast, _ = quick_layout(sc, layout, sc.training.model_copy(update={"recompute": "none"}))
+    slow, _ = quick_layout(sc, layout, sc.training.model_copy(update={"recompute": "full"}))
+    ranked = explain_ranking([fast, slow], "time")
+    assert [x.rank for x in ranked] == [1, 2] and ranked[0].why == ""
+    assert "fewer tokens/s than #1: recomputation ('full' vs 'none') adds" in ranked[1].why
+    interleaved, _ = quick_layout(sc, ParallelLayout(tp=8, pp=8, dp=16, virtual_stages=2), fast.training)
+    assert interleaved.tokens_per_s > fast.tokens_per_s
+    plain = explain_ranking([interleaved, fast], "time")[1]
+    assert "its pipeline bubble (PP8, v1 vs PP8, v2)" in plain.why

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from llmplan.core.search.quick import Columns, QuickResult
@@ -9,48 +11,56 @@ from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout
 from llmplan.core.search.space import layout_of
 from llmplan.core.workload import TrainingSettings
 
+TIME_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "ep_comm", "recompute", "optimizer_time")
+
 
 def explain_ranking(ranked: list[RankedLayout], objective: Objective) -> list[RankedLayout]:
-    out = []
-    for i, r in enumerate(ranked):
-        why = "" if i == 0 else _why(r, ranked[0], objective)
-        out.append(RankedLayout(i + 1, r.gpus, r.parallelism, r.training, r.step_time_s, r.tokens_per_s,
-                                r.memory_bytes, r.capacity_bytes, r.mfu, r.cost_per_million_tokens, r.refined,
-                                why, r.estimate, r.serving))
-    return out
+    return [replace(r, rank=i + 1, why="" if i == 0 else _why(r, ranked[0], objective))
+            for i, r in enumerate(ranked)]
 
 
 def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
-    """One sentence: how much worse, and the layout difference that explains most of it."""
+    """One sentence: how much worse, and the part of the step that explains most of it."""
     slower = best.tokens_per_s / r.tokens_per_s - 1 if r.tokens_per_s else float("inf")
-    head = f"{slower:.1%} fewer tokens/s than #1" if slower > 0 else "as fast as #1"
+    head = f"{slower:.1%} fewer tokens/s than #1" if slower > 1e-4 else "as fast as #1"
     if objective == "cost" and r.cost_per_million_tokens and best.cost_per_million_tokens:
         more = r.cost_per_million_tokens / best.cost_per_million_tokens - 1
-        head = f"{more:.1%} more per token than #1"
-    a, b = r.parallelism, best.parallelism
-    ta, tb = r.training, best.training
-    reasons = []
+        head = f"{more:.1%} more per token than #1" if more > 1e-4 else "as cheap as #1"
     if r.gpus != best.gpus:
-        reasons.append(f"it uses {r.gpus} GPUs instead of {best.gpus}")
-    if a.pp != b.pp or a.virtual_stages != b.virtual_stages:
-        reasons.append(f"its pipeline (PP{a.pp}, v{a.virtual_stages}) has a different bubble than PP{b.pp}, "
-                       f"v{b.virtual_stages}")
-    if a.tp != b.tp:
-        reasons.append(f"TP{a.tp} {'adds tensor-parallel traffic' if a.tp > b.tp else 'leaves less memory'}"
-                       f" vs TP{b.tp}")
-    if ta.recompute != tb.recompute:
-        reasons.append(f"recompute '{ta.recompute}' vs '{tb.recompute}'")
-    if ta.micro_batch != tb.micro_batch:
-        reasons.append(f"micro-batch {ta.micro_batch} vs {tb.micro_batch}")
-    if ta.zero_stage != tb.zero_stage:
-        reasons.append(f"ZeRO-{ta.zero_stage} vs ZeRO-{tb.zero_stage}")
-    if a.cp != b.cp:
-        reasons.append(f"CP{a.cp} vs CP{b.cp}")
-    if ta.offload != tb.offload:
-        reasons.append(f"offload '{ta.offload}' vs '{tb.offload}'")
-    if not reasons:
-        return f"{head}."
-    return f"{head}: " + "; ".join(reasons[:2]) + "."
+        return f"{head}: it uses {r.gpus:,} GPUs instead of {best.gpus:,}."
+    mine, theirs = dict(r.time_per_token), dict(best.time_per_token)
+    deltas = {k: mine.get(k, 0.0) - theirs.get(k, 0.0) for k in TIME_PARTS}
+    part, worst = max(deltas.items(), key=lambda kv: kv[1])
+    total = sum(theirs.values())
+    if slower <= 1e-4 or worst <= 0 or not total:
+        return f"{head}; it differs in {_difference(r, best)}." if _difference(r, best) else f"{head}."
+    share = worst / total
+    return f"{head}: {_PHRASES[part](r, best)} adds {share:.1%} to the time per token."
+
+
+def _difference(r: RankedLayout, best: RankedLayout) -> str:
+    a, b, ta, tb = r.parallelism, best.parallelism, r.training, best.training
+    pairs = [("micro-batch", ta.micro_batch, tb.micro_batch), ("ZeRO stage", ta.zero_stage, tb.zero_stage),
+             ("recompute", ta.recompute, tb.recompute), ("virtual stages", a.virtual_stages, b.virtual_stages),
+             ("CP", a.cp, b.cp), ("TP", a.tp, b.tp), ("PP", a.pp, b.pp)]
+    return ", ".join(f"{name} {x} vs {y}" for name, x, y in pairs if x != y)
+
+
+_PHRASES = {
+    "compute": lambda r, b: "more compute per token",
+    "bubble": lambda r, b: (f"its pipeline bubble (PP{r.parallelism.pp}, v{r.parallelism.virtual_stages} vs "
+                            f"PP{b.parallelism.pp}, v{b.parallelism.virtual_stages})"),
+    "tp_comm": lambda r, b: (f"tensor/context-parallel traffic (TP{r.parallelism.tp} CP{r.parallelism.cp} vs "
+                             f"TP{b.parallelism.tp} CP{b.parallelism.cp})"),
+    "pp_comm": lambda r, b: (f"pipeline sends (PP{r.parallelism.pp}, v{r.parallelism.virtual_stages} vs "
+                             f"PP{b.parallelism.pp}, v{b.parallelism.virtual_stages})"),
+    "dp_comm": lambda r, b: (f"exposed data-parallel traffic (DP{r.parallelism.dp}, ZeRO-{r.training.zero_stage} "
+                             f"vs DP{b.parallelism.dp}, ZeRO-{b.training.zero_stage})"),
+    "ep_comm": lambda r, b: f"expert all-to-alls (EP{r.parallelism.ep} vs EP{b.parallelism.ep})",
+    "recompute": lambda r, b: f"recomputation ('{r.training.recompute}' vs '{b.training.recompute}')",
+    "optimizer_time": lambda r, b: ("the CPU-offload transfers" if r.training.offload != "none"
+                                    else "the optimizer update"),
+}
 
 
 def pareto_fronts(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings

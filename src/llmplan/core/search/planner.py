@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from llmplan.core.result import Estimate
-from llmplan.core.search.explain import explain_ranking, pareto_fronts
+from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
@@ -180,7 +180,10 @@ def _ranked(row: int, cols: Columns, res: QuickResult, scenario: Scenario, price
         step, tps = est.compute.step_time_s.value, est.compute.tokens_per_s.value
         mem, mfu, cap = est.memory.total.value, est.compute.mfu.value, est.memory.capacity.value
     cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
-    return RankedLayout(0, gpus, p, t, step, tps, mem, cap, mfu, cost, est is not None, "", est)
+    tokens = float(res.tokens_per_step[row])
+    parts = tuple((name, float(getattr(res, name)[row]) / tokens) for name in TIME_PARTS)
+    return RankedLayout(0, gpus, p, t, step, tps, mem, cap, mfu, cost, est is not None, "", est,
+                        time_per_token=parts)
 
 
 def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,

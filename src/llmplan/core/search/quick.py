@@ -67,7 +67,7 @@ class QuickResult:
     optimizer: np.ndarray
     activations: np.ndarray
     step_time: np.ndarray  # s
-    compute: np.ndarray  # s of pure compute in a step, no bubble
+    compute: np.ndarray  # s of model compute in a step (no bubble, no recomputation)
     bubble: np.ndarray  # s lost to the pipeline fill and drain
     tp_comm: np.ndarray  # s of exposed tensor/context-parallel traffic
     pp_comm: np.ndarray
@@ -163,7 +163,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_pp_mb = np.where(pp > 1, 2 * vp * act_bytes / tp / pp_bw, 0.0)
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + t_tp_mb + t_cp_mb + t_pp_mb
-    compute = m * t_compute_mb
+    compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
     bubble = (slots - m) * slot
 
     dp_bw = np.where(tp * cp * dp > gpn, inter, intra)

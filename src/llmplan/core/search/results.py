@@ -28,6 +28,9 @@ class RankedLayout:
     why: str  # why it loses to rank 1 ("" for rank 1)
     estimate: Estimate | None = None
     serving: bool = False  # an inference replica: no training knobs in the label
+    # Quick-model seconds per token of each part of a step (compute, bubble, tp_comm, pp_comm, dp_comm,
+    # ep_comm, recompute, optimizer): what the explanations compare. Empty for inference.
+    time_per_token: tuple[tuple[str, float], ...] = ()
 
     def label(self) -> str:
         p = self.parallelism
