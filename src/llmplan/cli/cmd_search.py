@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     c = scenario.cluster
-    print(f"{scenario.model.name} — {scenario.workload} on up to {c.total_gpus} × {c.gpu.name}; "
+    print(f"{scenario.model.name} — {scenario.workload} on up to {c.total_gpus:,} × {c.gpu.name}; "
           f"objective: {args.objective}")
     print(f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
           f"by the full engine")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {result.note}")
     for x in result.best:
         cost = f"  ${x.cost_per_million_tokens:,.2f}/M tokens" if x.cost_per_million_tokens is not None else ""
-        print(f"\n#{x.rank}  {x.label()}  on {x.gpus} GPUs")
+        print(f"\n#{x.rank}  {x.label()}  on {x.gpus:,} GPU{'s' if x.gpus > 1 else ''}")
         step = "per output token" if x.serving else "step"
         print(f"    {x.tokens_per_s:,.0f} tokens/s, {step} {fmt_time(x.step_time_s)}, "
               f"{fmt_bytes(x.memory_bytes)} of {fmt_bytes(x.capacity_bytes)} per GPU"
@@ -76,5 +76,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nfastest {what} per GPU count (Pareto front, quick model):")
         for pt in result.pareto_gpus:
             cost = f"  ${pt.cost_per_million_tokens:,.2f}/M tokens" if pt.cost_per_million_tokens else ""
-            print(f"  {pt.gpus:>7,} GPUs  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")
+            print(f"  {pt.gpus:>7,} GPU{'s' if pt.gpus > 1 else ' '}  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")
     return 0

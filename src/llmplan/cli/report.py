@@ -122,7 +122,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     hw = data["hardware"]
     lay = data["layout"]
     lines = [
-        f"{data['model']} — {data['workload']} on {hw['gpus']} × {hw['gpu']} "
+        f"{data['model']} — {data['workload']} on {hw['gpus']:,} × {hw['gpu']} "
         f"({hw['nodes']} node{'s' if hw['nodes'] != 1 else ''} of {hw['gpus_per_node']})",
         f"layout ({'chosen automatically' if lay['chosen_by'] == 'auto' else 'from the plan'}): "
         f"TP {lay['tp']} · PP {lay['pp']}" + (f" (×{lay['virtual_stages']} virtual)" if lay['virtual_stages'] > 1

@@ -35,7 +35,7 @@ def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
     if slower <= 1e-4 or worst <= 0 or not total:
         return f"{head}; it differs in {_difference(r, best)}." if _difference(r, best) else f"{head}."
     share = worst / total
-    return f"{head}: {_PHRASES[part](r, best)} adds {share:.1%} to the time per token."
+    return f"{head}; most of the gap: {_PHRASES[part](r, best)}, +{share:.1%} time per token."
 
 
 def _difference(r: RankedLayout, best: RankedLayout) -> str:
