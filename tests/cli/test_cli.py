@@ -48,6 +48,7 @@ def test_search_inference_plan(capsys):
         (["estimate", "/nonexistent/plan.llmplan"], "no such file"),
         (["estimate"], "give a plan file, or --model"),
         (["search", str(PRETRAIN), "--model", "x"], "either a plan file or --model"),
+        (["estimate", "--model", "x"], "--gpu is required with --model"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):

@@ -55,6 +55,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     else:
         if not args.model:
             raise InputError("give a plan file, or --model MODEL --gpu GPU (see llmplan-cli estimate --help)")
+        if not args.gpu and not any(s.startswith("hardware.gpu") for s in args.overrides):
+            raise InputError("--gpu is required with --model: a catalog GPU id (see llmplan-cli catalog gpus)")
         doc = _doc_for_model(args.model)
     hw = {}
     for flag, field in (("gpu", "gpu"), ("gpus", "gpus_per_node"), ("nodes", "nodes"), ("network", "network")):
