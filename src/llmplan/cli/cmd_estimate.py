@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from llmplan.cli.models import resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError, LlmplanError
@@ -70,9 +71,14 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
 
 
 def _doc_for_model(model: str) -> PlanDocument:
+    """A config.json (or a folder holding one) goes in inline as it is; any other file the model readers
+    understand (.gguf, safetensors index ...) goes in as its resolved spec; anything else is a catalog id."""
     path = Path(model)
-    if path.exists():
+    if path.suffix == ".json" and path.name != "model.safetensors.index.json" or (path / "config.json").is_file():
         return plan_from_config(path)
+    if path.exists():
+        spec = resolve_model_arg(model)
+        return PlanDocument(name=spec.name, model=ModelRef(name=spec.name, spec=spec), hardware=HardwareRef())
     return PlanDocument(name=model, model=ModelRef(id=model), hardware=HardwareRef())
 
 
