@@ -74,7 +74,7 @@ def _doc_for_model(model: str) -> PlanDocument:
     """A config.json (or a folder holding one) goes in inline as it is; any other file the model readers
     understand (.gguf, safetensors index ...) goes in as its resolved spec; anything else is a catalog id."""
     path = Path(model)
-    if path.suffix == ".json" and path.name != "model.safetensors.index.json" or (path / "config.json").is_file():
+    if (path.suffix == ".json" and path.name != "model.safetensors.index.json") or (path / "config.json").is_file():
         return plan_from_config(path)
     if path.exists():
         spec = resolve_model_arg(model)
