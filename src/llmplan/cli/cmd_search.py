@@ -16,8 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="find the best parallel layouts (auto-planner)")
     add_plan_arguments(p)
     p.add_argument("--top", type=int, default=5, help="how many layouts to show (default 5)")
-    p.add_argument("--objective", choices=("time", "cost"), default="time",
-                   help="rank by tokens/s (time) or by tokens per dollar (cost)")
+    p.add_argument("--objective", choices=("time", "cost"), default=None,
+                   help="rank by tokens/s (time) or by tokens per dollar (cost); default: time for training, "
+                        "cost (fewest GPUs per replica) for inference")
     p.add_argument("--exact-gpus", action="store_true", help="only layouts that use every GPU given")
     p.add_argument("--quick", action="store_true", help="rank with the quick model only (no full estimates)")
     p.set_defaults(handler=run)
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from llmplan.core.estimate import estimate
 
     refine = None if args.quick else _engine_or_none(estimate)
-    result = search(scenario, top=max(args.top, 1), objective=args.objective, refine=refine,
+    objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
+    result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine,
                     use_fewer_gpus=not args.exact_gpus)
     data = result_json(result)
     if args.json:
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     c = scenario.cluster
     print(f"{scenario.model.name} — {scenario.workload} on up to {c.total_gpus:,} × {c.gpu.name}; "
-          f"objective: {args.objective}")
+          f"objective: {objective}")
     print(f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
           f"by the full engine")
     if result.note:
