@@ -49,7 +49,7 @@ def test_save_is_canonical_and_round_trips_byte_identically(tmp_path):
 
 def test_save_replaces_atomically_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "p.llmplan"
-    save_plan(loads_plan(_minimal(name="old")), path, inline=False)
+    save_plan(loads_plan(_minimal(name="old")), path)  # unknown catalog id "m": saved as written
     monkeypatch.setattr(os, "replace", lambda *_a: (_ for _ in ()).throw(OSError(28, "No space left")))
     with pytest.raises(PlanFileError, match="cannot save"):
         save_plan(loads_plan(_minimal(name="new")), path, inline=False)

@@ -186,12 +186,15 @@ def save_plan(doc: PlanDocument, path: str | os.PathLike[str], inline: bool = Tr
     """Write ``doc`` atomically: the file is either the old one or the complete new one.
 
     ``inline``: first write the catalog's model and GPU specs into the plan (``resolve.inline_specs``)
-    so it opens with the same numbers on a machine whose catalog differs or lacks them.
+    so it opens with the same numbers on a machine whose catalog differs or lacks them. A plan whose
+    ids this catalog does not know is still saved, as written: saving must never lose work.
     """
     if inline:
+        from llmplan.errors import CatalogError
         from llmplan.io.resolve import inline_specs
 
-        doc = inline_specs(doc)
+        with contextlib.suppress(CatalogError, PlanFileError):
+            doc = inline_specs(doc)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     payload = dumps_plan(doc).encode("utf-8")
