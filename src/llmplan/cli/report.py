@@ -99,6 +99,8 @@ def fmt_bytes(n: float, decimal: bool = False) -> str:
 
 
 def fmt_time(s: float) -> str:
+    if s <= 0:
+        return "0 s"
     if s < 1e-3:
         return f"{s * 1e6:,.1f} µs"
     if s < 1:
