@@ -19,9 +19,17 @@ EXIT_BAD_INPUT = 2
 
 def _subcommand_modules() -> list:
     # Imported here so `llmplan-cli --version` stays fast. Each module: register(subparsers).
-    from llmplan.cli import cmd_catalog, cmd_detect, cmd_params, cmd_serve
+    from llmplan.cli import (
+        cmd_catalog,
+        cmd_detect,
+        cmd_estimate,
+        cmd_params,
+        cmd_schema,
+        cmd_search,
+        cmd_serve,
+    )
 
-    return [cmd_params, cmd_catalog, cmd_serve, cmd_detect]
+    return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_schema]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,8 @@ from pydantic import Field, model_validator
 
 from llmplan import __version__
 from llmplan.core.frozen import FrozenModel
-from llmplan.core.hardware import GpuSpec
+from llmplan.core.hardware import GpuSpec, NetworkSpec
+from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
     EfficiencyOverrides,
     InferenceSettings,
@@ -34,11 +35,16 @@ class ModelRef(FrozenModel):
     id: str | None = Field(None, min_length=1, description="catalog id, e.g. 'meta-llama/Meta-Llama-3-8B'")
     name: str | None = Field(None, description="display name beside an inline config")
     config: dict[str, Any] | None = Field(None, description="the full config.json object, inline")
+    spec: ModelSpec | None = Field(
+        None, description="the resolved architecture, inline (wins over config and id; written on save)"
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> ModelRef:
-        if not self.id and not self.config:
-            raise ValueError("a plan's model needs 'id' (a catalog id) or 'config' (an inline config.json)")
+        if not self.id and not self.config and not self.spec:
+            raise ValueError(
+                "a plan's model needs 'id' (a catalog id), 'config' (an inline config.json) or 'spec'"
+            )
         return self
 
 
@@ -47,8 +53,13 @@ class HardwareRef(FrozenModel):
     gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
     gpus_per_node: int = Field(1, ge=1, le=1024)
     nodes: int = Field(1, ge=1, le=1_000_000)
-    node: str | None = Field(None, description="catalog node preset id (informational)")
+    node: str | None = Field(None, description="catalog node preset id (gives the GPU-to-GPU bandwidth)")
+    intra_node_bandwidth: float | None = Field(
+        None, gt=0, description="bytes/s per GPU inside a node, one direction; None: the node preset's, "
+        "else the GPU's NVLink or PCIe"
+    )
     network: str = Field("none", description="catalog network preset id")
+    network_spec: NetworkSpec | None = Field(None, description="the network's full spec, inline (wins over the id)")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")
 
 

@@ -1,0 +1,69 @@
+"""How fast is the auto-planner? Layouts per second and the wall time of two large searches.
+
+    .venv/bin/python benchmarks/bench_search.py
+
+1. GPT-3 175B shape (96 layers, h 12288, 96 heads, seq 2048, Brown et al. 2020 Table 2.1) on
+   1,024 A100 80GB (128 nodes of 8, HDR InfiniBand), global batch 1,536 sequences;
+2. Llama 3.1 405B (its config.json) on 16,384 H100 (2,048 nodes of 8, 400 Gb/s per GPU),
+   seq 8,192, global batch 2,048 sequences (16M tokens, Llama 3 paper Table 4).
+First the quick model alone, then (when this build has the training engine) the whole search with the
+full engine re-estimating the short list, as the app and the CLI run it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from core.search.specs import A100_80GB, H100_80GB, LLAMA_405B, NDR_IB, cluster, gpt
+from llmplan.core.search import search
+from llmplan.core.workload import Scenario, TrainingSettings
+
+
+def _time(fn, repeat: int = 5) -> float:
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    cases = {
+        "GPT-3 175B on 1,024 A100": Scenario(
+            model=gpt("GPT-3 175B", 12288, 96, 96, vocab=50257),
+            cluster=cluster(A100_80GB, 8, 128), training=TrainingSettings(seq_len=2048, global_batch=1536)),
+        "Llama 3.1 405B on 16,384 H100": Scenario(
+            model=LLAMA_405B, cluster=cluster(H100_80GB, 8, 2048, NDR_IB),
+            training=TrainingSettings(seq_len=8192, global_batch=2048)),
+    }
+    for name, sc in cases.items():
+        for fewer in (False, True):
+            result = search(sc, top=5, use_fewer_gpus=fewer)
+            wall = _time(lambda sc=sc, fewer=fewer: search(sc, top=5, use_fewer_gpus=fewer))
+            scope = "all GPU counts (Pareto)" if fewer else "exactly all GPUs"
+            print(f"{name}, {scope}: {result.evaluated:,} layouts, {result.fitting:,} fit, "
+                  f"median wall {wall * 1e3:.0f} ms, {result.evaluated / wall:,.0f} layouts/s")
+            print(f"    best: {result.best[0].label()}  {result.best[0].tokens_per_s:,.0f} tokens/s "
+                  f"MFU {result.best[0].mfu:.1%}")
+        if importlib.util.find_spec("llmplan.core.training") is None:
+            print("    full engine: not in this build")
+            continue
+        from llmplan.core.estimate import estimate
+
+        refined = search(sc, top=5, refine=estimate)
+        wall = _time(lambda sc=sc: search(sc, top=5, refine=estimate))
+        best = refined.best[0] if refined.best else None
+        print(f"    with the full engine: median wall {wall * 1e3:.0f} ms, {refined.refined} full estimates"
+              + (f"; best {best.label()} {best.tokens_per_s:,.0f} tokens/s MFU {best.mfu:.1%}" if best else "")
+              + (f" ({refined.note})" if refined.note else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""``llmplan-cli search``: the best parallel layouts for a model on a cluster, and why the others lose."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from llmplan.cli.cmd_estimate import _engine_or_none, add_plan_arguments, document_from_args
+from llmplan.cli.report import fmt_bytes, fmt_time
+from llmplan.core.search import SearchResult, search
+from llmplan.io.resolve import resolve
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="find the best parallel layouts (auto-planner)")
+    add_plan_arguments(p)
+    p.add_argument("--top", type=int, default=5, help="how many layouts to show (default 5)")
+    p.add_argument("--objective", choices=("time", "cost"), default=None,
+                   help="rank by tokens/s (time) or by tokens per dollar (cost); default: time for training, "
+                        "cost (fewest GPUs per replica) for inference")
+    p.add_argument("--exact-gpus", action="store_true", help="only layouts that use every GPU given")
+    p.add_argument("--quick", action="store_true", help="rank with the quick model only (no full estimates)")
+    p.set_defaults(handler=run)
+
+
+def result_json(r: SearchResult) -> dict[str, Any]:
+    def layout(x) -> dict[str, Any]:
+        p, t = x.parallelism, x.training
+        return {"rank": x.rank, "gpus": x.gpus, "label": x.label(),
+                "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "cp": p.cp, "ep": p.ep,
+                           "virtual_stages": p.virtual_stages, "sequence_parallel": p.sequence_parallel},
+                "training": {"zero_stage": t.zero_stage, "micro_batch": t.micro_batch,
+                             "global_batch": t.global_batch, "recompute": t.recompute, "offload": t.offload},
+                "step_time_s": x.step_time_s, "tokens_per_s": x.tokens_per_s, "memory_per_gpu_bytes": x.memory_bytes,
+                "gpu_memory_bytes": x.capacity_bytes, "mfu": x.mfu,
+                "cost_per_million_tokens": x.cost_per_million_tokens, "refined": x.refined, "why": x.why}
+
+    def point(pt) -> dict[str, Any]:
+        return {"gpus": pt.gpus, "tokens_per_s": pt.tokens_per_s,
+                "cost_per_million_tokens": pt.cost_per_million_tokens, "label": pt.label}
+
+    return {"objective": r.objective, "evaluated": r.evaluated, "fitting": r.fitting, "refined": r.refined,
+            "cancelled": r.cancelled, "note": r.note, "best": [layout(x) for x in r.best],
+            "pareto_cost": [point(p) for p in r.pareto_cost], "pareto_gpus": [point(p) for p in r.pareto_gpus]}
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = resolve(document_from_args(args))
+    from llmplan.core.estimate import estimate
+
+    refine = None if args.quick else _engine_or_none(estimate)
+    objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
+    result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine,
+                    use_fewer_gpus=not args.exact_gpus)
+    data = result_json(result)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    c = scenario.cluster
+    print(f"{scenario.model.name} — {scenario.workload} on up to {c.total_gpus:,} × {c.gpu.name}; "
+          f"objective: {objective}")
+    print(f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
+          f"by the full engine")
+    if result.note:
+        print(f"note: {result.note}")
+    for x in result.best:
+        cost = f"  ${x.cost_per_million_tokens:,.2f}/M tokens" if x.cost_per_million_tokens is not None else ""
+        print(f"\n#{x.rank}  {x.label()}  on {x.gpus:,} GPU{'s' if x.gpus > 1 else ''}")
+        step = "per output token" if x.serving else "step"
+        print(f"    {x.tokens_per_s:,.0f} tokens/s, {step} {fmt_time(x.step_time_s)}, "
+              f"{fmt_bytes(x.memory_bytes)} of {fmt_bytes(x.capacity_bytes)} per GPU"
+              + (f", MFU {x.mfu:.1%}" if x.mfu else "") + cost)
+        if x.why:
+            print(f"    why not #1: {x.why}")
+    if result.pareto_gpus:
+        what = "replica" if scenario.workload == "inference" else "layout"
+        print(f"\nfastest {what} per GPU count (Pareto front, quick model):")
+        for pt in result.pareto_gpus:
+            cost = f"  ${pt.cost_per_million_tokens:,.2f}/M tokens" if pt.cost_per_million_tokens else ""
+            print(f"  {pt.gpus:>7,} GPU{'s' if pt.gpus > 1 else ' '}  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")
+    return 0

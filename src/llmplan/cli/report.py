@@ -1,0 +1,180 @@
+"""An ``Estimate`` as the stable ``--json`` object and as aligned, unit-labelled tables.
+
+The JSON keys are a contract (DESIGN.md §3, documented in docs/plans-and-cli.md): add
+keys, never rename them. Values are SI (bytes, seconds, FLOP, bytes/s); a section that
+does not apply (``compute`` for inference, ``inference`` for training) is ``null``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmplan.core.explain import Figure
+from llmplan.core.result import Estimate
+from llmplan.core.workload import Scenario
+
+MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
+               "overhead")
+
+
+def _v(fig: Figure | None) -> float | None:
+    return None if fig is None else fig.value
+
+
+def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan") -> dict[str, Any]:
+    """The documented ``--json`` object."""
+    mem = est.memory
+    parts = {k: getattr(mem, k).value for k in MEMORY_KEYS}
+    memory = dict(parts, total=sum(parts.values()))
+    p = scenario.parallelism
+    c = scenario.cluster
+    out: dict[str, Any] = {
+        "model": scenario.model.name,
+        "workload": scenario.workload,
+        "hardware": {"gpu": c.gpu.name, "gpu_id": c.gpu.id, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes,
+                     "gpus": c.total_gpus, "network": c.network.name},
+        "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
+        "memory_per_gpu": memory,
+        "gpu_memory_bytes": mem.capacity.value,
+        "fits": memory["total"] <= mem.capacity.value,
+        "headroom_bytes": mem.capacity.value - memory["total"],
+        "host_ram_per_node_bytes": mem.host_ram.value,
+        "nvme_per_node_bytes": mem.nvme.value,
+        "compute": None,
+        "communication": None,
+        "inference": None,
+        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "cp": p.cp, "ep": p.ep,
+                   "sequence_parallel": p.sequence_parallel, "virtual_stages": p.virtual_stages,
+                   "gpus": p.gpus, "chosen_by": layout_source},
+        "bottleneck": {"kind": est.bottleneck.kind, "statement": est.bottleneck.statement},
+        "warnings": list(est.warnings),
+    }
+    if scenario.workload != "inference":
+        t = scenario.training
+        out["training"] = {"method": t.method, "precision": t.precision, "optimizer": t.optimizer,
+                           "seq_len": t.seq_len, "micro_batch": t.micro_batch, "global_batch": t.global_batch,
+                           "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute}
+    if est.compute is not None:
+        k = est.compute
+        out["compute"] = {
+            "flops_per_step": k.flops_per_step.value, "hardware_flops_per_step": k.hardware_flops_per_step.value,
+            "step_time_s": k.step_time_s.value, "compute_time_s": k.compute_time_s.value,
+            "bubble_fraction": k.bubble_fraction.value, "tokens_per_s": k.tokens_per_s.value,
+            "mfu": k.mfu.value, "hfu": k.hfu.value, "training_days": k.training_days.value,
+            "gpu_hours": k.gpu_hours.value, "cost_usd": _v(k.cost_usd),
+        }
+    if est.communication is not None:
+        m = est.communication
+        out["communication"] = {
+            "intra_node_bytes": m.intra_node_bytes.value, "inter_node_bytes": m.inter_node_bytes.value,
+            "intra_node_bandwidth_needed": m.intra_node_bandwidth_needed.value,
+            "inter_node_bandwidth_needed": m.inter_node_bandwidth_needed.value,
+            "exposed_time_s": m.exposed_time_s.value, "bottleneck_link": m.bottleneck_link,
+            "collectives": [
+                {"name": x.name, "group": x.group, "group_size": x.group_size, "link": x.link,
+                 "bytes_per_step": x.bytes_per_step.value, "time_s": x.time_s.value, "exposed_s": x.exposed_s.value}
+                for x in m.collectives
+            ],
+        }
+    if est.inference is not None:
+        i = est.inference
+        out["inference"] = {
+            "ttft_s": i.ttft_s.value, "tpot_s": i.tpot_s.value, "tokens_per_s": i.tokens_per_s.value,
+            "tokens_per_s_per_user": i.tokens_per_s_per_user.value, "max_concurrency": i.max_concurrency.value,
+            "kv_bytes_per_token": i.kv_bytes_per_token.value, "weight_bytes": i.weight_bytes.value,
+            "prefill_bound": i.prefill_bound, "decode_bound": i.decode_bound,
+            "cost_per_million_input": _v(i.cost_per_million_input),
+            "cost_per_million_output": _v(i.cost_per_million_output),
+            "gpu_layers": _v(i.gpu_layers),
+        }
+    return out
+
+
+# ---- human output ---------------------------------------------------------------------------
+
+
+def fmt_bytes(n: float, decimal: bool = False) -> str:
+    unit, scale = ("GB", 1e9) if decimal else ("GiB", 2**30)
+    return f"{n / scale:,.2f} {unit}"
+
+
+def fmt_time(s: float) -> str:
+    if s <= 0:
+        return "0 s"
+    if s < 1e-3:
+        return f"{s * 1e6:,.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:,.1f} ms"
+    if s < 3600:
+        return f"{s:,.2f} s"
+    return f"{s / 3600:,.1f} h"
+
+
+def table(rows: list[tuple[str, str]], indent: str = "  ") -> str:
+    width = max((len(k) for k, _ in rows), default=0)
+    vwidth = max((len(v) for _, v in rows), default=0)
+    return "\n".join(f"{indent}{k:<{width}}  {v:>{vwidth}}" for k, v in rows)
+
+
+def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
+    """The same object as aligned tables for people (GiB by default, GB with decimal=True)."""
+    def b(n: float) -> str:
+        return fmt_bytes(n, decimal)
+
+    hw = data["hardware"]
+    lay = data["layout"]
+    lines = [
+        f"{data['model']} — {data['workload']} on {hw['gpus']:,} × {hw['gpu']} "
+        f"({hw['nodes']} node{'s' if hw['nodes'] != 1 else ''} of {hw['gpus_per_node']})",
+        f"layout ({'chosen automatically' if lay['chosen_by'] == 'auto' else 'from the plan'}): "
+        f"TP {lay['tp']} · PP {lay['pp']}" + (f" (×{lay['virtual_stages']} virtual)" if lay['virtual_stages'] > 1
+                                             else "")
+        + f" · DP {lay['dp']} · CP {lay['cp']} · EP {lay['ep']}",
+    ]
+    if "training" in data:
+        t = data["training"]
+        lines.append(f"training: {t['method']}, {t['precision']}, {t['optimizer']}, seq {t['seq_len']:,}, "
+                     f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,}, ZeRO-{t['zero_stage']}, "
+                     f"recompute {t['recompute']}, offload {t['offload']}")
+    verdict = "FITS" if data["fits"] else "DOES NOT FIT"
+    mem = data["memory_per_gpu"]
+    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU", "",
+              "parameters"]
+    p = data["params"]
+    lines.append(table([("total", f"{p['total']:,}"), ("active / token", f"{p['active']:,}"),
+                        ("embedding", f"{p['embedding']:,}")]))
+    lines += ["", "memory per GPU"]
+    rows = [(k.replace("_", " "), b(mem[k])) for k in MEMORY_KEYS if mem[k]]
+    rows.append(("total", b(mem["total"])))
+    rows.append(("capacity", b(data["gpu_memory_bytes"])))
+    lines.append(table(rows))
+    if data["compute"]:
+        c = data["compute"]
+        lines += ["", "time"]
+        rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
+                ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
+                ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
+                ("training time", f"{c['training_days']:,.1f} days"), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+        if c["cost_usd"] is not None:
+            rows.append(("cost", f"${c['cost_usd']:,.0f}"))
+        lines.append(table(rows))
+    if data["communication"]:
+        m = data["communication"]
+        lines += ["", "communication per GPU per step"]
+        rows = [(x["name"], f"{b(x['bytes_per_step'])}  {fmt_time(x['exposed_s'])} exposed")
+                for x in m["collectives"]]
+        rows.append(("inter-node bandwidth to hide it", f"{m['inter_node_bandwidth_needed'] / 1e9:,.1f} GB/s"))
+        lines.append(table(rows))
+    if data["inference"]:
+        i = data["inference"]
+        lines += ["", "inference"]
+        lines.append(table([
+            ("time to first token", fmt_time(i["ttft_s"])), ("time per output token", fmt_time(i["tpot_s"])),
+            ("output tokens/s (all users)", f"{i['tokens_per_s']:,.1f}"),
+            ("tokens/s per user", f"{i['tokens_per_s_per_user']:,.1f}"),
+            ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
+            ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
+        ]))
+    lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
+    lines += [f"warning: {w}" for w in data["warnings"]]
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Why each runner-up loses to the best layout, and the Pareto fronts of the quick model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from llmplan.core.search.quick import Columns, QuickResult
+from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout
+from llmplan.core.search.space import layout_of
+from llmplan.core.workload import TrainingSettings
+
+TIME_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "ep_comm", "recompute", "optimizer_time")
+
+
+def explain_ranking(ranked: list[RankedLayout], objective: Objective) -> list[RankedLayout]:
+    return [replace(r, rank=i + 1, why="" if i == 0 else _why(r, ranked[0], objective))
+            for i, r in enumerate(ranked)]
+
+
+def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
+    """One sentence: how much worse, and the part of the step that explains most of it."""
+    slower = best.tokens_per_s / r.tokens_per_s - 1 if r.tokens_per_s else float("inf")
+    head = f"{slower:.1%} fewer tokens/s than #1" if slower > 1e-4 else "as fast as #1"
+    if objective == "cost" and r.cost_per_million_tokens and best.cost_per_million_tokens:
+        more = r.cost_per_million_tokens / best.cost_per_million_tokens - 1
+        head = f"{more:.1%} more per token than #1" if more > 1e-4 else "as cheap as #1"
+    if r.gpus != best.gpus:
+        return f"{head}: it uses {r.gpus:,} GPUs instead of {best.gpus:,}."
+    mine, theirs = dict(r.time_per_token), dict(best.time_per_token)
+    deltas = {k: mine.get(k, 0.0) - theirs.get(k, 0.0) for k in TIME_PARTS}
+    part, worst = max(deltas.items(), key=lambda kv: kv[1])
+    total = sum(theirs.values())
+    if slower <= 1e-4 or worst <= 0 or not total:
+        return f"{head}; it differs in {_difference(r, best)}." if _difference(r, best) else f"{head}."
+    share = worst / total
+    return f"{head}; most of the gap: {_PHRASES[part](r, best)}, +{share:.1%} time per token."
+
+
+def _difference(r: RankedLayout, best: RankedLayout) -> str:
+    a, b, ta, tb = r.parallelism, best.parallelism, r.training, best.training
+    pairs = [("micro-batch", ta.micro_batch, tb.micro_batch), ("ZeRO stage", ta.zero_stage, tb.zero_stage),
+             ("recompute", ta.recompute, tb.recompute), ("virtual stages", a.virtual_stages, b.virtual_stages),
+             ("CP", a.cp, b.cp), ("TP", a.tp, b.tp), ("PP", a.pp, b.pp)]
+    return ", ".join(f"{name} {x} vs {y}" for name, x, y in pairs if x != y)
+
+
+_PHRASES = {
+    "compute": lambda r, b: "more compute per token",
+    "bubble": lambda r, b: (f"its pipeline bubble (PP{r.parallelism.pp}, v{r.parallelism.virtual_stages} vs "
+                            f"PP{b.parallelism.pp}, v{b.parallelism.virtual_stages})"),
+    "tp_comm": lambda r, b: (f"tensor/context-parallel traffic (TP{r.parallelism.tp} CP{r.parallelism.cp} vs "
+                             f"TP{b.parallelism.tp} CP{b.parallelism.cp})"),
+    "pp_comm": lambda r, b: (f"pipeline sends (PP{r.parallelism.pp}, v{r.parallelism.virtual_stages} vs "
+                             f"PP{b.parallelism.pp}, v{b.parallelism.virtual_stages})"),
+    "dp_comm": lambda r, b: (f"exposed data-parallel traffic (DP{r.parallelism.dp}, ZeRO-{r.training.zero_stage} "
+                             f"vs DP{b.parallelism.dp}, ZeRO-{b.training.zero_stage})"),
+    "ep_comm": lambda r, b: f"expert all-to-alls (EP{r.parallelism.ep} vs EP{b.parallelism.ep})",
+    "recompute": lambda r, b: f"recomputation ('{r.training.recompute}' vs '{b.training.recompute}')",
+    "optimizer_time": lambda r, b: ("the CPU-offload transfers" if r.training.offload != "none"
+                                    else "the optimizer update"),
+}
+
+
+def pareto_fronts(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings
+            ) -> tuple[tuple[ParetoPoint, ...], tuple[ParetoPoint, ...]]:
+    """Fastest layout per GPU count, then the non-dominated ones by cost and by GPU count (quick model)."""
+    gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[order]
+    tps = res.tokens_per_s[order]
+    best_per: dict[int, int] = {}
+    for k, g in enumerate(gpus.tolist()):
+        if g not in best_per or tps[k] > tps[best_per[g]]:
+            best_per[g] = k
+    points = []
+    for g, k in sorted(best_per.items()):
+        row = int(order[k])
+        p, tr = layout_of(cols, row, t)
+        cost = None if price is None else g * price / 3600.0 / float(tps[k]) * 1e6
+        label = RankedLayout(0, g, p, tr, 0, 0, 0, 0, 0, None, False, "").label()
+        points.append(ParetoPoint(g, float(tps[k]), cost, label))
+    by_gpus, fastest = [], 0.0
+    for pt in points:  # fewest GPUs first: keep a point only if it is faster than every smaller one
+        if pt.tokens_per_s > fastest:
+            by_gpus.append(pt)
+            fastest = pt.tokens_per_s
+    unit_cost = [(pt.cost_per_million_tokens if price is not None else pt.gpus / pt.tokens_per_s, pt)
+                 for pt in points]
+    by_cost, cheapest = [], float("inf")
+    for c, pt in sorted(unit_cost, key=lambda cp: -cp[1].tokens_per_s):
+        if c < cheapest:
+            by_cost.append(pt)
+            cheapest = c
+    return tuple(by_cost), tuple(by_gpus)

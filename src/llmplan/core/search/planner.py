@@ -1,0 +1,211 @@
+"""The auto-planner: every valid layout, pruned, ranked, explained.
+
+1. enumerate every valid layout (``space``) for the cluster, and by default for smaller
+   slices of it too (powers of two of nodes), so the Pareto front of time against cost
+   and GPU count has something to show;
+2. evaluate them all at once with the quick model (``quick``) and drop what cannot fit;
+   CPU offload is tried only when nothing fits without it;
+3. re-estimate the short list with the full engine (``refine``, normally
+   ``llmplan.core.estimate.estimate``), keep what still fits, and rank by tokens/s
+   (objective "time") or by cost per token ("cost");
+4. say for each runner-up why it loses to the best, in one sentence.
+
+The GUI runs this on every knob change: ``progress(fraction, message)`` is called
+between batches and ``cancel()`` is checked there; a cancelled search returns what it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from llmplan.core.result import Estimate
+from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
+from llmplan.core.search.quick import Columns, QuickResult, evaluate
+from llmplan.core.search.results import Objective, RankedLayout, SearchResult
+from llmplan.core.search.shape import model_shape
+from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
+from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
+from llmplan.errors import LayoutError, LlmplanError
+
+Progress = Callable[[float, str], None]
+Cancel = Callable[[], bool]
+Refine = Callable[[Scenario], Estimate]
+_BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
+REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
+
+
+def search(
+    scenario: Scenario,
+    top: int = 5,
+    objective: Objective = "time",
+    refine: Refine | None = None,
+    refine_count: int = 24,
+    use_fewer_gpus: bool = True,
+    progress: Progress | None = None,
+    cancel: Cancel | None = None,
+) -> SearchResult:
+    """Best training layouts for ``scenario``'s model, workload and cluster (see module doc)."""
+    if scenario.workload == "inference":
+        from llmplan.core.search.inference import search_inference
+
+        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel)
+    if objective not in ("time", "cost"):
+        raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
+    cluster, t = scenario.cluster, scenario.training
+    shape = model_shape(scenario.model, t)
+    counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)
+    report = progress or (lambda _f, _m: None)
+    stop = cancel or (lambda: False)
+
+    note = ""
+    cols, res, cancelled = _quick_all(shape, scenario, counts, offload=False, report=report, stop=stop)
+    fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+    if not len(fit) and not cancelled:
+        note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
+        cols, res, cancelled = _quick_all(shape, scenario, counts, offload=True, report=report, stop=stop)
+        fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+    evaluated = len(cols)
+    if not len(fit):
+        why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
+        return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
+    gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
+    price = cluster.hourly_price
+    tps = res.tokens_per_s[fit]
+    score = _score(tps, gpus, price, objective)
+    order = fit[np.argsort(-score, kind="stable")]
+    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t)
+
+    wanted = max(refine_count, top) if refine else top
+    ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
+    if refine and not ranked and not cancelled:
+        # Megatron's default split needs layers % (pp·v) == 0; an engine that only models even stages
+        # rejects uneven ones (which Megatron also supports). Give it the even ones before giving up.
+        even = order[(scenario.model.num_layers % (cols.pp[order] * cols.vp[order])) == 0]
+        ranked, refined2, tried2, cancelled = _refine(even, wanted, cols, res, scenario, price, refine, report,
+                                                      stop)
+        refined, tried = refined + refined2, tried + tried2
+        if ranked:
+            note = ("the full engine refused the quick model's favourites (uneven pipeline stages); "
+                    "showing layouts with layers divisible by pp·virtual_stages")
+    ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
+    if refine and not ranked and not cancelled:
+        note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
+                "try more GPUs, ZeRO-3, recomputation or offload")
+    final = explain_ranking(ranked[:top], objective)
+    report(1.0, "done")
+    return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
+                        objective, note)
+
+
+def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, scenario: Scenario,
+            price: float | None, refine: Refine | None, report: Progress, stop: Cancel
+            ) -> tuple[list[RankedLayout], int, int, bool]:
+    """Walk down the quick ranking until ``wanted`` layouts are accepted (the engine may reject
+    some: stricter rules, more memory), trying at most REFINE_ATTEMPTS_FACTOR × wanted."""
+    ranked: list[RankedLayout] = []
+    refined = tried = 0
+    for row in order[: wanted * REFINE_ATTEMPTS_FACTOR if refine else wanted]:
+        if len(ranked) >= wanted:
+            break
+        if refine and stop():
+            return ranked, refined, tried, True
+        tried += 1
+        report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
+        item = _ranked(int(row), cols, res, scenario, price, refine)
+        if item is not None:
+            refined += item.refined
+            ranked.append(item)
+    return ranked, refined, tried, False
+
+
+def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, report: Progress,
+               stop: Cancel) -> tuple[Columns, QuickResult, bool]:
+    cluster, t = scenario.cluster, scenario.training
+    cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
+                             t.flash_attention)
+    parts: list[QuickResult] = []
+    cancelled = False
+    n = len(cols)
+    for start in range(0, max(n, 1), _BATCH):
+        if stop():
+            cancelled = True
+            cols = cols.take(np.arange(start))
+            break
+        idx = np.arange(start, min(start + _BATCH, n))
+        parts.append(evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
+                              scenario.parallelism.sequence_parallel))
+        report(0.8 * min(start + _BATCH, n) / max(n, 1), f"evaluated {min(start + _BATCH, n):,} of {n:,} layouts")
+    if not parts:
+        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency), cancelled
+    merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
+    return cols, merged, cancelled
+
+
+def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Objective) -> np.ndarray:
+    """Higher is better: tokens/s, or tokens per dollar (per GPU-hour without a price)."""
+    if objective == "cost":
+        return tps / (gpus * (price or 1.0))
+    return tps
+
+
+def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
+    """The scenario with this layout, on the GPUs it uses (whole nodes, or part of one)."""
+    gpus = parallelism.gpus
+    c = scenario.cluster
+    if gpus < c.gpus_per_node:
+        cluster = c.model_copy(update={"gpus_per_node": gpus, "nodes": 1})
+    else:
+        cluster = c.model_copy(update={"nodes": gpus // c.gpus_per_node})
+    return scenario.model_copy(update={"cluster": cluster, "parallelism": parallelism, "training": training})
+
+
+def _ranked(row: int, cols: Columns, res: QuickResult, scenario: Scenario, price: float | None,
+            refine: Refine | None) -> RankedLayout | None:
+    p, t = layout_of(cols, row, scenario.training, scenario.parallelism.sequence_parallel)
+    gpus = p.gpus
+    cap = float(scenario.cluster.gpu.usable_memory_bytes)
+    peak = scenario.cluster.gpu.peak_flops.for_dtype(t.precision)
+    step, tps, mem = float(res.step_time[row]), float(res.tokens_per_s[row]), float(res.memory[row])
+    mfu = float(res.model_flops[row]) / (step * gpus * peak) if peak else 0.0
+    est = None
+    if refine is not None:
+        try:
+            est = refine(scenario_for(scenario, p, t))
+        except LlmplanError:
+            return None  # the engine judges this layout invalid: not a candidate
+        if not est.fits or est.compute is None:
+            return None
+        step, tps = est.compute.step_time_s.value, est.compute.tokens_per_s.value
+        mem, mfu, cap = est.memory.total.value, est.compute.mfu.value, est.memory.capacity.value
+    cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
+    tokens = float(res.tokens_per_step[row])
+    parts = tuple((name, float(getattr(res, name)[row]) / tokens) for name in TIME_PARTS)
+    return RankedLayout(0, gpus, p, t, step, tps, mem, cap, mfu, cost, est is not None, "", est,
+                        time_per_token=parts)
+
+
+def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
+                 training: TrainingSettings | None = None) -> tuple[RankedLayout, QuickResult]:
+    """The quick model's figures for one given layout (default: the scenario's own).
+
+    Raises ``LayoutError`` naming the broken rule when the layout is not one the search
+    would consider (see ``space``).
+    """
+    from llmplan.core.search.space import check_layout
+
+    p = parallelism or scenario.parallelism
+    t = training or scenario.training
+    shape = model_shape(scenario.model, t)
+    check_layout(shape, p, t, scenario.cluster.gpus_per_node)
+    accum = max(t.global_batch // (t.micro_batch * p.dp), 1) if t.global_batch else 1
+    one = np.ones(1, dtype=np.int64)
+    cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
+                   ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
+                   recompute=one * RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
+    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel)
+    base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
+    ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)
+    assert ranked is not None  # without refine, _ranked always returns a layout
+    return ranked, res

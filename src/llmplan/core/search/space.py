@@ -1,0 +1,154 @@
+"""Every valid training layout for a model on up to N GPUs, as NumPy columns.
+
+The rules are Megatron-LM's and DeepSpeed's:
+- TP stays inside a node and divides the attention heads (and the KV heads, or is a
+  multiple of them: KV heads are then replicated);
+- TP·CP·PP·DP = the GPUs used; PP ≤ layers (uneven stages allowed: the slowest has
+  ⌈L/PP⌉ layers); interleaving needs ⌈L/PP⌉ divisible by v and micro-batches divisible by PP;
+- CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
+- EP divides the routed experts and the data-parallel size (experts live inside DP);
+- ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it); ZeRO needs DP·CP > 1;
+- the global batch (sequences) = micro-batch · accumulation · DP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from llmplan.core.search.quick import Columns
+from llmplan.core.search.shape import ModelShape
+from llmplan.core.workload import ParallelLayout, TrainingSettings
+
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+CP_CHOICES = (1, 2, 4, 8, 16)
+VP_CHOICES = (1, 2, 3, 4, 6, 8)
+MB_CHOICES = (1, 2, 4, 8, 16, 32)
+RECOMPUTE_NAMES = ("none", "selective", "full")  # the codes of Columns.recompute
+
+
+def _tp_ok(s: ModelShape, tp: int) -> bool:
+    return s.heads % tp == 0 and (s.kv_heads % tp == 0 or tp % s.kv_heads == 0)
+
+
+def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> list[tuple[int, ...]]:
+    """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs."""
+    out = []
+    for tp in TP_CHOICES:
+        if tp > gpus_per_node or gpus % tp or not _tp_ok(s, tp):
+            continue
+        for cp in CP_CHOICES:
+            if (gpus // tp) % cp or (cp > 1 and seq_len % (2 * cp)):
+                continue
+            rest = gpus // (tp * cp)
+            for pp in range(1, min(s.layers, rest) + 1):
+                if rest % pp:
+                    continue
+                dp = rest // pp
+                stage = -(-s.layers // pp)
+                eps = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+                       if e <= dp and dp % e == 0 and s.num_experts % e == 0] if s.num_experts > 1 else [1]
+                vps = [v for v in VP_CHOICES if v == 1 or (pp > 1 and stage % v == 0 and stage // v >= 1)]
+                out.extend((tp, cp, pp, dp, ep, vp) for ep in eps for vp in vps)
+    return out
+
+
+def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
+                     global_batch: int, offload: bool, flash_attention: bool = True) -> Columns:
+    """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only)."""
+    rows = [b for n in gpu_counts for b in base_layouts(s, n, gpus_per_node, seq_len)]
+    if not rows:
+        return _empty()
+    base = np.array(rows, dtype=np.int64)
+    mbs = np.array(MB_CHOICES, dtype=np.int64)
+    zeros = np.array((1, 2, 3) if offload else (0, 1, 2, 3), dtype=np.int64)
+    # with FlashAttention the scores are never stored, so selective recompute saves nothing
+    recomputes = np.array((0, 2) if flash_attention else (0, 1, 2), dtype=np.int64)
+    grid = np.stack(np.meshgrid(np.arange(len(base)), mbs, zeros, recomputes, indexing="ij"), -1).reshape(-1, 4)
+    b = base[grid[:, 0]]
+    tp, cp, pp, dp, ep, vp = (b[:, i] for i in range(6))
+    mb, zero, rc = grid[:, 1], grid[:, 2], grid[:, 3]
+    if global_batch > 0:
+        ok = global_batch % (mb * dp) == 0
+        accum = np.where(ok, global_batch // np.maximum(mb * dp, 1), 0)
+    else:
+        ok = mb == mb.min()  # no batch given: one micro-batch per replica per step
+        accum = np.ones_like(mb)
+    ok &= (zero == 0) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
+    ok &= (pp == 1) | (zero <= 1)
+    ok &= (vp == 1) | (accum % pp == 0)
+    keep = np.nonzero(ok)[0]
+    one = np.ones(len(keep), dtype=np.int64)
+    return Columns(tp=tp[keep], pp=pp[keep], vp=vp[keep], dp=dp[keep], cp=cp[keep], ep=ep[keep],
+                   zero=zero[keep], offload=one * int(offload), recompute=rc[keep], mb=mb[keep],
+                   accum=accum[keep])
+
+
+def _empty() -> Columns:
+    z = np.zeros(0, dtype=np.int64)
+    return Columns(z, z, z, z, z, z, z, z, z, z, z)
+
+
+def gpu_counts(total_gpus: int, gpus_per_node: int, use_fewer: bool) -> list[int]:
+    """The cluster sizes to consider: all of it, or also powers of two of nodes (and of GPUs in one node)."""
+    if not use_fewer:
+        return [total_gpus]
+    nodes = total_gpus // gpus_per_node
+    counts = {total_gpus}
+    k = 1
+    while k < gpus_per_node:
+        counts.add(k)
+        k *= 2
+    k = 1
+    while k <= nodes:
+        counts.add(k * gpus_per_node)
+        k *= 2
+    return sorted(c for c in counts if c <= total_gpus)
+
+
+def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
+    """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break."""
+    from llmplan.errors import LayoutError
+
+    stage = -(-s.layers // p.pp)
+    rules = [
+        (p.tp <= gpus_per_node, f"parallelism.tp ({p.tp}) must fit in one node of {gpus_per_node} GPUs"),
+        (_tp_ok(s, p.tp), f"parallelism.tp ({p.tp}) must divide the {s.heads} attention heads and the "
+                          f"{s.kv_heads} KV heads (or be a multiple of them)"),
+        (p.pp <= s.layers, f"parallelism.pp ({p.pp}) cannot exceed the {s.layers} layers"),
+        (p.cp == 1 or t.seq_len % (2 * p.cp) == 0,
+         f"training.seq_len ({t.seq_len}) must be divisible by 2·cp ({2 * p.cp})"),
+        (p.ep == 1 or (p.dp % p.ep == 0 and s.num_experts % p.ep == 0),
+         f"parallelism.ep ({p.ep}) must divide parallelism.dp ({p.dp}) and the {s.num_experts} experts"),
+        (p.virtual_stages == 1 or (p.pp > 1 and stage % p.virtual_stages == 0),
+         f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and must divide the {stage} layers "
+         "per stage"),
+        (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
+         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
+        (p.pp == 1 or t.zero_stage <= 1, "training.zero_stage 2 and 3 do not combine with pipeline "
+                                         "parallelism (pp > 1); use zero_stage 0 or 1"),
+        (not t.global_batch or t.global_batch % (t.micro_batch * p.dp) == 0,
+         f"training.global_batch ({t.global_batch}) must be a multiple of micro_batch·dp "
+         f"({t.micro_batch}·{p.dp})"),
+    ]
+    for ok, message in rules:
+        if not ok:
+            raise LayoutError(message)
+    accum = t.global_batch // (t.micro_batch * p.dp) if t.global_batch else 1
+    if p.virtual_stages > 1 and accum % p.pp:
+        raise LayoutError(f"interleaving needs the micro-batches per step ({accum}) to be a multiple of pp ({p.pp})")
+
+
+def layout_of(cols: Columns, row: int, base: TrainingSettings, sequence_parallel: bool = True
+              ) -> tuple[ParallelLayout, TrainingSettings]:
+    p = ParallelLayout(tp=int(cols.tp[row]), pp=int(cols.pp[row]), dp=int(cols.dp[row]), cp=int(cols.cp[row]),
+                       ep=int(cols.ep[row]), virtual_stages=int(cols.vp[row]),
+                       sequence_parallel=sequence_parallel and int(cols.tp[row]) > 1)
+    mb, dp, accum = int(cols.mb[row]), int(cols.dp[row]), int(cols.accum[row])
+    t = base.model_copy(update={
+        "micro_batch": mb, "global_batch": mb * dp * accum if base.global_batch else 0,
+        "zero_stage": int(cols.zero[row]), "offload": "cpu" if cols.offload[row] else "none",
+        "recompute": RECOMPUTE_NAMES[int(cols.recompute[row])],
+    })
+    return p, t

@@ -1,0 +1,67 @@
+"""The command line: schema, search, --set errors, and bad input exiting 2 with one line."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from llmplan.cli import main
+from llmplan.io.planfile import plan_schema_text
+from llmplan.resources_path import resources_dir
+
+EXAMPLES = resources_dir() / "examples"
+PRETRAIN = EXAMPLES / "pretrain-llama-3.1-405b-16k-h100.llmplan"
+
+
+def test_schema_prints_the_checked_in_schema(capsys):
+    assert main(["schema"]) == 0
+    assert capsys.readouterr().out == plan_schema_text()
+
+
+def test_search_json_on_an_example_plan(capsys):
+    assert main(["search", str(PRETRAIN), "--top", "3", "--exact-gpus", "--quick", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["best"]) == 3 and data["fitting"] > 0
+    first, second = data["best"][0], data["best"][1]
+    assert first["gpus"] == 16_384 and first["why"] == "" and second["why"]
+    assert first["tokens_per_s"] >= second["tokens_per_s"]
+
+
+def test_search_text_shows_the_pareto_front(capsys):
+    assert main(["search", str(PRETRAIN), "--top", "2", "--quick", "--set", "hardware.nodes=16"]) == 0
+    out = capsys.readouterr().out
+    assert "#1" in out and "why not #1" in out and "Pareto front" in out
+
+
+def test_search_inference_plan(capsys):
+    assert main(["search", str(EXAMPLES / "serve-llama-3.1-70b-tp4-h100.llmplan"), "--objective", "cost",
+                 "--quick"]) == 0
+    assert "TP4 PP1 (one replica of 4 GPUs)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["estimate", str(PRETRAIN), "--set", "parallelism.tpp=2"], "nearest valid paths: parallelism.tp"),
+        (["estimate", str(PRETRAIN), "--set", "training.zero_stage=9"], "expected one of 0, 1, 2, 3"),
+        (["estimate", "/nonexistent/plan.llmplan"], "no such file"),
+        (["estimate"], "give a plan file, or --model"),
+        (["search", str(PRETRAIN), "--model", "x"], "either a plan file or --model"),
+        (["estimate", "--model", "x"], "--gpu is required with --model"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_plan_through_a_real_process(tmp_path):
+    bad = tmp_path / "bad.llmplan"
+    bad.write_text('{"format": "llmplan", "schema_version": 7, "model": {"id": "m"}}')
+    proc = subprocess.run([sys.executable, "-m", "llmplan", "estimate", str(bad), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "newer llmplan (schema 7)" in proc.stderr and "reads up to schema 1" in proc.stderr

@@ -1,0 +1,72 @@
+"""``estimate`` wiring: plan -> overrides -> auto layout -> engine -> report -> --save.
+
+The engine is replaced by a stand-in returning a fixed Estimate (the formatter's test
+fixture), so these tests check the command's plumbing, not the engine's numbers.
+"""
+
+import importlib.util
+import json
+
+import pytest
+
+from llmplan.cli import main
+from llmplan.io.planfile import load_plan
+from llmplan.resources_path import resources_dir
+
+from .test_report import _estimate
+
+EXAMPLES = resources_dir() / "examples"
+PRETRAIN = EXAMPLES / "pretrain-llama-3.1-405b-16k-h100.llmplan"
+ENGINES = all(importlib.util.find_spec(f"llmplan.core.{m}") for m in ("training", "inference"))
+
+
+@pytest.fixture
+def stand_in_engine(monkeypatch):
+    seen = []
+
+    def fake(scenario):
+        seen.append(scenario)
+        return _estimate(scenario, inference=scenario.workload == "inference")
+
+    monkeypatch.setattr("llmplan.core.estimate.estimate", fake)
+    return seen
+
+
+def test_plan_layout_is_used_as_given(stand_in_engine, capsys):
+    assert main(["estimate", str(PRETRAIN), "--json", "--set", "parallelism.virtual_stages=4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["layout"] == {"tp": 8, "pp": 16, "dp": 128, "cp": 1, "ep": 1, "sequence_parallel": True,
+                              "virtual_stages": 4, "gpus": 16384, "chosen_by": "plan"}
+    assert stand_in_engine[0].cluster.total_gpus == 16384
+
+
+def test_auto_layout_when_none_is_given_and_save_keeps_it(stand_in_engine, capsys, tmp_path):
+    # A model given as a config.json path; GPU spec set inline through --set (no catalog needed).
+    from tests.core.search.specs import H100_80GB
+    from tests.io.test_planfile import LLAMA_CONFIG
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA_CONFIG))
+    out = tmp_path / "auto.llmplan"
+    argv = ["estimate", "--model", str(cfg), "--gpus", "8", "--set",
+            f"hardware.gpu_spec={H100_80GB.model_dump_json()}", "--set", "training.global_batch=512",
+            "--save", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "layout (chosen automatically)" in text and "FITS" in text
+    saved = load_plan(out)
+    assert saved.parallelism.gpus == 8 and saved.hardware.gpu_spec == H100_80GB
+    assert saved.parallelism == stand_in_engine[0].parallelism
+
+
+def test_missing_engine_is_one_line(capsys):
+    if ENGINES:
+        pytest.skip("the engines are present")
+    assert main(["estimate", str(PRETRAIN)]) == 2
+    assert "no pretrain engine" in capsys.readouterr().err
+
+
+def test_auto_flag_replans_a_plan_file(stand_in_engine, capsys):
+    assert main(["estimate", str(PRETRAIN), "--auto", "--set", "hardware.nodes=4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["layout"]["chosen_by"] == "auto" and data["layout"]["gpus"] == 32

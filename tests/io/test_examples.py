@@ -1,0 +1,57 @@
+"""Every shipped example plan opens, saves byte-identically, resolves, and is estimated."""
+
+import importlib.util
+
+import pytest
+
+from llmplan.core.search.planner import quick_layout
+from llmplan.io.planfile import load_plan, save_plan
+from llmplan.io.resolve import resolve
+from llmplan.resources_path import resources_dir
+
+EXAMPLES = sorted((resources_dir() / "examples").glob("*.llmplan"))
+ENGINES = all(importlib.util.find_spec(f"llmplan.core.{m}") for m in ("training", "inference"))
+
+
+def test_the_five_examples_are_shipped():
+    assert len(EXAMPLES) == 5
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_round_trips_byte_identically(path, tmp_path):
+    copy = save_plan(load_plan(path), tmp_path / path.name)
+    assert copy.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_resolves_from_its_inline_specs(path, monkeypatch):
+    # inline specs only: no catalog lookups (an empty user data dir changes nothing)
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", "/nonexistent-llmplan-test-dir")
+    scenario = resolve(load_plan(path))
+    assert scenario.parallelism.gpus <= scenario.cluster.total_gpus
+
+
+@pytest.mark.skipif(not ENGINES, reason="the training/inference engines have not landed in this build yet")
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_is_estimated(path):
+    from llmplan.core.estimate import estimate
+    from llmplan.errors import LayoutError
+
+    try:
+        est = estimate(resolve(load_plan(path)))
+    except LayoutError as exc:
+        # Llama 3 405B: 126 layers on 16 stages is uneven (Meta took one layer off the first and the
+        # last stage, Llama 3 paper §3.3.2); an engine that only takes layers % pp == 0 refuses it.
+        if "405b" in path.name and "layers divisible by pp" in str(exc):
+            pytest.xfail(f"the training engine does not support uneven pipeline stages yet: {exc}")
+        raise
+    assert est.memory.total.value > 0
+
+
+def test_llama3_405b_layout_is_valid_and_fits_by_the_quick_model():
+    """Llama 3 paper Table 4: TP8 CP1 PP16 DP128 on 16,384 H100 at seq 8,192 ran (so it fits in 80 GB)."""
+    path = next(p for p in EXAMPLES if "405b" in p.name)
+    scenario = resolve(load_plan(path))
+    ranked, _ = quick_layout(scenario)
+    assert ranked.gpus == 16_384
+    assert ranked.memory_bytes <= scenario.cluster.gpu.usable_memory_bytes

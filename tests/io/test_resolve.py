@@ -1,0 +1,94 @@
+"""PlanDocument -> Scenario: inline specs first, catalog ids otherwise, efficiency overrides on top."""
+
+import importlib.util
+
+import pytest
+
+from llmplan.errors import CatalogError, PlanFileError
+from llmplan.io.overrides import apply_overrides
+from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
+from llmplan.io.resolve import inline_specs, resolve
+
+from ..core.search.specs import A100_80GB, HDR_IB
+from .test_planfile import LLAMA_CONFIG
+
+CATALOGS = importlib.util.find_spec("llmplan.catalog.models") and importlib.util.find_spec(
+    "llmplan.catalog.hardware")
+
+
+def _doc(**hw) -> PlanDocument:
+    return PlanDocument(model=ModelRef(name="Llama 3 8B", config=LLAMA_CONFIG),
+                        hardware=HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB, **hw))
+
+
+def test_inline_specs_resolve_without_a_catalog():
+    sc = resolve(_doc(gpus_per_node=8))
+    assert sc.model.hidden_size == 4096 and sc.model.name == "Llama 3 8B"
+    assert sc.cluster.gpu == A100_80GB and sc.cluster.total_gpus == 8
+
+
+def test_efficiency_overrides_apply_on_top_of_the_defaults():
+    sc = resolve(apply_overrides(_doc(), ["efficiency.matmul=0.42"]))
+    assert sc.efficiency.matmul == 0.42
+    assert sc.efficiency.memory_bandwidth == resolve(_doc()).efficiency.memory_bandwidth
+
+
+def test_several_nodes_need_a_network():
+    with pytest.raises(PlanFileError, match=r"hardware\.network: 4 nodes need a network"):
+        resolve(_doc(nodes=4))
+    assert resolve(_doc(nodes=4, network=HDR_IB.id, network_spec=HDR_IB)).cluster.network == HDR_IB
+
+
+def test_pretraining_with_lora_is_refused_naming_the_field():
+    with pytest.raises(PlanFileError, match=r"training\.method"):
+        resolve(apply_overrides(_doc(), ["training.method=lora"]))
+
+
+@pytest.mark.skipif(bool(CATALOGS), reason="checks the message given when no catalog is installed")
+def test_catalog_ids_without_a_catalog_say_so():
+    with pytest.raises(CatalogError, match="no model catalog"):
+        resolve(PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B")))
+
+
+@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
+def test_unknown_catalog_ids_raise_catalog_error():
+    with pytest.raises(CatalogError):
+        resolve(PlanDocument(model=ModelRef(id="no-such/model-xyz")))
+    with pytest.raises(CatalogError):
+        resolve(PlanDocument(model=ModelRef(config=LLAMA_CONFIG), hardware=HardwareRef(gpu="no-such-gpu")))
+
+
+def test_inline_specs_is_a_no_op_for_self_contained_plans():
+    doc = _doc()
+    assert inline_specs(doc) == doc
+
+
+@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
+def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
+    from llmplan.catalog.hardware import load_hardware_catalog
+    from llmplan.catalog.models import load_model_catalog
+
+    from llmplan.io.planfile import load_plan, save_plan
+
+    model_id = next(iter(load_model_catalog().entries)).id
+    gpu_id = next(iter(load_hardware_catalog().gpus)).id if hasattr(load_hardware_catalog(), "gpus") else None
+    if gpu_id is None:
+        pytest.skip("hardware catalog has no 'gpus' listing")
+    doc = PlanDocument(model=ModelRef(id=model_id), hardware=HardwareRef(gpu=gpu_id))
+    saved = load_plan(save_plan(doc, tmp_path / "p.llmplan"))
+    assert (saved.model.config or saved.model.spec) and saved.hardware.gpu_spec is not None
+    assert resolve(saved).model.hidden_size == resolve(doc).model.hidden_size
+
+
+@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
+def test_catalog_ids_resolve_with_the_catalog_efficiency_then_the_overrides():
+    from llmplan.catalog.hardware import load_hardware_catalog
+
+    gpu_id = "nvidia-a100-sxm4-80gb"
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"), hardware=HardwareRef(gpu=gpu_id))
+    sc = resolve(doc)
+    catalog_eff = load_hardware_catalog().efficiency_for(gpu_id)
+    assert sc.cluster.gpu.id == gpu_id and sc.model.hidden_size == 4096
+    assert sc.efficiency == catalog_eff
+    tuned = resolve(apply_overrides(doc, ["efficiency.network=0.5"]))
+    assert tuned.efficiency == catalog_eff.model_copy(update={"network": 0.5})
