@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from tests.core.inference.gpus import A100, H100, L4
-from tests.core.inference.models import LLAMA3_8B
 
 from llmplan.cli import cmd_serve, main
+from tests.core.inference.gpus import A100, H100, L4
+from tests.core.inference.models import LLAMA3_8B
 
 
 @pytest.fixture

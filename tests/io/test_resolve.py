@@ -67,7 +67,6 @@ def test_inline_specs_is_a_no_op_for_self_contained_plans():
 def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
     from llmplan.catalog.hardware import load_hardware_catalog
     from llmplan.catalog.models import load_model_catalog
-
     from llmplan.io.planfile import load_plan, save_plan
 
     model_id = next(iter(load_model_catalog().entries)).id

@@ -1,8 +1,6 @@
 """estimate_inference end to end: a full Estimate, and decode speed against published measurements."""
 
 import pytest
-from tests.core.inference.gpus import H100, M1_MAX, M2_ULTRA, RTX4080, RTX4090
-from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B, LLAMA_7B, MIXTRAL_8X7B, QWEN25_7B
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.core.estimate import estimate
@@ -10,6 +8,8 @@ from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError
 from llmplan.io.hf_config import spec_from_config
+from tests.core.inference.gpus import H100, M1_MAX, M2_ULTRA, RTX4080, RTX4090
+from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B, LLAMA_7B, MIXTRAL_8X7B, QWEN25_7B
 
 GIB = 2**30
 

@@ -20,6 +20,10 @@ Tolerance: 2% (the brief's); the model reproduces them within 0.1%.
 """
 
 import pytest
+
+from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
+from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
+from llmplan.io.hf_config import spec_from_config
 from tests.core.inference.models import (
     LLAMA3_8B,
     LLAMA32_3B,
@@ -28,10 +32,6 @@ from tests.core.inference.models import (
     MIXTRAL_8X7B,
     QWEN25_7B,
 )
-
-from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
-from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
-from llmplan.io.hf_config import spec_from_config
 
 GIB = 2**30
 

@@ -3,15 +3,15 @@
 These follow from the model's definitions (no published number is reproduced here)."""
 
 import pytest
-from tests.core.inference.gpus import H100, M1_MAX
-from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B
-from tests.core.inference.test_estimate_inference import scenario
 
 from llmplan.core.estimate import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import EfficiencyOverrides, InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError
 from llmplan.io.hf_config import spec_from_config
+from tests.core.inference.gpus import H100, M1_MAX
+from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B
+from tests.core.inference.test_estimate_inference import scenario
 
 
 def test_pipeline_stages_split_layers_not_latency():
@@ -100,10 +100,9 @@ def test_deepseek_v3_fp8_needs_h200_class_memory_on_one_node():
 
 
 def test_offload_without_host_bandwidth_is_a_clear_error():
-    from tests.core.inference.gpus import RTX4090
-
     from llmplan.catalog.engines import engine_profile
     from llmplan.errors import InputError
+    from tests.core.inference.gpus import RTX4090
 
     engine = engine_profile("llama-cpp").model_copy(update={"host_memory_bandwidth": 0.0})
     sc = scenario(LLAMA3_8B, RTX4090.model_copy(update={"pcie_bandwidth": 0.0}), engine="llama-cpp",

@@ -6,13 +6,13 @@ Mélange's own tables depend on its measured profiles, which we do not have)."""
 import math
 
 import pytest
-from tests.core.inference.gpus import A100, H100, L4
-from tests.core.inference.models import LLAMA3_8B
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.core.inference.serving import RequestClass, ServingRequest, plan_serving
 from llmplan.errors import InputError
 from llmplan.io.hf_config import spec_from_config
+from tests.core.inference.gpus import A100, H100, L4
+from tests.core.inference.models import LLAMA3_8B
 
 SPEC = spec_from_config(LLAMA3_8B)
 VLLM = engine_profile("vllm")

@@ -8,11 +8,11 @@ arithmetic only (exact), not against a real file.
 """
 
 import pytest
-from tests.core.inference.models import LLAMA3_8B
 
 from llmplan.core.quant import known_formats, parse_weight_format, quantized_weights
 from llmplan.errors import InputError
 from llmplan.io.hf_config import spec_from_config
+from tests.core.inference.models import LLAMA3_8B
 
 SPEC = spec_from_config(LLAMA3_8B)
 LINEAR = sum(g.group.params for g in quantized_weights(SPEC, "bf16").groups
