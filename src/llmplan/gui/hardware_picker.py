@@ -200,10 +200,13 @@ class HardwarePicker(QWidget):
         node_id = self.node.itemData(i)
         changes: dict[str, Any] = {"hardware.node": node_id}
         for e in backend.node_entries():
-            if getattr(e, "id", None) == node_id:
-                per_node = getattr(e, "gpus_per_node", None)
-                if per_node:
-                    changes["hardware.gpus_per_node"] = int(per_node)
+            if getattr(e, "id", None) == node_id:  # a preset fills in its GPU, count and network
+                for field, attr in (("gpus_per_node", "gpus_per_node"), ("gpu", "gpu_id"), ("network", "network_id")):
+                    value = getattr(e, attr, None)
+                    if value:
+                        changes[f"hardware.{field}"] = value
+                if "hardware.gpu" in changes:
+                    changes["hardware.gpu_spec"] = None
         self.state.edit_many(changes, "Node preset")
 
     # ---- detection -------------------------------------------------------------------

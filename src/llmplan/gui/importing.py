@@ -44,11 +44,7 @@ def _gguf_config(path: Path) -> dict[str, Any]:
     except ImportError:
         raise ConfigError(f"{path.name}: this build of llmplan cannot read GGUF headers yet; "
                           "drop the model's config.json instead") from None
-    for fn_name in ("config_from_gguf", "read_config", "gguf_to_config"):
-        fn = getattr(gguf_header, fn_name, None)
-        if fn is not None:
-            return dict(fn(path))
-    raise ConfigError(f"{path.name}: this build's GGUF reader has no config conversion; drop a config.json")
+    return dict(gguf_header.config_from_gguf(gguf_header.read_gguf_header(path)))
 
 
 def import_model(path: str | Path) -> tuple[ModelRef, str]:
