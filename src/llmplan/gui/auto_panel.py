@@ -158,6 +158,7 @@ class AutoDialog(QDialog):
             item = QTreeWidgetItem(self.list, [str(r.rank), r.label(), str(r.gpus), f"{r.tokens_per_s:,.0f}",
                                                duration(r.step_time_s), self.unit.fmt(r.memory_bytes), r.why])
             item.setToolTip(1, "figures from the full engine" if r.refined else "figures from the quick model")
+            item.setToolTip(6, r.why)
         if self.list.topLevelItemCount():
             self.list.setCurrentItem(self.list.topLevelItem(0))
         if self.charts is not None:

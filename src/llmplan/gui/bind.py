@@ -16,6 +16,14 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QW
 from llmplan.gui.state import PlanState
 
 
+def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
+    """A combo box whose width does not grow with its longest entry (long preset names
+    would otherwise force the whole window wider than a 1280-pixel screen)."""
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(chars)
+    return combo
+
+
 def _follow(state: PlanState, widget: QWidget, path: str, show) -> None:
     def refresh(_doc: Any = None) -> None:
         widget.blockSignals(True)
@@ -104,7 +112,7 @@ def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
 def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequence[tuple[Any, str]],
                 editable: bool = False) -> QComboBox:
     """``options`` are (value, text) pairs; an editable combo also accepts typed values."""
-    w = QComboBox()
+    w = compact(QComboBox())
     w.setEditable(editable)
     for value, text in options:
         w.addItem(text, value)

@@ -57,6 +57,23 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
     return w
 
 
+def _short(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:g}M"
+    if x >= 1024 and x % 1024 == 0:
+        return f"{x / 1024:g}k"
+    return f"{x:g}"
+
+
+def _log_ticks(plot: pg.PlotWidget, xs: tuple[float, ...]) -> None:
+    """Label a log-x axis at the swept points (1k, 2k, 4k …): pyqtgraph's own log ticks
+    crowd into unreadable minor labels over one or two decades."""
+    shown = list(xs)
+    while len(shown) > 8:
+        shown = shown[::2]
+    plot.getAxis("bottom").setTicks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
+
+
 class ChartsPanel(QTabWidget):
     redrawn = Signal(float)  # seconds from request to redraw
 
@@ -70,10 +87,10 @@ class ChartsPanel(QTabWidget):
         self.roof_plot = _plot("Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "FLOP/s",
                                log_x=True, log_y=True)
         self.pareto_plot = _plot("Auto-planner: Pareto front", "memory per GPU (GiB)", "tokens/s")
-        for w, name in ((self.seq_plot, "Memory vs &length"), (self.batch_plot, "Memory vs &batch"),
-                        (self.gpus_plot, "Throughput vs &GPUs"), (self.roof_plot, "&Roofline"),
-                        (self.pareto_plot, "Pa&reto")):
-            self.addTab(w, name.replace("&", ""))
+        for w, name in ((self.seq_plot, "Length"), (self.batch_plot, "Batch"), (self.gpus_plot, "GPUs"),
+                        (self.roof_plot, "Roofline"), (self.pareto_plot, "Pareto")):
+            i = self.addTab(w, name)
+            self.setTabToolTip(i, w.plotItem.titleLabel.text)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = _Signals(self)
@@ -142,6 +159,7 @@ class ChartsPanel(QTabWidget):
             plot.addItem(pg.InfiniteLine(math.log10(series.current_x), angle=90,
                                          pen=pg.mkPen("#888888", style=pg.QtCore.Qt.PenStyle.DotLine)))
         plot.setLabel("bottom", series.x_label)
+        _log_ticks(plot, series.xs)
 
     def _draw_series(self, plot: pg.PlotWidget, series: sweeps.Series | None) -> None:
         plot.clear()
@@ -149,6 +167,7 @@ class ChartsPanel(QTabWidget):
             return
         plot.plot(list(series.xs), list(series.ys), pen=pg.mkPen(STAGE_COLOURS[2], width=2), symbol="o",
                   symbolSize=6)
+        _log_ticks(plot, series.xs)
         if series.current_x:
             plot.addItem(pg.InfiniteLine(math.log10(series.current_x), angle=90,
                                          pen=pg.mkPen("#888888", style=pg.QtCore.Qt.PenStyle.DotLine)))

@@ -20,6 +20,7 @@ from llmplan.core.workload import ParallelLayout
 from llmplan.gui.theme import stage_colour
 
 DETAIL_LIMIT = 256
+MAX_BOX = 84.0  # pixels: the largest GPU tile
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,8 @@ class GpuGrid(QWidget):
         node_cols, node_rows = self._grid(self.nodes, w, h)
         nw, nh = w / node_cols, h / node_rows
         g_cols, g_rows = self._grid(self.gpus_per_node, nw - 8, nh - 8)
+        box = min((nw - 8) / g_cols, (nh - 8) / g_rows, MAX_BOX)  # a lone GPU is a tile, not a wall
+        nw, nh = g_cols * box + 8, g_rows * box + 8
         for n in range(self.nodes):
             nx, ny = 2 + (n % node_cols) * nw, 2 + (n // node_cols) * nh
             p.setPen(QPen(text_colour, 1))

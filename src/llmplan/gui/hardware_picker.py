@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.gui import backend
-from llmplan.gui.bind import bound_float, bound_spin
+from llmplan.gui.bind import bound_float, bound_spin, compact
 from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
 from llmplan.gui.state import PlanState
 
@@ -58,10 +58,10 @@ class HardwarePicker(QWidget):
         self.custom_button = QPushButton("Custom &GPU…")
         self.custom_button.setToolTip("Describe a GPU that is not in the catalog")
         self.custom_button.clicked.connect(self.custom_requested)
-        self.network = QComboBox()
+        self.network = compact(QComboBox())
         self.network.setAccessibleName("Network between nodes")
         self.network.setToolTip("The scale-out network between nodes (plan field hardware.network)")
-        self.node = QComboBox()
+        self.node = compact(QComboBox())
         self.node.setAccessibleName("Node preset")
         self.node.setToolTip("A node preset sets GPUs per node and the network (plan field hardware.node)")
         form = QFormLayout()

@@ -82,10 +82,6 @@ class MainWindow(QMainWindow):
         self.main.setStretchFactor(0, 3)
         self.main.setStretchFactor(1, 4)
         self.main.setStretchFactor(2, 4)
-        self.main.setSizes([320, 430, 530])
-        self.left.setSizes([420, 380])
-        self.centre.setSizes([420, 380])
-        self.right.setSizes([470, 330])
         self.setCentralWidget(self.main)
 
     def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -154,6 +150,10 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geo)
         else:
             self.resize(1280, 800)
+        self.main.setSizes([310, 440, 530])  # defaults; a saved state below wins
+        self.left.setSizes([430, 370])
+        self.centre.setSizes([400, 400])
+        self.right.setSizes([440, 360])
         for name in ("main", "left", "centre", "right"):
             value = s.value(f"ui/splitter_{name}")
             if value is not None:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from llmplan.core.params import count_params
 from llmplan.gui import backend
+from llmplan.gui.bind import compact
 from llmplan.gui.state import PlanState
 from llmplan.gui.units import params_text
 
@@ -43,13 +44,13 @@ class ModelPicker(QWidget):
         self.search.setPlaceholderText("Search models (name, family)…")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search models")
-        self.family = QComboBox()
+        self.family = compact(QComboBox())
         self.family.setAccessibleName("Model family filter")
-        self.size = QComboBox()
+        self.size = compact(QComboBox())
         self.size.setAccessibleName("Model size filter")
         for text, _lo, _hi in SIZES:
             self.size.addItem(text)
-        self.licence = QComboBox()
+        self.licence = compact(QComboBox())
         self.licence.setAccessibleName("Licence filter")
         self.list = QTreeWidget()
         self.list.setAccessibleName("Models")

@@ -45,6 +45,15 @@ class VerdictBanner(QLabel):
         self.setStyleSheet(f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}")
 
 
+class FiguresTable(QTreeWidget):
+    """Two columns that always both show: labels get ~60 % of the width (long collective
+    names are elided, full text in the tooltip), values the rest."""
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.setColumnWidth(0, int(self.viewport().width() * 0.6))
+
+
 class ResultsPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -55,15 +64,15 @@ class ResultsPanel(QWidget):
         self.detail.setWordWrap(True)
         self.detail.setAccessibleName("Verdict details")
         self.bar = MemoryBar(self)
-        self.table = QTreeWidget(self)
+        self.table = FiguresTable(self)
         self.table.setAccessibleName("All figures")
         self.table.setColumnCount(2)
         self.table.setHeaderLabels(["Figure", "Value"])
         self.table.setRootIsDecorated(False)
         self.table.setAlternatingRowColors(True)
-        self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.table.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.header().setStretchLastSection(False)
+        self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.table.header().setStretchLastSection(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.banner)
