@@ -87,6 +87,8 @@ def main(out: Path) -> list[Path]:
         dlg.resize(900, 420)
         shot("auto-search", dlg)
         dlg.close()
+        w.charts.setCurrentWidget(w.charts.pareto_plot)
+        shot("chart-pareto-after-auto", w.charts)
         w.workload.setCurrentIndex(1)
         shot("tab-finetune")
         w.state.undo_stack.setClean()

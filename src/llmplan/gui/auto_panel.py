@@ -162,7 +162,8 @@ class AutoDialog(QDialog):
         if self.list.topLevelItemCount():
             self.list.setCurrentItem(self.list.topLevelItem(0))
         if self.charts is not None:
-            self.charts.show_pareto([(r.memory_bytes, r.tokens_per_s, r.label()) for r in result.best], 0)
+            self.charts.show_pareto([(r.gpus, r.tokens_per_s, r.label()) for r in result.best],
+                                    [(p.gpus, p.tokens_per_s, p.label) for p in result.pareto_gpus], 0)
         self.finished_search.emit(result)
 
     def apply_selected(self) -> bool:

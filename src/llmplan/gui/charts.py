@@ -86,7 +86,10 @@ class ChartsPanel(QTabWidget):
         self.gpus_plot = _plot("Throughput vs GPU count", "GPUs", "tokens/s", log_x=True, log_y=True)
         self.roof_plot = _plot("Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "FLOP/s",
                                log_x=True, log_y=True)
-        self.pareto_plot = _plot("Auto-planner: Pareto front", "memory per GPU (GiB)", "tokens/s")
+        self.pareto_plot = _plot("Auto-planner: Pareto front", "GPUs", "tokens/s")
+        self._pareto_hint = pg.TextItem("Run Auto… in the layout editor to see the Pareto front", anchor=(0.5, 0.5))
+        self._pareto_hint.setPos(0.5, 0.5)
+        self.pareto_plot.addItem(self._pareto_hint)
         for w, name in ((self.seq_plot, "Length"), (self.batch_plot, "Batch"), (self.gpus_plot, "GPUs"),
                         (self.roof_plot, "Roofline"), (self.pareto_plot, "Pareto")):
             i = self.addTab(w, name)
@@ -188,25 +191,27 @@ class ChartsPanel(QTabWidget):
                 text.setPos(math.log10(x), math.log10(y))
                 plot.addItem(text)
 
-    def show_pareto(self, points: list[tuple[float, float, str]], chosen: int | None = None) -> None:
-        """(memory bytes, tokens/s, label) of each auto-planner candidate."""
+    def show_pareto(self, candidates: list[tuple[float, float, str]], front: list[tuple[float, float, str]],
+                    chosen: int | None = None) -> None:
+        """The auto-planner's ranked layouts (GPUs, tokens/s, label) as dots and its Pareto
+        front (fastest layout for each GPU count) as a line; the chosen layout starred."""
         plot = self.pareto_plot
         plot.clear()
-        if not points:
-            return
-        d = self.unit.divisor
-        plot.plot([p[0] / d for p in points], [p[1] for p in points], pen=None, symbol="o", symbolSize=8,
-                  symbolBrush=STAGE_COLOURS[0])
-        front = sorted(points, key=lambda p: p[0])
-        best, line = -1.0, []
-        for p in front:
-            if p[1] > best:
-                best = p[1]
-                line.append(p)
-        plot.plot([p[0] / d for p in line], [p[1] for p in line], pen=pg.mkPen(STAGE_COLOURS[3], width=2))
-        if chosen is not None and 0 <= chosen < len(points):
-            p = points[chosen]
-            plot.plot([p[0] / d], [p[1]], pen=None, symbol="star", symbolSize=16, symbolBrush=BAD_COLOUR)
+        if plot.plotItem.legend is None:
+            plot.addLegend(offset=(-10, 10))
+        plot.plotItem.legend.clear()
+        self._pareto_hint.setVisible(not candidates and not front)
+        plot.addItem(self._pareto_hint)
+        if front:
+            pts = sorted(front)
+            plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(STAGE_COLOURS[3], width=2),
+                      symbol="s", symbolSize=7, symbolBrush=STAGE_COLOURS[3], name="fastest per GPU count (quick model)")
+        if candidates:
+            plot.plot([p[0] for p in candidates], [p[1] for p in candidates], pen=None, symbol="o", symbolSize=8,
+                      symbolBrush=STAGE_COLOURS[0], name="ranked layouts (full engine)")
+        if chosen is not None and 0 <= chosen < len(candidates):
+            p = candidates[chosen]
+            plot.plot([p[0]], [p[1]], pen=None, symbol="star", symbolSize=18, symbolBrush=BAD_COLOUR)
 
     def export_png(self, folder: Path) -> list[Path]:
         from pyqtgraph.exporters import ImageExporter
