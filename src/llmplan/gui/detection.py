@@ -63,12 +63,24 @@ def gpus_of(report: Any) -> list[Any]:
 
 def describe_gpu(gpu: Any) -> str:
     name = getattr(gpu, "name", None) or getattr(getattr(gpu, "spec", None), "name", None) or str(gpu)
-    mem = getattr(gpu, "memory_bytes", None) or getattr(getattr(gpu, "spec", None), "memory_bytes", None)
+    mem = (getattr(gpu, "memory_total_bytes", None) or getattr(gpu, "memory_bytes", None)
+           or getattr(getattr(gpu, "spec", None), "memory_bytes", None))
     return f"{name} ({mem / 1024**3:.0f} GiB)" if mem else str(name)
 
 
 def match_gpu(gpu: Any) -> tuple[str | None, GpuSpec | None]:
-    """(catalog id, inline spec) for a detected GPU: whichever the report offers."""
+    """(catalog id, inline spec) for a detected GPU: the hardware catalog's match for the
+    name the driver reported (and its memory/cores), else whatever the report offers."""
+    from llmplan.gui import backend
+
+    cat = backend.hardware_catalog()
+    if cat is not None and hasattr(cat, "match") and getattr(gpu, "name", None):
+        try:
+            entry = cat.match(gpu.name, getattr(gpu, "memory_total_bytes", None), getattr(gpu, "gpu_cores", None))
+        except Exception:
+            entry = None
+        if entry is not None:
+            return entry.id, None
     for attr in ("catalog_id", "matched_id", "gpu_id"):
         value = getattr(gpu, attr, None)
         if isinstance(value, str) and value:

@@ -133,9 +133,32 @@ class MainWindow(QMainWindow):
         self.models.show_architecture(outcome)
         if self.charts is not None:
             self.charts.request(outcome)
-        machine = self.hardware.detect_status.text() if self.hardware.detected else ""
-        if outcome.estimate is not None and machine:
-            self.results.detail.setText(f"{outcome.estimate.bottleneck.statement}\n{machine}")
+        line = self.this_machine_line(outcome)
+        if outcome.estimate is not None and line:
+            self.results.detail.setText(f"{outcome.estimate.bottleneck.statement}\n{line}")
+
+    def this_machine_line(self, outcome: backend.Outcome) -> str:
+        """'On this machine (…): Fits: 20.1 of 23.6 GiB per GPU': the same plan re-estimated
+        on the detected GPUs (one node of them), when they differ from the plan's."""
+        gpu_id, spec = self.hardware.detected_gpu()
+        if not (gpu_id or spec) or outcome.estimate is None:
+            return ""
+        hw = outcome.doc.hardware
+        if gpu_id == hw.gpu and hw.nodes == 1 and hw.gpus_per_node == len(self.hardware.detected):
+            return "This is this machine's hardware."
+        from llmplan.gui.commands import set_path
+
+        try:
+            doc = set_path(outcome.doc, "hardware", {"gpu": gpu_id or spec.id, "gpu_spec": spec,
+                                                     "gpus_per_node": len(self.hardware.detected), "nodes": 1,
+                                                     "network": "none"})
+        except Exception:
+            return ""
+        other = backend.evaluate(doc)
+        label = self.hardware.detected[0][0]
+        if other.estimate is None:
+            return f"On this machine ({label}): {other.message}"
+        return f"On this machine ({label}): {report.verdict(other.estimate, self.unit)}"
 
     def _update_title(self, *_a) -> None:
         name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")
