@@ -151,3 +151,49 @@ def test_this_machine_line_and_entry(window):
     window._show(window.state.evaluate_now())
     assert "On this machine" in window.results.detail.text()
     assert "This machine" in window.hardware.detect_status.text()
+
+
+def test_edit_architecture_makes_custom_model(window):
+    window.models.edit_architecture()
+    dlg = window.models.arch_dialog
+    dlg.spins["num_hidden_layers"].setValue(16)
+    dlg._ok()
+    assert window.state.doc.model.config["num_hidden_layers"] == 16
+    out = window.state.evaluate_now()
+    assert out.ok and out.scenario.model.num_layers == 16
+    dlg.spins["num_key_value_heads"].setValue(5)  # 32 heads are not a multiple of 5 KV heads
+    dlg._ok()
+    assert dlg.error.text()
+
+
+def test_export_report_csv_and_text(window, isolated, fake_dialogs):
+    from PySide6.QtWidgets import QApplication
+
+    fake_dialogs.save_result = isolated / "r.md"
+    window.export_markdown()
+    md = (isolated / "r.md").read_text("utf-8")
+    assert window.results.banner.text() in md
+    fake_dialogs.save_result = isolated / "r.csv"
+    window.export_csv()
+    csv_text = (isolated / "r.csv").read_text("utf-8")
+    total = window.state.outcome.estimate.memory.total.value
+    assert repr(total) in csv_text  # raw bytes, not a rounded GiB
+    window.copy_text()
+    assert window.results.banner.text() in QApplication.clipboard().text()
+    fake_dialogs.folder_result = isolated
+    window.charts.wait_idle()
+    window.export_charts()
+    assert len(list(isolated.glob("chart-*.png"))) == 5
+
+
+def test_custom_gpu_dialog_sets_inline_spec(window):
+    from llmplan.gui.custom_gpu import CustomGpuDialog
+
+    dlg = CustomGpuDialog(window.state.outcome.scenario.cluster.gpu, window)
+    dlg.memory.setValue(48)
+    dlg.accepted_spec.connect(lambda spec: window.state.edit_many(
+        {"hardware.gpu": spec.id, "hardware.gpu_spec": spec}, "custom"))
+    dlg._ok()
+    assert window.state.doc.hardware.gpu_spec.memory_bytes == 48 * 1024**3
+    out = window.state.evaluate_now()
+    assert out.ok and out.estimate.memory.capacity.value <= 48 * 1024**3

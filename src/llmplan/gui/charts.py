@@ -112,6 +112,12 @@ class ChartsPanel(QTabWidget):
     # ---- requests ---------------------------------------------------------------------
     def request(self, outcome: Outcome) -> None:
         if outcome.estimate is None or outcome.scenario is None:
+            self._cancel.set()
+            self._pending = None
+            self._generation += 1  # a sweep still running for the old plan is now stale
+            self.last = None
+            for plot in (self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot):
+                plot.clear()  # no stale curves beside a plan that has no estimate
             return
         self._pending = outcome
         self._requested_at = time.perf_counter()

@@ -45,24 +45,25 @@ class LayoutEditor(QWidget):
             sizes.addWidget(spin, 1, col)
         opts = QFormLayout()
         row1 = QHBoxLayout()
-        row1.addWidget(bound_combo(state, "training.zero_stage", "ZeRO stage",
+        self.training_only: list[QWidget] = []
+        row1.addWidget(self._training_only(bound_combo(state, "training.zero_stage", "ZeRO stage",
                        "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
                        "3 also the weights over data parallel", [(0, "ZeRO 0"), (1, "ZeRO 1"), (2, "ZeRO 2"),
-                                                                 (3, "ZeRO 3")]))
-        row1.addWidget(bound_combo(state, "training.offload", "Offload",
+                                                                 (3, "ZeRO 3")])))
+        row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
                        "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
-                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")]))
-        row1.addWidget(bound_combo(state, "training.recompute", "Recompute",
+                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")])))
+        row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
                        "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
                        "full recomputes each layer in the backward pass",
                        [("none", "no recompute"), ("selective", "selective recompute"),
-                        ("full", "full recompute")]))
+                        ("full", "full recompute")])))
         opts.addRow(row1)
         row2 = QHBoxLayout()
         row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
                        "Megatron sequence parallelism: norms and dropout split over the TP group"))
-        row2.addWidget(bound_check(state, "training.offload_params", "Offload weights",
-                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)"))
+        row2.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
+                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
         vs_label = QLabel("Virtual stages")
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
@@ -96,7 +97,13 @@ class LayoutEditor(QWidget):
         state.doc_changed.connect(self._doc_changed)
         self._doc_changed(state.doc)
 
+    def _training_only(self, w: QWidget) -> QWidget:
+        self.training_only.append(w)
+        return w
+
     def _doc_changed(self, doc) -> None:
+        for w in self.training_only:  # serving has no optimizer states to shard or offload
+            w.setEnabled(doc.workload != "inference")
         hw = doc.hardware
         self.grid.set_cluster(doc.parallelism, hw.gpus_per_node, hw.nodes, self.grid.memory_text)
         self._show_gpu_count(doc)

@@ -66,6 +66,9 @@ class ModelPicker(QWidget):
         self.import_button.setToolTip("Import a config.json, a model folder, a .gguf or a safetensors index "
                                       "(or drop one on the window)")
         self.import_button.clicked.connect(self.import_requested)
+        self.edit_button = QPushButton("&Edit architecture…")
+        self.edit_button.setToolTip("Change the chosen model's dimensions to plan a custom model")
+        self.edit_button.clicked.connect(self.edit_architecture)
         self.arch = QLabel()
         self.arch.setWordWrap(True)
         self.arch.setAccessibleName("Architecture of the chosen model")
@@ -83,6 +86,7 @@ class ModelPicker(QWidget):
         lay.addLayout(filters)
         lay.addWidget(self.list, 1)
         lay.addWidget(self.arch)
+        lay.addWidget(self.edit_button)
         self.search.textChanged.connect(self.refilter)
         self.family.currentIndexChanged.connect(self.refilter)
         self.size.currentIndexChanged.connect(self.refilter)
@@ -189,6 +193,26 @@ class ModelPicker(QWidget):
             f"({m.num_kv_heads} KV) · head {m.head_dim} · MLP {m.intermediate_size:,}{moe}{mla}<br>"
             f"vocab {m.vocab_size:,} · context {m.max_position_embeddings:,}"
             + (" · <i>approximate (unknown family)</i>" if m.approximate else ""))
+
+    def edit_architecture(self) -> None:
+        from llmplan.gui.arch_editor import ArchitectureDialog, editable_config
+
+        out = self.state.outcome
+        if out is None or out.scenario is None:
+            self.message.emit("Pick a model first: there is no architecture to edit")
+            return
+        ref = self.state.doc.model
+        config = ref.config
+        if config is None and ref.id:
+            cat = backend.model_catalog()
+            try:
+                config = cat.get(ref.id).config if cat is not None else None
+            except Exception:
+                config = None
+        spec = out.scenario.model
+        self.arch_dialog = ArchitectureDialog(spec.name, editable_config(config, spec), self)
+        self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
+        self.arch_dialog.open()
 
     def import_paths(self, paths: list[Path]) -> None:
         """Import model files (from the dialog or a drop); the last good one becomes the plan's model."""
