@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     apply_theme(app, args.theme or Preferences.load(QSettings("llmplan", "llmplan")).theme)  # before any chart
     window = MainWindow(detect=not (args.no_detect or args.self_test))
+    _set_icon(app, window)
     window.show()
     if args.files:
         window.open_dropped(args.files)
@@ -70,6 +71,19 @@ def main(argv: list[str] | None = None) -> int:
 
         QTimer.singleShot(300, shoot)
     return app.exec()
+
+
+def _set_icon(app, window) -> None:
+    from PySide6.QtGui import QIcon
+
+    from llmplan.resources_path import resources_dir
+
+    try:
+        icon = QIcon(str(resources_dir() / "icons" / "llmplan.svg"))
+    except FileNotFoundError:  # an installation without resources still starts
+        return
+    app.setWindowIcon(icon)
+    window.setWindowIcon(icon)
 
 
 if __name__ == "__main__":
