@@ -7,6 +7,7 @@ Targets: first paint < 1.5 s; median knob-change-to-charts-redrawn < 50 ms.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -17,16 +18,20 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def startup_seconds(runs: int = 3) -> list[float]:
-    """Wall time of `python -m llmplan.gui --self-test` (start, build window, estimate, exit)."""
-    out = []
+def startup_seconds(runs: int = 3) -> tuple[list[float], list[float]]:
+    """(whole process wall time, in-process time to the window up with its first estimate)
+    of `python -m llmplan.gui --self-test` (start, build window, estimate, exit)."""
+    walls, ups = [], []
     env = dict(os.environ, LLMPLAN_DATA_DIR=tempfile.mkdtemp())
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "llmplan.gui", "--self-test"], check=True, env=env,
-                       capture_output=True)
-        out.append(time.perf_counter() - t0)
-    return out
+        done = subprocess.run([sys.executable, "-m", "llmplan.gui", "--self-test"], check=True, env=env,
+                              capture_output=True, text=True)
+        walls.append(time.perf_counter() - t0)
+        found = re.search(r"window up in ([0-9.]+) s", done.stdout)
+        if found:
+            ups.append(float(found.group(1)))
+    return walls, ups
 
 
 def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[float]]:
@@ -68,8 +73,11 @@ def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[floa
 
 
 def main() -> None:
-    starts = startup_seconds()
-    print(f"start-up to first paint + estimate + exit (--self-test), {len(starts)} runs: "
+    starts, ups = startup_seconds()
+    if ups:
+        print(f"start-up to window shown with its first estimate (in-process, after Python start), "
+              f"{len(ups)} runs: median {statistics.median(ups):.2f} s")
+    print(f"whole --self-test process (Python start, window, estimate, exit), {len(starts)} runs: "
           f"median {statistics.median(starts):.2f} s, min {min(starts):.2f} s")
     est, verdict, charts = knob_to_redraw()
     print(f"estimate() of the plan: median {statistics.median(est):.1f} ms")

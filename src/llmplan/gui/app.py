@@ -48,7 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     from llmplan.gui.preferences import Preferences
 
     apply_theme(app, args.theme or Preferences.load(QSettings("llmplan", "llmplan")).theme)  # before any chart
-    window = MainWindow(detect=not (args.no_detect or args.self_test))
+    settings = None
+    if args.self_test or args.screenshot:  # throw-away runs never touch the person's window state
+        import tempfile
+
+        settings = QSettings(str(Path(tempfile.mkdtemp(prefix="llmplan-")) / "settings.ini"),
+                             QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings, detect=not (args.no_detect or args.self_test))
     _set_icon(app, window)
     window.show()
     if args.files:
