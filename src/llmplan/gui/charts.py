@@ -108,6 +108,8 @@ class ChartsPanel(QTabWidget):
         self._timer.timeout.connect(self._start)
         self.last = None
         self.busy = False
+        self._stale: set = set()
+        self.currentChanged.connect(self._draw_current)
 
     # ---- requests ---------------------------------------------------------------------
     def request(self, outcome: Outcome) -> None:
@@ -147,10 +149,31 @@ class ChartsPanel(QTabWidget):
 
     # ---- drawing ------------------------------------------------------------------------
     def draw(self, s: sweeps.Sweeps) -> None:
-        for plot, series in ((self.seq_plot, s.memory_vs_seq), (self.batch_plot, s.memory_vs_batch)):
-            self._draw_memory(plot, series)
-        self._draw_series(self.gpus_plot, s.throughput_vs_gpus)
-        self._draw_roofline(s.roofline)
+        """Draw only the chart that is showing (the others are drawn when their tab is
+        opened): a quarter of the drawing work per knob change."""
+        self._stale = {self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot}
+        self._draw_current()
+
+    def _draw_current(self, *_a) -> None:
+        s, plot = self.last, self.currentWidget()
+        if s is None or plot not in self._stale:
+            return
+        self._stale.discard(plot)
+        if plot is self.seq_plot:
+            self._draw_memory(plot, s.memory_vs_seq)
+        elif plot is self.batch_plot:
+            self._draw_memory(plot, s.memory_vs_batch)
+        elif plot is self.gpus_plot:
+            self._draw_series(plot, s.throughput_vs_gpus)
+        elif plot is self.roof_plot:
+            self._draw_roofline(s.roofline)
+
+    def draw_all(self) -> None:
+        """Every chart now (before exporting them all)."""
+        current = self.currentIndex()
+        for i in range(self.count()):
+            self.setCurrentIndex(i)
+        self.setCurrentIndex(current)
 
     def _draw_memory(self, plot: pg.PlotWidget, series: sweeps.Series | None) -> None:
         plot.clear()
@@ -222,6 +245,7 @@ class ChartsPanel(QTabWidget):
     def export_png(self, folder: Path) -> list[Path]:
         from pyqtgraph.exporters import ImageExporter
 
+        self.draw_all()
         out = []
         for i in range(self.count()):
             widget = self.widget(i)
