@@ -197,3 +197,23 @@ def test_custom_gpu_dialog_sets_inline_spec(window):
     assert window.state.doc.hardware.gpu_spec.memory_bytes == 48 * 1024**3
     out = window.state.evaluate_now()
     assert out.ok and out.estimate.memory.capacity.value <= 48 * 1024**3
+
+
+def test_saved_plan_is_self_contained_and_editable(window, isolated, fake_dialogs, settings, qtbot):
+    from llmplan.gui.main_window import MainWindow
+
+    window.state.edit_many({"hardware.gpus_per_node": 8, "hardware.nodes": 2, "parallelism.dp": 16,
+                            "hardware.network": window.hardware.network.itemData(1)}, "2 nodes")
+    fake_dialogs.save_result = isolated / "shared.llmplan"
+    assert window.save_as()
+    other = MainWindow(settings=settings, detect=False, charts=False)
+    qtbot.addWidget(other)
+    assert other.open_path(isolated / "shared.llmplan")
+    assert other.state.doc.hardware.gpu_spec is not None  # written in on save
+    a, b = window.state.evaluate_now(), other.state.evaluate_now()
+    assert a.ok and b.ok and a.estimate.memory.total.value == b.estimate.memory.total.value
+    assert a.estimate.compute.step_time_s.value == b.estimate.compute.step_time_s.value
+    # picking another network in the reopened plan takes effect despite the inline spec
+    other.hardware.network.setCurrentIndex(2 if other.hardware.network.count() > 2 else 0)
+    c = other.state.evaluate_now()
+    assert c.scenario.cluster.network.id == other.state.doc.hardware.network

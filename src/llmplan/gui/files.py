@@ -30,11 +30,25 @@ def load(path: Path) -> PlanDocument:
 
 
 def save(doc: PlanDocument, path: Path) -> Path:
+    """Save with the model, GPU and network specs written in (``io.resolve.inline_specs``),
+    so the file gives the same numbers on a machine with another catalog (DESIGN.md §3)."""
+    doc = self_contained(doc)
     try:
         from llmplan.io.planfile import save_plan
     except ImportError:
         return _save_plain(doc, path)
     return Path(save_plan(doc, path))
+
+
+def self_contained(doc: PlanDocument) -> PlanDocument:
+    try:
+        from llmplan.io.resolve import inline_specs
+    except ImportError:
+        return doc
+    try:
+        return inline_specs(doc)
+    except Exception:  # an unresolvable plan is still saved as the person wrote it
+        return doc
 
 
 def _load_plain(path: Path) -> PlanDocument:

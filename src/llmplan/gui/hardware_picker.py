@@ -33,6 +33,16 @@ SPEC_ROLE = Qt.ItemDataRole.UserRole + 1
 THIS_MACHINE = "This machine"
 
 
+def _network_changes(network_id: str) -> dict[str, Any]:
+    """Pick a network by id; an inline network spec from an opened plan would otherwise win."""
+    from llmplan.io.plan_document import HardwareRef
+
+    changes: dict[str, Any] = {"hardware.network": network_id}
+    if "network_spec" in HardwareRef.model_fields:
+        changes["hardware.network_spec"] = None
+    return changes
+
+
 class HardwarePicker(QWidget):
     custom_requested = Signal()
     message = Signal(str)
@@ -106,7 +116,9 @@ class HardwarePicker(QWidget):
         self.network.addItem("none (single node)", "none")
         for e in backend.network_entries():
             spec = getattr(e, "spec", e)
-            self.network.addItem(getattr(spec, "name", getattr(e, "id", "?")), getattr(e, "id", spec.id))
+            net_id = getattr(e, "id", spec.id)
+            if net_id != "none":  # already the first item
+                self.network.addItem(getattr(e, "name", getattr(spec, "name", net_id)), net_id)
         self.network.blockSignals(False)
         self.node.blockSignals(True)
         self.node.addItem("(no preset)", None)
@@ -194,7 +206,7 @@ class HardwarePicker(QWidget):
             combo.blockSignals(False)
 
     def _network_picked(self, i: int) -> None:
-        self.state.edit("hardware.network", self.network.itemData(i) or "none", "Network")
+        self.state.edit_many(_network_changes(self.network.itemData(i) or "none"), "Network")
 
     def _node_picked(self, i: int) -> None:
         node_id = self.node.itemData(i)
@@ -207,6 +219,8 @@ class HardwarePicker(QWidget):
                         changes[f"hardware.{field}"] = value
                 if "hardware.gpu" in changes:
                     changes["hardware.gpu_spec"] = None
+                if "hardware.network" in changes:
+                    changes.update(_network_changes(changes["hardware.network"]))
         self.state.edit_many(changes, "Node preset")
 
     # ---- detection -------------------------------------------------------------------
