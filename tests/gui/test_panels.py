@@ -136,3 +136,10 @@ def test_open_recent_menu_lists_files(window, isolated):
     window._add_recent(Path(isolated / "a.llmplan"))
     assert window.recent_menu.isEnabled()
     assert window.recent_menu.actions()[0].text().endswith("a.llmplan")
+
+
+def test_more_gpus_keep_a_filled_layout_filled(window):
+    window.findChild(QSpinBox, "hardware.gpus_per_node").setValue(8)
+    assert window.state.doc.parallelism.dp == 8
+    window.undo_action.trigger()  # one undo step undoes both
+    assert window.state.doc.parallelism.dp == 1 and window.state.doc.hardware.gpus_per_node == 1

@@ -43,8 +43,10 @@ def _decorate(widget: QWidget, path: str, label: str, tip: str) -> None:
 
 
 def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: int, step: int = 1,
-               suffix: str = "", special_zero: str = "", none_below: bool = False) -> QSpinBox:
-    """With ``none_below`` the minimum (shown as ``special_zero``) stands for None."""
+               suffix: str = "", special_zero: str = "", none_below: bool = False,
+               also=None) -> QSpinBox:
+    """With ``none_below`` the minimum (shown as ``special_zero``) stands for None.
+    ``also(value) -> {path: value}`` adds dependent changes to the same undo step."""
     w = QSpinBox()
     w.setRange(lo, hi)
     w.setSingleStep(step)
@@ -61,7 +63,8 @@ def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: i
 
     def changed(v: int) -> None:
         value = None if (none_below and v <= lo) else int(v)
-        if not state.edit(path, value, f"Set {label}"):  # refused: show the document's value again
+        changes = {path: value, **(also(value) if also else {})}
+        if not state.edit_many(changes, f"Set {label}"):  # refused: show the document's value again
             w.blockSignals(True)
             show(state.get(path))
             w.blockSignals(False)

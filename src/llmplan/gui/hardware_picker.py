@@ -76,8 +76,10 @@ class HardwarePicker(QWidget):
         self.node.setToolTip("A node preset sets GPUs per node and the network (plan field hardware.node)")
         form = QFormLayout()
         per_node = bound_spin(state, "hardware.gpus_per_node", "GPUs per node",
-                              "GPUs in each node, joined by NVLink/Infinity Fabric/PCIe", 1, 1024)
-        nodes = bound_spin(state, "hardware.nodes", "Nodes", "Nodes joined by the network", 1, 1_000_000)
+                              "GPUs in each node, joined by NVLink/Infinity Fabric/PCIe", 1, 1024,
+                              also=lambda v: self._keep_filled(v, self.state.doc.hardware.nodes))
+        nodes = bound_spin(state, "hardware.nodes", "Nodes", "Nodes joined by the network", 1, 1_000_000,
+                           also=lambda v: self._keep_filled(self.state.doc.hardware.gpus_per_node, v))
         row = QHBoxLayout()
         row.addWidget(per_node)
         row.addWidget(QLabel("× nodes"))
@@ -109,6 +111,17 @@ class HardwarePicker(QWidget):
         self.detector.finished.connect(self._detected)
         if detect:
             self.detector.start()
+
+    def _keep_filled(self, per_node: int, nodes: int) -> dict[str, Any]:
+        """When the layout filled the old cluster, grow or shrink DP so it fills the new one
+        (the engine requires TP·PP·DP·CP = GPUs), in the same undo step."""
+        doc = self.state.doc
+        p, hw = doc.parallelism, doc.hardware
+        per_replica = p.tp * p.pp * p.cp
+        new_total = per_node * nodes
+        if p.gpus == hw.gpus_per_node * hw.nodes and new_total % per_replica == 0:
+            return {"parallelism.dp": new_total // per_replica}
+        return {}
 
     # ---- lists -----------------------------------------------------------------------
     def _fill_presets(self) -> None:
