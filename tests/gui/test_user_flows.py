@@ -217,3 +217,14 @@ def test_saved_plan_is_self_contained_and_editable(window, isolated, fake_dialog
     other.hardware.network.setCurrentIndex(2 if other.hardware.network.count() > 2 else 0)
     c = other.state.evaluate_now()
     assert c.scenario.cluster.network.id == other.state.doc.hardware.network
+
+
+def test_pareto_cleared_when_plan_changes_model(window):
+    window.charts.show_pareto([(8, 1000.0, "a")], [(8, 1000.0, "a")], 0, window.state.doc)
+    assert window.charts._pareto_for is not None
+    window.state.edit("training.seq_len", 2048)  # same model and cluster: keep it
+    window._show(window.state.evaluate_now())
+    assert window.charts._pareto_for is not None
+    window.models.select("meta-llama/Llama-3.1-70B")
+    window._show(window.state.evaluate_now())
+    assert window.charts._pareto_for is None

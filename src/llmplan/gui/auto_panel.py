@@ -124,6 +124,7 @@ class AutoDialog(QDialog):
                 self.status.setText("Fix the plan first: the search needs a model and a GPU.")
             return
         self.running = True
+        self._searched_doc = self.state.doc
         self._cancel = threading.Event()
         self.list.clear()
         self.bar.setValue(0)
@@ -163,7 +164,8 @@ class AutoDialog(QDialog):
             self.list.setCurrentItem(self.list.topLevelItem(0))
         if self.charts is not None:
             self.charts.show_pareto([(r.gpus, r.tokens_per_s, r.label()) for r in result.best],
-                                    [(p.gpus, p.tokens_per_s, p.label) for p in result.pareto_gpus], 0)
+                                    [(p.gpus, p.tokens_per_s, p.label) for p in result.pareto_gpus], 0,
+                                    self._searched_doc)
         self.finished_search.emit(result)
 
     def apply_selected(self) -> bool:

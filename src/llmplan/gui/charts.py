@@ -109,10 +109,18 @@ class ChartsPanel(QTabWidget):
         self.last = None
         self.busy = False
         self._stale: set = set()
+        self._pareto_for: tuple | None = None
         self.currentChanged.connect(self._draw_current)
 
     # ---- requests ---------------------------------------------------------------------
+    @staticmethod
+    def _pareto_key(doc) -> tuple:
+        return (doc.model, doc.hardware, doc.workload)
+
     def request(self, outcome: Outcome) -> None:
+        if self._pareto_for is not None and self._pareto_key(outcome.doc) != self._pareto_for:
+            self._pareto_for = None  # the search was for another model, cluster or workload
+            self.show_pareto([], [])
         if outcome.estimate is None or outcome.scenario is None:
             self._cancel.set()
             self._pending = None
@@ -221,9 +229,11 @@ class ChartsPanel(QTabWidget):
                 plot.addItem(text)
 
     def show_pareto(self, candidates: list[tuple[float, float, str]], front: list[tuple[float, float, str]],
-                    chosen: int | None = None) -> None:
+                    chosen: int | None = None, doc=None) -> None:
         """The auto-planner's ranked layouts (GPUs, tokens/s, label) as dots and its Pareto
         front (fastest layout for each GPU count) as a line; the chosen layout starred."""
+        if doc is not None:
+            self._pareto_for = self._pareto_key(doc)
         plot = self.pareto_plot
         plot.clear()
         if plot.plotItem.legend is None:

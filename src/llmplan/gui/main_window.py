@@ -173,7 +173,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geo)
         else:
             self.resize(1280, 800)
-        self.main.setSizes([310, 440, 530])  # defaults; a saved state below wins
+        self.main.setSizes([350, 420, 510])  # defaults; a saved state below wins
         self.left.setSizes([430, 370])
         self.centre.setSizes([400, 400])
         self.right.setSizes([440, 360])

@@ -32,7 +32,7 @@ class VerdictBanner(QLabel):
         self.setWordWrap(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         font = QFont(self.font())
-        font.setPointSizeF(font.pointSizeF() * 1.35)
+        self._base_size = font.pointSizeF()
         font.setBold(True)
         self.setFont(font)
         self.setAccessibleName("Verdict")
@@ -40,6 +40,9 @@ class VerdictBanner(QLabel):
         self.show_message("Estimating…", WARN_COLOUR)
 
     def show_message(self, text: str, colour: str) -> None:
+        font = QFont(self.font())
+        font.setPointSizeF(self._base_size * (1.35 if len(text) < 70 else 1.0))  # long reasons stay readable
+        self.setFont(font)
         self.setText(text)
         self.setAccessibleDescription(text)
         self.setStyleSheet(f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}")
