@@ -239,8 +239,14 @@ class ChartsPanel(QTabWidget):
         if plot.plotItem.legend is None:
             plot.addLegend(offset=(-10, 10))
         plot.plotItem.legend.clear()
-        self._pareto_hint.setVisible(not candidates and not front)
+        empty = not candidates and not front
+        self._pareto_hint.setVisible(empty)
         plot.addItem(self._pareto_hint)
+        if empty:
+            plot.setXRange(0, 1)
+            plot.setYRange(0, 1)
+        else:
+            plot.enableAutoRange()
         if front:
             pts = sorted(front)
             plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(STAGE_COLOURS[3], width=2),

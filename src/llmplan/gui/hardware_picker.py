@@ -59,6 +59,7 @@ class HardwarePicker(QWidget):
         self.search.setAccessibleName("Search GPUs")
         self.tree = QTreeWidget()
         self.tree.setAccessibleName("GPUs")
+        self.tree.setIndentation(10)
         self.tree.setHeaderLabels(["GPU", "Memory", "BF16"])
         hdr = self.tree.header()
         hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

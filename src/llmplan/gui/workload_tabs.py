@@ -8,10 +8,11 @@ layout editor beside the parallel sizes.
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFormLayout,
+    QGridLayout,
     QGroupBox,
-    QHBoxLayout,
     QScrollArea,
     QTabWidget,
     QVBoxLayout,
@@ -37,6 +38,7 @@ def _scrolled(inner: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidgetResizable(True)
     area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # forms scroll down, never sideways
     area.setWidget(inner)
     return area
 
@@ -79,9 +81,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
                                                       ("qlora", "QLoRA")]))
         f.addRow("LoRA rank", bound_spin(state, "training.lora_rank", "LoRA rank",
                  "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536))
-        targets = QHBoxLayout()
-        for t in LORA_TARGETS:
-            targets.addWidget(_target_box(state, t))
+        targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
+        for i, t in enumerate(LORA_TARGETS):
+            targets.addWidget(_target_box(state, t), i // 4, i % 4)
         f.addRow("LoRA targets", targets)
         f.addRow("", bound_check(state, "training.qlora_double_quant", "QLoRA double quantisation",
                  "Quantise the 4-bit quantisation constants too (QLoRA §3): saves ~0.37 bits per parameter"))
