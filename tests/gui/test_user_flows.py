@@ -228,3 +228,31 @@ def test_pareto_cleared_when_plan_changes_model(window):
     window.models.select("meta-llama/Llama-3.1-70B")
     window._show(window.state.evaluate_now())
     assert window.charts._pareto_for is None
+
+
+def test_auto_search_can_be_cancelled(window, qtbot):
+    pytest.importorskip("llmplan.core.search")
+    window.state.edit_many({"hardware.gpus_per_node": 8, "hardware.nodes": 8, "hardware.network": "ib-ndr-400",
+                            "parallelism.dp": 64, "workload": "pretrain", "training.method": "full"}, "64 GPUs")
+    window.state.evaluate_now()
+    window.auto_search()
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=60_000):
+        dlg.cancel()
+    assert not dlg.running and dlg.run_button.isEnabled()
+    assert dlg.result is None or dlg.result.cancelled or dlg.result.best
+    dlg.close()
+
+
+def test_closing_window_while_charts_compute_is_safe(qtbot, settings, fake_dialogs):
+    from llmplan.gui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, detect=False)
+    qtbot.addWidget(w)
+    w.state.edit("training.seq_len", 8192)
+    w.state.evaluate_now()
+    w.charts._timer.setInterval(0)
+    qtbot.wait(5)
+    w.state.undo_stack.setClean()
+    w.close()
+    qtbot.wait(300)  # a sweep finishing after the window has closed must not crash

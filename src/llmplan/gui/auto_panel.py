@@ -71,7 +71,7 @@ class AutoDialog(QDialog):
         self.unit = getattr(parent, "unit", MemoryUnit())
         self.result = None
         self._cancel = threading.Event()
-        self._signals = _Signals(self)
+        self._signals = _Signals()  # no Qt parent: the worker keeps it alive if this widget goes first
         self._signals.progress.connect(self._progress)
         self._signals.done.connect(self._done)
         self.objective = QComboBox()

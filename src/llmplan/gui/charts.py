@@ -96,7 +96,7 @@ class ChartsPanel(QTabWidget):
             self.setTabToolTip(i, w.plotItem.titleLabel.text)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
+        self._signals = _Signals()  # no Qt parent: the worker keeps it alive if this widget goes first
         self._signals.done.connect(self._done)
         self._generation = 0
         self._cancel = threading.Event()

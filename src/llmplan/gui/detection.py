@@ -42,7 +42,7 @@ class Detector(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._signals = _Signals(self)
+        self._signals = _Signals()  # no Qt parent: the worker keeps it alive if this widget goes first
         self._signals.done.connect(self.finished)
         self.running = False
         self.finished.connect(self._stop)
