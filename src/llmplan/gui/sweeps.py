@@ -69,13 +69,15 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
     if s.workload == "inference":
         current = s.inference.prompt_tokens + s.inference.output_tokens
         top = max(s.model.max_position_embeddings, current)
-        for ctx in _doubling(max(top >> (MAX_POINTS - 1), 256), top):
+        start = max(top >> (MAX_POINTS - 1), 256)
+        while start <= s.inference.output_tokens:  # every point needs at least one prompt token
+            start *= 2
+        for ctx in _doubling(start, top):
             if cancelled():
                 break
-            prompt = max(ctx - s.inference.output_tokens, 1)
-            est = _try(_with(s, "inference", prompt_tokens=prompt))
+            est = _try(_with(s, "inference", prompt_tokens=ctx - s.inference.output_tokens))
             if est is not None:
-                xs.append(prompt + s.inference.output_tokens)
+                xs.append(ctx)
                 ys.append(est.memory.total.value)
         x_label = "context (prompt + output tokens)"
     else:
