@@ -256,3 +256,19 @@ def test_closing_window_while_charts_compute_is_safe(qtbot, settings, fake_dialo
     w.state.undo_stack.setClean()
     w.close()
     qtbot.wait(300)  # a sweep finishing after the window has closed must not crash
+
+
+def test_inference_tab_shows_latency_and_kv_cache(window, qtbot):
+    pytest.importorskip("llmplan.core.inference")
+    window.workload.setCurrentIndex(0)
+    assert window.state.doc.workload == "inference"
+    out = window.state.evaluate_now()
+    assert out.ok, out.message
+    assert window.results.value_of("Time to first token")
+    before = out.estimate.memory.kv_cache.value
+    window.state.edit("inference.batch", 32)
+    after = window.state.evaluate_now().estimate.memory.kv_cache.value
+    assert after > before  # more concurrent sequences hold more KV cache
+    with qtbot.waitSignal(window.charts.redrawn, timeout=20_000):
+        window.state.edit("inference.prompt_tokens", 2048)
+    assert window.charts.last.roofline.points  # decode/prefill points on the roofline
