@@ -16,6 +16,7 @@ from llmplan.core.workload import Scenario
 from llmplan.gui.backend import run_estimate
 
 MAX_POINTS = 10
+MAX_NODE_GPUS = 8  # without a network, the sweep grows the node up to a common 8-GPU server
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,8 @@ def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
 
 
 def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
-    """Data-parallel replicas of the plan's layout: 1, 2, 4 … replicas (more nodes as needed)."""
+    """Data-parallel replicas of the plan's layout: 1, 2, 4 … replicas (more nodes as needed;
+    with no network, a bigger node of up to 8 GPUs)."""
     xs, ys = [], []
     per_replica = s.parallelism.tp * s.parallelism.pp * s.parallelism.cp
     current = s.parallelism.gpus
@@ -122,9 +124,12 @@ def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
         per_node = s.cluster.gpus_per_node
         nodes = math.ceil(gpus / per_node)
         if nodes > 1 and s.cluster.network.bandwidth_per_gpu <= 0:
-            break  # no network: cannot grow past one node
+            if gpus > MAX_NODE_GPUS:
+                break  # no network: cannot grow past one (up to 8-GPU) node
+            per_node, nodes = gpus, 1
         try:
-            cluster = ClusterSpec.model_validate({**s.cluster.model_dump(), "nodes": nodes})
+            cluster = ClusterSpec.model_validate({**s.cluster.model_dump(), "nodes": nodes,
+                                                  "gpus_per_node": per_node})
         except Exception:
             break
         variant = s.model_copy(update={"cluster": cluster,
