@@ -143,3 +143,29 @@ def test_more_gpus_keep_a_filled_layout_filled(window):
     assert window.state.doc.parallelism.dp == 8
     window.undo_action.trigger()  # one undo step undoes both
     assert window.state.doc.parallelism.dp == 1 and window.state.doc.hardware.gpus_per_node == 1
+
+
+def test_new_plan_uses_preferred_efficiencies(window, fake_dialogs):
+    from llmplan.gui.preferences import Preferences
+
+    window.apply_preferences(Preferences(matmul=0.45))
+    window.new_plan()
+    assert window.state.doc.efficiency.matmul == 0.45
+    assert window.state.doc.efficiency.network is None  # not set: the catalog's own
+    window.apply_preferences(Preferences())
+
+
+def test_detection_runs_in_background_and_reports(qtbot, settings, fake_dialogs, monkeypatch):
+    import types
+
+    from llmplan.gui.main_window import MainWindow
+
+    fake_module = types.ModuleType("llmplan.hw.detect")
+    fake_module.detect_all = lambda: types.SimpleNamespace(gpus=(), reasons=("no NVIDIA driver",))
+    monkeypatch.setitem(__import__("sys").modules, "llmplan.hw.detect", fake_module)
+    w = MainWindow(settings=settings, detect=True, charts=False)
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: not w.hardware.detector.running, timeout=10_000)
+    assert "No GPU found on this machine: no NVIDIA driver" in w.hardware.detect_status.text()
+    assert not w.hardware.spinner.isVisible()
+    w.state.undo_stack.setClean()

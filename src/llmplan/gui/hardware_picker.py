@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QProgressBar,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -53,6 +54,12 @@ class HardwarePicker(QWidget):
         self.detected: list[tuple[str, str | None, Any]] = []  # (label, catalog id, inline spec)
         self.detect_status = QLabel("Looking for this machine's GPUs…" if detect else "")
         self.detect_status.setAccessibleName("Detection status")
+        self.spinner = QProgressBar()  # busy indicator while detection runs
+        self.spinner.setRange(0, 0)
+        self.spinner.setMaximumHeight(6)
+        self.spinner.setTextVisible(False)
+        self.spinner.setAccessibleName("Detecting hardware")
+        self.spinner.setVisible(detect)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search GPUs…")
         self.search.setClearButtonEnabled(True)
@@ -99,6 +106,7 @@ class HardwarePicker(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
         lay.addWidget(self.detect_status)
+        lay.addWidget(self.spinner)
         lay.addWidget(self.tree, 1)
         lay.addLayout(form)
         self.search.textChanged.connect(self.refill)
@@ -239,6 +247,7 @@ class HardwarePicker(QWidget):
 
     # ---- detection -------------------------------------------------------------------
     def _detected(self, report: Any, problem: str) -> None:
+        self.spinner.hide()
         gpus = gpus_of(report) if report is not None else []
         self.detected = []
         for g in gpus:

@@ -34,7 +34,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings("llmplan", "llmplan")
         self.prefs = Preferences.load(self.settings)
         self.unit = MemoryUnit(self.prefs.memory_unit)
-        self.state = PlanState(backend.default_plan(), self)
+        self.state = PlanState(self.default_doc(), self)
         self.setAcceptDrops(True)
         self.setWindowTitle("llmplan")
         self.models = ModelPicker(self.state)
@@ -199,13 +199,18 @@ class MainWindow(QMainWindow):
             return self.save()
         return choice == "Discard"
 
+    def default_doc(self, gpu_id: str | None = None, spec=None) -> PlanDocument:
+        """The starting plan, with the preferred default efficiencies written in."""
+        doc = backend.default_plan(gpu_id)
+        updates: dict = {"efficiency": doc.efficiency.model_copy(update=self.prefs.efficiency_overrides())}
+        if spec is not None:
+            updates["hardware"] = doc.hardware.model_copy(update={"gpu_spec": spec})
+        return doc.model_copy(update=updates)
+
     def new_plan(self) -> None:
         if self.maybe_save():
             gpu_id, spec = self.hardware.detected_gpu()
-            doc = backend.default_plan(gpu_id)
-            if spec is not None:
-                doc = doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"gpu_spec": spec})})
-            self.state.load(doc, None)
+            self.state.load(self.default_doc(gpu_id, spec), None)
 
     def open_dialog(self) -> None:
         if not self.maybe_save():
