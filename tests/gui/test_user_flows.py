@@ -272,3 +272,13 @@ def test_inference_tab_shows_latency_and_kv_cache(window, qtbot):
     with qtbot.waitSignal(window.charts.redrawn, timeout=20_000):
         window.state.edit("inference.prompt_tokens", 2048)
     assert window.charts.last.roofline.points  # decode/prefill points on the roofline
+
+
+def test_every_figure_has_its_explanation_as_tooltip(window):
+    est = window.state.evaluate_now().estimate
+    table = window.results.table
+    tips = {table.topLevelItem(i).text(0).strip(): table.topLevelItem(i).toolTip(1)
+            for i in range(table.topLevelItemCount())}
+    assert tips["Total"] == est.memory.total.describe()
+    assert tips["Step time"] == est.compute.step_time_s.describe()
+    assert window.results.banner.toolTip() == est.memory.total.describe()
