@@ -85,9 +85,12 @@ def _set_icon(app, window) -> None:
     from llmplan.resources_path import resources_dir
 
     try:
-        icon = QIcon(str(resources_dir() / "icons" / "llmplan.svg"))
+        path = resources_dir() / "icons" / "llmplan.svg"
     except FileNotFoundError:  # an installation without resources still starts
         return
+    if not path.is_file():
+        return
+    icon = QIcon(str(path))
     app.setWindowIcon(icon)
     window.setWindowIcon(icon)
 

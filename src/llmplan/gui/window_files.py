@@ -55,7 +55,8 @@ class FileActions:
         try:
             doc = files.load(Path(path))
         except Exception as exc:
-            dialogs.error(self, "Cannot open plan", f"{Path(path).name}: {exc}")
+            text = str(exc)
+            dialogs.error(self, "Cannot open plan", text if Path(path).name in text else f"{Path(path).name}: {text}")
             return False
         self.state.load(doc, Path(path))
         self._add_recent(Path(path))
