@@ -113,9 +113,9 @@ def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
 
 
 def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequence[tuple[Any, str]],
-                editable: bool = False) -> QComboBox:
+                editable: bool = False, chars: int = 10) -> QComboBox:
     """``options`` are (value, text) pairs; an editable combo also accepts typed values."""
-    w = compact(QComboBox())
+    w = compact(QComboBox(), chars)
     w.setEditable(editable)
     for value, text in options:
         w.addItem(text, value)

@@ -49,15 +49,16 @@ class LayoutEditor(QWidget):
         row1.addWidget(self._training_only(bound_combo(state, "training.zero_stage", "ZeRO stage",
                        "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
                        "3 also the weights over data parallel", [(0, "ZeRO 0"), (1, "ZeRO 1"), (2, "ZeRO 2"),
-                                                                 (3, "ZeRO 3")])))
+                                                                 (3, "ZeRO 3")], chars=6)))
         row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
                        "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
-                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")])))
+                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
+                       chars=12)))
         row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
                        "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
                        "full recomputes each layer in the backward pass",
                        [("none", "no recompute"), ("selective", "selective recompute"),
-                        ("full", "full recompute")])))
+                        ("full", "full recompute")], chars=15)))
         opts.addRow(row1)
         row2 = QHBoxLayout()
         row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
@@ -94,6 +95,10 @@ class LayoutEditor(QWidget):
         lay.addLayout(opts)
         lay.addWidget(self.status)
         lay.addWidget(self.grid, 1)
+        legend = QLabel("Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · hover a GPU for its ranks")
+        legend.setWordWrap(True)
+        legend.setStyleSheet("color: palette(placeholder-text);")
+        lay.addWidget(legend)
         state.doc_changed.connect(self._doc_changed)
         self._doc_changed(state.doc)
 
