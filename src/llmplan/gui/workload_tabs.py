@@ -19,7 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
+from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.state import PlanState
 
 WORKLOADS = ("inference", "finetune", "pretrain")
@@ -28,6 +30,12 @@ WEIGHT_FORMATS = ["bf16", "fp16", "fp32", "fp8", "int8", "gptq-4bit", "awq-4bit"
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
 ENGINES = ["vllm", "sglang", "tensorrt-llm", "llama.cpp", "transformers"]
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+# Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
+TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
+                  "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
+                  "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant")
+INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
+                   "gpu_memory_utilization", "gpu_layers")
 
 
 def _opts(values) -> list[tuple[str, str]]:
@@ -66,7 +74,13 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("GPU layers (-ngl)", bound_spin(state, "inference.gpu_layers", "GPU layers",
              "llama.cpp's -ngl: layers kept on the GPU, the rest run on the CPU", -1, 10_000,
              special_zero="as many as fit", none_below=True))
-    return _scrolled(w)
+    add_extra_knobs(f, state, "inference", InferenceSettings, INFERENCE_KNOWN)
+    outer = QWidget()
+    lay = QVBoxLayout(outer)
+    lay.addWidget(w)
+    lay.addWidget(efficiency_group(state))
+    lay.addStretch(1)
+    return _scrolled(outer)
 
 
 def training_form(state: PlanState, finetune: bool) -> QWidget:
@@ -111,9 +125,24 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "Keep gradients in fp32 for accumulation (Megatron's default): 4 bytes per parameter"))
     f.addRow("", bound_check(state, "training.distributed_optimizer", "Distributed optimizer",
              "Megatron's distributed optimizer: optimizer states sharded over data parallel (≈ ZeRO-1)"))
+    add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
     outer.addWidget(box)
+    outer.addWidget(efficiency_group(state))
     outer.addStretch(1)
     return _scrolled(w)
+
+
+def efficiency_group(state: PlanState) -> QGroupBox:
+    """This plan's overrides of the catalog's achievable fractions of peak."""
+    box = QGroupBox("Efficiency (fraction of peak; lowest = the GPU's catalog default)")
+    f = QFormLayout(box)
+    for key, label, tip in (
+            ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
+            ("memory_bandwidth", "Memory bandwidth", "Fraction of peak HBM bandwidth reached"),
+            ("network", "Network", "Fraction of link bandwidth collectives reach")):
+        f.addRow(label, bound_float(state, f"efficiency.{key}", f"{label} efficiency", tip, 0.0, 1.0, 2, 0.05,
+                                    none_text="catalog default"))
+    return box
 
 
 def _target_box(state: PlanState, target: str):
