@@ -47,7 +47,7 @@ def editor_for(state: PlanState, section: str, name: str, info) -> QWidget | Non
         return bound_spin(state, path, label, tip, int(lo or 0), int(hi if hi is not None else 1_000_000_000),
                           none_below=ann is not int, special_zero="default" if ann is not int else "")
     if ann is float or (args == [float]):
-        return bound_float(state, path, label, tip, float(lo or 0.0), float(hi if hi is not None else 1e12), 3, 0.01,
+        return bound_float(state, path, label, tip, float(lo or 0.0), float(hi if hi is not None else 1e18), 3, 0.01,
                            none_text="default" if ann is not float else "")
     return None  # tuples, strings: no generic editor
 
