@@ -169,3 +169,23 @@ def test_detection_runs_in_background_and_reports(qtbot, settings, fake_dialogs,
     assert "No GPU found on this machine: no NVIDIA driver" in w.hardware.detect_status.text()
     assert not w.hardware.spinner.isVisible()
     w.state.undo_stack.setClean()
+
+
+def test_window_accepts_file_drags_only(window):
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDragEnterEvent
+
+    files = QMimeData()
+    files.setUrls([QUrl.fromLocalFile("/tmp/config.json")])
+    ev = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, files, Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.NoModifier)
+    ev.ignore()
+    window.dragEnterEvent(ev)
+    assert ev.isAccepted()
+    text = QMimeData()
+    text.setText("hello")
+    ev = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, text, Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.NoModifier)
+    ev.ignore()
+    window.dragEnterEvent(ev)
+    assert not ev.isAccepted()
