@@ -303,3 +303,17 @@ def test_search_and_click_like_a_user(window, qtbot):
     qtbot.mouseClick(models.list.viewport(), Qt.MouseButton.LeftButton, pos=models.list.visualItemRect(first).center())
     assert window.state.doc.model.id == first.data(0, Qt.ItemDataRole.UserRole)
     assert "Qwen3" in window.state.doc.model.id
+
+
+def test_drop_safetensors_index_and_model_folder(window, isolated):
+    folder = isolated / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**TINY_CONFIG, "num_hidden_layers": 6}), "utf-8")
+    index = folder / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": 1}, "weight_map": {}}), "utf-8")
+    _drop(window, [index])
+    assert window.state.doc.model.config["num_hidden_layers"] == 6
+    (folder / "config.json").write_text(json.dumps({**TINY_CONFIG, "num_hidden_layers": 7}), "utf-8")
+    _drop(window, [folder])
+    assert window.state.doc.model.config["num_hidden_layers"] == 7
+    assert window.state.evaluate_now().ok
