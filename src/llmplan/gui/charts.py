@@ -237,7 +237,7 @@ class ChartsPanel(QTabWidget):
         plot = self.pareto_plot
         plot.clear()
         if plot.plotItem.legend is None:
-            plot.addLegend(offset=(-10, 10))
+            plot.addLegend(offset=(-10, -10))  # bottom right: the best layouts sit top right
         plot.plotItem.legend.clear()
         empty = not candidates and not front
         self._pareto_hint.setVisible(empty)
