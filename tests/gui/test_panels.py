@@ -189,3 +189,19 @@ def test_window_accepts_file_drags_only(window):
     ev.ignore()
     window.dragEnterEvent(ev)
     assert not ev.isAccepted()
+
+
+def test_every_control_has_an_accessible_name(window):
+    """Screen readers need a name on each control: its accessible name, or a button's text."""
+    from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit
+
+    nameless = []
+    for cls in (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit):
+        for w in window.findChildren(cls):
+            if isinstance(w, QLineEdit) and isinstance(w.parent(), (QAbstractSpinBox, QComboBox)):
+                continue  # the editor inside a spin box or combo box
+            if cls is QAbstractButton and w.text():
+                continue
+            if not w.accessibleName() and type(w).__name__ not in ("QToolButton",):
+                nameless.append(f"{type(w).__name__} {w.objectName()!r} {getattr(w, 'text', lambda: '')()!r}")
+    assert not nameless, nameless
