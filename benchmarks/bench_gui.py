@@ -1,0 +1,93 @@
+"""GUI speed: process start to first paint, and knob change to charts redrawn.
+
+Prints figures (no asserts; see common brief). Run: ``.venv/bin/python benchmarks/bench_gui.py``.
+Targets: first paint < 1.5 s; median knob-change-to-charts-redrawn < 50 ms.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def startup_seconds(runs: int = 3) -> tuple[list[float], list[float]]:
+    """(whole process wall time, in-process time to the window up with its first estimate)
+    of `python -m llmplan.gui --self-test` (start, build window, estimate, exit)."""
+    walls, ups = [], []
+    env = dict(os.environ, LLMPLAN_DATA_DIR=tempfile.mkdtemp())
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "llmplan.gui", "--self-test"], check=True, env=env,
+                              capture_output=True, text=True)
+        walls.append(time.perf_counter() - t0)
+        found = re.search(r"window up in ([0-9.]+) s", done.stdout)
+        if found:
+            ups.append(float(found.group(1)))
+    return walls, ups
+
+
+def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[float]]:
+    """(estimate ms, knob→verdict ms, knob→charts redrawn ms) for sequence-length changes."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["LLMPLAN_DATA_DIR"] = str(tmp / "data")
+    w = MainWindow(settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), detect=False)
+    w.show()
+    app.processEvents()
+    est_ms, verdict_ms, charts_ms = [], [], []
+    for i in range(steps):
+        value = 1024 * (1 + i % 8)
+        path = "training.seq_len" if w.state.doc.workload != "inference" else "inference.prompt_tokens"
+        t0 = time.perf_counter()
+        w.state.edit(path, value)
+        w.state.evaluate_now()  # the debounce would fire 30 ms later; measure the work itself
+        t1 = time.perf_counter()
+        done = []
+        w.charts.redrawn.connect(lambda _s, d=done: d.append(time.perf_counter()))
+        w.charts._timer.setInterval(0)
+        deadline = time.perf_counter() + 10
+        while not done and time.perf_counter() < deadline:
+            app.processEvents()
+            time.sleep(0.001)
+        w.charts.redrawn.disconnect()
+        est_ms.append((w.state.outcome.elapsed_s) * 1e3)
+        verdict_ms.append((t1 - t0) * 1e3)
+        if done:
+            charts_ms.append((done[0] - t0) * 1e3)
+    w.state.undo_stack.setClean()
+    w.close()
+    return est_ms, verdict_ms, charts_ms
+
+
+def main() -> None:
+    starts, ups = startup_seconds()
+    if ups:
+        print(f"start-up to window shown with its first estimate (in-process, after Python start), "
+              f"{len(ups)} runs: median {statistics.median(ups):.2f} s")
+    print(f"whole --self-test process (Python start, window, estimate, exit), {len(starts)} runs: "
+          f"median {statistics.median(starts):.2f} s, min {min(starts):.2f} s")
+    est, verdict, charts = knob_to_redraw()
+    print(f"estimate() of the plan: median {statistics.median(est):.1f} ms")
+    print(f"knob change -> verdict shown: median {statistics.median(verdict):.1f} ms")
+    if charts:
+        print(f"knob change -> charts redrawn (sweeps off the UI thread): median {statistics.median(charts):.1f} ms, "
+              f"max {max(charts):.1f} ms over {len(charts)} changes")
+    else:
+        print("charts never redrew: no estimate for the default plan in this build")
+
+
+if __name__ == "__main__":
+    main()

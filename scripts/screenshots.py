@@ -1,0 +1,109 @@
+"""Screenshots of the desktop app for the docs: the main window (light and dark) and each tab.
+
+    .venv/bin/python scripts/screenshots.py [OUT_DIR]        (default docs/screenshots)
+
+Runs offscreen unless a display is set (under Xvfb: QT_QPA_PLATFORM=xcb xvfb-run -a ...).
+Uses a throw-away settings file and data dir so the person's own state is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("LLMPLAN_DATA_DIR", tempfile.mkdtemp(prefix="llmplan-shots-"))
+
+
+def _settle(app, window, ms: int = 400) -> None:
+    import time
+
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.01)
+    if window.charts is not None:
+        window.charts.wait_idle()
+    app.processEvents()
+
+
+def main(out: Path) -> list[Path]:
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+    from llmplan.gui.theme import apply_theme
+
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication([])
+    written: list[Path] = []
+    for theme in ("light", "dark"):
+        apply_theme(app, theme)
+        settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
+        w = MainWindow(settings=settings, detect=False)
+        w.resize(1280, 800)
+        w.show()
+        w.state.evaluate_now()
+        _settle(app, w)
+
+        def shot(name: str, widget=None, w=w) -> None:
+            _settle(app, w, 150)
+            path = out / f"{name}.png"
+            (widget or w).grab().save(str(path))
+            written.append(path)
+
+        shot(f"main-{theme}")
+        if theme == "dark":
+            w.state.undo_stack.setClean()
+            w.close()
+            continue
+        w.workload.setCurrentIndex(0)
+        shot("tab-inference")
+        w.workload.setCurrentIndex(2)
+        w.state.edit_many({"hardware.gpus_per_node": 8, "hardware.nodes": 4, "hardware.network":
+                           _first_network(), "model.id": "meta-llama/Llama-3.1-70B",
+                           "parallelism.tp": 8, "parallelism.pp": 2, "parallelism.dp": 2,
+                           "training.zero_stage": 1}, "70B on 32 GPUs")
+        w.state.evaluate_now()
+        shot("tab-pretrain-32gpus")
+        shot("layout-editor-32gpus", w.layout_editor)
+        for i in range(w.charts.count()):
+            w.charts.setCurrentIndex(i)
+            shot(f"chart-{i + 1}", w.charts)
+        w.state.edit("parallelism.tp", 3)
+        w.state.evaluate_now()
+        shot("invalid-layout")
+        w.state.undo_stack.undo()
+        w.state.evaluate_now()
+        w.auto_search()
+        dlg = w.auto_dialog
+        for _ in range(600):
+            if not dlg.running:
+                break
+            _settle(app, w, 100)
+        dlg.resize(900, 420)
+        shot("auto-search", dlg)
+        dlg.close()
+        w.charts.setCurrentWidget(w.charts.pareto_plot)
+        shot("chart-pareto-after-auto", w.charts)
+        w.workload.setCurrentIndex(1)
+        shot("tab-finetune")
+        w.state.undo_stack.setClean()
+        w.close()
+    return written
+
+
+def _first_network() -> str:
+    from llmplan.gui import backend
+
+    nets = [e.id for e in backend.network_entries() if getattr(e, "gbit_per_port", 0) > 0]
+    return nets[0] if nets else "none"
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+    for p in main(target):
+        print(p)

@@ -1,0 +1,148 @@
+"""Two-way binding of small editors to plan fields.
+
+``bound_spin(state, "parallelism.tp", ...)`` makes a spin box that shows the field,
+pushes an undoable edit when the user changes it, and follows the document when it
+changes elsewhere (undo, open, Auto) without echoing an edit back. Every knob in the
+workload tabs and the layout editor is one such line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QWidget
+
+from llmplan.gui.state import PlanState
+
+
+def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
+    """A combo box whose width does not grow with its longest entry (long preset names
+    would otherwise force the whole window wider than a 1280-pixel screen)."""
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(chars)
+    return combo
+
+
+def _follow(state: PlanState, widget: QWidget, path: str, show) -> None:
+    def refresh(_doc: Any = None) -> None:
+        widget.blockSignals(True)
+        try:
+            show(state.get(path))
+        finally:
+            widget.blockSignals(False)
+
+    state.doc_changed.connect(refresh)
+    refresh()
+
+
+def _decorate(widget: QWidget, path: str, label: str, tip: str) -> None:
+    widget.setObjectName(path)
+    widget.setAccessibleName(label)
+    widget.setToolTip(f"{tip}\n(plan field: {path})" if tip else f"plan field: {path}")
+
+
+def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: int, step: int = 1,
+               suffix: str = "", special_zero: str = "", none_below: bool = False,
+               also=None) -> QSpinBox:
+    """With ``none_below`` the minimum (shown as ``special_zero``) stands for None.
+    ``also(value) -> {path: value}`` adds dependent changes to the same undo step."""
+    w = QSpinBox()
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    w.setAccelerated(True)
+    w.setKeyboardTracking(False)  # one edit per finished number, not per digit typed
+    if suffix:
+        w.setSuffix(f" {suffix}")
+    if special_zero:
+        w.setSpecialValueText(special_zero)
+    _decorate(w, path, label, tip)
+
+    def show(v: Any) -> None:
+        w.setValue(lo if v is None else int(v))
+
+    def changed(v: int) -> None:
+        value = None if (none_below and v <= lo) else int(v)
+        changes = {path: value, **(also(value) if also else {})}
+        if not state.edit_many(changes, f"Set {label}"):  # refused: show the document's value again
+            w.blockSignals(True)
+            show(state.get(path))
+            w.blockSignals(False)
+
+    _follow(state, w, path, show)
+    w.valueChanged.connect(changed)
+    return w
+
+
+def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi: float, decimals: int = 2,
+                step: float = 0.05, suffix: str = "", none_text: str = "", scale: float = 1.0) -> QDoubleSpinBox:
+    """A float field; with ``none_text`` the minimum stands for None ("catalog default").
+    ``scale`` shows value·scale (e.g. tokens in billions)."""
+    w = QDoubleSpinBox()
+    w.setDecimals(decimals)
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    w.setKeyboardTracking(False)
+    if suffix:
+        w.setSuffix(f" {suffix}")
+    if none_text:
+        w.setSpecialValueText(none_text)
+    _decorate(w, path, label, tip)
+
+    def show(v: Any) -> None:
+        w.setValue(lo if v is None else float(v) * scale)
+
+    def changed(v: float) -> None:
+        value = None if (none_text and v <= lo) else v / scale
+        if not state.edit(path, value, f"Set {label}"):
+            w.blockSignals(True)
+            show(state.get(path))
+            w.blockSignals(False)
+
+    _follow(state, w, path, show)
+    w.valueChanged.connect(changed)
+    return w
+
+
+def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
+    w = QCheckBox(label)
+    _decorate(w, path, label, tip)
+    _follow(state, w, path, lambda v: w.setChecked(bool(v)))
+    w.toggled.connect(lambda on: state.edit(path, bool(on), f"{'Enable' if on else 'Disable'} {label}"))
+    return w
+
+
+def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequence[tuple[Any, str]],
+                editable: bool = False, chars: int = 10) -> QComboBox:
+    """``options`` are (value, text) pairs; an editable combo also accepts typed values."""
+    w = compact(QComboBox(), chars)
+    w.setEditable(editable)
+    for value, text in options:
+        w.addItem(text, value)
+    _decorate(w, path, label, tip)
+
+    def show(v: Any) -> None:
+        i = w.findData(v)
+        if i < 0:
+            w.addItem(str(v), v)
+            i = w.count() - 1
+        w.setCurrentIndex(i)
+
+    def changed(i: int) -> None:
+        if i < 0:
+            return
+        value = w.itemData(i)
+        if not state.edit(path, value, f"Set {label}"):
+            w.blockSignals(True)
+            show(state.get(path))
+            w.blockSignals(False)
+
+    _follow(state, w, path, show)
+    w.currentIndexChanged.connect(changed)
+    if editable:
+        def typed() -> None:
+            text = w.currentText().strip().lower()
+            if text and text != str(state.get(path)) and not state.edit(path, text, f"Set {label}"):
+                show(state.get(path))
+        w.lineEdit().editingFinished.connect(typed)
+    return w

@@ -1,0 +1,86 @@
+"""Edits of a plan as small records (Qt-free): ``Edit(path, old, new)``.
+
+The GUI never mutates a ``PlanDocument`` (it is frozen); every user action becomes an
+``Edit`` whose ``apply`` returns the new document and whose ``inverse`` undoes it. The
+Qt undo stack only wraps these records (``state.EditCommand``), so undo/redo logic is
+testable without Qt, in the spirit of Orange3's and glue's command objects.
+
+Paths are the plan file's dotted field names (``parallelism.tp``, ``training.seq_len``,
+``hardware.gpu``): the same contract the CLI's ``--set`` uses (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from llmplan.errors import InputError
+from llmplan.io.plan_document import PlanDocument
+
+
+def get_path(doc: PlanDocument, path: str) -> Any:
+    """The value at a dotted path, e.g. ``get_path(doc, "parallelism.tp") -> 1``."""
+    node: Any = doc
+    for part in path.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def set_path(doc: PlanDocument, path: str, value: Any) -> PlanDocument:
+    """A new document with ``path`` set to ``value``, fully re-validated.
+
+    Re-validating the whole document (not ``model_copy(update=...)``, which skips
+    validation) means an out-of-range knob is refused here with pydantic's message,
+    before the engine ever sees it.
+    """
+    data = doc.model_dump()
+    parts = path.split(".")
+    node = data
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {} if node.get(part) is None else node[part]
+        node = node[part]
+    node[parts[-1]] = value.model_dump() if hasattr(value, "model_dump") else value
+    try:
+        return PlanDocument.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or path
+        raise InputError(f"{where}: {first['msg']} (got {value!r})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Set ``path`` from ``old`` to ``new``. ``text`` is what Undo/Redo menus show."""
+
+    path: str
+    old: Any
+    new: Any
+    text: str = ""
+
+    def apply(self, doc: PlanDocument) -> PlanDocument:
+        return set_path(doc, self.path, self.new)
+
+    def inverse(self) -> Edit:
+        return Edit(self.path, self.new, self.old, self.text)
+
+    @classmethod
+    def of(cls, doc: PlanDocument, path: str, new: Any, text: str = "") -> Edit:
+        return cls(path, get_path(doc, path), new, text or f"Set {path}")
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    """Swap the whole document (New, Open, apply an Auto result): undoable like any edit."""
+
+    old: PlanDocument
+    new: PlanDocument
+    text: str = "Replace plan"
+
+    def apply(self, doc: PlanDocument) -> PlanDocument:
+        return self.new
+
+    def inverse(self) -> Replace:
+        return Replace(self.new, self.old, self.text)

@@ -1,0 +1,63 @@
+"""Every message box and file dialog goes through this module.
+
+Modal ``exec()`` hangs an offscreen test run (TOOLCHAIN.md gotcha 2), so tests
+monkeypatch these few functions (``ask``, ``inform``, ``error``, ``open_paths``,
+``save_path``) instead of clicking real dialogs. Nothing else in the GUI calls
+``QMessageBox``/``QFileDialog`` directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+PLAN_FILTER = "llmplan plans (*.llmplan);;All files (*)"
+MODEL_FILTER = ("Model descriptions (config.json *.json *.gguf *.safetensors.index.json);;"
+                "GGUF files (*.gguf);;All files (*)")
+
+# What the last calls showed (tests read these).
+shown: list[tuple[str, str, str]] = []
+
+
+def error(parent: QWidget | None, title: str, text: str) -> None:
+    shown.append(("error", title, text))
+    QMessageBox.critical(parent, title, text)
+
+
+def inform(parent: QWidget | None, title: str, text: str) -> None:
+    shown.append(("info", title, text))
+    QMessageBox.information(parent, title, text)
+
+
+def ask(parent: QWidget | None, title: str, text: str, buttons: tuple[str, ...] = ("Save", "Discard", "Cancel")) -> str:
+    """The name of the button the person chose ('Cancel' when the box is closed)."""
+    shown.append(("ask", title, text))
+    box = QMessageBox(parent)
+    box.setWindowTitle(title)
+    box.setText(text)
+    roles = {"Save": QMessageBox.StandardButton.Save, "Discard": QMessageBox.StandardButton.Discard,
+             "Cancel": QMessageBox.StandardButton.Cancel, "Yes": QMessageBox.StandardButton.Yes,
+             "No": QMessageBox.StandardButton.No}
+    for b in buttons:
+        box.addButton(roles[b])
+    clicked = box.exec()
+    for name, std in roles.items():
+        if clicked == std:
+            return name
+    return "Cancel"
+
+
+def open_paths(parent: QWidget | None, title: str, filters: str, folder: str = "") -> list[Path]:
+    paths, _ = QFileDialog.getOpenFileNames(parent, title, folder, filters)
+    return [Path(p) for p in paths]
+
+
+def open_folder(parent: QWidget | None, title: str) -> Path | None:
+    path = QFileDialog.getExistingDirectory(parent, title)
+    return Path(path) if path else None
+
+
+def save_path(parent: QWidget | None, title: str, suggested: str, filters: str) -> Path | None:
+    path, _ = QFileDialog.getSaveFileName(parent, title, suggested, filters)
+    return Path(path) if path else None

@@ -1,0 +1,147 @@
+"""The drawing of the cluster: every GPU in its node, coloured by pipeline stage
+(hue) and tensor rank (shade), GPUs the layout leaves idle in grey.
+
+Ranks follow Megatron-LM's default order (tensor fastest, then context, then data,
+then pipeline): rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)). Clusters of more than
+``DETAIL_LIMIT`` GPUs are drawn one box per node (coloured by the stage most of its
+GPUs hold), so a 4,096-GPU plan stays readable and cheap to paint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from llmplan.core.workload import ParallelLayout
+from llmplan.gui.theme import stage_colour
+
+DETAIL_LIMIT = 256
+MAX_BOX = 84.0  # pixels: the largest GPU tile
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRanks:
+    rank: int
+    tp: int
+    cp: int
+    dp: int
+    pp: int
+
+
+def ranks_of(rank: int, layout: ParallelLayout) -> GpuRanks | None:
+    """The parallel coordinates of a global rank; None when the layout leaves it idle."""
+    if rank >= layout.gpus:
+        return None
+    tp_i = rank % layout.tp
+    rest = rank // layout.tp
+    cp_i = rest % layout.cp
+    rest //= layout.cp
+    dp_i = rest % layout.dp
+    pp_i = rest // layout.dp
+    return GpuRanks(rank, tp_i, cp_i, dp_i, pp_i)
+
+
+class GpuGrid(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.layout_ = ParallelLayout()
+        self.gpus_per_node = 1
+        self.nodes = 1
+        self.memory_text = ""
+        self.setMouseTracking(True)
+        self.setMinimumHeight(90)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setAccessibleName("GPU layout drawing")
+        self._boxes: list[tuple[QRectF, int, int]] = []  # rect, node, gpu index in node (-1: whole node)
+
+    def sizeHint(self) -> QSize:
+        return QSize(360, 160)
+
+    def set_cluster(self, layout: ParallelLayout, gpus_per_node: int, nodes: int, memory_text: str = "") -> None:
+        self.layout_, self.gpus_per_node, self.nodes = layout, gpus_per_node, nodes
+        self.memory_text = memory_text
+        self.setAccessibleDescription(
+            f"{nodes} node(s) × {gpus_per_node} GPU(s); TP {layout.tp}, PP {layout.pp}, DP {layout.dp}, "
+            f"CP {layout.cp}, EP {layout.ep}; {layout.gpus} GPU(s) used")
+        self.update()
+
+    @property
+    def aggregated(self) -> bool:
+        return self.gpus_per_node * self.nodes > DETAIL_LIMIT
+
+    def _grid(self, count: int, w: float, h: float) -> tuple[int, int]:
+        """Columns and rows that fit ``count`` boxes into w×h with boxes near square."""
+        best = (count, 1)
+        best_size = 0.0
+        for cols in range(1, count + 1):
+            rows = math.ceil(count / cols)
+            size = min(w / cols, h / rows)
+            if size > best_size:
+                best, best_size = (cols, rows), size
+        return best
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self._boxes = []
+        text_colour = self.palette().windowText().color()
+        w, h = self.width() - 4, self.height() - 4
+        if self.aggregated:
+            self._paint_nodes_aggregated(p, w, h)
+            return
+        node_cols, node_rows = self._grid(self.nodes, w, h)
+        nw, nh = w / node_cols, h / node_rows
+        g_cols, g_rows = self._grid(self.gpus_per_node, nw - 8, nh - 8)
+        box = min((nw - 8) / g_cols, (nh - 8) / g_rows, MAX_BOX)  # a lone GPU is a tile, not a wall
+        nw, nh = g_cols * box + 8, g_rows * box + 8
+        for n in range(self.nodes):
+            nx, ny = 2 + (n % node_cols) * nw, 2 + (n // node_cols) * nh
+            p.setPen(QPen(text_colour, 1))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(QRectF(nx + 1, ny + 1, nw - 2, nh - 2), 4, 4)
+            gw, gh = (nw - 8) / g_cols, (nh - 8) / g_rows
+            for g in range(self.gpus_per_node):
+                rect = QRectF(nx + 4 + (g % g_cols) * gw + 1, ny + 4 + (g // g_cols) * gh + 1, gw - 2, gh - 2)
+                r = ranks_of(n * self.gpus_per_node + g, self.layout_)
+                colour = QColor("#9e9e9e") if r is None else stage_colour(r.pp, r.tp, self.layout_.tp)
+                p.fillRect(rect, colour)
+                self._boxes.append((rect, n, g))
+                if r is not None and rect.width() > 26 and rect.height() > 14:
+                    p.setPen(QColor("#000000"))
+                    p.drawText(rect, Qt.AlignmentFlag.AlignCenter, f"{r.rank}")
+
+    def _paint_nodes_aggregated(self, p: QPainter, w: float, h: float) -> None:
+        cols, rows = self._grid(self.nodes, w, h)
+        bw, bh = w / cols, h / rows
+        for n in range(self.nodes):
+            rect = QRectF(2 + (n % cols) * bw, 2 + (n // cols) * bh, max(bw - 1, 1), max(bh - 1, 1))
+            r = ranks_of(n * self.gpus_per_node, self.layout_)
+            p.fillRect(rect, QColor("#9e9e9e") if r is None else stage_colour(r.pp))
+            self._boxes.append((rect, n, -1))
+
+    def describe_at(self, node: int, gpu: int) -> str:
+        if gpu < 0:
+            first = node * self.gpus_per_node
+            r = ranks_of(first, self.layout_)
+            where = "idle" if r is None else f"pipeline stage {r.pp}"
+            return f"node {node}: GPUs {first}–{first + self.gpus_per_node - 1} ({where})"
+        rank = node * self.gpus_per_node + gpu
+        r = ranks_of(rank, self.layout_)
+        if r is None:
+            return f"node {node}, GPU {gpu} (rank {rank}): idle, the layout uses {self.layout_.gpus} GPUs"
+        text = (f"node {node}, GPU {gpu}: rank {rank}\n"
+                f"tensor {r.tp}/{self.layout_.tp} · context {r.cp}/{self.layout_.cp} · "
+                f"data {r.dp}/{self.layout_.dp} · pipeline stage {r.pp}/{self.layout_.pp}")
+        return text + (f"\nmemory: {self.memory_text}" if self.memory_text else "")
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position()
+        for rect, node, gpu in self._boxes:
+            if rect.contains(pos):
+                QToolTip.showText(event.globalPosition().toPoint(), self.describe_at(node, gpu), self)
+                return
+        QToolTip.hideText()

@@ -1,0 +1,269 @@
+"""The hardware picker: "This machine" (from background detection) at the top, the GPU
+catalog grouped by vendor with search, GPUs per node, nodes, node and network presets,
+price, and a custom-GPU dialog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llmplan.gui import backend
+from llmplan.gui.bind import bound_float, bound_spin, compact
+from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
+from llmplan.gui.state import PlanState
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+SPEC_ROLE = Qt.ItemDataRole.UserRole + 1
+THIS_MACHINE = "This machine"
+
+
+def _network_changes(network_id: str) -> dict[str, Any]:
+    """Pick a network by id; an inline network spec from an opened plan would otherwise win."""
+    from llmplan.io.plan_document import HardwareRef
+
+    changes: dict[str, Any] = {"hardware.network": network_id}
+    if "network_spec" in HardwareRef.model_fields:
+        changes["hardware.network_spec"] = None
+    return changes
+
+
+class HardwarePicker(QWidget):
+    custom_requested = Signal()
+    message = Signal(str)
+
+    def __init__(self, state: PlanState, parent: QWidget | None = None, detect: bool = True) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.detected: list[tuple[str, str | None, Any]] = []  # (label, catalog id, inline spec)
+        self.detect_status = QLabel("Looking for this machine's GPUs…" if detect else "")
+        self.detect_status.setAccessibleName("Detection status")
+        self.spinner = QProgressBar()  # busy indicator while detection runs
+        self.spinner.setRange(0, 0)
+        self.spinner.setMaximumHeight(6)
+        self.spinner.setTextVisible(False)
+        self.spinner.setAccessibleName("Detecting hardware")
+        self.spinner.setVisible(detect)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search GPUs…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search GPUs")
+        self.tree = QTreeWidget()
+        self.tree.setAccessibleName("GPUs")
+        self.tree.setIndentation(10)
+        self.tree.setHeaderLabels(["GPU", "Memory", "BF16"])
+        hdr = self.tree.header()
+        hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        hdr.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setStretchLastSection(False)
+        self.custom_button = QPushButton("Custom &GPU…")
+        self.custom_button.setToolTip("Describe a GPU that is not in the catalog")
+        self.custom_button.clicked.connect(self.custom_requested)
+        self.network = compact(QComboBox())
+        self.network.setAccessibleName("Network between nodes")
+        self.network.setToolTip("The scale-out network between nodes (plan field hardware.network)")
+        self.node = compact(QComboBox())
+        self.node.setAccessibleName("Node preset")
+        self.node.setToolTip("A node preset sets GPUs per node and the network (plan field hardware.node)")
+        form = QFormLayout()
+        per_node = bound_spin(state, "hardware.gpus_per_node", "GPUs per node",
+                              "GPUs in each node, joined by NVLink/Infinity Fabric/PCIe", 1, 1024,
+                              also=lambda v: self._keep_filled(v, self.state.doc.hardware.nodes))
+        nodes = bound_spin(state, "hardware.nodes", "Nodes", "Nodes joined by the network", 1, 1_000_000,
+                           also=lambda v: self._keep_filled(self.state.doc.hardware.gpus_per_node, v))
+        row = QHBoxLayout()
+        row.addWidget(per_node)
+        row.addWidget(QLabel("× nodes"))
+        row.addWidget(nodes)
+        form.addRow("GPUs per node", row)
+        form.addRow("Node preset", self.node)
+        form.addRow("Network", self.network)
+        form.addRow("Price (USD/GPU-hour)", bound_float(
+            state, "hardware.price_per_gpu_hour", "Price per GPU-hour",
+            "What one GPU-hour costs you; at the minimum the catalog's typical cloud price is used",
+            0.0, 10_000.0, 2, 0.1, none_text="catalog price"))
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.custom_button)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addWidget(self.detect_status)
+        lay.addWidget(self.spinner)
+        lay.addWidget(self.tree, 1)
+        lay.addLayout(form)
+        self.search.textChanged.connect(self.refill)
+        self.tree.currentItemChanged.connect(self._picked)
+        self.network.currentIndexChanged.connect(self._network_picked)
+        self.node.currentIndexChanged.connect(self._node_picked)
+        state.doc_changed.connect(self._follow)
+        self._fill_presets()
+        self.refill()
+        self.detector = Detector(self)
+        self.detector.finished.connect(self._detected)
+        if detect:
+            self.detector.start()
+
+    def _keep_filled(self, per_node: int, nodes: int) -> dict[str, Any]:
+        """When the layout filled the old cluster, grow or shrink DP so it fills the new one
+        (the engine requires TP·PP·DP·CP = GPUs), in the same undo step."""
+        doc = self.state.doc
+        p, hw = doc.parallelism, doc.hardware
+        per_replica = p.tp * p.pp * p.cp
+        new_total = per_node * nodes
+        if p.gpus == hw.gpus_per_node * hw.nodes and new_total % per_replica == 0:
+            return {"parallelism.dp": new_total // per_replica}
+        return {}
+
+    # ---- lists -----------------------------------------------------------------------
+    def _fill_presets(self) -> None:
+        self.network.blockSignals(True)
+        self.network.addItem("none (single node)", "none")
+        for e in backend.network_entries():
+            spec = getattr(e, "spec", e)
+            net_id = getattr(e, "id", spec.id)
+            if net_id != "none":  # already the first item
+                self.network.addItem(getattr(e, "name", getattr(spec, "name", net_id)), net_id)
+        self.network.blockSignals(False)
+        self.node.blockSignals(True)
+        self.node.addItem("(no preset)", None)
+        for e in backend.node_entries():
+            self.node.addItem(getattr(e, "name", getattr(e, "id", "?")), getattr(e, "id", None))
+        self.node.blockSignals(False)
+
+    def refill(self) -> None:
+        words = self.search.text().lower().split()
+        self.tree.blockSignals(True)
+        self.tree.clear()
+        bold = QFont(self.tree.font())
+        bold.setBold(True)
+        if self.detected:
+            top = QTreeWidgetItem(self.tree, [THIS_MACHINE, "", ""])
+            top.setFont(0, bold)
+            top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+            for label, gpu_id, spec in self.detected:
+                item = QTreeWidgetItem(top, [label, "", ""])
+                item.setData(0, ID_ROLE, gpu_id)
+                item.setData(0, SPEC_ROLE, spec)
+                item.setToolTip(0, "Detected on this machine")
+            top.setExpanded(True)
+        groups: dict[str, QTreeWidgetItem] = {}
+        for e in backend.gpu_entries():
+            spec = getattr(e, "spec", e)
+            hay = f"{spec.id} {spec.name} {spec.vendor}".lower()
+            if not all(w in hay for w in words):
+                continue
+            vendor = str(getattr(e, "vendor", spec.vendor))
+            if vendor not in groups:
+                groups[vendor] = QTreeWidgetItem(self.tree, [vendor.upper() if len(vendor) <= 4 else vendor.title(),
+                                                             "", ""])
+                groups[vendor].setFont(0, bold)
+                groups[vendor].setFlags(groups[vendor].flags() & ~Qt.ItemFlag.ItemIsSelectable)
+                groups[vendor].setExpanded(True)
+            bf16 = spec.peak_flops.for_dtype("bf16")
+            item = QTreeWidgetItem(groups[vendor], [spec.name, f"{spec.memory_bytes / 1024**3:.0f} GiB",
+                                                    f"{bf16 / 1e12:.0f} TF" if bf16 else "—"])
+            item.setData(0, ID_ROLE, spec.id)
+            item.setToolTip(0, f"{spec.id}\n{spec.memory_marketing or ''} · {spec.memory_bandwidth / 1e9:,.0f} GB/s"
+                               f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s")
+        if not groups and backend.hardware_catalog() is None:
+            QTreeWidgetItem(self.tree, ["(no GPU catalog in this build: use Custom GPU…)", "", ""])
+        self.tree.blockSignals(False)
+        self._follow(self.state.doc)
+
+    # ---- selection -------------------------------------------------------------------
+    def _picked(self, item: QTreeWidgetItem | None, _prev=None) -> None:
+        if item is None:
+            return
+        gpu_id = item.data(0, ID_ROLE)
+        spec = item.data(0, SPEC_ROLE)
+        if spec is not None:
+            self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec}, f"GPU: {item.text(0)}")
+        elif gpu_id:
+            self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None}, f"GPU: {item.text(0)}")
+
+    def select(self, gpu_id: str) -> bool:
+        it = self._find(gpu_id)
+        if it is not None:
+            self.tree.setCurrentItem(it)
+        return it is not None
+
+    def _find(self, gpu_id: str) -> QTreeWidgetItem | None:
+        for i in range(self.tree.topLevelItemCount()):
+            group = self.tree.topLevelItem(i)
+            for j in range(group.childCount()):
+                if group.child(j).data(0, ID_ROLE) == gpu_id and group.text(0) != THIS_MACHINE:
+                    return group.child(j)
+        return None
+
+    def _follow(self, doc) -> None:
+        self.tree.blockSignals(True)
+        it = self._find(doc.hardware.gpu)
+        self.tree.setCurrentItem(it) if it is not None else self.tree.clearSelection()
+        self.tree.blockSignals(False)
+        for combo, value in ((self.network, doc.hardware.network), (self.node, doc.hardware.node)):
+            combo.blockSignals(True)
+            i = combo.findData(value)
+            if i < 0 and value:
+                combo.addItem(str(value), value)
+                i = combo.count() - 1
+            combo.setCurrentIndex(max(i, 0))
+            combo.blockSignals(False)
+
+    def _network_picked(self, i: int) -> None:
+        self.state.edit_many(_network_changes(self.network.itemData(i) or "none"), "Network")
+
+    def _node_picked(self, i: int) -> None:
+        node_id = self.node.itemData(i)
+        changes: dict[str, Any] = {"hardware.node": node_id}
+        for e in backend.node_entries():
+            if getattr(e, "id", None) == node_id:  # a preset fills in its GPU, count and network
+                for field, attr in (("gpus_per_node", "gpus_per_node"), ("gpu", "gpu_id"), ("network", "network_id")):
+                    value = getattr(e, attr, None)
+                    if value:
+                        changes[f"hardware.{field}"] = value
+                if "hardware.gpu" in changes:
+                    changes["hardware.gpu_spec"] = None
+                if "hardware.network" in changes:
+                    changes.update(_network_changes(changes["hardware.network"]))
+        self.state.edit_many(changes, "Node preset")
+
+    # ---- detection -------------------------------------------------------------------
+    def _detected(self, report: Any, problem: str) -> None:
+        self.spinner.hide()
+        gpus = gpus_of(report) if report is not None else []
+        self.detected = []
+        for g in gpus:
+            gpu_id, spec = match_gpu(g)
+            self.detected.append((describe_gpu(g), gpu_id, spec))
+        if gpus:
+            self.detect_status.setText(f"This machine: {', '.join(lbl for lbl, _i, _s in self.detected)}")
+        else:
+            reasons = "; ".join(str(r) for r in (getattr(report, "reasons", None) or [])) or problem
+            self.detect_status.setText(f"No GPU found on this machine{': ' + reasons if reasons else ''}")
+        self.detect_status.setToolTip(self.detect_status.text())
+        self.refill()
+
+    def detected_gpu(self) -> tuple[str | None, Any]:
+        """The first detected GPU usable in a plan (catalog id, inline spec), if any."""
+        for _label, gpu_id, spec in self.detected:
+            if gpu_id or spec:
+                return gpu_id, spec
+        return None, None

@@ -1,0 +1,147 @@
+"""The parallelism layout editor: sizes, ZeRO/offload/recompute, the drawing, the rule
+the layout breaks (the engine's own LayoutError message, shown inline) and "Auto".
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llmplan.gui.backend import Outcome
+from llmplan.gui.bind import bound_check, bound_combo, bound_spin
+from llmplan.gui.gpu_grid import GpuGrid
+from llmplan.gui.state import PlanState
+from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
+from llmplan.gui.units import MemoryUnit
+
+SIZES = (
+    ("tp", "TP", "Tensor parallel: each layer's matrices split over this many GPUs (keep inside a node)"),
+    ("pp", "PP", "Pipeline parallel: the layers split into this many stages"),
+    ("dp", "DP", "Data parallel: replicas that each see different batches"),
+    ("cp", "CP", "Context parallel: the sequence split over this many GPUs for attention"),
+    ("ep", "EP", "Expert parallel: MoE experts spread over this many GPUs (within data parallel)"),
+)
+
+
+class LayoutEditor(QWidget):
+    def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.unit = MemoryUnit()
+        sizes = QGridLayout()
+        for col, (key, short, tip) in enumerate(SIZES):
+            label = QLabel(short)
+            spin = bound_spin(state, f"parallelism.{key}", f"{short} size", tip, 1, 1_000_000 if key == "dp" else 1024)
+            label.setBuddy(spin)
+            label.setToolTip(tip)
+            sizes.addWidget(label, 0, col)
+            sizes.addWidget(spin, 1, col)
+        opts = QFormLayout()
+        row1 = QHBoxLayout()
+        self.training_only: list[QWidget] = []
+        row1.addWidget(self._training_only(bound_combo(state, "training.zero_stage", "ZeRO stage",
+                       "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
+                       "3 also the weights over data parallel", [(0, "ZeRO 0"), (1, "ZeRO 1"), (2, "ZeRO 2"),
+                                                                 (3, "ZeRO 3")], chars=6)))
+        row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
+                       "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
+                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
+                       chars=12)))
+        row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
+                       "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
+                       "full recomputes each layer in the backward pass",
+                       [("none", "no recompute"), ("selective", "selective recompute"),
+                        ("full", "full recompute")], chars=15)))
+        opts.addRow(row1)
+        row2 = QHBoxLayout()
+        row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
+                       "Megatron sequence parallelism: norms and dropout split over the TP group"))
+        row2.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
+                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
+        vs_label = QLabel("Virtual stages")
+        vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
+                        "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
+        vs_label.setBuddy(vs)
+        row2.addWidget(vs_label)
+        row2.addWidget(vs)
+        row2.addStretch(1)
+        opts.addRow(row2)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setAccessibleName("Layout check")
+        self.grid = GpuGrid(self)
+        self.auto_button = QPushButton("&Auto…")
+        self.auto_button.setToolTip("Search layouts that fit and rank them by speed (runs in the background)")
+        self.auto_button.setAccessibleName("Auto layout search")
+        self.fill_button = QPushButton("Use all GPUs")
+        self.fill_button.setToolTip("Set DP so that TP·PP·CP·DP equals the GPUs of the cluster")
+        self.fill_button.clicked.connect(self.fill_cluster)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.fill_button)
+        buttons.addWidget(self.auto_button)
+        top = QHBoxLayout()
+        top.addLayout(sizes, 1)
+        top.addLayout(buttons)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addLayout(opts)
+        lay.addWidget(self.status)
+        lay.addWidget(self.grid, 1)
+        legend = QLabel("Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · hover a GPU for its ranks")
+        legend.setWordWrap(True)
+        legend.setStyleSheet("color: palette(placeholder-text);")
+        lay.addWidget(legend)
+        state.doc_changed.connect(self._doc_changed)
+        self._doc_changed(state.doc)
+
+    def _training_only(self, w: QWidget) -> QWidget:
+        self.training_only.append(w)
+        return w
+
+    def _doc_changed(self, doc) -> None:
+        for w in self.training_only:  # serving has no optimizer states to shard or offload
+            w.setEnabled(doc.workload != "inference")
+        hw = doc.hardware
+        self.grid.set_cluster(doc.parallelism, hw.gpus_per_node, hw.nodes, self.grid.memory_text)
+        self._show_gpu_count(doc)
+
+    def _show_gpu_count(self, doc) -> None:
+        used, total = doc.parallelism.gpus, doc.hardware.gpus_per_node * doc.hardware.nodes
+        if used > total:
+            self._set_status(f"The layout needs TP·PP·DP·CP = {used} GPUs but the cluster has {total}: "
+                             "lower a size or add GPUs/nodes.", BAD_COLOUR)
+        elif used < total:
+            self._set_status(f"The layout uses {used} of the cluster's {total} GPUs "
+                             "(the rest are drawn grey).", WARN_COLOUR)
+        else:
+            self._set_status(f"Layout uses all {total} GPU(s).", "")
+
+    def _set_status(self, text: str, colour: str) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet(f"color: {colour}; font-weight: bold;" if colour else "")
+
+    def show_outcome(self, outcome: Outcome) -> None:
+        if outcome.kind == "layout":
+            self._set_status(f"Invalid layout: {outcome.message}", BAD_COLOUR)
+        else:
+            self._show_gpu_count(outcome.doc)
+        mem = ""
+        if outcome.estimate is not None:
+            m = outcome.estimate.memory
+            mem = f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} (worst-loaded GPU)"
+        self.grid.memory_text = mem
+
+    def fill_cluster(self) -> None:
+        doc = self.state.doc
+        per_replica = doc.parallelism.tp * doc.parallelism.pp * doc.parallelism.cp
+        total = doc.hardware.gpus_per_node * doc.hardware.nodes
+        if per_replica <= total:
+            self.state.edit("parallelism.dp", max(total // per_replica, 1), "Use all GPUs")

@@ -1,0 +1,296 @@
+"""The main window: model and hardware on the left, workload and layout in the centre,
+verdict, memory, figures and charts on the right (DESIGN.md §5).
+
+The window owns no numbers: it wires widgets to one ``PlanState`` and shows each
+``Outcome`` the state emits. Menus follow the platform's standard shortcuts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter
+
+from llmplan.gui import backend, dialogs, files, report
+from llmplan.gui.charts import ChartsPanel
+from llmplan.gui.hardware_picker import HardwarePicker
+from llmplan.gui.importing import is_plan_file
+from llmplan.gui.layout_editor import LayoutEditor
+from llmplan.gui.model_picker import ModelPicker
+from llmplan.gui.preferences import Preferences, PreferencesDialog
+from llmplan.gui.results_panel import ResultsPanel
+from llmplan.gui.state import PlanState
+from llmplan.gui.theme import apply_theme
+from llmplan.gui.units import MemoryUnit
+from llmplan.gui.window_files import FileActions
+from llmplan.gui.workload_tabs import WorkloadTabs
+from llmplan.io.plan_document import PlanDocument
+
+
+class MainWindow(FileActions, QMainWindow):
+    def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
+        super().__init__()
+        self.settings = settings or QSettings("llmplan", "llmplan")
+        self.prefs = Preferences.load(self.settings)
+        self.unit = MemoryUnit(self.prefs.memory_unit)
+        self.state = PlanState(self.default_doc(), self)
+        self.setAcceptDrops(True)
+        self.setWindowTitle("llmplan")
+        self.models = ModelPicker(self.state)
+        self.hardware = HardwarePicker(self.state, detect=detect)
+        self.workload = WorkloadTabs(self.state)
+        self.layout_editor = LayoutEditor(self.state)
+        self.results = ResultsPanel()
+        self.charts = ChartsPanel() if charts else None
+        self._build_splitters()
+        self._build_menus()
+        self.state.evaluated.connect(self._show)
+        self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        self.state.undo_stack.cleanChanged.connect(self._update_title)
+        self.state.file_changed.connect(self._update_title)
+        self.models.import_requested.connect(self.import_model)
+        self.models.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.hardware.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.hardware.custom_requested.connect(self.custom_gpu)
+        self.hardware.detector.finished.connect(self._use_detected_gpu)
+        self.layout_editor.auto_button.clicked.connect(self.auto_search)
+        self._autosave = QTimer(self)
+        self._autosave.setInterval(files.AUTOSAVE_S * 1000)
+        self._autosave.timeout.connect(self.autosave_now)
+        self._autosave.start()
+        self._restore_ui()
+        self._update_title()
+        self.state.evaluate_now()
+
+    # ---- construction ---------------------------------------------------------------
+    def _build_splitters(self) -> None:
+        self.left = QSplitter(Qt.Orientation.Vertical)
+        self.left.addWidget(self.models)
+        self.left.addWidget(self.hardware)
+        self.centre = QSplitter(Qt.Orientation.Vertical)
+        self.centre.addWidget(self.workload)
+        self.centre.addWidget(self.layout_editor)
+        self.right = QSplitter(Qt.Orientation.Vertical)
+        self.right.addWidget(self.results)
+        if self.charts is not None:
+            self.right.addWidget(self.charts)
+        self.main = QSplitter(Qt.Orientation.Horizontal)
+        for w in (self.left, self.centre, self.right):
+            w.setChildrenCollapsible(False)
+            self.main.addWidget(w)
+        self.main.setStretchFactor(0, 3)
+        self.main.setStretchFactor(1, 4)
+        self.main.setStretchFactor(2, 4)
+        self.setCentralWidget(self.main)
+
+    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        if tip:
+            act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _build_menus(self) -> None:
+        K = QKeySequence.StandardKey
+        m = self.menuBar().addMenu("&File")
+        self._action(m, "&New", self.new_plan, K.New)
+        self._action(m, "&Open…", self.open_dialog, K.Open)
+        self.recent_menu = m.addMenu("Open &Recent")
+        self._refresh_recent()
+        self._action(m, "&Save", self.save, K.Save)
+        self._action(m, "Save &As…", self.save_as, K.SaveAs)
+        m.addSeparator()
+        self._action(m, "&Import Model…", self.import_model, "Ctrl+I")
+        exp = m.addMenu("&Export")
+        self._action(exp, "Report (&Markdown)…", self.export_markdown, "Ctrl+E")
+        self._action(exp, "Breakdown (&CSV)…", self.export_csv)
+        self._action(exp, "Charts (&PNG)…", self.export_charts)
+        self._action(m, "&Copy Report as Text", self.copy_text, "Ctrl+Shift+C")
+        m.addSeparator()
+        self._action(m, "&Quit", self.close, K.Quit)
+        e = self.menuBar().addMenu("&Edit")
+        undo = self.state.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcut(QKeySequence(K.Undo))
+        redo = self.state.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcut(QKeySequence(K.Redo))
+        e.addAction(undo)
+        e.addAction(redo)
+        self.undo_action, self.redo_action = undo, redo
+        e.addSeparator()
+        self._action(e, "&Preferences…", self.preferences, K.Preferences)
+        h = self.menuBar().addMenu("&Help")
+        self._action(h, "&How the Estimates Are Made", self.help, K.HelpContents)
+        self._action(h, "&About llmplan", self.about)
+
+    # ---- showing results ---------------------------------------------------------------
+    def _show(self, outcome: backend.Outcome) -> None:
+        self.results.show_outcome(outcome)
+        self.layout_editor.show_outcome(outcome)
+        self.models.show_architecture(outcome)
+        if self.charts is not None:
+            self.charts.request(outcome)
+        line = self.this_machine_line(outcome)
+        if outcome.estimate is not None and line:
+            self.results.detail.setText(f"{outcome.estimate.bottleneck.statement}\n{line}")
+
+    def this_machine_line(self, outcome: backend.Outcome) -> str:
+        """'On this machine (…): Fits: 20.1 of 23.6 GiB per GPU': the same plan re-estimated
+        on the detected GPUs (one node of them), when they differ from the plan's."""
+        gpu_id, spec = self.hardware.detected_gpu()
+        if not (gpu_id or spec) or outcome.estimate is None:
+            return ""
+        hw = outcome.doc.hardware
+        if gpu_id == hw.gpu and hw.nodes == 1 and hw.gpus_per_node == len(self.hardware.detected):
+            return "This is this machine's hardware."
+        from llmplan.gui.commands import set_path
+
+        try:
+            doc = set_path(outcome.doc, "hardware", {"gpu": gpu_id or spec.id, "gpu_spec": spec,
+                                                     "gpus_per_node": len(self.hardware.detected), "nodes": 1,
+                                                     "network": "none"})
+        except Exception:
+            return ""
+        other = backend.evaluate(doc)
+        label = self.hardware.detected[0][0]
+        if other.estimate is None:
+            return f"On this machine ({label}): {other.message}"
+        return f"On this machine ({label}): {report.verdict(other.estimate, self.unit)}"
+
+    def _update_title(self, *_a) -> None:
+        name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")
+        self.setWindowModified(self.state.dirty)
+        self.setWindowTitle(f"{name}[*] — llmplan")
+
+    # ---- UI state (not preferences) ----------------------------------------------------
+    def _restore_ui(self) -> None:
+        s = self.settings
+        geo = s.value("ui/geometry")
+        if geo is not None:
+            self.restoreGeometry(geo)
+        else:
+            self.resize(1280, 800)
+        self.main.setSizes([350, 420, 510])  # defaults; a saved state below wins
+        self.left.setSizes([430, 370])
+        self.centre.setSizes([400, 400])
+        self.right.setSizes([440, 360])
+        for name in ("main", "left", "centre", "right"):
+            value = s.value(f"ui/splitter_{name}")
+            if value is not None:
+                getattr(self, name).restoreState(value)
+
+    def save_ui(self) -> None:
+        s = self.settings
+        s.setValue("ui/geometry", self.saveGeometry())
+        for name in ("main", "left", "centre", "right"):
+            s.setValue(f"ui/splitter_{name}", getattr(self, name).saveState())
+        s.sync()
+
+    # ---- models and hardware ------------------------------------------------------------
+    def import_model(self) -> None:
+        paths = dialogs.open_paths(self, "Import model", dialogs.MODEL_FILTER)
+        if paths:
+            self.models.import_paths(paths)
+
+    def custom_gpu(self) -> None:
+        from llmplan.gui.custom_gpu import CustomGpuDialog
+
+        dlg = CustomGpuDialog(self.state.outcome.scenario.cluster.gpu if self.state.outcome and
+                              self.state.outcome.scenario else None, self)
+        dlg.accepted_spec.connect(lambda spec: self.state.edit_many(
+            {"hardware.gpu": spec.id, "hardware.gpu_spec": spec}, f"Custom GPU {spec.name}"))
+        dlg.open()
+
+    def _use_detected_gpu(self, *_a) -> None:
+        """Start on this machine's GPU when the plan is still the untouched default."""
+        gpu_id, spec = self.hardware.detected_gpu()
+        if (gpu_id or spec) and self.state.path is None and self.state.undo_stack.count() == 0:
+            changes: dict[str, object] = {"hardware.gpu": gpu_id or spec.id}
+            if spec is not None:
+                changes["hardware.gpu_spec"] = spec
+            new = self.state.doc
+            from llmplan.gui.commands import set_path
+
+            try:
+                for k, v in changes.items():
+                    new = set_path(new, k, v)
+            except Exception:
+                return
+            self.state.load(new, None)
+        if self.state.outcome is not None:
+            self._show(self.state.outcome)
+
+    def auto_search(self) -> None:
+        from llmplan.gui.auto_panel import AutoDialog
+
+        if self.state.outcome is None or self.state.outcome.scenario is None:
+            dialogs.error(self, "Auto layout", "Fix the plan first: the auto-planner needs a model and a GPU.")
+            return
+        self.auto_dialog = AutoDialog(self.state, self.charts, self)
+        self.auto_dialog.open()
+        self.auto_dialog.start()
+
+    # ---- preferences and help ----------------------------------------------------------------
+    def preferences(self) -> None:
+        dlg = PreferencesDialog(self.prefs, self)
+        dlg.accepted.connect(lambda: self.apply_preferences(dlg.result_prefs()))
+        dlg.open()
+
+    def apply_preferences(self, prefs: Preferences) -> None:
+        self.prefs = prefs
+        prefs.save(self.settings)
+        self.unit = MemoryUnit(prefs.memory_unit)
+        app = QApplication.instance()
+        if app is not None:
+            apply_theme(app, prefs.theme)
+        self.results.set_unit(self.unit)
+        self.layout_editor.unit = self.unit
+        if self.charts is not None:
+            self.charts.unit = self.unit
+            if self.state.outcome is not None:
+                self.charts.request(self.state.outcome)
+
+    def help(self) -> None:
+        from llmplan.gui.help_dialog import HelpDialog
+
+        self.help_dialog = HelpDialog(self)
+        self.help_dialog.open()
+
+    def about(self) -> None:
+        from llmplan.gui.help_dialog import about_text
+
+        dialogs.inform(self, "About llmplan", about_text(backend.version()))
+
+    # ---- drag and drop, close -----------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
+        event.acceptProposedAction()
+        self.open_dropped(paths)
+
+    def open_dropped(self, paths: list[Path]) -> None:
+        plans = [p for p in paths if is_plan_file(p)]
+        models = [p for p in paths if not is_plan_file(p)]
+        if plans:
+            self.open_path(plans[0])
+        if models:
+            self.models.import_paths(models)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.save_ui()
+        files.clear_autosave()
+        event.accept()
+
+    def set_plan(self, doc: PlanDocument) -> None:
+        """Replace the plan as one undoable step (used by Auto and by tests)."""
+        self.state.replace(doc)

@@ -1,0 +1,109 @@
+"""The per-GPU memory of the worst-loaded GPU, stacked against its capacity.
+
+Custom-painted (one widget, no chart library): each part of
+``MemoryBreakdown.parts()`` is a coloured segment, the capacity a vertical line; a
+bar that runs past the line is the shortfall, drawn hatched. Hover shows the part's
+``Figure.describe()``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from llmplan.core.result import MemoryBreakdown
+from llmplan.gui.theme import BAD_COLOUR, PART_COLOURS, PART_LABELS
+from llmplan.gui.units import MemoryUnit
+
+BAR_H = 26
+LEGEND_ROW_H = 18
+
+
+class MemoryBar(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.memory: MemoryBreakdown | None = None
+        self.unit = MemoryUnit()
+        self.setMouseTracking(True)
+        self.setMinimumHeight(BAR_H + 2 * LEGEND_ROW_H + 12)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName("Memory per GPU")
+        self._segments: list[tuple[QRectF, str]] = []
+
+    def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None) -> None:
+        self.memory = memory
+        if unit is not None:
+            self.unit = unit
+        self.setAccessibleDescription(self.summary())
+        self.update()
+
+    def summary(self) -> str:
+        m = self.memory
+        if m is None:
+            return "no estimate"
+        return f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} per GPU"
+
+    def _visible_parts(self) -> list[tuple[str, float]]:
+        if self.memory is None:
+            return []
+        return [(k, f.value) for k, f in self.memory.parts().items() if f.value > 0]
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        w = self.width() - 2
+        self._segments = []
+        if self.memory is None:
+            p.setPen(pal.placeholderText().color())
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no estimate")
+            return
+        m = self.memory
+        scale_max = max(m.total.value, m.capacity.value) or 1.0
+        x = 1.0
+        for key, value in self._visible_parts():
+            width = w * value / scale_max
+            rect = QRectF(x, 2, width, BAR_H)
+            p.fillRect(rect, QColor(PART_COLOURS.get(key, "#888888")))
+            self._segments.append((rect, key))
+            x += width
+        cap_x = 1 + w * m.capacity.value / scale_max
+        if m.total.value > m.capacity.value:  # the shortfall, hatched
+            over = QRectF(cap_x, 2, x - cap_x, BAR_H)
+            p.fillRect(over, QBrush(QColor(BAD_COLOUR), Qt.BrushStyle.BDiagPattern))
+        p.setPen(QPen(pal.windowText().color(), 1))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRect(QRectF(1, 2, w * m.capacity.value / scale_max - 1, BAR_H))
+        p.setPen(QPen(QColor(BAD_COLOUR) if not m.fits else pal.windowText().color(), 2))
+        p.drawLine(int(cap_x), 0, int(cap_x), BAR_H + 4)
+        self._paint_legend(p, BAR_H + 8)
+
+    def _paint_legend(self, p: QPainter, top: int) -> None:
+        font = QFont(self.font())
+        font.setPointSizeF(max(font.pointSizeF() - 1, 7))
+        p.setFont(font)
+        fm = p.fontMetrics()
+        x, y = 2, top
+        for key, value in self._visible_parts():
+            text = f"{PART_LABELS.get(key, key)} {self.unit.value(value):.1f}"
+            item_w = 14 + fm.horizontalAdvance(text) + 12
+            if x + item_w > self.width() and x > 2:
+                x, y = 2, y + LEGEND_ROW_H
+            p.fillRect(QRectF(x, y + 4, 10, 10), QColor(PART_COLOURS.get(key, "#888888")))
+            p.setPen(self.palette().windowText().color())
+            p.drawText(x + 14, y + fm.ascent() + 2, text)
+            x += item_w
+        needed = y + LEGEND_ROW_H + 2
+        if needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position()
+        for rect, key in self._segments:
+            if rect.contains(pos) and self.memory is not None:
+                fig = self.memory.parts()[key]
+                QToolTip.showText(event.globalPosition().toPoint(),
+                                  f"{PART_LABELS.get(key, key)}: {self.unit.fmt(fig.value, 2)}\n{fig.describe()}", self)
+                return
+        QToolTip.hideText()

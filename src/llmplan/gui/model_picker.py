@@ -1,0 +1,229 @@
+"""The model picker: searchable catalog with family/size/licence filters, Import… and
+drag-and-drop of model files, and a summary of the chosen architecture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llmplan.core.params import count_params
+from llmplan.gui import backend
+from llmplan.gui.bind import compact
+from llmplan.gui.state import PlanState
+from llmplan.gui.units import params_text
+
+SIZES = (("any size", 0, float("inf")), ("< 3 B", 0, 3e9), ("3–15 B", 3e9, 15e9), ("15–80 B", 15e9, 80e9),
+         ("> 80 B", 80e9, float("inf")))
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ModelPicker(QWidget):
+    import_requested = Signal()  # the main window owns the file dialog
+    message = Signal(str)
+
+    def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self._entries: list = []
+        self._params: dict[str, tuple[int, int]] = {}
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search models (name, family)…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search models")
+        self.family = compact(QComboBox(), 5)
+        self.family.setAccessibleName("Model family filter")
+        self.size = compact(QComboBox(), 5)
+        self.size.setAccessibleName("Model size filter")
+        for text, _lo, _hi in SIZES:
+            self.size.addItem(text)
+        self.licence = compact(QComboBox(), 5)
+        self.licence.setAccessibleName("Licence filter")
+        self.list = QTreeWidget()
+        self.list.setAccessibleName("Models")
+        self.list.setHeaderLabels(["Model", "Params", "Context", "Layers"])
+        self.list.setRootIsDecorated(False)
+        self.list.setUniformRowHeights(True)
+        hdr = self.list.header()
+        hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for c in (1, 2, 3):
+            hdr.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setStretchLastSection(False)
+        self.import_button = QPushButton("&Import…")
+        self.import_button.setToolTip("Import a config.json, a model folder, a .gguf or a safetensors index "
+                                      "(or drop one on the window)")
+        self.import_button.clicked.connect(self.import_requested)
+        self.edit_button = QPushButton("&Edit architecture…")
+        self.edit_button.setToolTip("Change the chosen model's dimensions to plan a custom model")
+        self.edit_button.clicked.connect(self.edit_architecture)
+        self.arch = QLabel()
+        self.arch.setWordWrap(True)
+        self.arch.setAccessibleName("Architecture of the chosen model")
+        self.arch.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        filters = QHBoxLayout()
+        filters.addWidget(self.family, 1)
+        filters.addWidget(self.size)
+        filters.addWidget(self.licence)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.import_button)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addLayout(filters)
+        lay.addWidget(self.list, 1)
+        lay.addWidget(self.arch)
+        lay.addWidget(self.edit_button)
+        self.search.textChanged.connect(self.refilter)
+        self.family.currentIndexChanged.connect(self.refilter)
+        self.size.currentIndexChanged.connect(self.refilter)
+        self.licence.currentIndexChanged.connect(self.refilter)
+        self.list.currentItemChanged.connect(self._picked)
+        state.doc_changed.connect(self._follow)
+        self.reload()
+
+    # ---- catalog ------------------------------------------------------------------
+    def reload(self, refresh: bool = False) -> None:
+        cat = backend.refresh_model_catalog() if refresh else backend.model_catalog()
+        self._entries = list(cat.entries) if cat is not None else []
+        for combo, values, everything in (
+                (self.family, sorted({e.family for e in self._entries}), "all families"),
+                (self.licence, sorted({e.license or "unknown" for e in self._entries}), "any licence")):
+            combo.blockSignals(True)
+            current = combo.currentText()
+            combo.clear()
+            combo.addItem(everything)
+            combo.addItems(values)
+            combo.setCurrentIndex(max(combo.findText(current), 0))
+            combo.blockSignals(False)
+        if cat is None:
+            self.list.setDisabled(True)
+            self.search.setPlaceholderText("No model catalog in this build: use Import…")
+        self.refilter()
+
+    def params_of(self, entry) -> tuple[int, int]:
+        if entry.id not in self._params:
+            try:
+                p = count_params(entry.spec)
+                self._params[entry.id] = (p.total, p.active)
+            except Exception:  # a broken catalog entry shows without a size, it does not break the list
+                self._params[entry.id] = (0, 0)
+        return self._params[entry.id]
+
+    def refilter(self) -> None:
+        words = self.search.text().lower().split()
+        family = self.family.currentText() if self.family.currentIndex() > 0 else None
+        licence = self.licence.currentText() if self.licence.currentIndex() > 0 else None
+        _t, lo, hi = SIZES[max(self.size.currentIndex(), 0)]
+        self.list.blockSignals(True)
+        self.list.clear()
+        for e in self._entries:
+            hay = f"{e.id} {e.display_name} {e.family}".lower()
+            if not all(w in hay for w in words) or (family and e.family != family):
+                continue
+            if licence and (e.license or "unknown") != licence:
+                continue
+            total, active = self.params_of(e)
+            if not lo <= total < hi:
+                continue
+            size = params_text(total) if total == active else f"{params_text(total)} / {params_text(active)}"
+            ctx = e.context_length or e.spec.max_position_embeddings
+            item = QTreeWidgetItem(self.list, [e.display_name, size, f"{ctx:,}", str(e.spec.num_layers)])
+            item.setData(0, ID_ROLE, e.id)
+            item.setToolTip(0, f"{e.id}\nfamily: {e.family}\nlicence: {e.license or 'unknown'}\nsource: {e.source}")
+            item.setToolTip(1, "total parameters / active per token" if total != active else "parameters")
+        self.list.blockSignals(False)
+        self._follow(self.state.doc)
+
+    # ---- selection ------------------------------------------------------------------
+    def _picked(self, item: QTreeWidgetItem | None, _prev=None) -> None:
+        if item is None:
+            return
+        model_id = item.data(0, ID_ROLE)
+        if model_id and (model_id != self.state.doc.model.id or self.state.doc.model.config):
+            from llmplan.io.plan_document import ModelRef
+
+            self.state.edit("model", ModelRef(id=model_id), f"Model: {item.text(0)}")
+
+    def select(self, model_id: str) -> bool:
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            if item.data(0, ID_ROLE) == model_id:
+                self.list.setCurrentItem(item)
+                return True
+        return False
+
+    def _follow(self, doc) -> None:
+        self.list.blockSignals(True)
+        self.list.setCurrentItem(None)
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            if item.data(0, ID_ROLE) == doc.model.id:
+                self.list.setCurrentItem(item)
+                self.list.scrollToItem(item)
+                break
+        self.list.blockSignals(False)
+
+    def show_architecture(self, outcome: backend.Outcome) -> None:
+        s = outcome.scenario
+        if s is None:
+            self.arch.setText("")
+            return
+        m = s.model
+        p = outcome.estimate.params if outcome.estimate else count_params(m)
+        moe = f" · MoE {m.moe.experts_per_token} of {m.moe.num_experts} experts" if m.moe else ""
+        mla = " · MLA" if m.mla else ""
+        active = f" ({params_text(p.active)} active)" if p.active != p.total else ""
+        self.arch.setText(
+            f"<b>{m.name}</b> — {params_text(p.total)} params{active}<br>"
+            f"{m.num_layers} layers · hidden {m.hidden_size:,} · {m.num_heads} heads "
+            f"({m.num_kv_heads} KV) · head {m.head_dim} · MLP {m.intermediate_size:,}{moe}{mla}<br>"
+            f"vocab {m.vocab_size:,} · context {m.max_position_embeddings:,}"
+            + (" · <i>approximate (unknown family)</i>" if m.approximate else ""))
+
+    def edit_architecture(self) -> None:
+        from llmplan.gui.arch_editor import ArchitectureDialog, editable_config
+
+        out = self.state.outcome
+        if out is None or out.scenario is None:
+            self.message.emit("Pick a model first: there is no architecture to edit")
+            return
+        ref = self.state.doc.model
+        config = ref.config
+        if config is None and ref.id:
+            cat = backend.model_catalog()
+            try:
+                config = cat.get(ref.id).config if cat is not None else None
+            except Exception:
+                config = None
+        spec = out.scenario.model
+        self.arch_dialog = ArchitectureDialog(spec.name, editable_config(config, spec), self)
+        self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
+        self.arch_dialog.open()
+
+    def import_paths(self, paths: list[Path]) -> None:
+        """Import model files (from the dialog or a drop); the last good one becomes the plan's model."""
+        from llmplan.gui.importing import import_model
+
+        for path in paths:
+            try:
+                ref, note = import_model(path)
+            except Exception as exc:
+                self.message.emit(f"Could not import {path.name}: {exc}")
+                continue
+            self.reload(refresh=True)
+            self.state.edit("model", ref, f"Import {ref.name}")
+            self.message.emit(note)

@@ -1,0 +1,131 @@
+"""The estimate as rows of explained figures (Qt-free): what the results table shows,
+what "Export report" writes (Markdown, CSV) and what "Copy as text" copies. One list,
+so the three never disagree. Every value is a ``Figure`` straight from ``estimate``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from llmplan.core.explain import Figure
+from llmplan.core.result import Estimate
+from llmplan.gui.theme import PART_LABELS
+from llmplan.gui.units import MemoryUnit, fmt_figure, params_text
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    section: str
+    label: str
+    figure: Figure | None
+    text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
+
+    def shown(self, unit: MemoryUnit) -> str:
+        return fmt_figure(self.figure, unit) if self.figure is not None else self.text
+
+    def tooltip(self) -> str:
+        return self.figure.describe() if self.figure is not None else self.text
+
+
+def verdict(est: Estimate, unit: MemoryUnit) -> str:
+    """'Fits: 61.8 of 79.6 GiB per GPU' or 'Does not fit: needs 95.2 of 79.6 GiB per GPU'."""
+    m = est.memory
+    used, cap = unit.value(m.total.value), unit.fmt(m.capacity.value)
+    if m.fits:
+        return f"Fits: {used:,.1f} of {cap} per GPU"
+    return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
+
+
+def rows(est: Estimate) -> list[Row]:
+    out: list[Row] = []
+    p = est.params
+    out.append(Row("Model", "Parameters (total)", None, params_text(p.total)))
+    if p.active != p.total:
+        out.append(Row("Model", "Parameters (active per token)", None, params_text(p.active)))
+    m = est.memory
+    out.append(Row("Memory per GPU", "Total", m.total))
+    out.append(Row("Memory per GPU", "Capacity", m.capacity))
+    for key, fig in m.parts().items():
+        if fig.value > 0:
+            out.append(Row("Memory per GPU", PART_LABELS.get(key, key), fig))
+    if m.host_ram.value > 0:
+        out.append(Row("Memory per GPU", "Host RAM per node (offload)", m.host_ram))
+    if m.nvme.value > 0:
+        out.append(Row("Memory per GPU", "NVMe per node (offload)", m.nvme))
+    if est.compute is not None:
+        c = est.compute
+        for label, fig in (("Step time", c.step_time_s), ("Throughput", c.tokens_per_s), ("MFU", c.mfu),
+                           ("HFU", c.hfu), ("Pipeline bubble", c.bubble_fraction), ("FLOPs per step", c.flops_per_step),
+                           ("Training time", c.training_days), ("GPU-hours", c.gpu_hours)):
+            out.append(Row("Time and cost", label, fig))
+        if c.cost_usd is not None:
+            out.append(Row("Time and cost", "Cost", c.cost_usd))
+    if est.inference is not None:
+        i = est.inference
+        for label, fig in (("Time to first token", i.ttft_s), ("Time per output token", i.tpot_s),
+                           ("Throughput (all users)", i.tokens_per_s), ("Throughput per user", i.tokens_per_s_per_user),
+                           ("Max concurrent sequences", i.max_concurrency), ("KV cache per token", i.kv_bytes_per_token),
+                           ("Weights", i.weight_bytes)):
+            out.append(Row("Inference", label, fig))
+        out.append(Row("Inference", "Prefill bound by", None, i.prefill_bound))
+        out.append(Row("Inference", "Decode bound by", None, i.decode_bound))
+        if i.gpu_layers is not None:
+            out.append(Row("Inference", "Layers on the GPU", i.gpu_layers))
+        if i.cost_per_million_output is not None:
+            out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
+        if i.cost_per_million_input is not None:
+            out.append(Row("Inference", "Cost per 1M input tokens", i.cost_per_million_input))
+    if est.communication is not None:
+        cm = est.communication
+        out.append(Row("Communication", "Intra-node bytes per step", cm.intra_node_bytes))
+        out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
+        out.append(Row("Communication", "Exposed communication time", cm.exposed_time_s))
+        out.append(Row("Communication", "Intra-node bandwidth to hide it", cm.intra_node_bandwidth_needed))
+        out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
+        for col in cm.collectives:
+            out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
+    out.append(Row("Bottleneck", est.bottleneck.kind, None, est.bottleneck.statement))
+    for w in est.warnings:
+        out.append(Row("Warnings", "Warning", None, w))
+    return out
+
+
+def as_text(est: Estimate, unit: MemoryUnit, title: str = "") -> str:
+    lines = [title] if title else []
+    lines.append(verdict(est, unit))
+    section = ""
+    for r in rows(est):
+        if r.section != section:
+            section = r.section
+            lines.append(f"\n{section}")
+        lines.append(f"  {r.label}: {r.shown(unit)}")
+    return "\n".join(lines) + "\n"
+
+
+def as_markdown(est: Estimate, unit: MemoryUnit, title: str, notes: str = "") -> str:
+    out = [f"# {title or 'llmplan report'}", "", f"**{verdict(est, unit)}**", ""]
+    if notes:
+        out += [notes, ""]
+    section = ""
+    for r in rows(est):
+        if r.section != section:
+            section = r.section
+            out += ["", f"## {section}", "", "| Figure | Value | How |", "|---|---|---|"]
+        how = (r.figure.formula if r.figure is not None else "").replace("|", "\\|")
+        out.append(f"| {r.label} | {r.shown(unit)} | {how} |")
+    return "\n".join(out) + "\n"
+
+
+def as_csv(est: Estimate) -> str:
+    """Raw SI values (bytes, seconds...) so a spreadsheet can compute with them."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["section", "figure", "value", "unit", "formula", "source"])
+    for r in rows(est):
+        if r.figure is not None:
+            w.writerow([r.section, r.label, repr(r.figure.value), r.figure.unit, r.figure.formula, r.figure.source])
+        else:
+            w.writerow([r.section, r.label, r.text, "", "", ""])
+    return buf.getvalue()

@@ -1,0 +1,126 @@
+"""The plan being edited, its undo history and its latest estimate.
+
+``PlanState`` holds one frozen ``PlanDocument``. Widgets call ``edit(path, value)``;
+that becomes a ``commands.Edit`` pushed on a ``QUndoStack`` through the tiny
+``EditCommand`` adapter, so Undo/Redo covers every edit. After each change a 30 ms
+debounce timer re-evaluates the plan (``backend.evaluate``; measured at a few ms, so
+it runs on the UI thread and the verdict is never stale) and ``evaluated`` is emitted
+with the new ``Outcome``. Slow work (chart sweeps, the auto-planner) runs elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from llmplan.gui import backend
+from llmplan.gui.commands import Edit, Replace, get_path
+from llmplan.io.plan_document import PlanDocument
+
+DEBOUNCE_MS = 30
+
+
+class EditCommand(QUndoCommand):
+    """Adapter: a Qt undo command around a Qt-free edit record."""
+
+    def __init__(self, state: PlanState, record: Edit | Replace) -> None:
+        super().__init__(record.text)
+        self._state = state
+        self._record = record
+
+    def redo(self) -> None:
+        self._state._set_doc(self._record.apply(self._state.doc))
+
+    def undo(self) -> None:
+        self._state._set_doc(self._record.inverse().apply(self._state.doc))
+
+
+class PlanState(QObject):
+    """One plan, its file, its history and its latest outcome."""
+
+    doc_changed = Signal(object)  # PlanDocument
+    evaluated = Signal(object)  # backend.Outcome
+    file_changed = Signal(object)  # Path | None
+    edit_refused = Signal(str)  # why an edit was refused (bad value)
+
+    def __init__(self, doc: PlanDocument | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.doc = doc or backend.default_plan()
+        self.outcome: backend.Outcome | None = None
+        self.path: Path | None = None
+        self.undo_stack = QUndoStack(self)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self.evaluate_now)
+
+    # ---- reading ------------------------------------------------------------------
+    def get(self, path: str) -> Any:
+        return get_path(self.doc, path)
+
+    @property
+    def dirty(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    # ---- editing ------------------------------------------------------------------
+    def edit(self, path: str, value: Any, text: str = "") -> bool:
+        """Set one field as an undoable edit; False (and ``edit_refused``) when invalid."""
+        if self.get(path) == value:
+            return True
+        record = Edit.of(self.doc, path, value, text)
+        try:
+            record.apply(self.doc)  # validate before it enters the history
+        except Exception as exc:
+            self.edit_refused.emit(str(exc))
+            return False
+        self.undo_stack.push(EditCommand(self, record))
+        return True
+
+    def edit_many(self, changes: dict[str, Any], text: str) -> bool:
+        """Several fields as one undo step (apply an Auto result, pick a model...)."""
+        new = self.doc
+        try:
+            for path, value in changes.items():
+                new = Edit.of(new, path, value).apply(new)
+        except Exception as exc:
+            self.edit_refused.emit(str(exc))
+            return False
+        if new == self.doc:
+            return True
+        self.undo_stack.push(EditCommand(self, Replace(self.doc, new, text)))
+        return True
+
+    def replace(self, doc: PlanDocument, text: str = "Replace plan") -> None:
+        self.undo_stack.push(EditCommand(self, Replace(self.doc, doc, text)))
+
+    def load(self, doc: PlanDocument, path: Path | None) -> None:
+        """A freshly opened or new plan: history starts over, the file is clean."""
+        self.undo_stack.clear()
+        self.path = path
+        self._set_doc(doc)
+        self.undo_stack.setClean()
+        self.file_changed.emit(path)
+
+    def mark_saved(self, path: Path) -> None:
+        self.path = path
+        self.undo_stack.setClean()
+        self.file_changed.emit(path)
+
+    # ---- evaluation ---------------------------------------------------------------
+    def _set_doc(self, doc: PlanDocument) -> None:
+        self.doc = doc
+        self.doc_changed.emit(doc)
+        self._timer.start()
+
+    def evaluate_now(self) -> backend.Outcome:
+        self._timer.stop()
+        self.outcome = backend.evaluate(self.doc)
+        self.evaluated.emit(self.outcome)
+        return self.outcome
+
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()

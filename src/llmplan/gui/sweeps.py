@@ -1,0 +1,178 @@
+"""Chart data (Qt-free): the plan's estimate re-run with one knob swept.
+
+Every point is a real ``estimate`` of a variant of the scenario; points where the
+engine refuses the variant (a layout rule, too little memory for a size) are simply
+left out. A ``Sweeps`` object is computed off the UI thread by ``charts.SweepJob``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from llmplan.core.hardware import ClusterSpec
+from llmplan.core.result import Estimate
+from llmplan.core.workload import Scenario
+from llmplan.gui.backend import run_estimate
+
+MAX_POINTS = 10
+MAX_NODE_GPUS = 8  # without a network, the sweep grows the node up to a common 8-GPU server
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    name: str
+    x_label: str
+    y_label: str
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    current_x: float | None = None
+    capacity: float | None = None  # bytes: the line memory must stay under
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline:
+    peak_flops: float  # FLOP/s, achievable ceiling for the plan's dtype
+    bandwidth: float  # B/s
+    points: tuple[tuple[str, float, float], ...]  # (label, FLOP/byte, FLOP/s)
+
+
+@dataclass(frozen=True, slots=True)
+class Sweeps:
+    memory_vs_seq: Series | None = None
+    memory_vs_batch: Series | None = None
+    throughput_vs_gpus: Series | None = None
+    roofline: Roofline | None = None
+    errors: tuple[str, ...] = field(default=())
+
+
+def _try(s: Scenario) -> Estimate | None:
+    try:
+        return run_estimate(s)
+    except Exception:  # an infeasible variant is a missing point, not an error
+        return None
+
+
+def _doubling(start: int, stop: int) -> list[int]:
+    out, v = [], max(start, 1)
+    while v <= stop and len(out) < MAX_POINTS:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _with(s: Scenario, section: str, **changes) -> Scenario:
+    return s.model_copy(update={section: getattr(s, section).model_copy(update=changes)})
+
+
+def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
+    xs, ys = [], []
+    if s.workload == "inference":
+        current = s.inference.prompt_tokens + s.inference.output_tokens
+        top = max(s.model.max_position_embeddings, current)
+        start = max(top >> (MAX_POINTS - 1), 256)
+        while start <= s.inference.output_tokens:  # every point needs at least one prompt token
+            start *= 2
+        for ctx in _doubling(start, top):
+            if cancelled():
+                break
+            est = _try(_with(s, "inference", prompt_tokens=ctx - s.inference.output_tokens))
+            if est is not None:
+                xs.append(ctx)
+                ys.append(est.memory.total.value)
+        x_label = "context (prompt + output tokens)"
+    else:
+        current = s.training.seq_len
+        top = max(current * 4, 8192)
+        for seq in _doubling(max(top >> (MAX_POINTS - 1), 256), top):
+            if cancelled():
+                break
+            est = _try(_with(s, "training", seq_len=seq))
+            if est is not None:
+                xs.append(seq)
+                ys.append(est.memory.total.value)
+        x_label = "sequence length (tokens)"
+    return Series("Memory vs sequence length", x_label, "memory per GPU", tuple(xs), tuple(ys), current,
+                  s.cluster.gpu.usable_memory_bytes)
+
+
+def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
+    xs, ys = [], []
+    inference = s.workload == "inference"
+    current = s.inference.batch if inference else s.training.micro_batch
+    for b in _doubling(1, max(current * 4, 64 if inference else 16)):
+        if cancelled():
+            break
+        est = _try(_with(s, "inference", batch=b) if inference else _with(s, "training", micro_batch=b))
+        if est is not None:
+            xs.append(b)
+            ys.append(est.memory.total.value)
+    return Series("Memory vs batch", "concurrent sequences" if inference else "micro-batch (sequences per GPU)",
+                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes)
+
+
+def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
+    """Data-parallel replicas of the plan's layout: 1, 2, 4 … replicas (more nodes as needed;
+    with no network, a bigger node of up to 8 GPUs)."""
+    xs, ys = [], []
+    per_replica = s.parallelism.tp * s.parallelism.pp * s.parallelism.cp
+    current = s.parallelism.gpus
+    for dp in _doubling(1, max(s.parallelism.dp * 8, 8)):
+        if cancelled():
+            break
+        gpus = per_replica * dp
+        per_node = s.cluster.gpus_per_node
+        nodes = math.ceil(gpus / per_node)
+        if nodes > 1 and s.cluster.network.bandwidth_per_gpu <= 0:
+            if gpus > MAX_NODE_GPUS:
+                break  # no network: cannot grow past one (up to 8-GPU) node
+            per_node, nodes = gpus, 1
+        try:
+            cluster = ClusterSpec.model_validate({**s.cluster.model_dump(), "nodes": nodes,
+                                                  "gpus_per_node": per_node})
+        except Exception:
+            break
+        variant = s.model_copy(update={"cluster": cluster,
+                                       "parallelism": s.parallelism.model_copy(update={"dp": dp})})
+        est = _try(variant)
+        if est is None:
+            continue
+        tps = est.inference.tokens_per_s if est.inference is not None else (
+            est.compute.tokens_per_s if est.compute is not None else None)
+        if tps is not None:
+            xs.append(gpus)
+            ys.append(tps.value)
+    return Series("Throughput vs GPU count", "GPUs", "tokens/s", tuple(xs), tuple(ys), current)
+
+
+def roofline(s: Scenario, est: Estimate) -> Roofline:
+    """The GPU's roofs and where the workload sits. Inference: decode and prefill phases
+    at the intensity implied by the estimate's own figures; training: its achieved FLOP/s."""
+    gpu = s.cluster.gpu
+    dtype = s.training.precision if s.workload != "inference" else (
+        "fp8" if s.inference.weight_format in ("fp8",) else "bf16")
+    peak = gpu.peak_flops.for_dtype(dtype)
+    points: list[tuple[str, float, float]] = []
+    if est.inference is not None:
+        inf = est.inference
+        flops_per_token = 2.0 * est.params.active
+        batch = s.inference.batch
+        kv = inf.kv_bytes_per_token.value * (s.inference.prompt_tokens + s.inference.output_tokens / 2) * batch
+        bytes_per_step = inf.weight_bytes.value + kv
+        if bytes_per_step > 0 and inf.tpot_s.value > 0:
+            intensity = flops_per_token * batch / bytes_per_step
+            points.append(("decode", intensity, flops_per_token * batch / inf.tpot_s.value / max(s.parallelism.gpus, 1)))
+        if inf.ttft_s.value > 0 and inf.weight_bytes.value > 0:
+            tokens = s.inference.prompt_tokens * batch
+            intensity = flops_per_token * tokens / inf.weight_bytes.value
+            points.append(("prefill", intensity, flops_per_token * tokens / inf.ttft_s.value / max(s.parallelism.gpus, 1)))
+    elif est.compute is not None:
+        achieved = est.compute.mfu.value * peak
+        tokens_per_gpu_step = s.training.micro_batch * s.training.seq_len
+        points.append(("training step", float(tokens_per_gpu_step), achieved))
+    return Roofline(peak, gpu.memory_bandwidth, tuple(points))
+
+
+def compute_all(s: Scenario, est: Estimate, cancelled=lambda: False) -> Sweeps:
+    return Sweeps(memory_vs_seq(s, cancelled), memory_vs_batch(s, cancelled), throughput_vs_gpus(s, cancelled),
+                  roofline(s, est))

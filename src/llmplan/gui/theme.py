@@ -1,0 +1,92 @@
+"""Light and dark palettes, and the colours every panel shares (memory parts, stages)."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
+
+# One colour per memory component, in MemoryBreakdown.parts() order (colour-blind-safe-ish
+# Tableau 10), so the memory bar, its legend and the charts agree.
+PART_COLOURS = {
+    "weights": "#4e79a7",
+    "master_weights": "#a0cbe8",
+    "gradients": "#f28e2b",
+    "optimizer": "#e15759",
+    "activations": "#59a14f",
+    "kv_cache": "#b07aa1",
+    "buffers": "#edc948",
+    "overhead": "#9c755f",
+}
+PART_LABELS = {
+    "weights": "Weights",
+    "master_weights": "Master weights",
+    "gradients": "Gradients",
+    "optimizer": "Optimizer states",
+    "activations": "Activations",
+    "kv_cache": "KV cache",
+    "buffers": "Buffers",
+    "overhead": "Overhead",
+}
+# Pipeline stages get distinct hues; tensor ranks inside a stage get lighter shades of it.
+STAGE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                 "#9c755f", "#bab0ac"]
+OK_COLOUR = "#2e7d32"
+BAD_COLOUR = "#c62828"
+WARN_COLOUR = "#ef6c00"
+
+
+def stage_colour(stage: int, tp_rank: int = 0, tp: int = 1) -> QColor:
+    base = QColor(STAGE_COLOURS[stage % len(STAGE_COLOURS)])
+    if tp <= 1:
+        return base
+    return base.lighter(100 + int(60 * tp_rank / max(tp - 1, 1)))
+
+
+def is_dark() -> bool:
+    app = QApplication.instance()
+    if app is None:
+        return False
+    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def apply_theme(app: QApplication, theme: str) -> None:
+    """'light', 'dark' or 'system' (the platform's palette)."""
+    app.setStyle("Fusion")
+    if theme == "dark":
+        app.setPalette(_dark_palette())
+    elif theme == "light":
+        app.setPalette(_light_palette())
+    else:
+        app.setPalette(app.style().standardPalette())
+    try:
+        import pyqtgraph as pg
+
+        pg.setConfigOptions(background="#202124" if theme == "dark" else "w",
+                            foreground="#e8eaed" if theme == "dark" else "#202124", antialias=True)
+    except ImportError:  # charts are optional for the rest of the window
+        pass
+
+
+def _light_palette() -> QPalette:
+    p = QPalette()
+    R = QPalette.ColorRole
+    for role, colour in ((R.Window, "#f5f5f5"), (R.WindowText, "#202124"), (R.Base, "#ffffff"),
+                         (R.AlternateBase, "#f0f0f0"), (R.Text, "#202124"), (R.Button, "#eeeeee"),
+                         (R.ButtonText, "#202124"), (R.Highlight, "#1a73e8"), (R.HighlightedText, "#ffffff"),
+                         (R.ToolTipBase, "#ffffe0"), (R.ToolTipText, "#202124"), (R.PlaceholderText, "#80868b")):
+        p.setColor(role, QColor(colour))
+    return p
+
+
+def _dark_palette() -> QPalette:
+    p = QPalette()
+    R = QPalette.ColorRole
+    for role, colour in ((R.Window, "#2b2b2b"), (R.WindowText, "#e8eaed"), (R.Base, "#1e1e1e"),
+                         (R.AlternateBase, "#262626"), (R.Text, "#e8eaed"), (R.Button, "#3a3a3a"),
+                         (R.ButtonText, "#e8eaed"), (R.Highlight, "#8ab4f8"), (R.HighlightedText, "#202124"),
+                         (R.ToolTipBase, "#3c4043"), (R.ToolTipText, "#e8eaed"), (R.PlaceholderText, "#9aa0a6"),
+                         (R.Link, "#8ab4f8")):
+        p.setColor(role, QColor(colour))
+    for role in (R.Text, R.WindowText, R.ButtonText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7f7f7f"))
+    return p

@@ -1,0 +1,165 @@
+"""File and export actions of the main window (a mixin, to keep main_window.py small):
+New, Open, Open Recent, Save, Save As, autosave and recovery, and Export.
+
+Every dialog goes through ``dialogs`` so tests can answer them; a failure to read or
+write a file is a dialog with the reason, never an exception out of a slot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from llmplan.gui import backend, dialogs, files, report
+from llmplan.io.plan_document import PlanDocument
+
+
+class FileActions:
+    """Mixed into ``MainWindow``; uses its ``state``, ``settings``, ``prefs``, ``unit``,
+    ``hardware``, ``charts``, ``recent_menu`` and ``statusBar()``."""
+
+    # ---- files ---------------------------------------------------------------------------
+    def maybe_save(self) -> bool:
+        """True when it is fine to drop the current plan (saved, discarded, or unchanged)."""
+        if not self.state.dirty:
+            return True
+        choice = dialogs.ask(self, "Unsaved changes", "Save the changes to this plan first?")
+        if choice == "Save":
+            return self.save()
+        return choice == "Discard"
+
+    def default_doc(self, gpu_id: str | None = None, spec=None) -> PlanDocument:
+        """The starting plan, with the preferred default efficiencies written in."""
+        doc = backend.default_plan(gpu_id)
+        updates: dict = {"efficiency": doc.efficiency.model_copy(update=self.prefs.efficiency_overrides())}
+        if spec is not None:
+            updates["hardware"] = doc.hardware.model_copy(update={"gpu_spec": spec})
+        return doc.model_copy(update=updates)
+
+    def new_plan(self) -> None:
+        if self.maybe_save():
+            gpu_id, spec = self.hardware.detected_gpu()
+            self.state.load(self.default_doc(gpu_id, spec), None)
+
+    def open_dialog(self) -> None:
+        if not self.maybe_save():
+            return
+        paths = dialogs.open_paths(self, "Open plan", dialogs.PLAN_FILTER)
+        if paths:
+            self.open_path(paths[0], ask=False)
+
+    def open_path(self, path: Path, ask: bool = True) -> bool:
+        if ask and not self.maybe_save():
+            return False
+        try:
+            doc = files.load(Path(path))
+        except Exception as exc:
+            text = str(exc)
+            dialogs.error(self, "Cannot open plan", text if Path(path).name in text else f"{Path(path).name}: {text}")
+            return False
+        self.state.load(doc, Path(path))
+        self._add_recent(Path(path))
+        self.statusBar().showMessage(f"Opened {path}", 5000)
+        return True
+
+    def save(self) -> bool:
+        if self.state.path is None:
+            return self.save_as()
+        return self._write(self.state.path)
+
+    def save_as(self) -> bool:
+        suggested = str(self.state.path or Path.home() / f"{self.state.doc.name or 'plan'}.llmplan")
+        path = dialogs.save_path(self, "Save plan", suggested, dialogs.PLAN_FILTER)
+        if path is None:
+            return False
+        if path.suffix != ".llmplan":
+            path = path.with_suffix(".llmplan")
+        return self._write(path)
+
+    def _write(self, path: Path) -> bool:
+        try:
+            files.save(self.state.doc, path)
+        except Exception as exc:
+            dialogs.error(self, "Cannot save plan", f"{path}: {exc}")
+            return False
+        self.state.mark_saved(path)
+        self._add_recent(path)
+        files.clear_autosave()
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    def _add_recent(self, path: Path) -> None:
+        recent = files.push_recent(self._recent(), path)
+        self.settings.setValue("ui/recent", recent)
+        self._refresh_recent()
+
+    def _recent(self) -> list[str]:
+        value = self.settings.value("ui/recent") or []
+        return [value] if isinstance(value, str) else list(value)
+
+    def _refresh_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in self._recent():
+            act = self.recent_menu.addAction(p)
+            act.triggered.connect(lambda _=False, p=p: self.open_path(Path(p)))
+        self.recent_menu.setEnabled(bool(self._recent()))
+
+    def autosave_now(self) -> None:
+        if self.state.dirty:
+            try:
+                files.autosave(self.state.doc, self.state.path)
+            except Exception as exc:  # autosave failing must never interrupt work
+                self.statusBar().showMessage(f"Autosave failed: {exc}", 8000)
+
+    def offer_recovery(self) -> None:
+        found = files.recoverable()
+        if found is None:
+            return
+        doc, origin = found
+        answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover the "
+                             f"unsaved plan{' from ' + origin.name if origin else ''}?", ("Yes", "No"))
+        if answer == "Yes":
+            self.state.load(doc, origin)
+            self.state.undo_stack.resetClean()  # recovered work is unsaved
+            self._update_title()
+        files.clear_autosave()
+
+
+    # ---- export ----------------------------------------------------------------------------
+    def _estimate_or_complain(self):
+        out = self.state.outcome
+        if out is None or out.estimate is None:
+            dialogs.error(self, "Nothing to export", out.message if out else "No estimate yet.")
+            return None
+        return out.estimate
+
+    def export_markdown(self) -> None:
+        est = self._estimate_or_complain()
+        if est is None:
+            return
+        path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
+        if path:
+            path.write_text(report.as_markdown(est, self.unit, self.state.doc.name, self.state.doc.notes), "utf-8")
+
+    def export_csv(self) -> None:
+        est = self._estimate_or_complain()
+        if est is None:
+            return
+        path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
+        if path:
+            path.write_text(report.as_csv(est), "utf-8")
+
+    def export_charts(self) -> None:
+        if self.charts is None:
+            return
+        folder = dialogs.open_folder(self, "Export charts to folder")
+        if folder:
+            written = self.charts.export_png(folder)
+            self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
+
+    def copy_text(self) -> None:
+        est = self._estimate_or_complain()
+        if est is not None:
+            QApplication.clipboard().setText(report.as_text(est, self.unit, self.state.doc.name))
+            self.statusBar().showMessage("Report copied", 3000)

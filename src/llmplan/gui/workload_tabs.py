@@ -1,0 +1,205 @@
+"""The workload editor: Inference, Fine-tune and Pre-train tabs over every engine knob.
+
+The tab that is showing is the plan's ``workload``. Each knob is a bound editor
+(``bind.py``) labelled with its unit and with a tooltip saying what it does and which
+plan field it sets. The layout-related knobs (ZeRO, offload, recompute) live in the
+layout editor beside the parallel sizes.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QScrollArea,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llmplan.core.workload import InferenceSettings, TrainingSettings
+from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
+from llmplan.gui.extra_knobs import add_extra_knobs
+from llmplan.gui.state import PlanState
+
+WORKLOADS = ("inference", "finetune", "pretrain")
+WEIGHT_FORMATS = ["bf16", "fp16", "fp32", "fp8", "int8", "gptq-4bit", "awq-4bit", "nf4",
+                  "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k"]
+KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
+ENGINES = ["vllm", "sglang", "tensorrt-llm", "llama.cpp", "transformers"]
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+# Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
+TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
+                  "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
+                  "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant")
+INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
+                   "gpu_memory_utilization", "gpu_layers")
+
+
+def _opts(values) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+def _scrolled(inner: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # forms scroll down, never sideways
+    area.setWidget(inner)
+    return area
+
+
+def inference_form(state: PlanState) -> QWidget:
+    w = QWidget()
+    f = QFormLayout(w)
+    f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
+             "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
+             "type another GGUF type in lower case", _opts(WEIGHT_FORMATS), editable=True))
+    f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
+             "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
+    f.addRow("Concurrent sequences", bound_spin(state, "inference.batch", "Concurrent sequences",
+             "Sequences decoded together (the batch); KV cache grows with it", 1, 1_000_000))
+    f.addRow("Prompt length (tokens)", bound_spin(state, "inference.prompt_tokens", "Prompt length",
+             "Input tokens per request: sets the prefill work and the time to first token", 1, 10_000_000, 256))
+    f.addRow("Output length (tokens)", bound_spin(state, "inference.output_tokens", "Output length",
+             "Generated tokens per request: prompt + output is the context the KV cache holds", 1, 10_000_000, 64))
+    f.addRow("Engine", bound_combo(state, "inference.engine", "Engine",
+             "Serving engine profile: its memory reservation and overheads", _opts(ENGINES), editable=True))
+    f.addRow("GPU memory utilisation", bound_float(state, "inference.gpu_memory_utilization",
+             "GPU memory utilisation", "vLLM's --gpu-memory-utilization: the share of GPU memory the "
+             "engine may take; at the minimum it uses the engine's default", 0.0, 1.0, 2, 0.05,
+             none_text="engine default"))
+    f.addRow("GPU layers (-ngl)", bound_spin(state, "inference.gpu_layers", "GPU layers",
+             "llama.cpp's -ngl: layers kept on the GPU, the rest run on the CPU", -1, 10_000,
+             special_zero="as many as fit", none_below=True))
+    add_extra_knobs(f, state, "inference", InferenceSettings, INFERENCE_KNOWN)
+    outer = QWidget()
+    lay = QVBoxLayout(outer)
+    lay.addWidget(w)
+    lay.addWidget(efficiency_group(state))
+    lay.addStretch(1)
+    return _scrolled(outer)
+
+
+def training_form(state: PlanState, finetune: bool) -> QWidget:
+    w = QWidget()
+    outer = QVBoxLayout(w)
+    if finetune:
+        box = QGroupBox("Method")
+        f = QFormLayout(box)
+        f.addRow("Method", bound_combo(state, "training.method", "Fine-tuning method",
+                 "full: train every weight; LoRA: train small low-rank adapters on frozen weights; "
+                 "QLoRA: LoRA on 4-bit NF4 weights", [("full", "Full fine-tune"), ("lora", "LoRA"),
+                                                      ("qlora", "QLoRA")]))
+        f.addRow("LoRA rank", bound_spin(state, "training.lora_rank", "LoRA rank",
+                 "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536))
+        targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
+        for i, t in enumerate(LORA_TARGETS):
+            targets.addWidget(_target_box(state, t), i // 4, i % 4)
+        f.addRow("LoRA targets", targets)
+        f.addRow("", bound_check(state, "training.qlora_double_quant", "QLoRA double quantisation",
+                 "Quantise the 4-bit quantisation constants too (QLoRA §3): saves ~0.37 bits per parameter"))
+        outer.addWidget(box)
+    box = QGroupBox("Training")
+    f = QFormLayout(box)
+    f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
+             "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
+             _opts(["bf16", "fp16", "fp8", "fp32"])))
+    f.addRow("Optimizer", bound_combo(state, "training.optimizer", "Optimizer",
+             "Optimizer states per parameter: AdamW 8 bytes, 8-bit Adam 2, SGD 0, momentum/Lion 4 …",
+             _opts(["adamw", "adam8bit", "adafactor", "lion", "muon", "momentum", "sgd"])))
+    f.addRow("Sequence length (tokens)", bound_spin(state, "training.seq_len", "Sequence length",
+             "Tokens per training sequence: activation memory grows with it", 1, 10_000_000, 512))
+    f.addRow("Micro-batch (sequences per GPU)", bound_spin(state, "training.micro_batch", "Micro-batch",
+             "Sequences per GPU per forward/backward pass", 1, 100_000))
+    f.addRow("Global batch (sequences)", bound_spin(state, "training.global_batch", "Global batch",
+             "Sequences per optimizer step over all replicas (gradient accumulation fills the gap); "
+             "0: micro-batch × data parallel", 0, 100_000_000, 8, special_zero="micro-batch × DP"))
+    f.addRow("Tokens to train (billions)", bound_float(state, "training.tokens", "Tokens to train",
+             "Total training tokens, for the time and cost figures", 0.001, 1e8, 3, 10, "B tokens", scale=1e-9))
+    f.addRow("", bound_check(state, "training.flash_attention", "FlashAttention",
+             "Fused attention: no s×s score matrix is stored (Dao et al. 2022)"))
+    f.addRow("", bound_check(state, "training.fp32_grad_accumulation", "fp32 gradient buffer",
+             "Keep gradients in fp32 for accumulation (Megatron's default): 4 bytes per parameter"))
+    f.addRow("", bound_check(state, "training.distributed_optimizer", "Distributed optimizer",
+             "Megatron's distributed optimizer: optimizer states sharded over data parallel (≈ ZeRO-1)"))
+    add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
+    outer.addWidget(box)
+    outer.addWidget(efficiency_group(state))
+    outer.addStretch(1)
+    return _scrolled(w)
+
+
+def efficiency_group(state: PlanState) -> QGroupBox:
+    """This plan's overrides of the catalog's achievable fractions of peak."""
+    box = QGroupBox("Efficiency (fraction of peak; lowest = the GPU's catalog default)")
+    f = QFormLayout(box)
+    for key, label, tip in (
+            ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
+            ("memory_bandwidth", "Memory bandwidth", "Fraction of peak HBM bandwidth reached"),
+            ("network", "Network", "Fraction of link bandwidth collectives reach")):
+        f.addRow(label, bound_float(state, f"efficiency.{key}", f"{label} efficiency", tip, 0.0, 1.0, 2, 0.05,
+                                    none_text="catalog default"))
+    return box
+
+
+def _target_box(state: PlanState, target: str):
+    from PySide6.QtWidgets import QCheckBox
+
+    box = QCheckBox(target)
+    box.setAccessibleName(f"LoRA target {target}")
+    box.setToolTip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets)")
+
+    def refresh(_doc=None) -> None:
+        box.blockSignals(True)
+        box.setChecked(target in state.get("training.lora_targets"))
+        box.blockSignals(False)
+
+    def toggled(on: bool) -> None:
+        current = list(state.get("training.lora_targets"))
+        wanted = [t for t in LORA_TARGETS if (t in current and t != target) or (t == target and on)]
+        if not wanted or not state.edit("training.lora_targets", tuple(wanted), f"LoRA target {target}"):
+            refresh()
+
+    state.doc_changed.connect(refresh)
+    refresh()
+    box.toggled.connect(toggled)
+    return box
+
+
+class WorkloadTabs(QTabWidget):
+    """Inference / Fine-tune / Pre-train; the visible tab is the plan's workload."""
+
+    def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.setAccessibleName("Workload")
+        self.addTab(inference_form(state), "&Inference")
+        self.addTab(training_form(state, finetune=True), "&Fine-tune")
+        self.addTab(training_form(state, finetune=False), "&Pre-train")
+        for i, tip in enumerate(("Serve the model: memory, latency and throughput",
+                                 "Adapt a trained model: full, LoRA or QLoRA",
+                                 "Train from scratch on many tokens")):
+            self.setTabToolTip(i, tip)
+        state.doc_changed.connect(self._follow)
+        self._follow(state.doc)
+        self.currentChanged.connect(self._tab_changed)
+
+    def _follow(self, doc) -> None:
+        self.blockSignals(True)
+        self.setCurrentIndex(WORKLOADS.index(doc.workload))
+        self.blockSignals(False)
+
+    def _tab_changed(self, index: int) -> None:
+        workload = WORKLOADS[index]
+        if workload == self.state.doc.workload:
+            return
+        changes: dict[str, object] = {"workload": workload}
+        if workload == "pretrain":
+            changes["training.method"] = "full"  # pre-training trains every weight
+        elif workload == "finetune" and self.state.doc.workload == "pretrain":
+            changes["training.method"] = "lora"
+        if not self.state.edit_many(changes, f"Workload: {self.tabText(index).replace('&', '')}"):
+            self._follow(self.state.doc)

@@ -1,0 +1,49 @@
+"""Knobs added to the engine's settings later get an editor without GUI changes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QSpinBox, QWidget
+
+from llmplan.core.frozen import FrozenModel
+from llmplan.gui.extra_knobs import add_extra_knobs
+from llmplan.gui.state import PlanState
+
+
+class _Future(FrozenModel):
+    """Stands for a later TrainingSettings: same names and types as real fields, so the
+    generic editors bind to real plan paths and their edits validate."""
+
+    seq_len: int = 1  # "known": has its own editor
+    flash_attention: bool = Field(True, description="fused attention")
+    tokens: float = Field(1e12, gt=0, le=1e17, description="tokens to train on")
+    lora_rank: int = Field(16, ge=1, le=64)
+    recompute: Literal["none", "selective", "full"] = "selective"
+    lora_targets: tuple[str, ...] = ()
+
+
+def test_generic_editors_for_unknown_fields(qtbot):
+    state = PlanState()
+    box = QWidget()
+    qtbot.addWidget(box)
+    form = QFormLayout(box)
+    added = add_extra_knobs(form, state, "training", _Future, known=("seq_len",))
+    assert added == 4  # bool, float, int, Literal; the tuple has no generic editor
+    kinds = [type(form.itemAt(i, QFormLayout.ItemRole.FieldRole).widget()) for i in range(form.rowCount())]
+    assert kinds == [QCheckBox, QDoubleSpinBox, QSpinBox, QComboBox]
+    spin = form.itemAt(2, QFormLayout.ItemRole.FieldRole).widget()
+    assert (spin.minimum(), spin.maximum()) == (1, 64)
+    spin.setValue(32)
+    assert state.doc.training.lora_rank == 32
+    form.itemAt(0, QFormLayout.ItemRole.FieldRole).widget().setChecked(False)
+    assert state.doc.training.flash_attention is False
+
+
+def test_efficiency_override_is_a_plan_edit(window):
+    spin = window.findChild(QDoubleSpinBox, "efficiency.matmul")
+    spin.setValue(0.5)
+    assert window.state.doc.efficiency.matmul == 0.5
+    spin.setValue(0.0)  # the minimum means "the catalog's default"
+    assert window.state.doc.efficiency.matmul is None
