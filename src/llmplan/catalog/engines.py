@@ -21,10 +21,14 @@ ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "trt-llm": "tensor
 
 def _read(path: Path) -> dict[str, dict]:
     try:
+        if path.stat().st_size > 4 * 1024 * 1024:  # engines.toml is a few KB; never read a huge file whole
+            raise CatalogError(f"{path}: too large for an engines file (limit 4 MiB); fix or remove the file")
         with path.open("rb") as f:
             data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise CatalogError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     for key, entry in data.items():
         if not isinstance(entry, dict):
             raise CatalogError(f"{path}: '{key}' must be a table [{key}] of engine settings")

@@ -219,7 +219,13 @@ class _Builder:
     problems: list[str] = field(default_factory=list)
 
 
+MAX_USER_FILE_BYTES = 4 * 1024 * 1024  # a user file holds a few GPUs: a few KB
+
+
 def _read(path: Path) -> dict:
+    size = path.stat().st_size
+    if size > MAX_USER_FILE_BYTES:  # never read a huge file dropped in the folder whole
+        raise ValueError(f"{size:,} bytes is too large for a hardware file (limit {MAX_USER_FILE_BYTES:,})")
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and "id" in data:  # a single GPU object
@@ -347,7 +353,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
     for path in user_files:
         try:
             _add_file(b, path, f"user:{path.name}", strict=False)
-        except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError) as exc:
+        except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
             b.problems.append(f"{path}: skipped, {_describe(exc)}")
     for node in list(b.nodes.values()):
         missing = [x for x, known in ((node.gpu_id, b.gpus), (node.network_id, b.networks)) if x not in known]

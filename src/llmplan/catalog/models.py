@@ -150,6 +150,8 @@ def _read_entry(path: Path, user: bool) -> ModelEntry:
         raise CatalogError("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise CatalogError(f"broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise CatalogError("nested too deeply to be a model entry") from None
     if not isinstance(data, dict):
         raise CatalogError("expected a JSON object")
     data["user"] = user

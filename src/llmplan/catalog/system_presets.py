@@ -49,12 +49,19 @@ class SystemCatalog:
         return self.tables["defaults"]
 
 
+MAX_FILE_BYTES = 4 * 1024 * 1024  # preset files are a few KB; never read a huge file whole
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise CatalogError(f"{path}: too large for a preset file (limit {MAX_FILE_BYTES:,} bytes); remove it")
         with path.open("rb") as f:
             return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise CatalogError(f"{path}: not valid TOML ({e}); fix the file or remove it") from e
+    except OSError as e:
+        raise CatalogError(f"{path}: cannot read it ({e.strerror or e})") from e
 
 
 def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
@@ -63,6 +70,8 @@ def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dic
     for path in files:
         data = _read(path)
         for key in _LISTS:
+            if not isinstance(data.get(key, []), list):
+                raise CatalogError(f"{path}: '{key}' must be a list of [[{key}]] entries")
             for entry in data.get(key, []):
                 if not isinstance(entry, dict) or not entry.get("id"):
                     raise CatalogError(f"{path}: every [[{key}]] entry needs an 'id'")
@@ -71,6 +80,8 @@ def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dic
                                        "numbers come from")
                 lists[key][entry["id"]] = entry
         for key in _TABLES:
+            if not isinstance(data.get(key, {}), dict):
+                raise CatalogError(f"{path}: '{key}' must be a table [{key}]")
             tables[key].update(data.get(key, {}))
     return lists, tables
 

@@ -29,6 +29,8 @@ def _load_json(text: str) -> object:
         return json.loads(text[start:])
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def _get_ci(row: dict, *names: str) -> object:
@@ -55,6 +57,8 @@ def parse_rocm_smi_json(text: str) -> tuple[DetectedGpu, ...]:
             total_b = int(str(total))
         except ValueError:
             continue
+        if total_b < 0:
+            continue
         used_b = int(str(used)) if used is not None and str(used).isdigit() else None
         name = _get_ci(row, "Card Series", "Card SKU", "Card Model") or f"AMD GPU {m.group(1)}"
         gpus.append(DetectedGpu(
@@ -79,14 +83,25 @@ def _size_bytes(value: object) -> int | None:
     else:
         return None
     try:
-        return int(float(number) * _UNIT_BYTES.get(unit.lower(), 2**20))
-    except (TypeError, ValueError):
+        size = int(float(number) * _UNIT_BYTES.get(unit.lower(), 2**20))
+    except (TypeError, ValueError, OverflowError):
         return None
+    return size if size >= 0 else None
 
 
 def _pcie_gen(text: object) -> int | None:
     m = re.search(r"(\d+)", str(text or ""))
     return int(m.group(1)) if m else None
+
+
+def _section(row: dict, key: str) -> dict:
+    """A sub-object of an amd-smi GPU row, or {} when it is missing or not an object."""
+    value = row.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _index(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 def parse_amd_smi_static_json(text: str) -> tuple[DetectedGpu, ...]:
@@ -101,15 +116,14 @@ def parse_amd_smi_static_json(text: str) -> tuple[DetectedGpu, ...]:
     for pos, row in enumerate(rows):
         if not isinstance(row, dict):
             continue
-        asic, vram = row.get("asic") or {}, row.get("vram") or {}
-        bus, driver = row.get("bus") or {}, row.get("driver") or {}
+        asic, vram, bus, driver = (_section(row, k) for k in ("asic", "vram", "bus", "driver"))
         total = _size_bytes(vram.get("size") if "size" in vram else vram.get("vram_size"))
         if not total:
             continue
         width = bus.get("max_pcie_width")
         gpus.append(DetectedGpu(
             vendor="amd", name=str(asic.get("market_name") or "AMD GPU"),
-            index=int(row.get("gpu", pos)), source="amd-smi",
+            index=_index(row.get("gpu"), pos), source="amd-smi",
             memory_total_bytes=total, memory_free_bytes=None,
             driver=str(driver["version"]) if driver.get("version") else None,
             pcie_gen_max=_pcie_gen(bus.get("pcie_interface_version")),

@@ -27,6 +27,8 @@ def parse_system_profiler_gpu_cores(text: str) -> tuple[str | None, int | None]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     rows = data.get("SPDisplaysDataType") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise ValueError("no SPDisplaysDataType list")
@@ -46,10 +48,12 @@ def parse_system_profiler_gpu_cores(text: str) -> tuple[str | None, int | None]:
 
 
 def parse_int(text: str) -> int | None:
+    """A sysctl number (memory size, wired limit): None unless a non-negative integer."""
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         return None
+    return value if value >= 0 else None
 
 
 def default_wired_limit_bytes(memsize: int) -> int:

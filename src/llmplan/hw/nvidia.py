@@ -69,9 +69,10 @@ def nvidia_smi_failure_reason(returncode: int, stdout: str, stderr: str) -> str:
 def _int_or_none(field: str) -> int | None:
     field = field.strip()
     try:
-        return int(float(field))
-    except ValueError:
-        return None  # "[N/A]", "[Not Supported]", "[Unknown Error]"
+        value = int(float(field))
+    except (ValueError, OverflowError):
+        return None  # "[N/A]", "[Not Supported]", "[Unknown Error]", "inf"
+    return value if value >= 0 else None  # every field queried is a count or a size
 
 
 def _str_or_none(field: str) -> str | None:
