@@ -33,6 +33,9 @@ fuzz = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 
+# for properties whose every example reloads a whole catalog (~15 ms each): fewer examples, same rule
+fuzz_slow = settings(fuzz, max_examples=max(EXAMPLES // 3, 10))
+
 # ---- values a file can hold --------------------------------------------------------------
 
 HUGE_INTS = st.sampled_from([2**31, 2**63 - 1, 2**63, 2**64 + 1, 10**30, -(2**63), 10**400])

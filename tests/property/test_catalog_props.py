@@ -23,7 +23,7 @@ from llmplan.catalog.system_presets import load_system_catalog
 from llmplan.errors import CatalogError, LlmplanError
 from llmplan.resources_path import catalogs_dir
 from tests.property import _toml
-from tests.property._support import JSON_VALUES, SCALARS, deep_json_text, dumps, fuzz, outcome
+from tests.property._support import JSON_VALUES, SCALARS, deep_json_text, dumps, fuzz_slow, outcome
 
 
 @contextlib.contextmanager
@@ -62,7 +62,7 @@ def _models_load(folder: Path, name: str, data: bytes) -> None:
     assert len(catalog.problems) <= 1
 
 
-@fuzz
+@fuzz_slow
 @given(st.dictionaries(st.sampled_from([*_model_entry(), "user"]), JSON_VALUES, max_size=3),
        st.dictionaries(st.sampled_from(sorted(_model_entry()["config"])), SCALARS, max_size=3))
 def test_user_model_entry_with_hostile_fields(fields, config_fields):
@@ -73,7 +73,7 @@ def test_user_model_entry_with_hostile_fields(fields, config_fields):
         _models_load(folder, "mine.json", dumps(entry).encode())
 
 
-@fuzz
+@fuzz_slow
 @given(st.binary(max_size=200) | st.sampled_from([b"\xef\xbb\xbf{}", b"NaN", b"[]", b"{}"]))
 def test_user_model_file_of_any_bytes(data):
     with user_data_dir() as folder:
@@ -100,7 +100,7 @@ def _hardware_load(folder: Path, name: str, text: str | bytes) -> None:
     assert "my-gpu" in ids or any(name in p for p in catalog.problems), catalog.problems
 
 
-@fuzz
+@fuzz_slow
 @given(st.dictionaries(st.sampled_from([*GPU_ENTRY, "nvlink_gbs", "gpu_memory_fraction", "unified_memory"]),
                        JSON_VALUES, max_size=3), st.sampled_from(["json", "toml"]))
 def test_user_gpu_with_hostile_fields(fields, kind):
@@ -112,7 +112,7 @@ def test_user_gpu_with_hostile_fields(fields, kind):
             _hardware_load(folder, "mine.toml", _toml.array_of_tables("gpu", [entry]))
 
 
-@fuzz
+@fuzz_slow
 @given(st.binary(max_size=200), st.sampled_from(["mine.json", "mine.toml"]))
 def test_user_gpu_file_of_any_bytes(data, name):
     with user_data_dir() as folder:
@@ -134,7 +134,7 @@ def test_a_10_gb_user_gpu_file_is_not_read(tmp_path):
         assert any("huge.json" in p for p in load_model_catalog(refresh=True).problems)
 
 
-@fuzz
+@fuzz_slow
 @given(st.dictionaries(st.sampled_from(["vllm", "llama-cpp", "mine"]),
                        st.dictionaries(st.sampled_from(["name", "gpu_memory_utilization", "cuda_context_bytes",
                                                         "framework_bytes", "kv_block_tokens", "preallocates_kv",
@@ -147,7 +147,7 @@ def test_user_engines_file(tables):
         assert isinstance(result, dict | CatalogError)
 
 
-@fuzz
+@fuzz_slow
 @given(st.sampled_from(["storage", "failure_rate", "pue", "electricity_price", "grid_intensity", "defaults"]),
        st.lists(st.dictionaries(st.sampled_from(["id", "name", "source", "per_gpu_hour", "interruptions", "days",
                                                  "gpus", "job_mtbf_hours", "read_gbs", "write_gbs"]),

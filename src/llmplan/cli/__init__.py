@@ -49,11 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
+        print("llmplan-cli: error: give a command, e.g. llmplan-cli estimate --help", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         return int(args.handler(args) or 0)
-    except LlmplanError as exc:
-        print(f"llmplan-cli: error: {exc}", file=sys.stderr)
+    except LlmplanError as exc:  # one line, even when a file name in the message holds a line break
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc))
+        print(f"llmplan-cli: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

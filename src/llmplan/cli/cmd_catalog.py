@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 
 from llmplan.core.params import count_params
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _no_kind(p: argparse.ArgumentParser) -> int:
     p.print_help()
+    print("llmplan-cli catalog: error: say what to list: models, gpus, nodes or networks", file=sys.stderr)
     return 2
 
 
