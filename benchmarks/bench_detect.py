@@ -13,15 +13,21 @@ import time
 from llmplan.hw.detect import detect_all
 
 
-def main(runs: int = 5) -> int:
+def measure(runs: int = 5) -> dict[str, object]:
+    """Median and worst ms of ``detect_all()`` over ``runs`` runs, and what it found."""
     times, report = [], None
     for _ in range(runs):
         t = time.perf_counter()
         report = detect_all(timeout_s=5.0)
         times.append(time.perf_counter() - t)
-    print(f"detect_all: median {statistics.median(times) * 1000:.1f} ms, worst {max(times) * 1000:.1f} ms "
-          f"over {runs} runs")
-    print(f"summary: {report.summary()}")
+    return {"median_ms": statistics.median(times) * 1000, "worst_ms": max(times) * 1000, "runs": runs,
+            "summary": report.summary()}
+
+
+def main(runs: int = 5) -> int:
+    m = measure(runs)
+    print(f"detect_all: median {m['median_ms']:.1f} ms, worst {m['worst_ms']:.1f} ms over {runs} runs")
+    print(f"summary: {m['summary']}")
     return 0
 
 

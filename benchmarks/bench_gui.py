@@ -72,6 +72,45 @@ def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[floa
     return est_ms, verdict_ms, charts_ms
 
 
+MEMORY_PROBE = r'''
+import os, sys, tempfile, time
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+from llmplan.gui.main_window import MainWindow
+app = QApplication([])
+tmp = tempfile.mkdtemp()
+w = MainWindow(settings=QSettings(tmp + "/s.ini", QSettings.Format.IniFormat), detect=False)
+w.show()
+app.processEvents()
+w.state.evaluate_now()
+if w.charts is not None:
+    w.charts.wait_idle()
+for _ in range(20):
+    app.processEvents()
+    time.sleep(0.01)
+try:
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    rss, peak = (int(status[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM"))
+except OSError:  # not Linux: the peak only (ru_maxrss is KiB on Linux, bytes on macOS)
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    rss = peak
+print("MEMORY", rss, peak)
+w.state.undo_stack.setClean()
+w.close()
+'''
+
+
+def memory_bytes() -> tuple[int, int]:
+    """(RSS now, peak RSS) of a GUI process after start-up, one estimate and the charts drawn."""
+    env = dict(os.environ, LLMPLAN_DATA_DIR=tempfile.mkdtemp())
+    done = subprocess.run([sys.executable, "-c", MEMORY_PROBE], check=True, env=env, capture_output=True, text=True)
+    found = re.search(r"MEMORY (\d+) (\d+)", done.stdout)
+    if not found:
+        raise RuntimeError(f"memory probe printed nothing: {done.stderr[-500:]}")
+    return int(found.group(1)), int(found.group(2))
+
+
 def main() -> None:
     starts, ups = startup_seconds()
     if ups:
@@ -87,6 +126,8 @@ def main() -> None:
               f"max {max(charts):.1f} ms over {len(charts)} changes")
     else:
         print("charts never redrew: no estimate for the default plan in this build")
+    rss, peak = memory_bytes()
+    print(f"GUI process after start + estimate + charts: RSS {rss / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

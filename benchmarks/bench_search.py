@@ -34,8 +34,8 @@ def _time(fn, repeat: int = 5) -> float:
     return statistics.median(runs)
 
 
-def main() -> None:
-    cases = {
+def _cases() -> dict[str, Scenario]:
+    return {
         "GPT-3 175B on 1,024 A100": Scenario(
             model=gpt("GPT-3 175B", 12288, 96, 96, vocab=50257),
             cluster=cluster(A100_80GB, 8, 128), training=TrainingSettings(seq_len=2048, global_batch=1536)),
@@ -43,26 +43,46 @@ def main() -> None:
             model=LLAMA_405B, cluster=cluster(H100_80GB, 8, 2048, NDR_IB),
             training=TrainingSettings(seq_len=8192, global_batch=2048)),
     }
-    for name, sc in cases.items():
+
+
+def measure(repeat: int = 5) -> list[dict]:
+    """One row per search: layouts evaluated, fitting, median wall (s), layouts/s, best layout;
+    then, per case, the whole search with the full engine refining the short list (``scope`` 'full engine')."""
+    rows: list[dict] = []
+    for name, sc in _cases().items():
         for fewer in (False, True):
             result = search(sc, top=5, use_fewer_gpus=fewer)
-            wall = _time(lambda sc=sc, fewer=fewer: search(sc, top=5, use_fewer_gpus=fewer))
-            scope = "all GPU counts (Pareto)" if fewer else "exactly all GPUs"
-            print(f"{name}, {scope}: {result.evaluated:,} layouts, {result.fitting:,} fit, "
-                  f"median wall {wall * 1e3:.0f} ms, {result.evaluated / wall:,.0f} layouts/s")
-            print(f"    best: {result.best[0].label()}  {result.best[0].tokens_per_s:,.0f} tokens/s "
-                  f"MFU {result.best[0].mfu:.1%}")
+            wall = _time(lambda sc=sc, fewer=fewer: search(sc, top=5, use_fewer_gpus=fewer), repeat)
+            best = result.best[0]
+            rows.append({"case": name, "scope": "all GPU counts (Pareto)" if fewer else "exactly all GPUs",
+                         "evaluated": result.evaluated, "fitting": result.fitting, "wall_s": wall,
+                         "layouts_per_s": result.evaluated / wall, "best": best.label(),
+                         "best_tokens_per_s": best.tokens_per_s, "best_mfu": best.mfu})
         if importlib.util.find_spec("llmplan.core.training") is None:
-            print("    full engine: not in this build")
             continue
         from llmplan.core.estimate import estimate
 
         refined = search(sc, top=5, refine=estimate)
-        wall = _time(lambda sc=sc: search(sc, top=5, refine=estimate))
+        wall = _time(lambda sc=sc: search(sc, top=5, refine=estimate), repeat)
         best = refined.best[0] if refined.best else None
-        print(f"    with the full engine: median wall {wall * 1e3:.0f} ms, {refined.refined} full estimates"
-              + (f"; best {best.label()} {best.tokens_per_s:,.0f} tokens/s MFU {best.mfu:.1%}" if best else "")
-              + (f" ({refined.note})" if refined.note else ""))
+        rows.append({"case": name, "scope": "full engine", "evaluated": refined.evaluated, "refined": refined.refined,
+                     "wall_s": wall, "best": best.label() if best else None,
+                     "best_tokens_per_s": best.tokens_per_s if best else None, "best_mfu": best.mfu if best else None,
+                     "note": refined.note})
+    return rows
+
+
+def main() -> None:
+    for row in measure():
+        if row["scope"] == "full engine":
+            print(f"    with the full engine: median wall {row['wall_s'] * 1e3:.0f} ms, {row['refined']} full estimates"
+                  + (f"; best {row['best']} {row['best_tokens_per_s']:,.0f} tokens/s MFU {row['best_mfu']:.1%}"
+                     if row["best"] else "")
+                  + (f" ({row['note']})" if row["note"] else ""))
+            continue
+        print(f"{row['case']}, {row['scope']}: {row['evaluated']:,} layouts, {row['fitting']:,} fit, "
+              f"median wall {row['wall_s'] * 1e3:.0f} ms, {row['layouts_per_s']:,.0f} layouts/s")
+        print(f"    best: {row['best']}  {row['best_tokens_per_s']:,.0f} tokens/s MFU {row['best_mfu']:.1%}")
 
 
 if __name__ == "__main__":

@@ -24,18 +24,23 @@ def _scenario() -> Scenario:
                     parallelism=ParallelLayout(tp=2, pp=2, dp=4))
 
 
-def main() -> None:
+def measure(batches: int = 30, n: int = 200) -> dict[str, float]:
+    """Median and min wall time of one estimate, in ms, over ``batches`` batches of ``n`` calls."""
     sc = _scenario()
     estimate(sc)  # warm the parameter-count cache
     samples = []
-    for _ in range(30):
-        n = 200
+    for _ in range(batches):
         t0 = time.perf_counter()
         for _ in range(n):
             estimate(sc)
         samples.append((time.perf_counter() - t0) / n)
-    print(f"training estimate(): median {statistics.median(samples) * 1e3:.3f} ms "
-          f"(min {min(samples) * 1e3:.3f} ms) over {len(samples)} × 200 calls")
+    return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
+
+
+def main() -> None:
+    m = measure()
+    print(f"training estimate(): median {m['median_ms']:.3f} ms "
+          f"(min {m['min_ms']:.3f} ms) over {m['calls'] // 200} × 200 calls")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""Every performance figure llmplan promises, measured on this machine, in one table (``make bench``).
+
+Each row comes from a function of one of the benchmarks beside this file (each still runs alone:
+``.venv/bin/python benchmarks/bench_gui.py``); this script only calls them and prints a Markdown
+table with the figure, what was measured, what the docs promise and which script measured it.
+Nothing is asserted: timings depend on the machine and on what else runs on it.
+
+    .venv/bin/python benchmarks/run.py [--skip-gui]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+Row = tuple[str, str, str, str]  # figure, measured, promised, measured by
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def gui_rows() -> list[Row]:
+    import bench_gui
+
+    starts, ups = bench_gui.startup_seconds(runs=3)
+    est, verdict, charts = bench_gui.knob_to_redraw(steps=15)
+    rss, peak = bench_gui.memory_bytes()
+    src = "bench_gui.py"
+    rows = [
+        ("start-up to first paint with the first estimate (in-process, median of 3)",
+         f"{statistics.median(ups):.2f} s" if ups else "not reported", "< 1.5 s", src),
+        ("whole `llmplan --self-test` process: Python start, window, estimate, exit (median of 3)",
+         f"{statistics.median(starts):.2f} s", "—", src),
+        ("estimate() of the GUI's default plan, as the window runs it (median of 15)",
+         f"{statistics.median(est):.1f} ms", "well under 10 ms (docs/gui.md)", src),
+        ("knob change → verdict shown (median of 15)", f"{statistics.median(verdict):.1f} ms", "< 10 ms", src),
+        ("knob change → charts redrawn (median of 15)",
+         f"{statistics.median(charts):.1f} ms (max {max(charts):.0f} ms)" if charts else "charts never redrew",
+         "< 50 ms", src),
+        ("GUI process memory after start + estimate + charts: RSS / peak RSS",
+         f"{rss / 2**20:.0f} MiB / {peak / 2**20:.0f} MiB", "—", src),
+    ]
+    return rows
+
+
+def engine_rows() -> list[Row]:
+    import bench_inference
+    import bench_training
+
+    tr = bench_training.measure()
+    inf = bench_inference.measure()
+    rows = [("one training estimate, Llama-3-8B on 16 H100, TP2 PP2 DP4 (median of 30 × 200)",
+             f"{tr['median_ms']:.3f} ms", "< 0.2 ms", "bench_training.py"),
+            ("one inference estimate, Llama-3-8B on an H100 (median of 50)", f"{inf['estimate_ms']:.3f} ms",
+             "≈ 0.09 ms (docs/inference.md)", "bench_inference.py")]
+    if inf["serving_search_ms"] is not None:
+        rows.append(("serving search: 2 GPU types and their mixes, rate 20/s with SLOs (median of 10)",
+                     f"{inf['serving_search_ms']:.1f} ms", "—", "bench_inference.py"))
+    return rows
+
+
+def search_rows() -> list[Row]:
+    import bench_search
+
+    promised = {("GPT-3 175B on 1,024 A100", "exactly all GPUs"): "6 ms",
+                ("GPT-3 175B on 1,024 A100", "all GPU counts (Pareto)"): "24 ms",
+                ("GPT-3 175B on 1,024 A100", "full engine"): "23 ms",
+                ("Llama 3.1 405B on 16,384 H100", "exactly all GPUs"): "2 ms",
+                ("Llama 3.1 405B on 16,384 H100", "all GPU counts (Pareto)"): "24 ms",
+                ("Llama 3.1 405B on 16,384 H100", "full engine"): "36 ms"}
+    rows: list[Row] = []
+    rates = []
+    for r in bench_search.measure(repeat=5):
+        key = (r["case"], r["scope"])
+        if r["scope"] == "full engine":
+            what = f"full search, {r['case']}: quick model + full engine refining {r['refined']} (median of 5)"
+        else:
+            what = f"search, {r['case']}, {r['scope']}: {r['evaluated']:,} layouts (median of 5)"
+            rates.append(r["layouts_per_s"])
+        rows.append((what, _ms(r["wall_s"]), promised.get(key, "—") + " (docs/plans-and-cli.md)", "bench_search.py"))
+    rows.insert(0, ("layouts/s in the search (quick model; range over the 4 searches)",
+                    f"{min(rates) / 1e6:.1f}–{max(rates) / 1e6:.1f} M/s", "1.2–2.7 M/s (docs/plans-and-cli.md)",
+                    "bench_search.py"))
+    return rows
+
+
+def detect_rows() -> list[Row]:
+    import bench_detect
+
+    d = bench_detect.measure(runs=5)
+    return [("hardware detection `detect_all()` (median of 5; worst)",
+             f"{d['median_ms']:.1f} ms (worst {d['worst_ms']:.0f} ms)", "well under 1 s", "bench_detect.py")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--skip-gui", action="store_true", help="leave out the GUI rows (no PySide6 needed)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    if not args.skip_gui:
+        rows += gui_rows()
+    rows += engine_rows() + search_rows() + detect_rows()
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"llmplan benchmarks — {now}; {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{platform.system()} (timings vary with machine load)\n")
+    print("| figure | measured | promised | by |")
+    print("|---|---:|---:|---|")
+    for figure, measured, promised, by in rows:
+        print(f"| {figure} | {measured} | {promised} | `benchmarks/{by}` |")
+    print(f"\n{len(rows)} figures in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
