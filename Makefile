@@ -32,3 +32,8 @@ bench: setup
 
 clean:
 	rm -rf .venv build dist .ruff_cache
+
+# docs/accuracy.md: every published figure the tests reproduce, generated (never typed) from tests/reference_figures.py.
+.PHONY: accuracy
+accuracy: setup
+	$(PY) scripts/accuracy_report.py --out docs/accuracy.md

@@ -1,0 +1,324 @@
+"""Every published figure llmplan reproduces, in one registry: the reference value, its source, the
+tolerance, and how to compute our value.
+
+Two consumers read this list, so they cannot drift apart:
+- ``tests/trust/test_reference_figures.py`` checks each row (our value within tolerance of the reference);
+- ``scripts/accuracy_report.py`` (``make accuracy``) writes docs/accuracy.md from it.
+
+The rows are taken from the published-figure tests elsewhere in ``tests/`` (which stay as they are) and
+from the model catalog's measured checkpoint totals; every reference value is quoted from its source,
+none is invented. ``kind`` says what the reference is:
+- ``measured``: a number someone measured on real hardware or a real file (checkpoint sizes, GGUF files,
+  throughput);
+- ``published``: a number printed in a paper (a table or the text);
+- ``formula``: a closed form from a paper, evaluated for the row's shapes (our per-tensor count must agree);
+- ``calibration``: a measured number that was also used to set one of our efficiency constants, so it
+  checks the model's shape more than its prediction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+GIB = 2**30
+
+Kind = Literal["measured", "published", "formula", "calibration"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    id: str
+    group: str
+    quantity: str
+    reference: float
+    unit: str
+    source: str
+    compute: Callable[[], float]
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0  # for values printed rounded (half a unit of the last printed digit)
+    kind: Kind = "published"
+
+    def error(self, ours: float) -> float:
+        """Relative error of our value against the reference."""
+        return (ours - self.reference) / self.reference
+
+    def within(self, ours: float) -> bool:
+        return abs(ours - self.reference) <= max(self.rel_tol * abs(self.reference), self.abs_tol)
+
+    @property
+    def tolerance_text(self) -> str:
+        if self.rel_tol == 0 and self.abs_tol == 0:
+            return "exact"
+        parts = [f"±{self.rel_tol:.0%}" if self.rel_tol >= 0.01 else f"±{self.rel_tol:.1%}"] if self.rel_tol else []
+        if self.abs_tol:
+            parts.append(f"±{self.abs_tol:g} {self.unit}")
+        return " or ".join(parts)
+
+
+# ---- parameter counts --------------------------------------------------------------------------------
+
+def _params(cfg: dict, which: str = "total") -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.params import count_params
+        from llmplan.io.hf_config import spec_from_config
+
+        return getattr(count_params(spec_from_config(cfg)), which)
+
+    return compute
+
+
+@cache
+def _catalog():
+    from llmplan.catalog.models import load_model_catalog
+
+    return load_model_catalog(include_user=False)
+
+
+def _catalog_row(model_id: str) -> Reference:
+    entry = _catalog().get(model_id)
+
+    def compute() -> float:
+        from llmplan.core.params import count_params
+
+        return count_params(entry.spec).total
+
+    return Reference(f"params-{model_id}", "Parameter counts", f"{model_id}: total parameters",
+                     entry.reference_params.total, "parameters",
+                     f"{entry.reference_params.source} (catalogs/models)", compute, kind="measured")
+
+
+def _param_rows() -> list[Reference]:
+    from tests.core.inference.models import LLAMA3_8B, LLAMA_7B, MISTRAL_7B_V01, MIXTRAL_8X7B
+
+    src = "safetensors index metadata.total_size / 2 bytes (bf16) of the Hugging Face checkpoint"
+    rows = [
+        Reference("params-llama-2-7b", "Parameter counts", "Llama-2-7B: total parameters", 6_738_415_616,
+                  "parameters", f"meta-llama/Llama-2-7b-hf {src}: 13,476,831,232 B", _params(LLAMA_7B),
+                  kind="measured"),
+        Reference("params-llama-3-8b", "Parameter counts", "Meta-Llama-3-8B: total parameters", 8_030_261_248,
+                  "parameters", f"meta-llama/Meta-Llama-3-8B {src}: 16,060,522,496 B", _params(LLAMA3_8B),
+                  kind="measured"),
+        Reference("params-mistral-7b", "Parameter counts", "Mistral-7B-v0.1: total parameters", 7_241_732_096,
+                  "parameters", f"mistralai/Mistral-7B-v0.1 {src}: 14,483,464,192 B", _params(MISTRAL_7B_V01),
+                  kind="measured"),
+        Reference("params-mixtral-8x7b", "Parameter counts", "Mixtral-8x7B: total parameters", 46_702_792_704,
+                  "parameters", f"mistralai/Mixtral-8x7B-v0.1 {src}: 93,405,585,408 B", _params(MIXTRAL_8X7B),
+                  kind="measured"),
+        Reference("params-mixtral-8x7b-active", "Parameter counts", "Mixtral-8x7B: active parameters per token",
+                  12.9e9, "parameters", "Mistral AI, 'Mixtral of experts' announcement (2023-12-11): "
+                  "'12.9B active parameters'", _params(MIXTRAL_8X7B, "active"), abs_tol=0.05e9),
+    ]
+    for model_id in ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B", "Qwen/Qwen2.5-72B",
+                     "Qwen/Qwen3-235B-A22B", "google/gemma-2-27b", "microsoft/phi-4", "openai/gpt-oss-120b"):
+        rows.append(_catalog_row(model_id))
+    return rows
+
+
+# ---- ZeRO Table 1 -------------------------------------------------------------------------------------
+
+def _zero_gb(psi: float, nd: int, stage: int) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.training.shard import StageParams
+        from llmplan.core.training.states import model_states
+        from llmplan.core.workload import TrainingSettings
+
+        tr = TrainingSettings(precision="fp16", optimizer="adamw", zero_stage=stage, fp32_grad_accumulation=False)
+        sp = StageParams("only", psi, 0.0, psi, psi, 0.0, True, True)
+        st = model_states(tr, sp, psi, 0.0, nd, 1, True)
+        return (st.weights + st.gradients + st.master + st.optimizer) / 1e9
+
+    return compute
+
+
+def _zero_rows() -> list[Reference]:
+    src = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), Table 1"
+    table = [  # psi, Nd, stage, GB printed, half a unit of the last printed digit
+        (7.5e9, 64, 0, 120, 0.5), (7.5e9, 64, 1, 31.4, 0.05), (7.5e9, 64, 2, 16.6, 0.05),
+        (7.5e9, 64, 3, 1.88, 0.005), (128e9, 1024, 2, 258, 0.5), (1e12, 1024, 3, 15.6, 0.05),
+    ]
+    names = {0: "baseline DP", 1: "P_os (stage 1)", 2: "P_os+g (stage 2)", 3: "P_os+g+p (stage 3)"}
+    return [Reference(f"zero-{psi / 1e9:g}b-{nd}-s{stage}", "Training memory (ZeRO)",
+                      f"model states per GPU, Ψ={psi / 1e9:g}B, N_d={nd}, {names[stage]}", gb, "GB",
+                      f"{src}, row Ψ={psi / 1e9:g}B, N_d={nd}", _zero_gb(psi, nd, stage), rel_tol=0.01, abs_tol=half)
+            for psi, nd, stage, gb, half in table]
+
+
+# ---- Korthikanti 2022 ----------------------------------------------------------------------------------
+
+def _korthikanti_layer(tp: int, sp: bool, recompute: str) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.training.activations import layer_bytes
+        from llmplan.core.training.layout import resolve
+        from tests.core.training.helpers import gpt, scenario
+
+        sc = scenario(gpt(12288, 96, 96), tp * (8 if tp == 8 else 1), tp=tp, pp=8 if tp == 8 else 1, sp=sp,
+                      seq_len=2048, micro_batch=1, recompute=recompute, flash_attention=False, dropout=0.1)
+        return layer_bytes(sc.model, resolve(sc), sc.training) / 2**20
+
+    return compute
+
+
+def _korthikanti_rows() -> list[Reference]:
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    src = "Korthikanti et al. 2022 (arXiv:2205.05198), Table 2 closed form, GPT-3 175B shapes of Table 3"
+    mib = 2**20
+    return [
+        Reference("korthikanti-175b-none", "Activation memory (Korthikanti)",
+                  "175B, activations per layer, no parallelism: sbh(34 + 5as/h)", sbh * (34 + 5 * a * s / h) / mib,
+                  "MiB", src, _korthikanti_layer(1, False, "none"), rel_tol=0.02, kind="formula"),
+        Reference("korthikanti-175b-tp-sp", "Activation memory (Korthikanti)",
+                  "175B, activations per layer, TP8 + sequence parallel: sbh(34/t + 5as/(ht))",
+                  sbh * (34 / t + 5 * a * s / (h * t)) / mib, "MiB", src, _korthikanti_layer(8, True, "none"),
+                  rel_tol=0.02, kind="formula"),
+        Reference("korthikanti-175b-selective", "Activation memory (Korthikanti)",
+                  "175B, activations per layer, TP8 + SP + selective recompute: sbh·34/t", sbh * 34 / t / mib, "MiB",
+                  src, _korthikanti_layer(8, True, "selective"), rel_tol=0.02, kind="formula"),
+    ]
+
+
+# ---- Narayanan 2021 Table 1 ------------------------------------------------------------------------------
+
+def _narayanan_tflops(row: tuple) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_narayanan_2021 import _estimate
+
+        _, heads, h, layers, tp, pp, gpus, batch, _ = row
+        c = _estimate(heads, h, layers, tp, pp, gpus, batch).compute
+        return c.hardware_flops_per_step.value / c.step_time_s.value / gpus / 1e12
+
+    return compute
+
+
+def _narayanan_rows() -> list[Reference]:
+    from tests.core.training.test_narayanan_2021 import ROWS
+
+    src = "Narayanan et al. 2021 (arXiv:2104.04473), Table 1, achieved teraFLOP/s per GPU"
+    return [Reference(f"narayanan-{row[0]:g}b", "Training throughput (Megatron-LM)",
+                      f"GPT {row[0]:g}B on {row[6]:,} A100 (TP{row[4]} PP{row[5]}, batch {row[7]}): TFLOP/s per GPU",
+                      row[8], "TFLOP/s", src, _narayanan_tflops(row), rel_tol=0.15, kind="measured")
+            for row in ROWS]
+
+
+# ---- GGUF file sizes -------------------------------------------------------------------------------------
+
+def _gguf(cfg: dict, preset: str, scale: float = GIB) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.quant import quantized_weights
+        from llmplan.io.hf_config import spec_from_config
+
+        return quantized_weights(spec_from_config(cfg), preset).total_bytes / scale
+
+    return compute
+
+
+def _gguf_rows() -> list[Reference]:
+    from tests.core.inference.models import (
+        LLAMA3_8B,
+        LLAMA32_3B,
+        LLAMA_7B,
+        MISTRAL_7B_V02,
+        MIXTRAL_8X7B,
+        QWEN25_7B,
+    )
+
+    pr3084 = "llama.cpp PR #3084 (2023-09-09), llama-bench size column, LLaMA 7B on M2 Ultra"
+    l3 = "llama-bench size column in public benchmark logs (SYCL/Vulkan/CUDA runs), Meta-Llama-3-8B"
+    rows = [(LLAMA_7B, "f16", 12.55, pr3084), (LLAMA_7B, "q8_0", 6.67, pr3084), (LLAMA_7B, "q4_0", 3.56, pr3084),
+            (LLAMA_7B, "q6_k", 5.15, pr3084), (LLAMA_7B, "q4_k_m", 3.80, pr3084),
+            (LLAMA3_8B, "q4_k_m", 4.58, l3), (LLAMA3_8B, "q8_0", 7.95, l3),
+            (LLAMA32_3B, "q4_k_m", 1.87, "geerlingguy/ai-benchmarks issues #48/#54, llama-bench, "
+             "Llama-3.2-3B-Instruct"),
+            (MIXTRAL_8X7B, "q4_k_m", 26.49, "llama-bench Vulkan log, build 067de93: 'llama 8x7B Q4_K - Medium | "
+             "26.49 GiB'"),
+            (MISTRAL_7B_V02, "q5_k_m", 4.78, "llama.cpp issue #5619: 'model size = 4.78 GiB (5.67 BPW)', "
+             "Mistral-7B-Instruct-v0.2")]
+    names = {id(LLAMA_7B): "LLaMA 7B", id(LLAMA3_8B): "Llama-3-8B", id(LLAMA32_3B): "Llama-3.2-3B",
+             id(MIXTRAL_8X7B): "Mixtral-8x7B", id(MISTRAL_7B_V02): "Mistral-7B-v0.2"}
+    out = [Reference(f"gguf-{names[id(cfg)]}-{preset}".lower().replace(" ", "-"), "GGUF file sizes",
+                     f"{names[id(cfg)]} {preset.upper()}: tensor data", gib, "GiB", src, _gguf(cfg, preset),
+                     rel_tol=0.02, kind="measured")
+           for cfg, preset, gib, src in rows]
+    out.append(Reference("gguf-qwen2.5-7b-q4_k_m", "GGUF file sizes", "Qwen2.5-7B-Instruct Q4_K_M: model_size",
+                         4_677_120_000, "bytes", "llama.cpp examples/llama-bench/README.md (build 5163), "
+                         "CSV/JSON output: model_size 4677120000", _gguf(QWEN25_7B, "q4_k_m", 1), kind="measured"))
+    return out
+
+
+# ---- KV cache --------------------------------------------------------------------------------------------
+
+def _kv(cfg: dict, dtype: str) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.kvcache import kv_layout
+        from llmplan.io.hf_config import spec_from_config
+
+        return kv_layout(spec_from_config(cfg), dtype).bytes_per_token
+
+    return compute
+
+
+def _kv_rows() -> list[Reference]:
+    from tests.core.inference.models import DEEPSEEK_V3, OPT_13B
+
+    return [
+        Reference("kv-opt-13b", "KV cache", "OPT-13B fp16 KV cache per token", 800 * 1024, "bytes",
+                  "Kwon et al. 2023, vLLM/PagedAttention (SOSP), §2.2: '2 × 5120 × 40 × 2 = 800 KB'",
+                  _kv(OPT_13B, "fp16"), kind="published"),
+        Reference("kv-deepseek-v3-mla", "KV cache", "DeepSeek-V3 MLA cache per token, bf16: (d_c + d_h^R)·layers·2 B",
+                  (512 + 64) * 61 * 2, "bytes", "DeepSeek-V2 report (arXiv:2405.04434) §2.1.4 closed form with the "
+                  "V3 config (kv_lora_rank 512, qk_rope_head_dim 64, 61 layers)", _kv(DEEPSEEK_V3, "bf16"),
+                  kind="formula"),
+    ]
+
+
+# ---- decode speed (llama-bench tg128) -------------------------------------------------------------------
+
+def _decode(cfg: dict, gpu_name: str, fmt: str) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.catalog.engines import engine_profile
+        from llmplan.core.estimate import estimate
+        from llmplan.core.hardware import ClusterSpec
+        from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
+        from llmplan.io.hf_config import spec_from_config
+        from tests.core.inference import gpus
+
+        sc = Scenario(model=spec_from_config(cfg), cluster=ClusterSpec(gpu=getattr(gpus, gpu_name)),
+                      workload="inference", parallelism=ParallelLayout(tp=1), engine_profile=engine_profile("llama-cpp"),
+                      inference=InferenceSettings(engine="llama-cpp", weight_format=fmt, prompt_tokens=1,
+                                                  output_tokens=128, kv_dtype="fp16"))
+        return estimate(sc).inference.tokens_per_s_per_user.value
+
+    return compute
+
+
+def _decode_rows() -> list[Reference]:
+    from tests.core.inference.models import LLAMA3_8B, LLAMA_7B, QWEN25_7B
+
+    rows = [
+        (LLAMA_7B, "LLaMA 7B", "M2_ULTRA", "M2 Ultra", "q4_0", 88.54, "calibration",
+         "llama.cpp PR #2917 (2023-08-30), llama-bench tg128"),
+        (LLAMA_7B, "LLaMA 7B", "M2_ULTRA", "M2 Ultra", "q8_0", 62.05, "calibration",
+         "llama.cpp PR #2917 (2023-08-30), llama-bench tg128"),
+        (LLAMA_7B, "LLaMA 7B", "RTX4090", "RTX 4090", "f16", 61.03, "calibration",
+         "llama.cpp PR #4766 (2024-01-10), llama-bench tg128"),
+        (LLAMA_7B, "LLaMA 7B", "RTX4090", "RTX 4090", "q8_0", 98.13, "calibration",
+         "llama.cpp PR #4766 (2024-01-10), llama-bench tg128"),
+        (LLAMA3_8B, "Llama-3.1-8B", "M1_MAX", "M1 Max", "q4_k_m", 46.2, "measured",
+         "brand-o/normiebench issue #40 (2026-03-08), llama-bench tg128"),
+        (QWEN25_7B, "Qwen2.5-7B", "RTX4080", "RTX 4080", "q4_k_m", 119.84, "measured",
+         "llama.cpp examples/llama-bench/README.md (build 5163), tg128"),
+    ]
+    return [Reference(f"decode-{model}-{gpu_label}-{fmt}".lower().replace(" ", "-").replace(".", ""),
+                      "Decode speed (llama.cpp)", f"{model} {fmt.upper()} on {gpu_label}: tokens/s, one stream",
+                      tps, "tokens/s", src, _decode(cfg, gpu, fmt), rel_tol=0.20, kind=kind)
+            for cfg, model, gpu, gpu_label, fmt, tps, kind, src in rows]
+
+
+@cache
+def references() -> tuple[Reference, ...]:
+    """Every row, in the order docs/accuracy.md shows them."""
+    return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _gguf_rows()
+                 + _kv_rows() + _decode_rows())
