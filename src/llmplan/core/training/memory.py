@@ -99,10 +99,11 @@ def comm_buffers(m: ModelSpec, lay: Layout) -> float:
 
 def candidate_stages(lay: Layout) -> tuple[int, ...]:
     """The stages that can be the worst-loaded: the first, the last, and of the middle stages
-    with the same chunks the earliest (it keeps the most micro-batches in flight)."""
+    with the same chunks the earliest (it keeps the most micro-batches in flight). A middle stage
+    with the first stage's chunks never outweighs it (fewer in flight, no embedding)."""
     if lay.pp == 1:
         return (0,)
-    seen: set[tuple[int, ...]] = set()
+    seen: set[tuple[int, ...]] = {lay.split.chunks[0]}
     middle = []
     for s in range(1, lay.pp - 1):
         chunks = lay.split.chunks[s]

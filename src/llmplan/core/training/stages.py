@@ -29,7 +29,7 @@ Pure integer arithmetic; ``LayoutError`` names the broken rule and the fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llmplan.errors import LayoutError
 
@@ -47,19 +47,15 @@ class StageSplit:
 
     chunks: tuple[tuple[int, ...], ...]
     rule: str  # "even", "llama3", "balanced" or "explicit" (see RULES)
+    per_stage: tuple[int, ...] = field(init=False)  # layers per stage
+    slowest: int = field(init=False)  # layers of the most loaded stage: it sets the pace of the pipeline
+    is_even: bool = field(init=False)  # every chunk holds the same number of layers
 
-    @property
-    def per_stage(self) -> tuple[int, ...]:
-        return tuple(sum(c) for c in self.chunks)
-
-    @property
-    def slowest(self) -> int:
-        """Layers of the most loaded stage: it sets the pace of the whole pipeline."""
-        return max(self.per_stage)
-
-    @property
-    def is_even(self) -> bool:
-        return len({n for c in self.chunks for n in c}) == 1
+    def __post_init__(self) -> None:  # derived once: the engine reads them in its hot path
+        per_stage = tuple(sum(c) for c in self.chunks)
+        object.__setattr__(self, "per_stage", per_stage)
+        object.__setattr__(self, "slowest", max(per_stage))
+        object.__setattr__(self, "is_even", len({n for c in self.chunks for n in c}) == 1)
 
     def imbalance(self) -> float:
         """Slowest stage's layers over the mean (1.0 for an even split): the step-time stretch."""
@@ -121,22 +117,14 @@ def split_layers(layers: int, pp: int, vp: int = 1, first: int | None = None,
                  last: int | None = None) -> StageSplit:
     """Layers per (stage, chunk) for ``layers`` over ``pp`` stages of ``vp`` chunks (module doc)."""
     totals = stage_totals(layers, pp, first, last)
-    chunks = tuple(_chunks(n, vp, head_side=(s == pp - 1 and pp > 1)) for s, n in enumerate(totals))
-    for s, stage in enumerate(chunks):
-        allowed_empty = {0} if s == 0 else set()
-        if s == pp - 1 and pp > 1:
-            allowed_empty.add(vp - 1)
-        if pp == 1:
-            allowed_empty = set()
-        if any(n == 0 and c not in allowed_empty for c, n in enumerate(stage)):
-            where = "first" if s == 0 else "last" if s == pp - 1 else f"middle (stage {s})"
-            need = vp - 1 if allowed_empty else vp
-            raise LayoutError(
-                f"rule a layer in every pipeline chunk: the {where} stage holds {totals[s]} layer(s) for "
-                f"{vp} interleaved chunks and needs at least {need} (only the first stage's first chunk and "
-                f"the last stage's last chunk may hold just the embedding or the head); lower "
-                f"parallelism.virtual_stages, parallelism.pp, or change first/last_stage_layers"
-            )
+    made: dict[tuple[int, bool], tuple[int, ...]] = {}
+    for s, n in enumerate(totals):
+        key = (n, s == pp - 1 and pp > 1)
+        if key not in made:
+            made[key] = _chunks(n, vp, key[1])
+    chunks = tuple(made[(n, s == pp - 1 and pp > 1)] for s, n in enumerate(totals))
+    if min(totals) < vp:  # some chunk is empty: only the embedding's and the head's may be
+        _check_empty_chunks(chunks, totals)
     if first is not None or last is not None:
         rule = "explicit"
     elif layers % (pp * vp) == 0:
@@ -146,6 +134,25 @@ def split_layers(layers: int, pp: int, vp: int = 1, first: int | None = None,
     else:
         rule = "balanced"
     return StageSplit(chunks, rule)
+
+
+def _check_empty_chunks(chunks: tuple[tuple[int, ...], ...], totals: tuple[int, ...]) -> None:
+    pp, vp = len(chunks), len(chunks[0])
+    for s, stage in enumerate(chunks):
+        allowed_empty = set()
+        if pp > 1 and s == 0:
+            allowed_empty.add(0)
+        if pp > 1 and s == pp - 1:
+            allowed_empty.add(vp - 1)
+        if any(n == 0 and c not in allowed_empty for c, n in enumerate(stage)):
+            where = "first" if s == 0 else "last" if s == pp - 1 else f"middle (stage {s + 1})"
+            need = vp - 1 if allowed_empty else vp
+            raise LayoutError(
+                f"rule a layer in every pipeline chunk: the {where} stage holds {totals[s]} layer(s) for "
+                f"{vp} interleaved chunks and needs at least {need} (only the first stage's first chunk and "
+                f"the last stage's last chunk may hold just the embedding or the head); lower "
+                f"parallelism.virtual_stages, parallelism.pp, or change first/last_stage_layers"
+            )
 
 
 def automatic_split_fits(layers: int, pp: int, vp: int) -> bool:
