@@ -181,7 +181,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     """The quick model's figures for one given layout (default: the scenario's own).
 
     Raises ``LayoutError`` naming the broken rule when the layout is not one the search
-    would consider (see ``space``).
+    would consider (see ``space``). The quick model splits layers over stages automatically;
+    explicit ``first_stage_layers`` / ``last_stage_layers`` are honoured by the full engine only.
     """
     from llmplan.core.search.space import check_layout
 
