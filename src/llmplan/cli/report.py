@@ -11,6 +11,7 @@ from typing import Any
 
 from llmplan.core.explain import Figure
 from llmplan.core.result import Estimate
+from llmplan.core.system import system_json
 from llmplan.core.workload import Scenario
 
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
@@ -87,6 +88,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
+    out["system"] = None if est.system is None else system_json(est.system)
     return out
 
 
@@ -175,6 +177,48 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
             ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
         ]))
+    if data.get("system"):
+        lines += ["", "beyond the GPU"]
+        lines.append(table(system_rows(data["system"], b)))
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def fmt_rate(bytes_per_s: float) -> str:
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:,.1f} {unit}"
+    return f"{bytes_per_s:,.0f} B/s"
+
+
+def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
+    """Checkpoints, goodput, data, host, power and cold start as label/value rows."""
+    rows: list[tuple[str, str]] = []
+    ck = sysd["checkpoint"]
+    rows.append(("checkpoint size (all shards)", f"{b(ck['total_bytes'])}  ({ck['bytes_per_param']:.3g} B/param)"))
+    rows.append(("checkpoint write / read", f"{fmt_time(ck['write_s'])} / {fmt_time(ck['read_s'])}"))
+    g = sysd.get("goodput")
+    if g:
+        rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"])),
+                 ("goodput", f"{g['goodput']:.1%}"), ("effective training time", f"{g['effective_days']:,.1f} days")]
+    d = sysd.get("data")
+    if d:
+        rows.append(("data read needed", f"{fmt_rate(d['read_bandwidth_needed'])} "
+                                          f"({d['storage_load']:.1%} of storage)"))
+    h = sysd.get("host")
+    if h and h["ram_per_node_bytes"]:
+        rows.append(("host RAM per node", b(h["ram_per_node_bytes"])))
+    p = sysd.get("power")
+    if p:
+        rows.append(("facility power", f"{p['facility_watts'] / 1e3:,.1f} kW"))
+        if p.get("energy_kwh"):
+            rows.append(("energy", f"{p['energy_kwh'] / 1e3:,.1f} MWh"))
+        if p.get("cost_usd") is not None and p.get("energy_kwh"):
+            rows.append(("electricity cost", f"${p['cost_usd']:,.0f}"))
+        if p.get("co2_kg") is not None and p.get("energy_kwh"):
+            rows.append(("CO2", f"{p['co2_kg'] / 1e3:,.1f} t"))
+    cs = sysd.get("cold_start")
+    if cs:
+        rows.append(("cold start (load weights)", fmt_time(cs["total_s"])))
+    return rows
