@@ -23,8 +23,8 @@ SESSIONS: dict[str, tuple[str, int]] = {
     "estimate": (f"llmplan-cli estimate {EX}/qlora-llama-3-8b-rtx4090.llmplan", 60),
     "estimate-405b": (f"llmplan-cli estimate {EX}/pretrain-llama-3.1-405b-16k-h100.llmplan", 80),
     "estimate-json": (f"llmplan-cli estimate {EX}/serve-llama-3.1-70b-tp4-h100.llmplan --json", 40),
-    "estimate-set": ("llmplan-cli estimate --model meta-llama/Meta-Llama-3-8B --gpu nvidia-geforce-rtx-4090 "
-                     "--workload inference --set inference.weight_format=Q4_K_M --set inference.context_len=8192", 40),
+    "estimate-set": ("llmplan-cli estimate --model meta-llama/Meta-Llama-3-8B --gpu nvidia-rtx-4090-24gb "
+                     "--workload inference --set inference.weight_format=q4_k_m --set inference.engine=llama.cpp --set inference.prompt_tokens=4000", 40),
     "search": (f"llmplan-cli search {EX}/finetune-llama-3.1-70b-zero3-8xh100.llmplan --top 3", 30),
     "serve": ("llmplan-cli serve --model meta-llama/Llama-3.1-8B --rate 20 --prompt 1000 --output 300 "
               "--ttft 1 --tpot 0.05", 30),
