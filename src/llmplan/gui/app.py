@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{window.results.banner.text()}")
         window.state.undo_stack.setClean()
         window.close()
-        return 0 if out.kind in ("ok", "missing") else 1
+        return 0 if out.kind == "ok" else 1
     if args.screenshot:
         def shoot() -> None:
             window.grab().save(str(args.screenshot))
