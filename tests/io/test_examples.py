@@ -1,6 +1,5 @@
 """Every shipped example plan opens, saves byte-identically, resolves, and is estimated."""
 
-
 import pytest
 
 from llmplan.core.search.planner import quick_layout
@@ -9,6 +8,8 @@ from llmplan.io.resolve import resolve
 from llmplan.resources_path import resources_dir
 
 EXAMPLES = sorted((resources_dir() / "examples").glob("*.llmplan"))
+
+
 def test_the_five_examples_are_shipped():
     assert len(EXAMPLES) == 5
 
@@ -35,7 +36,6 @@ def test_example_is_estimated(path):
     assert est.memory.total.value > 0
 
 
-@pytest.mark.skipif(not ENGINES, reason="the training/inference engines have not landed in this build yet")
 def test_llama3_405b_example_fits_in_80_gb_on_its_uneven_pipeline():
     """Llama 3 paper (arXiv 2407.21783) Table 4 and §3.3.2: 126 layers on PP16 ran on H100 80GB, with one
     layer fewer on the first and the last stage. The engine splits it 7, 8 ×14, 7 and must fit it."""
