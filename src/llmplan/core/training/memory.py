@@ -76,7 +76,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         extra += act.embedding_bytes(m, lay, tr) * flight
     if stage in ("last", "only"):
         extra += act.logits_bytes(m, lay)
-    if tr.recompute == "full":  # the block being recomputed holds its full activations meanwhile
+    if tr.recompute == "full" and layers:  # the block being recomputed holds its full activations meanwhile
         extra += act.average_layer_bytes(m, lay, tr, "none")
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
