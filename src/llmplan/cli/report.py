@@ -36,6 +36,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
                      "gpus": c.total_gpus, "network": c.network.name},
         "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
         "memory_per_gpu": memory,
+        "worst_gpu": mem.worst_gpu,
         "gpu_memory_bytes": mem.capacity.value,
         "fits": memory["total"] <= mem.capacity.value,
         "headroom_bytes": mem.capacity.value - memory["total"],
@@ -144,7 +145,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"recompute {t['recompute']}, offload {t['offload']}")
     verdict = "FITS" if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
-    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU", "",
+    where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""
+    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU{where}", "",
               "parameters"]
     p = data["params"]
     lines.append(table([("total", f"{p['total']:,}"), ("active / token", f"{p['active']:,}"),
