@@ -51,12 +51,11 @@ def _set(doc: dict, path: tuple, value, remove: bool = False) -> None:
 
 def estimate_report(doc: PlanDocument) -> dict:
     """What `llmplan-cli estimate --json` prints for a plan (the same functions, in process)."""
-    from llmplan.cli.cmd_estimate import run_estimate
     from llmplan.cli.report import estimate_json
-    from llmplan.io.resolve import resolve
+    from llmplan.io.evaluate import evaluate_plan
 
-    scenario = resolve(doc)
-    return estimate_json(run_estimate(scenario), scenario, "plan")
+    scenario, est = evaluate_plan(doc)
+    return estimate_json(est, scenario, "plan")
 
 
 def _through_the_engine(text: str) -> None:
