@@ -13,6 +13,7 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llmplan.cli.report import json_text
 from llmplan.errors import LlmplanError, PlanFileError
 from llmplan.io.plan_document import PlanDocument
 from llmplan.io.planfile import MAX_PLAN_BYTES, dumps_plan, load_plan, loads_plan
@@ -65,7 +66,7 @@ def _through_the_engine(text: str) -> None:
     assert loads_plan(dumps_plan(doc)) == doc  # what loads saves back to the same plan
     report = outcome("plan file", lambda: estimate_report(doc))
     if not isinstance(report, LlmplanError):
-        json.dumps(report, allow_nan=False)  # raises ValueError on NaN/inf in the output
+        json.loads(json_text(report))  # what --json prints must be strict JSON (no NaN/Infinity)
 
 
 def _one_plan(name: str) -> dict:
@@ -108,3 +109,8 @@ def test_deep_nesting_and_huge_files(tmp_path):
     result = outcome("plan file", lambda: load_plan(big))
     assert isinstance(result, PlanFileError) and f"{MAX_PLAN_BYTES:,}" in str(result)
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_impossible_file_names():
+    for name in ("a\x00b.llmplan", "8" * 5000 + ".llmplan"):
+        assert isinstance(outcome("plan file", lambda name=name: load_plan(name)), PlanFileError)

@@ -32,8 +32,20 @@ def _subcommand_modules() -> list:
     return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_schema]
 
 
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name ...) escaped, so an error stays on one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse quotes bad arguments as typed; escape them so its error line stays one line."""
+
+    def error(self, message: str):  # type: ignore[override]
+        super().error(one_line(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="llmplan-cli",
         description="Estimate the hardware a large language model needs, and whether it fits.",
     )
@@ -54,10 +66,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except LlmplanError as exc:  # one line, even when a file name in the message holds a line break
-        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc))
-        print(f"llmplan-cli: error: {message}", file=sys.stderr)
+        print(f"llmplan-cli: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the system refuses outright (name too long, ...): the user's input
+        name = str(exc.filename or "")
+        shown = f" ({name[:60]}{'...' if len(name) > 60 else ''})" if name else ""
+        print(f"llmplan-cli: error: {one_line((exc.strerror or str(exc)) + shown)}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli.models import resolve_model_arg
-from llmplan.cli.report import estimate_json, estimate_text
+from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
 from llmplan.io.overrides import apply_overrides
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
     else:
         print(estimate_text(data, decimal=args.gb))
     return 0

@@ -7,6 +7,8 @@ does not apply (``compute`` for inference, ``inference`` for training) is ``null
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from llmplan.core.explain import Figure
@@ -94,6 +96,22 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
 
 
 # ---- human output ---------------------------------------------------------------------------
+
+
+def json_text(data: Any) -> str:
+    """``--json`` output as strict JSON: an unbounded figure (infinite time when goodput is 0) is ``null``,
+    because ``Infinity`` is not JSON and breaks the tools that read it."""
+
+    def finite(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: finite(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [finite(v) for v in x]
+        return x
+
+    return json.dumps(finite(data), indent=2, allow_nan=False)
 
 
 def fmt_bytes(n: float, decimal: bool = False) -> str:

@@ -157,6 +157,8 @@ def _too_big(origin: str, size: int) -> str:
 def load_plan(path: str | os.PathLike[str]) -> PlanDocument:
     """Read a ``.llmplan`` file. Errors are ``PlanFileError`` naming the file."""
     p = Path(path)
+    if "\x00" in str(p):  # os.stat would raise ValueError: no file name can hold a NUL
+        raise PlanFileError(f"{str(p)!r}: not a valid file name")
     try:
         size = p.stat().st_size
         if size > MAX_PLAN_BYTES:

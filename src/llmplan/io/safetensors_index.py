@@ -115,7 +115,7 @@ def params_by_dtype(path: str | Path) -> dict[str, int]:
                 if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
                     raise ValueError("a dimension is not a non-negative whole number")
             except (KeyError, TypeError, ValueError):
-                raise ConfigError(f"{file}: tensor '{name:.100}' has no valid dtype/shape") from None
+                raise ConfigError(f"{file}: tensor {name[:100]!r} has no valid dtype/shape") from None
             n = 1
             for d in shape:
                 n *= d
