@@ -7,9 +7,11 @@ Paths point at real oddities: a binary file, a folder, a 10 GB sparse file, /etc
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from llmplan.resources_path import resources_dir
 from tests.property._support import CASES, NASTY_TEXT, fuzz
 
 _TMP = Path(tempfile.mkdtemp(prefix="llmplan-cli-fuzz-"))
+atexit.register(shutil.rmtree, _TMP, True)
 (_TMP / "binary.llmplan").write_bytes(bytes(range(256)) * 4)
 (_TMP / "folder").mkdir()
 (_TMP / "folder" / "config.json").write_text('{"model_type": "llama", "hidden_size": NaN}')
