@@ -64,6 +64,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "bubble_fraction": k.bubble_fraction.value, "tokens_per_s": k.tokens_per_s.value,
             "mfu": k.mfu.value, "hfu": k.hfu.value, "training_days": k.training_days.value,
             "gpu_hours": k.gpu_hours.value, "cost_usd": _v(k.cost_usd),
+            "exposed_offload_s": _v(k.offload_time_s) or 0.0,
         }
     if est.communication is not None:
         m = est.communication
