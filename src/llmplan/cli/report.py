@@ -162,6 +162,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines += ["", "time"]
         rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
                 ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
+                *([("offload (exposed)", fmt_time(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
                 ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
                 ("training time", fmt_time(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:
