@@ -167,18 +167,21 @@ def test_70b_example_mfu_drops_to_a_plausible_value():
     assert c.mfu.value * c.step_time_s.value / no_offload_step == pytest.approx(0.567, abs=0.002)
 
 
-def test_zero_offload_10b_gpt2_on_one_v100_matches_the_paper():
-    """Ren et al., ZeRO-Offload, USENIX ATC 2021 (arXiv 2101.06840), abstract and §6: a 10B-parameter GPT-2 trains
-    on one V100 at 40 TFLOP/s with ZeRO-Offload. Configuration from the DeepSpeed ZeRO-Offload tutorial
-    (deepspeed.ai/tutorials/zero-offload): 50 layers, hidden 4096, 32 heads, batch 10, activation checkpointing,
-    ZeRO-2 + cpu_offload, fp16, V100 SXM3 32GB of a DGX-2 whose host has 2 Xeon Platinum 8168 (6 channels
-    DDR4-2666 each: 2 × 6 × 2666 MT/s × 8 B = 255.9 GB/s).
+def test_zero_offload_dpu_speedup_bounds_the_exposed_offload_time():
+    """Ren et al., ZeRO-Offload, USENIX ATC 2021 (arXiv 2101.06840), §6.2.4 B and Figure 9: on one V100, with a
+    micro-batch of 8, delayed parameter update (DPU: the CPU step and the CPU<->GPU copies overlap the next
+    forward/backward) raises GPT-2 throughput 1.12× to 1.59× across the model sizes of Table 3. Without DPU the
+    step is compute C + exposed offload X; with it about C, so the speedup is (C + X) / C, a direct measure of
+    the offload time against the compute. llmplan, for the 10B configuration (50 layers, hidden 4096, 32 heads:
+    the DeepSpeed ZeRO-Offload tutorial's), fp16, ZeRO-2 + CPU offload, activation checkpointing, on a DGX-2
+    host (2 Xeon Platinum 8168 with 6 channels of DDR4-2666 each: 2 × 6 × 2666 MT/s × 8 B = 255.9 GB/s):
+    (C + X) / C = 1.33, inside the published range.
 
-    What differs, honestly: the GPU side dominates (11.6 s of matmuls at the catalog's unmeasured 0.6 V100
-    efficiency against 3.2 s of offload), the paper does not say whether its TFLOP/s count the recomputed
-    forward, and the catalog V100 is the SXM2 part (125 TFLOP/s). So this checks the whole step within 35%, not
-    the offload term alone: llmplan gives 42.2 TFLOP/s of model FLOPs (+5.5%) with the offload term and 47.1
-    (+18%) without it — the term moves the estimate towards the measurement.
+    What differs, honestly: the paper gives a range over model sizes, not the 10B point; we assume the global
+    batch is the micro-batch (8): with the 512-sequence batches of its Figure 8, 64 accumulation steps would make
+    any DPU gain < 1%. C uses the catalog's unmeasured V100 matmul efficiency (0.6); the catalog V100 is the SXM2
+    part (125 TFLOP/s). At Figure 8's batch of 512 llmplan gives 53.0 TFLOP/s of model FLOPs against the paper's
+    40 (+33%): that gap is the GPU side (offload is 0.5% of that step) and is not asserted here.
     """
     from llmplan.catalog.hardware import load_hardware_catalog
 
@@ -188,18 +191,18 @@ def test_zero_offload_10b_gpt2_on_one_v100_matches_the_paper():
                   num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=16384, gated_mlp=False,
                   activation="gelu", attention_bias=True, attention_out_bias=True, mlp_bias=True, norm="layernorm",
                   tie_embeddings=True, position="learned", learned_positions=1024, max_position_embeddings=1024)
-    training = TrainingSettings(precision="fp16", seq_len=1024, micro_batch=10, global_batch=10, zero_stage=2,
+    training = TrainingSettings(precision="fp16", seq_len=1024, micro_batch=8, global_batch=8, zero_stage=2,
                                 offload="cpu", recompute="full", fp32_grad_accumulation=False,
                                 flash_attention=False)
     sc = Scenario(model=m, cluster=ClusterSpec(gpu=v100, host_memory_bandwidth=255.9e9), workload="pretrain",
                   training=training, efficiency=cat.efficiency_for(v100.id))
     est = estimate(sc)
     assert est.memory.fits
-    c = est.compute
-    tflops = c.flops_per_step.value / c.step_time_s.value / 1e12
-    assert tflops == pytest.approx(40.0, rel=0.35)
-    without = c.flops_per_step.value / (c.step_time_s.value - c.offload_time_s.value) / 1e12
-    assert abs(tflops - 40.0) < abs(without - 40.0)
+    step = est.compute.step_time_s.value
+    exposed = est.compute.offload_time_s.value
+    speedup = step / (step - exposed)
+    assert 1.12 <= speedup <= 1.59
+    assert speedup == pytest.approx(1.33, abs=0.01)
 
 
 def test_cpu_step_is_below_a_reported_deepspeed_step():
