@@ -36,7 +36,7 @@ from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec
 from llmplan.errors import CatalogError
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
-EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network")
+EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,18 @@ class NodeEntry:
     source: SourceRef | None
     notes: str = ""
     origin: str = "shipped"
+    host_memory_bandwidth: float | None = None  # theoretical bytes/s of the node's DRAM; None: the default host
+    host_memory_bandwidth_source: SourceRef | None = None
+
+
+@dataclass(frozen=True)
+class DefaultHost:
+    """The host assumed where a plan names no node preset (``[host]`` in catalogs/systems)."""
+
+    name: str
+    host_memory_bandwidth: float  # theoretical bytes/s per node
+    source: SourceRef | None
+    notes: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ class HardwareCatalog:
     efficiency_classes: tuple[tuple[tuple[str, ...], dict[str, EfficiencyValue]], ...]
     efficiency_sources: dict[str, SourceRef]
     problems: tuple[str, ...] = ()
+    default_host: DefaultHost | None = None
     _by_id: dict[str, GpuEntry] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -137,7 +150,15 @@ class HardwareCatalog:
     def efficiency_for(self, gpu_id: str) -> Efficiency:
         self.gpu(gpu_id)  # unknown ids are an error, not silently the default
         basis = self.efficiency_basis_for(gpu_id)
-        return Efficiency(**{name: basis[name].value for name in EFFICIENCY_FIELDS})
+        return Efficiency(**{name: basis[name].value for name in EFFICIENCY_FIELDS if name in basis})
+
+    def host_memory_bandwidth_for(self, node_id: str | None) -> float | None:
+        """Theoretical host DRAM bytes/s of one node: the node preset's, else the default host's."""
+        if node_id:
+            own = self.node(node_id).host_memory_bandwidth
+            if own:
+                return own
+        return self.default_host.host_memory_bandwidth if self.default_host else None
 
     def match(self, reported_name: str, memory_bytes: int | None = None, gpu_cores: int | None = None):
         """The entry whose match name equals what NVML / rocm-smi / macOS reported, or None.
@@ -183,6 +204,7 @@ class HardwareCatalog:
                 nodes=nodes,
                 intra_node_bandwidth=node.intra_node_bandwidth if node else None,
                 network=network.spec_for(per_node),
+                host_memory_bandwidth=self.host_memory_bandwidth_for(node.id if node else None),
             )
         except ValidationError as exc:
             raise CatalogError(f"invalid cluster: {_first_error(exc)}") from None
@@ -217,6 +239,7 @@ class _Builder:
     eff_classes: list[tuple[tuple[str, ...], dict[str, EfficiencyValue]]] = field(default_factory=list)
     eff_sources: dict[str, SourceRef] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    host: DefaultHost | None = None
 
 
 MAX_USER_FILE_BYTES = 4 * 1024 * 1024  # a user file holds a few GPUs: a few KB
@@ -287,9 +310,15 @@ def _add_file(b: _Builder, path: Path, origin: str, strict: bool) -> None:
     b.gpus.update({g.id: g for g in gpus})
     b.networks.update({n.id: n for n in networks})
     b.nodes.update({n.id: n for n in nodes})
+    if file.host is not None:
+        h = file.host
+        b.host = DefaultHost(h.name, h.host_memory_bandwidth_gbs * GB_PER_S,
+                             _resolve(h.source, file.sources, "host", strict), h.notes)
     if file.default is not None:
         for name in EFFICIENCY_FIELDS:
             value = getattr(file.default, name)
+            if value is None:
+                continue
             b.eff_default[name] = value
             b.eff_sources[value.source] = _resolve(value.source, file.sources, f"default {name}", True)
     for cls in file.class_:
@@ -324,6 +353,10 @@ def _node_entry(n: NodeFileEntry, file: HardwareFile, origin: str, strict: bool)
         source=_resolve(n.source, file.sources, f"node {n.id!r}", strict),
         notes=n.notes,
         origin=origin,
+        host_memory_bandwidth=n.host_memory_bandwidth_gbs * GB_PER_S if n.host_memory_bandwidth_gbs else None,
+        host_memory_bandwidth_source=_resolve(n.host_memory_bandwidth_source or n.source, file.sources,
+                                              f"node {n.id!r} host_memory_bandwidth", strict)
+        if n.host_memory_bandwidth_gbs else None,
     )
 
 
@@ -370,6 +403,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
         efficiency_classes=tuple(b.eff_classes),
         efficiency_sources=b.eff_sources,
         problems=tuple(b.problems),
+        default_host=b.host,
     )
 
 

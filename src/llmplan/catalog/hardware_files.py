@@ -256,7 +256,20 @@ class NodeFileEntry(_Strict):
     network: str = "none"
     intra_node_gbs: float | None = Field(None, gt=0)
     host_memory_gib: float | None = Field(None, gt=0)
+    host_memory_bandwidth_gbs: float | None = Field(
+        None, gt=0, description="theoretical host DRAM bandwidth: sockets × channels × MT/s × 8 B, in GB/s"
+    )
+    host_memory_bandwidth_source: str | None = Field(None, description="source key of the CPU/memory figure")
     source: str | None = None
+    notes: str = ""
+
+
+class HostFileEntry(_Strict):
+    """The ``[host]`` table: the host assumed for plans that name no node preset."""
+
+    name: str = Field(min_length=1)
+    host_memory_bandwidth_gbs: float = Field(gt=0, description="theoretical, GB/s per node")
+    source: str
     notes: str = ""
 
 
@@ -274,6 +287,8 @@ class EfficiencyClass(_Strict):
     memory_bandwidth: EfficiencyValue | None = None
     intra_node: EfficiencyValue | None = None
     network: EfficiencyValue | None = None
+    host_memory_bandwidth: EfficiencyValue | None = None
+    pcie: EfficiencyValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -281,6 +296,8 @@ class EfficiencyDefault(_Strict):
     memory_bandwidth: EfficiencyValue
     intra_node: EfficiencyValue
     network: EfficiencyValue
+    host_memory_bandwidth: EfficiencyValue | None = None  # None: the engine's default fraction
+    pcie: EfficiencyValue | None = None
 
 
 class HardwareFile(_Strict):
@@ -293,6 +310,7 @@ class HardwareFile(_Strict):
     network: list[NetworkFileEntry] = Field(default_factory=list)
     node: list[NodeFileEntry] = Field(default_factory=list)
     default: EfficiencyDefault | None = None
+    host: HostFileEntry | None = None
     class_: list[EfficiencyClass] = Field(default_factory=list, alias="class")
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

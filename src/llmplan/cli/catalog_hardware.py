@@ -122,6 +122,7 @@ def run_nodes(args: argparse.Namespace) -> int:
                     "intra_node_bytes_per_s_per_gpu": cluster.intra_bandwidth,
                     "network_bytes_per_s_per_gpu": cluster.network.bandwidth_per_gpu,
                     "host_memory_bytes": n.host_memory_bytes,
+                    "host_memory_bandwidth_bytes_per_s": cluster.host_memory_bandwidth,
                     "origin": n.origin,
                     "source": {"title": n.source.title, "url": n.source.url} if n.source else None,
                 }

@@ -66,6 +66,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "bubble_fraction": k.bubble_fraction.value, "tokens_per_s": k.tokens_per_s.value,
             "mfu": k.mfu.value, "hfu": k.hfu.value, "training_days": k.training_days.value,
             "gpu_hours": k.gpu_hours.value, "cost_usd": _v(k.cost_usd),
+            "exposed_offload_s": _v(k.offload_time_s) or 0.0,
         }
     if est.communication is not None:
         m = est.communication
@@ -179,6 +180,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines += ["", "time"]
         rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
                 ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
+                *([("offload (exposed)", fmt_time(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
                 ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
                 ("training time", fmt_time(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:

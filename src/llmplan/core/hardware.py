@@ -128,6 +128,11 @@ class Efficiency(FrozenModel):
     memory_bandwidth: float = Field(0.8, ge=0.01, le=1, description="fraction of peak HBM bandwidth reached")
     network: float = Field(0.8, ge=0.01, le=1, description="fraction of link bandwidth collectives reach (bus bw)")
     intra_node: float = Field(0.8, ge=0.01, le=1, description="fraction of NVLink/PCIe bandwidth collectives reach")
+    host_memory_bandwidth: float = Field(
+        0.7, ge=0.01, le=1, description="fraction of the host's theoretical DRAM bandwidth a streaming CPU "
+        "optimizer step reaches (offload)"
+    )
+    pcie: float = Field(0.8, ge=0.01, le=1, description="fraction of the GPU's PCIe payload rate pinned copies reach")
 
 
 class ClusterSpec(FrozenModel):
@@ -141,10 +146,23 @@ class ClusterSpec(FrozenModel):
     )
     network: NetworkSpec = NetworkSpec()
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="USD; None: the GPU's catalog price")
+    host_memory_bandwidth: float | None = Field(
+        None, gt=0, description="theoretical host DRAM bandwidth of one node, bytes/s (sockets × channels × "
+        "MT/s × 8 B); the CPU optimizer step of offloaded training streams through it; None: unknown"
+    )
+    nvme_read_bandwidth: float | None = Field(
+        None, gt=0, description="one node's NVMe offload drives, read, bytes/s; None: unknown"
+    )
+    nvme_write_bandwidth: float | None = Field(
+        None, gt=0, description="one node's NVMe offload drives, write, bytes/s; None: unknown"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
         _check_rate("intra_node_bandwidth", self.intra_node_bandwidth, MIN_RATE, MAX_RATE)
+        _check_rate("host_memory_bandwidth", self.host_memory_bandwidth, MIN_RATE, MAX_RATE)
+        _check_rate("nvme_read_bandwidth", self.nvme_read_bandwidth, MIN_RATE, MAX_RATE)
+        _check_rate("nvme_write_bandwidth", self.nvme_write_bandwidth, MIN_RATE, MAX_RATE)
         if self.nodes > 1 and self.network.bandwidth_per_gpu <= 0:
             raise ValueError(f"{self.nodes} nodes need a network between them; choose a network preset")
         return self

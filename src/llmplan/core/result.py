@@ -95,6 +95,7 @@ class ComputeReport:
     training_days: Figure
     gpu_hours: Figure
     cost_usd: Figure | None
+    offload_time_s: Figure | None = None  # exposed offload time per step (training.offload), its parts as inputs
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,10 @@ class EfficiencyOverrides(FrozenModel):
     matmul: float | None = Field(None, gt=0, le=1)
     memory_bandwidth: float | None = Field(None, gt=0, le=1)
     network: float | None = Field(None, gt=0, le=1)
+    host_memory_bandwidth: float | None = Field(
+        None, gt=0, le=1, description="fraction of host DRAM bandwidth the CPU optimizer reaches (offload)"
+    )
+    pcie: float | None = Field(None, gt=0, le=1, description="fraction of the GPU's PCIe rate copies reach (offload)")
 
     def apply(self, base: Efficiency) -> Efficiency:
         changes = {k: v for k, v in self.model_dump().items() if v is not None}

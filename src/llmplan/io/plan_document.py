@@ -58,6 +58,11 @@ class HardwareRef(FrozenModel):
         None, gt=0, description="bytes/s per GPU inside a node, one direction; None: the node preset's, "
         "else the GPU's NVLink or PCIe"
     )
+    host_memory_bandwidth: float | None = Field(
+        None, gt=0, description="theoretical host DRAM bandwidth of one node, bytes/s (sockets × channels × MT/s × "
+        "8 B); sizes the CPU optimizer step of offloaded training; None: the node preset's, else the catalog's "
+        "default host"
+    )
     network: str = Field("none", description="catalog network preset id")
     network_spec: NetworkSpec | None = Field(None, description="the network's full spec, inline (wins over the id)")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")

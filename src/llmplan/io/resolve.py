@@ -77,6 +77,27 @@ def resolve_intra_node_bandwidth(doc: PlanDocument) -> float | None:
     return _hardware_catalog().node(hw.node).intra_node_bandwidth
 
 
+def resolve_host_memory_bandwidth(doc: PlanDocument) -> float | None:
+    """The plan's own figure, else its node preset's, else the catalog's default host (offload timing)."""
+    hw = doc.hardware
+    if hw.host_memory_bandwidth is not None:
+        return hw.host_memory_bandwidth
+    return _hardware_catalog().host_memory_bandwidth_for(hw.node)
+
+
+def resolve_nvme_bandwidth(doc: PlanDocument) -> tuple[float | None, float | None]:
+    """Read and write bytes/s of one node's NVMe offload drives (``system.offload_storage`` or the
+    catalog's default), for plans that offload to NVMe; (None, None) otherwise."""
+    if doc.workload == "inference" or doc.training.offload != "nvme":
+        return None, None
+    from llmplan.catalog.system_presets import default_system_settings
+
+    drives = default_system_settings(offload_storage=doc.system.offload_storage).offload_storage
+    if drives is None:
+        return None, None
+    return drives.bandwidth("read", 1), drives.bandwidth("write", 1)
+
+
 def default_efficiency(gpu: GpuSpec) -> Efficiency:
     """The catalog's achievable fractions for this GPU; the generic defaults for a GPU it lacks."""
     try:
@@ -102,10 +123,13 @@ def resolve(doc: PlanDocument) -> Scenario:
     model = resolve_model(doc)
     gpu = resolve_gpu(doc)
     hw = doc.hardware
+    nvme_read, nvme_write = resolve_nvme_bandwidth(doc)
     try:
         cluster = ClusterSpec(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
                               network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour,
-                              intra_node_bandwidth=resolve_intra_node_bandwidth(doc))
+                              intra_node_bandwidth=resolve_intra_node_bandwidth(doc),
+                              host_memory_bandwidth=resolve_host_memory_bandwidth(doc),
+                              nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=doc.inference, parallelism=doc.parallelism,
                         efficiency=doc.efficiency.apply(default_efficiency(gpu)),
@@ -132,6 +156,8 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         updates["network_spec"] = resolve_network(doc)
     if hw.intra_node_bandwidth is None and hw.node:
         updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
+    if hw.host_memory_bandwidth is None and doc.workload != "inference" and doc.training.offload != "none":
+        updates["host_memory_bandwidth"] = resolve_host_memory_bandwidth(doc)
     if updates:
         hw = hw.model_copy(update=updates)
     return doc.model_copy(update={"model": model, "hardware": hw})

@@ -58,7 +58,7 @@ _PHRASES = {
                              f"vs DP{b.parallelism.dp}, ZeRO-{b.training.zero_stage})"),
     "ep_comm": lambda r, b: f"expert all-to-alls (EP{r.parallelism.ep} vs EP{b.parallelism.ep})",
     "recompute": lambda r, b: f"recomputation ('{r.training.recompute}' vs '{b.training.recompute}')",
-    "optimizer_time": lambda r, b: ("the CPU-offload transfers" if r.training.offload != "none"
+    "optimizer_time": lambda r, b: ("the offloaded optimizer step on the host CPU and its PCIe copies" if r.training.offload != "none"
                                     else "the optimizer update"),
 }
 

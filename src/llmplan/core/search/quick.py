@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.search.offload import offload_seconds
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.workload import TrainingSettings
 
@@ -215,9 +216,9 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     upd_bytes = trainable * (2 * (_OPT_STATE[t.optimizer] + master) + grad_b + wbytes)
     upd_bytes = np.where(zero >= 1, upd_bytes / shard, upd_bytes)
     bw_mem = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
-    pcie = max(cluster.gpu.pcie_bandwidth, 1.0)
-    t_opt = np.where(c.offload == 1, trainable * (grad_b + wbytes) / np.where(zero >= 1, shard, 1) / pcie,
-                     upd_bytes / bw_mem)
+    t_off = offload_seconds(trainable, stage_params, shard, zero, tp * pp * dp * cp, m, t_compute_mb, c.recompute,
+                            _OPT_STATE[t.optimizer], grad_b, wbytes, cluster, eff, t)  # search/offload.py
+    t_opt = np.where(c.offload == 1, t_off, upd_bytes / bw_mem)
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
     tokens_step = mb * m * dp * seq

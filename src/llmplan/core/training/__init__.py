@@ -19,6 +19,7 @@ from llmplan.core.training.comms import Windows, collectives
 from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.layout import Layout, resolve
 from llmplan.core.training.lora import adapter_params
+from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.timing import compute_times, report
 from llmplan.core.workload import Scenario
 
@@ -53,10 +54,11 @@ def estimate_training(sc: Scenario) -> Estimate:
                         moe_on_gpu, win, intra_bw, inter_bw)
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
     exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
-    comp = report(sc, lay, sf, ct, exposed_inner, exposed_dp)
+    off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, win.last_backward)
+    comp = report(sc, lay, sf, ct, exposed_inner, exposed_dp, off.figure() if tr.offload != "none" else None)
     comm = _comm_report(colls, comp.step_time_s.value, ct.total)
 
-    warnings = list(lay.warnings) + list(st.notes)
+    warnings = list(lay.warnings) + list(st.notes) + list(off.notes)
     if not mem.fits:
         warnings.append(f"does not fit: {-mem.headroom / GIB:.1f} GiB over the {mem.capacity.value / GIB:.1f} GiB "
                         "of one GPU")

@@ -15,14 +15,17 @@ def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) 
                                              "than it has; add GPUs, shard more (ZeRO, tp, pp) or recompute.")
     step = comp.step_time_s.value
     inp = comp.step_time_s.inputs
-    bubble = float(inp["bubble"]) * (step - float(inp["exposed_dp_s"])) / (1 + float(inp["bubble"]))
+    offload = float(inp.get("exposed_offload_s", 0.0))
+    bubble = float(inp["bubble"]) * (step - float(inp["exposed_dp_s"]) - offload) / (1 + float(inp["bubble"]))
     exposed = comm.exposed_time_s.value
     compute = comp.compute_time_s.value
     mem_bound = float(inp["memory_bound_s"])
     # A loss that costs at least SIGNIFICANT of the step is what limits the plan; otherwise compute does.
-    worst = max(("comm", exposed), ("bubble", bubble), key=lambda kv: kv[1])
+    worst = max(("comm", exposed), ("bubble", bubble), ("offload", offload), key=lambda kv: kv[1])
     if worst[1] < SIGNIFICANT * step:
         worst = ("compute", compute)
+    if worst[0] == "offload":
+        return _offload(comp, offload, step)
     if worst[0] == "bubble":
         return Bottleneck("pipeline bubble", f"The pipeline bubble idles GPUs for {bubble / step:.0%} of each "
                                              "step; raise the micro-batch count or use interleaving.")
@@ -36,3 +39,19 @@ def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) 
                                               "of the step; fused kernels and FlashAttention help.")
     return Bottleneck("compute", f"Compute-bound: matrix multiplies take most of the step "
                                  f"(MFU {comp.mfu.value:.0%}); more or faster GPUs shorten it.")
+
+
+def _offload(comp: ComputeReport, offload: float, step: float) -> Bottleneck:
+    """Offloading costs a large share of the step: name its slowest part (offload_time.py)."""
+    fig = comp.offload_time_s
+    limit = str(fig.inputs.get("limit", "host CPU")) if fig is not None else "host CPU"
+    share = f"{offload / step:.0%} of each step"
+    if limit == "PCIe":
+        return Bottleneck("PCIe", f"Offload copies over PCIe between host and GPU take {share}; offload less "
+                                  "(keep parameters on the GPU), shard over more GPUs, or use bigger batches.")
+    if limit == "NVMe":
+        return Bottleneck("NVMe", f"Reading and writing offloaded states on NVMe takes {share}; offload to CPU "
+                                  "memory instead, add drives, or use bigger batches.")
+    return Bottleneck("host CPU", f"The optimizer step on the host CPU (offload) takes {share}; it is bound by "
+                                  "host memory bandwidth: use more nodes, bigger batches, or keep the optimizer "
+                                  "on the GPUs.")

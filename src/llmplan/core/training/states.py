@@ -37,6 +37,7 @@ class StateBytes:
     shard_dense: int
     shard_expert: int
     notes: tuple[str, ...]
+    offloaded_weights: float = 0.0  # this GPU's weight partition kept off the GPU (fetched every pass)
 
 
 def weight_bytes(precision: str) -> float:
@@ -107,7 +108,7 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         frozen = frozen_bytes / d_dense
         # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
         gather = sp.largest_layer * (wb + (4.0 if tr.precision == "fp32" else 2.0))
-    host = nvme = 0.0
+    host = nvme = fetched = 0.0
     if tr.offload != "none":
         off = master + optim + (grads if stage >= 2 else 0.0)
         if tr.offload == "cpu":
@@ -123,7 +124,8 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
                 host += weights + frozen
             else:
                 nvme += weights + frozen
+            fetched = weights + frozen
             weights = frozen = 0.0
             notes.append("parameters offloaded too (ZeRO-Infinity); the GPU holds the gathered block")
     return StateBytes(weights + frozen, grads, master, optim, host, nvme, gather, wb, gb, mb,
-                      ob_total / trainable if trainable else 0.0, d_dense, d_exp, tuple(notes))
+                      ob_total / trainable if trainable else 0.0, d_dense, d_exp, tuple(notes), fetched)

@@ -78,12 +78,13 @@ def bubble_fraction(lay: Layout) -> float:
 
 
 def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_inner: float,
-           exposed_dp: float) -> ComputeReport:
+           exposed_dp: float, offload: Figure | None = None) -> ComputeReport:
     tr, eff = sc.training, sc.efficiency
     gpus = lay.gpus
     bub = bubble_fraction(lay)
     ideal = ct.total + exposed_inner
-    step = ideal * (1 + bub) + exposed_dp
+    exposed_offload = offload.value if offload is not None else 0.0  # offload_time.py
+    step = ideal * (1 + bub) + exposed_dp + exposed_offload
     tokens = lay.tokens_per_step
     tps = tokens / step
     peak_all = ct.peak * gpus
@@ -114,10 +115,10 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                           "korthikanti"),
         step_time_s=Figure.of(step, "s",
                               "(matmul + memory-bound + exposed TP/CP/EP/PP of the slowest pipeline stage) × "
-                              "(1 + bubble) + exposed DP",
+                              "(1 + bubble) + exposed DP + exposed offload (CPU optimizer step, PCIe, NVMe)",
                               {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound,
                                "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
-                               **stages},
+                               "exposed_offload_s": exposed_offload, **stages},
                               src, uneven),
         compute_time_s=Figure.of(ct.total, "s",
                                  "hardware FLOPs / GPUs × stage imbalance / (peak × efficiency.matmul) + "
@@ -140,4 +141,5 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
         gpu_hours=Figure.of(gpu_hours, "h", "training seconds / 3600 × GPUs",
                             {"seconds": seconds, "gpus": gpus}, "assumption"),
         cost_usd=cost,
+        offload_time_s=offload,
     )

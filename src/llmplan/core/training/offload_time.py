@@ -1,0 +1,150 @@
+"""The time cost of offloading optimizer states (and parameters) to host memory or NVMe.
+
+Offloading frees GPU memory but moves work to slower places, once per optimizer step
+(ZeRO-Offload, Ren et al. 2021 §4; ZeRO-Infinity, Rajbhandari et al. 2021 §5):
+
+1. The gradients go to the host over PCIe during the backward pass (each micro-batch's
+   reduced partition with ZeRO-2/3, which also keeps them off the GPU; once per step with
+   ZeRO-0/1). The copy overlaps the backward; only what outlasts it is exposed.
+2. The CPU runs the optimizer. DeepSpeedCPUAdam is a single fused pass over the partition, so
+   its time is a roofline on the host's memory bus: per parameter it reads the fp32 master
+   weight, the optimizer states and the gradient, and writes the master, the states and the
+   16-bit copy for the GPU: ``2·(4 + O) + G + W`` bytes, O the engine's optimizer-state bytes
+   per parameter (AdamW: 8), G its gradient bytes, W = 2 in mixed precision (fp32 training
+   updates its 4-byte weights in place: W = 0). AdamW with bf16 gradients: 28 B/param. Every
+   GPU of a node shares that node's memory bus, so the node's time is its GPUs' partitions
+   × bytes / (host bandwidth × efficiency.host_memory_bandwidth).
+3. The updated 16-bit parameters return over PCIe before the next forward (not when the
+   parameters themselves live on the host: then every pass fetches them).
+4. NVMe offload also reads the master weights and optimizer states from the node's drives
+   and writes them back each step: (4 + O) B/param each way, read then write (DeepSpeed's
+   ``pipeline_read``/``pipeline_write`` overlap is off by default).
+5. ZeRO-3 parameter offload fetches each GPU's parameter partition from the host before every
+   forward, backward and recomputed forward of every micro-batch; the prefetch overlaps the
+   compute, so only the excess over the compute time is exposed.
+
+Steps 2-4 are exposed: the next forward needs the updated weights (no "delayed parameter
+update"; DeepSpeed leaves DPU off). Not modelled: DPU, pinned-memory limits, NUMA placement,
+PCIe switches shared by two GPUs, and the host memory traffic of the PCIe copies themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.explain import Figure
+from llmplan.core.training.layout import Layout
+from llmplan.core.training.states import StateBytes
+from llmplan.core.workload import Scenario
+
+MASTER_BYTES = 4.0  # the fp32 copy the optimizer updates (the weights themselves in fp32 training)
+LIMITS = ("host CPU", "PCIe", "NVMe")
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadTime:
+    """Per optimizer step, seconds; the parts and what they were computed from."""
+
+    cpu_s: float  # optimizer step on the host, per node
+    grad_copy_s: float  # gradients GPU -> host, per GPU, all copies of a step
+    grad_exposed_s: float  # the part that outlasts the backward
+    param_copy_s: float  # updated 16-bit parameters host -> GPU
+    fetch_s: float  # ZeRO-3 parameter offload: partitions fetched every pass (PCIe or NVMe, the slower)
+    fetch_exposed_s: float
+    nvme_s: float  # NVMe offload: states read and written, per node
+    bytes_per_param: float  # what the CPU update streams per parameter
+    params_per_gpu: float  # parameters whose update runs on the host, per GPU
+    gpus_on_node: int
+    host_bandwidth: float  # achievable bytes/s of one node (0: unknown)
+    pcie_bandwidth: float  # achievable bytes/s of one GPU's host link (0: none or unknown)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exposed_s(self) -> float:
+        return self.grad_exposed_s + self.cpu_s + self.nvme_s + self.param_copy_s + self.fetch_exposed_s
+
+    @property
+    def limit(self) -> str:
+        """What the exposed time is mostly spent on: the host CPU's memory bus, PCIe or NVMe."""
+        parts = {"host CPU": self.cpu_s, "PCIe": self.grad_exposed_s + self.param_copy_s + self.fetch_exposed_s,
+                 "NVMe": self.nvme_s}
+        return max(LIMITS, key=lambda k: parts[k])
+
+    def figure(self) -> Figure:
+        formula = ("exposed gradient copy (beyond the backward) + CPU optimizer step "
+                   "[2·(4 + optimizer B) + gradient B + 16-bit copy B] × params per GPU × GPUs per node / "
+                   "(host bandwidth × efficiency.host_memory_bandwidth) + NVMe read + write of the states + "
+                   "16-bit parameters back over PCIe (× efficiency.pcie) + parameter fetches beyond the compute")
+        inputs = {"cpu_step_s": self.cpu_s, "grad_copy_s": self.grad_copy_s, "grad_exposed_s": self.grad_exposed_s,
+                  "param_copy_s": self.param_copy_s, "param_fetch_s": self.fetch_s,
+                  "param_fetch_exposed_s": self.fetch_exposed_s, "nvme_s": self.nvme_s,
+                  "bytes_per_param": self.bytes_per_param, "params_per_gpu": self.params_per_gpu,
+                  "gpus_on_node": self.gpus_on_node, "host_bandwidth": self.host_bandwidth,
+                  "pcie_bandwidth": self.pcie_bandwidth, "limit": self.limit}
+        return Figure.of(self.exposed_s, "s", formula, inputs, "zero-offload", self.notes)
+
+
+NONE = OffloadTime(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
+
+
+def cpu_update_bytes(precision: str, optimizer_bytes: float, grad_bytes: float) -> float:
+    """Bytes one parameter's CPU update moves over the host memory bus (module doc, step 2)."""
+    copy = 0.0 if precision == "fp32" else 2.0
+    return 2 * (MASTER_BYTES + optimizer_bytes) + grad_bytes + copy
+
+
+def params_updated_per_gpu(sc: Scenario, st: StateBytes, trainable: float, expert_share: float) -> float:
+    """Trainable parameters whose optimizer state this GPU owns (its ZeRO partition, or all of them)."""
+    tr = sc.training
+    if not (tr.zero_stage >= 1 or tr.distributed_optimizer):
+        return trainable
+    return trainable * ((1 - expert_share) / st.shard_dense + expert_share / st.shard_expert)
+
+
+def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, expert_share: float,
+                 compute_s: float, backward_per_mb_s: float) -> OffloadTime:
+    """The offload path's time per optimizer step (module doc); ``NONE`` without offload.
+
+    ``compute_s`` is one GPU's compute time per step, ``backward_per_mb_s`` one micro-batch's
+    backward (the window the gradient copy hides behind).
+    """
+    tr, cl, eff = sc.training, sc.cluster, sc.efficiency
+    if tr.offload == "none":
+        return NONE
+    notes: list[str] = []
+    n = params_updated_per_gpu(sc, st, trainable, expert_share)
+    per_param = cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes)
+    gpus_on_node = max(1, min(cl.gpus_per_node, lay.gpus))
+    host_bw = (cl.host_memory_bandwidth or 0.0) * eff.host_memory_bandwidth
+    cpu = per_param * n * gpus_on_node / host_bw if host_bw else 0.0
+    if not host_bw:
+        notes.append("host memory bandwidth unknown: the CPU optimizer step is not charged; "
+                     "set hardware.host_memory_bandwidth (bytes/s per node) or choose a node preset")
+    gpu = cl.gpu
+    pcie_bw = 0.0 if gpu.unified_memory else gpu.pcie_bandwidth * eff.pcie
+    if not pcie_bw and not gpu.unified_memory:
+        notes.append(f"{gpu.name} has no PCIe bandwidth in its spec: host<->GPU copies are not charged")
+    copy_bytes = 4.0 if tr.precision == "fp32" else 2.0
+
+    def over_pcie(nbytes: float) -> float:
+        return nbytes / pcie_bw if pcie_bw else 0.0
+
+    copies = lay.accumulation if tr.zero_stage >= 2 else 1  # ZeRO-2/3 move each micro-batch's partition
+    grad_one = over_pcie(st.grad_bytes * n)
+    grad_exposed = copies * max(0.0, grad_one - backward_per_mb_s)
+    fetched = st.offloaded_weights
+    param_back = 0.0 if fetched else over_pcie(copy_bytes * n)
+    passes = lay.accumulation * (3 if tr.recompute == "full" else 2)  # forward, backward (+ recomputed forward)
+    fetch = over_pcie(fetched * passes)
+    nvme = 0.0
+    if tr.offload == "nvme":
+        read, write = cl.nvme_read_bandwidth, cl.nvme_write_bandwidth
+        if read and write:
+            states = (MASTER_BYTES + st.optimizer_bytes) * n * gpus_on_node
+            nvme = states / read + states / write
+            fetch = max(fetch, fetched * gpus_on_node * passes / read)
+        else:
+            notes.append("NVMe offload drive bandwidth unknown: their reads and writes are not charged; "
+                         "choose system.offload_storage")
+    return OffloadTime(cpu, copies * grad_one, grad_exposed, param_back, fetch, max(0.0, fetch - compute_s), nvme,
+                       per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes))
