@@ -56,6 +56,18 @@ class Step:
     speed_penalty: bool = False  # add the fraction of tokens/s lost (offloaded layers always add theirs)
 
 
+_LABELS = {"awq-4bit": "AWQ 4-bit", "gptq-4bit": "GPTQ 4-bit", "gptq-3bit": "GPTQ 3-bit", "gptq-8bit": "GPTQ 8-bit",
+           "mlx-4bit": "MLX 4-bit", "mlx-8bit": "MLX 8-bit", "nf4": "NF4", "int8": "INT8 (LLM.int8)"}
+
+
+def format_label(fmt: str) -> str:
+    """How people write a weight format: Q4_K_M, FP8, AWQ 4-bit, bf16."""
+    low = fmt.lower()
+    if low in ("bf16", "fp16", "fp32", "f16", "f32"):
+        return low
+    return _LABELS.get(low, low.upper())
+
+
 def weight_distance(fmt: str) -> float:
     return 0.05 + 2 * QUALITY_LOSS.get(fmt.lower(), 0.2)
 
@@ -65,7 +77,7 @@ def _weight_steps(doc: PlanDocument, gguf_engine: bool, cpu_only: bool) -> list[
     now = QUALITY_LOSS.get(fmt, 0.0)
     engine = (doc.inference.engine or "").lower()
     ladder = GGUF_LADDER if gguf_engine else MLX_LADDER if engine == "mlx" else GPU_LADDER
-    steps = [Step("weights", (f"inference.weight_format={f}",), f"Use {f.upper()} weights instead of {fmt}",
+    steps = [Step("weights", (f"inference.weight_format={f}",), f"Use {format_label(f)} weights instead of {format_label(fmt)}",
                   weight_distance(f)) for f in ladder if QUALITY_LOSS[f] > now]
     if not gguf_engine:
         # llama.cpp runs GGUF files on any GPU, a Mac or the CPU alone, and can leave layers in host RAM
@@ -74,7 +86,7 @@ def _weight_steps(doc: PlanDocument, gguf_engine: bool, cpu_only: bool) -> list[
                 continue
             steps.append(Step("engine", ("inference.engine=llama.cpp", f"inference.weight_format={f}",
                                          "inference.gpu_layers=null", "parallelism.tp=1", "parallelism.pp=1"),
-                              f"Run it with llama.cpp, {f.upper()} weights", 0.2 + weight_distance(f) - 0.05))
+                              f"Run it with llama.cpp and {format_label(f)} weights", 0.2 + weight_distance(f) - 0.05))
     return steps
 
 
@@ -216,7 +228,8 @@ def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine
             fitting.append(best)
     if len(fitting) < 3 and misses:
         misses.sort(key=lambda t: t.summary.needed_bytes - t.summary.capacity_bytes)
-        mildest = [g[0] for g in groups]
+        fit_kinds = {step.kind for _, step, _ in fitting}
+        mildest = [g[0] for g in groups if g[0].kind not in fit_kinds]  # a step that fits alone needs no partner
         tried = 0
         for miss in misses[:3]:
             for other in mildest:

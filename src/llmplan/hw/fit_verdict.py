@@ -37,7 +37,7 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
         return _failed(machine, f"This machine: the plan cannot be evaluated: {exc}", notes)
     if machine.gpu is None:
         return _no_gpu(doc, machine, notes, model.max_position_embeddings)
-    one_doc = repoint(doc, machine.gpu, machine.gpu_count, one_gpu_layout(doc))
+    one_doc = repoint(doc, machine.gpu, 1, one_gpu_layout(doc))  # training needs layout = all cluster GPUs
     one = _summary_or_note(one_doc, machine, notes)
     split_doc, split = None, None
     layout = split_layout(doc, machine.gpu_count, model.num_heads, model.num_layers)
@@ -129,27 +129,47 @@ def _no_gpu(doc: PlanDocument, machine: LocalMachine, notes: list[str], max_ctx:
                     verdict=verdict, current=current, local_plan=cpu_doc, changes=changes, limits=limits)
 
 
-def _largest(doc: PlanDocument, machine: LocalMachine, path: str, current: int, upper: int, granule: int,
-             cpu_only: bool, current_mode: str) -> tuple[int, bool]:
-    """Largest value of ``path`` (a multiple of ``granule`` above ``current``) that still fits, by
-    bisection with the engine; (value, capped) where capped means ``upper`` itself fits."""
-    def fits(v: int) -> bool:
-        s = try_change(doc, (f"{path}={v}",), machine, cpu_only)
-        return s is not None and s.fits and s.mode == current_mode
+def _margin(s: FitSummary | None, mode: str) -> float | None:
+    """Bytes to spare (negative: missing) on the GPU and, when offloading, in host RAM; None when the
+    value is invalid there or the plan changed mode (a plan that fits on the GPU may not spill)."""
+    if s is None or s.mode != mode:
+        return None
+    m = s.capacity_bytes - s.needed_bytes
+    if s.host_needed_bytes > 0 and s.host_available_bytes is not None:
+        m = min(m, s.host_available_bytes - s.host_needed_bytes)
+    return m
 
-    if upper <= current:
-        return current, True
-    if fits(upper):
+
+def _largest(doc: PlanDocument, machine: LocalMachine, path: str, current: int, upper: int, granule: int,
+             cpu_only: bool, s0: FitSummary) -> tuple[int, bool]:
+    """Largest value of ``path`` (``current`` + a multiple of ``granule``, at most ``upper``) that still
+    fits: (value, capped), capped meaning ``upper`` itself fits. Memory grows about linearly in context
+    and batch, so each step interpolates the margin between a fitting and a failing value (regula
+    falsi) and falls back to halving where it cannot; at most ``LIMIT_EVALUATIONS`` evaluations."""
+    def margin(v: int) -> float | None:
+        return _margin(try_change(doc, (f"{path}={v}",), machine, cpu_only), s0.mode)
+
+    lo, m_lo = current, _margin(s0, s0.mode)
+    if upper <= current or m_lo is None or m_lo < 0:
+        return current, upper <= current
+    hi, m_hi = upper, margin(upper)
+    if m_hi is not None and m_hi >= 0:
         return upper, True
-    lo, hi = current, upper  # lo fits, hi does not
     for _ in range(LIMIT_EVALUATIONS - 1):
         if hi - lo <= granule:
             break
-        mid = lo + ((hi - lo) // 2 // granule) * granule or lo + granule
-        if fits(mid):
-            lo = mid
+        if m_hi is not None and m_lo - m_hi > 0:
+            guess = lo + (hi - lo) * m_lo / (m_lo - m_hi)
         else:
-            hi = mid
+            guess = (lo + hi) / 2
+        mid = lo + max(granule, int((guess - lo) // granule) * granule)
+        if mid >= hi:
+            mid = lo + max(granule, ((hi - lo) // 2 // granule) * granule)
+        m_mid = margin(mid)
+        if m_mid is not None and m_mid >= 0:
+            lo, m_lo = mid, m_mid
+        else:
+            hi, m_hi = mid, m_mid
     return lo, False
 
 
@@ -161,7 +181,7 @@ def _limits(doc: PlanDocument, s: FitSummary, machine: LocalMachine, max_ctx: in
     if doc.workload == "inference":
         inf = doc.inference
         upper = max(max_ctx - inf.output_tokens, inf.prompt_tokens)
-        top, capped = _largest(doc, machine, "inference.prompt_tokens", inf.prompt_tokens, upper, 256, cpu_only, s.mode)
+        top, capped = _largest(doc, machine, "inference.prompt_tokens", inf.prompt_tokens, upper, 256, cpu_only, s)
         out.append(FitLimit("context", "inference.prompt_tokens", inf.prompt_tokens, top, capped,
                             _limit_sentence("prompt", inf.prompt_tokens, top, capped, "tokens",
                                             f"the model's {max_ctx:,}-token context")))
@@ -170,18 +190,18 @@ def _limits(doc: PlanDocument, s: FitSummary, machine: LocalMachine, max_ctx: in
         if engine is not None and engine.preallocates_kv and est is not None:
             top_b, capped_b = max(int(est.max_concurrency.value), inf.batch), False
         else:
-            top_b, capped_b = _largest(doc, machine, "inference.batch", inf.batch, MAX_BATCH, 1, cpu_only, s.mode)
+            top_b, capped_b = _largest(doc, machine, "inference.batch", inf.batch, MAX_BATCH, 1, cpu_only, s)
         out.append(FitLimit("batch", "inference.batch", inf.batch, top_b, capped_b,
                             _limit_sentence("batch", inf.batch, top_b, capped_b, "sequences at once",
                                             f"{MAX_BATCH:,}")))
     else:
         tr = doc.training
         upper = max(max_ctx, tr.seq_len)
-        top, capped = _largest(doc, machine, "training.seq_len", tr.seq_len, upper, 256, cpu_only, s.mode)
+        top, capped = _largest(doc, machine, "training.seq_len", tr.seq_len, upper, 256, cpu_only, s)
         out.append(FitLimit("context", "training.seq_len", tr.seq_len, top, capped,
                             _limit_sentence("sequence length", tr.seq_len, top, capped, "tokens",
                                             f"the model's {max_ctx:,}-token context")))
-        top_b, capped_b = _largest(doc, machine, "training.micro_batch", tr.micro_batch, 1024, 1, cpu_only, s.mode)
+        top_b, capped_b = _largest(doc, machine, "training.micro_batch", tr.micro_batch, 1024, 1, cpu_only, s)
         out.append(FitLimit("batch", "training.micro_batch", tr.micro_batch, top_b, capped_b,
                             _limit_sentence("micro-batch", tr.micro_batch, top_b, capped_b, "sequences", "1,024")))
     return tuple(out)
