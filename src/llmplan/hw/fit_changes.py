@@ -95,6 +95,8 @@ def inference_steps(doc: PlanDocument, cpu_only: bool) -> list[list[Step]]:
     inf = doc.inference
     engine = engine_of(doc)
     gguf = engine is not None and engine.partial_offload
+    if cpu_only and not gguf:  # only llama.cpp-style engines run without a GPU
+        return [[s for s in _weight_steps(doc, gguf, cpu_only) if s.kind == "engine"]]
     groups: list[list[Step]] = [_weight_steps(doc, gguf, cpu_only)]
     kv = inf.kv_dtype.lower()
     if kv in ("bf16", "fp16", "fp32", "f16"):

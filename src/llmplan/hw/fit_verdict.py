@@ -131,9 +131,12 @@ def _no_gpu(doc: PlanDocument, machine: LocalMachine, notes: list[str], max_ctx:
 
 def _margin(s: FitSummary | None, mode: str) -> float | None:
     """Bytes to spare (negative: missing) on the GPU and, when offloading, in host RAM; None when the
-    value is invalid there or the plan changed mode (a plan that fits on the GPU may not spill)."""
-    if s is None or s.mode != mode:
+    value is invalid there. A plan that fits on the GPU may not spill: bytes spilled count as missing."""
+    if s is None:
         return None
+    if s.mode != mode:
+        # the GPU overflowed into host RAM: what spilled is how far past the limit it is
+        return -s.host_needed_bytes if s.mode == "offload" and s.host_needed_bytes > 0 else None
     m = s.capacity_bytes - s.needed_bytes
     if s.host_needed_bytes > 0 and s.host_available_bytes is not None:
         m = min(m, s.host_available_bytes - s.host_needed_bytes)
@@ -155,6 +158,7 @@ def _largest(doc: PlanDocument, machine: LocalMachine, path: str, current: int, 
     hi, m_hi = upper, margin(upper)
     if m_hi is not None and m_hi >= 0:
         return upper, True
+    side = 0  # Illinois variant: halve the weight of an end kept twice in a row, so both ends move
     for _ in range(LIMIT_EVALUATIONS - 1):
         if hi - lo <= granule:
             break
@@ -168,8 +172,14 @@ def _largest(doc: PlanDocument, machine: LocalMachine, path: str, current: int, 
         m_mid = margin(mid)
         if m_mid is not None and m_mid >= 0:
             lo, m_lo = mid, m_mid
+            if side == 1 and m_hi is not None:
+                m_hi /= 2
+            side = 1
         else:
             hi, m_hi = mid, m_mid
+            if side == -1:
+                m_lo /= 2
+            side = -1
     return lo, False
 
 
