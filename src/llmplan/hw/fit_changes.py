@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from llmplan.hw.fit import FitChange, FitSummary, LocalMachine
 from llmplan.hw.fit_eval import engine_of, gib, outcome, speed_of, try_change
+from llmplan.io.overrides import parse_value
 from llmplan.io.plan_document import PlanDocument
 
 # Perplexity increase on Llama-3-8B printed by llama.cpp's quantize tool (source above).
@@ -243,6 +244,7 @@ def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine
                 if ok(s):
                     fitting.append((_distance(step, s, base_speed), step, s))
     fitting.sort(key=lambda t: t[0])
+    current = base.model_dump(mode="json")
     seen: set[str] = set()
     out: list[FitChange] = []
     for d, step, s in fitting:
@@ -250,10 +252,28 @@ def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine
             continue
         seen.add(step.kind)
         out.append(FitChange(kind=step.kind, sentence=f"{step.what}: {_weights_note(step, s)}{outcome(s)}",
-                             overrides=step.overrides, distance=round(d, 4), summary=s))
+                             overrides=_effective(step.overrides, current), distance=round(d, 4), summary=s))
         if len(out) == MAX_CHANGES:
             break
     return tuple(out)
+
+
+def _effective(overrides: tuple[str, ...], current: dict) -> tuple[str, ...]:
+    """The overrides that change something (``parallelism.tp=1`` on a one-GPU plan is left out)."""
+    def now(path: str):
+        node = current
+        for key in path.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return object()
+            node = node[key]
+        return node
+
+    kept = []
+    for o in overrides:
+        path, _, raw = o.partition("=")
+        if now(path) != parse_value(raw):
+            kept.append(o)
+    return tuple(kept)
 
 
 def _weights_note(step: Step, s: FitSummary) -> str:
