@@ -60,3 +60,15 @@ def test_cli_unknown_storage_preset_is_a_one_line_error(capsys):
     rc = main(["estimate", str(FINETUNE), "--set", "system.storage=floppy"])
     err = capsys.readouterr().err
     assert rc == 2 and "floppy" in err and "Traceback" not in err
+
+
+def test_quantised_inference_checkpoint_is_consistent_in_every_part():
+    """A Q4_K_M checkpoint: total, per-shard, per-GPU and bytes/param all from the engine's weight bytes."""
+    doc = load_plan(LAPTOP)
+    _, est = evaluate_plan(doc)
+    ck = est.system.checkpoint
+    weight_bytes = est.inference.weight_bytes.value
+    assert ck.total.value == weight_bytes
+    assert ck.per_gpu.value == pytest.approx(weight_bytes / 1)
+    assert ck.bytes_per_param.value == pytest.approx(weight_bytes / est.params.total)
+    assert 0.5 < ck.bytes_per_param.value < 0.7  # Q4_K_M is ~4.9 bits per weight with its 6-bit tensors

@@ -36,6 +36,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
                      "gpus": c.total_gpus, "network": c.network.name},
         "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
         "memory_per_gpu": memory,
+        "worst_gpu": mem.worst_gpu,
         "gpu_memory_bytes": mem.capacity.value,
         "fits": memory["total"] <= mem.capacity.value,
         "headroom_bytes": mem.capacity.value - memory["total"],
@@ -107,9 +108,13 @@ def fmt_time(s: float) -> str:
         return f"{s * 1e6:,.1f} µs"
     if s < 1:
         return f"{s * 1e3:,.1f} ms"
-    if s < 3600:
+    if s < 120:
         return f"{s:,.2f} s"
-    return f"{s / 3600:,.1f} h"
+    if s < 3600:
+        return f"{s / 60:,.1f} min"
+    if s < 3 * 86400:
+        return f"{s / 3600:,.1f} h"
+    return f"{s / 86400:,.1f} days"
 
 
 def table(rows: list[tuple[str, str]], indent: str = "  ") -> str:
@@ -140,7 +145,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"recompute {t['recompute']}, offload {t['offload']}")
     verdict = "FITS" if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
-    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU", "",
+    where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""
+    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU{where}", "",
               "parameters"]
     p = data["params"]
     lines.append(table([("total", f"{p['total']:,}"), ("active / token", f"{p['active']:,}"),
@@ -156,11 +162,11 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
                 ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
                 ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
-                ("training time", f"{c['training_days']:,.1f} days"), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+                ("training time", fmt_time(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:
-            rows.append(("cost", f"${c['cost_usd']:,.0f}"))
+            rows.append(("cost", fmt_money(c["cost_usd"])))
         lines.append(table(rows))
-    if data["communication"]:
+    if data["communication"] and data["communication"]["collectives"]:
         m = data["communication"]
         lines += ["", "communication per GPU per step"]
         rows = [(x["name"], f"{b(x['bytes_per_step'])}  {fmt_time(x['exposed_s'])} exposed")
@@ -185,6 +191,23 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     return "\n".join(lines)
 
 
+def data_has_run_length(sysd: dict[str, Any]) -> bool:
+    """Energy, cost and CO2 are totals for a training run; an inference plan has no run length."""
+    return bool(sysd.get("goodput"))
+
+
+def fmt_energy(kwh: float) -> str:
+    if kwh >= 1e6:
+        return f"{kwh / 1e6:,.2f} GWh"
+    if kwh >= 1e3:
+        return f"{kwh / 1e3:,.1f} MWh"
+    return f"{kwh:,.1f} kWh"
+
+
+def fmt_money(usd: float) -> str:
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
 def fmt_rate(bytes_per_s: float) -> str:
     for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
         if bytes_per_s >= scale:
@@ -201,7 +224,7 @@ def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
     g = sysd.get("goodput")
     if g:
         rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"])),
-                 ("goodput", f"{g['goodput']:.1%}"), ("effective training time", f"{g['effective_days']:,.1f} days")]
+                 ("goodput", f"{g['goodput']:.1%}"), ("effective training time", fmt_time(g["effective_days"] * 86400))]
     d = sysd.get("data")
     if d:
         rows.append(("data read needed", f"{fmt_rate(d['read_bandwidth_needed'])} "
@@ -212,12 +235,12 @@ def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
     p = sysd.get("power")
     if p:
         rows.append(("facility power", f"{p['facility_watts'] / 1e3:,.1f} kW"))
-        if p.get("energy_kwh"):
-            rows.append(("energy", f"{p['energy_kwh'] / 1e3:,.1f} MWh"))
-        if p.get("cost_usd") is not None and p.get("energy_kwh"):
-            rows.append(("electricity cost", f"${p['cost_usd']:,.0f}"))
-        if p.get("co2_kg") is not None and p.get("energy_kwh"):
-            rows.append(("CO2", f"{p['co2_kg'] / 1e3:,.1f} t"))
+        if p.get("energy_kwh") and data_has_run_length(sysd):
+            rows.append(("energy for the run", fmt_energy(p["energy_kwh"])))
+            if p.get("cost_usd") is not None:
+                rows.append(("electricity cost", fmt_money(p["cost_usd"])))
+            if p.get("co2_kg") is not None:
+                rows.append(("CO2", f"{p['co2_kg'] / 1e3:,.1f} t" if p["co2_kg"] >= 1000 else f"{p['co2_kg']:,.1f} kg"))
     cs = sysd.get("cold_start")
     if cs:
         rows.append(("cold start (load weights)", fmt_time(cs["total_s"])))

@@ -2,18 +2,24 @@
 
     llmplan [PLAN.llmplan | config.json | model.gguf ...]   open plans or import models
     llmplan --screenshot out.png [--theme dark]             render the window offscreen, save, exit
-    llmplan --self-test                                     start, estimate the default plan, exit 0/1
+    llmplan --self-test [PLAN.llmplan]                      start, estimate the plan (or the default), exit 0/1
+    llmplan --version
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from llmplan import __version__
+
 T0 = time.perf_counter()
+APP_ID = "io.github.llmplan.LLMPlan"  # the desktop file's name (packaging/linux/)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -23,6 +29,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--theme", choices=("light", "dark", "system"), help="override the theme preference")
     p.add_argument("--self-test", action="store_true", help="start, estimate the default plan, print, exit")
     p.add_argument("--no-detect", action="store_true", help="skip local hardware detection")
+    p.add_argument("--version", action="version", version=f"llmplan {__version__}")
     return p.parse_args(argv)
 
 
@@ -32,17 +39,18 @@ def main(argv: list[str] | None = None) -> int:
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     try:
-        from PySide6.QtCore import QTimer
         from PySide6.QtWidgets import QApplication
     except ImportError as exc:
         print(f"llmplan: the desktop app needs PySide6 (pip install 'llmplan[gui]'): {exc}", file=sys.stderr)
         return 2
-    from llmplan.gui.main_window import MainWindow
     from llmplan.gui.theme import apply_theme
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("llmplan")
     app.setApplicationName("llmplan")
+    app.setApplicationVersion(__version__)
+    # Wayland compositors match the window to io.github.llmplan.LLMPlan.desktop (name, icon) by this id.
+    app.setDesktopFileName(APP_ID)
     from PySide6.QtCore import QSettings
 
     from llmplan.gui.preferences import Preferences
@@ -54,8 +62,18 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = QSettings(str(Path(tempfile.mkdtemp(prefix="llmplan-")) / "settings.ini"),
                              QSettings.Format.IniFormat)
+    with _messages_on_stderr(bool(args.self_test or args.screenshot)) as errors:
+        return _show(app, args, settings, errors)
+
+
+def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
+    from PySide6.QtCore import QTimer
+
+    from llmplan.gui.main_window import MainWindow
+
     window = MainWindow(settings=settings, detect=not (args.no_detect or args.self_test))
     _set_icon(app, window)
+    window.file_open_handler = _install_file_open_handler(app, window)
     window.show()
     if args.files:
         window.open_dropped(args.files)
@@ -67,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{window.results.banner.text()}")
         window.state.undo_stack.setClean()
         window.close()
-        return 0 if out.kind == "ok" else 1
+        return 0 if out.kind == "ok" and not errors else 1
     if args.screenshot:
         def shoot() -> None:
             window.grab().save(str(args.screenshot))
@@ -76,23 +94,88 @@ def main(argv: list[str] | None = None) -> int:
             app.quit()
 
         QTimer.singleShot(300, shoot)
+        return app.exec() or (1 if errors else 0)
     return app.exec()
 
 
 def _set_icon(app, window) -> None:
+    """The app icon set (resources/appicon): the SVG for any size, plus the rendered PNGs."""
     from PySide6.QtGui import QIcon
 
     from llmplan.resources_path import resources_dir
 
     try:
-        path = resources_dir() / "icons" / "llmplan.svg"
+        folder = resources_dir() / "appicon"
     except FileNotFoundError:  # an installation without resources still starts
         return
-    if not path.is_file():
+    icon = QIcon()
+    for png in sorted(folder.glob("llmplan-*.png")):
+        icon.addFile(str(png))
+    if (folder / "llmplan.svg").is_file():
+        icon.addFile(str(folder / "llmplan.svg"))
+    if icon.isNull():
         return
-    icon = QIcon(str(path))
     app.setWindowIcon(icon)
     window.setWindowIcon(icon)
+
+
+@contextlib.contextmanager
+def _messages_on_stderr(enabled: bool) -> Iterator[list[str]]:
+    """In throw-away runs (--self-test, --screenshot) print messages instead of showing modal boxes.
+
+    A modal box would wait forever for a click that never comes on a headless machine (e.g. a
+    plan given on the command line that cannot be read). The error texts are collected so the
+    run can fail with a non-zero exit code instead; the real dialogs come back on exit.
+    """
+    from llmplan.gui import dialogs
+
+    errors: list[str] = []
+    if not enabled:
+        yield errors
+        return
+
+    def error(parent, title: str, text: str) -> None:
+        dialogs.shown.append(("error", title, text))
+        errors.append(f"{title}: {text}")
+        print(f"llmplan: {title}: {text}", file=sys.stderr)
+
+    def inform(parent, title: str, text: str) -> None:
+        dialogs.shown.append(("info", title, text))
+        print(f"llmplan: {title}: {text}", file=sys.stderr)
+
+    def ask(parent, title: str, text: str, buttons: tuple[str, ...] = ("Save", "Discard", "Cancel")) -> str:
+        dialogs.shown.append(("ask", title, text))
+        return "Discard" if "Discard" in buttons else "Cancel"  # a throw-away run keeps nothing
+
+    real = dialogs.error, dialogs.inform, dialogs.ask
+    dialogs.error, dialogs.inform, dialogs.ask = error, inform, ask
+    try:
+        yield errors
+    finally:
+        dialogs.error, dialogs.inform, dialogs.ask = real
+
+
+def _install_file_open_handler(app, window):
+    """Open the files macOS hands over as QFileOpenEvent (double-click in Finder, drop on the Dock).
+
+    On macOS, Finder does not put the document on the command line: it sends an "open documents"
+    Apple Event, which Qt turns into QEvent.FileOpen on the application, at start-up and while
+    the app runs. Other platforms never send it. Returns the filter (Qt does not own it).
+    """
+    from PySide6.QtCore import QEvent, QObject
+
+    class FileOpenEvents(QObject):
+        def eventFilter(self, watched, event) -> bool:  # Qt's override name
+            if event.type() == QEvent.Type.FileOpen:
+                name = event.file() or event.url().toLocalFile()
+                if name:
+                    window.open_dropped([Path(name)])
+                    return True
+            return super().eventFilter(watched, event)
+
+    handler = FileOpenEvents(window)
+    app.installEventFilter(handler)
+    return handler
 
 
 if __name__ == "__main__":
