@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from llmplan.core.workload import InferenceSettings
@@ -35,11 +36,13 @@ def _machines():
                                           host))
     mac = local_hardware(DetectionReport((build_apple_gpu("Apple M2", 16 * GIB, "Apple M2", 10, None),), host))
     cpu = local_hardware(DetectionReport((), host, ("NVIDIA: nvidia-smi not installed",)))
-    return rtx, h100, mac, cpu
+    two = local_hardware(DetectionReport((rtx_gpu := parse_nvidia_smi_csv(
+        (DATA / "nvidia_smi_rtx4090.csv").read_text())[0], replace(rtx_gpu, index=1)), host))
+    return rtx, h100, mac, cpu, two
 
 
 def _cases():
-    rtx, h100, mac, cpu = _machines()
+    rtx, h100, mac, cpu, two = _machines()
 
     def inf(model, **kw):
         return PlanDocument(model=ModelRef(id=model), workload="inference", inference=InferenceSettings(**kw))
@@ -56,6 +59,8 @@ def _cases():
          inf("meta-llama/Meta-Llama-3-8B", engine="llama.cpp", weight_format="q4_k_m"), mac),
         ("8B Q4_K_M llama.cpp, no GPU (CPU only)",
          inf("meta-llama/Meta-Llama-3-8B", engine="llama.cpp", weight_format="q4_k_m"), cpu),
+        ("70B bf16 llama.cpp, 2x RTX 4090 (two layouts)", inf("meta-llama/Llama-3.1-70B", engine="llama.cpp"), two),
+        ("8B full fine-tune, 2x RTX 4090 (two layouts)", ft8, two),
     ]
 
 

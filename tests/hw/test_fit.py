@@ -180,16 +180,21 @@ def test_70b_splits_over_eight_h100():
     assert "split across the GPUs (tensor parallel 8)" in fit.verdict
 
 
-def test_405b_on_two_mi300x_needs_4_bit():
-    """Two MI300X (192 GB each, amd-smi fixture): bf16 405B is 756 GiB, 378 per GPU at TP 2; FP8 still
-    189 GiB > 0.9 × 192 GiB; a 4-bit format (~0.53 B/param with scales, ~100 GiB per GPU) fits."""
+def test_405b_on_two_mi300x_needs_fewer_bits():
+    """Two MI300X (192 GB each, amd-smi fixture): bf16 405B is 756 GiB, 378 per GPU at TP 2; with vLLM FP8
+    is still 189 GiB > 0.9 × 192 GiB and a 4-bit format (~0.53 B/param with scales, ~100 GiB per GPU) fits.
+    llama.cpp, which uses all of the memory, splits Q6_K (6.56 bpw: ~155 GiB per GPU) over both, which
+    loses less quality (+0.0217 ppl vs +0.1754), so it ranks first."""
     amd = parse_amd_smi_static_json(data_text("amd_smi_static_mi300x.json"))
     two = (amd[0], amd[0].__class__(**{**amd[0].__dict__, "index": 1}))
     m = local_hardware(DetectionReport(gpus=two, host=None))
     assert m.gpu_count == 2 and m.catalog_id is not None
     fit = fit_this_machine(plan("meta-llama/Llama-3.1-405B"), m)
     assert fit.status == "does_not_fit" and fit.current.tp == 2
-    assert fit.changes[0].overrides == ("inference.weight_format=awq-4bit",)
+    first, *rest = fit.changes
+    assert first.kind == "engine" and "inference.weight_format=q6_k" in first.overrides
+    assert first.summary.mode == "split" and first.summary.pp == 2
+    assert any(c.overrides == ("inference.weight_format=awq-4bit",) for c in rest)
 
 
 def test_no_gpu_runs_llama_cpp_on_the_cpu_and_says_what_vllm_and_training_miss():
@@ -222,3 +227,18 @@ def test_fit_is_fast_enough_for_the_gui():
     """Recorded in benchmarks/bench_fit.py; here only a loose bound so a slow CI box does not flake."""
     fit = fit_this_machine(plan(L70, engine="llama.cpp"), local_hardware(rtx4090()))
     assert fit.elapsed_s < 5.0
+
+
+def test_two_gpus_a_layer_split_beats_offloading():
+    """Llama-3.1-70B (llama.cpp) on 2× RTX 3090 (NVML fixture): Q4_K_M is 39.6 GiB; split over both cards by
+    layers (pp = 2) it sits entirely in GPU memory (~20 GiB each), which is nearer than keeping 32 of 80
+    layers in host RAM on one card, so that is the change offered, with the --set lines for the split."""
+    nvml = build_fake_pynvml(json.loads(data_text("nvml_2xrtx3090_nvlink.json")))
+    m = local_hardware(DetectionReport(gpus=read_nvml(nvml), host=vm_host()))
+    fit = fit_this_machine(plan(L70, engine="llama.cpp"), m)
+    assert fit.status == "does_not_fit" and fit.split is not None and fit.split.pp == 2
+    best = fit.changes[0]
+    assert best.summary.mode == "split" and best.summary.pp == 2 and best.summary.fits
+    assert "inference.weight_format=q4_k_m" in best.overrides
+    _, est = evaluate_plan(apply_change(fit, best))
+    assert est.fits and est.memory.total.value == best.summary.needed_bytes

@@ -22,7 +22,7 @@ what the user asked for. The scale (docs/fit.md, "Distance"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmplan.hw.fit import FitChange, FitSummary, LocalMachine
 from llmplan.hw.fit_eval import engine_of, gib, outcome, speed_of, try_change
@@ -81,12 +81,14 @@ def _weight_steps(doc: PlanDocument, gguf_engine: bool, cpu_only: bool) -> list[
     steps = [Step("weights", (f"inference.weight_format={f}",), f"Use {format_label(f)} weights instead of {format_label(fmt)}",
                   weight_distance(f)) for f in ladder if QUALITY_LOSS[f] > now]
     if not gguf_engine:
-        # llama.cpp runs GGUF files on any GPU, a Mac or the CPU alone, and can leave layers in host RAM
+        # llama.cpp runs GGUF files on any GPU, a Mac or the CPU alone, splits layers over several GPUs
+        # and, on one, can leave layers in host RAM
+        gpus = doc.hardware.gpus_per_node
         for f in ("bf16", *GGUF_LADDER):
             if QUALITY_LOSS[f] < now:
                 continue
             steps.append(Step("engine", ("inference.engine=llama.cpp", f"inference.weight_format={f}",
-                                         "inference.gpu_layers=null", "parallelism.tp=1", "parallelism.pp=1"),
+                                         "inference.gpu_layers=null", "parallelism.tp=1", f"parallelism.pp={gpus}"),
                               f"Run it with llama.cpp and {format_label(f)} weights", 0.2 + weight_distance(f) - 0.05))
     return steps
 
@@ -98,7 +100,8 @@ def inference_steps(doc: PlanDocument, cpu_only: bool) -> list[list[Step]]:
     gguf = engine is not None and engine.partial_offload
     if cpu_only and not gguf:  # only llama.cpp-style engines run without a GPU
         return [[s for s in _weight_steps(doc, gguf, cpu_only) if s.kind == "engine"]]
-    groups: list[list[Step]] = [_weight_steps(doc, gguf, cpu_only)]
+    weights = _weight_steps(doc, gguf, cpu_only)
+    groups: list[list[Step]] = [[s for s in weights if s.kind == kind] for kind in ("weights", "engine")]
     kv = inf.kv_dtype.lower()
     if kv in ("bf16", "fp16", "fp32", "f16"):
         groups.append([Step("kv_cache", ("inference.kv_dtype=q8_0",), f"Use a Q8_0 KV cache instead of {kv}", 0.05)
@@ -198,16 +201,22 @@ def _pair(a: Step, b: Step) -> Step:
 
 
 def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine: LocalMachine,
-                    cpu_only: bool = False, full_gpu: bool = False, max_pairs: int = 10) -> tuple[FitChange, ...]:
+                    cpu_only: bool = False, full_gpu: bool = False, max_pairs: int = 10,
+                    layout: PlanDocument | None = None, prefix: tuple[str, ...] = ()) -> tuple[FitChange, ...]:
     """Evaluate the ladder of single changes (each group until one fits), then a few pairs of the
     near misses with the mildest step of each other group; the nearest few that fit, one per kind.
-    ``full_gpu``: the plan already fits with CPU offload; look for changes that put it all on the GPU."""
+    ``full_gpu``: the plan already fits with CPU offload; look for changes that put it all on the GPU.
+    ``layout``/``prefix``: search from another layout of the same machine (``layout``, reached from
+    ``base`` by the ``prefix`` overrides); the changes still apply to ``base``."""
 
     def ok(s: FitSummary | None) -> bool:
         return s is not None and s.fits and not (full_gpu and s.mode == "offload")
 
-    groups = (inference_steps(base, cpu_only) if base.workload == "inference"
-              else training_steps(base, machine.gpu_count))
+    origin = layout or base
+    groups = (inference_steps(origin, cpu_only) if origin.workload == "inference"
+              else training_steps(origin, machine.gpu_count))
+    if prefix:
+        groups = [[replace(st, overrides=prefix + st.overrides) for st in g] for g in groups]
     base_speed = speed_of(base_summary) if base_summary is not None else None
     fitting: list[tuple[float, Step, FitSummary]] = []
     misses: list[Tried] = []
@@ -243,19 +252,21 @@ def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine
                 s = try_change(base, step.overrides, machine, cpu_only)
                 if ok(s):
                     fitting.append((_distance(step, s, base_speed), step, s))
-    fitting.sort(key=lambda t: t[0])
     current = base.model_dump(mode="json")
+    return best_per_kind([FitChange(kind=step.kind, sentence=f"{step.what}: {_weights_note(step, s)}{outcome(s)}",
+                                    overrides=_effective(step.overrides, current), distance=round(d, 4), summary=s)
+                          for d, step, s in fitting])
+
+
+def best_per_kind(changes: list[FitChange]) -> tuple[FitChange, ...]:
+    """Nearest first, the best of each kind, at most ``MAX_CHANGES``."""
     seen: set[str] = set()
     out: list[FitChange] = []
-    for d, step, s in fitting:
-        if step.kind in seen:
-            continue
-        seen.add(step.kind)
-        out.append(FitChange(kind=step.kind, sentence=f"{step.what}: {_weights_note(step, s)}{outcome(s)}",
-                             overrides=_effective(step.overrides, current), distance=round(d, 4), summary=s))
-        if len(out) == MAX_CHANGES:
-            break
-    return tuple(out)
+    for c in sorted(changes, key=lambda c: c.distance):
+        if c.kind not in seen:
+            seen.add(c.kind)
+            out.append(c)
+    return tuple(out[:MAX_CHANGES])
 
 
 def _effective(overrides: tuple[str, ...], current: dict) -> tuple[str, ...]:
@@ -268,12 +279,11 @@ def _effective(overrides: tuple[str, ...], current: dict) -> tuple[str, ...]:
             node = node[key]
         return node
 
-    kept = []
-    for o in overrides:
+    last: dict[str, str] = {}
+    for o in overrides:  # one line per path, the last value wins (as with repeated --set)
         path, _, raw = o.partition("=")
-        if now(path) != parse_value(raw):
-            kept.append(o)
-    return tuple(kept)
+        last[path] = raw
+    return tuple(f"{path}={raw}" for path, raw in last.items() if now(path) != parse_value(raw))
 
 
 def _weights_note(step: Step, s: FitSummary) -> str:

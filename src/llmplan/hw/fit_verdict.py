@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llmplan.errors import LlmplanError
 from llmplan.hw.fit import FitLimit, FitSummary, LocalFit, LocalMachine
-from llmplan.hw.fit_changes import nearest_changes
+from llmplan.hw.fit_changes import best_per_kind, nearest_changes
 from llmplan.hw.fit_eval import (
     cpu_spec,
     engine_of,
@@ -54,12 +54,26 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
     changes, limits = (), ()
     if not current.fits or current.mode == "offload":
         changes = nearest_changes(current_doc, current, machine, full_gpu=current.fits)
+        other = [(d, sm) for d, sm in candidates if d is not None and sm is not None and d is not current_doc]
+        for other_doc, other_summary in other:  # one GPU with offload vs. split: single changes only
+            prefix = _layout_overrides(current_doc, other_doc)
+            changes = best_per_kind([*changes, *nearest_changes(current_doc, other_summary, machine,
+                                                                 full_gpu=current.fits, layout=other_doc,
+                                                                 prefix=prefix, max_pairs=0)])
     if current.fits:
         limits = _limits(current_doc, current, machine, model.max_position_embeddings)
     verdict = f"This machine ({machine.label}): {_headline(current)}"
     return LocalFit(machine=machine, status=status, fits=current.fits, verdict=verdict, current=current,
                     one_gpu=one, split=split, local_plan=current_doc, changes=changes, limits=limits,
                     notes=tuple(notes))
+
+
+def _layout_overrides(src: PlanDocument, dst: PlanDocument) -> tuple[str, ...]:
+    """The ``--set`` lines that turn ``src``'s GPU count and layout into ``dst``'s."""
+    pairs = (("hardware.gpus_per_node", src.hardware.gpus_per_node, dst.hardware.gpus_per_node),
+             *((f"parallelism.{k}", getattr(src.parallelism, k), getattr(dst.parallelism, k))
+               for k in ("tp", "pp", "dp")))
+    return tuple(f"{path}={new}" for path, old, new in pairs if old != new)
 
 
 def _summary_or_note(doc: PlanDocument, machine: LocalMachine, notes: list[str]) -> FitSummary | None:
