@@ -44,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="let the auto-planner choose the layout even when the plan gives one")
     p.add_argument("--save", metavar="PATH", help="also save the plan (with the layout used) to PATH, "
                    "self-contained (catalog specs written inline)")
+    p.add_argument("--this-machine", action="store_true",
+                   help="estimate the plan on the GPUs detected here: the fit verdict, and the nearest changes "
+                   "that make it fit (docs/fit.md)")
+    p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     p.set_defaults(handler=run)
 
 
@@ -56,7 +60,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     else:
         if not args.model:
             raise InputError("give a plan file, or --model MODEL --gpu GPU (see llmplan-cli estimate --help)")
-        if not args.gpu and not any(s.startswith("hardware.gpu") for s in args.overrides):
+        if not args.gpu and not getattr(args, "this_machine", False) and not any(
+                s.startswith("hardware.gpu") for s in args.overrides):
             raise InputError("--gpu is required with --model: a catalog GPU id (see llmplan-cli catalog gpus)")
         doc = _doc_for_model(args.model)
     hw = {}
@@ -117,6 +122,8 @@ def run_estimate(scenario: Scenario, doc: PlanDocument):
 
 def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
+    if getattr(args, "this_machine", False):
+        return run_this_machine(args, doc)
     scenario = resolve(doc)
     source = "plan"
     if not layout_given(args):
@@ -129,4 +136,39 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(data))
     else:
         print(estimate_text(data, decimal=args.gb))
+    return 0
+
+
+def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
+    """The plan on the hardware detected here: the estimate in the layout the verdict chose, then the
+    verdict (``this_machine`` in --json). Where the plan cannot run here at all (no GPU for a GPU-only
+    engine or for training), the estimate is of the plan as written and the verdict says why."""
+    from llmplan.cli.fit_report import fit_json, fit_text, load_detection
+    from llmplan.hw.fit import fit_this_machine, local_hardware
+
+    machine = local_hardware(load_detection(args.detection_fixture))
+    if machine is None:
+        raise InputError("--this-machine: detection found neither a GPU nor host facts; "
+                         "run `llmplan-cli detect` to see why")
+    fit = fit_this_machine(doc, machine)
+    if fit.current is not None and fit.local_plan is not None:
+        scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
+    else:
+        scenario = resolve(doc)
+        source = "plan"
+        if not layout_given(args):
+            scenario, source = auto_layout(scenario), "auto"
+        est, here = run_estimate(scenario, doc), False
+    if args.save:
+        save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)
+    data = estimate_json(est, scenario, source)
+    data["this_machine"] = dict(fit_json(fit), estimated_here=here)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        if not here:
+            print("(The plan cannot run on this machine; the estimate below is of the plan as written.)")
+        print(estimate_text(data, decimal=args.gb))
+        print()
+        print(fit_text(fit))
     return 0

@@ -1,0 +1,71 @@
+"""``llmplan-cli estimate ... --this-machine`` run the way a user runs it, on a recorded detection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hw_fixtures import data_text
+
+from llmplan.cli import main
+from llmplan.cli.fit_report import FIXTURE_ENV, detection_report_from_dict
+from llmplan.hw.host import parse_meminfo
+from llmplan.hw.nvidia import parse_nvidia_smi_csv
+from llmplan.hw.types import DetectionReport, HostInfo
+
+THIS_MACHINE_KEYS = {"status", "fits", "verdict", "machine", "current", "one_gpu", "split", "changes", "limits",
+                     "notes", "elapsed_s", "estimated_here"}
+
+
+@pytest.fixture
+def rtx4090_fixture(tmp_path):
+    total, avail = parse_meminfo(data_text("proc_meminfo.txt"))
+    report = DetectionReport(gpus=parse_nvidia_smi_csv(data_text("nvidia_smi_rtx4090.csv")),
+                             host=HostInfo("AMD EPYC", 2, 2, total, avail, "Linux"))
+    path = tmp_path / "detect.json"
+    path.write_text(json.dumps(report.to_dict()), encoding="utf-8")
+    return path
+
+
+def test_report_round_trips_through_detect_json(rtx4090_fixture):
+    data = json.loads(rtx4090_fixture.read_text())
+    data["gpus"][0]["catalog"] = {"id": "nvidia-rtx-4090-24gb"}  # `detect --json` adds this key: ignored
+    report = detection_report_from_dict(data)
+    assert report.gpus[0].name == "NVIDIA GeForce RTX 4090" and report.host.ram_total_bytes > 0
+
+
+def test_json_has_the_this_machine_key_with_set_lines(rtx4090_fixture, capsys):
+    rc = main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+               "--set", "inference.engine=llama.cpp", "--this-machine", "--detection-fixture",
+               str(rtx4090_fixture), "--json"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    tm = data["this_machine"]
+    assert set(tm) == THIS_MACHINE_KEYS
+    assert tm["status"] == "does_not_fit" and tm["fits"] is False and tm["estimated_here"] is True
+    assert tm["machine"]["catalog_id"] == "nvidia-rtx-4090-24gb"
+    assert tm["changes"][0]["overrides"] == ["inference.weight_format=q4_k_m"]
+    assert tm["changes"][0]["result"]["gpu_layers"] == 48
+    assert data["hardware"]["gpu_id"] == "nvidia-rtx-4090-24gb" and data["layout"]["chosen_by"] == "this-machine"
+
+
+def test_text_prints_the_verdict_and_the_change_applies(rtx4090_fixture, capsys, monkeypatch):
+    monkeypatch.setenv(FIXTURE_ENV, str(rtx4090_fixture))
+    base = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+            "--set", "inference.engine=llama.cpp", "--this-machine"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "This machine (NVIDIA GeForce RTX 4090 24GB): does not fit even with offload" in out
+    assert "--set inference.weight_format=q4_k_m" in out
+    assert main([*base, "--set", "inference.weight_format=q4_k_m", "--json"]) == 0
+    tm = json.loads(capsys.readouterr().out)["this_machine"]
+    assert tm["status"] == "fits_offload" and tm["current"]["gpu_layers"] == 48
+
+
+def test_bad_fixture_is_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json", encoding="utf-8")
+    rc = main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B", "--this-machine", "--detection-fixture",
+               str(bad)])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.count("\n") == 1 and "detection fixture" in err and "not JSON" in err
