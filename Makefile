@@ -40,7 +40,7 @@ dist:
 # Builds the bundle, then starts it from the packed tarball in a clean environment and checks what a
 # user sees (verdicts, screenshot, catalog, desktop entry). Too slow for `make test`: run it before a release.
 dist-check: dist
-	$(PY) scripts/dist_check.py
+	./scripts/dist_check.sh $(ARGS)
 
 # Registers llmplan for this user: menu entry, icon, and *.llmplan files open in it on double-click.
 # Uses the bundle if `make dist` ran, else the .venv's llmplan; EXE=/path/to/llmplan picks another.

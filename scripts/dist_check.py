@@ -154,6 +154,14 @@ def check_screenshot(c: Checks, app: Path, env: dict[str, str], cwd: Path, keep:
     shutil.copy(shot, keep)
     c.figure(f"start to screenshot and exit: median {statistics.median(times):.2f} s of 3 runs "
              f"({', '.join(f'{t:.2f}' for t in times)}; includes the app's 0.3 s timer); kept {keep}")
+    if shutil.which("xvfb-run"):  # the real X11 plugin and the xcb libraries the bundle carries
+        shot = cwd / "shot-xcb.png"
+        rc, out, secs = run(["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", str(app / "llmplan"),
+                             "--screenshot", str(shot), str(plan)], dict(env, QT_QPA_PLATFORM="xcb"), cwd)
+        good, what = png_looks_right(shot) if shot.is_file() else (False, out[-400:])
+        c.ok(rc == 0 and good, f"under Xvfb (xcb plugin): rc {rc}, {what}, {secs:.2f} s")
+    else:
+        c.figure("xvfb-run not installed: skipped the X11 (xcb) run (apt: xvfb xauth)")
 
 
 def check_desktop(c: Checks, app: Path, home: Path, cwd: Path) -> None:
@@ -258,6 +266,13 @@ def check_chroot(c: Checks, app: Path, root: Path) -> None:
         good, what = png_looks_right(target / "shot.png")
         c.ok(good, f"clean-root screenshot: {what}")
         shutil.copy(target / "shot.png", ROOT / "dist" / "dist-check" / "screenshot-clean-root.png")
+        if (root / "usr" / "bin" / "xvfb-run").exists():
+            proc = subprocess.run(["chroot", str(root), *env[:-1], "QT_QPA_PLATFORM=xcb", "xvfb-run", "-a", "-s",
+                                   "-screen 0 1600x1000x24", f"{inside}/llmplan", "--screenshot",
+                                   f"{inside}/shot-xcb.png", f"{inside}/plan.llmplan"],
+                                  capture_output=True, text=True, timeout=120)
+            good, what = png_looks_right(target / "shot-xcb.png") if proc.returncode == 0 else (False, proc.stderr[-400:])
+            c.ok(good, f"clean root under Xvfb (xcb plugin): {what}")
     finally:
         shutil.rmtree(target, ignore_errors=True)
 

@@ -100,3 +100,11 @@ def test_self_test_with_an_unreadable_plan_fails_instead_of_waiting_on_a_dialog(
     result = run_app("--self-test", str(broken), tmp_path=tmp_path)
     assert result.returncode == 1
     assert "Cannot open plan" in result.stderr and "broken.llmplan" in result.stderr
+
+
+def test_a_missing_system_library_gets_install_advice_not_pip_advice():
+    from llmplan.gui import app
+
+    advice = app._qt_import_advice(ImportError("libGL.so.1: cannot open shared object file: No such file or directory"))
+    assert "apt install libgl1 libegl1" in advice and "pip" not in advice
+    assert "pip install 'llmplan[gui]'" in app._qt_import_advice(ImportError("No module named 'PySide6'"))
