@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PYTHONFAULTHANDLER := 1
 
-.PHONY: run test setup lint bench clean dist dist-check install-desktop
+.PHONY: run test setup lint bench clean readme dist dist-check install-desktop
 
 setup:
 	XCB=$${XCB:-0} ./scripts/bootstrap.sh
@@ -50,3 +50,7 @@ install-desktop:
 
 clean:
 	rm -rf .venv build dist .ruff_cache
+
+# Re-run the CLI sessions shown in README.md (their output is pasted between markers).
+readme: setup
+	$(PY) scripts/readme_sessions.py

@@ -56,3 +56,14 @@ def test_bad_mix_and_bad_rate_are_clear(model_path, capsys):
     assert "PROMPT:OUTPUT" in capsys.readouterr().err
     assert main(["serve", "--model", model_path, "--rate", "-1", "--ttft", "1", "--tpot", "0.05"]) == 2
     assert "rate_per_s" in capsys.readouterr().err
+
+
+def test_top_limits_the_table_and_says_how_many_more(capsys):
+    from llmplan.cli import main
+
+    rc = main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "20", "--ttft", "1", "--tpot", "0.05",
+               "--top", "2"])
+    out = capsys.readouterr().out.splitlines()
+    priced = [line for line in out if line.strip().startswith("$")]
+    assert rc == 0 and len(priced) == 2 and "cheapest" in priced[0]
+    assert "more options meet the SLOs" in out[-1]

@@ -1,7 +1,5 @@
 """Every shipped example plan opens, saves byte-identically, resolves, and is estimated."""
 
-import importlib.util
-
 import pytest
 
 from llmplan.core.search.planner import quick_layout
@@ -10,7 +8,6 @@ from llmplan.io.resolve import resolve
 from llmplan.resources_path import resources_dir
 
 EXAMPLES = sorted((resources_dir() / "examples").glob("*.llmplan"))
-ENGINES = all(importlib.util.find_spec(f"llmplan.core.{m}") for m in ("training", "inference"))
 
 
 def test_the_five_examples_are_shipped():
@@ -31,21 +28,25 @@ def test_example_resolves_from_its_inline_specs(path, monkeypatch):
     assert scenario.parallelism.gpus <= scenario.cluster.total_gpus
 
 
-@pytest.mark.skipif(not ENGINES, reason="the training/inference engines have not landed in this build yet")
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_is_estimated(path):
     from llmplan.core.estimate import estimate
-    from llmplan.errors import LayoutError
 
-    try:
-        est = estimate(resolve(load_plan(path)))
-    except LayoutError as exc:
-        # Llama 3 405B: 126 layers on 16 stages is uneven (Meta took one layer off the first and the
-        # last stage, Llama 3 paper §3.3.2); an engine that only takes layers % pp == 0 refuses it.
-        if "405b" in path.name and "layers divisible by pp" in str(exc):
-            pytest.xfail(f"the training engine does not support uneven pipeline stages yet: {exc}")
-        raise
+    est = estimate(resolve(load_plan(path)))
     assert est.memory.total.value > 0
+
+
+def test_llama3_405b_example_fits_in_80_gb_on_its_uneven_pipeline():
+    """Llama 3 paper (arXiv 2407.21783) Table 4 and §3.3.2: 126 layers on PP16 ran on H100 80GB, with one
+    layer fewer on the first and the last stage. The engine splits it 7, 8 ×14, 7 and must fit it."""
+    from llmplan.core.estimate import estimate
+
+    path = next(p for p in EXAMPLES if "405b" in p.name)
+    est = estimate(resolve(load_plan(path)))
+    assert est.fits and est.memory.total.value < 80e9
+    # the second stage: 8 layers and 45 chunk passes in flight outweigh the first's 7 layers, 47 passes and embedding
+    assert est.memory.worst_gpu == "pipeline stage 2 of 16 (8 layers)"
+    assert any("Llama 3 split" in w and "7, 8 ×14, 7" in w for w in est.warnings)
 
 
 def test_llama3_405b_layout_is_valid_and_fits_by_the_quick_model():

@@ -53,7 +53,7 @@ def test_new_id_drops_the_inline_spec_it_replaces():
 
     doc = DOC.model_copy(update={"hardware": HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB)})
     assert apply_overrides(doc, ["hardware.gpu=other-gpu"]).hardware.gpu_spec is None
-    assert apply_overrides(doc, ["hardware.gpu_spec.memory_bytes=1000"]).hardware.gpu_spec.memory_bytes == 1000
+    assert apply_overrides(doc, ["hardware.gpu_spec.memory_bytes=1000000000"]).hardware.gpu_spec.memory_bytes == 10**9
 
 
 def test_inline_config_keys_are_settable():

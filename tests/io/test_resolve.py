@@ -1,6 +1,5 @@
 """PlanDocument -> Scenario: inline specs first, catalog ids otherwise, efficiency overrides on top."""
 
-import importlib.util
 
 import pytest
 
@@ -11,9 +10,6 @@ from llmplan.io.resolve import inline_specs, resolve
 
 from ..core.search.specs import A100_80GB, HDR_IB
 from .test_planfile import LLAMA_CONFIG
-
-CATALOGS = importlib.util.find_spec("llmplan.catalog.models") and importlib.util.find_spec(
-    "llmplan.catalog.hardware")
 
 
 def _doc(**hw) -> PlanDocument:
@@ -44,13 +40,6 @@ def test_pretraining_with_lora_is_refused_naming_the_field():
         resolve(apply_overrides(_doc(), ["training.method=lora"]))
 
 
-@pytest.mark.skipif(bool(CATALOGS), reason="checks the message given when no catalog is installed")
-def test_catalog_ids_without_a_catalog_say_so():
-    with pytest.raises(CatalogError, match="no model catalog"):
-        resolve(PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B")))
-
-
-@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
 def test_unknown_catalog_ids_raise_catalog_error():
     with pytest.raises(CatalogError):
         resolve(PlanDocument(model=ModelRef(id="no-such/model-xyz")))
@@ -63,7 +52,6 @@ def test_inline_specs_is_a_no_op_for_self_contained_plans():
     assert inline_specs(doc) == doc
 
 
-@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
 def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
     from llmplan.catalog.hardware import load_hardware_catalog
     from llmplan.catalog.models import load_model_catalog
@@ -79,7 +67,6 @@ def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):
     assert resolve(saved).model.hidden_size == resolve(doc).model.hidden_size
 
 
-@pytest.mark.skipif(not CATALOGS, reason="the model and hardware catalogs have not landed yet")
 def test_catalog_ids_resolve_with_the_catalog_efficiency_then_the_overrides():
     from llmplan.catalog.hardware import load_hardware_catalog
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from llmplan.cli.models import resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text
 from llmplan.core.workload import Scenario
-from llmplan.errors import InputError, LlmplanError
+from llmplan.errors import InputError
 from llmplan.io.overrides import apply_overrides
 from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
 from llmplan.io.planfile import load_plan, plan_from_config, save_plan
@@ -93,7 +93,7 @@ def auto_layout(scenario: Scenario) -> Scenario:
     from llmplan.core.estimate import estimate
     from llmplan.core.search import scenario_for, search
 
-    result = search(scenario, top=1, refine=_engine_or_none(estimate), use_fewer_gpus=False)
+    result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False)
     if not result.best:
         raise InputError(f"no layout fits: {result.note}")
     best = result.best[0]
@@ -103,26 +103,16 @@ def auto_layout(scenario: Scenario) -> Scenario:
     return chosen.model_copy(update={"cluster": scenario.cluster})
 
 
-def _engine_or_none(estimate):
-    """The full engine when this build has it (the search then ranks by its numbers)."""
-    import importlib.util
-
-    present = all(importlib.util.find_spec(f"llmplan.core.{m}") for m in ("training", "inference"))
-    return estimate if present else None
-
-
 def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
     """The document with the layout and training knobs the estimate used (the auto-planner's, if it chose)."""
     return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training})
 
 
-def run_estimate(scenario: Scenario):
-    from llmplan.core.estimate import estimate
+def run_estimate(scenario: Scenario, doc: PlanDocument):
+    """The engine's estimate with the plan's system report (checkpoints, goodput, power) attached."""
+    from llmplan.io.evaluate import evaluate_scenario
 
-    try:
-        return estimate(scenario)
-    except ImportError:
-        raise LlmplanError(f"this llmplan build has no {scenario.workload} engine yet") from None
+    return evaluate_scenario(scenario, doc.system)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     source = "plan"
     if not layout_given(args):
         scenario, source = auto_layout(scenario), "auto"
-    est = run_estimate(scenario)
+    est = run_estimate(scenario, doc)
     if args.save:
         save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)

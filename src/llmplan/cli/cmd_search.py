@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from llmplan.cli.cmd_estimate import _engine_or_none, add_plan_arguments, document_from_args
+from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args
 from llmplan.cli.report import fmt_bytes, fmt_time
 from llmplan.core.search import SearchResult, search
 from llmplan.io.resolve import resolve
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = resolve(document_from_args(args))
     from llmplan.core.estimate import estimate
 
-    refine = None if args.quick else _engine_or_none(estimate)
+    refine = None if args.quick else estimate
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
     result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine,
                     use_fewer_gpus=not args.exact_gpus)

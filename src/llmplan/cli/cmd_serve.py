@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mix", default="", metavar="P:O:SHARE,...",
                    help="a small distribution of request sizes, e.g. 256:64:3,4000:500:1 (overrides --prompt/--output)")
     p.add_argument("--gpus", default="", help="comma-separated GPU catalog ids (default: every priced GPU)")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="show the N cheapest options that meet the SLOs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
 
@@ -109,10 +111,10 @@ def run(args: argparse.Namespace) -> int:
     gpus = resolve_gpus(args.gpus)
     plan = plan_serving(spec, request, gpus, weight_format=args.weight_format, kv_dtype=args.kv_dtype,
                         engine=_engine(args.engine), efficiency_by_gpu=resolve_gpu_efficiencies(gpus))
-    return print_plan(plan, spec.name, args.json)
+    return print_plan(plan, spec.name, args.json, top=max(args.top, 1))
 
 
-def print_plan(plan: ServingPlan, model_name: str, as_json: bool) -> int:
+def print_plan(plan: ServingPlan, model_name: str, as_json: bool, top: int = 10) -> int:
     if as_json:
         print(json.dumps(plan_to_json(plan), indent=2))
         return 0 if plan.best else 1
@@ -121,10 +123,14 @@ def print_plan(plan: ServingPlan, model_name: str, as_json: bool) -> int:
           f"SLO TTFT {r.ttft_s * 1e3:.0f} ms, TPOT {r.tpot_s * 1e3:.0f} ms")
     if not plan.best:
         print("  no candidate meets the SLOs:")
-    for o in plan.options:
+    feasible = [o for o in plan.options if o.feasible]
+    shown = feasible[:top] if feasible else plan.options
+    for o in shown:
         if o.feasible:
             print(f"  ${o.cost_per_hour.value:8.2f}/h  {o.label:<60} batch {o.batch:>5}  "
                   f"TTFT {o.ttft_s * 1e3:7.1f} ms  TPOT {o.tpot_s * 1e3:6.1f} ms  {o.why}")
         else:
             print(f"  rejected   {o.label:<60} {o.why}")
+    if len(feasible) > len(shown):
+        print(f"  ... {len(feasible) - len(shown)} more options meet the SLOs (--top N shows more, --json all)")
     return 0 if plan.best else 1

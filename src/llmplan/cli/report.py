@@ -11,6 +11,7 @@ from typing import Any
 
 from llmplan.core.explain import Figure
 from llmplan.core.result import Estimate
+from llmplan.core.system import system_json
 from llmplan.core.workload import Scenario
 
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
@@ -35,6 +36,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
                      "gpus": c.total_gpus, "network": c.network.name},
         "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
         "memory_per_gpu": memory,
+        "worst_gpu": mem.worst_gpu,
         "gpu_memory_bytes": mem.capacity.value,
         "fits": memory["total"] <= mem.capacity.value,
         "headroom_bytes": mem.capacity.value - memory["total"],
@@ -87,6 +89,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
+    out["system"] = None if est.system is None else system_json(est.system)
     return out
 
 
@@ -105,9 +108,13 @@ def fmt_time(s: float) -> str:
         return f"{s * 1e6:,.1f} µs"
     if s < 1:
         return f"{s * 1e3:,.1f} ms"
-    if s < 3600:
+    if s < 120:
         return f"{s:,.2f} s"
-    return f"{s / 3600:,.1f} h"
+    if s < 3600:
+        return f"{s / 60:,.1f} min"
+    if s < 3 * 86400:
+        return f"{s / 3600:,.1f} h"
+    return f"{s / 86400:,.1f} days"
 
 
 def table(rows: list[tuple[str, str]], indent: str = "  ") -> str:
@@ -138,7 +145,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"recompute {t['recompute']}, offload {t['offload']}")
     verdict = "FITS" if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
-    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU", "",
+    where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""
+    lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU{where}", "",
               "parameters"]
     p = data["params"]
     lines.append(table([("total", f"{p['total']:,}"), ("active / token", f"{p['active']:,}"),
@@ -154,11 +162,11 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
                 ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
                 ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
-                ("training time", f"{c['training_days']:,.1f} days"), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+                ("training time", fmt_time(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:
-            rows.append(("cost", f"${c['cost_usd']:,.0f}"))
+            rows.append(("cost", fmt_money(c["cost_usd"])))
         lines.append(table(rows))
-    if data["communication"]:
+    if data["communication"] and data["communication"]["collectives"]:
         m = data["communication"]
         lines += ["", "communication per GPU per step"]
         rows = [(x["name"], f"{b(x['bytes_per_step'])}  {fmt_time(x['exposed_s'])} exposed")
@@ -175,6 +183,65 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
             ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
         ]))
+    if data.get("system"):
+        lines += ["", "beyond the GPU"]
+        lines.append(table(system_rows(data["system"], b)))
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def data_has_run_length(sysd: dict[str, Any]) -> bool:
+    """Energy, cost and CO2 are totals for a training run; an inference plan has no run length."""
+    return bool(sysd.get("goodput"))
+
+
+def fmt_energy(kwh: float) -> str:
+    if kwh >= 1e6:
+        return f"{kwh / 1e6:,.2f} GWh"
+    if kwh >= 1e3:
+        return f"{kwh / 1e3:,.1f} MWh"
+    return f"{kwh:,.1f} kWh"
+
+
+def fmt_money(usd: float) -> str:
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def fmt_rate(bytes_per_s: float) -> str:
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:,.1f} {unit}"
+    return f"{bytes_per_s:,.0f} B/s"
+
+
+def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
+    """Checkpoints, goodput, data, host, power and cold start as label/value rows."""
+    rows: list[tuple[str, str]] = []
+    ck = sysd["checkpoint"]
+    rows.append(("checkpoint size (all shards)", f"{b(ck['total_bytes'])}  ({ck['bytes_per_param']:.3g} B/param)"))
+    rows.append(("checkpoint write / read", f"{fmt_time(ck['write_s'])} / {fmt_time(ck['read_s'])}"))
+    g = sysd.get("goodput")
+    if g:
+        rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"])),
+                 ("goodput", f"{g['goodput']:.1%}"), ("effective training time", fmt_time(g["effective_days"] * 86400))]
+    d = sysd.get("data")
+    if d:
+        rows.append(("data read needed", f"{fmt_rate(d['read_bandwidth_needed'])} "
+                                          f"({d['storage_load']:.1%} of storage)"))
+    h = sysd.get("host")
+    if h and h["ram_per_node_bytes"]:
+        rows.append(("host RAM per node", b(h["ram_per_node_bytes"])))
+    p = sysd.get("power")
+    if p:
+        rows.append(("facility power", f"{p['facility_watts'] / 1e3:,.1f} kW"))
+        if p.get("energy_kwh") and data_has_run_length(sysd):
+            rows.append(("energy for the run", fmt_energy(p["energy_kwh"])))
+            if p.get("cost_usd") is not None:
+                rows.append(("electricity cost", fmt_money(p["cost_usd"])))
+            if p.get("co2_kg") is not None:
+                rows.append(("CO2", f"{p['co2_kg'] / 1e3:,.1f} t" if p["co2_kg"] >= 1000 else f"{p['co2_kg']:,.1f} kg"))
+    cs = sysd.get("cold_start")
+    if cs:
+        rows.append(("cold start (load weights)", fmt_time(cs["total_s"])))
+    return rows

@@ -13,6 +13,18 @@ from pydantic import Field, model_validator
 
 from llmplan.core.frozen import FrozenModel
 
+# Plausibility bounds: wider than any device or link that exists, narrow enough that the engine's
+# floats stay finite (a bandwidth of 5e-324 B/s would make a step take infinitely long).
+MIN_RATE, MAX_RATE = 1e6, 1e16  # bytes/s of a memory or a link
+MAX_FLOPS = 1e19  # FLOP/s of one device (a B200 is ~1e16 at fp4)
+MIN_MEMORY, MAX_MEMORY = 2**20, 2**50
+
+
+def _check_rate(name: str, value: float | None, lo: float, hi: float) -> None:
+    if value and not lo <= value <= hi:
+        raise ValueError(f"{name} = {value:g} is not plausible; give a value between {lo:g} and {hi:g} (or 0)")
+
+
 Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"]
 
 
@@ -28,6 +40,12 @@ class PeakFlops(FrozenModel):
     int8: float | None = Field(None, ge=0)
     fp4: float | None = Field(None, ge=0)
     int4: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _plausible(self) -> PeakFlops:
+        for name, value in self.model_dump().items():
+            _check_rate(f"peak_flops.{name}", value, MIN_RATE, MAX_FLOPS)
+        return self
 
     def for_dtype(self, dtype: str) -> float:
         """Peak for ``dtype``, falling back to the nearest wider type the device supports."""
@@ -62,10 +80,10 @@ class GpuSpec(FrozenModel):
     nvlink_bandwidth: float = Field(0.0, ge=0, description="per-GPU GPU-to-GPU link bandwidth, bytes/s, one direction")
     pcie_bandwidth: float = Field(0.0, ge=0, description="host link bandwidth, bytes/s, one direction")
     tdp_watts: float = Field(0.0, ge=0)
-    price_per_hour: float | None = Field(None, ge=0, description="typical cloud price, USD per GPU-hour")
+    price_per_hour: float | None = Field(None, ge=0, le=1e6, description="typical cloud price, USD per GPU-hour")
     unified_memory: bool = Field(False, description="shares system memory with the CPU (Apple Silicon, GH200...)")
     gpu_memory_fraction: float = Field(
-        1.0, gt=0, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
+        1.0, ge=0.01, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
     )
     form_factor: str = Field("", description="e.g. 'SXM5', 'PCIe', 'OAM', 'SoC'; display only")
     compute_capability: str | None = Field(None, description="CUDA compute capability, e.g. '9.0' (NVIDIA)")
@@ -73,6 +91,16 @@ class GpuSpec(FrozenModel):
     pcie_generation: int | None = Field(None, ge=1, le=7, description="host PCIe generation")
     pcie_lanes: int | None = Field(None, ge=1, le=32, description="host PCIe lanes")
     gpu_cores: int | None = Field(None, ge=1, description="GPU core count where variants differ (Apple)")
+
+    @model_validator(mode="after")
+    def _plausible(self) -> GpuSpec:
+        if not MIN_MEMORY <= self.memory_bytes <= MAX_MEMORY:
+            raise ValueError(f"memory_bytes = {self.memory_bytes:,} is not plausible; give the device memory "
+                             f"in bytes, between {MIN_MEMORY:,} (1 MiB) and {MAX_MEMORY:,} (1 PiB)")
+        _check_rate("memory_bandwidth", self.memory_bandwidth, MIN_RATE, MAX_RATE)
+        _check_rate("nvlink_bandwidth", self.nvlink_bandwidth, MIN_RATE, MAX_RATE)
+        _check_rate("pcie_bandwidth", self.pcie_bandwidth, MIN_RATE, MAX_RATE)
+        return self
 
     @property
     def usable_memory_bytes(self) -> int:
@@ -85,16 +113,21 @@ class NetworkSpec(FrozenModel):
     id: str = "none"
     name: str = "none (single node)"
     bandwidth_per_gpu: float = Field(0.0, ge=0, description="bytes/s per GPU, one direction")
-    latency_s: float = Field(5e-6, ge=0)
+    latency_s: float = Field(5e-6, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _plausible(self) -> NetworkSpec:
+        _check_rate("bandwidth_per_gpu", self.bandwidth_per_gpu, MIN_RATE, MAX_RATE)
+        return self
 
 
 class Efficiency(FrozenModel):
     """Achievable fractions of peak (the catalog's defaults, overridable per plan)."""
 
-    matmul: float = Field(0.6, gt=0, le=1, description="fraction of dense peak FLOP/s large GEMMs reach")
-    memory_bandwidth: float = Field(0.8, gt=0, le=1, description="fraction of peak HBM bandwidth reached")
-    network: float = Field(0.8, gt=0, le=1, description="fraction of link bandwidth collectives reach (bus bw)")
-    intra_node: float = Field(0.8, gt=0, le=1, description="fraction of NVLink/PCIe bandwidth collectives reach")
+    matmul: float = Field(0.6, ge=0.01, le=1, description="fraction of dense peak FLOP/s large GEMMs reach")
+    memory_bandwidth: float = Field(0.8, ge=0.01, le=1, description="fraction of peak HBM bandwidth reached")
+    network: float = Field(0.8, ge=0.01, le=1, description="fraction of link bandwidth collectives reach (bus bw)")
+    intra_node: float = Field(0.8, ge=0.01, le=1, description="fraction of NVLink/PCIe bandwidth collectives reach")
 
 
 class ClusterSpec(FrozenModel):
@@ -107,10 +140,11 @@ class ClusterSpec(FrozenModel):
         None, gt=0, description="bytes/s per GPU inside a node; None: the GPU's NVLink, else its PCIe"
     )
     network: NetworkSpec = NetworkSpec()
-    price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the GPU's catalog price")
+    price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="USD; None: the GPU's catalog price")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
+        _check_rate("intra_node_bandwidth", self.intra_node_bandwidth, MIN_RATE, MAX_RATE)
         if self.nodes > 1 and self.network.bandwidth_per_gpu <= 0:
             raise ValueError(f"{self.nodes} nodes need a network between them; choose a network preset")
         return self

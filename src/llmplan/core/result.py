@@ -32,6 +32,7 @@ class MemoryBreakdown:
     capacity: Figure  # usable memory of one GPU
     host_ram: Figure  # per node, for offload (0 when nothing is offloaded)
     nvme: Figure  # per node, for NVMe offload
+    worst_gpu: str = ""  # which GPU this is, e.g. "pipeline stage 1 of 16 (first, ...)"; "" when not told
 
     @property
     def fits(self) -> bool:

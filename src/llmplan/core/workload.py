@@ -86,6 +86,16 @@ class ParallelLayout(FrozenModel):
     ep: int = Field(1, ge=1, le=1024, description="expert parallel size (within data parallel)")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism alongside TP")
     virtual_stages: int = Field(1, ge=1, le=128, description="interleaved pipeline chunks per GPU")
+    first_stage_layers: int | None = Field(
+        None, ge=0, le=100_000,
+        description="transformer layers on the first pipeline stage (Megatron --decoder-first-pipeline-num-layers); "
+                    "None: automatic balanced split",
+    )
+    last_stage_layers: int | None = Field(
+        None, ge=0, le=100_000,
+        description="transformer layers on the last pipeline stage (Megatron --decoder-last-pipeline-num-layers); "
+                    "None: automatic balanced split",
+    )
 
     @property
     def gpus(self) -> int:

@@ -100,7 +100,7 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
               f"{window.results.banner.text()}")
         window.state.undo_stack.setClean()
         window.close()
-        return 0 if out.kind in ("ok", "missing") and not errors else 1
+        return 0 if out.kind == "ok" and not errors else 1
     if args.screenshot:
         def shoot() -> None:
             window.grab().save(str(args.screenshot))

@@ -96,10 +96,8 @@ class ResultsPanel(QWidget):
         self.table.clear()
         est = outcome.estimate
         if est is None:
-            title = {"layout": "Invalid layout", "missing": "Cannot estimate yet", "internal": "Engine error"}.get(
-                outcome.kind, "Cannot estimate")
-            self.banner.show_message(f"{title}: {outcome.message}", BAD_COLOUR if outcome.kind != "missing"
-                                     else WARN_COLOUR)
+            title = {"layout": "Invalid layout", "internal": "Engine error"}.get(outcome.kind, "Cannot estimate")
+            self.banner.show_message(f"{title}: {outcome.message}", BAD_COLOUR)
             self.detail.setText("")
             self.bar.set_memory(None)
             return

@@ -21,11 +21,13 @@ from llmplan.core.model import ModelSpec
 from llmplan.errors import ConfigError
 
 MAGIC = b"GGUF"
-MAX_KV = 1_000_000
-MAX_TENSORS = 1_000_000
+MAX_KV = 100_000  # real files hold a few dozen keys
+MAX_TENSORS = 100_000  # real files hold a few hundred to a few thousand tensors (experts are stacked)
 MAX_STRING = 64 * 1024 * 1024  # a chat template is tens of KB; nothing legitimate comes near this
 MAX_ARRAY = 50_000_000
 MAX_DIMS = 8
+MAX_ARRAY_DEPTH = 3  # arrays of arrays exist in the spec; nothing real nests deeper
+MAX_ITEMS_WALKED = 2_000_000  # strings walked one by one (a 262k vocabulary plus its merges is < 1M)
 KEEP_ARRAY_ITEMS = 64  # longer arrays are summarised by their length
 
 # ggml tensor types (ggml.h ``enum ggml_type``); cross-checked against the gguf package in the tests.
@@ -82,6 +84,7 @@ class GgufHeader:
 class _Reader:
     def __init__(self, f: BinaryIO, path: Path) -> None:
         self.f, self.path = f, path
+        self.items_walked = 0
 
     def take(self, n: int) -> bytes:
         b = self.f.read(n)
@@ -105,20 +108,30 @@ class _Reader:
     def skip(self, n: int) -> None:
         self.f.seek(n, 1)
 
-    def value(self, vtype: int, key: str, lengths: dict[str, int]) -> Any:
+    def value(self, vtype: int, key: str, lengths: dict[str, int], depth: int = 0) -> Any:
         if vtype in _SCALARS:
             return self.scalar(_SCALARS[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= MAX_ARRAY_DEPTH:
+                raise ConfigError(f"{self.path}: '{key}' nests arrays more than {MAX_ARRAY_DEPTH} deep; "
+                                  "the file is corrupt")
             itype = self.scalar("<I")
             n = self.count("array items", MAX_ARRAY)
             lengths[key] = n
             if itype in _SCALARS and n > KEEP_ARRAY_ITEMS:  # fixed-size items: skip without reading
                 self.skip(n * struct.calcsize(_SCALARS[itype]))
                 return None
-            items = [self.value(itype, key, {}) for _ in range(n)]
-            return items if n <= KEEP_ARRAY_ITEMS else None
+            self.items_walked += n
+            if self.items_walked > MAX_ITEMS_WALKED:
+                raise ConfigError(f"{self.path}: the GGUF header holds more than {MAX_ITEMS_WALKED:,} strings "
+                                  "or arrays in its metadata; the file is corrupt")
+            if n > KEEP_ARRAY_ITEMS:  # walk past the items without keeping them
+                for _ in range(n):
+                    self.value(itype, key, {}, depth + 1)
+                return None
+            return [self.value(itype, key, {}, depth + 1) for _ in range(n)]
         raise ConfigError(f"{self.path}: unknown GGUF value type {vtype} for '{key}'; the file is corrupt")
 
 
@@ -177,7 +190,7 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
         return default
 
     vocab = key("vocab_size", None) or h.array_lengths.get("tokenizer.ggml.tokens")
-    if not vocab:
+    if vocab is None or vocab == 0:
         raise ConfigError(f"the GGUF header has neither '{arch}.vocab_size' nor tokenizer.ggml.tokens")
     heads = key("attention.head_count")
     kv = key("attention.head_count_kv", heads)
@@ -185,11 +198,11 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
     names = {t.name for t in h.tensors}
     cfg: dict[str, Any] = {
         "model_type": _ARCH_TO_MODEL_TYPE.get(arch, arch),
-        "vocab_size": int(vocab),
+        "vocab_size": vocab,  # spec_from_config checks every value's type and range
         "hidden_size": hidden,
         "num_hidden_layers": key("block_count"),
         "num_attention_heads": heads,
-        "num_key_value_heads": kv[0] if isinstance(kv, list) else kv,
+        "num_key_value_heads": kv[0] if isinstance(kv, list) and kv else kv,
         "intermediate_size": key("feed_forward_length"),
         "max_position_embeddings": key("context_length", 2048),
         "tie_word_embeddings": bool(names) and "output.weight" not in names,

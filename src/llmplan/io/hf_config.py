@@ -11,6 +11,7 @@ generic path and is flagged ``approximate``; a config missing what is needed rai
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from llmplan.core.model import MLASpec, ModelSpec, MoESpec
 from llmplan.errors import ConfigError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # real config.json files are a few KB
+MAX_LAYERS = 10_000  # the deepest released models have a few hundred; per-layer tuples are built from this
+MAX_SIZE = 1 << 62  # any count beyond this is corruption (and would overflow the engine's floats later)
 
 Config = Mapping[str, Any]
 
@@ -44,6 +47,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: not a text file; a model config.json is UTF-8 JSON") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:  # thousands of nested brackets: no config.json nests more than a few levels
+        raise ConfigError(f"{p}: nested too deeply to be a config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a JSON object with keys like 'hidden_size', got {type(data).__name__}")
     return data
@@ -77,8 +82,10 @@ def _get(cfg: Config, *keys: str, default: Any = ...) -> Any:
 
 def _int(cfg: Config, *keys: str, default: Any = ...) -> int:
     v = _get(cfg, *keys, default=default)
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)) or v != int(v) or v < 0:
         raise ConfigError(f"config.json: '{keys[0]}' must be a non-negative whole number, got {v!r}")
+    if v > MAX_SIZE:
+        raise ConfigError(f"config.json: '{keys[0]}' is larger than {MAX_SIZE:,}, implausible for a model; the file is corrupt")
     return int(v)
 
 
@@ -110,10 +117,14 @@ def _common(cfg: Config) -> dict[str, Any]:
     if heads == 0 or h == 0:
         raise ConfigError("config.json: hidden_size and num_attention_heads must be positive")
     kv = _int(cfg, "num_key_value_heads", default=heads) or heads
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    if layers > MAX_LAYERS:
+        raise ConfigError(f"config.json: {layers:,} layers is more than llmplan handles ({MAX_LAYERS:,}); "
+                          "check 'num_hidden_layers'")
     return dict(
         vocab_size=_int(cfg, "vocab_size"),
         hidden_size=h,
-        num_layers=_int(cfg, "num_hidden_layers", "n_layer", "num_layers"),
+        num_layers=layers,
         num_heads=heads,
         num_kv_heads=kv,
         head_dim=_int(cfg, "head_dim", default=h // heads) or h // heads,
@@ -129,8 +140,8 @@ def _common(cfg: Config) -> dict[str, Any]:
 
 def _sliding(cfg: Config, n_layers: int, pattern: Callable[[int], bool] | None) -> dict[str, Any]:
     """Sliding-window layers from ``layer_types`` when present, else from the family's pattern."""
-    window = cfg.get("sliding_window")
-    if isinstance(window, int | float) and window >= _int(cfg, "max_position_embeddings", default=1 << 62):
+    window = _int(cfg, "sliding_window", default=0) or None
+    if window is not None and window >= _int(cfg, "max_position_embeddings", default=1 << 62):
         window = None  # a window as long as the context (Phi-3.5's 262144) never slides
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:
@@ -143,7 +154,10 @@ def _sliding(cfg: Config, n_layers: int, pattern: Callable[[int], bool] | None) 
         kinds = ()
     if "sliding" not in kinds:
         return {}
-    return dict(layer_attention=kinds, sliding_window=int(window))
+    if not window:
+        raise ConfigError("config.json: 'layer_types' marks sliding-window layers but 'sliding_window' is "
+                          "missing or 0; give the window length in tokens")
+    return dict(layer_attention=kinds, sliding_window=window)
 
 
 # ---- families ---------------------------------------------------------------------------
@@ -188,7 +202,10 @@ def _qwen3(cfg: Config) -> dict[str, Any]:
 
 def _qwen_moe_layers(cfg: Config, n: int) -> tuple[str, ...]:
     step = _int(cfg, "decoder_sparse_step", default=1) or 1
-    dense_only = set(cfg.get("mlp_only_layers") or [])
+    dense_only = cfg.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise ConfigError(f"config.json: 'mlp_only_layers' must be a list of layer numbers, got {dense_only!r:.80}")
+    dense_only = set(dense_only)
     return tuple("moe" if (i not in dense_only and (i + 1) % step == 0) else "dense" for i in range(n))
 
 
@@ -354,9 +371,8 @@ def _falcon(cfg: Config) -> dict[str, Any]:
 
 def _deepseek(cfg: Config) -> dict[str, Any]:
     d = _common(cfg)
-    q_lora = cfg.get("q_lora_rank")
     d["mla"] = MLASpec(
-        q_lora_rank=int(q_lora) if q_lora else None,
+        q_lora_rank=_int(cfg, "q_lora_rank", default=0) or None,
         kv_lora_rank=_int(cfg, "kv_lora_rank"),
         qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"),
         qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
@@ -453,9 +469,9 @@ def spec_from_config(cfg: Config, name: str = "custom model") -> ModelSpec:
             f"model_type '{model_type or '(missing)'}' is not one llmplan knows; sized as a Llama-style "
             "decoder (gated MLP, RMSNorm, untied unless tie_word_embeddings). Counts are approximate.",
         )
-    fields = parse(cfg)
-    fields.update(name=name, model_type=model_type or "unknown", approximate=approximate, notes=notes)
-    try:
+    try:  # the MoE/MLA sub-specs validate inside the family readers, so they are inside the try too
+        fields = parse(cfg)
+        fields.update(name=name, model_type=model_type or "unknown", approximate=approximate, notes=notes)
         return ModelSpec(**fields)
     except ValidationError as exc:
         err = exc.errors()[0]

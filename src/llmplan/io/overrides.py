@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from llmplan.errors import InputError
 from llmplan.io.plan_document import PlanDocument
-from llmplan.io.validation import describe_validation_error
+from llmplan.io.validation import describe_validation_error, non_finite_field
 
 # A new id replaces the inline spec that would otherwise shadow it.
 _ID_CLEARS = {
@@ -95,9 +95,13 @@ def apply_overrides(doc: PlanDocument, assignments: Iterable[str]) -> PlanDocume
         for cleared in _ID_CLEARS.get(path, ()):
             _assign(data, cleared, None)
     try:
-        return PlanDocument.model_validate(data)
+        new = PlanDocument.model_validate(data)
     except ValidationError as exc:
         raise InputError(f"--set: {_with_expected(exc)}") from None
+    bad = non_finite_field(new.model_dump())
+    if bad:
+        raise InputError(f"--set {bad}: NaN or infinity is not a usable value; give a finite number")
+    return new
 
 
 def _assign(data: dict[str, Any], path: str, value: Any) -> None:

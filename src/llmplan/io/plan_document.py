@@ -63,6 +63,25 @@ class HardwareRef(FrozenModel):
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")
 
 
+class SystemOptions(FrozenModel):
+    """Beyond the GPU (checkpoints, failures, data, host, power): preset ids from ``catalogs/system``
+    and the user's own numbers. ``None`` means the catalog's named default (``[defaults]``)."""
+
+    storage: str | None = Field(None, min_length=1, description="checkpoint storage preset id, e.g. 'nfs-100gbe'")
+    data_storage: str | None = Field(None, min_length=1, description="training-data storage preset id; None: storage")
+    offload_storage: str | None = Field(None, min_length=1, description="NVMe offload drives preset id")
+    failures: str | None = Field(None, min_length=1, description="failure-rate preset id (per GPU-hour)")
+    pue: str | None = Field(None, min_length=1, description="datacenter PUE preset id")
+    electricity_price: str | None = Field(None, min_length=1, description="electricity price preset id")
+    grid_intensity: str | None = Field(None, min_length=1, description="grid CO2 intensity preset id")
+    price_per_kwh: float | None = Field(None, ge=0, le=100, description="USD per kWh; wins over the preset")
+    kg_co2_per_kwh: float | None = Field(None, ge=0, le=10, description="kg CO2 per kWh; wins over the preset")
+    async_save: bool | None = Field(None, description="checkpoints saved asynchronously (only the copy blocks)")
+    interval_s: float | None = Field(None, gt=0, description="fixed checkpoint interval; None: Young/Daly optimum")
+    restart_overhead_s: float | None = Field(None, ge=0, description="seconds to restart after a failure")
+    pretokenized: bool | None = Field(None, description="training data already tokenised (no tokeniser CPUs)")
+
+
 class PlanDocument(FrozenModel):
     format: Literal["llmplan"] = FORMAT
     schema_version: int = SCHEMA_VERSION
@@ -76,3 +95,4 @@ class PlanDocument(FrozenModel):
     inference: InferenceSettings = InferenceSettings()
     parallelism: ParallelLayout = ParallelLayout()
     efficiency: EfficiencyOverrides = EfficiencyOverrides()
+    system: SystemOptions = SystemOptions()

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from llmplan.errors import PlanFileError
 from llmplan.io.plan_document import FORMAT, SCHEMA_VERSION, ModelRef, PlanDocument
-from llmplan.io.validation import describe_validation_error
+from llmplan.io.validation import describe_validation_error, non_finite_field
 
 MAX_PLAN_BYTES = 2 * 1024 * 1024  # a plan with an inline config is a few tens of KB
 MAX_NESTING = 64  # real plans nest 4 levels deep; json.loads recursion must never be reachable
@@ -120,8 +120,11 @@ def loads_plan(text: str | bytes, origin: str = "plan") -> PlanDocument:
     text = text.removeprefix("\ufeff")
     if _max_nesting(text) > MAX_NESTING:
         raise PlanFileError(f"{origin}: nested more than {MAX_NESTING} levels deep; this is not a plan file")
+    def not_json(constant: str) -> None:  # Python reads NaN/Infinity; saving would turn them into null
+        raise PlanFileError(f"{origin}: '{constant}' is not a JSON number; write a finite number instead")
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=not_json)
     except json.JSONDecodeError as exc:
         raise PlanFileError(f"{origin}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:  # pragma: no cover - the nesting check comes first
@@ -138,9 +141,13 @@ def loads_plan(text: str | bytes, origin: str = "plan") -> PlanDocument:
     except PlanFileError as exc:
         raise PlanFileError(f"{origin}: {exc}") from None
     try:
-        return PlanDocument.model_validate(data)
+        doc = PlanDocument.model_validate(data)
     except ValidationError as exc:
         raise PlanFileError(f"{origin}: {describe_validation_error(exc)}") from None
+    bad = non_finite_field(doc.model_dump())
+    if bad:
+        raise PlanFileError(f"{origin}: {bad}: NaN or infinity is not a usable value; write a finite number")
+    return doc
 
 
 def _too_big(origin: str, size: int) -> str:

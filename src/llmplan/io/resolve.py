@@ -22,18 +22,14 @@ from llmplan.io.validation import describe_validation_error
 
 
 def _model_catalog() -> Any:
-    try:
-        from llmplan.catalog.models import load_model_catalog
-    except ImportError:
-        raise CatalogError("this llmplan has no model catalog; put the model's config inline (model.config)") from None
+    from llmplan.catalog.models import load_model_catalog
+
     return load_model_catalog()
 
 
 def _hardware_catalog() -> Any:
-    try:
-        from llmplan.catalog.hardware import load_hardware_catalog
-    except ImportError:
-        raise CatalogError("this llmplan has no hardware catalog; put the GPU inline (hardware.gpu_spec)") from None
+    from llmplan.catalog.hardware import load_hardware_catalog
+
     return load_hardware_catalog()
 
 
@@ -90,6 +86,16 @@ def default_efficiency(gpu: GpuSpec) -> Efficiency:
         return Efficiency()
 
 
+def resolve_engine_profile(doc: PlanDocument) -> Any:
+    """Inference runs on a named engine (vLLM, llama.cpp ...) whose overheads are catalog data;
+    training needs none. An unknown engine id raises ``CatalogError`` listing the known ones."""
+    if doc.workload != "inference":
+        return None
+    from llmplan.catalog.engines import engine_profile
+
+    return engine_profile(doc.inference.engine)
+
+
 def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
     ``PlanFileError`` naming the field."""
@@ -102,7 +108,8 @@ def resolve(doc: PlanDocument) -> Scenario:
                               intra_node_bandwidth=resolve_intra_node_bandwidth(doc))
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=doc.inference, parallelism=doc.parallelism,
-                        efficiency=doc.efficiency.apply(default_efficiency(gpu)))
+                        efficiency=doc.efficiency.apply(default_efficiency(gpu)),
+                        engine_profile=resolve_engine_profile(doc))
     except ValidationError as exc:
         raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
 

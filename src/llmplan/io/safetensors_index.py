@@ -36,6 +36,8 @@ def _load_json(path: Path, limit: int) -> Any:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a safetensors index") from None
 
 
 def read_index(path: str | Path) -> tuple[int, list[str]]:
@@ -46,13 +48,19 @@ def read_index(path: str | Path) -> tuple[int, list[str]]:
     data = _load_json(p, MAX_INDEX_BYTES)
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a JSON object with 'metadata' and 'weight_map'")
-    total = (data.get("metadata") or {}).get("total_size")
-    if isinstance(total, bool) or not isinstance(total, int | float) or total < 0 or total != int(total):
+    metadata = data.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if isinstance(total, bool) or not isinstance(total, int | float) or not 0 <= total < 2**63 or total != int(total):
         raise ConfigError(f"{p}: 'metadata.total_size' is missing or not a byte count; is this a safetensors index?")
     weight_map = data.get("weight_map")
     if not isinstance(weight_map, dict):
         raise ConfigError(f"{p}: 'weight_map' is missing; is this a safetensors index?")
-    return int(total), sorted({str(v) for v in weight_map.values()})
+    shards = sorted({str(v) for v in weight_map.values()})
+    for shard in shards:  # the index comes from the internet: never let it point outside the model folder
+        if Path(shard).name != shard or shard in ("", ".", ".."):
+            raise ConfigError(f"{p}: shard '{shard:.100}' is not a plain file name; an index may only list "
+                              "files in its own folder, never paths outside it")
+    return int(total), shards
 
 
 def params_from_total_size(total_size: int, bytes_per_param: int = 2) -> int:
@@ -81,7 +89,7 @@ def read_safetensors_header(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{p}: the header is cut short (file truncated)")
     try:
         table = json.loads(header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ConfigError(f"{p}: the header is not JSON; not a safetensors file") from None
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: the header is not a JSON object; not a safetensors file")
@@ -103,9 +111,11 @@ def params_by_dtype(path: str | Path) -> dict[str, int]:
     for file in files:
         for name, info in read_safetensors_header(file).items():
             try:
-                dtype, shape = str(info["dtype"]), [int(d) for d in info["shape"]]
+                dtype, shape = str(info["dtype"]), info["shape"]
+                if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+                    raise ValueError("a dimension is not a non-negative whole number")
             except (KeyError, TypeError, ValueError):
-                raise ConfigError(f"{file}: tensor '{name}' has no valid dtype/shape") from None
+                raise ConfigError(f"{file}: tensor '{name:.100}' has no valid dtype/shape") from None
             n = 1
             for d in shape:
                 n *= d

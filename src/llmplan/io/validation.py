@@ -7,6 +7,8 @@ what is expected — never pydantic's multi-line dump.
 
 from __future__ import annotations
 
+import math
+
 from pydantic import ValidationError
 
 _MAX_SHOWN = 3
@@ -51,3 +53,21 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
     if more > 0:
         parts.append(f"and {more} more")
     return "; ".join(parts)
+
+
+def non_finite_field(value: object, loc: tuple[object, ...] = ()) -> str | None:
+    """The dotted path of the first NaN or infinity in a dumped document, else None.
+
+    Pydantic's lax floats read the strings "nan" and "inf"; such a value would turn every derived
+    number into NaN and would be saved as ``null``, so the loaders refuse it by name instead.
+    """
+    stack: list[tuple[object, tuple[object, ...]]] = [(value, loc)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return dotted(where)
+        if isinstance(item, dict):
+            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
+    return None

@@ -29,8 +29,8 @@ def test_gpu_count_rule_names_the_fix():
 
 @pytest.mark.parametrize(("model", "gpus", "par", "rule"), [
     (LLAMA3_8B, 48, dict(tp=3), "heads divisible by tp"),
-    (gpt(4096, 32, 30), 16, dict(pp=4), "layers divisible by pp"),
-    (LLAMA3_8B, 16, dict(pp=2, virtual_stages=3), "layers divisible by pp·virtual_stages"),
+    (gpt(4096, 32, 30), 32, dict(pp=32), "pp ≤ layers"),
+    (LLAMA3_8B, 16, dict(pp=16, virtual_stages=3), "a layer in every pipeline chunk"),
     (LLAMA3_8B, 16, dict(ep=2), "ep needs experts"),
     (MIXTRAL, 6, dict(ep=4), "ep divides dp"),
 ])

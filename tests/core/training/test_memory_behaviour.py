@@ -72,7 +72,9 @@ def test_does_not_fit_names_the_shortfall():
 def test_worst_stage_is_reported():
     # pp=2: the first stage holds 2 micro-batches in flight, the last the 128k-vocabulary logits in fp32
     e = estimate(scenario(LLAMA3_8B, 2, pp=2, seq_len=8192, global_batch=8))
-    assert e.memory.weights.inputs["stage"] in ("first pipeline stage", "last pipeline stage")
+    assert e.memory.worst_gpu in ("pipeline stage 1 of 2 (first, with the embedding, 16 layers)",
+                                  "pipeline stage 2 of 2 (last, with the head and loss, 16 layers)")
+    assert e.memory.weights.inputs["stage"] == e.memory.worst_gpu
 
 
 def test_adafactor_keeps_row_and_column_statistics():

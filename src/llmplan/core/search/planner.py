@@ -79,16 +79,6 @@ def search(
 
     wanted = max(refine_count, top) if refine else top
     ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
-    if refine and not ranked and not cancelled:
-        # Megatron's default split needs layers % (pp·v) == 0; an engine that only models even stages
-        # rejects uneven ones (which Megatron also supports). Give it the even ones before giving up.
-        even = order[(scenario.model.num_layers % (cols.pp[order] * cols.vp[order])) == 0]
-        ranked, refined2, tried2, cancelled = _refine(even, wanted, cols, res, scenario, price, refine, report,
-                                                      stop)
-        refined, tried = refined + refined2, tried + tried2
-        if ranked:
-            note = ("the full engine refused the quick model's favourites (uneven pipeline stages); "
-                    "showing layouts with layers divisible by pp·virtual_stages")
     ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]), price, objective)[0])
     if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
@@ -191,7 +181,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     """The quick model's figures for one given layout (default: the scenario's own).
 
     Raises ``LayoutError`` naming the broken rule when the layout is not one the search
-    would consider (see ``space``).
+    would consider (see ``space``). The quick model splits layers over stages automatically;
+    explicit ``first_stage_layers`` / ``last_stage_layers`` are honoured by the full engine only.
     """
     from llmplan.core.search.space import check_layout
 

@@ -12,9 +12,13 @@ Memory (bytes per GPU, worst pipeline stage):
 - activations per layer per token: the Korthikanti et al. (2022, Table 2) count
   generalised to GQA and gated MLPs, divided by TP with sequence parallelism; full
   recompute keeps only each layer's input; 1F1B keeps min(pp, m) micro-batches in
-  flight on the first stage, interleaving adds (pp-1)/(pp·v) (§4.2.3).
+  flight on the first stage, interleaving adds (pp-1)/(pp·v) (§4.2.3);
+- the stages that can be the worst are sized with their own layer counts under the
+  engine's split rule (uneven splits put the extra layers on the middle stages): the
+  first (embedding, most in flight), the earliest middle stage with the most layers,
+  and the last (head, logits).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
-slowest stage, each its FLOPs at the achievable matmul rate plus its exposed TP and
+slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
 PP traffic; then the gradient reduction not hidden behind the last backward pass
 (NCCL ring volumes 2(n-1)/n), the expert all-to-alls, and the optimizer update.
 """
@@ -99,24 +103,27 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     per_layer = s.layer_split / tp + s.layer_replicated + s.layer_expert / (ep * tp)
     first = s.first_split / tp + s.first_replicated
     last = s.last_split / tp + s.last_replicated + (s.first_split / tp if s.tied else 0.0)
-    ends = np.where(pp == 1, s.first_split / tp + s.first_replicated + s.last_split / tp + s.last_replicated,
-                    np.maximum(first, last))
-    stage_params = stage_layers * per_layer + ends
+    ends = np.where(pp == 1, first + s.last_split / tp + s.last_replicated, np.maximum(first, last))
+    stage_params = stage_layers * per_layer + ends  # the slowest stage, with the heavier end (for time)
     shard = dp * cp
     zero = c.zero
     frozen_bytes = 0.5625 if t.method == "qlora" else wbytes  # NF4 + double-quantised scales (QLoRA §3)
-    trainable = stage_params * (s.trainable_params / s.total_params)
-    weights = stage_params * (wbytes if t.method == "full" else frozen_bytes)
-    if t.method != "full":
-        weights = weights + trainable * 2
-    weights = np.where(zero >= 3, weights / shard, weights)
     grad_b = 4.0 if (t.fp32_grad_accumulation or t.precision == "fp32") else 2.0
-    grads = trainable * grad_b
-    grads = np.where(zero >= 2, grads / shard, grads)
     master = 0.0 if t.precision == "fp32" else 4.0
-    opt = trainable * (_OPT_STATE[t.optimizer] + master)
-    opt = np.where(zero >= 1, opt / shard, opt)
-    opt = np.where(c.offload == 1, 0.0, opt)
+
+    def states(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Weights, gradients and optimizer bytes of ``params`` parameters on one GPU."""
+        trainable = params * (s.trainable_params / s.total_params)
+        weights = params * (wbytes if t.method == "full" else frozen_bytes)
+        if t.method != "full":
+            weights = weights + trainable * 2
+        weights = np.where(zero >= 3, weights / shard, weights)
+        grads = np.where(zero >= 2, trainable * grad_b / shard, trainable * grad_b)
+        opt = trainable * (_OPT_STATE[t.optimizer] + master)
+        opt = np.where(zero >= 1, opt / shard, opt)
+        return weights, grads, np.where(c.offload == 1, 0.0, opt)
+
+    trainable = stage_params * (s.trainable_params / s.total_params)
 
     # ---- activations ---------------------------------------------------------------------------
     q, kv = float(s.q_width), float(s.kv_width)
@@ -131,13 +138,39 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
         per_token = per_token + np.where(c.recompute == 0, score_bytes / tp, 0.0)
     per_token = np.where(c.recompute == 2, 2 * h / np.where(sp, tp, 1.0), per_token)
     tokens_mb = mb * seq / cp
-    in_flight = np.where(pp == 1, 1.0, np.minimum(pp, m) * (1 + (pp - 1) / (pp * vp) * (vp > 1)))
     logits = 6.0 * tokens_mb * s.vocab / tp  # fp32 logits + bf16 copy on the last stage
-    acts = np.maximum(stage_layers * per_token * tokens_mb * in_flight,
-                      stage_layers * per_token * tokens_mb + logits)
+
+    # ---- the stages that can be the worst-loaded (split rule of llmplan.core.training.stages:
+    # ⌊L/p⌋ layers each, the remainder one each to the middle stages from p-2 down, then the last)
+    base = np.floor(L / pp)
+    extra = L - base * pp
+    r_mid = np.minimum(extra, np.maximum(pp - 2, 0))
+    mid_stage = np.where(r_mid > 0, pp - 1 - r_mid, 1.0)  # the earliest middle stage with the most layers
+    candidates = (  # (layers, parameters besides the blocks, stage index, logits)
+        (base, np.where(pp == 1, ends, first), 0.0, np.where(pp == 1, logits, 0.0)),
+        (base + (r_mid > 0), 0.0, mid_stage, 0.0),
+        (base + ((extra == pp - 1) & (pp > 1)), last, pp - 1, logits),
+    )
+    memory = weights = grads = opt = acts = None
+    for k, (n, own, stage, head) in enumerate(candidates):
+        w, g, o = states(n * per_layer + own)
+        held = n * _in_flight(pp, vp, m, stage)  # layers × micro-batches of activations
+        if k == 0:  # interleaved: p·v + p - 1 chunk passes = every chunk p times + chunk 0 (the smallest) p-1 times
+            held = np.where(vp > 1, pp * n + (pp - 1) * np.floor(n / vp), held)
+        a = held * per_token * tokens_mb + head
+        total = w + g + o + a
+        if k == 1:
+            total = np.where(pp >= 3, total, 0.0)  # no middle stage
+        if memory is None:
+            memory, weights, grads, opt, acts = total, w, g, o, a
+        else:
+            worse = total > memory
+            memory = np.where(worse, total, memory)
+            weights, grads = np.where(worse, w, weights), np.where(worse, g, grads)
+            opt, acts = np.where(worse, o, opt), np.where(worse, a, acts)
     # ZeRO-3 gathers each layer's full (TP-sharded) weights before using it, and prefetches the next
     gather = np.where(zero >= 3, 2 * per_layer * wbytes, 0.0)
-    memory = weights + grads + opt + acts + gather + OVERHEAD_BYTES
+    memory = memory + gather + OVERHEAD_BYTES
 
     # ---- time ------------------------------------------------------------------------------------
     peak = cluster.gpu.peak_flops.for_dtype(t.precision) * eff.matmul
@@ -195,6 +228,15 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
         ep_comm=t_ep, recompute=m * t_recompute_mb, optimizer_time=t_opt, tokens_per_step=tokens_step,
         model_flops=model_flops,
     )
+
+
+def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray | float) -> np.ndarray:
+    """Micro-batches of activations stage ``stage`` holds at its peak: min(m, p-s) for 1F1B;
+    (2·(p-s-1) + (v-1)·p + 1)/v chunk passes interleaved (Megatron's warm-up; p·(1 + (p-1)/(p·v))
+    on the first stage, Korthikanti et al. 2022 §4.2.3)."""
+    one_f_one_b = np.minimum(m, pp - stage)
+    interleaved = (2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp
+    return np.where(pp == 1, 1.0, np.where(vp > 1, interleaved, one_f_one_b))
 
 
 def _span(s: ModelShape, seq: float) -> float:

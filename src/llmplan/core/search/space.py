@@ -3,8 +3,10 @@
 The rules are Megatron-LM's and DeepSpeed's:
 - TP stays inside a node and divides the attention heads (and the KV heads, or is a
   multiple of them: KV heads are then replicated);
-- TP·CP·PP·DP = the GPUs used; PP ≤ layers (uneven stages allowed: the slowest has
-  ⌈L/PP⌉ layers); interleaving needs ⌈L/PP⌉ divisible by v and micro-batches divisible by PP;
+- TP·CP·PP·DP = the GPUs used; PP ≤ layers (uneven stages allowed, split as the training
+  engine does, ``llmplan.core.training.stages``: the slowest stage has ⌈L/PP⌉ layers and
+  sets the pace); interleaving needs a layer in every chunk (only the embedding's and the
+  head's chunks may be empty) and micro-batches divisible by PP;
 - CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
 - EP divides the routed experts and the data-parallel size (experts live inside DP);
 - ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it); ZeRO needs DP·CP > 1;
@@ -19,6 +21,7 @@ import numpy as np
 
 from llmplan.core.search.quick import Columns
 from llmplan.core.search.shape import ModelShape
+from llmplan.core.training.stages import automatic_split_fits
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -46,10 +49,9 @@ def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> 
                 if rest % pp:
                     continue
                 dp = rest // pp
-                stage = -(-s.layers // pp)
                 eps = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
                        if e <= dp and dp % e == 0 and s.num_experts % e == 0] if s.num_experts > 1 else [1]
-                vps = [v for v in VP_CHOICES if v == 1 or (pp > 1 and stage % v == 0 and stage // v >= 1)]
+                vps = [v for v in VP_CHOICES if automatic_split_fits(s.layers, pp, v)]
                 out.extend((tp, cp, pp, dp, ep, vp) for ep in eps for vp in vps)
     return out
 
@@ -111,7 +113,6 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
     """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break."""
     from llmplan.errors import LayoutError
 
-    stage = -(-s.layers // p.pp)
     rules = [
         (p.tp <= gpus_per_node, f"parallelism.tp ({p.tp}) must fit in one node of {gpus_per_node} GPUs"),
         (_tp_ok(s, p.tp), f"parallelism.tp ({p.tp}) must divide the {s.heads} attention heads and the "
@@ -121,9 +122,9 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
          f"training.seq_len ({t.seq_len}) must be divisible by 2·cp ({2 * p.cp})"),
         (p.ep == 1 or (p.dp % p.ep == 0 and s.num_experts % p.ep == 0),
          f"parallelism.ep ({p.ep}) must divide parallelism.dp ({p.dp}) and the {s.num_experts} experts"),
-        (p.virtual_stages == 1 or (p.pp > 1 and stage % p.virtual_stages == 0),
-         f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and must divide the {stage} layers "
-         "per stage"),
+        (p.pp > s.layers or automatic_split_fits(s.layers, p.pp, p.virtual_stages),
+         f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and a layer in every one of the "
+         f"pp·virtual_stages = {p.pp * p.virtual_stages} chunks of the {s.layers} layers"),
         (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
          "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
         (p.pp == 1 or t.zero_stage <= 1, "training.zero_stage 2 and 3 do not combine with pipeline "

@@ -107,9 +107,16 @@ def _inference(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Sys
     weight_bytes = size.total.value
     if scenario.inference.weight_format not in _SIMPLE_FORMATS and estimate.inference is not None:
         weight_bytes = estimate.inference.weight_bytes.value  # the engine's exact size of quantised weights
+        par, gpus, params = scenario.parallelism, max(1, cluster.total_gpus), estimate.params.total
         size = CheckpointSize(
             total=Figure.of(weight_bytes, "B", "the engine's inference.weight_bytes", {}, "llama.cpp"),
-            per_model_shard=size.per_model_shard, per_gpu=size.per_gpu, bytes_per_param=size.bytes_per_param,
+            per_model_shard=Figure.of(weight_bytes / (par.tp * par.pp), "B", "total / (tp × pp)",
+                                      {"total": weight_bytes}, "megatron-2021"),
+            per_gpu=Figure.of(weight_bytes / gpus, "B", "total / GPUs", {"total": weight_bytes, "gpus": gpus},
+                              "assumption"),
+            bytes_per_param=Figure.of(weight_bytes / params if params else 0.0, "B",
+                                      "quantised weight bytes / parameters", {"weight_bytes": weight_bytes,
+                                                                             "params": params}, "checkpoint"),
             trainable_params=size.trainable_params)
     io = checkpoint_io(size, s.storage, cluster.nodes)
     start = cold_start(weight_bytes=weight_bytes, nodes=cluster.nodes, gpus=cluster.total_gpus,

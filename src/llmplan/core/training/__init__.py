@@ -48,7 +48,7 @@ def estimate_training(sc: Scenario) -> Estimate:
     inter_bw = cl.network.bandwidth_per_gpu * eff.network
     st = sm.states
     expert_share = sm.params.expert / sm.params.total if sm.params.total else 0.0
-    moe_on_gpu = m.moe_layer_count / m.num_layers * lay.layers_per_stage
+    moe_on_gpu = m.moe_layer_count / m.num_layers * lay.max_stage_layers
     colls = collectives(sc, lay, sm.trainable, sm.params.total, st.grad_bytes, st.weight_bytes, expert_share,
                         moe_on_gpu, win, intra_bw, inter_bw)
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
+from llmplan.core.training.stages import warmup_chunks
 from llmplan.core.workload import TrainingSettings
 
 
@@ -99,13 +100,10 @@ def embedding_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> float:
     return 8 * s * lay.micro_batch + (s * lay.micro_batch * m.hidden_size / rep if tr.dropout > 0 else 0.0)
 
 
-def in_flight(lay: Layout) -> float:
-    """Micro-batches whose activations the first stage holds at once (Korthikanti §4.2.3).
+def in_flight(lay: Layout, stage: int = 0) -> float:
+    """Micro-batches whose activations ``stage`` holds at once (Korthikanti §4.2.3 for the first).
 
-    1F1B: min(m, p). Interleaved with v chunks: p · (1 + (p-1)/(p·v)).
+    1F1B: min(m, p - s). Interleaved with v chunks: (2·(p-s-1) + (v-1)·p + 1) chunk passes / v,
+    which on the first stage is p · (1 + (p-1)/(p·v)). See ``stages.warmup_chunks``.
     """
-    if lay.pp == 1:
-        return 1.0
-    if lay.vp > 1:
-        return lay.pp * (1 + (lay.pp - 1) / (lay.pp * lay.vp))
-    return float(min(lay.accumulation, lay.pp))
+    return warmup_chunks(lay.pp, lay.vp, stage, lay.accumulation) / lay.vp

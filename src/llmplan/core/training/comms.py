@@ -51,7 +51,7 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
     h = m.hidden_size
     act = 2.0  # bf16/fp16 activations on the wire
     mbs = lay.accumulation
-    L = lay.layers_per_stage
+    L = lay.max_stage_layers  # the slowest stage's blocks: its traffic is on the step's critical path
     recompute_fwd = tr.recompute == "full"
 
     def add(name: str, group: str, size: int, stride: int, volume: float, formula: str,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.training.stages import RULES, StageSplit, split_layers
 from llmplan.core.workload import Scenario
 from llmplan.errors import LayoutError
 
@@ -33,10 +34,15 @@ class Layout:
     seq_len: int
     gpus: int
     gpus_per_node: int
-    layers_per_stage: int
+    split: StageSplit  # layers per (pipeline stage, interleaved chunk)
     kv_replicated: bool  # fewer KV heads than tp: each rank holds a copy of a KV head
     shard: int  # ZeRO/FSDP sharding group (dp·cp, or smaller for hybrid sharding)
     warnings: tuple[str, ...]
+
+    @property
+    def max_stage_layers(self) -> int:
+        """Layers of the slowest stage: the per-GPU time of every step is its time."""
+        return self.split.slowest
 
     @property
     def tokens_per_step(self) -> int:
@@ -74,13 +80,11 @@ def resolve(sc: Scenario) -> Layout:
         warnings.append(
             f"{m.num_kv_heads} KV heads on tp={tp}: each KV head is replicated on {tp // m.num_kv_heads} ranks"
         )
-    if m.num_layers % (pp * vp):
-        raise LayoutError(
-            f"rule layers divisible by pp·virtual_stages: {m.num_layers} layers over {pp}·{vp} chunks; "
-            f"choose pp·virtual_stages from {_divisors(m.num_layers, 1024)}"
-        )
     if vp > 1 and pp == 1:
         raise LayoutError("rule interleaving needs a pipeline: virtual_stages > 1 requires pp > 1; set it to 1")
+    split = split_layers(m.num_layers, pp, vp, par.first_stage_layers, par.last_stage_layers)
+    if not split.is_even:
+        warnings.append(_uneven_note(split, m.num_layers))
     if ep > 1:
         if not m.is_moe:
             raise LayoutError(f"rule ep needs experts: {m.name} has no MoE layers; set parallelism.ep to 1")
@@ -119,8 +123,22 @@ def resolve(sc: Scenario) -> Layout:
         )
     if pp > 1 and acc < pp:
         warnings.append(f"only {acc} micro-batches for {pp} pipeline stages: most of the step is bubble")
-    return Layout(tp, pp, dp, cp, ep, vp, sp, mb, gb, acc, s, gpus, cl.gpus_per_node, m.num_layers // pp,
+    return Layout(tp, pp, dp, cp, ep, vp, sp, mb, gb, acc, s, gpus, cl.gpus_per_node, split,
                   kv_replicated, shard, tuple(warnings))
+
+
+def _uneven_note(split: StageSplit, layers: int) -> str:
+    """What an uneven split looks like and what it costs, for the warnings list."""
+    pp, vp = len(split.chunks), len(split.chunks[0])
+    note = f"uneven pipeline ({RULES[split.rule]}): {layers} layers over {pp} stages: {split.describe()}"
+    if vp > 1:
+        middle = set(split.chunks[1:-1])
+        note += (f"; chunks {split.chunks[0]} on the first stage, {split.chunks[-1]} on the last"
+                 + (f", {middle.pop()} on the others" if len(middle) == 1 else ""))
+    slow = split.imbalance() - 1
+    if slow > 0:
+        note += f"; the slowest stage ({split.slowest} layers) sets the pace: steps {slow:.1%} longer than an even spread"
+    return note
 
 
 def _divisors(n: int, limit: int) -> str:

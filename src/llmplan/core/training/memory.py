@@ -1,8 +1,9 @@
 """Memory of the worst-loaded GPU: model states + activations + buffers + overhead.
 
-Every pipeline stage is sized (the first holds the embedding and the most in-flight
-micro-batches, the last the head and the fp32 logits) and the larger one is reported,
-because the job fails when any GPU runs out.
+Every pipeline stage that could be the worst is sized with its own layer count (``stages``):
+the first holds the embedding and the most in-flight micro-batches, the last the head and
+the fp32 logits, and with an uneven split a middle stage may hold one layer more than
+either. The largest is reported, and named, because the job fails when any GPU runs out.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
-from llmplan.core.training.shard import StageParams, stage_params, stages
+from llmplan.core.training.shard import StageParams, role, stage_params
+from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states
 from llmplan.core.workload import Scenario
 
@@ -27,12 +29,14 @@ _OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "
 
 @dataclass(frozen=True, slots=True)
 class StageMemory:
+    index: int  # pipeline stage, 0-based
+    layers: int  # transformer blocks on this stage
     params: StageParams
     trainable: float
     states: StateBytes
     activations: float
     layer_activations: float  # one block, one micro-batch (as kept under the plan's recompute)
-    in_flight: float
+    in_flight: float  # micro-batches whose activations the stage holds at its peak (chunk passes / v)
     extra_activations: float  # embedding / logits / recompute working set
     buffers: float
     overhead: float
@@ -44,12 +48,14 @@ class StageMemory:
                 + self.overhead)
 
 
-def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMemory:
+def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMemory:
     m: ModelSpec = sc.model
     tr = sc.training
-    sp = stage_params(pb, m, lay, stage)
+    stage = role(index, lay.pp)
+    layers = lay.split.per_stage[index]
+    sp = stage_params(pb, m, lay, stage, layers)
     full = tr.method == "full"
-    layer_share = lay.layers_per_stage / m.num_layers
+    layer_share = layers / m.num_layers
     if full:
         trainable, frozen = sp.total, 0.0
     else:
@@ -64,21 +70,21 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, stage: str) -> StageMe
     per_layer = act.average_layer_bytes(m, lay, tr)
     if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
         per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
-    flight = act.in_flight(lay) if stage in ("first", "only") else 1.0
+    flight = act.in_flight(lay, index)
     extra = 0.0
     if stage in ("first", "only"):
         extra += act.embedding_bytes(m, lay, tr) * flight
     if stage in ("last", "only"):
         extra += act.logits_bytes(m, lay)
-    if tr.recompute == "full":  # the block being recomputed holds its full activations meanwhile
+    if tr.recompute == "full" and layers:  # the block being recomputed holds its full activations meanwhile
         extra += act.average_layer_bytes(m, lay, tr, "none")
-    activ = per_layer * lay.layers_per_stage * flight + extra
+    activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
     overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * allocated
-    return StageMemory(sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead)
+    return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead)
 
 
 def comm_buffers(m: ModelSpec, lay: Layout) -> float:
@@ -91,9 +97,34 @@ def comm_buffers(m: ModelSpec, lay: Layout) -> float:
     return total
 
 
+def candidate_stages(lay: Layout) -> tuple[int, ...]:
+    """The stages that can be the worst-loaded: the first, the last, and of the middle stages
+    with the same chunks the earliest (it keeps the most micro-batches in flight). A middle stage
+    with the first stage's chunks never outweighs it (fewer in flight, no embedding)."""
+    if lay.pp == 1:
+        return (0,)
+    seen: set[tuple[int, ...]] = {lay.split.chunks[0]}
+    middle = []
+    for s in range(1, lay.pp - 1):
+        chunks = lay.split.chunks[s]
+        if chunks not in seen:
+            seen.add(chunks)
+            middle.append(s)
+    return (0, *middle, lay.pp - 1)
+
+
 def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
-    mems = [_stage(sc, pb, lay, s) for s in stages(lay.pp)]
+    mems = [_stage(sc, pb, lay, s) for s in candidate_stages(lay)]
     return max(mems, key=lambda x: x.total)
+
+
+def stage_name(lay: Layout, sm: StageMemory) -> str:
+    """Which GPU a breakdown describes, e.g. "pipeline stage 2 of 16 (8 layers)"."""
+    if lay.pp == 1:
+        return "every GPU"
+    what = {"first": "first, with the embedding", "last": "last, with the head and loss"}.get(sm.params.stage)
+    held = f"{what}, {sm.layers} layers" if what else f"{sm.layers} layers"
+    return f"pipeline stage {sm.index + 1} of {lay.pp} ({held})"
 
 
 def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
@@ -101,7 +132,7 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     st = sm.states
     d = st.shard_dense
     zsrc = "zero"
-    where = f"{sm.params.stage} pipeline stage" if lay.pp > 1 else "every GPU"
+    where = stage_name(lay, sm)
     w = Figure.of(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
                   {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
                    "zero_stage": tr.zero_stage, "d": d, "stage": where},
@@ -119,7 +150,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
     a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
-                  {"per_block": sm.layer_activations, "blocks": lay.layers_per_stage, "in_flight": sm.in_flight,
+                  {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
+                   "stage": where,
                    "embedding_logits_recompute": sm.extra_activations, "recompute": tr.recompute,
                    "flash_attention": tr.flash_attention, "tp": lay.tp, "sequence_parallel": lay.sp,
                    "cp": lay.cp}, "korthikanti")
@@ -144,5 +176,5 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         total=total(parts, "B", "memory per GPU"),
         capacity=Figure.of(cap, "B", "memory the device reports × usable fraction",
                            {"gpu": sc.cluster.gpu.name}, "assumption"),
-        host_ram=host, nvme=nvme,
+        host_ram=host, nvme=nvme, worst_gpu=where,
     )

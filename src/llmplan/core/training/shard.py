@@ -24,7 +24,7 @@ _MUON_EXCLUDED = ("embedding", "position", "lm_head", "norm")
 class StageParams:
     """Parameters on one GPU of one pipeline stage."""
 
-    stage: str  # "first", "last" or "only"
+    stage: str  # "first", "middle", "last" or "only"
     total: float
     expert: float  # routed-expert share of ``total`` (sharded by ZeRO over the smaller expert-DP group)
     matrices: float  # 2-D weights outside embedding/head (Muon's orthogonalised momentum)
@@ -42,9 +42,10 @@ def _on_rank(numel: int, name: str, split: str, lay: Layout, m: ModelSpec) -> fl
     return numel / lay.tp
 
 
-def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str) -> StageParams:
-    """Parameters on one GPU of the ``stage`` ("first", "last" or "only" when pp = 1)."""
-    layer_share = lay.layers_per_stage / m.num_layers
+def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str, layers: int) -> StageParams:
+    """Parameters on one GPU of a ``stage`` ("first", "middle", "last" or "only" when pp = 1)
+    holding ``layers`` of the model's blocks."""
+    layer_share = layers / m.num_layers
     total = expert = matrices = factored = one_layer = 0.0
     has_emb = has_head = False
     for g in pb.groups:
@@ -79,10 +80,13 @@ def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str) -> S
                 matrices += n
         else:
             factored += n
-        if g.place == "layer":
-            one_layer += n / lay.layers_per_stage
+        if g.place == "layer" and layers:
+            one_layer += n / layers
     return StageParams(stage, total, expert, matrices, factored, one_layer, has_emb, has_head)
 
 
-def stages(pp: int) -> tuple[str, ...]:
-    return ("only",) if pp == 1 else ("first", "last")
+def role(stage: int, pp: int) -> str:
+    """What a stage holds besides its blocks: "only" (pp = 1), "first" (embedding), "last" (head)."""
+    if pp == 1:
+        return "only"
+    return "first" if stage == 0 else "last" if stage == pp - 1 else "middle"

@@ -10,7 +10,15 @@ forward, read in the backward, and its gradient written and read once — 4 pass
 stored bytes, one more when full recompute writes them again.
 
 Pipeline bubble (Narayanan et al. 2021 §2.2): (p-1)/m of the ideal time for 1F1B, (p-1)/(m·v)
-interleaved. MFU follows PaLM App. B: model FLOPs (no recompute) per second over the
+interleaved.
+
+Uneven stages: a pipeline moves at the pace of its slowest stage — every micro-batch waits
+for it in the steady state, and the fill and drain are made of its time slots too. So the
+per-GPU compute is that of the stage with the most layers: the evenly spread time × (slowest
+stage's layers / mean layers per stage). 126 layers on 16 stages as 7, 8 ×14, 7: × 8/7.875 =
+1.6% longer than if the same layers could be spread evenly. The head and embedding work is
+still counted as spread over the stages (as for even splits), so a split that moves layers
+off the first and last stage to make room for them is charged its layer imbalance only. MFU follows PaLM App. B: model FLOPs (no recompute) per second over the
 cluster's peak; HFU counts the recomputed FLOPs too.
 """
 
@@ -38,6 +46,7 @@ class ComputeTimes:
     memory_bound: float
     peak: float  # FLOP/s of one GPU at the training dtype
     hbm: float  # achievable bytes/s
+    imbalance: float  # slowest stage's layers / mean layers per stage (1 for an even split)
 
     @property
     def total(self) -> float:
@@ -52,11 +61,14 @@ def compute_times(sc: Scenario, lay: Layout, sf: StepFlops, layer_act_bytes: flo
             f"{gpu.name} has no peak FLOP/s for {tr.precision} (nor a wider type it could fall back to); "
             f"set its peak_flops.{peak_dtype(tr.precision)} or choose another training.precision"
         )
+    imbalance = lay.split.imbalance()
     matmul = sf.hardware / lay.gpus / (peak * eff.matmul)
+    if imbalance != 1.0:  # the slowest stage sets the pace (module doc)
+        matmul *= imbalance
     passes = ELEMENTWISE_PASSES + (1 if tr.recompute == "full" else 0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    mem = passes * layer_act_bytes * lay.layers_per_stage * lay.accumulation / hbm
-    return ComputeTimes(matmul, mem, peak, hbm)
+    mem = passes * layer_act_bytes * lay.max_stage_layers * lay.accumulation / hbm
+    return ComputeTimes(matmul, mem, peak, hbm, imbalance)
 
 
 def bubble_fraction(lay: Layout) -> float:
@@ -86,6 +98,14 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
         cost = Figure.of(gpu_hours * price, "USD", "GPU-hours × price per GPU-hour",
                          {"gpu_hours": gpu_hours, "usd_per_gpu_hour": price}, "assumption")
     src = "megatron-2021"
+    split = lay.split
+    stages = {"stage_layers": split.describe(), "slowest_stage_layers": split.slowest,
+              "mean_stage_layers": sum(split.per_stage) / lay.pp, "stage_imbalance": ct.imbalance}
+    uneven: tuple[str, ...] = ()
+    if ct.imbalance != 1.0:
+        uneven = (f"uneven pipeline: the slowest stage has {split.slowest} layers against a mean of "
+                  f"{stages['mean_stage_layers']:.3g}, so every pipeline time slot is {ct.imbalance - 1:.1%} longer "
+                  "than an even split's",)
     return ComputeReport(
         flops_per_step=Figure.of(sf.model, "FLOP", "tokens · (3 × forward FLOPs per token; frozen weights 2×)",
                                  {"tokens_per_step": tokens}, "korthikanti"),
@@ -93,17 +113,20 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                           {"model_flops": sf.model, "recompute_flops": sf.recompute},
                                           "korthikanti"),
         step_time_s=Figure.of(step, "s",
-                              "(matmul + memory-bound + exposed TP/CP/EP/PP) × (1 + bubble) + exposed DP",
+                              "(matmul + memory-bound + exposed TP/CP/EP/PP of the slowest pipeline stage) × "
+                              "(1 + bubble) + exposed DP",
                               {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound,
-                               "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp},
-                              src),
+                               "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
+                               **stages},
+                              src, uneven),
         compute_time_s=Figure.of(ct.total, "s",
-                                 "hardware FLOPs / GPUs / (peak × efficiency.matmul) + elementwise bytes / "
-                                 "(HBM bandwidth × efficiency.memory_bandwidth)",
+                                 "hardware FLOPs / GPUs × stage imbalance / (peak × efficiency.matmul) + "
+                                 "elementwise bytes of the slowest stage / (HBM bandwidth × "
+                                 "efficiency.memory_bandwidth); stage imbalance = slowest stage's layers / mean",
                                  {"hardware_flops": sf.hardware, "gpus": gpus, "peak_flops": ct.peak,
                                   "matmul_efficiency": eff.matmul, "matmul_s": ct.matmul,
-                                  "memory_bound_s": ct.memory_bound}, "roofline"),
-        bubble_fraction=Figure.of(bub, "1", "(p-1)/(m·v)",
+                                  "memory_bound_s": ct.memory_bound, **stages}, "roofline", uneven),
+        bubble_fraction=Figure.of(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
         tokens_per_s=Figure.of(tps, "tokens/s", "global_batch · seq_len / step time",
                                {"tokens_per_step": tokens, "step_time_s": step}, src),

@@ -1,0 +1,67 @@
+"""Refresh the CLI sessions shown in README.md by running them.
+
+Every block between ``<!-- session: NAME -->`` and ``<!-- /session -->`` is replaced by
+the command and its real output, so the README never shows output the CLI does not print.
+Run ``make readme`` after changing the CLI or the engine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = "resources/examples"
+
+#: name -> (command line, max lines of output shown)
+SESSIONS: dict[str, tuple[str, int]] = {
+    "params": ("llmplan-cli params deepseek-ai/DeepSeek-V3", 40),
+    "estimate": (f"llmplan-cli estimate {EX}/qlora-llama-3-8b-rtx4090.llmplan", 60),
+    "estimate-405b": (f"llmplan-cli estimate {EX}/pretrain-llama-3.1-405b-16k-h100.llmplan", 80),
+    "estimate-json": (f"llmplan-cli estimate {EX}/serve-llama-3.1-70b-tp4-h100.llmplan --json", 40),
+    "estimate-set": ("llmplan-cli estimate --model meta-llama/Meta-Llama-3-8B --gpu nvidia-rtx-4090-24gb "
+                     "--workload inference --set inference.weight_format=q4_k_m --set inference.engine=llama.cpp --set inference.prompt_tokens=4000", 40),
+    "search": (f"llmplan-cli search {EX}/finetune-llama-3.1-70b-zero3-8xh100.llmplan --top 3", 30),
+    "serve": ("llmplan-cli serve --model meta-llama/Llama-3.1-8B --rate 20 --prompt 1000 --output 300 "
+              "--ttft 1 --tpot 0.05", 30),
+    "catalog": ("llmplan-cli catalog gpus --vendor apple", 14),
+    "detect": ("llmplan-cli detect", 20),
+    "schema": ("llmplan-cli schema", 12),
+}
+
+BLOCK = re.compile(r"(<!-- session: (?P<name>[\w-]+) -->\n).*?(<!-- /session -->)", re.S)
+
+
+def run(cmd: str, max_lines: int) -> str:
+    env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+               COLUMNS="120", LLMPLAN_DATA_DIR=str(ROOT / ".readme-data"))
+    proc = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more lines)"]
+    return "\n".join([f"$ {cmd}", *lines])
+
+
+def main() -> int:
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    missing = set(SESSIONS) - {m.group("name") for m in BLOCK.finditer(text)}
+    if missing:
+        print(f"README.md lacks session blocks for: {', '.join(sorted(missing))}", file=sys.stderr)
+
+    def replace(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in SESSIONS:
+            return m.group(0)
+        return f"{m.group(1)}```console\n{run(*SESSIONS[name])}\n```\n{m.group(3)}"
+
+    readme.write_text(BLOCK.sub(replace, text), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
