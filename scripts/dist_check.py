@@ -13,7 +13,10 @@ environment (no venv, no PYTHONPATH, a fresh HOME, the source tree not the worki
    Exec line, expanded as a launcher does for a double-clicked plan, opens the plan; the MIME
    database maps *.llmplan to application/x-llmplan; desktop-file-validate / appstreamcli accept
    the installed files (each tool only where installed); --uninstall removes it all;
-5. the system libraries the bundle still loads from the target are only the documented ones.
+5. the system libraries the bundle still loads from the target are only the documented ones;
+6. the wheel (dist/llmplan-VERSION-py3-none-any.whl) installs with ``[gui]`` into a fresh venv and
+   its ``llmplan-cli`` and ``llmplan`` find the catalogs inside the installed package
+   (``--no-wheel`` skips this: it needs PyPI or a pip cache).
 
 ``--chroot DIR`` also runs the bundle inside a bare Debian root (see docs/install.md), the
 nearest thing to a clean machine: only the libraries named there are installed in it.
@@ -246,6 +249,33 @@ def _resolvable(name: str) -> bool:
     return name in _system_library_names()
 
 
+def check_wheel(c: Checks, tmp: Path, version: str) -> None:
+    print("wheel in a fresh virtual environment", flush=True)
+    wheel = ROOT / "dist" / f"llmplan-{version}-py3-none-any.whl"
+    if not c.ok(wheel.is_file(), f"{wheel.name} built"):
+        return
+    venv = tmp / "wheel-venv"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                          f"{wheel}[gui]"], capture_output=True, text=True, timeout=600)
+    if not c.ok(pip.returncode == 0, f"pip install {wheel.name}[gui] ({time.perf_counter() - t0:.0f} s)"):
+        print(pip.stderr[-1000:])
+        return
+    home = tmp / "wheel-home"
+    home.mkdir()
+    env = bare_env(home)
+    rc, out, _ = run([str(venv / "bin" / "llmplan-cli"), "catalog", "models"], env, home)
+    c.ok(rc == 0 and "meta-llama/" in out, f"installed llmplan-cli catalog models: rc {rc}, {len(out.splitlines())} lines")
+    plan = ROOT / "resources" / "examples" / MUST_FIT
+    rc, out, _ = run([str(venv / "bin" / "llmplan"), "--self-test", str(plan)], env, home)
+    c.ok(rc == 0 and verdict(out).startswith("Fits:"), f"installed llmplan --self-test: {verdict(out) or out[-300:]!r}")
+    rc, out, _ = run([str(venv / "bin" / "python"), "-c",
+                      "import llmplan.resources_path as r; print(r.catalogs_dir()); print(r.resources_dir())"], env, home)
+    c.ok(rc == 0 and all("site-packages" in line for line in out.splitlines()),
+         f"catalogs and resources come from the installed package: {out.splitlines()}")
+
+
 def check_chroot(c: Checks, app: Path, root: Path) -> None:
     print(f"clean root {root}", flush=True)
     target = root / "opt" / "llmplan-dist-check"
@@ -281,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tarball", type=Path, help="default: dist/llmplan-VERSION-linux-ARCH.tar.gz")
     parser.add_argument("--chroot", type=Path, help="also run inside this bare Debian root (needs root)")
+    parser.add_argument("--no-wheel", action="store_true", help="skip installing the wheel in a fresh venv")
     args = parser.parse_args(argv)
     version = bundle_meta.read_version()
     tarball = args.tarball or ROOT / "dist" / f"llmplan-{version}-linux-{os.uname().machine}.tar.gz"
@@ -306,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         check_screenshot(c, app, env, work, ROOT / "dist" / "dist-check" / "screenshot.png")
         check_desktop(c, app, home, work)
         check_system_libraries(c, app)
+        if not args.no_wheel:
+            check_wheel(c, tmp, version)
         if args.chroot:
             check_chroot(c, app, args.chroot)
     print(f"\ndist-check: {len(c.failures)} failed" + "".join(f"\n  - {f}" for f in c.failures))

@@ -74,6 +74,8 @@ def test_a_plan_handed_over_as_a_file_open_event_is_opened(qtbot, tmp_path, monk
     finally:
         QApplication.instance().removeEventFilter(handler)
         window.state.undo_stack.setClean()
+        if window.charts is not None:  # chart sweeps run in a worker: let them finish inside this test
+            window.charts.wait_idle()
 
 
 def test_throwaway_runs_print_messages_and_put_the_real_dialogs_back(capsys):
