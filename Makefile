@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PYTHONFAULTHANDLER := 1
 
-.PHONY: run test setup lint bench clean readme
+.PHONY: run test setup lint bench clean readme dist dist-check install-desktop
 
 setup:
 	XCB=$${XCB:-0} ./scripts/bootstrap.sh
@@ -29,6 +29,24 @@ test: lint
 
 bench: setup
 	$(PY) benchmarks/run.py
+
+# The desktop bundle (PyInstaller, about a minute): dist/llmplan/ and dist/llmplan-VERSION-linux-ARCH.tar.gz.
+# XCB=1: the X11 libraries Qt's xcb plugin links must be on the build machine to be copied into the bundle.
+dist:
+	XCB=1 ./scripts/bootstrap.sh
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dist.txt
+	./packaging/build.sh
+
+# Builds the bundle, then starts it from the packed tarball in a clean environment and checks what a
+# user sees (verdicts, screenshot, catalog, desktop entry). Too slow for `make test`: run it before a release.
+dist-check: dist
+	./scripts/dist_check.sh $(ARGS)
+
+# Registers llmplan for this user: menu entry, icon, and *.llmplan files open in it on double-click.
+# Uses the bundle if `make dist` ran, else the .venv's llmplan; EXE=/path/to/llmplan picks another.
+install-desktop:
+	@if [ ! -x dist/llmplan/llmplan ] && [ -z "$(EXE)" ]; then XCB=1 ./scripts/bootstrap.sh; fi
+	./packaging/linux/install-desktop.sh $(EXE)
 
 clean:
 	rm -rf .venv build dist .ruff_cache

@@ -138,3 +138,7 @@ def windows_version_info(version: str) -> str:
         "  ]\n"
         ")\n"
     )
+
+
+if __name__ == "__main__":  # `python packaging/bundle_meta.py` prints the version (used by build.sh)
+    print(read_version())

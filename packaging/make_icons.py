@@ -12,12 +12,17 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from icon_files import write_icns, write_ico
+
 ICON_DIR = Path(__file__).resolve().parents[1] / "resources" / "appicon"
-SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
+SIZES = (16, 24, 32, 48, 64, 128, 256, 512)  # committed PNGs: the hicolor theme sizes
+ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)  # what Windows shows, from list view to jumbo
+ICNS_SIZES = (16, 32, 64, 128, 256, 512, 1024)  # Finder, with the @2x Retina variants
 
 
 def render(renderer: QSvgRenderer, size: int) -> QImage:
@@ -30,21 +35,25 @@ def render(renderer: QSvgRenderer, size: int) -> QImage:
     return image
 
 
+def png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(data.data())
+
+
 def main() -> int:
     QGuiApplication(sys.argv[:1])
     renderer = QSvgRenderer(str(ICON_DIR / "llmplan.svg"))
     if not renderer.isValid():
         print("cannot read llmplan.svg", file=sys.stderr)
         return 1
+    pngs = {size: png_bytes(render(renderer, size)) for size in sorted({*SIZES, *ICO_SIZES, *ICNS_SIZES})}
     for size in SIZES:
-        render(renderer, size).save(str(ICON_DIR / f"llmplan-{size}.png"))
-    big = render(renderer, 256)
-    if not big.save(str(ICON_DIR / "llmplan.ico")):
-        print("could not write ICO", file=sys.stderr)
-        return 1
-    if not render(renderer, 512).save(str(ICON_DIR / "llmplan.icns")):
-        print("could not write ICNS", file=sys.stderr)
-        return 1
+        (ICON_DIR / f"llmplan-{size}.png").write_bytes(pngs[size])
+    (ICON_DIR / "llmplan.ico").write_bytes(write_ico({s: pngs[s] for s in ICO_SIZES}))
+    (ICON_DIR / "llmplan.icns").write_bytes(write_icns({s: pngs[s] for s in ICNS_SIZES}))
     print(f"wrote {len(SIZES)} PNGs, llmplan.ico and llmplan.icns to {ICON_DIR}")
     return 0
 

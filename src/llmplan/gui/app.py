@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from PySide6.QtWidgets import QApplication
     except ImportError as exc:
-        print(f"llmplan: the desktop app needs PySide6 (pip install 'llmplan[gui]'): {exc}", file=sys.stderr)
+        print(_qt_import_advice(exc), file=sys.stderr)
         return 2
     from llmplan.gui.theme import apply_theme
 
@@ -64,6 +64,21 @@ def main(argv: list[str] | None = None) -> int:
                              QSettings.Format.IniFormat)
     with _messages_on_stderr(bool(args.self_test or args.screenshot)) as errors:
         return _show(app, args, settings, errors)
+
+
+def _qt_import_advice(exc: ImportError) -> str:
+    """What to do when Qt cannot be imported: a missing system library, or PySide6 not installed.
+
+    The bundle carries PySide6 but, on purpose, not the OpenGL/EGL libraries that must match
+    the machine's graphics driver (docs/install.md); on a bare Linux their absence surfaces here
+    as "libGL.so.1: cannot open shared object file".
+    """
+    text = str(exc)
+    if ".so" in text and "cannot open shared object file" in text:
+        return (f"llmplan: a system library Qt needs is missing: {text}\n"
+                "  On Debian/Ubuntu: sudo apt install libgl1 libegl1   "
+                "(Fedora: sudo dnf install libglvnd-glx libglvnd-egl)")
+    return f"llmplan: the desktop app needs PySide6 (pip install 'llmplan[gui]'): {text}"
 
 
 def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
