@@ -72,3 +72,14 @@ def test_quantised_inference_checkpoint_is_consistent_in_every_part():
     assert ck.per_gpu.value == pytest.approx(weight_bytes / 1)
     assert ck.bytes_per_param.value == pytest.approx(weight_bytes / est.params.total)
     assert 0.5 < ck.bytes_per_param.value < 0.7  # Q4_K_M is ~4.9 bits per weight with its 6-bit tensors
+
+
+def test_a_run_that_never_finishes_says_so_instead_of_printing_inf(capsys):
+    """Goodput 0 (a checkpoint save longer than the MTBF) makes the run time unbounded."""
+    rc = main(["estimate", str(FINETUNE), "--set", "model.config.hidden_size=14242432"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "never finishes" in out
+    assert "inf" not in out.replace("infer", "")
+    assert main(["estimate", str(FINETUNE), "--set", "model.config.hidden_size=14242432", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["system"]["power"]["energy_kwh"] is None

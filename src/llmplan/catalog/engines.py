@@ -6,11 +6,13 @@ replaces the shipped entry of the same id field by field.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from llmplan.catalog.file_stamp import Stamp, files_stamp
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.errors import CatalogError
 from llmplan.resources_path import catalogs_dir, user_data_dir
@@ -36,9 +38,16 @@ def _read(path: Path) -> dict[str, dict]:
 
 
 def load_engine_profiles(user_file: Path | None = None) -> dict[str, EngineProfile]:
-    """Every engine profile by id: shipped entries, then the user's overrides."""
-    raw = _read(catalogs_dir() / "engines.toml")
+    """Every engine profile by id: shipped entries, then the user's overrides; cached until a file changes."""
     user = user_file if user_file is not None else user_data_dir() / "engines.toml"
+    shipped = catalogs_dir() / "engines.toml"
+    return dict(_cached_profiles(str(shipped), str(user), files_stamp([shipped, user])))
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_profiles(shipped_path: str, user_path: str, stamp: Stamp) -> dict[str, EngineProfile]:
+    raw = _read(Path(shipped_path))
+    user = Path(user_path)
     if user.is_file():
         for key, entry in _read(user).items():
             raw[key] = {**raw.get(key, {}), **entry}

@@ -9,6 +9,7 @@ without one is refused, so every default in a report can name where it came from
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.catalog.file_stamp import Stamp, files_stamp
 from llmplan.core.system.settings import (
     CheckpointOptions,
     FailureRate,
@@ -109,8 +111,13 @@ def _failure(entry: dict[str, Any]) -> FailureRate:
 
 
 def load_system_catalog() -> SystemCatalog:
-    """Shipped presets merged with the user's, validated."""
-    lists, tables = _merge(_files())
+    """Shipped presets merged with the user's, validated; cached until a file changes."""
+    return _cached_catalog(files_stamp(_files()))
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_catalog(stamp: Stamp) -> SystemCatalog:
+    lists, tables = _merge([Path(p) for p, _, _ in stamp])
     try:
         storage = {k: StoragePreset(**v) for k, v in lists["storage"].items()}
         failures = {k: _failure(v) for k, v in lists["failure_rate"].items()}

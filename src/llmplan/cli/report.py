@@ -16,6 +16,7 @@ from llmplan.core.result import Estimate
 from llmplan.core.system import system_json
 from llmplan.core.workload import Scenario
 
+LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
                "overhead")
 
@@ -152,7 +153,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     lines = [
         f"{data['model']} — {data['workload']} on {hw['gpus']:,} × {hw['gpu']} "
         f"({hw['nodes']} node{'s' if hw['nodes'] != 1 else ''} of {hw['gpus_per_node']})",
-        f"layout ({'chosen automatically' if lay['chosen_by'] == 'auto' else 'from the plan'}): "
+        f"layout ({LAYOUT_SOURCE.get(lay['chosen_by'], 'from the plan')}): "
         f"TP {lay['tp']} · PP {lay['pp']}" + (f" (×{lay['virtual_stages']} virtual)" if lay['virtual_stages'] > 1
                                              else "")
         + f" · DP {lay['dp']} · CP {lay['cp']} · EP {lay['ep']}",
@@ -211,9 +212,18 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     return "\n".join(lines)
 
 
+def run_finishes(sysd: dict[str, Any]) -> bool:
+    """A training run with goodput > 0 has a finite wall time (``--json`` gives ``null`` otherwise)."""
+    g = sysd.get("goodput")
+    return bool(g) and g.get("goodput") is not None and g["goodput"] > 0 and \
+        g.get("effective_days") is not None and math.isfinite(g["effective_days"])
+
+
 def data_has_run_length(sysd: dict[str, Any]) -> bool:
-    """Energy, cost and CO2 are totals for a training run; an inference plan has no run length."""
-    return bool(sysd.get("goodput"))
+    """Energy, cost and CO2 are totals for a training run that finishes; an inference plan has no run length."""
+    p = sysd.get("power") or {}
+    return run_finishes(sysd) and all(p.get(k) is not None and math.isfinite(p[k])
+                                      for k in ("energy_kwh", "cost_usd", "co2_kg"))
 
 
 def fmt_energy(kwh: float) -> str:
@@ -243,8 +253,12 @@ def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
     rows.append(("checkpoint write / read", f"{fmt_time(ck['write_s'])} / {fmt_time(ck['read_s'])}"))
     g = sysd.get("goodput")
     if g:
-        rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"])),
-                 ("goodput", f"{g['goodput']:.1%}"), ("effective training time", fmt_time(g["effective_days"] * 86400))]
+        rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"]))]
+        if run_finishes(sysd):
+            rows += [("goodput", f"{g['goodput']:.1%}"),
+                     ("effective training time", fmt_time(g["effective_days"] * 86400))]
+        else:
+            rows.append(("goodput", "0%: failures come faster than the job can save and restart; it never finishes"))
     d = sysd.get("data")
     if d:
         rows.append(("data read needed", f"{fmt_rate(d['read_bandwidth_needed'])} "
