@@ -53,7 +53,7 @@ clean:
 
 # Re-run the CLI sessions shown in README.md (their output is pasted between markers).
 readme: setup
-	$(PY) scripts/readme_sessions.py
+	$(PY) scripts/readme_sessions.py $(if $(BENCH),--bench,)
 
 # docs/accuracy.md: every published figure the tests reproduce, generated (never typed) from tests/reference_figures.py.
 .PHONY: accuracy

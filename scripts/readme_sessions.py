@@ -2,7 +2,8 @@
 
 Every block between ``<!-- session: NAME -->`` and ``<!-- /session -->`` is replaced by
 the command and its real output, so the README never shows output the CLI does not print.
-Run ``make readme`` after changing the CLI or the engine.
+Run ``make readme`` after changing the CLI or the engine; ``make readme BENCH=1`` also
+pastes the table ``benchmarks/run.py`` prints between ``<!-- bench -->`` markers.
 """
 
 from __future__ import annotations
@@ -30,17 +31,25 @@ SESSIONS: dict[str, tuple[str, int]] = {
               "--ttft 1 --tpot 0.05", 30),
     "catalog": ("llmplan-cli catalog gpus --vendor apple", 14),
     "detect": ("llmplan-cli detect", 20),
+    "fit": ("llmplan-cli estimate --model meta-llama/Llama-3.1-70B --workload inference --this-machine "
+            "--detection-fixture tests/data/hw/detect_rtx4090_with_host.json", 400),
     "schema": ("llmplan-cli schema", 12),
 }
 
+BENCH = re.compile(r"(<!-- bench -->\n).*?(<!-- /bench -->)", re.S)
 BLOCK = re.compile(r"(<!-- session: (?P<name>[\w-]+) -->\n).*?(<!-- /session -->)", re.S)
 
 
 def run(cmd: str, max_lines: int) -> str:
+    """The command's output, at most ``max_lines``; for --this-machine only the verdict (the estimate above it
+    is the same report as `estimate` prints)."""
     env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
                COLUMNS="120", LLMPLAN_DATA_DIR=str(ROOT / ".readme-data"))
     proc = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
+    if "--this-machine" in cmd:
+        start = next((i for i, line in enumerate(lines) if line.startswith("This machine")), 0)
+        lines = ["...", *lines[start:]]
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more lines)"]
     return "\n".join([f"$ {cmd}", *lines])
@@ -59,7 +68,12 @@ def main() -> int:
             return m.group(0)
         return f"{m.group(1)}```console\n{run(*SESSIONS[name])}\n```\n{m.group(3)}"
 
-    readme.write_text(BLOCK.sub(replace, text), encoding="utf-8")
+    text = BLOCK.sub(replace, text)
+    if "--bench" in sys.argv:  # the benchmark table takes a while: only on request (make readme BENCH=1)
+        table = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "benchmarks/run.py"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=600).stdout.strip()
+        text = BENCH.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text)
+    readme.write_text(text, encoding="utf-8")
     return 0
 
 
