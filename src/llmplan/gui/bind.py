@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QWidget
 
 from llmplan.gui.state import PlanState
@@ -113,16 +114,23 @@ def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
 
 
 def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequence[tuple[Any, str]],
-                editable: bool = False, chars: int = 10) -> QComboBox:
-    """``options`` are (value, text) pairs; an editable combo also accepts typed values."""
+                editable: bool = False, chars: int = 10, aliases: dict[Any, Any] | None = None,
+                item_tips: dict[Any, str] | None = None) -> QComboBox:
+    """``options`` are (value, text) pairs; an editable combo also accepts typed values.
+    ``aliases`` maps other spellings a plan may hold (``llama.cpp``) to an option's value, so
+    the entry shows selected instead of a duplicate; ``item_tips`` gives entries a tooltip."""
     w = compact(QComboBox(), chars)
     w.setEditable(editable)
     for value, text in options:
         w.addItem(text, value)
+        if item_tips and value in item_tips:
+            w.setItemData(w.count() - 1, item_tips[value], Qt.ItemDataRole.ToolTipRole)
     _decorate(w, path, label, tip)
 
     def show(v: Any) -> None:
         i = w.findData(v)
+        if i < 0 and aliases and v in aliases:
+            i = w.findData(aliases[v])
         if i < 0:
             w.addItem(str(v), v)
             i = w.count() - 1

@@ -20,15 +20,14 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
+from llmplan.gui import backend
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.state import PlanState
+from llmplan.gui.system_options import system_group
 
 WORKLOADS = ("inference", "finetune", "pretrain")
-WEIGHT_FORMATS = ["bf16", "fp16", "fp32", "fp8", "int8", "gptq-4bit", "awq-4bit", "nf4",
-                  "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k"]
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
-ENGINES = ["vllm", "sglang", "tensorrt-llm", "llama.cpp", "transformers"]
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 # Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
@@ -56,7 +55,7 @@ def inference_form(state: PlanState) -> QWidget:
     f = QFormLayout(w)
     f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
              "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
-             "type another GGUF type in lower case", _opts(WEIGHT_FORMATS), editable=True))
+             "type another GGUF type in lower case", _opts(backend.weight_formats()), editable=True))
     f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
              "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
     f.addRow("Concurrent sequences", bound_spin(state, "inference.batch", "Concurrent sequences",
@@ -65,8 +64,12 @@ def inference_form(state: PlanState) -> QWidget:
              "Input tokens per request: sets the prefill work and the time to first token", 1, 10_000_000, 256))
     f.addRow("Output length (tokens)", bound_spin(state, "inference.output_tokens", "Output length",
              "Generated tokens per request: prompt + output is the context the KV cache holds", 1, 10_000_000, 64))
-    f.addRow("Engine", bound_combo(state, "inference.engine", "Engine",
-             "Serving engine profile: its memory reservation and overheads", _opts(ENGINES), editable=True))
+    engines = backend.engine_choices()
+    f.addRow("Engine", bound_combo(state, "inference.engine", "Serving engine",
+             "Serving engine profile from the engine catalog (catalogs/engines.toml and your own engines.toml): "
+             "its GPU memory reservation, CUDA context and framework bytes, KV block size and decode speed",
+             [(key, name) for key, name, _src in engines], aliases=backend.engine_aliases(),
+             item_tips={key: f"{name} ({key}); source: {src}" for key, name, src in engines}, chars=14))
     f.addRow("GPU memory utilisation", bound_float(state, "inference.gpu_memory_utilization",
              "GPU memory utilisation", "vLLM's --gpu-memory-utilization: the share of GPU memory the "
              "engine may take; at the minimum it uses the engine's default", 0.0, 1.0, 2, 0.05,
@@ -78,6 +81,7 @@ def inference_form(state: PlanState) -> QWidget:
     outer = QWidget()
     lay = QVBoxLayout(outer)
     lay.addWidget(w)
+    lay.addWidget(system_group(state, training=False))
     lay.addWidget(efficiency_group(state))
     lay.addStretch(1)
     return _scrolled(outer)
@@ -127,6 +131,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "Megatron's distributed optimizer: optimizer states sharded over data parallel (≈ ZeRO-1)"))
     add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
     outer.addWidget(box)
+    outer.addWidget(system_group(state, training=True))
     outer.addWidget(efficiency_group(state))
     outer.addStretch(1)
     return _scrolled(w)
