@@ -36,3 +36,9 @@ clean:
 # Re-run the CLI sessions shown in README.md (their output is pasted between markers).
 readme: setup
 	$(PY) scripts/readme_sessions.py
+
+# The PNGs in docs/screenshots (README, docs/gui.md), drawn by the real xcb platform under Xvfb.
+.PHONY: screenshots
+screenshots:
+	XCB=1 XVFB=1 ./scripts/bootstrap.sh
+	QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1280x1024x24" $(PY) scripts/screenshots.py

@@ -22,6 +22,7 @@ from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
 
 DEFAULT_MODEL_ID = "meta-llama/Meta-Llama-3-8B"
 DEFAULT_GPU_ID = "nvidia-h100-sxm-80gb"
+FINETUNE_TOKENS = 1e8  # the default plan's fine-tune length (see default_plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ def default_plan(gpu_id: str | None = None) -> PlanDocument:
         model=ModelRef(id=DEFAULT_MODEL_ID),
         hardware=HardwareRef(gpu=gpu_id or DEFAULT_GPU_ID, gpus_per_node=1, nodes=1),
         workload="finetune",
-        training=TrainingSettings(method="lora", seq_len=4096, micro_batch=1, tokens=1e8),
+        training=TrainingSettings(method="lora", seq_len=4096, micro_batch=1, tokens=FINETUNE_TOKENS),
     )
 
 

@@ -12,9 +12,37 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QWidget,
+)
 
 from llmplan.gui.state import PlanState
+
+
+class ElidedCombo(QComboBox):
+    """A combo box that shortens its shown entry with "…" when the box is narrower than the
+    entry (long preset names: "InfiniBand NDR 400 Gb/s per GPU"); the list shows them whole."""
+
+    def paintEvent(self, event) -> None:
+        if self.isEditable():
+            super().paintEvent(event)
+            return
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
+                                            QStyle.SubControl.SC_ComboBoxEditField, self)
+        opt.currentText = painter.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideRight,
+                                                           field.width())
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
 def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
@@ -119,7 +147,7 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
     """``options`` are (value, text) pairs; an editable combo also accepts typed values.
     ``aliases`` maps other spellings a plan may hold (``llama.cpp``) to an option's value, so
     the entry shows selected instead of a duplicate; ``item_tips`` gives entries a tooltip."""
-    w = compact(QComboBox(), chars)
+    w = compact(ElidedCombo(), chars)
     w.setEditable(editable)
     for value, text in options:
         w.addItem(text, value)

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QWidget
 
 from llmplan.gui import backend
-from llmplan.gui.bind import _decorate, _follow, bound_float, compact
+from llmplan.gui.bind import ElidedCombo, _decorate, _follow, bound_float, compact
 from llmplan.gui.state import PlanState
 
 
@@ -30,7 +30,7 @@ def bound_preset(state: PlanState, path: str, label: str, tip: str, presets: lis
                  default_text: str) -> QComboBox:
     """A preset picker whose first entry, "default: …", stands for ``None`` in the plan.
     ``presets`` are (id, name, source); each entry's tooltip is its full name and source."""
-    w = compact(QComboBox(), 14)
+    w = compact(ElidedCombo(), 14)
     w.addItem(default_text, "")
     w.setItemData(0, "Leave unset: the catalog's default (catalogs/system [defaults])", Qt.ItemDataRole.ToolTipRole)
     for key, name, source in presets:

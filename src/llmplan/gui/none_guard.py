@@ -1,0 +1,44 @@
+"""Keep PySide6 6.12.0 on Python 3.11 from killing the app with "deallocating None".
+
+Measured here (PySide6 6.12.0, CPython 3.11.7): every call of a Qt method that returns
+nothing (``setValue``, ``setCurrentIndex``, ``setObjectName``...) hands back ``None``
+without taking a reference to it, so None's reference count drops by one per call. After a
+few thousand calls (a long session, or the GUI test suite) it reaches zero and CPython
+aborts: ``Fatal Python error: none_dealloc: deallocating None: bug likely caused by a
+refcount error in a C extension`` (exit code 134). Python 3.12 made None immortal
+(PEP 683), so there the leak is harmless.
+
+``guard_none()`` measures the leak once and, only when it is there, gives None a reference
+count no session can use up (2**48 calls). It touches nothing else, and it is a no-op
+on Python >= 3.12 or a PySide6 without the bug.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+_HEADROOM = 1 << 48
+_applied = False
+
+
+def leaks_none() -> bool:
+    """True when a void Qt call lowers None's reference count (the PySide6 6.12.0 bug)."""
+    from PySide6.QtCore import QObject
+
+    probe = QObject()
+    before = sys.getrefcount(None)
+    for _ in range(64):
+        probe.setObjectName("llmplan-refcount-probe")
+    return sys.getrefcount(None) < before - 32
+
+
+def guard_none() -> bool:
+    """Apply the headroom once if this interpreter needs it; True when applied."""
+    global _applied
+    if _applied or sys.version_info >= (3, 12) or not leaks_none():
+        return _applied
+    # CPython < 3.12 (release builds): ob_refcnt is the first Py_ssize_t of every object.
+    ctypes.c_ssize_t.from_address(id(None)).value += _HEADROOM
+    _applied = True
+    return True
