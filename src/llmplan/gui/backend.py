@@ -92,8 +92,11 @@ def engine_aliases() -> dict[str, str]:
     return dict(ALIASES)
 
 
+@lru_cache(maxsize=1)
 def system_catalog() -> Any:
-    """The "beyond the GPU" presets (storage, failures, PUE, prices, grid) and their defaults."""
+    """The "beyond the GPU" presets (storage, failures, PUE, prices, grid) and their defaults,
+    for the editors' lists: read once per session (three tabs list them; each read parses
+    four TOML files). Estimates still read the presets afresh through ``llmplan.io.evaluate``."""
     from llmplan.catalog.system_presets import load_system_catalog
 
     return load_system_catalog()

@@ -61,11 +61,11 @@ class ModelPicker(QWidget):
         for c in (1, 2, 3):
             hdr.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(False)
-        self.import_button = QPushButton("&Import…")
+        self.import_button = QPushButton("I&mport…")
         self.import_button.setToolTip("Import a config.json, a model folder, a .gguf or a safetensors index "
                                       "(or drop one on the window)")
         self.import_button.clicked.connect(self.import_requested)
-        self.edit_button = QPushButton("&Edit architecture…")
+        self.edit_button = QPushButton("Edit a&rchitecture…")
         self.edit_button.setToolTip("Change the chosen model's dimensions to plan a custom model")
         self.edit_button.clicked.connect(self.edit_architecture)
         self.arch = QLabel()

@@ -222,7 +222,7 @@ class WorkloadTabs(QTabWidget):
         self.state = state
         self.setAccessibleName("Workload")
         self.addTab(inference_form(state), "&Inference")
-        self.addTab(training_form(state, finetune=True), "&Fine-tune")
+        self.addTab(training_form(state, finetune=True), "Fine-&tune")
         self.addTab(training_form(state, finetune=False), "&Pre-train")
         for i, tip in enumerate(("Serve the model: memory, latency and throughput",
                                  "Adapt a trained model: full, LoRA or QLoRA",
