@@ -100,9 +100,31 @@ def main(out: Path) -> list[Path]:
         w.workload.setCurrentIndex(1)
         _scroll_table_to(w.results.table, "Model")
         shot("tab-finetune")
+        _this_machine(w)  # a recorded RTX 4090 machine, as background detection would report it
+        _settle(app, w)
+        w.this_machine.wait_idle()
+        shot("this-machine")
+        shot("results-this-machine", w.results)
         w.state.undo_stack.setClean()
         w.close()
     return written
+
+
+def _this_machine(w) -> None:
+    """Start over on the default plan and let "detection" find the recorded RTX 4090 of
+    tests/data/hw (the real parsers read it), so the window shows its this-machine line."""
+    from llmplan.gui import backend
+    from llmplan.hw.host import parse_meminfo
+    from llmplan.hw.nvidia import parse_nvidia_smi_csv
+    from llmplan.hw.types import DetectionReport, HostInfo
+
+    hw = Path(__file__).resolve().parents[1] / "tests" / "data" / "hw"
+    total, available = parse_meminfo((hw / "proc_meminfo.txt").read_text(encoding="utf-8"))
+    report = DetectionReport(gpus=parse_nvidia_smi_csv((hw / "nvidia_smi_rtx4090.csv").read_text(encoding="utf-8")),
+                             host=HostInfo("recorded host", 2, 2, total, available, "Linux"))
+    w.state.load(backend.default_plan(), None)
+    w.charts.setCurrentIndex(0)
+    w.hardware.detector.finished.emit(report, "")
 
 
 def _scroll_to(area, accessible_name: str) -> None:

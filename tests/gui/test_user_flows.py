@@ -122,24 +122,6 @@ def test_charts_redraw_after_knob(window, qtbot):
     assert window.charts.last.memory_vs_seq.xs
 
 
-def test_this_machine_line_and_entry(window):
-    from types import SimpleNamespace
-
-    from llmplan.gui import backend
-
-    cat = backend.hardware_catalog()
-    entry = next(g for g in cat.gpus if "4090" in g.spec.name)
-    fake = SimpleNamespace(name=entry.match_names[0] if entry.match_names else entry.spec.name,
-                           memory_total_bytes=entry.spec.memory_bytes, gpu_cores=None)
-    report = SimpleNamespace(gpus=(fake,), reasons=())
-    window.hardware._detected(report, "")
-    assert window.hardware.detected_gpu()[0] == entry.id
-    assert window.hardware.tree.topLevelItem(0).text(0) == "This machine"
-    window._show(window.state.evaluate_now())
-    assert "On this machine" in window.results.detail.text()
-    assert "This machine" in window.hardware.detect_status.text()
-
-
 def test_edit_architecture_makes_custom_model(window):
     window.models.edit_architecture()
     dlg = window.models.arch_dialog
