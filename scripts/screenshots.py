@@ -79,6 +79,8 @@ def main(out: Path) -> list[Path]:
         shot("tab-pretrain-cluster-power", w.workload)
         _scroll_table_to(w.results.table, "Checkpoints and failures")
         shot("results-pretrain-beyond-gpu", w.results)
+        w.workload.currentWidget().verticalScrollBar().setValue(0)
+        _scroll_table_to(w.results.table, "Model")
         w.state.edit("parallelism.tp", 3)
         w.state.evaluate_now()
         shot("invalid-layout")

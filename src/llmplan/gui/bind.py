@@ -45,6 +45,14 @@ class ElidedCombo(QComboBox):
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
+class TidySpin(QDoubleSpinBox):
+    """A float spin box without trailing zeros: "1000 B tokens", "0.7", not "1000.000"."""
+
+    def textFromValue(self, value: float) -> str:
+        text = f"{value:.{self.decimals()}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
     """A combo box whose width does not grow with its longest entry (long preset names
     would otherwise force the whole window wider than a 1280-pixel screen)."""
@@ -107,7 +115,7 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
                 step: float = 0.05, suffix: str = "", none_text: str = "", scale: float = 1.0) -> QDoubleSpinBox:
     """A float field; with ``none_text`` the minimum stands for None ("catalog default").
     ``scale`` shows value·scale (e.g. tokens in billions)."""
-    w = QDoubleSpinBox()
+    w = TidySpin()
     w.setDecimals(decimals)
     w.setRange(lo, hi)
     w.setSingleStep(step)

@@ -76,6 +76,15 @@ def _log_ticks(plot: pg.PlotWidget, xs: tuple[float, ...]) -> None:
     plot.getAxis("bottom").setTicks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
 
 
+def _empty_note(plot: pg.PlotWidget, text: str) -> None:
+    """A sentence in the middle of an empty chart, so empty never looks like broken."""
+    vb = plot.getViewBox()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    note = pg.TextItem(text, color="#888888", anchor=(0.5, 0.5))
+    note.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+    plot.addItem(note)
+
+
 def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
     """Label a log-y axis at 1-2-5 steps written out ("20,000"), not pyqtgraph's "2·10⁴"
     minor labels that crowd each other."""
@@ -145,6 +154,7 @@ class ChartsPanel(QTabWidget):
             self.last = None
             for plot in (self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot):
                 plot.clear()  # no stale curves beside a plan that has no estimate
+                _empty_note(plot, "No estimate: the verdict above says what to fix")
             return
         self._pending = outcome
         self._requested_at = time.perf_counter()
