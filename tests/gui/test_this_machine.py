@@ -99,3 +99,21 @@ def test_a_plan_that_fits_shows_its_limits(detected):
 def test_no_detection_hides_the_line(window):
     window.hardware.detector.finished.emit(None, "hardware detection failed")
     assert not window.this_machine.isVisibleTo(window)
+
+
+def test_a_machine_without_gpu_says_so_and_offers_the_cpu(window):
+    total, available = parse_meminfo((HW / "proc_meminfo.txt").read_text(encoding="utf-8"))
+    report = DetectionReport(gpus=(), host=HostInfo("AMD EPYC", 2, 2, total, available, "Linux"),
+                             reasons=("no NVIDIA driver",))
+    window.workload.setCurrentIndex(0)  # serving: llama.cpp can run on the CPU alone
+    window.hardware.detector.finished.emit(report, "")
+    tm = window.this_machine
+    tm.wait_idle()
+    assert tm.isVisibleTo(window) and "no GPU" in tm.verdict.text()
+    assert window.state.doc.hardware.gpu == "nvidia-h100-sxm-80gb"  # the plan keeps its GPU
+    assert tm.fit.changes and "llama.cpp" in tm.changes.text()  # "Run it with llama.cpp …"
+    before = window.state.doc
+    assert tm.apply(0) and window.state.doc != before  # one undoable edit
+    assert window.state.doc.inference.engine in ("llama.cpp", "llama-cpp")
+    window.undo_action.trigger()
+    assert window.state.doc == before

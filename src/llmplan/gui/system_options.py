@@ -76,7 +76,8 @@ def _default_name(table: dict[str, Any], key: str | None) -> str:
 def system_group(state: PlanState, training: bool) -> QWidget:
     """The editors for ``system.*``; the training tabs get all, inference the parts that
     apply to serving (model storage for the cold start, power and grid)."""
-    box = QGroupBox("Cl&uster && power (storage, failures, energy)")
+    box = QGroupBox("Cl&uster && power (storage, failures, energy)" if training else
+                    "Cl&uster && power (model storage, energy)")
     box.setAccessibleName("Cluster and power")
     f = QFormLayout(box)
     try:
