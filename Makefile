@@ -59,3 +59,9 @@ readme: setup
 .PHONY: accuracy
 accuracy: setup
 	$(PY) scripts/accuracy_report.py --out docs/accuracy.md
+
+# The PNGs in docs/screenshots (README, docs/gui.md), drawn by the real xcb platform under Xvfb.
+.PHONY: screenshots
+screenshots:
+	XCB=1 XVFB=1 ./scripts/bootstrap.sh
+	QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1280x1024x24" $(PY) scripts/screenshots.py

@@ -111,6 +111,45 @@ def memory_bytes() -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
+def knob_to_this_machine(steps: int = 8) -> list[float]:
+    """ms from a knob change to the "This machine" verdict shown (background ``fit_this_machine``
+    with its nearest-change search), on the recorded RTX 4090 of tests/data/hw/."""
+    try:
+        from llmplan.hw.fit import fit_this_machine  # noqa: F401
+    except ImportError:
+        return []
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+    from llmplan.hw.host import parse_meminfo
+    from llmplan.hw.nvidia import parse_nvidia_smi_csv
+    from llmplan.hw.types import DetectionReport, HostInfo
+
+    hw = Path(__file__).resolve().parents[1] / "tests" / "data" / "hw"
+    total, available = parse_meminfo((hw / "proc_meminfo.txt").read_text(encoding="utf-8"))
+    report = DetectionReport(gpus=parse_nvidia_smi_csv((hw / "nvidia_smi_rtx4090.csv").read_text(encoding="utf-8")),
+                             host=HostInfo("recorded host", 2, 2, total, available, "Linux"))
+    app = QApplication.instance() or QApplication([])
+    tmp = Path(tempfile.mkdtemp())
+    w = MainWindow(settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), detect=False, charts=False)
+    w.show()
+    w.hardware.detector.finished.emit(report, "")
+    w.this_machine.wait_idle()
+    out = []
+    for i in range(steps):
+        t0 = time.perf_counter()
+        w.state.edit("training.seq_len", 1024 * (2 + i % 4))
+        w.this_machine._timer.setInterval(0)  # measure the work, not the debounce
+        w.this_machine.request()
+        w.this_machine.wait_idle()
+        out.append((time.perf_counter() - t0) * 1e3)
+    w.state.undo_stack.setClean()
+    w.close()
+    app.processEvents()
+    return out
+
+
 def main() -> None:
     starts, ups = startup_seconds()
     if ups:
@@ -128,6 +167,12 @@ def main() -> None:
         print("charts never redrew: no estimate for the default plan in this build")
     rss, peak = memory_bytes()
     print(f"GUI process after start + estimate + charts: RSS {rss / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB")
+    fit = knob_to_this_machine()
+    if fit:
+        print(f"knob change -> 'This machine' verdict and nearest changes shown (background): "
+              f"median {statistics.median(fit):.0f} ms, max {max(fit):.0f} ms over {len(fit)} changes")
+    else:
+        print("this machine: llmplan.hw.fit is not in this build")
 
 
 if __name__ == "__main__":

@@ -19,14 +19,15 @@ os.environ.setdefault("LLMPLAN_DATA_DIR", tempfile.mkdtemp(prefix="llmplan-shots
 
 
 def _settle(app, window, ms: int = 400) -> None:
+    """Let the debounced estimate and the chart sweep finish (up to 20 s), then paint."""
     import time
 
     end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
+    deadline = time.perf_counter() + 20
+    while time.perf_counter() < end or (
+            time.perf_counter() < deadline and (window.state.pending or (window.charts and window.charts.busy))):
         app.processEvents()
         time.sleep(0.01)
-    if window.charts is not None:
-        window.charts.wait_idle()
     app.processEvents()
 
 
@@ -62,6 +63,10 @@ def main(out: Path) -> list[Path]:
             continue
         w.workload.setCurrentIndex(0)
         shot("tab-inference")
+        _scroll_to(w.workload.currentWidget(), "Cluster and power")
+        shot("tab-inference-cluster-power", w.workload)
+        _scroll_table_to(w.results.table, "Serving start-up (cold start)")
+        shot("results-inference-beyond-gpu", w.results)
         w.workload.setCurrentIndex(2)
         w.state.edit_many({"hardware.gpus_per_node": 8, "hardware.nodes": 4, "hardware.network":
                            _first_network(), "model.id": "meta-llama/Llama-3.1-70B",
@@ -70,9 +75,12 @@ def main(out: Path) -> list[Path]:
         w.state.evaluate_now()
         shot("tab-pretrain-32gpus")
         shot("layout-editor-32gpus", w.layout_editor)
-        for i in range(w.charts.count()):
-            w.charts.setCurrentIndex(i)
-            shot(f"chart-{i + 1}", w.charts)
+        _scroll_to(w.workload.currentWidget(), "Cluster and power")
+        shot("tab-pretrain-cluster-power", w.workload)
+        _scroll_table_to(w.results.table, "Checkpoints and failures")
+        shot("results-pretrain-beyond-gpu", w.results)
+        w.workload.currentWidget().verticalScrollBar().setValue(0)
+        _scroll_table_to(w.results.table, "Model")
         w.state.edit("parallelism.tp", 3)
         w.state.evaluate_now()
         shot("invalid-layout")
@@ -87,13 +95,59 @@ def main(out: Path) -> list[Path]:
         dlg.resize(900, 420)
         shot("auto-search", dlg)
         dlg.close()
-        w.charts.setCurrentWidget(w.charts.pareto_plot)
-        shot("chart-pareto-after-auto", w.charts)
+        for i in range(w.charts.count()):  # after Auto, so the Pareto chart has the planner's layouts
+            w.charts.setCurrentIndex(i)
+            shot(f"chart-{i + 1}", w.charts)
+        w.charts.setCurrentIndex(0)
         w.workload.setCurrentIndex(1)
+        _scroll_table_to(w.results.table, "Model")
         shot("tab-finetune")
+        _this_machine(w)  # a recorded RTX 4090 machine, as background detection would report it
+        _settle(app, w)
+        w.this_machine.wait_idle()
+        shot("this-machine")
+        shot("results-this-machine", w.results)
         w.state.undo_stack.setClean()
         w.close()
     return written
+
+
+def _this_machine(w) -> None:
+    """Start over on the default plan and let "detection" find the recorded RTX 4090 of
+    tests/data/hw (the real parsers read it), so the window shows its this-machine line."""
+    from llmplan.gui import backend
+    from llmplan.hw.host import parse_meminfo
+    from llmplan.hw.nvidia import parse_nvidia_smi_csv
+    from llmplan.hw.types import DetectionReport, HostInfo
+
+    hw = Path(__file__).resolve().parents[1] / "tests" / "data" / "hw"
+    total, available = parse_meminfo((hw / "proc_meminfo.txt").read_text(encoding="utf-8"))
+    report = DetectionReport(gpus=parse_nvidia_smi_csv((hw / "nvidia_smi_rtx4090.csv").read_text(encoding="utf-8")),
+                             host=HostInfo("recorded host", 2, 2, total, available, "Linux"))
+    w.state.load(backend.default_plan(), None)
+    w.charts.setCurrentIndex(0)
+    w.hardware.detector.finished.emit(report, "")
+
+
+def _scroll_to(area, accessible_name: str) -> None:
+    """Scroll a workload form so the group with this accessible name is in view."""
+    from PySide6.QtWidgets import QGroupBox
+
+    for box in area.findChildren(QGroupBox):
+        if box.accessibleName() == accessible_name:
+            area.ensureWidgetVisible(box, 0, 0)
+            bar = area.verticalScrollBar()
+            bar.setValue(min(bar.maximum(), box.mapTo(area.widget(), box.rect().topLeft()).y()))
+            return
+
+
+def _scroll_table_to(table, section: str) -> None:
+    from PySide6.QtWidgets import QAbstractItemView
+
+    for i in range(table.topLevelItemCount()):
+        if table.topLevelItem(i).text(0).strip() == section:
+            table.scrollToItem(table.topLevelItem(i), QAbstractItemView.ScrollHint.PositionAtTop)
+            return
 
 
 def _first_network() -> str:

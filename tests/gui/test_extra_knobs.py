@@ -31,8 +31,9 @@ def test_generic_editors_for_unknown_fields(qtbot):
     form = QFormLayout(box)
     added = add_extra_knobs(form, state, "training", _Future, known=("seq_len",))
     assert added == 4  # bool, float, int, Literal; the tuple has no generic editor
-    kinds = [type(form.itemAt(i, QFormLayout.ItemRole.FieldRole).widget()) for i in range(form.rowCount())]
-    assert kinds == [QCheckBox, QDoubleSpinBox, QSpinBox, QComboBox]
+    widgets = [form.itemAt(i, QFormLayout.ItemRole.FieldRole).widget() for i in range(form.rowCount())]
+    assert [isinstance(w, k) for w, k in zip(widgets, (QCheckBox, QDoubleSpinBox, QSpinBox, QComboBox),
+                                              strict=True)] == [True] * 4
     spin = form.itemAt(2, QFormLayout.ItemRole.FieldRole).widget()
     assert (spin.minimum(), spin.maximum()) == (1, 64)
     spin.setValue(32)

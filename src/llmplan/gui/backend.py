@@ -22,6 +22,7 @@ from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
 
 DEFAULT_MODEL_ID = "meta-llama/Meta-Llama-3-8B"
 DEFAULT_GPU_ID = "nvidia-h100-sxm-80gb"
+FINETUNE_TOKENS = 1e8  # the default plan's fine-tune length (see default_plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,38 @@ def node_entries() -> list[Any]:
     return list(hardware_catalog().nodes)
 
 
+def engine_choices() -> list[tuple[str, str, str]]:
+    """(id, display name, source) of every serving-engine profile in ``catalogs/engines.toml``
+    plus the user's own, so a new engine in the catalog shows in the menu the day it lands."""
+    from llmplan.catalog.engines import load_engine_profiles
+
+    return [(key, p.name, p.source) for key, p in load_engine_profiles().items()]
+
+
+def engine_aliases() -> dict[str, str]:
+    """Other spellings a plan may hold for an engine id ('llama.cpp' for 'llama-cpp')."""
+    from llmplan.catalog.engines import ALIASES
+
+    return dict(ALIASES)
+
+
+@lru_cache(maxsize=1)
+def system_catalog() -> Any:
+    """The "beyond the GPU" presets (storage, failures, PUE, prices, grid) and their defaults,
+    for the editors' lists: read once per session (three tabs list them; each read parses
+    four TOML files). Estimates still read the presets afresh through ``llmplan.io.evaluate``."""
+    from llmplan.catalog.system_presets import load_system_catalog
+
+    return load_system_catalog()
+
+
+def weight_formats() -> tuple[str, ...]:
+    """Every weight format the engine accepts (``llmplan.core.quant.known_formats``)."""
+    from llmplan.core.quant import known_formats
+
+    return known_formats()
+
+
 # ---- plan -> scenario -> estimate ---------------------------------------------------
 
 def run_estimate(scenario: Scenario) -> Estimate:
@@ -118,13 +151,15 @@ def evaluate(doc: PlanDocument) -> Outcome:
 
 def default_plan(gpu_id: str | None = None) -> PlanDocument:
     """A LoRA fine-tune of Llama-3-8B on one GPU (this machine's when detected, else an
-    H100): the question most people bring, and one the default answer is useful for."""
+    H100): the question most people bring, and one the default answer is useful for.
+    100 M tokens (a few epochs over an instruction set of tens of thousands of examples)
+    instead of the engine's pre-training default of 1 T, which would read "629 days"."""
     return PlanDocument(
         name="Untitled plan",
         model=ModelRef(id=DEFAULT_MODEL_ID),
         hardware=HardwareRef(gpu=gpu_id or DEFAULT_GPU_ID, gpus_per_node=1, nodes=1),
         workload="finetune",
-        training=TrainingSettings(method="lora", seq_len=4096, micro_batch=1),
+        training=TrainingSettings(method="lora", seq_len=4096, micro_batch=1, tokens=FINETUNE_TOKENS),
     )
 
 

@@ -11,9 +11,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QWidget,
+)
 
 from llmplan.gui.state import PlanState
+
+
+class ElidedCombo(QComboBox):
+    """A combo box that shortens its shown entry with "…" when the box is narrower than the
+    entry (long preset names: "InfiniBand NDR 400 Gb/s per GPU"); the list shows them whole."""
+
+    def paintEvent(self, event) -> None:
+        if self.isEditable():
+            super().paintEvent(event)
+            return
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
+                                            QStyle.SubControl.SC_ComboBoxEditField, self)
+        opt.currentText = painter.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideRight,
+                                                           field.width())
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
+
+
+class TidySpin(QDoubleSpinBox):
+    """A float spin box without trailing zeros: "1000 B tokens", "0.7", not "1000.000"."""
+
+    def textFromValue(self, value: float) -> str:
+        text = f"{value:.{self.decimals()}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
@@ -78,7 +115,7 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
                 step: float = 0.05, suffix: str = "", none_text: str = "", scale: float = 1.0) -> QDoubleSpinBox:
     """A float field; with ``none_text`` the minimum stands for None ("catalog default").
     ``scale`` shows value·scale (e.g. tokens in billions)."""
-    w = QDoubleSpinBox()
+    w = TidySpin()
     w.setDecimals(decimals)
     w.setRange(lo, hi)
     w.setSingleStep(step)
@@ -113,16 +150,23 @@ def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
 
 
 def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequence[tuple[Any, str]],
-                editable: bool = False, chars: int = 10) -> QComboBox:
-    """``options`` are (value, text) pairs; an editable combo also accepts typed values."""
-    w = compact(QComboBox(), chars)
+                editable: bool = False, chars: int = 10, aliases: dict[Any, Any] | None = None,
+                item_tips: dict[Any, str] | None = None) -> QComboBox:
+    """``options`` are (value, text) pairs; an editable combo also accepts typed values.
+    ``aliases`` maps other spellings a plan may hold (``llama.cpp``) to an option's value, so
+    the entry shows selected instead of a duplicate; ``item_tips`` gives entries a tooltip."""
+    w = compact(ElidedCombo(), chars)
     w.setEditable(editable)
     for value, text in options:
         w.addItem(text, value)
+        if item_tips and value in item_tips:
+            w.setItemData(w.count() - 1, item_tips[value], Qt.ItemDataRole.ToolTipRole)
     _decorate(w, path, label, tip)
 
     def show(v: Any) -> None:
         i = w.findData(v)
+        if i < 0 and aliases and v in aliases:
+            i = w.findData(aliases[v])
         if i < 0:
             w.addItem(str(v), v)
             i = w.count() - 1

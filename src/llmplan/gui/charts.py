@@ -52,6 +52,8 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
     w.setLabel("left", y)
     w.showGrid(x=True, y=True, alpha=0.25)
     w.setLogMode(x=log_x, y=log_y)
+    for side in ("left", "bottom"):  # units are in the labels; never "(x1e+15)" or "(x0.001)"
+        w.getAxis(side).enableAutoSIPrefix(False)
     w.setAccessibleName(title)
     w.setMinimumHeight(140)
     return w
@@ -74,6 +76,30 @@ def _log_ticks(plot: pg.PlotWidget, xs: tuple[float, ...]) -> None:
     plot.getAxis("bottom").setTicks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
 
 
+def _empty_note(plot: pg.PlotWidget, text: str) -> None:
+    """A sentence in the middle of an empty chart, so empty never looks like broken."""
+    vb = plot.getViewBox()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    note = pg.TextItem(text, color="#888888", anchor=(0.5, 0.5))
+    note.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+    plot.addItem(note)
+
+
+def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
+    """Label a log-y axis at 1-2-5 steps written out ("20,000"), not pyqtgraph's "2·10⁴"
+    minor labels that crowd each other."""
+    lo, hi = min(ys), max(ys)
+    if lo <= 0:
+        return
+    ticks = []
+    for exp in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**exp
+            if lo / 1.5 <= v <= hi * 1.5:
+                ticks.append((math.log10(v), f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    plot.getAxis("left").setTicks([ticks, []])
+
+
 class ChartsPanel(QTabWidget):
     redrawn = Signal(float)  # seconds from request to redraw
 
@@ -84,7 +110,7 @@ class ChartsPanel(QTabWidget):
         self.seq_plot = _plot("Memory vs sequence length", "tokens", "GiB per GPU", log_x=True)
         self.batch_plot = _plot("Memory vs batch", "sequences", "GiB per GPU", log_x=True)
         self.gpus_plot = _plot("Throughput vs GPU count", "GPUs", "tokens/s", log_x=True, log_y=True)
-        self.roof_plot = _plot("Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "FLOP/s",
+        self.roof_plot = _plot("Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "TFLOP/s per GPU",
                                log_x=True, log_y=True)
         self.pareto_plot = _plot("Auto-planner: Pareto front", "GPUs", "tokens/s")
         self._pareto_hint = pg.TextItem("Run Auto… in the layout editor to see the Pareto front", anchor=(0.5, 0.5))
@@ -128,6 +154,7 @@ class ChartsPanel(QTabWidget):
             self.last = None
             for plot in (self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot):
                 plot.clear()  # no stale curves beside a plan that has no estimate
+                _empty_note(plot, "No estimate: the verdict above says what to fix")
             return
         self._pending = outcome
         self._requested_at = time.perf_counter()
@@ -188,6 +215,7 @@ class ChartsPanel(QTabWidget):
         plot.setLabel("left", f"{self.unit.name} per GPU")
         if series is None or not series.xs:
             return
+        plot.setTitle(series.name)
         d = self.unit.divisor
         plot.plot(list(series.xs), [y / d for y in series.ys], pen=pg.mkPen(STAGE_COLOURS[0], width=2),
                   symbol="o", symbolSize=6, name="memory per GPU")
@@ -208,6 +236,7 @@ class ChartsPanel(QTabWidget):
         plot.plot(list(series.xs), list(series.ys), pen=pg.mkPen(STAGE_COLOURS[2], width=2), symbol="o",
                   symbolSize=6)
         _log_ticks(plot, series.xs)
+        _log_ticks_y(plot, series.ys)
         if series.current_x:
             plot.addItem(pg.InfiniteLine(math.log10(series.current_x), angle=90,
                                          pen=pg.mkPen("#888888", style=pg.QtCore.Qt.PenStyle.DotLine)))
@@ -219,9 +248,11 @@ class ChartsPanel(QTabWidget):
             return
         ridge = roof.peak_flops / roof.bandwidth
         xs = [ridge / 1000, ridge, ridge * 1000]
-        plot.plot(xs, [min(x * roof.bandwidth, roof.peak_flops) for x in xs], pen=pg.mkPen("#888888", width=2))
+        tera = 1e12  # FLOP/s shown in TFLOP/s, the unit GPU datasheets use
+        plot.plot(xs, [min(x * roof.bandwidth, roof.peak_flops) / tera for x in xs], pen=pg.mkPen("#888888", width=2))
         colours = (STAGE_COLOURS[1], STAGE_COLOURS[3], STAGE_COLOURS[2])
         for (label, x, y), colour in zip(roof.points, colours, strict=False):
+            y /= tera
             if x > 0 and y > 0:
                 plot.plot([x], [y], pen=None, symbol="o", symbolSize=10, symbolBrush=colour)
                 text = pg.TextItem(label, color=colour, anchor=(0, 1))

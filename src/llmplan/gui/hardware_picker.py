@@ -10,7 +10,6 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
-    QComboBox,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -25,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.gui import backend
-from llmplan.gui.bind import bound_float, bound_spin, compact
+from llmplan.gui.bind import ElidedCombo, bound_float, bound_spin, compact
 from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
 from llmplan.gui.state import PlanState
 
@@ -76,10 +75,10 @@ class HardwarePicker(QWidget):
         self.custom_button = QPushButton("Custom &GPU…")
         self.custom_button.setToolTip("Describe a GPU that is not in the catalog")
         self.custom_button.clicked.connect(self.custom_requested)
-        self.network = compact(QComboBox())
+        self.network = compact(ElidedCombo())
         self.network.setAccessibleName("Network between nodes")
         self.network.setToolTip("The scale-out network between nodes (plan field hardware.network)")
-        self.node = compact(QComboBox())
+        self.node = compact(ElidedCombo())
         self.node.setAccessibleName("Node preset")
         self.node.setToolTip("A node preset sets GPUs per node and the network (plan field hardware.node)")
         form = QFormLayout()

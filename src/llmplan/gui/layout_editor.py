@@ -69,8 +69,8 @@ class LayoutEditor(QWidget):
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
         vs_label.setBuddy(vs)
-        row2.addWidget(vs_label)
-        row2.addWidget(vs)
+        row2.addWidget(self._training_only(vs_label))
+        row2.addWidget(self._training_only(vs))
         row2.addStretch(1)
         opts.addRow(row2)
         self.status = QLabel()
@@ -107,8 +107,8 @@ class LayoutEditor(QWidget):
         return w
 
     def _doc_changed(self, doc) -> None:
-        for w in self.training_only:  # serving has no optimizer states to shard or offload
-            w.setEnabled(doc.workload != "inference")
+        for w in self.training_only:  # serving has no optimizer states to shard or offload, no 1F1B schedule
+            w.setVisible(doc.workload != "inference")
         hw = doc.hardware
         self.grid.set_cluster(doc.parallelism, hw.gpus_per_node, hw.nodes, self.grid.memory_text)
         self._show_gpu_count(doc)
@@ -122,7 +122,8 @@ class LayoutEditor(QWidget):
             self._set_status(f"The layout uses {used} of the cluster's {total} GPUs "
                              "(the rest are drawn grey).", WARN_COLOUR)
         else:
-            self._set_status(f"Layout uses all {total} GPU(s).", "")
+            self._set_status("The layout uses the one GPU." if total == 1 else f"The layout uses all {total} GPUs.",
+                             "")
 
     def _set_status(self, text: str, colour: str) -> None:
         self.status.setText(text)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter
 
-from llmplan.gui import backend, dialogs, files, report
+from llmplan.gui import backend, dialogs, files
 from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
 from llmplan.gui.importing import is_plan_file
@@ -23,6 +23,7 @@ from llmplan.gui.preferences import Preferences, PreferencesDialog
 from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import apply_theme
+from llmplan.gui.this_machine import ThisMachine
 from llmplan.gui.units import MemoryUnit
 from llmplan.gui.window_files import FileActions
 from llmplan.gui.workload_tabs import WorkloadTabs
@@ -43,6 +44,8 @@ class MainWindow(FileActions, QMainWindow):
         self.workload = WorkloadTabs(self.state)
         self.layout_editor = LayoutEditor(self.state)
         self.results = ResultsPanel()
+        self.this_machine = ThisMachine(self.state)
+        self.results.layout().insertWidget(1, self.this_machine)  # right under the verdict banner
         self.charts = ChartsPanel() if charts else None
         self._build_splitters()
         self._build_menus()
@@ -55,6 +58,9 @@ class MainWindow(FileActions, QMainWindow):
         self.hardware.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.hardware.custom_requested.connect(self.custom_gpu)
         self.hardware.detector.finished.connect(self._use_detected_gpu)
+        self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
+        self.state.doc_changed.connect(self.this_machine.request)
+        self.this_machine.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.layout_editor.auto_button.clicked.connect(self.auto_search)
         self._autosave = QTimer(self)
         self._autosave.setInterval(files.AUTOSAVE_S * 1000)
@@ -134,32 +140,6 @@ class MainWindow(FileActions, QMainWindow):
         self.models.show_architecture(outcome)
         if self.charts is not None:
             self.charts.request(outcome)
-        line = self.this_machine_line(outcome)
-        if outcome.estimate is not None and line:
-            self.results.detail.setText(f"{outcome.estimate.bottleneck.statement}\n{line}")
-
-    def this_machine_line(self, outcome: backend.Outcome) -> str:
-        """'On this machine (…): Fits: 20.1 of 23.6 GiB per GPU': the same plan re-estimated
-        on the detected GPUs (one node of them), when they differ from the plan's."""
-        gpu_id, spec = self.hardware.detected_gpu()
-        if not (gpu_id or spec) or outcome.estimate is None:
-            return ""
-        hw = outcome.doc.hardware
-        if gpu_id == hw.gpu and hw.nodes == 1 and hw.gpus_per_node == len(self.hardware.detected):
-            return "This is this machine's hardware."
-        from llmplan.gui.commands import set_path
-
-        try:
-            doc = set_path(outcome.doc, "hardware", {"gpu": gpu_id or spec.id, "gpu_spec": spec,
-                                                     "gpus_per_node": len(self.hardware.detected), "nodes": 1,
-                                                     "network": "none"})
-        except Exception:
-            return ""
-        other = backend.evaluate(doc)
-        label = self.hardware.detected[0][0]
-        if other.estimate is None:
-            return f"On this machine ({label}): {other.message}"
-        return f"On this machine ({label}): {report.verdict(other.estimate, self.unit)}"
 
     def _update_title(self, *_a) -> None:
         name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")

@@ -86,7 +86,7 @@ class MemoryBar(QWidget):
         fm = p.fontMetrics()
         x, y = 2, top
         for key, value in self._visible_parts():
-            text = f"{PART_LABELS.get(key, key)} {self.unit.value(value):.1f}"
+            text = f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}"
             item_w = 14 + fm.horizontalAdvance(text) + 12
             if x + item_w > self.width() and x > 2:
                 x, y = 2, y + LEGEND_ROW_H

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from llmplan.core.params import count_params
 from llmplan.gui import backend
-from llmplan.gui.bind import compact
+from llmplan.gui.bind import ElidedCombo, compact
 from llmplan.gui.state import PlanState
 from llmplan.gui.units import params_text
 
@@ -44,13 +43,13 @@ class ModelPicker(QWidget):
         self.search.setPlaceholderText("Search models (name, family)…")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search models")
-        self.family = compact(QComboBox(), 5)
+        self.family = compact(ElidedCombo(), 5)
         self.family.setAccessibleName("Model family filter")
-        self.size = compact(QComboBox(), 5)
+        self.size = compact(ElidedCombo(), 5)
         self.size.setAccessibleName("Model size filter")
         for text, _lo, _hi in SIZES:
             self.size.addItem(text)
-        self.licence = compact(QComboBox(), 5)
+        self.licence = compact(ElidedCombo(), 5)
         self.licence.setAccessibleName("Licence filter")
         self.list = QTreeWidget()
         self.list.setAccessibleName("Models")
@@ -62,11 +61,11 @@ class ModelPicker(QWidget):
         for c in (1, 2, 3):
             hdr.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(False)
-        self.import_button = QPushButton("&Import…")
+        self.import_button = QPushButton("I&mport…")
         self.import_button.setToolTip("Import a config.json, a model folder, a .gguf or a safetensors index "
                                       "(or drop one on the window)")
         self.import_button.clicked.connect(self.import_requested)
-        self.edit_button = QPushButton("&Edit architecture…")
+        self.edit_button = QPushButton("Edit a&rchitecture…")
         self.edit_button.setToolTip("Change the chosen model's dimensions to plan a custom model")
         self.edit_button.clicked.connect(self.edit_architecture)
         self.arch = QLabel()

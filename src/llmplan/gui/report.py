@@ -21,12 +21,19 @@ class Row:
     label: str
     figure: Figure | None
     text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
+    style: str = ""  # "count" or "load" for dimensionless figures (see units.fmt_figure)
 
     def shown(self, unit: MemoryUnit) -> str:
-        return fmt_figure(self.figure, unit) if self.figure is not None else self.text
+        return fmt_figure(self.figure, unit, self.style) if self.figure is not None else self.text
 
     def tooltip(self) -> str:
         return self.figure.describe() if self.figure is not None else self.text
+
+
+def system_rows(est: Estimate) -> list[Row]:
+    from llmplan.gui.system_rows import system_rows as rows_of
+
+    return rows_of(est)
 
 
 def verdict(est: Estimate, unit: MemoryUnit) -> str:
@@ -77,8 +84,8 @@ def rows(est: Estimate) -> list[Row]:
             out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
         if i.cost_per_million_input is not None:
             out.append(Row("Inference", "Cost per 1M input tokens", i.cost_per_million_input))
-    if est.communication is not None:
-        cm = est.communication
+    cm = est.communication
+    if cm is not None and (cm.collectives or cm.intra_node_bytes.value or cm.inter_node_bytes.value):
         out.append(Row("Communication", "Intra-node bytes per step", cm.intra_node_bytes))
         out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
         out.append(Row("Communication", "Exposed communication time", cm.exposed_time_s))
@@ -86,8 +93,10 @@ def rows(est: Estimate) -> list[Row]:
         out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
             out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
+    if est.system is not None:
+        out.extend(system_rows(est))
     out.append(Row("Bottleneck", est.bottleneck.kind, None, est.bottleneck.statement))
-    for w in est.warnings:
+    for w in est.warnings + (est.system.warnings if est.system is not None else ()):
         out.append(Row("Warnings", "Warning", None, w))
     return out
 

@@ -7,6 +7,7 @@ left out. A ``Sweeps`` object is computed off the UI thread by ``charts.SweepJob
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -92,7 +93,8 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
                 xs.append(seq)
                 ys.append(est.memory.total.value)
         x_label = "sequence length (tokens)"
-    return Series("Memory vs sequence length", x_label, "memory per GPU", tuple(xs), tuple(ys), current,
+    title = "Memory vs context length" if s.workload == "inference" else "Memory vs sequence length"
+    return Series(title, x_label, "memory per GPU", tuple(xs), tuple(ys), current,
                   s.cluster.gpu.usable_memory_bytes)
 
 
@@ -174,5 +176,9 @@ def roofline(s: Scenario, est: Estimate) -> Roofline:
 
 
 def compute_all(s: Scenario, est: Estimate, cancelled=lambda: False) -> Sweeps:
-    return Sweeps(memory_vs_seq(s, cancelled), memory_vs_batch(s, cancelled), throughput_vs_gpus(s, cancelled),
-                  roofline(s, est))
+    # The line memory must stay under is the estimate's own capacity (a serving engine
+    # may take only part of the GPU: vLLM 90 %), the same number the verdict compares with.
+    cap = est.memory.capacity.value
+    return Sweeps(dataclasses.replace(memory_vs_seq(s, cancelled), capacity=cap),
+                  dataclasses.replace(memory_vs_batch(s, cancelled), capacity=cap),
+                  throughput_vs_gpus(s, cancelled), roofline(s, est))

@@ -27,6 +27,17 @@ class MemoryUnit:
     def fmt(self, n_bytes: float, digits: int = 1) -> str:
         return f"{self.value(n_bytes):,.{digits}f} {self.name}"
 
+    def fmt_any(self, n_bytes: float) -> str:
+        """Sizes of every scale in this unit family: '37.46 GiB', '160 MiB', '128 KiB', '0 B'
+        (a KV cache per token in GiB would read '0.00')."""
+        if abs(n_bytes) >= 0.1 * self.divisor or n_bytes == 0:
+            return self.fmt(n_bytes, 2) if n_bytes else "0 B"
+        step = 1024 if self.name == "GiB" else 1000
+        for power, name in ((2, "MiB" if step == 1024 else "MB"), (1, "KiB" if step == 1024 else "kB")):
+            if abs(n_bytes) >= 0.1 * step**power:
+                return f"{n_bytes / step**power:,.3g} {name}"
+        return f"{n_bytes:,.0f} B"
+
 
 def si(value: float, unit: str, digits: int = 3) -> str:
     """1.23e15 FLOP/s -> '1.23 PFLOP/s'."""
@@ -49,18 +60,52 @@ def duration(seconds: float) -> str:
         return f"{seconds / 60:.3g} min"
     if s < 3 * 86400:
         return f"{seconds / 3600:.3g} h"
-    return f"{seconds / 86400:,.1f} days"
+    if s < 2 * 365.25 * 86400:
+        return f"{seconds / 86400:,.1f} days"
+    return f"{seconds / (365.25 * 86400):,.1f} years"
 
 
-def fmt_figure(fig: Figure, mem: MemoryUnit) -> str:
-    """A Figure in the unit a person expects for its kind."""
+def energy(kwh: float) -> str:
+    """kWh in the unit a person reads at a glance: '1.66 kWh', '25.0 MWh', '47.7 GWh'."""
+    for factor, unit in ((1e6, "GWh"), (1e3, "MWh")):
+        if abs(kwh) >= factor:
+            return f"{kwh / factor:,.3g} {unit}" if abs(kwh) < 1000 * factor else f"{kwh / factor:,.0f} {unit}"
+    return f"{kwh:.3g} kWh"
+
+
+def mass_co2(kg: float) -> str:
+    """'0.647 kg CO2', '9.77 t CO2', '18,614 t CO2'."""
+    if abs(kg) >= 1000:
+        t = kg / 1000
+        return f"{t:,.3g} t CO₂" if t < 1000 else f"{t:,.0f} t CO₂"
+    return f"{kg:.3g} kg CO₂"
+
+
+def fmt_figure(fig: Figure, mem: MemoryUnit, style: str = "") -> str:
+    """A Figure in the unit a person expects for its kind. ``style`` overrides the unit's
+    default for dimensionless figures: "count" (3.3 interruptions), "load" (a share of a
+    capacity, may exceed 100 %)."""
     v, u = fig.value, fig.unit
+    if style == "count":
+        return f"{v:.2g}" if v < 1 else (f"{v:,.1f}" if v < 1000 else f"{v:,.0f}")
+    if style == "load":
+        return f"{v * 100:,.1f} %" if v < 10 else f"{v * 100:,.0f} %"
     if u == "B":
-        return mem.fmt(v, 2)
+        return mem.fmt_any(v)
+    if u == "d":
+        return duration(v * 86400)
     if u == "s":
         return duration(v)
     if u == "B/s":
-        return f"{v / 1e9:,.1f} GB/s"
+        return f"{v / 1e9:,.1f} GB/s" if v >= 1e9 else si(v, "B/s")
+    if u == "W":
+        return si(v, "W")
+    if u == "J":
+        return energy(v / 3.6e6)
+    if u == "kWh":
+        return energy(v)
+    if u == "kg":
+        return mass_co2(v)
     if u == "1":
         return f"{v * 100:.1f} %" if 0 <= v <= 1.5 else f"{v:.3g}"
     if u == "USD":
@@ -71,7 +116,8 @@ def fmt_figure(fig: Figure, mem: MemoryUnit) -> str:
         return si(v, "", 4).strip()
     if u == "tokens/s":
         return f"{v:,.0f} tokens/s" if v >= 100 else f"{v:.3g} tokens/s"
-    return f"{v:,.4g} {u}".strip()
+    return (f"{v:,.4g} {u}" if abs(v) < 10_000 else f"{v:,.0f} {u}").strip()  # never '2.5e+04'
+
 
 
 def params_text(n: int) -> str:

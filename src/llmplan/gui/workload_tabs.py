@@ -20,22 +20,23 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
+from llmplan.gui import backend
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.state import PlanState
+from llmplan.gui.system_options import system_group
 
 WORKLOADS = ("inference", "finetune", "pretrain")
-WEIGHT_FORMATS = ["bf16", "fp16", "fp32", "fp8", "int8", "gptq-4bit", "awq-4bit", "nf4",
-                  "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k"]
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
-ENGINES = ["vllm", "sglang", "tensorrt-llm", "llama.cpp", "transformers"]
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 # Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
                   "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
-                  "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant")
+                  "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant", "shard_group",
+                  "dropout", "overlap_grad_reduce")
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
-                   "gpu_memory_utilization", "gpu_layers")
+                   "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
+                   "draft_tokens", "draft_acceptance", "draft_cost_ratio")
 
 
 def _opts(values) -> list[tuple[str, str]]:
@@ -56,7 +57,7 @@ def inference_form(state: PlanState) -> QWidget:
     f = QFormLayout(w)
     f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
              "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
-             "type another GGUF type in lower case", _opts(WEIGHT_FORMATS), editable=True))
+             "type another GGUF type in lower case", _opts(backend.weight_formats()), editable=True))
     f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
              "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
     f.addRow("Concurrent sequences", bound_spin(state, "inference.batch", "Concurrent sequences",
@@ -65,8 +66,12 @@ def inference_form(state: PlanState) -> QWidget:
              "Input tokens per request: sets the prefill work and the time to first token", 1, 10_000_000, 256))
     f.addRow("Output length (tokens)", bound_spin(state, "inference.output_tokens", "Output length",
              "Generated tokens per request: prompt + output is the context the KV cache holds", 1, 10_000_000, 64))
-    f.addRow("Engine", bound_combo(state, "inference.engine", "Engine",
-             "Serving engine profile: its memory reservation and overheads", _opts(ENGINES), editable=True))
+    engines = backend.engine_choices()
+    f.addRow("Engine", bound_combo(state, "inference.engine", "Serving engine",
+             "Serving engine profile from the engine catalog (catalogs/engines.toml and your own engines.toml): "
+             "its GPU memory reservation, CUDA context and framework bytes, KV block size and decode speed",
+             [(key, name) for key, name, _src in engines], aliases=backend.engine_aliases(),
+             item_tips={key: f"{name} ({key}); source: {src}" for key, name, src in engines}, chars=14))
     f.addRow("GPU memory utilisation", bound_float(state, "inference.gpu_memory_utilization",
              "GPU memory utilisation", "vLLM's --gpu-memory-utilization: the share of GPU memory the "
              "engine may take; at the minimum it uses the engine's default", 0.0, 1.0, 2, 0.05,
@@ -74,10 +79,28 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("GPU layers (-ngl)", bound_spin(state, "inference.gpu_layers", "GPU layers",
              "llama.cpp's -ngl: layers kept on the GPU, the rest run on the CPU", -1, 10_000,
              special_zero="as many as fit", none_below=True))
+    f.addRow("Host RAM bandwidth (GB/s)", bound_float(state, "inference.host_memory_bandwidth",
+             "Host RAM bandwidth", "Bytes per second the CPU reads layers left in host RAM (partial offload, "
+             "llama.cpp); at the minimum: the engine's default", 0.0, 10_000.0, 1, 10.0, "GB/s", none_text="engine default",
+             scale=1e-9))
+    f.addRow("Shared prompt prefix (tokens)", bound_spin(state, "inference.shared_prefix_tokens", "Shared prompt prefix",
+             "Leading prompt tokens every sequence shares (a system prompt): their KV cache is held once", 0,
+             100_000_000, 256))
+    spec = QGroupBox("Speculative decoding")
+    g = QFormLayout(spec)
+    g.addRow("Draft tokens per step", bound_spin(state, "inference.draft_tokens", "Draft tokens per step",
+             "Tokens a small draft model proposes per target step (0: no speculative decoding)", 0, 64,
+             special_zero="off"))
+    g.addRow("Acceptance rate", bound_float(state, "inference.draft_acceptance", "Draft acceptance rate",
+             "Probability the target model accepts each draft token (0–1)", 0.0, 0.99, 2, 0.05))
+    g.addRow("Draft step cost (× target step)", bound_float(state, "inference.draft_cost_ratio", "Draft step cost",
+             "Time of one draft-model step as a fraction of one target-model step (0–1)", 0.0, 1.0, 3, 0.01))
     add_extra_knobs(f, state, "inference", InferenceSettings, INFERENCE_KNOWN)
     outer = QWidget()
     lay = QVBoxLayout(outer)
     lay.addWidget(w)
+    lay.addWidget(spec)
+    lay.addWidget(system_group(state, training=False))
     lay.addWidget(efficiency_group(state))
     lay.addStretch(1)
     return _scrolled(outer)
@@ -93,14 +116,27 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
                  "full: train every weight; LoRA: train small low-rank adapters on frozen weights; "
                  "QLoRA: LoRA on 4-bit NF4 weights", [("full", "Full fine-tune"), ("lora", "LoRA"),
                                                       ("qlora", "QLoRA")]))
-        f.addRow("LoRA rank", bound_spin(state, "training.lora_rank", "LoRA rank",
-                 "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536))
+        rank = bound_spin(state, "training.lora_rank", "LoRA rank",
+                          "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536)
+        f.addRow("LoRA rank", rank)
         targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
-        for i, t in enumerate(LORA_TARGETS):
-            targets.addWidget(_target_box(state, t), i // 4, i % 4)
+        boxes = [_target_box(state, t) for t in LORA_TARGETS]
+        for i, b in enumerate(boxes):
+            targets.addWidget(b, i // 4, i % 4)
         f.addRow("LoRA targets", targets)
-        f.addRow("", bound_check(state, "training.qlora_double_quant", "QLoRA double quantisation",
-                 "Quantise the 4-bit quantisation constants too (QLoRA §3): saves ~0.37 bits per parameter"))
+        double_quant = bound_check(state, "training.qlora_double_quant", "QLoRA double quantisation",
+                                   "Quantise the 4-bit quantisation constants too (QLoRA §3): saves ~0.37 bits "
+                                   "per parameter")
+        f.addRow("", double_quant)
+
+        def follow_method(doc) -> None:  # adapter knobs only mean something for the methods that use them
+            adapters = doc.training.method in ("lora", "qlora")
+            for w_ in (rank, *boxes):
+                w_.setEnabled(adapters)
+            double_quant.setEnabled(doc.training.method == "qlora")
+
+        state.doc_changed.connect(follow_method)
+        follow_method(state.doc)
         outer.addWidget(box)
     box = QGroupBox("Training")
     f = QFormLayout(box)
@@ -125,8 +161,17 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "Keep gradients in fp32 for accumulation (Megatron's default): 4 bytes per parameter"))
     f.addRow("", bound_check(state, "training.distributed_optimizer", "Distributed optimizer",
              "Megatron's distributed optimizer: optimizer states sharded over data parallel (≈ ZeRO-1)"))
+    f.addRow("", bound_check(state, "training.overlap_grad_reduce", "Overlap gradient reduction",
+             "Overlap the data-parallel gradient reduction with the last micro-batch's backward pass"))
+    f.addRow("ZeRO/FSDP shard group (GPUs)", bound_spin(state, "training.shard_group", "ZeRO shard group",
+             "GPUs that ZeRO/FSDP shards states over; 8: FSDP HYBRID_SHARD within a node (0: all of DP × CP)",
+             0, 1_000_000, special_zero="all of DP × CP"))
+    f.addRow("Dropout (probability)", bound_float(state, "training.dropout", "Dropout",
+             "Attention and hidden dropout probability; above 0 it stores 1-byte masks (modern LLMs use 0)",
+             0.0, 0.99, 2, 0.05))
     add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
     outer.addWidget(box)
+    outer.addWidget(system_group(state, training=True))
     outer.addWidget(efficiency_group(state))
     outer.addStretch(1)
     return _scrolled(w)
@@ -177,7 +222,7 @@ class WorkloadTabs(QTabWidget):
         self.state = state
         self.setAccessibleName("Workload")
         self.addTab(inference_form(state), "&Inference")
-        self.addTab(training_form(state, finetune=True), "&Fine-tune")
+        self.addTab(training_form(state, finetune=True), "Fine-&tune")
         self.addTab(training_form(state, finetune=False), "&Pre-train")
         for i, tip in enumerate(("Serve the model: memory, latency and throughput",
                                  "Adapt a trained model: full, LoRA or QLoRA",
@@ -197,9 +242,15 @@ class WorkloadTabs(QTabWidget):
         if workload == self.state.doc.workload:
             return
         changes: dict[str, object] = {"workload": workload}
+        tokens = self.state.doc.training.tokens
+        pretrain_tokens = TrainingSettings.model_fields["tokens"].default
         if workload == "pretrain":
             changes["training.method"] = "full"  # pre-training trains every weight
+            if tokens == backend.FINETUNE_TOKENS:  # untouched fine-tune length: a pre-training run is far longer
+                changes["training.tokens"] = pretrain_tokens
         elif workload == "finetune" and self.state.doc.workload == "pretrain":
             changes["training.method"] = "lora"
+            if tokens == pretrain_tokens:
+                changes["training.tokens"] = backend.FINETUNE_TOKENS
         if not self.state.edit_many(changes, f"Workload: {self.tabText(index).replace('&', '')}"):
             self._follow(self.state.doc)
