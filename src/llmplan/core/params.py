@@ -15,7 +15,8 @@ Conventions (documented in the README):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -40,13 +41,10 @@ class TensorGroup:
     place: Place
     layer_kind: str = ""  # "dense"/"moe" for MLP tensors, "" otherwise
     copies_per_layer: int = 1  # how many of these one block holds (its routed experts, its norms)
+    numel: int = field(init=False)  # elements of one tensor; stored, since every estimate reads it often
 
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numel", math.prod(self.shape))
 
     @property
     def params(self) -> int:

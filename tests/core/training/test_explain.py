@@ -2,6 +2,8 @@
 
 from dataclasses import fields, is_dataclass
 
+import pytest
+
 from llmplan.core.estimate import estimate
 from llmplan.core.explain import SOURCES, Figure
 from llmplan.io.hf_config import spec_from_config
@@ -32,3 +34,16 @@ def test_every_figure_is_explained():
     for path, f in figs:
         assert f.formula, path
         assert f.source in SOURCES or (f.source == "" and (f.formula.startswith("0 (") or " = " in f.formula)), path
+
+
+def test_figure_is_immutable_and_owns_a_copy_of_its_inputs():
+    """A Figure is shared by the GUI, the CLI and caches: nobody may change it after the fact."""
+    inputs = {"a": 1.0}
+    f = Figure.of(2, "B", "a × 2", inputs, "zero")
+    inputs["a"] = 99.0  # the caller's dict changing later does not reach the figure
+    assert f.inputs == {"a": 1.0} and f.value == 2.0 and isinstance(f.value, float)
+    with pytest.raises(AttributeError):
+        f.value = 3.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        f.inputs["a"] = 5.0  # type: ignore[index]
+    assert float(f) == 2.0 and "source: " in f.describe()

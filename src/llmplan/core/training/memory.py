@@ -53,7 +53,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     tr = sc.training
     stage = role(index, lay.pp)
     layers = lay.split.per_stage[index]
-    sp = stage_params(pb, m, lay, stage, layers)
+    sp = stage_params(m, lay, stage, layers)
     full = tr.method == "full"
     layer_share = layers / m.num_layers
     if full:

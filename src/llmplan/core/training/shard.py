@@ -12,9 +12,11 @@ worst-loaded rank fits.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from llmplan.core.model import ModelSpec
-from llmplan.core.params import ParamBreakdown
+from llmplan.core.params import count_params
 from llmplan.core.training.layout import Layout
 
 _MUON_EXCLUDED = ("embedding", "position", "lm_head", "norm")
@@ -34,49 +36,85 @@ class StageParams:
     has_head: bool
 
 
-def _on_rank(numel: int, name: str, split: str, lay: Layout, m: ModelSpec) -> float:
-    if split == "replicated":
-        return float(numel)
-    if lay.kv_replicated and (name.endswith("k_proj") or name.endswith("v_proj")):
-        return numel / m.num_kv_heads
-    return numel / lay.tp
+class _Group(NamedTuple):
+    """What ``stage_params`` needs of one tensor group, worked out once per model."""
+
+    place: str  # "first", "layer" or "last"
+    first_only_embedding: bool  # the input embedding (marks the first stage)
+    tied_embedding: bool  # a tied embed_tokens: the last stage keeps a copy as the head
+    head: bool  # an untied output head
+    numel: int
+    count: int
+    split: str  # how tensor parallelism splits it (TensorGroup.tp_split)
+    kv: bool  # a k/v projection (replicated per KV head when tp > KV heads)
+    shape2: tuple[int, int] | None  # (rows, cols) of a 2-D tensor, else None
+    muon: bool  # a block matrix Muon orthogonalises (not embedding, head, norm or position)
 
 
-def stage_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout, stage: str, layers: int) -> StageParams:
+@lru_cache(maxsize=256)
+def _groups(m: ModelSpec) -> tuple[_Group, ...]:
+    rows = []
+    for g in count_params(m).groups:
+        two_d = len(g.shape) == 2
+        rows.append(_Group(
+            place=g.place,
+            first_only_embedding=g.category == "embedding" and g.place == "first",
+            tied_embedding=g.name == "embed_tokens" and m.tie_embeddings,
+            head=g.category == "lm_head",
+            numel=g.numel,
+            count=g.count,
+            split=g.tp_split,
+            kv=g.name.endswith(("k_proj", "v_proj")),
+            shape2=(g.shape[0], g.shape[1]) if two_d else None,
+            muon=two_d and g.category not in _MUON_EXCLUDED and not g.name.endswith(("embed_tokens", "head")),
+        ))
+    return tuple(rows)
+
+
+def stage_params(m: ModelSpec, lay: Layout, stage: str, layers: int) -> StageParams:
     """Parameters on one GPU of a ``stage`` ("first", "middle", "last" or "only" when pp = 1)
-    holding ``layers`` of the model's blocks."""
+    holding ``layers`` of the model's blocks. The tensor groups are read from a per-model table
+    (``_groups``) so that this, run for every candidate stage of every estimate, stays cheap."""
+    tp, ep = lay.tp, lay.ep
+    kv_div = m.num_kv_heads if lay.kv_replicated else tp
     layer_share = layers / m.num_layers
     total = expert = matrices = factored = one_layer = 0.0
     has_emb = has_head = False
-    for g in pb.groups:
+    for g in _groups(m):
         if g.place == "layer":
             count = g.count * layer_share
         elif stage == "only" or g.place == stage:
             count = float(g.count)
-        elif stage == "last" and g.name == "embed_tokens" and m.tie_embeddings:
+        elif stage == "last" and g.tied_embedding:
             count = 1.0  # Megatron keeps a copy of a tied embedding on the last stage as the head
         else:
             continue
-        if g.category == "embedding" and g.place == "first":
+        if g.first_only_embedding:
             has_emb = True
-        if g.category == "lm_head" or (g.name == "embed_tokens" and m.tie_embeddings and stage != "first"):
+        if g.head or (g.tied_embedding and stage != "first"):
             has_head = True
-        per = _on_rank(g.numel, g.name, g.tp_split, lay, m)
-        if g.tp_split == "expert":
-            count /= lay.ep
+        split = g.split
+        if split == "replicated":
+            per = float(g.numel)
+        elif g.kv:
+            per = g.numel / kv_div
+        else:
+            per = g.numel / tp
+        if split == "expert":
+            count /= ep
         n = per * count
         total += n
-        if g.tp_split == "expert":
+        if split == "expert":
             expert += n
-        if len(g.shape) == 2:
-            rows, cols = g.shape
-            if g.tp_split == "replicated":
+        if g.shape2 is not None:
+            rows, cols = g.shape2
+            if split == "replicated":
                 factored += (rows + cols) * count
-            elif g.tp_split == "row":
-                factored += (rows + cols / lay.tp) * count
+            elif split == "row":
+                factored += (rows + cols / tp) * count
             else:  # column, vocab and expert tensors are split along their rows
-                factored += (rows / lay.tp + cols) * count
-            if g.category not in _MUON_EXCLUDED and not g.name.endswith(("embed_tokens", "head")):
+                factored += (rows / tp + cols) * count
+            if g.muon:
                 matrices += n
         else:
             factored += n

@@ -30,6 +30,7 @@ Pure integer arithmetic; ``LayoutError`` names the broken rule and the fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from llmplan.errors import LayoutError
 
@@ -113,9 +114,13 @@ def stage_totals(layers: int, pp: int, first: int | None = None, last: int | Non
     return tuple(totals[s] for s in range(pp))
 
 
+@lru_cache(maxsize=1024)
 def split_layers(layers: int, pp: int, vp: int = 1, first: int | None = None,
                  last: int | None = None) -> StageSplit:
-    """Layers per (stage, chunk) for ``layers`` over ``pp`` stages of ``vp`` chunks (module doc)."""
+    """Layers per (stage, chunk) for ``layers`` over ``pp`` stages of ``vp`` chunks (module doc).
+
+    Cached: a pure function of five integers with a frozen result, asked for on every estimate
+    (an invalid split raises, and exceptions are not cached)."""
     totals = stage_totals(layers, pp, first, last)
     made: dict[tuple[int, bool], tuple[int, ...]] = {}
     for s, n in enumerate(totals):
