@@ -114,10 +114,6 @@ def memory_bytes() -> tuple[int, int]:
 def knob_to_this_machine(steps: int = 8) -> list[float]:
     """ms from a knob change to the "This machine" verdict shown (background ``fit_this_machine``
     with its nearest-change search), on the recorded RTX 4090 of tests/data/hw/."""
-    try:
-        from llmplan.hw.fit import fit_this_machine  # noqa: F401
-    except ImportError:
-        return []
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -168,11 +164,8 @@ def main() -> None:
     rss, peak = memory_bytes()
     print(f"GUI process after start + estimate + charts: RSS {rss / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB")
     fit = knob_to_this_machine()
-    if fit:
-        print(f"knob change -> 'This machine' verdict and nearest changes shown (background): "
-              f"median {statistics.median(fit):.0f} ms, max {max(fit):.0f} ms over {len(fit)} changes")
-    else:
-        print("this machine: llmplan.hw.fit is not in this build")
+    print(f"knob change -> 'This machine' verdict and nearest changes shown (background): "
+          f"median {statistics.median(fit):.0f} ms, max {max(fit):.0f} ms over {len(fit)} changes")
 
 
 if __name__ == "__main__":

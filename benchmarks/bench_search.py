@@ -6,13 +6,12 @@
    1,024 A100 80GB (128 nodes of 8, HDR InfiniBand), global batch 1,536 sequences;
 2. Llama 3.1 405B (its config.json) on 16,384 H100 (2,048 nodes of 8, 400 Gb/s per GPU),
    seq 8,192, global batch 2,048 sequences (16M tokens, Llama 3 paper Table 4).
-First the quick model alone, then (when this build has the training engine) the whole search with the
-full engine re-estimating the short list, as the app and the CLI run it.
+First the quick model alone, then the whole search with the full engine re-estimating the short list,
+as the app and the CLI run it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from core.search.specs import A100_80GB, H100_80GB, LLAMA_405B, NDR_IB, cluster, gpt
+from llmplan.core.estimate import estimate
 from llmplan.core.search import search
 from llmplan.core.workload import Scenario, TrainingSettings
 
@@ -58,10 +58,6 @@ def measure(repeat: int = 5) -> list[dict]:
                          "evaluated": result.evaluated, "fitting": result.fitting, "wall_s": wall,
                          "layouts_per_s": result.evaluated / wall, "best": best.label(),
                          "best_tokens_per_s": best.tokens_per_s, "best_mfu": best.mfu})
-        if importlib.util.find_spec("llmplan.core.training") is None:
-            continue
-        from llmplan.core.estimate import estimate
-
         refined = search(sc, top=5, refine=estimate)
         wall = _time(lambda sc=sc: search(sc, top=5, refine=estimate), repeat)
         best = refined.best[0] if refined.best else None

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llmplan.hw.fit", reason="llmplan.hw.fit has not landed on this branch yet")  # removed on merge
-
 from llmplan.hw.host import parse_meminfo
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
 from llmplan.hw.types import DetectionReport, HostInfo

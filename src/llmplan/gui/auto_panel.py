@@ -42,12 +42,9 @@ class SearchJob(QRunnable):
         self.scenario, self.objective, self.signals, self.cancel = scenario, objective, signals, cancel
 
     def run(self) -> None:
-        try:
-            from llmplan.core.estimate import estimate
-            from llmplan.core.search import search
-        except ImportError as exc:
-            self.signals.done.emit(None, f"the auto-planner is not in this build ({exc.name})")
-            return
+        from llmplan.core.estimate import estimate
+        from llmplan.core.search import search
+
         try:
             result = search(self.scenario, top=10, objective=self.objective, refine=estimate,
                             progress=lambda f, m: self.signals.progress.emit(float(f), str(m)),

@@ -24,11 +24,8 @@ class _DetectJob(QRunnable):
         self.signals = signals
 
     def run(self) -> None:
-        try:
-            from llmplan.hw.detect import detect_all
-        except ImportError:
-            self.signals.done.emit(None, "hardware detection is not in this build")
-            return
+        from llmplan.hw.detect import detect_all
+
         try:
             report = detect_all()
         except Exception as exc:  # detection must never take the app down

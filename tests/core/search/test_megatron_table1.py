@@ -9,10 +9,11 @@ layout at least as fast as the paper's (by our own quick model) in its top 5.
 Tolerance: exact comparison of our own estimates (same model for both), 1e-9 relative.
 """
 
-import importlib.util
+
 
 import pytest
 
+from llmplan.core.estimate import estimate
 from llmplan.core.search import search
 from llmplan.core.search.planner import quick_layout
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
@@ -72,15 +73,9 @@ def test_quick_model_throughput_of_the_paper_layout_matches_the_measurement(row)
     assert per_gpu == pytest.approx(row[8] * 1e12, rel=0.15)
 
 
-ENGINE = importlib.util.find_spec("llmplan.core.training") is not None
-
-
-@pytest.mark.skipif(not ENGINE, reason="the training engine has not landed in this build yet")
 @pytest.mark.parametrize("row", TABLE_1, ids=lambda r: f"{r[0]}B")
 def test_with_the_full_engine(row):
     """Same two checks, judged by the full training engine (the search refines its short list with it)."""
-    from llmplan.core.estimate import estimate
-
     sc, layout, training = _scenario(row)
     paper = estimate(sc.model_copy(update={"parallelism": layout, "training": training}))
     assert paper.fits, paper.memory.total.value / 2**30

@@ -7,11 +7,9 @@ the quick model's favourite within 2% of the engine's best tokens/s. Tolerances 
 published reference: this is a consistency check between two llmplan models).
 """
 
-import importlib.util
-
 import numpy as np
-import pytest
 
+from llmplan.core.estimate import estimate
 from llmplan.core.search.planner import scenario_for
 from llmplan.core.search.quick import evaluate
 from llmplan.core.search.shape import model_shape
@@ -21,13 +19,8 @@ from llmplan.errors import LlmplanError
 
 from .specs import A100_80GB, cluster, gpt
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llmplan.core.training") is None,
-                                reason="the training engine has not landed in this build yet")
-
 
 def test_quick_model_tracks_the_engine():
-    from llmplan.core.estimate import estimate
-
     sc = Scenario(model=gpt("GPT-3 175B", 12288, 96, 96, vocab=50257), cluster=cluster(A100_80GB, 8, 128),
                   training=TrainingSettings(seq_len=2048, global_batch=1536))
     shape = model_shape(sc.model, sc.training)
