@@ -5,8 +5,9 @@ export PYTHONFAULTHANDLER := 1
 
 .PHONY: run test setup lint bench clean readme dist dist-check install-desktop
 
+# Development set-up (make test, lint, bench, ...): also the desktop-file validators the packaging tests run.
 setup:
-	XCB=$${XCB:-0} ./scripts/bootstrap.sh
+	XCB=$${XCB:-0} TEST_TOOLS=1 ./scripts/bootstrap.sh
 
 # With no display, the window is drawn offscreen so `make run` never aborts on a headless box.
 run:

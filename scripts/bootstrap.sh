@@ -16,6 +16,10 @@ fi
 if [ "${XVFB:-0}" = 1 ]; then
   APT_PKGS="$APT_PKGS xvfb xauth"
 fi
+# The validators the packaging tests run on the desktop entry and the AppStream metainfo (make test).
+if [ "${TEST_TOOLS:-0}" = 1 ]; then
+  APT_PKGS="$APT_PKGS desktop-file-utils appstream"
+fi
 
 missing=""
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -1,6 +1,15 @@
-"""Test-wide setup: Qt offscreen before any QApplication exists (TOOLCHAIN.md gotcha 1)."""
+"""Test-wide setup: Qt offscreen before any QApplication exists (TOOLCHAIN.md gotcha 1), and a
+private llmplan data folder, so no test reads (or writes) the developer's own user catalog,
+calibration or settings. Tests that need a particular folder still set LLMPLAN_DATA_DIR themselves."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYTEST_QT_API", "pyside6")
+if "LLMPLAN_DATA_DIR" not in os.environ:
+    _data_dir = tempfile.mkdtemp(prefix="llmplan-test-data-")
+    os.environ["LLMPLAN_DATA_DIR"] = _data_dir
+    atexit.register(shutil.rmtree, _data_dir, True)

@@ -115,3 +115,21 @@ def test_a_machine_without_gpu_says_so_and_offers_the_cpu(window):
     assert window.state.doc.inference.engine in ("llama.cpp", "llama-cpp")
     window.undo_action.trigger()
     assert window.state.doc == before
+
+
+def test_a_saved_calibration_of_this_gpu_is_used_and_said(window):
+    """`llmplan-cli calibrate` saved a calibration of this RTX 4090 (hand-written here in its format): the
+    window's verdict for this machine runs on the measured fractions, and its tooltip says so."""
+    from llmplan.hw.measured import Calibration, MatmulMeasurement, save_calibration
+
+    save_calibration(Calibration(device="cuda", device_name="NVIDIA GeForce RTX 4090", torch_version="2.13.0",
+                                 created_utc="2026-11-24T08:00:00Z",
+                                 matmul=(MatmulMeasurement("bf16", 4096, 120e12, 100, 1.0),),
+                                 memory_bandwidth_bytes_per_s=900e9, copy_bytes=1 << 30))
+    window.hardware.detector.finished.emit(rtx4090_report(), "")
+    tm = window.this_machine
+    tm.wait_idle()
+    assert tm.machine.calibration is not None and tm.machine.calibration.measured_on == "NVIDIA GeForce RTX 4090"
+    assert tm.fit.local_plan.efficiency.memory_bandwidth == pytest.approx(900e9 / tm.machine.gpu.memory_bandwidth,
+                                                                          abs=1e-4)
+    assert "calibrated on NVIDIA GeForce RTX 4090 (2026-11-24)" in tm.verdict.toolTip()

@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from llmplan.cli import measured
 from llmplan.cli.models import resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="estimate the plan on the GPUs detected here: the fit verdict, and the nearest changes "
                    "that make it fit (docs/fit.md)")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
+    measured.add_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -124,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
+    calibration_note = None
+    if args.calibration is not None:
+        doc, calibration_note = measured.calibrated_document(doc, args.calibration)
     scenario = resolve(doc)
     source = "plan"
     if not layout_given(args):
@@ -132,11 +137,29 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
+    if calibration_note is not None:
+        data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
+    _print(args, data, est)
+    return 0
+
+
+def _print(args: argparse.Namespace, data: dict, est, after: str = "") -> None:
+    """The estimate as JSON or text, with the measured-run comparison and any closing text."""
+    rows = measured.run_comparisons(est, args.compare_run) if args.compare_run else None
+    if rows is not None:
+        data["measured_run"] = rows
     if args.json:
         print(json_text(data))
-    else:
-        print(estimate_text(data, decimal=args.gb))
-    return 0
+        return
+    print(estimate_text(data, decimal=args.gb))
+    if "calibration" in data:
+        print(f"note: {data['calibration']['note']}")
+    if rows is not None:
+        print()
+        print(measured.comparison_text(rows))
+    if after:
+        print()
+        print(after)
 
 
 def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
@@ -144,9 +167,17 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     verdict (``this_machine`` in --json). Where the plan cannot run here at all (no GPU for a GPU-only
     engine or for training), the estimate is of the plan as written and the verdict says why."""
     from llmplan.cli.fit_report import fit_json, fit_text, load_detection
+    from llmplan.hw.calibrated import load_calibration_quietly
     from llmplan.hw.fit import fit_this_machine, local_hardware
+    from llmplan.hw.measured import load_calibration
 
-    machine = local_hardware(load_detection(args.detection_fixture))
+    if args.no_calibration:
+        calibration, note = None, None
+    elif args.calibration:  # a file named explicitly: a bad one is an error
+        calibration, note = load_calibration(Path(args.calibration)), None
+    else:
+        calibration, note = load_calibration_quietly()
+    machine = local_hardware(load_detection(args.detection_fixture), calibration)
     if machine is None:
         raise InputError("--this-machine: detection found neither a GPU nor host facts; "
                          "run `llmplan-cli detect` to see why")
@@ -163,12 +194,9 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
     data["this_machine"] = dict(fit_json(fit), estimated_here=here)
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        if not here:
-            print("(The plan cannot run on this machine; the estimate below is of the plan as written.)")
-        print(estimate_text(data, decimal=args.gb))
-        print()
-        print(fit_text(fit))
+    if note:
+        data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]
+    if not here and not args.json:
+        print("(The plan cannot run on this machine; the estimate below is of the plan as written.)")
+    _print(args, data, est, after=fit_text(fit) + (f"\n  Note: {note}" if note else ""))
     return 0

@@ -81,6 +81,9 @@ def fit_json(fit: LocalFit) -> dict[str, Any]:
             "gpu_memory_bytes": m.gpu.usable_memory_bytes if m.gpu else None,
             "speed_known": m.speed_known, "host_ram_bytes": m.host_ram_bytes,
             "host_ram_total_bytes": m.host_ram_total_bytes, "no_gpu_reason": m.no_gpu_reason,
+            "calibration": None if m.calibration is None else {
+                "measured_on": m.calibration.measured_on, "created_utc": m.calibration.created_utc,
+                "matmul": dict(m.calibration.matmul), "memory_bandwidth": m.calibration.memory_bandwidth},
         },
         "current": _summary_json(fit.current),
         "one_gpu": _summary_json(fit.one_gpu),

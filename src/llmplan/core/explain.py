@@ -49,10 +49,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
 
 
 _NO_INPUTS: Mapping[str, object] = MappingProxyType({})
-
-
-def _freeze(inputs: Mapping[str, object] | None) -> Mapping[str, object]:
-    return MappingProxyType(dict(inputs)) if inputs else _NO_INPUTS
+_new_tuple = tuple.__new__  # Figure.of builds the tuple directly, skipping NamedTuple's Python-level __new__
 
 
 class Figure(NamedTuple):
@@ -84,7 +81,8 @@ class Figure(NamedTuple):
         source: str = "",
         assumptions: tuple[str, ...] = (),
     ) -> Figure:
-        return cls(float(value), unit, formula, _freeze(inputs), source, assumptions)
+        frozen = MappingProxyType(dict(inputs)) if inputs else _NO_INPUTS
+        return _new_tuple(cls, (float(value), unit, formula, frozen, source, assumptions))
 
     def citation(self) -> str:
         """The full text of the source, or '' when the figure has none."""

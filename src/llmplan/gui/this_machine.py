@@ -108,9 +108,13 @@ class ThisMachine(QWidget):
         self.machine = None
         if report is not None:
             try:
+                from llmplan.hw.calibrated import load_calibration_quietly
                 from llmplan.hw.fit import local_hardware
 
-                self.machine = local_hardware(report)
+                calibration, note = load_calibration_quietly()  # a small JSON file; a damaged one is a note
+                self.machine = local_hardware(report, calibration)
+                if note:
+                    self.message.emit(f"This machine: {note}")
             except Exception as exc:
                 self.message.emit(f"This machine: {exc}")
         if self.machine is None:
@@ -159,7 +163,7 @@ class ThisMachine(QWidget):
         colour = _COLOURS.get(fit.status, "")
         self.verdict.setText(fit.verdict)
         self.verdict.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}" if colour else "")
-        tips = [*(lim.sentence for lim in fit.limits), *fit.notes, *fit.machine.notes]
+        tips = list(dict.fromkeys([*(lim.sentence for lim in fit.limits), *fit.notes, *fit.machine.notes]))
         self.verdict.setToolTip("\n".join(tips) if tips else fit.verdict)
         self.verdict.setAccessibleDescription(fit.verdict)
         shown = fit.changes[:MAX_CHANGES] if not fit.fits else ()

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from llmplan.core.hardware import GpuSpec, PeakFlops
+from llmplan.hw.calibrated import CalibratedFractions, fractions_for
 from llmplan.hw.match import match_gpu
 from llmplan.hw.types import DetectedGpu, DetectionReport
 
 if TYPE_CHECKING:
     from llmplan.core.result import Estimate
+    from llmplan.hw.measured import Calibration
     from llmplan.io.plan_document import PlanDocument
 
 __all__ = [
@@ -60,6 +62,7 @@ class LocalMachine:
     host_ram_total_bytes: int | None = None
     notes: tuple[str, ...] = ()
     no_gpu_reason: str | None = None
+    calibration: CalibratedFractions | None = None  # this GPU's measured fractions of peak (llmplan-cli calibrate)
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,11 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
     return spec, None, False, notes
 
 
-def local_hardware(report: DetectionReport) -> LocalMachine | None:
-    """The detected hardware as plan hardware; None when detection learned nothing at all."""
+def local_hardware(report: DetectionReport, calibration: Calibration | None = None) -> LocalMachine | None:
+    """The detected hardware as plan hardware; None when detection learned nothing at all.
+
+    ``calibration`` (``llmplan.hw.calibrated.load_calibration_quietly()``): when it was measured on
+    the detected GPU, its fractions of peak become the machine's efficiencies (llmplan.hw.calibrated)."""
     host = report.host
     ram_avail = None if host is None else (host.ram_available_bytes or host.ram_total_bytes)
     ram_total = None if host is None else host.ram_total_bytes
@@ -193,7 +199,8 @@ def local_hardware(report: DetectionReport) -> LocalMachine | None:
     group, mixed = _group(report.gpus)
     notes = [mixed] if mixed else []
     first = group[0]
-    spec, catalog_id, speed_known, spec_notes = _spec_for(first, _catalog_gpus())
+    candidates = _catalog_gpus()
+    spec, catalog_id, speed_known, spec_notes = _spec_for(first, candidates)
     notes.extend(spec_notes)
     count = len(group)
     if first.mig_enabled:
@@ -210,9 +217,20 @@ def local_hardware(report: DetectionReport) -> LocalMachine | None:
                          "a job needs a MIG instance (nvidia-smi mig -cgi ...)")
     if ram_avail is None:
         notes.append("host RAM unknown: CPU offload is assumed to fit in host RAM")
+    fractions = None
+    if calibration is not None:
+        if speed_known:
+            names = next((c.match_names for c in candidates if c.id == catalog_id), ())
+            fractions, why = fractions_for(calibration, spec, names, first.name)
+        else:
+            why = ("calibration not used: it needs the GPU's datasheet peaks, and this GPU's speed is unknown "
+                   "(not in the catalog, or a MIG instance)")
+        if why:
+            notes.append(why)
     label = f"{count}× {spec.name}" if count > 1 else spec.name
     return LocalMachine(gpu=spec, gpu_count=count, label=label, catalog_id=catalog_id, speed_known=speed_known,
-                        host_ram_bytes=ram_avail, host_ram_total_bytes=ram_total, notes=tuple(notes))
+                        host_ram_bytes=ram_avail, host_ram_total_bytes=ram_total, notes=tuple(notes),
+                        calibration=fractions)
 
 
 def fit_this_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:

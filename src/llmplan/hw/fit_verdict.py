@@ -10,6 +10,7 @@ the layout with the most memory (split when there are several GPUs).
 from __future__ import annotations
 
 from llmplan.errors import LlmplanError
+from llmplan.hw.calibrated import apply_calibration
 from llmplan.hw.fit import FitLimit, FitSummary, LocalFit, LocalMachine
 from llmplan.hw.fit_changes import best_per_kind, nearest_changes
 from llmplan.hw.fit_eval import (
@@ -37,6 +38,9 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
         return _failed(machine, f"This machine: the plan cannot be evaluated: {exc}", notes)
     if machine.gpu is None:
         return _no_gpu(doc, machine, notes, model.max_position_embeddings)
+    doc, calibration_note = apply_calibration(doc, machine.calibration)  # before re-pointing: layout-independent
+    if calibration_note:
+        notes.append(calibration_note)
     one_doc = repoint(doc, machine.gpu, 1, one_gpu_layout(doc))  # training needs layout = all cluster GPUs
     one = _summary_or_note(one_doc, machine, notes)
     split_doc, split = None, None
