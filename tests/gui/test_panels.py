@@ -161,12 +161,18 @@ def test_detection_runs_in_background_and_reports(qtbot, settings, fake_dialogs,
     from llmplan.gui.main_window import MainWindow
 
     fake_module = types.ModuleType("llmplan.hw.detect")
-    fake_module.detect_all = lambda: types.SimpleNamespace(gpus=(), reasons=("no NVIDIA driver",))
+    reasons = ("no NVIDIA driver", "NVIDIA: nvidia-smi not installed", "AMD: amd-smi not installed",
+               "AMD: rocm-smi not installed")  # as on a Linux desktop without any GPU tools
+    fake_module.detect_all = lambda: types.SimpleNamespace(gpus=(), reasons=reasons)
     monkeypatch.setitem(__import__("sys").modules, "llmplan.hw.detect", fake_module)
     w = MainWindow(settings=settings, detect=True, charts=False)
     qtbot.addWidget(w)
     qtbot.waitUntil(lambda: not w.hardware.detector.running, timeout=10_000)
-    assert "No GPU found on this machine: no NVIDIA driver" in w.hardware.detect_status.text()
+    assert w.hardware.detect_status.text() == "No GPU found on this machine (hover for why)"
+    assert "no NVIDIA driver" in w.hardware.detect_status.toolTip()
+    assert w.hardware.detect_status.wordWrap()
+    # the status once held every reason on one line and opened the window 1,765 px wide on such machines
+    assert w.minimumSizeHint().width() <= 1280, w.minimumSizeHint()
     assert not w.hardware.spinner.isVisible()
     w.state.undo_stack.setClean()
 

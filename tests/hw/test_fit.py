@@ -202,7 +202,8 @@ def test_no_gpu_runs_llama_cpp_on_the_cpu_and_says_what_vllm_and_training_miss()
     m = local_hardware(report)
     cpu = fit_this_machine(plan(L8, engine="llama.cpp", weight_format="q4_k_m"), m)
     assert cpu.status == "fits_cpu" and cpu.fits and cpu.current.mode == "cpu"
-    assert cpu.verdict.startswith("This machine: no GPU found: NVIDIA: nvidia-smi not installed. CPU only")
+    assert cpu.verdict.startswith("This machine: no GPU found. CPU only")  # one line; the reasons are a note
+    assert cpu.notes[0] == "why no GPU: NVIDIA: nvidia-smi not installed"
     vllm = fit_this_machine(plan(L8), m)
     assert vllm.status == "no_gpu" and "vLLM needs a GPU" in vllm.verdict
     assert vllm.changes and all("inference.engine=llama.cpp" in c.overrides for c in vllm.changes)

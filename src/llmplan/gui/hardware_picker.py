@@ -53,6 +53,7 @@ class HardwarePicker(QWidget):
         self.detected: list[tuple[str, str | None, Any]] = []  # (label, catalog id, inline spec)
         self.detect_status = QLabel("Looking for this machine's GPUs…" if detect else "")
         self.detect_status.setAccessibleName("Detection status")
+        self.detect_status.setWordWrap(True)  # a long list of detected GPUs must not widen the window
         self.spinner = QProgressBar()  # busy indicator while detection runs
         self.spinner.setRange(0, 0)
         self.spinner.setMaximumHeight(6)
@@ -254,10 +255,11 @@ class HardwarePicker(QWidget):
             self.detected.append((describe_gpu(g), gpu_id, spec))
         if gpus:
             self.detect_status.setText(f"This machine: {', '.join(lbl for lbl, _i, _s in self.detected)}")
-        else:
-            reasons = "; ".join(str(r) for r in (getattr(report, "reasons", None) or [])) or problem
-            self.detect_status.setText(f"No GPU found on this machine{': ' + reasons if reasons else ''}")
-        self.detect_status.setToolTip(self.detect_status.text())
+            self.detect_status.setToolTip(self.detect_status.text())
+        else:  # the reasons are often a long list (every probe's): in the tooltip, so the pane keeps its width
+            reasons = [str(r) for r in (getattr(report, "reasons", None) or [])] or ([problem] if problem else [])
+            self.detect_status.setText("No GPU found on this machine" + (" (hover for why)" if reasons else ""))
+            self.detect_status.setToolTip("\n".join(["Why no GPU was found:", *reasons]) if reasons else "")
         self.refill()
 
     def detected_gpu(self) -> tuple[str | None, Any]:

@@ -118,8 +118,13 @@ def _failed(machine: LocalMachine, verdict: str, notes: list[str], local_plan=No
 
 
 def _no_gpu(doc: PlanDocument, machine: LocalMachine, notes: list[str], max_ctx: int) -> LocalFit:
-    """No GPU: CPU-only inference where the engine runs on the CPU (llama.cpp), else say what's missing."""
-    reason = machine.no_gpu_reason or "no GPU found"
+    """No GPU: CPU-only inference where the engine runs on the CPU (llama.cpp), else say what's missing.
+
+    The verdict says only "no GPU found"; why each probe found nothing (often a long list: no NVIDIA
+    driver, no AMD tools, ...) is the first note, so the one-line verdict stays one line."""
+    reason = "no GPU found"
+    if machine.no_gpu_reason and machine.no_gpu_reason != reason:
+        notes = [f"why no GPU: {machine.no_gpu_reason.removeprefix('no GPU found: ')}", *notes]
     base = dict(machine=machine, status="no_gpu", fits=False, one_gpu=None, split=None, notes=tuple(notes))
     if doc.workload != "inference":
         return LocalFit(**base, verdict=f"This machine: {reason}. Training needs a GPU.", current=None,
