@@ -160,7 +160,7 @@ def main() -> None:
         print(f"knob change -> charts redrawn (sweeps off the UI thread): median {statistics.median(charts):.1f} ms, "
               f"max {max(charts):.1f} ms over {len(charts)} changes")
     else:
-        print("charts never redrew: no estimate for the default plan in this build")
+        print("charts never redrew: the default plan gave no estimate")
     rss, peak = memory_bytes()
     print(f"GUI process after start + estimate + charts: RSS {rss / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB")
     fit = knob_to_this_machine()

@@ -76,7 +76,7 @@ def test_apple_uses_the_wired_share_of_unified_memory():
     gpu = build_apple_gpu("Apple M2 Max", 32 * GIB, model, cores, None)
     m = local_hardware(DetectionReport(gpus=(gpu,), host=None))
     assert m.catalog_id == "apple-m2-max-38c-32gb"
-    # the default wired limit: 2/3 of RAM up to 36 GiB (llmplan.hw.apple.default_wired_limit_bytes)
+    # the default wired limit: 2/3 of RAM up to 32 GiB (llmplan.hw.apple.default_wired_limit_bytes)
     assert m.gpu.usable_memory_bytes == pytest.approx(32 * GIB * 2 / 3, abs=1)
 
 

@@ -87,6 +87,25 @@ def test_apple_wired_limit_set_and_default():
     assert default_wired_limit_bytes(16 * GIB) == int(16 * GIB * 2 / 3)
 
 
+@pytest.mark.parametrize("gib", [8, 16, 18, 24, 32, 36, 48, 64, 96, 128, 192, 512])
+def test_default_wired_share_agrees_with_the_catalog_rule(gib):
+    """Detection and the catalog must give a Mac the same GPU share. llama.cpp's Metal logs (cited in
+    catalogs/gpus/apple.toml): 16 GiB -> 11453.25 MB and 32 GiB -> 22906.50 MB (2/3); 36 GiB -> 28991.03 MB
+    and 64 GiB -> 49152 MiB (3/4). The catalog stores 2/3 as 0.6667, hence the tolerance."""
+    import tomllib
+    from pathlib import Path
+
+    from llmplan.catalog.hardware_files import HardwareFile
+
+    apple_toml = Path(__file__).resolve().parents[2] / "catalogs" / "gpus" / "apple.toml"
+    rule = HardwareFile.model_validate(tomllib.loads(apple_toml.read_text(encoding="utf-8"))).apple_wired_memory
+    assert default_wired_limit_bytes(gib * GIB) == pytest.approx(gib * GIB * rule.fraction_for(gib), rel=1e-4)
+
+
+def test_the_36_gib_mac_gets_three_quarters():  # 28991.03 MB in llama.cpp's log of a 36 GiB M3 Max
+    assert default_wired_limit_bytes(36 * GIB) / 1e6 == pytest.approx(28991.03, abs=0.01)
+
+
 def test_probe_apple_on_a_mac(monkeypatch, fake_commands):
     monkeypatch.setattr(apple.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(apple.platform, "machine", lambda: "arm64")

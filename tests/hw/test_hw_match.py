@@ -62,7 +62,7 @@ CATALOG = (
         ("NVIDIA GeForce RTX 4090 D", 24564, "nvidia-rtx-4090d", "exact"),
         ("NVIDIA GeForce RTX 4060 Ti", 8188, "nvidia-rtx-4060ti-8gb", "exact"),
         ("NVIDIA GeForce RTX 4060 Ti", 16380, "nvidia-rtx-4060ti-16gb", "exact"),
-        ("NVIDIA A100-SXM4-40GB", 40960, "nvidia-a100-sxm-40gb", "exact"),
+        ("NVIDIA A100-SXM4-40GB", 40536, "nvidia-a100-sxm-40gb", "exact"),
         ("GeForce RTX 4090", 24564, "nvidia-rtx-4090", "tokens"),  # Windows drivers drop "NVIDIA"
         ("AMD Instinct MI300X OAM", 196288, "amd-mi300x", "exact"),
     ],

@@ -42,7 +42,7 @@ def test_nvidia_smi_csv_rtx4090_has_no_mig_field():
 
 def test_nvidia_smi_csv_a100_mig_enabled():
     (g,) = parse_nvidia_smi_csv(data_text("nvidia_smi_a100_mig.csv"))
-    assert g.mig_enabled is True and g.memory_total_bytes == 40960 * MIB
+    assert g.mig_enabled is True and g.memory_total_bytes == 40536 * MIB
 
 
 @pytest.mark.parametrize("text", [data_text("garbage.txt"), "0, GPU-x, NVIDIA H100, lots, 1, 2, 3, 4, 5, 6, Disabled\n"])

@@ -32,19 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _catalog_gpus() -> list | None:
-    """The hardware catalog's GPU entries, or None while that catalog is not available."""
+    """The hardware catalog's GPU entries, or None when it cannot be loaded (detection still lists the
+    devices, unmatched)."""
+    from llmplan.catalog.hardware import load_hardware_catalog
+
     try:
-        from llmplan.catalog.hardware import load_hardware_catalog
-    except ImportError:
+        return list(load_hardware_catalog().gpus)
+    except Exception:  # a broken catalog must not break detection
         return None
-    try:
-        gpus = load_hardware_catalog().gpus
-    except Exception:  # a broken user catalog must not break detection
-        return None
-    entries = list(gpus.values()) if isinstance(gpus, dict) else list(gpus)
-    # Only entries that speak llmplan.hw.match's GpuCandidate protocol can be matched.
-    usable = [e for e in entries if hasattr(e, "id") and hasattr(e, "match_names") and hasattr(e, "spec")]
-    return usable or None
 
 
 def _match(gpu: DetectedGpu, candidates: list | None) -> GpuMatch | None:
@@ -137,7 +132,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.gpu:
         candidates = _catalog_gpus()
         if candidates is None:
-            raise InputError("--gpu needs the hardware catalog, which is not available in this build")
+            raise InputError("--gpu needs the hardware catalog, which could not be loaded; "
+                             "`llmplan-cli catalog gpus` says why")
         found = [c for c in candidates if c.id == args.gpu]
         if not found:
             raise InputError(f"--gpu {args.gpu!r} is not a catalog GPU id; see `llmplan-cli catalog gpus`")

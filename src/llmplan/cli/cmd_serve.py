@@ -64,10 +64,8 @@ def resolve_gpu_efficiencies(gpus: list[GpuSpec]) -> dict[str, Efficiency]:
 
 def resolve_gpus(ids: str) -> list[GpuSpec]:
     """GPU specs from the hardware catalog (every priced GPU when ``ids`` is empty)."""
-    try:
-        from llmplan.catalog.hardware import load_hardware_catalog
-    except ImportError:
-        raise CatalogError("the GPU catalog is not installed in this build; cannot resolve --gpus") from None
+    from llmplan.catalog.hardware import load_hardware_catalog
+
     catalog = load_hardware_catalog()
     if not ids.strip():
         gpus = [g.spec for g in catalog.gpus if g.spec.price_per_hour is not None]

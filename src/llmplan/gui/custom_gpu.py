@@ -1,6 +1,6 @@
 """A dialog to describe a GPU that is not in the catalog. The spec goes into the plan
 inline (``hardware.gpu_spec``), so the plan stays self-contained; it can also be
-saved to the user's hardware catalog when this build has one."""
+saved to the user's hardware catalog (``llmplan.catalog.hardware.save_user_gpu``)."""
 
 from __future__ import annotations
 
@@ -87,12 +87,10 @@ class CustomGpuDialog(QDialog):
             self.error.setText(str(exc))
             return
         if self.save_user.isChecked():
-            try:
-                from llmplan.catalog.hardware import save_user_gpu
+            from llmplan.catalog.hardware import save_user_gpu
 
+            try:
                 save_user_gpu(spec, match_names=(spec.name,), notes="added in the desktop app")
-            except ImportError:
-                self.error.setText("This build has no user GPU catalog; the GPU is kept in the plan only.")
             except Exception as exc:
                 self.error.setText(f"Could not save it to your catalog: {exc}")
                 return

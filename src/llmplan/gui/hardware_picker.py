@@ -183,8 +183,6 @@ class HardwarePicker(QWidget):
             item.setData(0, ID_ROLE, spec.id)
             item.setToolTip(0, f"{spec.id}\n{spec.memory_marketing or ''} · {spec.memory_bandwidth / 1e9:,.0f} GB/s"
                                f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s")
-        if not groups and backend.hardware_catalog() is None:
-            QTreeWidgetItem(self.tree, ["(no GPU catalog in this build: use Custom GPU…)", "", ""])
         self.tree.blockSignals(False)
         self._follow(self.state.doc)
 

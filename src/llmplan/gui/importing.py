@@ -2,7 +2,7 @@
 
 Accepted: a config.json, a model folder (its config.json), a safetensors index
 (``*.safetensors.index.json``: the config.json beside it) and a ``.gguf`` (its header
-only, through ``llmplan.io.gguf_header`` when this build has it). The model joins the
+only, through ``llmplan.io.gguf_header``). The model joins the
 user catalog when there is one, and the plan keeps the config inline as well, so a
 shared plan still opens on a machine without that catalog entry.
 """
@@ -39,11 +39,8 @@ def config_from_path(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _gguf_config(path: Path) -> dict[str, Any]:
-    try:
-        from llmplan.io import gguf_header
-    except ImportError:
-        raise ConfigError(f"{path.name}: this build of llmplan cannot read GGUF headers yet; "
-                          "drop the model's config.json instead") from None
+    from llmplan.io import gguf_header
+
     return dict(gguf_header.config_from_gguf(gguf_header.read_gguf_header(path)))
 
 

@@ -97,7 +97,7 @@ class ModelPicker(QWidget):
     # ---- catalog ------------------------------------------------------------------
     def reload(self, refresh: bool = False) -> None:
         cat = backend.refresh_model_catalog() if refresh else backend.model_catalog()
-        self._entries = list(cat.entries) if cat is not None else []
+        self._entries = list(cat.entries)
         for combo, values, everything in (
                 (self.family, sorted({e.family for e in self._entries}), "all families"),
                 (self.licence, sorted({e.license or "unknown" for e in self._entries}), "any licence")):
@@ -108,9 +108,6 @@ class ModelPicker(QWidget):
             combo.addItems(values)
             combo.setCurrentIndex(max(combo.findText(current), 0))
             combo.blockSignals(False)
-        if cat is None:
-            self.list.setDisabled(True)
-            self.search.setPlaceholderText("No model catalog in this build: use Import…")
         self.refilter()
 
     def params_of(self, entry) -> tuple[int, int]:

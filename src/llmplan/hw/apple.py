@@ -60,10 +60,12 @@ def default_wired_limit_bytes(memsize: int) -> int:
     """The GPU's default working-set limit on Apple Silicon when ``iogpu.wired_limit_mb`` is 0.
 
     Apple does not document the rule; Metal's ``recommendedMaxWorkingSetSize`` as printed by
-    llama.cpp's Metal backend on many machines is about two thirds of RAM up to 36 GiB and about
-    three quarters above. This is that observation, not a guarantee; the user can override it.
+    llama.cpp's Metal backend is exactly two thirds of RAM on 16 and 32 GiB Macs and three quarters
+    on 36 and 64 GiB ones (the logs cited in catalogs/gpus/apple.toml, whose ``[apple_wired_memory]``
+    rule gives the catalog entries the same share; a test keeps the two in step). This is that
+    observation, not a guarantee; the user can override it with ``iogpu.wired_limit_mb``.
     """
-    share = 2 / 3 if memsize <= 36 * GIB else 3 / 4
+    share = 2 / 3 if memsize <= 32 * GIB else 3 / 4
     return int(memsize * share)
 
 
