@@ -59,3 +59,18 @@ def test_auto_flag_replans_a_plan_file(stand_in_engine, capsys):
     assert main(["estimate", str(PRETRAIN), "--auto", "--set", "hardware.nodes=4", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["layout"]["chosen_by"] == "auto" and data["layout"]["gpus"] == 32
+
+
+def test_auto_layout_keeps_the_training_knobs_the_user_set(capsys, tmp_path):
+    """Without a layout the auto-planner chooses one, but what the user set with --set stays as set
+    (it once came back as micro-batch 1, ZeRO-2, no recompute, and --save wrote those)."""
+    args = ["estimate", "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "8",
+            "--set", "training.zero_stage=3", "--set", "training.recompute=full", "--set", "training.micro_batch=4",
+            "--set", "training.global_batch=256", "--json", "--save", str(tmp_path / "p.llmplan")]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    t = data["training"]
+    assert (t["zero_stage"], t["recompute"], t["micro_batch"], t["global_batch"]) == (3, "full", 4, 256)
+    assert data["layout"]["chosen_by"] == "auto"
+    saved = load_plan(tmp_path / "p.llmplan").training
+    assert (saved.zero_stage, saved.recompute, saved.micro_batch) == (3, "full", 4)

@@ -95,12 +95,22 @@ def layout_given(args: argparse.Namespace) -> bool:
     return bool(args.plan) or any(s.startswith("parallelism.") for s in args.overrides)
 
 
-def auto_layout(scenario: Scenario) -> Scenario:
-    """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default)."""
+def kept_knobs(args: argparse.Namespace) -> tuple[str, ...]:
+    """The training knobs the auto-planner would otherwise choose that the user set with ``--set``:
+    the search holds them at the user's values instead of overwriting them."""
+    from llmplan.core.search.planner import KEEPABLE
+
+    paths = {s.split("=", 1)[0].strip() for s in args.overrides}
+    return tuple(k for k in KEEPABLE if f"training.{k}" in paths)
+
+
+def auto_layout(scenario: Scenario, keep: tuple[str, ...] = ()) -> Scenario:
+    """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
+    with the training knobs in ``keep`` held at the scenario's values."""
     from llmplan.core.estimate import estimate
     from llmplan.core.search import scenario_for, search
 
-    result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False)
+    result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep)
     if not result.best:
         raise InputError(f"no layout fits: {result.note}")
     best = result.best[0]
@@ -132,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = resolve(doc)
     source = "plan"
     if not layout_given(args):
-        scenario, source = auto_layout(scenario), "auto"
+        scenario, source = auto_layout(scenario, kept_knobs(args)), "auto"
     est = run_estimate(scenario, doc)
     if args.save:
         save_plan(with_layout(doc, scenario), args.save)
@@ -188,7 +198,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         scenario = resolve(doc)
         source = "plan"
         if not layout_given(args):
-            scenario, source = auto_layout(scenario), "auto"
+            scenario, source = auto_layout(scenario, kept_knobs(args)), "auto"
         est, here = run_estimate(scenario, doc), False
     if args.save:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)

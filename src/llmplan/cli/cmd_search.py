@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args
+from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kept_knobs
 from llmplan.cli.report import fmt_bytes, fmt_time
 from llmplan.core.search import SearchResult, search
 from llmplan.io.resolve import resolve
@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
     refine = None if args.quick else estimate
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
+    keep = kept_knobs(args) if scenario.workload != "inference" else ()
     result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine,
-                    use_fewer_gpus=not args.exact_gpus)
+                    use_fewer_gpus=not args.exact_gpus, keep=keep)
     data = result_json(result)
     if args.json:
         print(json.dumps(data, indent=2))

@@ -202,3 +202,32 @@ def test_why_names_the_part_of_the_step_that_costs_more():
     assert interleaved.tokens_per_s > fast.tokens_per_s
     plain = explain_ranking([interleaved, fast], "time")[1]
     assert "its pipeline bubble (PP8, v1 vs PP8, v2)" in plain.why
+
+
+def test_kept_knobs_are_held_and_the_rest_is_searched():
+    """A user who fixed ZeRO-3, micro-batch 2 and full recompute gets layouts with exactly those;
+    the search still varies TP/PP/DP/CP (found: more than one distinct layout)."""
+    sc = _gpt3(zero_stage=3, micro_batch=2, recompute="full")
+    free = search(sc, top=5)
+    assert {(x.training.zero_stage, x.training.micro_batch, x.training.recompute) for x in free.best} != {
+        (3, 2, "full")}  # without keep the search chooses other settings: the test below means something
+    held = search(sc, top=5, keep=("zero_stage", "micro_batch", "recompute"))
+    assert held.best and held.evaluated < free.evaluated
+    for x in held.best:
+        assert (x.training.zero_stage, x.training.micro_batch, x.training.recompute) == (3, 2, "full")
+    assert len({x.parallelism for x in held.best}) > 1
+
+
+def test_kept_offload_none_never_offloads_and_says_why_nothing_fits():
+    """A 13B model's full training states (16 B/param, 208 GB) fit one 80 GB GPU only with ZeRO-Offload."""
+    sc = Scenario(model=gpt("13B", 5120, 40, 40), cluster=cluster(A100_80GB, 1, 1),
+                  training=TrainingSettings(seq_len=2048))
+    free = search(sc, top=3)
+    assert free.best and all(x.training.offload == "cpu" for x in free.best)
+    r = search(sc, top=3, keep=("offload",))
+    assert not r.best and "training.offload=none as set" in r.note
+
+
+def test_keep_names_only_searchable_knobs():
+    with pytest.raises(LayoutError, match="cannot hold training.precision|cannot hold precision"):
+        search(_gpt3(), top=1, keep=("precision",))

@@ -10,6 +10,10 @@
    (objective "time") or by cost per token ("cost");
 4. say for each runner-up why it loses to the best, in one sentence.
 
+Micro-batch, ZeRO stage, recomputation and offload are part of the layout the search chooses;
+``keep`` names those the caller wants held at the scenario's own values (the CLI passes the
+ones a user set with ``--set``), so the search varies only the rest.
+
 The GUI runs this on every knob change: ``progress(fraction, message)`` is called
 between batches and ``cancel()`` is checked there; a cancelled search returns what it has.
 """
@@ -34,6 +38,7 @@ Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
+KEEPABLE = ("micro_batch", "zero_stage", "recompute", "offload")  # training knobs the search can hold fixed
 
 
 def search(
@@ -45,8 +50,13 @@ def search(
     use_fewer_gpus: bool = True,
     progress: Progress | None = None,
     cancel: Cancel | None = None,
+    keep: tuple[str, ...] = (),
 ) -> SearchResult:
-    """Best training layouts for ``scenario``'s model, workload and cluster (see module doc)."""
+    """Best training layouts for ``scenario``'s model, workload and cluster (see module doc).
+    ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched."""
+    unknown = sorted(set(keep) - set(KEEPABLE))
+    if unknown:
+        raise LayoutError(f"the search cannot hold {', '.join(unknown)} fixed; it can hold {', '.join(KEEPABLE)}")
     if scenario.workload == "inference":
         from llmplan.core.search.inference import search_inference
 
@@ -60,15 +70,21 @@ def search(
     stop = cancel or (lambda: False)
 
     note = ""
-    cols, res, cancelled = _quick_all(shape, scenario, counts, offload=False, report=report, stop=stop)
+    phases = (False, True)  # CPU offload only when nothing fits without it
+    if "offload" in keep:
+        phases = (t.offload != "none",)
+    cols, res, cancelled = _quick_all(shape, scenario, counts, phases[0], keep, report, stop)
     fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
-    if not len(fit) and not cancelled:
+    if not len(fit) and not cancelled and len(phases) > 1:
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
-        cols, res, cancelled = _quick_all(shape, scenario, counts, offload=True, report=report, stop=stop)
+        cols, res, cancelled = _quick_all(shape, scenario, counts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
     if not len(fit):
         why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
+        if keep:
+            why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set: add GPUs, or change "
+                   "those settings")
         return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
@@ -110,11 +126,30 @@ def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, sce
     return ranked, refined, tried, False
 
 
-def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, report: Progress,
-               stop: Cancel) -> tuple[Columns, QuickResult, bool]:
+def _kept(t: TrainingSettings, keep: tuple[str, ...]) -> str:
+    return ", ".join(f"training.{k}={getattr(t, k)}" for k in KEEPABLE if k in keep)
+
+
+def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
+    """Only the rows whose micro-batch, ZeRO stage and recompute equal the kept settings of ``t``."""
+    if not len(cols) or not keep:
+        return cols
+    mask = np.ones(len(cols), dtype=bool)
+    if "micro_batch" in keep:
+        mask &= cols.mb == t.micro_batch
+    if "zero_stage" in keep:
+        mask &= cols.zero == t.zero_stage
+    if "recompute" in keep:
+        mask &= cols.recompute == RECOMPUTE_NAMES.index(t.recompute)
+    return cols.take(np.nonzero(mask)[0])
+
+
+def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
+               report: Progress, stop: Cancel) -> tuple[Columns, QuickResult, bool]:
     cluster, t = scenario.cluster, scenario.training
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
                              t.flash_attention)
+    cols = _held(cols, t, keep)
     parts: list[QuickResult] = []
     cancelled = False
     n = len(cols)

@@ -149,7 +149,9 @@ def layout_of(cols: Columns, row: int, base: TrainingSettings, sequence_parallel
     mb, dp, accum = int(cols.mb[row]), int(cols.dp[row]), int(cols.accum[row])
     t = base.model_copy(update={
         "micro_batch": mb, "global_batch": mb * dp * accum if base.global_batch else 0,
-        "zero_stage": int(cols.zero[row]), "offload": "cpu" if cols.offload[row] else "none",
+        "zero_stage": int(cols.zero[row]),
+        # an offload layout offloads where the plan already does (NVMe stays NVMe), else to the CPU
+        "offload": (base.offload if base.offload != "none" else "cpu") if cols.offload[row] else "none",
         "recompute": RECOMPUTE_NAMES[int(cols.recompute[row])],
     })
     return p, t
