@@ -60,19 +60,21 @@ def test_out_of_range_value_is_refused_not_applied(window):
 
 
 def test_autosave_and_recovery(window, qtbot, settings, fake_dialogs):
-    from llmplan.gui import files
     from llmplan.gui.main_window import MainWindow
 
     window.state.edit("training.seq_len", 1536)
     window.autosave_now()
-    assert files.autosave_path().is_file()
+    slot = window.autosave_slot.path
+    assert slot.is_file()
+    window.autosave_slot._lock.unlock()  # as if the process had died: its lock is gone, the copy stays
+    window.autosave_slot._lock = None
     fresh = MainWindow(settings=settings, detect=False, charts=False)  # the next start, after a crash
     qtbot.addWidget(fresh)
     fake_dialogs.answer = "Yes"
     fresh.offer_recovery()
     assert fresh.state.doc.training.seq_len == 1536
     assert fresh.state.dirty  # recovered work still needs saving
-    assert not files.autosave_path().exists()
+    assert not slot.exists()
     fresh.state.undo_stack.setClean()
 
 
@@ -124,11 +126,14 @@ def test_help_lists_every_source(qtbot):
         assert key in text
 
 
-def test_corrupt_autosave_is_ignored(isolated):
+def test_corrupt_autosave_is_set_aside_not_offered(isolated):
     from llmplan.gui import files
 
-    files.autosave_path().parent.mkdir(parents=True, exist_ok=True)
-    files.autosave_path().write_text("garbage", "utf-8")
+    folder = files.autosave_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "123-dead.llmplan").write_text("garbage", "utf-8")
+    assert files.recoverable() is None
+    assert (folder / "123-dead.llmplan.unreadable").read_text("utf-8") == "garbage"  # kept for a person
     assert files.recoverable() is None
 
 

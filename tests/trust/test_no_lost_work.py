@@ -7,6 +7,7 @@ Both kill real processes (subprocesses), not mocks. The number of kills is ``LLM
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -101,41 +102,92 @@ sys.exit(main([sys.argv[1], "--no-detect"]))
 """
 
 
-def test_sigkill_after_an_edit_offers_the_edit_on_next_start(tmp_path, qtbot, monkeypatch):
+NEXT_START = r"""
+import json, sys
+from llmplan.gui import dialogs
+asked = []
+dialogs.ask = lambda parent, title, text, buttons=(): asked.append([title, text]) or "Yes"
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+app = QApplication(sys.argv[:1])
+
+def report():
+    from llmplan.gui.main_window import MainWindow
+    window = next(w for w in app.topLevelWidgets() if isinstance(w, MainWindow))
+    doc = window.state.doc
+    print(json.dumps({"asked": asked, "notes": doc.notes, "micro_batch": doc.training.micro_batch,
+                      "path": str(window.state.path), "dirty": window.state.dirty}), flush=True)
+    window.state.undo_stack.setClean()
+    window.close()
+    app.quit()
+
+QTimer.singleShot(1500, report)
+from llmplan.gui.app import main
+sys.exit(main([sys.argv[1], "--no-detect"]))
+"""
+
+
+def _slots(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "data" / "autosave").glob("*.llmplan"))
+
+
+def test_sigkill_after_an_edit_offers_the_edit_on_next_start(tmp_path):
+    """Edit, SIGKILL, then start again the way a double-click does (``llmplan mine.llmplan``): the
+    recovery question comes although a file was given, and answering Yes restores the edit."""
     pytest.importorskip("PySide6.QtWidgets")
     plan = tmp_path / "mine.llmplan"
     plan.write_bytes(EXAMPLE.read_bytes())
     marker = "unsaved edit 7f3a"
     child = subprocess.Popen([sys.executable, "-c", WRAPPER, str(plan), marker], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=_env(tmp_path))
-    autosave = tmp_path / "data" / "autosave.llmplan"
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and child.poll() is None:
-            if autosave.is_file() and marker in autosave.read_text("utf-8", errors="replace"):
+            if any(marker in s.read_text("utf-8", errors="replace") for s in _slots(tmp_path)):
                 break
             time.sleep(0.1)
         assert child.poll() is None, child.stderr.read().decode()
-        assert autosave.is_file(), "no autosave written within 60 s"
+        assert _slots(tmp_path), "no autosave written within 60 s"
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
     assert plan.read_bytes() == EXAMPLE.read_bytes(), "the plan file itself was not saved: it is unchanged"
 
-    # next start, in this process (pytest-qt, offscreen), with the same data dir
+    out = subprocess.run([sys.executable, "-c", NEXT_START, str(plan)], capture_output=True, text=True,
+                         env=_env(tmp_path), timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["asked"] and seen["asked"][0][0] == "Recover plan" and "mine.llmplan" in seen["asked"][0][1]
+    assert seen["notes"] == marker and seen["micro_batch"] == 3
+    assert seen["dirty"] and seen["path"] == str(plan)  # recovered, unsaved, tied to its file
+    assert not _slots(tmp_path)  # offered once
+
+
+def test_a_second_window_keeps_its_autosave_when_the_first_closes(tmp_path, qtbot, monkeypatch):
+    """Two llmplan windows at once: closing one cleanly must not delete the other's recovery copy, and
+    a start while the other still runs must not offer its (live) plan as a crash to recover."""
     monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path / "data"))
     from PySide6.QtCore import QSettings
 
-    from llmplan.gui import dialogs
+    from llmplan.gui import files
     from llmplan.gui.main_window import MainWindow
 
-    asked = []
-    monkeypatch.setattr(dialogs, "ask", lambda parent, title, text, buttons=(): asked.append((title, text)) or "Yes")
-    window = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), detect=False)
-    qtbot.addWidget(window)
-    window.offer_recovery()
-    assert asked and asked[0][0] == "Recover plan" and "mine.llmplan" in asked[0][1], asked
-    assert window.state.doc.notes == marker and window.state.doc.training.micro_batch == 3
-    assert window.state.dirty and window.state.path == plan  # recovered, unsaved, tied to its file
-    assert not autosave.exists()  # offered once
-    window.state.undo_stack.setClean()
+    def window(name: str) -> MainWindow:
+        w = MainWindow(settings=QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat), detect=False,
+                       charts=False)
+        qtbot.addWidget(w)
+        return w
+
+    first, second = window("a"), window("b")
+    first.state.edit("notes", "first's work")
+    second.state.edit("notes", "second's work")
+    first.autosave_now()
+    second.autosave_now()
+    assert len(_slots(tmp_path)) == 2
+    assert files.recoverable() is None  # both owners are alive: nothing crashed
+    first.state.undo_stack.setClean()
+    first.close()
+    assert [p.name for p in _slots(tmp_path)] == [second.autosave_slot.path.name]
+    second.state.undo_stack.setClean()
+    second.close()
+    assert not _slots(tmp_path)

@@ -92,7 +92,7 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
     window.show()
     if args.files:
         window.open_dropped(args.files)
-    elif not (args.screenshot or args.self_test):
+    if not (args.screenshot or args.self_test):  # also after a double-clicked plan: never drop unsaved work
         QTimer.singleShot(0, window.offer_recovery)
     if args.self_test:
         out = window.state.evaluate_now()

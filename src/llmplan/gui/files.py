@@ -2,19 +2,30 @@
 recovery.
 
 Reading and writing go through ``llmplan.io.planfile`` (atomic save, migration,
-version checks). Autosave writes the current plan every ``AUTOSAVE_S`` seconds to
-``<user data dir>/autosave.llmplan`` while there are unsaved changes, and removes it
-on a clean exit; a leftover autosave at start-up means the last session did not end
-cleanly, and the window offers to recover it.
+version checks). Autosave writes the current plan every ``AUTOSAVE_S`` seconds, while
+there are unsaved changes, into this window's own slot in ``<user data dir>/autosave/``
+(``AutosaveSlot``: ``<id>.llmplan`` with ``<id>.json`` naming the plan's file), and removes
+it on save and on a clean exit. Each slot is guarded by a ``QLockFile`` that Qt marks with
+the owner's process id: a slot whose lock can be taken belongs to a session that did not
+end cleanly (crash, SIGKILL, power cut), and the next start offers to recover it; a slot
+whose owner still runs (a second llmplan window) is left alone, so closing one window never
+deletes another's unsaved work.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from PySide6.QtCore import QLockFile
 
 from llmplan.errors import PlanFileError
 from llmplan.io.plan_document import PlanDocument
+from llmplan.io.planfile import load_plan, save_plan
+from llmplan.io.resolve import inline_specs
 from llmplan.resources_path import user_data_dir
 
 AUTOSAVE_S = 60
@@ -22,96 +33,112 @@ MAX_RECENT = 10
 
 
 def load(path: Path) -> PlanDocument:
-    try:
-        from llmplan.io.planfile import load_plan
-    except ImportError:  # a build without llmplan.io.planfile: plain JSON, validated
-        return _load_plain(path)
     return load_plan(path)
 
 
 def save(doc: PlanDocument, path: Path) -> Path:
     """Save with the model, GPU and network specs written in (``io.resolve.inline_specs``),
     so the file gives the same numbers on a machine with another catalog (DESIGN.md §3)."""
-    doc = self_contained(doc)
-    try:
-        from llmplan.io.planfile import save_plan
-    except ImportError:
-        return _save_plain(doc, path)
-    return Path(save_plan(doc, path))
+    return Path(save_plan(self_contained(doc), path))
 
 
 def self_contained(doc: PlanDocument) -> PlanDocument:
-    try:
-        from llmplan.io.resolve import inline_specs
-    except ImportError:
-        return doc
     try:
         return inline_specs(doc)
     except Exception:  # an unresolvable plan is still saved as the person wrote it
         return doc
 
 
-def _load_plain(path: Path) -> PlanDocument:
-    from pydantic import ValidationError
-
-    try:
-        return PlanDocument.model_validate_json(Path(path).read_bytes())
-    except OSError as exc:
-        raise PlanFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise PlanFileError(f"{path}: not a valid llmplan plan ({where}: {first['msg']})") from None
+def autosave_folder() -> Path:
+    return user_data_dir() / "autosave"
 
 
-def _save_plain(doc: PlanDocument, path: Path) -> Path:
-    import os
-    import tempfile
-
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(doc.model_dump_json(indent=2))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+def _lock(plan: Path) -> QLockFile:
+    lock = QLockFile(str(plan.with_suffix(".lock")))
+    lock.setStaleLockTime(0)  # never judge by age: a live owner keeps its lock however long it runs
+    return lock
 
 
-def autosave_path() -> Path:
-    return user_data_dir() / "autosave.llmplan"
+def _remove(plan: Path) -> None:
+    for p in (plan, plan.with_suffix(".json")):
+        p.unlink(missing_ok=True)
 
 
-def autosave(doc: PlanDocument, origin: Path | None) -> Path:
-    """Write the recovery copy (and where it came from, beside it)."""
-    folder = user_data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    save(doc, autosave_path())
-    (folder / "autosave.json").write_text(json.dumps({"origin": str(origin) if origin else None}), "utf-8")
-    return autosave_path()
+class AutosaveSlot:
+    """This window's recovery copy, created on the first autosave and locked while the window lives."""
+
+    def __init__(self) -> None:
+        self.path = autosave_folder() / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.llmplan"
+        self._lock: QLockFile | None = None
+
+    def write(self, doc: PlanDocument, origin: Path | None) -> Path:
+        """Write the recovery copy (and, beside it, the file it belongs to)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            lock = _lock(self.path)
+            if not lock.tryLock(0):
+                raise OSError(f"cannot lock {lock.fileName()} ({lock.error().name})")
+            self._lock = lock
+        save(doc, self.path)
+        meta = {"origin": str(origin) if origin else None}
+        self.path.with_suffix(".json").write_text(json.dumps(meta), "utf-8")
+        return self.path
+
+    def clear(self) -> None:
+        """The plan was saved (or the window closes cleanly): nothing to recover."""
+        _remove(self.path)
+
+    def release(self) -> None:
+        """Clean exit: remove the copy and the lock."""
+        self.clear()
+        if self._lock is not None:
+            self._lock.unlock()
+            self._lock = None
 
 
-def clear_autosave() -> None:
-    for name in ("autosave.llmplan", "autosave.json"):
-        (user_data_dir() / name).unlink(missing_ok=True)
+@dataclass
+class Recovery:
+    """A crashed session's plan, held (its lock taken) until it is recovered or discarded."""
+
+    doc: PlanDocument
+    origin: Path | None
+    path: Path
+    lock: QLockFile | None = field(default=None, repr=False)
+
+    def discard(self) -> None:
+        _remove(self.path)
+        if self.lock is not None:
+            self.lock.unlock()
 
 
-def recoverable() -> tuple[PlanDocument, Path | None] | None:
-    """The plan a crashed session left behind, with its original file, if any."""
-    path = autosave_path()
-    if not path.is_file():
-        return None
-    try:
-        doc = load(path)
-    except (PlanFileError, OSError, ImportError):
-        return None
-    origin = None
-    try:
-        meta = json.loads((user_data_dir() / "autosave.json").read_text("utf-8"))
-        origin = Path(meta["origin"]) if meta.get("origin") else None
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return doc, origin
+def recoverable() -> Recovery | None:
+    """The newest plan a session that did not end cleanly left behind, with its original file. Slots of
+    running windows are skipped; an unreadable copy is renamed ``*.unreadable``. ``<data>/autosave.llmplan``, where
+    versions before 0.1 kept their one copy, is looked at too."""
+    folder = autosave_folder()
+    slots = sorted(folder.glob("*.llmplan"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    legacy = user_data_dir() / "autosave.llmplan"
+    for path in [*slots, *([legacy] if legacy.is_file() else [])]:
+        lock = None
+        if path != legacy:
+            lock = _lock(path)
+            if not lock.tryLock(0):  # its window is still open
+                continue
+        try:
+            doc = load(path)
+        except (PlanFileError, OSError, ImportError):  # kept aside for a person to look at, never offered again
+            os.replace(path, path.with_name(path.name + ".unreadable"))
+            if lock is not None:
+                lock.unlock()
+            continue
+        origin = None
+        try:
+            meta = json.loads(path.with_suffix(".json").read_text("utf-8"))
+            origin = Path(meta["origin"]) if meta.get("origin") else None
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return Recovery(doc, origin, path, lock)
+    return None
 
 
 def push_recent(recent: list[str], path: Path) -> list[str]:

@@ -62,6 +62,7 @@ class MainWindow(FileActions, QMainWindow):
         self.state.doc_changed.connect(self.this_machine.request)
         self.this_machine.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.layout_editor.auto_button.clicked.connect(self.auto_search)
+        self.autosave_slot = files.AutosaveSlot()
         self._autosave = QTimer(self)
         self._autosave.setInterval(files.AUTOSAVE_S * 1000)
         self._autosave.timeout.connect(self.autosave_now)
@@ -268,7 +269,7 @@ class MainWindow(FileActions, QMainWindow):
             event.ignore()
             return
         self.save_ui()
-        files.clear_autosave()
+        self.autosave_slot.release()
         event.accept()
 
     def set_plan(self, doc: PlanDocument) -> None:

@@ -85,7 +85,7 @@ class FileActions:
             return False
         self.state.mark_saved(path)
         self._add_recent(path)
-        files.clear_autosave()
+        self.autosave_slot.clear()
         self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
 
@@ -108,22 +108,29 @@ class FileActions:
     def autosave_now(self) -> None:
         if self.state.dirty:
             try:
-                files.autosave(self.state.doc, self.state.path)
+                self.autosave_slot.write(self.state.doc, self.state.path)
             except Exception as exc:  # autosave failing must never interrupt work
                 self.statusBar().showMessage(f"Autosave failed: {exc}", 8000)
 
     def offer_recovery(self) -> None:
+        """Offered at every start, also when a plan was opened from the command line or by a
+        double-click (the recovered plan then replaces it; that file is unchanged on disk)."""
         found = files.recoverable()
         if found is None:
             return
-        doc, origin = found
+        opened = self.state.path
+        where = f" from {found.origin.name}" if found.origin else ""
+        instead = f" instead of {opened.name}" if opened and opened != found.origin else ""
         answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover the "
-                             f"unsaved plan{' from ' + origin.name if origin else ''}?", ("Yes", "No"))
+                             f"unsaved plan{where}{instead}?", ("Yes", "No"))
         if answer == "Yes":
-            self.state.load(doc, origin)
+            self.state.load(found.doc, found.origin)
             self.state.undo_stack.resetClean()  # recovered work is unsaved
             self._update_title()
-        files.clear_autosave()
+            if instead:
+                self.statusBar().showMessage(f"Recovered the unsaved plan; {opened.name} is unchanged on disk "
+                                             "(File → Open Recent)", 10000)
+        found.discard()
 
 
     # ---- export ----------------------------------------------------------------------------
