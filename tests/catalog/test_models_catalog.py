@@ -174,3 +174,28 @@ def test_search_by_words_and_family():
     assert ids == ["Qwen/Qwen3-30B-A3B"]
     assert {e.family for e in CATALOG.search(family="gemma2")} == {"gemma2"}
     assert CATALOG.search("no such model anywhere") == []
+
+
+# bigcode-project/starcoder2 README and the models' cards, "Memory footprint" printed by
+# model.get_memory_footprint() / 1e6 (MB, two decimals): parameters plus buffers, in the load dtype.
+# The transformers Starcoder2 of that release kept, in every attention layer, a rotary inv_freq
+# (head_dim/2, made with .float(): always fp32) and cos/sin caches of max_position_embeddings × head_dim
+# each (in the load dtype): those are the buffers.
+STARCODER2_FOOTPRINTS = [  # (model id, bytes per element, printed MB)
+    ("bigcode/starcoder2-3b", 4, 12624.81),  # full precision
+    ("bigcode/starcoder2-3b", 2, 6312.41),  # torch.bfloat16
+    ("bigcode/starcoder2-15b", 2, 32251.33),  # torch.bfloat16
+]
+
+
+@pytest.mark.parametrize(("model_id", "nbytes", "printed_mb"), STARCODER2_FOOTPRINTS)
+def test_starcoder2_matches_the_published_memory_footprint(model_id, nbytes, printed_mb):
+    """No exact parameter total was published for StarCoder2, but the footprints were. Tolerance: the
+    printed rounding (±0.005 MB = ±5,000 bytes). The 15B figure is only met with an untied lm_head
+    (tied: 31,647.35 MB): the 15B stores its output head, the 3B does not (untied: 13,228.79 MB)."""
+    e = CATALOG.get(model_id)
+    s = e.spec
+    caches = s.num_layers * 2 * s.max_position_embeddings * s.head_dim
+    inv_freq = s.num_layers * s.head_dim // 2
+    footprint = nbytes * (count_params(s).total + caches) + 4 * inv_freq
+    assert footprint == pytest.approx(printed_mb * 1e6, abs=5_000)
