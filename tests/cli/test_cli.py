@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from llmplan.cli import main
+from llmplan.io.plan_document import SCHEMA_VERSION
 from llmplan.io.planfile import plan_schema_text
 from llmplan.resources_path import resources_dir
 
@@ -64,4 +65,4 @@ def test_bad_plan_through_a_real_process(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "newer llmplan (schema 7)" in proc.stderr and "reads up to schema 1" in proc.stderr
+    assert "newer llmplan (schema 7)" in proc.stderr and f"reads up to schema {SCHEMA_VERSION}" in proc.stderr

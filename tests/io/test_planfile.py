@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from llmplan.core.hardware import Efficiency
 from llmplan.errors import ConfigError, PlanFileError
 from llmplan.io.plan_document import SCHEMA_VERSION, HardwareRef, ModelRef, PlanDocument
 from llmplan.io.planfile import (
@@ -37,7 +38,7 @@ def test_save_is_canonical_and_round_trips_byte_identically(tmp_path):
     from ..core.search.specs import A100_80GB
 
     doc = plan_from_config(LLAMA_CONFIG, name="Llama 3 8B").model_copy(
-        update={"hardware": HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB)})
+        update={"hardware": HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB, gpu_efficiency=Efficiency())})
     path = save_plan(doc, tmp_path / "a.llmplan")
     first = path.read_bytes()
     assert first.endswith(b"\n") and first == dumps_plan(doc).encode()
@@ -99,10 +100,18 @@ def test_v0_draft_migrates():
     old = {"format": "llmplan", "schema_version": 0, "model": {"id": "m"}, "workload": "training",
            "hardware": {"gpu": "nvidia-a100-sxm-80gb", "gpu_count": 4}, "layout": {"tp": 2, "dp": 2}}
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == 1
+    assert doc.schema_version == SCHEMA_VERSION == 2
     assert doc.parallelism.tp == 2 and doc.parallelism.dp == 2
     assert doc.hardware.gpus_per_node == 4 and doc.hardware.nodes == 1
     assert doc.workload == "pretrain"
+
+
+def test_schema_1_plan_migrates_and_keeps_following_the_catalog():
+    """Schema 2 added hardware.gpu_efficiency; a schema-1 plan has none and keeps the catalog's (as before)."""
+    old = json.loads(_minimal())
+    old["schema_version"] = 1
+    doc = loads_plan(json.dumps(old))
+    assert doc.schema_version == 2 and doc.hardware.gpu_efficiency is None
 
 
 def test_missing_and_folder_paths(tmp_path):

@@ -3,6 +3,7 @@
 
 import pytest
 
+from llmplan.core.hardware import Efficiency
 from llmplan.errors import CatalogError, PlanFileError
 from llmplan.io.overrides import apply_overrides
 from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
@@ -13,6 +14,7 @@ from .test_planfile import LLAMA_CONFIG
 
 
 def _doc(**hw) -> PlanDocument:
+    hw.setdefault("gpu_efficiency", Efficiency())
     return PlanDocument(model=ModelRef(name="Llama 3 8B", config=LLAMA_CONFIG),
                         hardware=HardwareRef(gpu=A100_80GB.id, gpu_spec=A100_80GB, **hw))
 
@@ -50,6 +52,30 @@ def test_unknown_catalog_ids_raise_catalog_error():
 def test_inline_specs_is_a_no_op_for_self_contained_plans():
     doc = _doc()
     assert inline_specs(doc) == doc
+
+
+def test_a_shared_plan_keeps_its_efficiencies_on_a_machine_whose_catalog_rates_the_gpu_differently(monkeypatch):
+    """DESIGN §3: a plan opens with the same numbers on another machine with another catalog. The GPU's
+    catalog efficiencies are saved inline; a receiver whose catalog says otherwise gets the saved ones."""
+    from llmplan.catalog.hardware import load_hardware_catalog
+    from llmplan.core.estimate import estimate
+    from llmplan.io import resolve as resolve_module
+
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B"), hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb"))
+    shared = inline_specs(doc)
+    assert shared.hardware.gpu_efficiency.matmul == load_hardware_catalog().efficiency_for("nvidia-h100-sxm-80gb").matmul
+    here = estimate(resolve(shared)).compute.step_time_s.value
+
+    # the receiver's catalog rates the H100 at half the matmul efficiency
+    monkeypatch.setattr(resolve_module, "default_efficiency", lambda gpu: Efficiency(matmul=0.4))
+    assert estimate(resolve(shared)).compute.step_time_s.value == here
+    assert resolve(doc).efficiency.matmul == 0.4  # a plan without them follows the receiver's catalog
+
+
+def test_changing_the_gpu_drops_the_inline_efficiencies():
+    shared = inline_specs(_doc(gpu_efficiency=Efficiency(matmul=0.5)))
+    moved = apply_overrides(shared, ["hardware.gpu=nvidia-h100-sxm-80gb"])
+    assert moved.hardware.gpu_spec is None and moved.hardware.gpu_efficiency is None
 
 
 def test_saving_a_catalog_plan_inlines_its_specs(tmp_path):

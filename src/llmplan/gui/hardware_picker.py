@@ -193,9 +193,11 @@ class HardwarePicker(QWidget):
         gpu_id = item.data(0, ID_ROLE)
         spec = item.data(0, SPEC_ROLE)
         if spec is not None:
-            self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec}, f"GPU: {item.text(0)}")
+            self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None},
+                                 f"GPU: {item.text(0)}")
         elif gpu_id:
-            self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None}, f"GPU: {item.text(0)}")
+            self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None, "hardware.gpu_efficiency": None},
+                                 f"GPU: {item.text(0)}")
 
     def select(self, gpu_id: str) -> bool:
         it = self._find(gpu_id)
@@ -239,6 +241,7 @@ class HardwarePicker(QWidget):
                         changes[f"hardware.{field}"] = value
                 if "hardware.gpu" in changes:
                     changes["hardware.gpu_spec"] = None
+                    changes["hardware.gpu_efficiency"] = None
                 if "hardware.network" in changes:
                     changes.update(_network_changes(changes["hardware.network"]))
         self.state.edit_many(changes, "Node preset")

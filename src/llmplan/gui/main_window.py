@@ -183,14 +183,15 @@ class MainWindow(FileActions, QMainWindow):
         dlg = CustomGpuDialog(self.state.outcome.scenario.cluster.gpu if self.state.outcome and
                               self.state.outcome.scenario else None, self)
         dlg.accepted_spec.connect(lambda spec: self.state.edit_many(
-            {"hardware.gpu": spec.id, "hardware.gpu_spec": spec}, f"Custom GPU {spec.name}"))
+            {"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None},
+            f"Custom GPU {spec.name}"))
         dlg.open()
 
     def _use_detected_gpu(self, *_a) -> None:
         """Start on this machine's GPU when the plan is still the untouched default."""
         gpu_id, spec = self.hardware.detected_gpu()
         if (gpu_id or spec) and self.state.path is None and self.state.undo_stack.count() == 0:
-            changes: dict[str, object] = {"hardware.gpu": gpu_id or spec.id}
+            changes: dict[str, object] = {"hardware.gpu": gpu_id or spec.id, "hardware.gpu_efficiency": None}
             if spec is not None:
                 changes["hardware.gpu_spec"] = spec
             new = self.state.doc

@@ -1,9 +1,9 @@
 """The ``.llmplan`` document: the plan file's contract (DESIGN.md §3), as pydantic models.
 
 A plan is self-contained: besides the catalog ids it may carry the model's full
-config.json (``model.config``) and the GPU's full spec (``hardware.gpu_spec``), so that
-another person opens it on another machine, with another catalog, and gets the same
-numbers. The dotted field paths (``training.zero_stage``, ``parallelism.tp`` ...) are
+config.json (``model.config``), the GPU's full spec (``hardware.gpu_spec``) and its catalog
+efficiencies (``hardware.gpu_efficiency``), so that another person opens it on another
+machine, with another catalog, and gets the same numbers. The dotted field paths (``training.zero_stage``, ``parallelism.tp`` ...) are
 what ``llmplan-cli --set`` and other tools use: add fields, never rename them.
 """
 
@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from llmplan import __version__
 from llmplan.core.frozen import FrozenModel
-from llmplan.core.hardware import GpuSpec, NetworkSpec
+from llmplan.core.hardware import Efficiency, GpuSpec, NetworkSpec
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
     EfficiencyOverrides,
@@ -25,7 +25,7 @@ from llmplan.core.workload import (
     Workload,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT = "llmplan"
 
 
@@ -51,6 +51,11 @@ class ModelRef(FrozenModel):
 class HardwareRef(FrozenModel):
     gpu: str = Field("nvidia-h100-sxm-80gb", min_length=1, description="catalog GPU id")
     gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
+    gpu_efficiency: Efficiency | None = Field(
+        None, description="the GPU's achievable fractions of peak as the catalog gave them when the plan was "
+        "saved, inline with gpu_spec (dropped with it when the GPU changes); None: the catalog's; the plan's "
+        "'efficiency' overrides apply on top"
+    )
     gpus_per_node: int = Field(1, ge=1, le=1024)
     nodes: int = Field(1, ge=1, le=1_000_000)
     node: str | None = Field(None, description="catalog node preset id (gives the GPU-to-GPU bandwidth)")

@@ -58,7 +58,12 @@ def _migrate_v0_to_v1(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1}
+def _migrate_v1_to_v2(old: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 added ``hardware.gpu_efficiency`` (optional; absent means the catalog's, as schema 1 did)."""
+    return {**old, "schema_version": 2}
+
+
+MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

@@ -132,7 +132,7 @@ def resolve(doc: PlanDocument) -> Scenario:
                               nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=doc.inference, parallelism=doc.parallelism,
-                        efficiency=doc.efficiency.apply(default_efficiency(gpu)),
+                        efficiency=doc.efficiency.apply(hw.gpu_efficiency or default_efficiency(gpu)),
                         engine_profile=resolve_engine_profile(doc))
     except ValidationError as exc:
         raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
@@ -152,6 +152,8 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
     updates: dict[str, Any] = {}
     if hw.gpu_spec is None:
         updates["gpu_spec"] = resolve_gpu(doc)
+    if hw.gpu_efficiency is None:  # the receiver's catalog may rate this GPU differently
+        updates["gpu_efficiency"] = default_efficiency(updates.get("gpu_spec") or hw.gpu_spec)
     if hw.network_spec is None and hw.network != "none":
         updates["network_spec"] = resolve_network(doc)
     if hw.intra_node_bandwidth is None and hw.node:
