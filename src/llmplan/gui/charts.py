@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 
 from llmplan.gui import sweeps
 from llmplan.gui.backend import Outcome
-from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS
+from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, restyle_plot
 from llmplan.gui.units import MemoryUnit
 
 SWEEP_DEBOUNCE_MS = 60
@@ -138,6 +138,11 @@ class ChartsPanel(QTabWidget):
         self._pareto_for: tuple | None = None
         self.currentChanged.connect(self._draw_current)
 
+    def restyle(self) -> None:
+        """Recolour every chart for the current theme (Preferences → Theme, or the OS switching)."""
+        for plot in (self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot, self.pareto_plot):
+            restyle_plot(plot)
+
     # ---- requests ---------------------------------------------------------------------
     @staticmethod
     def _pareto_key(doc) -> tuple:
@@ -222,7 +227,7 @@ class ChartsPanel(QTabWidget):
         if series.capacity:
             plot.addItem(pg.InfiniteLine(series.capacity / d, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5,
                                                                                        style=pg.QtCore.Qt.PenStyle.DashLine),
-                                         label="capacity", labelOpts={"position": 0.1}))
+                                         label="capacity", labelOpts={"position": 0.1, "color": BAD_COLOUR}))
         if series.current_x:
             plot.addItem(pg.InfiniteLine(math.log10(series.current_x), angle=90,
                                          pen=pg.mkPen("#888888", style=pg.QtCore.Qt.PenStyle.DotLine)))

@@ -67,6 +67,7 @@ class MainWindow(FileActions, QMainWindow):
         self._autosave.setInterval(files.AUTOSAVE_S * 1000)
         self._autosave.timeout.connect(self.autosave_now)
         self._autosave.start()
+        QApplication.styleHints().colorSchemeChanged.connect(self._os_colour_scheme_changed)
         self._restore_ui()
         self._update_title()
         self.state.evaluate_now()
@@ -229,12 +230,18 @@ class MainWindow(FileActions, QMainWindow):
         app = QApplication.instance()
         if app is not None:
             apply_theme(app, prefs.theme)
+            if self.charts is not None:
+                self.charts.restyle()
         self.results.set_unit(self.unit)
         self.layout_editor.unit = self.unit
         if self.charts is not None:
             self.charts.unit = self.unit
             if self.state.outcome is not None:
                 self.charts.request(self.state.outcome)
+
+    def _os_colour_scheme_changed(self, *_a) -> None:
+        if self.prefs.theme == "system":  # follow the OS's light/dark switch while running
+            self.apply_preferences(self.prefs)
 
     def help(self) -> None:
         from llmplan.gui.help_dialog import HelpDialog

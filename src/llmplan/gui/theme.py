@@ -1,7 +1,13 @@
-"""Light and dark palettes, and the colours every panel shares (memory parts, stages)."""
+"""Light and dark palettes, and the colours every panel shares (memory parts, stages).
+
+"system" follows the operating system's light/dark setting (Qt's ``styleHints().colorScheme()``),
+at start-up and when it changes; both palettes grey out disabled controls, so a knob that does
+not apply (QLoRA double quantisation in a LoRA plan) looks it.
+"""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -49,22 +55,48 @@ def is_dark() -> bool:
     return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
 
 
+def os_prefers_dark() -> bool:
+    """The operating system's light/dark setting (Unknown, e.g. offscreen, counts as light)."""
+    return QApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def resolved_theme(theme: str) -> str:
+    """'light' or 'dark' for a preference of 'light', 'dark' or 'system'."""
+    if theme in ("light", "dark"):
+        return theme
+    return "dark" if os_prefers_dark() else "light"
+
+
+def chart_colours() -> tuple[str, str]:
+    """(background, foreground) for charts in the current palette."""
+    return ("#202124", "#e8eaed") if is_dark() else ("#ffffff", "#202124")
+
+
 def apply_theme(app: QApplication, theme: str) -> None:
-    """'light', 'dark' or 'system' (the platform's palette)."""
+    """'light', 'dark' or 'system' (the operating system's light/dark setting). Charts drawn from now
+    on take the matching colours; ``restyle_plot`` recolours existing ones."""
     app.setStyle("Fusion")
-    if theme == "dark":
-        app.setPalette(_dark_palette())
-    elif theme == "light":
-        app.setPalette(_light_palette())
-    else:
-        app.setPalette(app.style().standardPalette())
+    app.setPalette(_dark_palette() if resolved_theme(theme) == "dark" else _light_palette())
     try:
         import pyqtgraph as pg
 
-        pg.setConfigOptions(background="#202124" if theme == "dark" else "w",
-                            foreground="#e8eaed" if theme == "dark" else "#202124", antialias=True)
+        background, foreground = chart_colours()
+        pg.setConfigOptions(background=background, foreground=foreground, antialias=True)
     except ImportError:  # charts are optional for the rest of the window
         pass
+
+
+def restyle_plot(plot) -> None:
+    """Give an existing pyqtgraph PlotWidget the current theme's background, axes and titles."""
+    background, foreground = chart_colours()
+    plot.setBackground(background)
+    item = plot.getPlotItem()
+    item.titleLabel.setText(item.titleLabel.text, color=foreground)
+    for side in ("left", "bottom"):
+        axis = item.getAxis(side)
+        axis.setPen(foreground)
+        axis.setTextPen(foreground)
+        axis.setLabel(axis.labelText, axis.labelUnits, color=foreground)
 
 
 def _light_palette() -> QPalette:
@@ -73,8 +105,11 @@ def _light_palette() -> QPalette:
     for role, colour in ((R.Window, "#f5f5f5"), (R.WindowText, "#202124"), (R.Base, "#ffffff"),
                          (R.AlternateBase, "#f0f0f0"), (R.Text, "#202124"), (R.Button, "#eeeeee"),
                          (R.ButtonText, "#202124"), (R.Highlight, "#1a73e8"), (R.HighlightedText, "#ffffff"),
-                         (R.ToolTipBase, "#ffffe0"), (R.ToolTipText, "#202124"), (R.PlaceholderText, "#80868b")):
+                         (R.ToolTipBase, "#ffffe0"), (R.ToolTipText, "#202124"), (R.PlaceholderText, "#80868b"),
+                         (R.Link, "#1a73e8")):
         p.setColor(role, QColor(colour))
+    for role in (R.Text, R.WindowText, R.ButtonText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#9aa0a6"))
     return p
 
 
