@@ -298,3 +298,16 @@ def test_cache_is_refreshed_when_a_user_file_appears(tmp_path):
     after = load_hardware_catalog()
     assert after is not before and after.gpu("x1").memory_reported is False
     assert after.gpu("x1").spec.memory_bytes == 8 * GIB
+
+
+def test_docs_count_the_catalog_as_it_is():
+    """docs/hardware.md opens with the catalog's size; it had drifted (39 + 71 for 40 + 70)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "hardware.md").read_text(encoding="utf-8")
+    total, others, apple = (int(x) for x in re.search(
+        r"\*\*(\d+) accelerators\*\* \((\d+) data-centre.*?plus (\d+) Apple", text, re.S).groups())
+    gpus = [g for g in load_hardware_catalog().gpus if g.origin == "shipped"]
+    n_apple = sum(1 for g in gpus if g.spec.vendor == "apple")
+    assert (total, others, apple) == (len(gpus), len(gpus) - n_apple, n_apple)
