@@ -52,7 +52,7 @@ install-desktop:
 clean:
 	rm -rf .venv build dist .ruff_cache
 
-# Re-run the CLI sessions shown in README.md (their output is pasted between markers).
+# Re-run the CLI sessions shown in README.md and docs/*.md (their output is pasted between markers).
 readme: setup
 	$(PY) scripts/readme_sessions.py $(if $(BENCH),--bench,)
 

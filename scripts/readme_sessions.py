@@ -1,7 +1,10 @@
-"""Refresh the CLI sessions shown in README.md by running them.
+"""Refresh the CLI sessions shown in README.md and docs/*.md by running them.
 
-Every block between ``<!-- session: NAME -->`` and ``<!-- /session -->`` is replaced by
-the command and its real output, so the README never shows output the CLI does not print.
+Every block between ``<!-- session: NAME -->`` and ``<!-- /session -->`` (README) is replaced by
+the command of ``SESSIONS[NAME]`` and its real output. In README.md and docs/*.md, every block
+between ``<!-- run -->`` and ``<!-- /run -->`` is a ```console block whose ``$ `` lines are run
+again, in order, through bash from the repository root (so ``| head -5`` works), and each
+command's output replaces what was there. No page shows output the CLI does not print.
 Run ``make readme`` after changing the CLI or the engine; ``make readme BENCH=1`` also
 pastes the table ``benchmarks/run.py`` prints between ``<!-- bench -->`` markers.
 """
@@ -38,14 +41,31 @@ SESSIONS: dict[str, tuple[str, int]] = {
 
 BENCH = re.compile(r"(<!-- bench -->\n).*?(<!-- /bench -->)", re.S)
 BLOCK = re.compile(r"(<!-- session: (?P<name>[\w-]+) -->\n).*?(<!-- /session -->)", re.S)
+RUN = re.compile(r"(<!-- run -->\n)(?P<body>.*?)(<!-- /run -->)", re.S)
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+                COLUMNS="120", LLMPLAN_DATA_DIR=str(ROOT / ".readme-data"))
+
+
+def rerun(body: str) -> str:
+    """A console block with every ``$ `` command run again and its output in place of the old."""
+    commands = [line[2:] for line in body.splitlines() if line.startswith("$ ")]
+    if not commands:
+        raise SystemExit(f"a <!-- run --> block has no '$ ' command:\n{body}")
+    out = []
+    for cmd in commands:
+        proc = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                              timeout=300)
+        out += [f"$ {cmd}", *(proc.stdout + proc.stderr).rstrip("\n").splitlines()]
+    return "```console\n" + "\n".join(out) + "\n```\n"
 
 
 def run(cmd: str, max_lines: int) -> str:
     """The command's output, at most ``max_lines``; for --this-machine only the verdict (the estimate above it
     is the same report as `estimate` prints)."""
-    env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-               COLUMNS="120", LLMPLAN_DATA_DIR=str(ROOT / ".readme-data"))
-    proc = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(shlex.split(cmd), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
     lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
     if "--this-machine" in cmd:
         start = next((i for i, line in enumerate(lines) if line.startswith("This machine")), 0)
@@ -69,6 +89,12 @@ def main() -> int:
         return f"{m.group(1)}```console\n{run(*SESSIONS[name])}\n```\n{m.group(3)}"
 
     text = BLOCK.sub(replace, text)
+    text = RUN.sub(lambda m: m.group(1) + rerun(m.group("body")) + m.group(3), text)
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        old = page.read_text(encoding="utf-8")
+        new = RUN.sub(lambda m: m.group(1) + rerun(m.group("body")) + m.group(3), old)
+        if new != old:
+            page.write_text(new, encoding="utf-8")
     if "--bench" in sys.argv:  # the benchmark table takes a while: only on request (make readme BENCH=1)
         table = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "benchmarks/run.py"], cwd=ROOT,
                                capture_output=True, text=True, timeout=600).stdout.strip()
