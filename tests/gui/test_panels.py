@@ -216,3 +216,25 @@ def test_every_control_has_an_accessible_name(window):
             if not w.accessibleName() and type(w).__name__ not in ("QToolButton",):
                 nameless.append(f"{type(w).__name__} {w.objectName()!r} {getattr(w, 'text', lambda: '')()!r}")
     assert not nameless, nameless
+
+
+def test_broken_user_catalog_files_show_a_lasting_notice(qtbot, settings, fake_dialogs, isolated):
+    """A user's broken GPU and model files are skipped (the app goes on) and said so in the window."""
+    from llmplan.catalog.hardware import user_hardware_dir
+    from llmplan.catalog.models import user_models_dir
+    from llmplan.gui.main_window import MainWindow
+
+    user_hardware_dir().mkdir(parents=True, exist_ok=True)
+    (user_hardware_dir() / "my-gpus.toml").write_text("[[gpu]]\nid = 'x'\nmemory_gib = 'lots'\n", "utf-8")
+    user_models_dir().mkdir(parents=True, exist_ok=True)
+    (user_models_dir() / "mine.json").write_text("{not json", "utf-8")
+    w = MainWindow(settings=settings, detect=False, charts=False)
+    qtbot.addWidget(w)
+    assert w.catalog_notice.isVisibleTo(w) and w.catalog_notice.text() == "⚠ 2 catalog files skipped"
+    assert "my-gpus.toml" in w.catalog_notice.toolTip() and "mine.json" in w.catalog_notice.toolTip()
+    assert w.state.evaluate_now().ok  # the shipped catalog still works
+    w.state.undo_stack.setClean()
+
+
+def test_no_catalog_notice_when_every_file_loads(window):
+    assert not window.catalog_notice.isVisibleTo(window)

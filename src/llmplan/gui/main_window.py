@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter
 
 from llmplan.gui import backend, dialogs, files
 from llmplan.gui.charts import ChartsPanel
@@ -56,6 +56,12 @@ class MainWindow(FileActions, QMainWindow):
         self.models.import_requested.connect(self.import_model)
         self.models.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.hardware.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.catalog_notice = QLabel()
+        self.catalog_notice.setAccessibleName("Catalog problems")
+        self.statusBar().addPermanentWidget(self.catalog_notice)
+        self.models.message.connect(self.show_catalog_problems)  # imports and reloads re-read the catalogs
+        self.hardware.message.connect(self.show_catalog_problems)
+        self.show_catalog_problems()
         self.hardware.custom_requested.connect(self.custom_gpu)
         self.hardware.detector.finished.connect(self._use_detected_gpu)
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
@@ -238,6 +244,16 @@ class MainWindow(FileActions, QMainWindow):
             self.charts.unit = self.unit
             if self.state.outcome is not None:
                 self.charts.request(self.state.outcome)
+
+    def show_catalog_problems(self, *_a) -> None:
+        """A lasting notice when some of the user's catalog files were skipped (broken, wrong fields):
+        the app goes on with the rest, and the tooltip says which file and why."""
+        problems = [*backend.model_catalog().problems, *backend.hardware_catalog().problems]
+        self.catalog_notice.setVisible(bool(problems))
+        if problems:
+            n = len(problems)
+            self.catalog_notice.setText(f"⚠ {n} catalog file{'s' if n > 1 else ''} skipped")
+            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems))
 
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running
