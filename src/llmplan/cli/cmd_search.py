@@ -38,7 +38,7 @@ def result_json(r: SearchResult) -> dict[str, Any]:
 
     def point(pt) -> dict[str, Any]:
         return {"gpus": pt.gpus, "tokens_per_s": pt.tokens_per_s,
-                "cost_per_million_tokens": pt.cost_per_million_tokens, "label": pt.label}
+                "cost_per_million_tokens": pt.cost_per_million_tokens, "label": pt.label, "refined": pt.refined}
 
     return {"objective": r.objective, "evaluated": r.evaluated, "fitting": r.fitting, "refined": r.refined,
             "cancelled": r.cancelled, "note": r.note, "best": [layout(x) for x in r.best],
@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"    why not #1: {x.why}")
     if result.pareto_gpus:
         what = "replica" if scenario.workload == "inference" else "layout"
-        print(f"\nfastest {what} per GPU count (Pareto front, quick model):")
+        source = "full engine" if all(pt.refined for pt in result.pareto_gpus) else "quick model"
+        print(f"\nfastest {what} per GPU count (Pareto front, {source}):")
         for pt in result.pareto_gpus:
             cost = f"  ${pt.cost_per_million_tokens:,.2f}/M tokens" if pt.cost_per_million_tokens else ""
             print(f"  {pt.gpus:>7,} GPU{'s' if pt.gpus > 1 else ' '}  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")

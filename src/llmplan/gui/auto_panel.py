@@ -162,7 +162,9 @@ class AutoDialog(QDialog):
         if self.charts is not None:
             self.charts.show_pareto([(r.gpus, r.tokens_per_s, r.label()) for r in result.best],
                                     [(p.gpus, p.tokens_per_s, p.label) for p in result.pareto_gpus], 0,
-                                    self._searched_doc)
+                                    self._searched_doc,
+                                    front_source="full engine" if all(p.refined for p in result.pareto_gpus)
+                                    else "quick model")
         self.finished_search.emit(result)
 
     def apply_selected(self) -> bool:

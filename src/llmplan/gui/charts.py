@@ -265,7 +265,7 @@ class ChartsPanel(QTabWidget):
                 plot.addItem(text)
 
     def show_pareto(self, candidates: list[tuple[float, float, str]], front: list[tuple[float, float, str]],
-                    chosen: int | None = None, doc=None) -> None:
+                    chosen: int | None = None, doc=None, front_source: str = "quick model") -> None:
         """The auto-planner's ranked layouts (GPUs, tokens/s, label) as dots and its Pareto
         front (fastest layout for each GPU count) as a line; the chosen layout starred."""
         if doc is not None:
@@ -286,7 +286,8 @@ class ChartsPanel(QTabWidget):
         if front:
             pts = sorted(front)
             plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(STAGE_COLOURS[3], width=2),
-                      symbol="s", symbolSize=7, symbolBrush=STAGE_COLOURS[3], name="fastest per GPU count (quick model)")
+                      symbol="s", symbolSize=7, symbolBrush=STAGE_COLOURS[3],
+                      name=f"fastest per GPU count ({front_source})")
         if candidates:
             plot.plot([p[0] for p in candidates], [p[1] for p in candidates], pen=None, symbol="o", symbolSize=8,
                       symbolBrush=STAGE_COLOURS[0], name="ranked layouts (full engine)")

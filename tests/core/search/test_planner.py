@@ -3,7 +3,9 @@
 import pytest
 
 from llmplan.core.search import search
+from llmplan.core.search.explain import PARETO_TRIES
 from llmplan.core.search.planner import quick_layout
+from llmplan.core.search.space import gpu_counts
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError
 
@@ -75,7 +77,22 @@ def test_refine_reranks_with_the_given_engine_and_drops_what_it_rejects():
         raise LayoutError("rejected by the engine")
 
     r = search(_gpt3(), top=3, refine=engine, refine_count=10)
-    assert len(calls) == 80 and r.best == () and "full engine judged all 80" in r.note
+    assert r.best == () and "full engine judged all 80" in r.note
+    # 80 ranking attempts, plus up to PARETO_TRIES per GPU count for the front (all rejected: no front)
+    counts = len(gpu_counts(1024, 8, True))
+    assert 80 < len(calls) <= 80 + PARETO_TRIES * counts and r.pareto_gpus == () and r.pareto_cost == ()
+
+
+def test_pareto_front_is_on_the_engine_scale_when_the_search_refines():
+    """The front was the quick model's while the ranked layouts were the engine's, so the line sat below
+    the dots it should bound. Refined, every front point is the engine's figure for that layout."""
+    from llmplan.core.estimate import estimate
+
+    r = search(_gpt3(), top=5, refine=estimate)
+    assert r.pareto_gpus and all(p.refined for p in r.pareto_gpus)
+    best = max(x.tokens_per_s for x in r.best)
+    assert max(p.tokens_per_s for p in r.pareto_gpus) >= best * (1 - 1e-9)  # the front bounds the ranked dots
+    assert not any(p.refined for p in search(_gpt3(), top=1).pareto_gpus)  # unrefined: quick model, said so
 
 
 def test_check_layout_names_the_broken_rule():
@@ -169,7 +186,9 @@ def test_refine_keeps_looking_when_the_engine_rejects_the_quick_favourites():
         return _estimate(scenario)
 
     r = search(_gpt3(), top=5, refine=engine, refine_count=5)
-    assert len(r.best) == 5 and all(x.refined for x in r.best) and len(calls) == 35
+    assert len(r.best) == 5 and all(x.refined for x in r.best) and r.refined == 5
+    # the ranking needed 35 calls (30 rejected, then 5 kept); the calls after those re-estimate the front
+    assert len(calls) > 35 and all(p.refined for p in r.pareto_gpus)
 
 
 def test_the_engine_ranks_uneven_pipelines_too():

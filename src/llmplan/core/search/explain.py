@@ -1,7 +1,9 @@
-"""Why each runner-up loses to the best layout, and the Pareto fronts of the quick model."""
+"""Why each runner-up loses to the best layout, and the Pareto fronts (re-estimated by the full engine
+when the search refines)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -63,22 +65,45 @@ _PHRASES = {
 }
 
 
-def pareto_fronts(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings
-            ) -> tuple[tuple[ParetoPoint, ...], tuple[ParetoPoint, ...]]:
-    """Fastest layout per GPU count, then the non-dominated ones by cost and by GPU count (quick model)."""
+PARETO_TRIES = 3  # per GPU count: quick-ranked layouts offered to the full engine until one is accepted
+
+
+def pareto_fronts(cols: Columns, res: QuickResult, order: np.ndarray, price: float | None, t: TrainingSettings,
+                  speed: Callable[[int], float | None] | None = None, ranked: Sequence[ParetoPoint] = ()
+                  ) -> tuple[tuple[ParetoPoint, ...], tuple[ParetoPoint, ...]]:
+    """Fastest layout per GPU count, then the non-dominated ones by cost and by GPU count.
+
+    ``speed(row)``: the full engine's tokens/s for a row (None: it rejects the layout). Given, each GPU
+    count's point is the first of its ``PARETO_TRIES`` fastest quick-model layouts the engine accepts, at
+    the engine's speed, so the front and the ranked layouts (also the engine's) are on one scale; a
+    count whose tries are all rejected has no point. Without it, the quick model's figures are used.
+    ``ranked``: the layouts the search ranked; one faster than its GPU count's point replaces it, so the
+    front bounds every ranked layout drawn beside it."""
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[order]
     tps = res.tokens_per_s[order]
-    best_per: dict[int, int] = {}
-    for k, g in enumerate(gpus.tolist()):
-        if g not in best_per or tps[k] > tps[best_per[g]]:
-            best_per[g] = k
+    by_count: dict[int, list[int]] = {}
+    for k in np.argsort(-tps, kind="stable").tolist():
+        by_count.setdefault(int(gpus[k]), []).append(k)
     points = []
-    for g, k in sorted(best_per.items()):
-        row = int(order[k])
-        p, tr = layout_of(cols, row, t)
-        cost = None if price is None else g * price / 3600.0 / float(tps[k]) * 1e6
+    for g, ks in sorted(by_count.items()):
+        found = None
+        for k in ks[: PARETO_TRIES if speed is not None else 1]:
+            value = float(tps[k]) if speed is None else speed(int(order[k]))
+            if value is not None:
+                found = (k, value)
+                break
+        if found is None:
+            continue
+        k, value = found
+        p, tr = layout_of(cols, int(order[k]), t)
+        cost = None if price is None else g * price / 3600.0 / value * 1e6
         label = RankedLayout(0, g, p, tr, 0, 0, 0, 0, 0, None, False, "").label()
-        points.append(ParetoPoint(g, float(tps[k]), cost, label))
+        points.append(ParetoPoint(g, value, cost, label, speed is not None))
+    best = {pt.gpus: pt for pt in points}
+    for pt in ranked:
+        if pt.gpus not in best or pt.tokens_per_s > best[pt.gpus].tokens_per_s:
+            best[pt.gpus] = pt
+    points = [best[g] for g in sorted(best)]
     by_gpus, fastest = [], 0.0
     for pt in points:  # fewest GPUs first: keep a point only if it is faster than every smaller one
         if pt.tokens_per_s > fastest:

@@ -27,7 +27,7 @@ import numpy as np
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
-from llmplan.core.search.results import Objective, RankedLayout, SearchResult
+from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
 from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
@@ -91,7 +91,6 @@ def search(
     tps = res.tokens_per_s[fit]
     score = _score(tps, gpus, price, objective)
     order = fit[np.argsort(-score, kind="stable")]
-    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t)
 
     wanted = max(refine_count, top) if refine else top
     ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
@@ -99,6 +98,13 @@ def search(
     if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
+    speed = None
+    if refine is not None:
+        def speed(row: int) -> float | None:
+            item = _ranked(row, cols, res, scenario, price, refine)
+            return None if item is None else item.tokens_per_s
+    shown = [ParetoPoint(r.gpus, r.tokens_per_s, r.cost_per_million_tokens, r.label(), r.refined) for r in ranked]
+    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t, speed, shown)
     final = explain_ranking(ranked[:top], objective)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,

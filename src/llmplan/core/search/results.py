@@ -57,6 +57,7 @@ class ParetoPoint:
     tokens_per_s: float
     cost_per_million_tokens: float | None
     label: str
+    refined: bool = False  # tokens/s from the full engine (else the quick model)
 
 
 @dataclass(frozen=True, slots=True)
