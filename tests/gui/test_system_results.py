@@ -4,6 +4,7 @@ All against the real engine, system report and catalogs (no stand-ins)."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox
 
 from llmplan.catalog.engines import load_engine_profiles
@@ -33,7 +34,7 @@ def test_training_plan_shows_checkpoint_goodput_power_with_formulas(window):
                        ("Goodput (useful share of wall time)", sys_.goodput.goodput),
                        ("Effective training time (with failures)", sys_.goodput.wall_time_s),
                        ("Data read bandwidth needed", sys_.data.read_bandwidth_needed),
-                       ("Host RAM per node", sys_.host.ram_per_node), ("Facility power (× PUE)", sys_.power.facility_watts),
+                       ("Host RAM per node", sys_.host.ram_per_node), ("Power at the wall (× PUE)", sys_.power.facility_watts),
                        ("Energy", sys_.power.energy_kwh), ("Electricity cost", sys_.power.cost_usd),
                        ("CO₂ emitted", sys_.power.co2_kg)):
         assert label in rows, label
@@ -112,3 +113,23 @@ def test_engine_list_comes_from_the_catalog(window):
     assert window.state.evaluate_now().ok
     window.state.edit("inference.engine", "llama.cpp")  # an alias a hand-written plan may hold
     assert combo.currentText() == "llama.cpp" and combo.count() == len(profiles)  # no duplicate entry
+
+
+def test_a_desktop_gpu_gets_a_personal_machines_defaults_and_the_editor_names_them(window):
+    """One RTX 4090 is a desktop, not a data-centre node: PUE 1.0 (IT only), local NVMe, a desktop's
+    host draw (120.1 W), residential electricity; the "default: ..." entries say which."""
+
+    pue = window.findChildren(QComboBox, "system.pue")[0]
+    assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "hardware.gpu_spec": None,
+                                   "hardware.gpu_efficiency": None}, "GPU")
+    out = window.state.evaluate_now()
+    power = out.estimate.system.power
+    assert out.scenario.cluster.is_personal_machine
+    assert pue.itemText(0).startswith("default: IT power only")
+    assert "personal_defaults" in pue.itemData(0, 3)  # ToolTipRole
+    assert power.facility_watts.value == pytest.approx(power.it_watts.value)  # PUE 1.0
+    window.state.edit_many({"hardware.gpu": "nvidia-h100-sxm-80gb", "hardware.gpu_spec": None,
+                            "hardware.gpu_efficiency": None}, "GPU")
+    out = window.state.evaluate_now()
+    assert not out.scenario.cluster.is_personal_machine
+    assert pue.itemText(0).startswith("default: Industry average")

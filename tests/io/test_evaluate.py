@@ -7,6 +7,7 @@ import pytest
 from llmplan.cli import main
 from llmplan.errors import CatalogError
 from llmplan.io.evaluate import evaluate_plan
+from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
 from llmplan.io.planfile import load_plan
 from llmplan.resources_path import resources_dir
 
@@ -83,3 +84,31 @@ def test_a_run_that_never_finishes_says_so_instead_of_printing_inf(capsys):
     assert main(["estimate", str(FINETUNE), "--set", "model.config.hidden_size=14242432", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["system"]["power"]["energy_kwh"] is None
+
+
+@pytest.mark.parametrize(("gpu", "nodes", "personal"), [
+    ("nvidia-rtx-4090-24gb", 1, True),  # a gaming PC
+    ("apple-m2-ultra-76c-192gb", 1, True),  # a Mac Studio
+    ("nvidia-rtx-6000-ada-48gb", 1, True),  # a workstation
+    ("nvidia-rtx-4090-24gb", 2, False),  # two boxes on a network: a (small) cluster
+    ("nvidia-h100-sxm-80gb", 1, False),  # a data-centre GPU, even alone
+])
+def test_beyond_the_gpu_defaults_follow_the_kind_of_machine(gpu, nodes, personal):
+    """A personal machine's defaults (catalogs/system [personal_defaults], power.toml): its own NVMe
+    drive, PUE 1.0, a desktop's 120.1 W host draw (hwbusters RTX 4090 measurement), residential power."""
+    from llmplan.io.evaluate import system_settings
+
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B"),
+                       hardware=HardwareRef(gpu=gpu, nodes=nodes, network="eth-100" if nodes > 1 else "none"),
+                       workload="inference")
+    scenario, _ = evaluate_plan(doc)
+    s = system_settings(doc.system, scenario)
+    assert scenario.cluster.is_personal_machine is personal
+    if personal:
+        assert (s.storage.id, s.power.pue, s.power.node_overhead_watts_per_gpu, s.grid.price_per_kwh) == (
+            "local-nvme-gen4", 1.0, 120.1, 0.16)
+    else:
+        assert (s.storage.id, s.power.pue, s.power.node_overhead_watts_per_gpu, s.grid.price_per_kwh) == (
+            "parallel-fs-tectonic", 1.58, 350.0, 0.0806)
+    mine = system_settings(doc.system.model_copy(update={"pue": "uptime-2023-average"}), scenario)
+    assert mine.power.pue == 1.58  # what the plan sets wins over either default

@@ -81,6 +81,7 @@ class GpuFileEntry(_Strict):
     vendor: Literal["nvidia", "amd", "intel", "apple", "google", "other"]
     match_names: list[str] = Field(default_factory=list)
     form_factor: str = ""
+    segment: Literal["", "datacenter", "workstation", "consumer"] = ""
     compute_capability: str | None = None
     memory_mib: int | None = Field(None, gt=0, description="as the device reports it")
     memory_gib: float | None = Field(None, gt=0, description="marketing size, when no device report was found")
@@ -157,6 +158,7 @@ class GpuFileEntry(_Strict):
             unified_memory=self.unified_memory,
             gpu_memory_fraction=self.gpu_memory_fraction,
             form_factor=self.form_factor,
+            segment=self.segment,
             compute_capability=self.compute_capability,
             nvlink_generation=self.nvlink_generation,
             pcie_generation=self.pcie_generation,
@@ -219,6 +221,7 @@ def expand_apple_chip(chip: AppleChip, wired: AppleWiredMemory) -> list[GpuFileE
                     vendor="apple",
                     match_names=[f"Apple {chip.chip}"],
                     form_factor="SoC",
+                    segment="consumer",
                     memory_bytes=memory_gb * GIB,
                     memory_marketing=f"{memory_gb} GB unified",
                     memory_bandwidth_gbs=config.memory_bandwidth_gbs,

@@ -32,7 +32,7 @@ from llmplan.errors import CatalogError
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 _LISTS = ("storage", "failure_rate", "pue", "electricity_price", "grid_intensity")
-_TABLES = ("gpu_power", "pipeline", "host", "checkpoint", "defaults")
+_TABLES = ("gpu_power", "pipeline", "host", "checkpoint", "defaults", "personal_defaults")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,10 @@ class SystemCatalog:
     @property
     def defaults(self) -> dict[str, Any]:
         return self.tables["defaults"]
+
+    def defaults_for(self, personal: bool) -> dict[str, Any]:
+        """The named defaults for a data-centre plan, or for a personal machine (its own table on top)."""
+        return {**self.defaults, **self.tables.get("personal_defaults", {})} if personal else self.defaults
 
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # preset files are a few KB; never read a huge file whole
@@ -151,16 +155,20 @@ def default_system_settings(*, storage: str | None = None, data_storage: str | N
                             price_per_kwh: float | None = None, kg_co2_per_kwh: float | None = None,
                             async_save: bool | None = None, interval_s: float | None = None,
                             restart_overhead_s: float | None = None, pretokenized: bool | None = None,
-                            catalog: SystemCatalog | None = None) -> SystemSettings:
-    """``SystemSettings`` from the named presets, each falling back to the catalog's [defaults].
+                            catalog: SystemCatalog | None = None, personal: bool = False) -> SystemSettings:
+    """``SystemSettings`` from the named presets, each falling back to the catalog's [defaults]
+    (for a personal machine, ``personal=True``: [personal_defaults] over them, and a desktop's
+    node overhead).
 
     The numeric keywords are the plan's own values (a user's electricity price, a fixed
     checkpoint interval...); when given they replace the preset's number and the source
     says "set by the user".
     """
     cat = catalog or load_system_catalog()
-    d = cat.defaults
+    d = cat.defaults_for(personal)
     power_t, pipe_t, host_t, ckpt_t = (cat.tables[k] for k in ("gpu_power", "pipeline", "host", "checkpoint"))
+    if personal and "personal_overhead_watts_per_gpu" in power_t:
+        power_t = {**power_t, "node_overhead_watts_per_gpu": power_t["personal_overhead_watts_per_gpu"]}
     pue_e = _pick("pue", cat.pue, pue, d.get("pue"))
     price_e = _pick("electricity_price", cat.electricity_price, electricity_price, d.get("electricity_price"))
     grid_e = _pick("grid_intensity", cat.grid_intensity, grid_intensity, d.get("grid_intensity"))

@@ -268,7 +268,7 @@ def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
         rows.append(("host RAM per node", b(h["ram_per_node_bytes"])))
     p = sysd.get("power")
     if p:
-        rows.append(("facility power", f"{p['facility_watts'] / 1e3:,.1f} kW"))
+        rows.append(("power at the wall (× PUE)", f"{p['facility_watts'] / 1e3:,.1f} kW"))
         if p.get("energy_kwh") and data_has_run_length(sysd):
             rows.append(("energy for the run", fmt_energy(p["energy_kwh"])))
             if p.get("cost_usd") is not None:

@@ -86,6 +86,10 @@ class GpuSpec(FrozenModel):
         1.0, ge=0.01, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
     )
     form_factor: str = Field("", description="e.g. 'SXM5', 'PCIe', 'OAM', 'SoC'; display only")
+    segment: Literal["", "datacenter", "workstation", "consumer"] = Field(
+        "", description="market segment; a single machine of 'workstation' or 'consumer' GPUs (Apple Silicon is "
+        "'consumer') gets a personal machine's beyond-the-GPU defaults instead of a data centre's; '' unknown"
+    )
     compute_capability: str | None = Field(None, description="CUDA compute capability, e.g. '9.0' (NVIDIA)")
     nvlink_generation: int | None = Field(None, ge=1, description="NVLink generation; None: no NVLink")
     pcie_generation: int | None = Field(None, ge=1, le=7, description="host PCIe generation")
@@ -180,3 +184,13 @@ class ClusterSpec(FrozenModel):
     @property
     def hourly_price(self) -> float | None:
         return self.price_per_gpu_hour if self.price_per_gpu_hour is not None else self.gpu.price_per_hour
+
+    @property
+    def is_personal_machine(self) -> bool:
+        return personal_machine(self.gpu, self.nodes)
+
+
+def personal_machine(gpu: GpuSpec, nodes: int) -> bool:
+    """One machine of desktop or workstation GPUs (a gaming PC, a Mac, a workstation under a desk):
+    its storage, power overhead and electricity are not a data centre's."""
+    return nodes == 1 and gpu.segment in ("consumer", "workstation")

@@ -14,6 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QWidget
+from shiboken6 import isValid
 
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, _decorate, _follow, bound_float, compact
@@ -88,19 +89,25 @@ def system_group(state: PlanState, training: bool) -> QWidget:
     d = cat.defaults
     storage = [(k, v.name, v.source) for k, v in cat.storage.items()]
     default_storage = _default_name(cat.storage, d.get("storage"))
+    tracked: list[tuple[QComboBox, dict, str]] = []  # (combo, its presets, its key in [defaults])
+
+    def track(combo: QComboBox, table: dict, key: str) -> QComboBox:
+        tracked.append((combo, table, key))
+        return combo
     if training:
-        f.addRow("Checkpoint storage", bound_preset(
+        f.addRow("Checkpoint storage", track(bound_preset(
             state, "system.storage", "Checkpoint storage",
             "Where checkpoints are written: sets save and load time (bytes/s per node and in aggregate)",
-            storage, f"default: {default_storage}"))
+            storage, f"default: {default_storage}"), cat.storage, "storage"))
         f.addRow("Training-data storage", bound_preset(
             state, "system.data_storage", "Training-data storage",
             "Where the training data is read from (bytes/s); unset: the checkpoint storage",
             storage, "default: same as checkpoint storage"))
-        f.addRow("Offload drives (NVMe)", bound_preset(
+        f.addRow("Offload drives (NVMe)", track(bound_preset(
             state, "system.offload_storage", "Offload drives",
             "Drives that hold NVMe-offloaded optimizer states (ZeRO-Infinity): read + write bytes/s per node",
-            storage, f"default: {_default_name(cat.storage, d.get('offload_storage'))}"))
+            storage, f"default: {_default_name(cat.storage, d.get('offload_storage'))}"), cat.storage,
+            "offload_storage"))
         f.addRow("Failure rate", bound_preset(
             state, "system.failures", "Failure rate",
             "Interruptions per GPU-hour from a published large run: sets the job's mean time between failures",
@@ -125,28 +132,44 @@ def system_group(state: PlanState, training: bool) -> QWidget:
             "Data stored as token ids (2 or 4 bytes per token); off: text is tokenised on the fly by the CPUs",
             bool(cat.tables.get("pipeline", {}).get("pretokenized", True))))
     else:
-        f.addRow("Model storage", bound_preset(
+        f.addRow("Model storage", track(bound_preset(
             state, "system.storage", "Model storage",
             "Where the weights are loaded from at start-up: sets the cold start (bytes/s per node and in aggregate)",
-            storage, f"default: {default_storage}"))
-    f.addRow("PUE", bound_preset(
+            storage, f"default: {default_storage}"), cat.storage, "storage"))
+    f.addRow("PUE", track(bound_preset(
         state, "system.pue", "PUE", "Power usage effectiveness: facility power / IT power (1.0: IT only)",
         [(k, v["name"], v["source"]) for k, v in cat.pue.items()],
-        f"default: {_default_name(cat.pue, d.get('pue'))}"))
-    f.addRow("Electricity price", bound_preset(
+        f"default: {_default_name(cat.pue, d.get('pue'))}"), cat.pue, "pue"))
+    f.addRow("Electricity price", track(bound_preset(
         state, "system.electricity_price", "Electricity price", "Price preset in USD per kWh",
         [(k, v["name"], v["source"]) for k, v in cat.electricity_price.items()],
-        f"default: {_default_name(cat.electricity_price, d.get('electricity_price'))}"))
+        f"default: {_default_name(cat.electricity_price, d.get('electricity_price'))}"), cat.electricity_price, "electricity_price"))
     f.addRow("Your price (USD/kWh)", bound_float(
         state, "system.price_per_kwh", "Electricity price per kWh",
         "Your own price in USD per kWh; wins over the preset", -0.01, 100.0, 4, 0.01, "USD/kWh",
         none_text="use the preset"))
-    f.addRow("Grid CO₂ intensity", bound_preset(
+    f.addRow("Grid CO₂ intensity", track(bound_preset(
         state, "system.grid_intensity", "Grid CO2 intensity", "kg CO2 emitted per kWh drawn from the grid",
         [(k, v["name"], v["source"]) for k, v in cat.grid_intensity.items()],
-        f"default: {_default_name(cat.grid_intensity, d.get('grid_intensity'))}"))
+        f"default: {_default_name(cat.grid_intensity, d.get('grid_intensity'))}"), cat.grid_intensity, "grid_intensity"))
     f.addRow("Your grid (kg CO₂/kWh)", bound_float(
         state, "system.kg_co2_per_kwh", "Grid CO2 per kWh",
         "Your own grid intensity in kg CO2 per kWh; wins over the preset", -0.01, 10.0, 3, 0.01, "kg/kWh",
         none_text="use the preset"))
+
+    def show_defaults(outcome: Any) -> None:
+        """Name the defaults the estimate really uses: a data centre's, or a personal machine's."""
+        if not isValid(box):  # the panel was closed; the plan lives on
+            return
+        scenario = getattr(outcome, "scenario", None)
+        personal = scenario is not None and scenario.cluster.is_personal_machine
+        names = cat.defaults_for(personal)
+        why = ("catalogs/system [personal_defaults]: this plan is one desktop or workstation machine" if personal
+               else "catalogs/system [defaults]")
+        for combo, table, key in tracked:
+            combo.setItemText(0, f"default: {_default_name(table, names.get(key))}")
+            combo.setItemData(0, f"Leave unset: the catalog's default ({why})", Qt.ItemDataRole.ToolTipRole)
+
+    state.evaluated.connect(show_defaults)
+    show_defaults(state.outcome)
     return box

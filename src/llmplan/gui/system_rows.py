@@ -82,7 +82,7 @@ def _power(est: Estimate, section: str, per_hour: bool) -> list[Row]:
     return [
         Row(section, "Power per GPU", p.gpu_watts),
         Row(section, "IT power (GPUs and their nodes)", p.it_watts),
-        Row(section, "Facility power (× PUE)", p.facility_watts),
+        Row(section, "Power at the wall (× PUE)", p.facility_watts),
         Row(section, f"Energy{suffix}", p.energy_kwh),
         Row(section, f"Electricity cost{suffix}", p.cost_usd),
         Row(section, f"CO₂ emitted{suffix}", p.co2_kg),

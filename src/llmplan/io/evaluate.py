@@ -18,18 +18,20 @@ from llmplan.io.plan_document import PlanDocument, SystemOptions
 from llmplan.io.resolve import resolve
 
 
-def system_settings(options: SystemOptions):
-    """The plan's ``system`` options over the catalog's named defaults (``catalogs/system``)."""
+def system_settings(options: SystemOptions, scenario: Scenario | None = None):
+    """The plan's ``system`` options over the catalog's named defaults (``catalogs/system``): a data
+    centre's, or a personal machine's when the scenario is one (``ClusterSpec.is_personal_machine``)."""
     from llmplan.catalog.system_presets import default_system_settings
 
-    return default_system_settings(**options.model_dump(exclude_none=True))
+    personal = scenario is not None and scenario.cluster.is_personal_machine
+    return default_system_settings(**options.model_dump(exclude_none=True), personal=personal)
 
 
 def with_system(scenario: Scenario, est: Estimate, options: SystemOptions) -> Estimate:
     """``est`` with its ``system`` report attached and the combined bottleneck as its headline."""
     from llmplan.core.system import system_report
 
-    report = system_report(scenario, est, system_settings(options))
+    report = system_report(scenario, est, system_settings(options, scenario))
     return dataclasses.replace(est, system=report, bottleneck=report.bottleneck)
 
 

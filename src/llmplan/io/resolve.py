@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec
+from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
 from llmplan.errors import CatalogError, ConfigError, PlanFileError
@@ -85,14 +85,15 @@ def resolve_host_memory_bandwidth(doc: PlanDocument) -> float | None:
     return _hardware_catalog().host_memory_bandwidth_for(hw.node)
 
 
-def resolve_nvme_bandwidth(doc: PlanDocument) -> tuple[float | None, float | None]:
+def resolve_nvme_bandwidth(doc: PlanDocument, personal: bool = False) -> tuple[float | None, float | None]:
     """Read and write bytes/s of one node's NVMe offload drives (``system.offload_storage`` or the
-    catalog's default), for plans that offload to NVMe; (None, None) otherwise."""
+    catalog's default, a data centre's or a personal machine's), for plans that offload to NVMe;
+    (None, None) otherwise."""
     if doc.workload == "inference" or doc.training.offload != "nvme":
         return None, None
     from llmplan.catalog.system_presets import default_system_settings
 
-    drives = default_system_settings(offload_storage=doc.system.offload_storage).offload_storage
+    drives = default_system_settings(offload_storage=doc.system.offload_storage, personal=personal).offload_storage
     if drives is None:
         return None, None
     return drives.bandwidth("read", 1), drives.bandwidth("write", 1)
@@ -123,7 +124,7 @@ def resolve(doc: PlanDocument) -> Scenario:
     model = resolve_model(doc)
     gpu = resolve_gpu(doc)
     hw = doc.hardware
-    nvme_read, nvme_write = resolve_nvme_bandwidth(doc)
+    nvme_read, nvme_write = resolve_nvme_bandwidth(doc, personal_machine(gpu, hw.nodes))
     try:
         cluster = ClusterSpec(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
                               network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour,

@@ -1,4 +1,5 @@
-"""Accelerators for the inference tests, from vendor datasheets (until the hardware catalog lands)."""
+"""Accelerators for the inference tests, written out from vendor datasheets so that these tests pin the
+engine's arithmetic independently of the hardware catalog (which tests/catalog checks on its own)."""
 
 from llmplan.core.hardware import GpuSpec, PeakFlops
 
