@@ -55,9 +55,30 @@ def test_request_mix_and_mixes_of_two_types():
                               RequestClass(prompt_tokens=4000, output_tokens=500, share=1)))
     plan = plan_serving(SPEC, req, [H100, A100], engine=VLLM)
     assert plan.best is not None
-    assert any(len(o.parts) == 2 for o in plan.options if o.feasible)
+    singles = {o.parts[0][0]: o.cost_per_hour.value for o in plan.options if o.feasible and len(o.parts) == 1}
+    for mix in (o for o in plan.options if o.feasible and len(o.parts) == 2):  # any mix listed beats its parts
+        assert all(mix.cost_per_hour.value < singles[gpu] for gpu, _, _ in mix.parts), mix.label
 
 
 def test_no_candidates_is_an_error():
     with pytest.raises(InputError, match="GPU"):
         plan_serving(SPEC, ServingRequest(rate_per_s=1, ttft_s=1, tpot_s=0.1), [])
+
+
+def _rep(name: str, price: float, rate: float):
+    from llmplan.core.inference.serving import _Replica
+
+    gpu = H100.model_copy(update={"id": name, "name": name, "price_per_hour": price})
+    return _Replica(gpu=gpu, tp=1, batch=8, rate=rate, ttft=0.1, tpot=0.02)
+
+
+def test_a_mix_is_listed_only_when_it_beats_both_of_its_parts():
+    """Big: 10 req/s for $4/h; small: 3 req/s for $1.5/h. For 12 req/s, big alone needs 2 ($8), small
+    alone 4 ($6); 1 big + 1 small covers 13 for $5.5, cheaper than either: listed. For 9 req/s small alone
+    (3 for $4.5) beats every mix with a big replica ($5.5 at best): no mix listed."""
+    from llmplan.core.inference.serving import _mixes
+
+    big, small = _rep("big", 4.0, 10.0), _rep("small", 1.5, 3.0)
+    (mix,) = _mixes([big, small], 12.0)
+    assert mix.parts == (("big", 1, 1), ("small", 1, 1)) and mix.cost_per_hour.value == pytest.approx(5.5)
+    assert _mixes([big, small], 9.0) == []

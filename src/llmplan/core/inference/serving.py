@@ -208,18 +208,21 @@ def _single(rep: _Replica, n: int, price: float, needed: float) -> ServingOption
 
 
 def _mixes(reps: list[_Replica], needed: float) -> list[ServingOption]:
-    """For each pair of GPU types, the cheapest whole-replica split of the rate (both types used)."""
+    """For each pair of GPU types, the cheapest whole-replica split of the rate (both types used), kept
+    only when it costs less than either type alone: a mix no cheaper than one of its own parts is not an
+    alternative worth listing (Mélange's point is that mixing pays when whole replicas leave slack)."""
     out = []
     for i, a in enumerate(reps):
         for b in reps[i + 1:]:
             pa, pb = a.tp * (a.gpu.price_per_hour or 0), b.tp * (b.gpu.price_per_hour or 0)
+            alone = min(math.ceil(needed / a.rate) * pa, math.ceil(needed / b.rate) * pb)
             best = None
             for na in range(1, math.ceil(needed / a.rate) + 1):
                 nb = max(1, math.ceil((needed - na * a.rate) / b.rate))
                 cost = na * pa + nb * pb
                 if best is None or cost < best[0]:
                     best = (cost, na, nb)
-            if best is None:
+            if best is None or best[0] >= alone:
                 continue
             cost, na, nb = best
             label = f"{na} × {a.gpu.name} (tp={a.tp}) + {nb} × {b.gpu.name} (tp={b.tp})"
