@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QSpinBox, QWidget
 
 from llmplan.core.frozen import FrozenModel
@@ -48,3 +49,35 @@ def test_efficiency_override_is_a_plan_edit(window):
     assert window.state.doc.efficiency.matmul == 0.5
     spin.setValue(0.0)  # the minimum means "the catalog's default"
     assert window.state.doc.efficiency.matmul is None
+
+
+def test_plan_name_and_notes_are_edited_in_one_undoable_step(window, qtbot):
+    """Notes travel with a shared plan (DESIGN §3): the app edits them (Edit → Plan Name and Notes…)."""
+    from llmplan.gui.plan_info import PlanInfoDialog
+
+    action = next(a for a in window.findChildren(QAction) if a.text() == "Plan &Name and Notes…")
+    assert action.shortcut().toString() == "Ctrl+Shift+N"
+    before = (window.state.doc.name, window.state.doc.notes)
+    action.trigger()
+    dlg = window.findChild(PlanInfoDialog)
+    qtbot.keyClicks(dlg.name, " for the team")
+    dlg.notes.setPlainText("Measured 21.3 GiB peak on the real card.")
+    dlg.apply()
+    assert window.state.doc.notes == "Measured 21.3 GiB peak on the real card."
+    assert window.state.doc.name.endswith("for the team")
+    window.undo_action.trigger()
+    assert (window.state.doc.name, window.state.doc.notes) == before
+
+
+def test_every_remaining_knob_has_an_editor(window):
+    """Knobs that had no control: GPU-to-GPU and host bandwidth, uneven pipeline ends, offload efficiencies."""
+    from PySide6.QtWidgets import QAbstractSpinBox
+
+    window.state.edit("workload", "pretrain")
+    names = {w.objectName() for w in window.findChildren(QAbstractSpinBox)}
+    for path in ("hardware.intra_node_bandwidth", "hardware.host_memory_bandwidth", "parallelism.first_stage_layers",
+                 "parallelism.last_stage_layers", "efficiency.host_memory_bandwidth", "efficiency.pcie"):
+        assert path in names, path
+    spin = next(w for w in window.findChildren(QAbstractSpinBox) if w.objectName() == "hardware.host_memory_bandwidth")
+    spin.setValue(512.0)  # GB/s as shown; the plan stores bytes/s
+    assert window.state.doc.hardware.host_memory_bandwidth == 512e9

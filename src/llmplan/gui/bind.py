@@ -9,6 +9,7 @@ workload tabs and the layout editor is one such line.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -130,7 +131,8 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
         w.setValue(lo if v is None else float(v) * scale)
 
     def changed(v: float) -> None:
-        value = None if (none_text and v <= lo) else v / scale
+        # decimal division: 512 GB/s is 512e9 bytes/s in the plan file, not 511999999999.99994
+        value = None if (none_text and v <= lo) else float(Decimal(repr(v)) / Decimal(repr(scale)))
         if not state.edit(path, value, f"Set {label}"):
             w.blockSignals(True)
             show(state.get(path))

@@ -73,6 +73,21 @@ class LayoutEditor(QWidget):
         row2.addWidget(self._training_only(vs))
         row2.addStretch(1)
         opts.addRow(row2)
+        row3 = QHBoxLayout()  # Megatron's --decoder-first/last-pipeline-num-layers; unset: the automatic split
+        for key, text, tip in (
+                ("first_stage_layers", "First stage layers", "Layers on the first pipeline stage (it also holds "
+                 "the embedding); automatic: the balanced split, one layer fewer at the ends when layers do not "
+                 "divide evenly (Llama 3)"),
+                ("last_stage_layers", "Last stage layers", "Layers on the last pipeline stage (it also holds the "
+                 "output head and loss); automatic: as for the first stage")):
+            label = QLabel(text)
+            spin = bound_spin(state, f"parallelism.{key}", text, tip, 0, 100_000, special_zero="automatic",
+                              none_below=True)
+            label.setBuddy(spin)
+            row3.addWidget(self._training_only(label))
+            row3.addWidget(self._training_only(spin))
+        row3.addStretch(1)
+        opts.addRow(row3)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Layout check")

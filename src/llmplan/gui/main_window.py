@@ -136,6 +136,7 @@ class MainWindow(FileActions, QMainWindow):
         e.addAction(redo)
         self.undo_action, self.redo_action = undo, redo
         e.addSeparator()
+        self._action(e, "Plan &Name and Notes…", self.plan_info, "Ctrl+Shift+N")
         self._action(e, "&Preferences…", self.preferences, K.Preferences)
         h = self.menuBar().addMenu("&Help")
         self._action(h, "&How the Estimates Are Made", self.help, K.HelpContents)
@@ -258,6 +259,11 @@ class MainWindow(FileActions, QMainWindow):
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running
             self.apply_preferences(self.prefs)
+
+    def plan_info(self) -> None:
+        from llmplan.gui.plan_info import PlanInfoDialog
+
+        PlanInfoDialog(self.state, self).open()
 
     def help(self) -> None:
         from llmplan.gui.help_dialog import HelpDialog

@@ -108,6 +108,16 @@ def system_group(state: PlanState, training: bool) -> QWidget:
             "Drives that hold NVMe-offloaded optimizer states (ZeRO-Infinity): read + write bytes/s per node",
             storage, f"default: {_default_name(cat.storage, d.get('offload_storage'))}"), cat.storage,
             "offload_storage"))
+        f.addRow("GPU-to-GPU bandwidth (GB/s)", bound_float(
+            state, "hardware.intra_node_bandwidth", "GPU-to-GPU bandwidth inside a node",
+            "Bytes per second per GPU, one direction, that a GPU reaches its node's other GPUs at (NVLink, or "
+            "PCIe); at the minimum: the node preset's, else the GPU's NVLink or PCIe", 0.0, 100_000.0, 1, 10.0,
+            "GB/s", none_text="node preset / GPU links", scale=1e-9))
+        f.addRow("Host memory bandwidth (GB/s)", bound_float(
+            state, "hardware.host_memory_bandwidth", "Host memory bandwidth",
+            "Theoretical DRAM bandwidth of one node (sockets × channels × MT/s × 8 B): the CPU optimizer step of "
+            "offloaded training streams through it; at the minimum: the node preset's, else a generic 2-socket "
+            "DDR4-3200 host", 0.0, 100_000.0, 1, 10.0, "GB/s", none_text="node preset / generic host", scale=1e-9))
         f.addRow("Failure rate", bound_preset(
             state, "system.failures", "Failure rate",
             "Interruptions per GPU-hour from a published large run: sets the job's mean time between failures",

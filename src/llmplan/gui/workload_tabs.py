@@ -184,7 +184,10 @@ def efficiency_group(state: PlanState) -> QGroupBox:
     for key, label, tip in (
             ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
             ("memory_bandwidth", "Memory bandwidth", "Fraction of peak HBM bandwidth reached"),
-            ("network", "Network", "Fraction of link bandwidth collectives reach")):
+            ("network", "Network", "Fraction of link bandwidth collectives reach"),
+            ("host_memory_bandwidth", "Host memory (offload)",
+             "Fraction of the host's theoretical DRAM bandwidth a CPU optimizer step reaches (ZeRO-Offload)"),
+            ("pcie", "PCIe copies (offload)", "Fraction of the GPU's PCIe payload rate pinned host copies reach")):
         f.addRow(label, bound_float(state, f"efficiency.{key}", f"{label} efficiency", tip, 0.0, 1.0, 2, 0.05,
                                     none_text="catalog default"))
     return box
