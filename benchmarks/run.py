@@ -45,7 +45,8 @@ def gui_rows() -> list[Row]:
         ("estimate() of the GUI's default plan, as the window runs it (median of 15)",
          f"{statistics.median(est):.1f} ms", "well under 10 ms (docs/gui.md)", src),
         ("knob change → verdict shown (median of 15)", f"{statistics.median(verdict):.1f} ms", "< 10 ms", src),
-        ("knob change → charts redrawn (median of 15)",
+        ("knob change → charts redrawn: the work, debounce timers off (the app first waits 30 ms for more knob "
+         "changes, the charts 60 ms more) (median of 15)",
          f"{statistics.median(charts):.1f} ms (max {max(charts):.0f} ms)" if charts else "charts never redrew",
          "< 50 ms", src),
         ("knob change → 'This machine' verdict and nearest changes shown, in the background "

@@ -91,7 +91,7 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 120) -
 
 
 def verdict(output: str) -> str:
-    match = re.search(r"llmplan self-test: window up in [\d.]+ s; (.*)", output)
+    match = re.search(r"llmplan self-test: window up in [\d.]+ s[^;]*; (.*)", output)
     return match.group(1).strip() if match else ""
 
 

@@ -66,6 +66,28 @@ def main(argv: list[str] | None = None) -> int:
         return _show(app, args, settings, errors)
 
 
+def _first_paint(app, window, timeout_s: float = 5.0) -> float | None:
+    """perf_counter() when the window first painted itself (the event loop runs until then)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    seen: list[float] = []
+
+    class _Watch(QObject):
+        def eventFilter(self, obj, event) -> bool:
+            if event.type() == QEvent.Type.Paint and not seen:
+                seen.append(time.perf_counter())
+            return False
+
+    watch = _Watch()
+    window.installEventFilter(watch)
+    window.update()
+    deadline = time.perf_counter() + timeout_s
+    while not seen and time.perf_counter() < deadline:
+        app.processEvents()
+    window.removeEventFilter(watch)
+    return seen[0] if seen else None
+
+
 def _qt_import_advice(exc: ImportError) -> str:
     """What to do when Qt cannot be imported: a missing system library, or PySide6 not installed.
 
@@ -96,8 +118,10 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
         QTimer.singleShot(0, window.offer_recovery)
     if args.self_test:
         out = window.state.evaluate_now()
-        print(f"llmplan self-test: window up in {time.perf_counter() - T0:.2f} s; "
-              f"{window.results.banner.text()}")
+        up = time.perf_counter() - T0
+        painted = _first_paint(app, window)
+        print(f"llmplan self-test: window up in {up:.2f} s, first paint at "
+              f"{'never' if painted is None else f'{painted - T0:.2f} s'}; {window.results.banner.text()}")
         window.state.undo_stack.setClean()
         window.close()
         return 0 if out.kind == "ok" and not errors else 1
