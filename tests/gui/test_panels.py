@@ -238,3 +238,28 @@ def test_broken_user_catalog_files_show_a_lasting_notice(qtbot, settings, fake_d
 
 def test_no_catalog_notice_when_every_file_loads(window):
     assert not window.catalog_notice.isVisibleTo(window)
+
+
+def test_hovering_a_gpu_shows_its_ranks_and_its_stages_memory(window, qtbot):
+    """Issue: "hover a GPU: its ranks and its memory". With PP4 the first stage (embedding) and a middle
+    stage hold different memory; each GPU's tooltip shows its own stage's, from the engine."""
+    from PySide6.QtWidgets import QToolTip
+
+    from llmplan.core.training.memory import stage_totals
+
+    assert window.state.edit_many({"workload": "pretrain", "training.method": "full", "hardware.gpus_per_node": 4,
+                                   "parallelism.pp": 4, "parallelism.dp": 1, "parallelism.tp": 1}, "PP4")
+    out = window.state.evaluate_now()
+    assert out.ok, out.message
+    grid = window.layout_editor.grid
+    per_stage = stage_totals(out.scenario)
+    assert per_stage[0] != per_stage[1]
+    texts = []
+    for stage in (0, 1):
+        rect = next(r for r, node, gpu in grid._boxes if (node, gpu) == (0, stage))
+        qtbot.mouseMove(grid, rect.center().toPoint())
+        want = f"pipeline stage {stage}/4"
+        qtbot.waitUntil(lambda want=want: QToolTip.isVisible() and want in QToolTip.text(), timeout=2000)
+        texts.append(QToolTip.text())
+    assert window.unit.fmt(per_stage[0]) in texts[0] and window.unit.fmt(per_stage[1]) in texts[1]
+    assert all("(this GPU's pipeline stage)" in t for t in texts)

@@ -168,3 +168,16 @@ def version() -> str:
     from llmplan import __version__
 
     return __version__
+
+
+def stage_memory(scenario: Any) -> tuple[float, ...]:
+    """Bytes per GPU of each pipeline stage of a training scenario (() for inference or on error)."""
+    if scenario is None or scenario.workload == "inference":
+        return ()
+    from llmplan.core.training.memory import stage_totals
+    from llmplan.errors import LlmplanError
+
+    try:
+        return stage_totals(scenario)
+    except LlmplanError:
+        return ()

@@ -51,7 +51,8 @@ class GpuGrid(QWidget):
         self.layout_ = ParallelLayout()
         self.gpus_per_node = 1
         self.nodes = 1
-        self.memory_text = ""
+        self.memory_text = ""  # the worst-loaded GPU's memory, when per-stage figures are not known
+        self.stage_memory_text: tuple[str, ...] = ()  # per pipeline stage (training): what each GPU holds
         self.setMouseTracking(True)
         self.setMinimumHeight(90)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -133,9 +134,13 @@ class GpuGrid(QWidget):
         r = ranks_of(rank, self.layout_)
         if r is None:
             return f"node {node}, GPU {gpu} (rank {rank}): idle, the layout uses {self.layout_.gpus} GPUs"
+        ep = self.layout_.ep
         text = (f"node {node}, GPU {gpu}: rank {rank}\n"
                 f"tensor {r.tp}/{self.layout_.tp} · context {r.cp}/{self.layout_.cp} · "
-                f"data {r.dp}/{self.layout_.dp} · pipeline stage {r.pp}/{self.layout_.pp}")
+                f"data {r.dp}/{self.layout_.dp}" + (f" · expert {r.dp % ep}/{ep}" if ep > 1 else "")
+                + f" · pipeline stage {r.pp}/{self.layout_.pp}")
+        if r.pp < len(self.stage_memory_text):
+            return text + f"\nmemory: {self.stage_memory_text[r.pp]} (this GPU's pipeline stage)"
         return text + (f"\nmemory: {self.memory_text}" if self.memory_text else "")
 
     def mouseMoveEvent(self, event) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid
@@ -149,11 +150,14 @@ class LayoutEditor(QWidget):
             self._set_status(f"Invalid layout: {outcome.message}", BAD_COLOUR)
         else:
             self._show_gpu_count(outcome.doc)
-        mem = ""
+        mem, stages = "", ()
         if outcome.estimate is not None:
             m = outcome.estimate.memory
             mem = f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} (worst-loaded GPU)"
+            stages = tuple(f"{self.unit.fmt(b)} of {self.unit.fmt(m.capacity.value)}"
+                           for b in backend.stage_memory(outcome.scenario))
         self.grid.memory_text = mem
+        self.grid.stage_memory_text = stages
 
     def fill_cluster(self) -> None:
         doc = self.state.doc

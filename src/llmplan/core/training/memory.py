@@ -118,6 +118,17 @@ def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
     return max(mems, key=lambda x: x.total)
 
 
+def stage_totals(sc: Scenario) -> tuple[float, ...]:
+    """Bytes on one GPU of each pipeline stage, first to last (the estimate's breakdown is the worst of
+    them): what a GPU of that stage holds, for showing per-GPU memory. Raises like ``estimate``."""
+    from llmplan.core.params import count_params
+    from llmplan.core.training.layout import resolve
+
+    lay = resolve(sc)
+    pb = count_params(sc.model)
+    return tuple(_stage(sc, pb, lay, s).total for s in range(lay.pp))
+
+
 def stage_name(lay: Layout, sm: StageMemory) -> str:
     """Which GPU a breakdown describes, e.g. "pipeline stage 2 of 16 (8 layers)"."""
     if lay.pp == 1:
