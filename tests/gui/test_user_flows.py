@@ -11,6 +11,8 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
+from llmplan.io.plan_document import ModelRef
+
 # A tiny Llama-style config (the keys transformers' LlamaConfig writes), small enough to fit anywhere.
 TINY_CONFIG = {
     "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "hidden_size": 512,
@@ -284,3 +286,33 @@ def test_drop_safetensors_index_and_model_folder(window, isolated):
     _drop(window, [folder])
     assert window.state.doc.model.config["num_hidden_layers"] == 7
     assert window.state.evaluate_now().ok
+
+
+def test_edit_architecture_of_a_moe_model_edits_its_experts(window):
+    """Mixtral's own keys: the dialog shows the routed experts and top-k; 4 experts instead of 8 keeps it
+    a MoE model with half its expert weights, and the router loses 4 rows of 4,096 in each of 32 layers."""
+    from llmplan.core.params import count_params
+
+    assert window.state.edit("model", ModelRef(id="mistralai/Mixtral-8x7B-v0.1"))
+    before = count_params(window.state.evaluate_now().scenario.model)
+    window.models.edit_architecture()
+    dlg = window.models.arch_dialog
+    assert {"num_local_experts", "num_experts_per_tok"} <= set(dlg.spins)
+    dlg.spins["num_local_experts"].setValue(4)
+    dlg._ok()
+    spec = window.state.evaluate_now().scenario.model
+    assert spec.moe.num_experts == 4 and spec.moe.experts_per_token == 2
+    assert count_params(spec).total == before.total - before.routed_experts // 2 - 4 * 4096 * 32
+
+
+def test_edit_architecture_keeps_a_gpt2_a_gpt2(window):
+    """GPT-2's keys are n_embd, n_layer ...; editing them must not turn the model into a Llama (it once did:
+    GeLU, learned positions and biases were lost without a word)."""
+    assert window.state.edit("model", ModelRef(id="openai-community/gpt2"))
+    window.models.edit_architecture()
+    dlg = window.models.arch_dialog
+    assert "n_layer" in dlg.spins and "num_hidden_layers" not in dlg.spins and "num_key_value_heads" not in dlg.spins
+    dlg.spins["n_layer"].setValue(6)
+    dlg._ok()
+    spec = window.state.evaluate_now().scenario.model
+    assert spec.model_type == "gpt2" and spec.num_layers == 6 and spec.position == "learned" and not spec.gated_mlp

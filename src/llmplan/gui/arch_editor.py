@@ -1,9 +1,12 @@
 """Edit the key dimensions of the chosen model, making a custom model.
 
-The edit is made on the model's config.json (the catalog entry's, or the plan's inline
-one), so the result goes through the same ``spec_from_config`` path as any imported
-model and stays in the plan inline (``model.config``). Families whose configs use other
-key names (GPT-2's ``n_embd`` …) start from the Llama-style keys below.
+The edit is made on the model's own config.json (the catalog entry's, or the plan's inline one),
+with the family's own key names (GPT-2's ``n_embd``, OPT's ``ffn_dim``, Mixtral's
+``num_local_experts``, DeepSeek's ``n_routed_experts`` …), so the result goes through the same
+``spec_from_config`` path as any imported model, keeps everything the dialog does not show (norms,
+activation, biases, positions, MLA, sliding windows) and stays in the plan inline
+(``model.config``). Only a model known by its spec alone (no config.json) is described in
+Llama-style keys, and the dialog says so.
 """
 
 from __future__ import annotations
@@ -15,49 +18,72 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QL
 
 from llmplan.io.plan_document import ModelRef
 
-# (config key, label, tooltip)
+# (config keys, the first the family's config has is edited; label; tooltip). Always shown.
 DIMENSIONS = (
-    ("hidden_size", "Hidden size", "Width of the residual stream (d_model)"),
-    ("num_hidden_layers", "Layers", "Transformer blocks"),
-    ("num_attention_heads", "Attention heads", "Query heads per layer"),
-    ("num_key_value_heads", "KV heads", "Key/value heads (GQA: fewer than the query heads; must divide them)"),
-    ("intermediate_size", "MLP width", "Hidden width of each dense MLP"),
-    ("vocab_size", "Vocabulary", "Tokens in the vocabulary (embedding and output rows)"),
-    ("max_position_embeddings", "Context length", "Longest context the model supports"),
+    (("hidden_size", "n_embd", "d_model"), "Hidden size", "Width of the residual stream (d_model)"),
+    (("num_hidden_layers", "n_layer", "num_layers"), "Layers", "Transformer blocks"),
+    (("num_attention_heads", "n_head"), "Attention heads", "Query heads per layer"),
+    (("num_key_value_heads", "num_kv_heads", "n_head_kv"), "KV heads",
+     "Key/value heads (GQA: fewer than the query heads; must divide them)"),
+    (("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"), "MLP width",
+     "Hidden width of each dense MLP"),
+    (("vocab_size",), "Vocabulary", "Tokens in the vocabulary (embedding and output rows)"),
+    (("max_position_embeddings", "n_positions", "seq_length"), "Context length",
+     "Longest context the model supports"),
+)
+# Shown only when the model's config has them: head size, MoE, MLA and sliding-window dimensions.
+OPTIONAL = (
+    (("head_dim",), "Head size", "Width of one attention head"),
+    (("num_local_experts", "num_experts", "n_routed_experts"), "Routed experts", "Experts per MoE layer"),
+    (("num_experts_per_tok",), "Experts per token", "Routed experts each token is sent to (top-k)"),
+    (("moe_intermediate_size",), "Expert MLP width", "Hidden width of one expert's MLP"),
+    (("n_shared_experts",), "Shared experts", "Experts every token uses (DeepSeek)"),
+    (("first_k_dense_replace",), "Dense first layers", "Leading layers with a dense MLP instead of experts"),
+    (("kv_lora_rank",), "KV latent rank (MLA)", "Width of the compressed key/value latent (DeepSeek MLA)"),
+    (("q_lora_rank",), "Query latent rank (MLA)", "Width of the compressed query (DeepSeek MLA)"),
+    (("sliding_window",), "Sliding window", "Tokens a sliding-window layer attends to"),
 )
 
 
+def _key(cfg: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
+
+
 def editable_config(config: dict[str, Any] | None, spec) -> dict[str, Any]:
-    """A config with the Llama-style keys present (filled from the spec where missing)."""
-    cfg = dict(config or {"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
-    defaults = {"hidden_size": spec.hidden_size, "num_hidden_layers": spec.num_layers,
-                "num_attention_heads": spec.num_heads, "num_key_value_heads": spec.num_kv_heads,
-                "intermediate_size": spec.intermediate_size, "vocab_size": spec.vocab_size,
-                "max_position_embeddings": spec.max_position_embeddings}
-    if not all(k in cfg for k in defaults):  # another family's key names: describe it Llama-style
-        cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
-               "tie_word_embeddings": spec.tie_embeddings, "head_dim": spec.head_dim}
-    for k, v in defaults.items():
-        cfg.setdefault(k, v)
-    return cfg
+    """The model's own config; for a model known by its spec alone, a Llama-style config of it."""
+    if config:
+        return dict(config)
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": spec.hidden_size,
+            "num_hidden_layers": spec.num_layers, "num_attention_heads": spec.num_heads,
+            "num_key_value_heads": spec.num_kv_heads, "intermediate_size": spec.intermediate_size,
+            "vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings,
+            "tie_word_embeddings": spec.tie_embeddings, "head_dim": spec.head_dim}
 
 
 class ArchitectureDialog(QDialog):
     accepted_model = Signal(object)  # ModelRef
 
-    def __init__(self, name: str, config: dict[str, Any], parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, config: dict[str, Any], parent: QWidget | None = None,
+                 from_spec: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit architecture")
         self.config = config
         form = QFormLayout(self)
+        if from_spec:
+            note = QLabel("This model has no config.json here; it is described in Llama-style keys.")
+            note.setWordWrap(True)
+            form.addRow(note)
         self.name = QLineEdit(name if name.startswith("Custom") else f"Custom {name}")
         self.name.setAccessibleName("Model name")
         form.addRow("Name", self.name)
         self.spins: dict[str, QSpinBox] = {}
-        for key, label, tip in DIMENSIONS:
+        for keys, label, tip in (*DIMENSIONS, *OPTIONAL):
+            key = _key(config, keys)
+            if key is None:  # this family has no such dimension (MHA has no separate KV head count ...)
+                continue
             spin = QSpinBox()
             spin.setRange(1, 10_000_000)
-            spin.setValue(int(config.get(key, 1)))
+            spin.setValue(int(config[key]))
             spin.setToolTip(f"{tip} (config.json key '{key}')")
             spin.setAccessibleName(label)
             form.addRow(label, spin)
@@ -78,8 +104,6 @@ class ArchitectureDialog(QDialog):
         cfg = dict(self.config)
         for key, spin in self.spins.items():
             cfg[key] = spin.value()
-        if "head_dim" in cfg and cfg["hidden_size"] != self.config.get("hidden_size"):
-            cfg["head_dim"] = cfg["hidden_size"] // cfg["num_attention_heads"]
         name = self.name.text().strip() or "Custom model"
         spec_from_config(cfg, name=name)
         return ModelRef(name=name, config=cfg)

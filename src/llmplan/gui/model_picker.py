@@ -206,7 +206,8 @@ class ModelPicker(QWidget):
             except Exception:
                 config = None
         spec = out.scenario.model
-        self.arch_dialog = ArchitectureDialog(spec.name, editable_config(config, spec), self)
+        self.arch_dialog = ArchitectureDialog(spec.name, editable_config(config, spec), self,
+                                              from_spec=not config)
         self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
         self.arch_dialog.open()
 
