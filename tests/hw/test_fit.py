@@ -243,3 +243,17 @@ def test_two_gpus_a_layer_split_beats_offloading():
     assert "inference.weight_format=q4_k_m" in best.overrides
     _, est = evaluate_plan(apply_change(fit, best))
     assert est.fits and est.memory.total.value == best.summary.needed_bytes
+
+
+def test_an_unmatched_gpu_names_the_closest_catalog_entries():
+    """Detection found a GPU the catalog lacks: the note names the entries to plan on instead."""
+    from llmplan.hw.types import DetectedGpu
+
+    laptop = DetectedGpu(vendor="nvidia", name="NVIDIA GeForce RTX 4090 Laptop GPU", index=0, source="nvidia-smi",
+                         memory_total_bytes=16376 * 2**20, memory_free_bytes=None)
+    m = local_hardware(DetectionReport(gpus=(laptop,), host=None))
+    assert not m.speed_known and m.gpu.memory_bytes == 16376 * 2**20
+    assert "closest catalog entries are nvidia-rtx-4090-24gb" in m.notes[0] and "--set hardware.gpu=ID" in m.notes[0]
+    odd = DetectedGpu(vendor="nvidia", name="NVIDIA Zorblax 9000", index=0, source="nvidia-smi",
+                      memory_total_bytes=8 * 2**30, memory_free_bytes=None)
+    assert "llmplan-cli catalog gpus" in local_hardware(DetectionReport(gpus=(odd,), host=None)).notes[0]

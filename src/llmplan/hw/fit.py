@@ -172,8 +172,12 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
         spec = entry.spec.model_copy(update={"memory_bytes": gpu.memory_total_bytes, "gpu_memory_fraction": fraction})
         return spec, entry.id, True, notes
     why = m.message if m is not None else "hardware catalog unavailable"
+    closest = "; `llmplan-cli catalog gpus` lists the entries to plan on instead (--set hardware.gpu=ID)"
+    if m is not None and m.alternatives:
+        closest = (f"; the closest catalog entries are {', '.join(m.alternatives)}: plan on one with "
+                   f"--set hardware.gpu=ID (or pick it in the app) to get speed figures")
     notes.append(f"approximate: {gpu.name} is not in the catalog ({why}); memory is the device's own figure, "
-                 "speed figures are unavailable")
+                 f"speed figures are unavailable{closest}")
     vendor = gpu.vendor if gpu.vendor in ("nvidia", "amd", "apple") else "other"
     spec = GpuSpec(id="local-unmatched-gpu", name=f"{gpu.name} (approximate)", vendor=vendor,
                    memory_bytes=gpu.memory_total_bytes, memory_bandwidth=_PLACEHOLDER_BANDWIDTH,
