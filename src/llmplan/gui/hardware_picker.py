@@ -54,6 +54,7 @@ class HardwarePicker(QWidget):
         self.detect_status = QLabel("Looking for this machine's GPUs…" if detect else "")
         self.detect_status.setAccessibleName("Detection status")
         self.detect_status.setWordWrap(True)  # a long list of detected GPUs must not widen the window
+        self.detect_status.setVisible(detect)  # no empty row when there is nothing to say
         self.spinner = QProgressBar()  # busy indicator while detection runs
         self.spinner.setRange(0, 0)
         self.spinner.setMaximumHeight(6)
@@ -178,10 +179,11 @@ class HardwarePicker(QWidget):
                 groups[vendor].setFlags(groups[vendor].flags() & ~Qt.ItemFlag.ItemIsSelectable)
                 groups[vendor].setExpanded(True)
             bf16 = spec.peak_flops.for_dtype("bf16")
-            item = QTreeWidgetItem(groups[vendor], [spec.name, f"{spec.memory_bytes / 1024**3:.0f} GiB",
+            item = QTreeWidgetItem(groups[vendor], [_without_vendor(spec.name), f"{spec.memory_bytes / 1024**3:.0f} GiB",
                                                     f"{bf16 / 1e12:.0f} TF" if bf16 else "—"])
             item.setData(0, ID_ROLE, spec.id)
-            item.setToolTip(0, f"{spec.id}\n{spec.memory_marketing or ''} · {spec.memory_bandwidth / 1e9:,.0f} GB/s"
+            item.setToolTip(0, f"{spec.name}\n{spec.id}\n{spec.memory_marketing or ''} · "
+                               f"{spec.memory_bandwidth / 1e9:,.0f} GB/s"
                                f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s")
         self.tree.blockSignals(False)
         self._follow(self.state.doc)
@@ -269,3 +271,12 @@ class HardwarePicker(QWidget):
             if gpu_id or spec:
                 return gpu_id, spec
         return None, None
+
+
+def _without_vendor(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090 24GB' under the NVIDIA group is 'GeForce RTX 4090 24GB': the group says
+    the vendor, and the narrow column then shows the model and its memory whole."""
+    for prefix in ("NVIDIA ", "AMD ", "Intel ", "Apple "):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix):]
+    return name

@@ -45,11 +45,11 @@ class ModelPicker(QWidget):
         self.search.setAccessibleName("Search models")
         self.family = compact(ElidedCombo(), 5)
         self.family.setAccessibleName("Model family filter")
-        self.size = compact(ElidedCombo(), 5)
+        self.size = compact(ElidedCombo(), 8)  # "any size" whole
         self.size.setAccessibleName("Model size filter")
         for text, _lo, _hi in SIZES:
             self.size.addItem(text)
-        self.licence = compact(ElidedCombo(), 5)
+        self.licence = compact(ElidedCombo(), 11)  # "any licence" whole
         self.licence.setAccessibleName("Licence filter")
         self.list = QTreeWidget()
         self.list.setAccessibleName("Models")
