@@ -62,7 +62,7 @@ def resolve(sc: Scenario) -> Layout:
     if gpus != cl.total_gpus:
         raise LayoutError(
             f"rule tp·pp·dp·cp = GPUs: {tp}·{pp}·{dp}·{cp} = {gpus}, but the cluster has {cl.total_gpus} GPUs "
-            f"({cl.nodes} node(s) × {cl.gpus_per_node}); change parallelism.dp to {_fix_dp(cl.total_gpus, tp, pp, cp)}"
+            f"({cl.nodes} node(s) × {cl.gpus_per_node}); {_fix_dp(cl.total_gpus, tp, pp, cp)}"
         )
     if m.num_heads % tp:
         raise LayoutError(
@@ -146,7 +146,9 @@ def _divisors(n: int, limit: int) -> str:
 
 
 def _fix_dp(total: int, tp: int, pp: int, cp: int) -> str:
+    """The fix to suggest: the dp that fills the cluster, or, when none can, what to change instead."""
     inner = tp * pp * cp
     if total % inner:
-        return f"(none: tp·pp·cp = {inner} does not divide {total}; change tp, pp or cp)"
-    return str(total // inner)
+        return (f"no dp fills it, because tp·pp·cp = {inner} does not divide {total}: change tp, pp or cp "
+                f"(or the GPU count)")
+    return f"change parallelism.dp to {total // inner}"
