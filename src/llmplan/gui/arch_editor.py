@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QDialog, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
+from llmplan.gui.dialogs import error_and_buttons
 from llmplan.io.plan_document import ModelRef
 
 # (config keys, the first the family's config has is edited; label; tooltip). Always shown.
@@ -88,14 +89,7 @@ class ArchitectureDialog(QDialog):
             spin.setAccessibleName(label)
             form.addRow(label, spin)
             self.spins[key] = spin
-        self.error = QLabel("")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c62828;")
-        form.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self._ok)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        self.error = error_and_buttons(form, self._ok, self.reject)
 
     def model_ref(self) -> ModelRef:
         """The edited model; raises ConfigError (naming the key) when it cannot be a model."""

@@ -11,15 +11,14 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
-    QLabel,
     QLineEdit,
     QWidget,
 )
 
 from llmplan.core.hardware import GpuSpec, PeakFlops
+from llmplan.gui.dialogs import error_and_buttons
 
 
 def _spin(lo: float, hi: float, value: float, suffix: str, decimals: int = 1) -> QDoubleSpinBox:
@@ -56,19 +55,12 @@ class CustomGpuDialog(QDialog):
                           "GB/s host link", 0)
         self.price = _spin(0, 10_000, base.price_per_hour or 0.0 if base else 0.0, "USD/hour (0: unknown)", 2)
         self.save_user = QCheckBox("Also add it to my GPU catalog")
-        self.error = QLabel("")
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setWordWrap(True)
         for label, w in (("Name", self.name), ("Vendor", self.vendor), ("Memory", self.memory),
                          ("Memory bandwidth", self.bandwidth), ("Peak BF16", self.bf16), ("Peak FP8", self.fp8),
                          ("GPU-to-GPU link", self.link), ("Host link", self.pcie), ("Price", self.price)):
             f.addRow(label, w)
         f.addRow(self.save_user)
-        f.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self._ok)
-        buttons.rejected.connect(self.reject)
-        f.addRow(buttons)
+        self.error = error_and_buttons(f, self._ok, self.reject)
 
     def spec(self) -> GpuSpec:
         name = self.name.text().strip() or "My GPU"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QMessageBox, QWidget
 
 PLAN_FILTER = "llmplan plans (*.llmplan);;All files (*)"
 MODEL_FILTER = ("Model descriptions (config.json *.json *.gguf *.safetensors.index.json);;"
@@ -61,3 +61,17 @@ def open_folder(parent: QWidget | None, title: str) -> Path | None:
 def save_path(parent: QWidget | None, title: str, suggested: str, filters: str) -> Path | None:
     path, _ = QFileDialog.getSaveFileName(parent, title, suggested, filters)
     return Path(path) if path else None
+
+
+def error_and_buttons(form: QFormLayout, on_ok, on_cancel) -> QLabel:
+    """The last rows of an editing dialog: a red line for what is wrong, then OK and Cancel. OK calls
+    ``on_ok``, which closes the dialog itself once the input is valid. Returns the error line."""
+    error = QLabel("")
+    error.setWordWrap(True)
+    error.setStyleSheet("color: #c62828;")
+    form.addRow(error)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+    buttons.accepted.connect(on_ok)
+    buttons.rejected.connect(on_cancel)
+    form.addRow(buttons)
+    return error

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QWidget,
 )
 
+from llmplan.gui.dialogs import error_and_buttons
 from llmplan.gui.state import PlanState
 
 MAX_NOTES = 100_000  # the plan document's limit on ``notes``
@@ -38,13 +37,7 @@ class PlanInfoDialog(QDialog):
         self.notes.setMinimumSize(420, 180)
         form.addRow("&Name", self.name)
         form.addRow("N&otes", self.notes)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        form.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.apply)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        self.error = error_and_buttons(form, self.apply, self.reject)
 
     def apply(self) -> None:
         notes = self.notes.toPlainText()
