@@ -91,11 +91,20 @@ def test_zero2_matches_deepspeed(psi, per_node, nodes):
     # DeepSpeed, no offload: gpu = 4Ψ + int(16Ψ/N)
     ds_gpu = 4 * psi + int(16 * psi / n)
     assert _gpu(_states(psi, n, 2)) + 2 * psi == pytest.approx(ds_gpu, rel=1e-9)
-    # DeepSpeed, CPU offload: gpu = 2Ψ; cpu = Ψ·max(4N, 16)·1.5 per node (16Ψ when 4N ≤ 16)
+    # DeepSpeed, CPU offload: gpu = 2Ψ; cpu = Ψ·max(4·per_node, 16)·1.5 per node
     st = _states(psi, n, 2, "cpu")
     assert _gpu(st) == pytest.approx(2 * psi, rel=1e-9)
-    if 4 * n <= 16:
-        assert st.host * per_node * 1.5 == pytest.approx(psi * 16 * 1.5, rel=1e-9)
+    ours_per_node = st.host * per_node
+    assert ours_per_node == pytest.approx(16 * psi / nodes, rel=1e-9)  # the offloaded states, sharded over nodes
+    if 4 * per_node <= 16 and nodes == 1:  # DeepSpeed's 16Ψ term is those states: equal
+        assert ours_per_node * 1.5 == pytest.approx(psi * max(4 * per_node, 16) * 1.5, rel=1e-9)
+    else:
+        # Different on purpose: as we read it, DeepSpeed's 4·per_node·Ψ term is every process on the node holding
+        # the whole model in fp32 on the CPU while it is built, before ZeRO partitions it, and its 16Ψ is not
+        # divided by the node count. We size the steady state (the offloaded shard of this node); the load-time
+        # peak depends on how the model is built (meta-device / low_cpu_mem_usage loading avoids it) and is
+        # listed under "not modelled" in docs/offload.md.
+        assert psi * max(4 * per_node, 16) > ours_per_node
 
 
 @pytest.mark.parametrize(("psi", "largest", "per_node", "nodes"), [(7e9, 2.2e8, 8, 1), (70e9, 1.0e9, 8, 4)])
