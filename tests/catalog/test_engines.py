@@ -33,3 +33,15 @@ def test_bad_user_entry_names_the_field(tmp_path, monkeypatch):
 def test_unknown_engine():
     with pytest.raises(CatalogError, match="known engines"):
         engine_profile("nope")
+
+
+def test_every_shipped_engine_states_its_numbers_in_the_catalog():
+    """DESIGN: engine overheads are data, not code defaults. Every shipped profile sets each number."""
+    import tomllib
+
+    from llmplan.resources_path import catalogs_dir
+
+    raw = tomllib.loads((catalogs_dir() / "engines.toml").read_text(encoding="utf-8"))
+    for engine_id, entry in raw.items():
+        for key in ("cuda_context_bytes", "framework_bytes", "kv_block_tokens", "allreduce_latency_s", "source"):
+            assert key in entry, f"{engine_id}: {key} is left to a code default"
