@@ -114,7 +114,7 @@ class Recovery:
 def recoverable() -> Recovery | None:
     """The newest plan a session that did not end cleanly left behind, with its original file. Slots of
     running windows are skipped; an unreadable copy is renamed ``*.unreadable``. ``<data>/autosave.llmplan``, where
-    versions before 0.1 kept their one copy, is looked at too."""
+    earlier builds kept their single copy, is looked at too."""
     folder = autosave_folder()
     slots = sorted(folder.glob("*.llmplan"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
     legacy = user_data_dir() / "autosave.llmplan"
