@@ -133,3 +133,8 @@ def test_a_saved_calibration_of_this_gpu_is_used_and_said(window):
     assert tm.fit.local_plan.efficiency.memory_bandwidth == pytest.approx(900e9 / tm.machine.gpu.memory_bandwidth,
                                                                           abs=1e-4)
     assert "calibrated on NVIDIA GeForce RTX 4090 (2026-11-24)" in tm.verdict.toolTip()
+
+
+def test_the_detection_status_shows_once_a_report_arrives(detected):
+    assert detected.hardware.detect_status.isVisibleTo(detected)
+    assert detected.hardware.detect_status.text().startswith("This machine: ")

@@ -251,6 +251,7 @@ class HardwarePicker(QWidget):
     # ---- detection -------------------------------------------------------------------
     def _detected(self, report: Any, problem: str) -> None:
         self.spinner.hide()
+        self.detect_status.setVisible(True)
         gpus = gpus_of(report) if report is not None else []
         self.detected = []
         for g in gpus:
