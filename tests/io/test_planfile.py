@@ -89,10 +89,10 @@ def test_validation_error_names_the_dotted_field():
 
 
 def test_newer_schema_is_refused_naming_both_versions():
-    future = json.dumps({"format": "llmplan", "schema_version": 3, "model": {"id": "m"}})
+    future = json.dumps({"format": "llmplan", "schema_version": 4, "model": {"id": "m"}})
     with pytest.raises(PlanFileError) as err:
         loads_plan(future)
-    assert "saved by a newer llmplan (schema 3)" in str(err.value)
+    assert "saved by a newer llmplan (schema 4)" in str(err.value)
     assert f"reads up to schema {SCHEMA_VERSION}" in str(err.value) and "update llmplan" in str(err.value)
 
 
@@ -100,7 +100,7 @@ def test_v0_draft_migrates():
     old = {"format": "llmplan", "schema_version": 0, "model": {"id": "m"}, "workload": "training",
            "hardware": {"gpu": "nvidia-a100-sxm-80gb", "gpu_count": 4}, "layout": {"tp": 2, "dp": 2}}
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == SCHEMA_VERSION == 2
+    assert doc.schema_version == SCHEMA_VERSION == 3
     assert doc.parallelism.tp == 2 and doc.parallelism.dp == 2
     assert doc.hardware.gpus_per_node == 4 and doc.hardware.nodes == 1
     assert doc.workload == "pretrain"
@@ -111,7 +111,7 @@ def test_schema_1_plan_migrates_and_keeps_following_the_catalog():
     old = json.loads(_minimal())
     old["schema_version"] = 1
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == 2 and doc.hardware.gpu_efficiency is None
+    assert doc.schema_version == 3 and doc.hardware.gpu_efficiency is None
 
 
 def test_missing_and_folder_paths(tmp_path):
@@ -140,3 +140,14 @@ def test_document_needs_a_model():
     with pytest.raises(PlanFileError, match="model"):
         loads_plan('{"format": "llmplan", "schema_version": 1, "model": {}}')
     assert PlanDocument(model=ModelRef(id="x")).format == "llmplan"
+
+
+def test_schema_2_plan_migrates_to_the_megatron_profile_and_keeps_its_numbers():
+    """Schema 3 added training.framework (default "auto"); a schema-2 plan was estimated the Megatron way and
+    migrates to that profile explicitly, so a one-GPU fine-tune saved before keeps its figures."""
+    old = {"format": "llmplan", "schema_version": 2, "model": {"id": "m"}, "workload": "finetune",
+           "training": {"method": "lora"}}
+    doc = loads_plan(json.dumps(old))
+    assert doc.schema_version == 3 and doc.training.framework == "megatron"
+    fresh = loads_plan(json.dumps({**old, "schema_version": 3}))
+    assert fresh.training.framework == "auto"

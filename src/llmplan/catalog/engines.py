@@ -21,10 +21,11 @@ ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "trt-llm": "tensor
            "hf": "transformers", "mlx-lm": "mlx"}
 
 
-def _read(path: Path) -> dict[str, dict]:
+def read_profile_file(path: Path, kind: str = "engine") -> dict[str, dict]:
+    """A profiles TOML file (engines, frameworks) as {id: table}, size-capped, with one clear error."""
     try:
         if path.stat().st_size > 4 * 1024 * 1024:  # engines.toml is a few KB; never read a huge file whole
-            raise CatalogError(f"{path}: too large for an engines file (limit 4 MiB); fix or remove the file")
+            raise CatalogError(f"{path}: too large for an {kind}s file (limit 4 MiB); fix or remove the file")
         with path.open("rb") as f:
             data = tomllib.load(f)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
@@ -33,7 +34,7 @@ def _read(path: Path) -> dict[str, dict]:
         raise CatalogError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     for key, entry in data.items():
         if not isinstance(entry, dict):
-            raise CatalogError(f"{path}: '{key}' must be a table [{key}] of engine settings")
+            raise CatalogError(f"{path}: '{key}' must be a table [{key}] of {kind} settings")
     return data
 
 
@@ -46,10 +47,10 @@ def load_engine_profiles(user_file: Path | None = None) -> dict[str, EngineProfi
 
 @functools.lru_cache(maxsize=4)
 def _cached_profiles(shipped_path: str, user_path: str, stamp: Stamp) -> dict[str, EngineProfile]:
-    raw = _read(Path(shipped_path))
+    raw = read_profile_file(Path(shipped_path))
     user = Path(user_path)
     if user.is_file():
-        for key, entry in _read(user).items():
+        for key, entry in read_profile_file(user).items():
             raw[key] = {**raw.get(key, {}), **entry}
     out: dict[str, EngineProfile] = {}
     for key, entry in raw.items():

@@ -58,7 +58,8 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
         t = scenario.training
         out["training"] = {"method": t.method, "precision": t.precision, "optimizer": t.optimizer,
                            "seq_len": t.seq_len, "micro_batch": t.micro_batch, "global_batch": t.global_batch,
-                           "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute}
+                           "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
+                           "framework": scenario.framework.id, "regime": t.regime}
     if est.compute is not None:
         k = est.compute
         out["compute"] = {
@@ -68,6 +69,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "mfu": k.mfu.value, "hfu": k.hfu.value, "training_days": k.training_days.value,
             "gpu_hours": k.gpu_hours.value, "cost_usd": _v(k.cost_usd),
             "exposed_offload_s": _v(k.offload_time_s) or 0.0,
+            "breakdown": dict(k.breakdown),
         }
     if est.communication is not None:
         m = est.communication
@@ -163,6 +165,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"training: {t['method']}, {t['precision']}, {t['optimizer']}, seq {t['seq_len']:,}, "
                      f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,}, ZeRO-{t['zero_stage']}, "
                      f"recompute {t['recompute']}, offload {t['offload']}")
+        lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'} "
+                     f"(training.framework, training.regime)")
     verdict = "FITS" if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
     where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""

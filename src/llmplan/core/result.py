@@ -96,6 +96,7 @@ class ComputeReport:
     gpu_hours: Figure
     cost_usd: Figure | None
     offload_time_s: Figure | None = None  # exposed offload time per step (training.offload), its parts as inputs
+    breakdown: dict[str, float] = field(default_factory=dict)  # seconds per part of a step (sums to step_time_s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
@@ -23,6 +24,8 @@ Optimizer = Literal["sgd", "momentum", "adamw", "adam8bit", "adafactor", "lion",
 Recompute = Literal["none", "selective", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
+Regime = Literal["amp", "pure"]
+Loss = Literal["auto", "fp32_logits", "upcast", "fused_linear"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 
 
@@ -46,7 +49,27 @@ class TrainingSettings(FrozenModel):
         0, ge=0, le=1_000_000,
         description="ranks ZeRO/FSDP shards over; 0: all of dp·cp; e.g. 8: FSDP HYBRID_SHARD within a node",
     )
-    fp32_grad_accumulation: bool = Field(True, description="keep a fp32 gradient buffer (Megatron default)")
+    fp32_grad_accumulation: bool | None = Field(
+        None, description="keep a fp32 gradient buffer; None: what the framework profile does (Megatron: yes)"
+    )
+    framework: str = Field(
+        "auto", min_length=1, max_length=64,
+        description="training-framework profile id from catalogs/frameworks.toml (megatron, deepspeed, fsdp2, "
+        "hf-trainer); auto: hf-trainer for fine-tuning on one GPU, megatron otherwise",
+    )
+    regime: Regime = Field(
+        "amp", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "
+        "model loaded in 16 bits and trained as is — 16-bit weights, gradients and optimizer states, no master copy",
+    )
+    loss: Loss = Field(
+        "auto", description="how the loss treats the logits; auto: the framework's (upcast for Hugging Face, "
+        "fp32_logits for Megatron); fused_linear: a chunked fused linear cross-entropy (Liger) that never "
+        "materialises the logits",
+    )
+    lora_dropout: float = Field(
+        0.05, ge=0, lt=1, description="PEFT lora_dropout; > 0 keeps a mask and a copy of each adapted input "
+        "(0.05: the QLoRA paper's setting for 7-13B models)",
+    )
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     qlora_double_quant: bool = True
@@ -118,6 +141,9 @@ class EfficiencyOverrides(FrozenModel):
         return base.model_copy(update=changes) if changes else base
 
 
+_DEFAULT_FRAMEWORK = FrameworkProfile()
+
+
 class Scenario(FrozenModel):
     """A resolved plan: everything ``estimate`` needs, nothing it has to look up."""
 
@@ -131,6 +157,14 @@ class Scenario(FrozenModel):
     engine_profile: EngineProfile | None = Field(
         None, description="inference: the engine's catalog profile (None: a neutral runtime)"
     )
+    framework_profile: FrameworkProfile | None = Field(
+        None, description="training: the framework's catalog profile (None: Megatron-style, FrameworkProfile())"
+    )
+
+    @property
+    def framework(self) -> FrameworkProfile:
+        """The training-framework profile in effect (the Megatron-style default when none was resolved)."""
+        return self.framework_profile or _DEFAULT_FRAMEWORK
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

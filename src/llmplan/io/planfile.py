@@ -63,7 +63,21 @@ def _migrate_v1_to_v2(old: dict[str, Any]) -> dict[str, Any]:
     return {**old, "schema_version": 2}
 
 
-MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2}
+def _migrate_v2_to_v3(old: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 added training-framework profiles (``training.framework``, default "auto") and the
+    precision ``regime``. A schema-2 plan was estimated as Megatron-Core does it (fp32 gradient buffer,
+    fused kernels), so it migrates to the "megatron" profile and keeps its numbers."""
+    new = dict(old)
+    training = new.get("training")
+    if training is None or isinstance(training, dict):
+        training = dict(training or {})
+        training.setdefault("framework", "megatron")
+        new["training"] = training
+    new["schema_version"] = 3
+    return new
+
+
+MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

@@ -118,6 +118,17 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
     return engine_profile(doc.inference.engine)
 
 
+def resolve_framework_profile(doc: PlanDocument) -> Any:
+    """Training and fine-tuning run under a framework profile (catalogs/frameworks.toml); "auto" picks
+    Hugging Face Trainer + PEFT for fine-tuning on one GPU and Megatron-Core otherwise. Inference needs none."""
+    if doc.workload == "inference":
+        return None
+    from llmplan.catalog.frameworks import framework_profile
+
+    gpus = doc.hardware.gpus_per_node * doc.hardware.nodes
+    return framework_profile(doc.training.framework, doc.workload, gpus)
+
+
 def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
     ``PlanFileError`` naming the field."""
@@ -134,7 +145,8 @@ def resolve(doc: PlanDocument) -> Scenario:
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=doc.inference, parallelism=doc.parallelism,
                         efficiency=doc.efficiency.apply(hw.gpu_efficiency or default_efficiency(gpu)),
-                        engine_profile=resolve_engine_profile(doc))
+                        engine_profile=resolve_engine_profile(doc),
+                        framework_profile=resolve_framework_profile(doc))
     except ValidationError as exc:
         raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
 

@@ -5,6 +5,7 @@ import pytest
 from llmplan.core.estimate import estimate
 from llmplan.core.training.activations import in_flight
 from llmplan.core.training.layout import resolve
+from llmplan.errors import InputError
 from llmplan.io.hf_config import spec_from_config
 
 from .helpers import scenario
@@ -44,7 +45,13 @@ def test_optimizer_bytes_per_parameter():
 
 
 def test_fp8_keeps_bf16_weights_plus_fp8_copies_and_fp32_has_no_master():
-    e8 = estimate(scenario(LLAMA3_8B, 1, seq_len=1024, precision="fp8", zero_stage=0))
+    from llmplan.catalog.hardware import load_hardware_catalog
+
+    sc8 = scenario(LLAMA3_8B, 1, seq_len=1024, precision="fp8", zero_stage=0)
+    with pytest.raises(InputError, match="no fp8 tensor cores"):  # the test cluster is an A100
+        estimate(sc8)
+    h100 = load_hardware_catalog().gpu("nvidia-h100-sxm-80gb").spec
+    e8 = estimate(sc8.model_copy(update={"cluster": sc8.cluster.model_copy(update={"gpu": h100})}))
     assert e8.memory.weights.value == pytest.approx(3 * e8.params.total)
     e32 = estimate(scenario(LLAMA3_8B, 1, seq_len=1024, precision="fp32", zero_stage=0))
     assert e32.memory.master_weights.value == 0

@@ -14,19 +14,17 @@ Checks per row:
   The measured value is never an input. Unknown to us and assumed: micro-batch 1, dropout 0.1,
   fp16 with fp32 gradients, no sequence parallelism (not yet invented), no distributed optimizer.
 
-What the catalog defaults give (TFLOP/s per GPU, ours vs Table 1), recorded 2026-11-24:
-1.7B 155.1 (137), 3.6B 153.0 (138), 7.5B 151.0 (142), 18.4B 157.5 (135), 39.1B 170.2 (138),
-76.1B 174.9 (140), 145.6B 182.6 (148), 310.1B 188.1 (155), 529.6B 190.9 (163), 1008.0B 194.7 (163):
-+6% to +25%, always above the measurement. The issue's target of 15% is met by 4 of the 10 rows.
-The engine charges the matmuls at the GEMM ceiling that 2023 software reaches; Megatron-LM's 2021
-stack reached about 80% of it end to end, and no measurement independent of this table says how
-much of that gap is kernels and how much is framework overhead, so nothing is tuned to close it.
-The same catalog figure for the H100 (0.801) reproduces Llama 3 405B's reported 38-43% MFU
-(docs/training.md), a run on 2024 software. The test pins the band the catalog defaults fall in
-(0 to +26%), so a change to the engine or the catalog that moves any row outside it is seen.
+What the per-operation model gives with the catalog defaults and the Megatron profile (TFLOP/s per
+GPU, ours vs Table 1), recorded 2026-11-25: 1.7B 108.5 (137), 3.6B 109.8 (138), 7.5B 112.3 (142),
+18.4B 118.2 (135), 39.1B 130.9 (138), 76.1B 136.6 (140), 145.6B 143.4 (148), 310.1B 149.3 (155),
+529.6B 153.3 (163), 1008.0B 157.2 (163): -2.4% to -20.9%, median 5.6% under. The three smallest
+rows (tensor-parallel width 1-4, 2,048-token micro-batches) are 20-21% under: their GEMMs are small
+and the unfused-era softmax traffic at s = 2048 is charged in full; the issue's 20% bound is missed by
+under one point there. Before the per-operation model (one large-GEMM efficiency for every matmul) the
+same rows were +6% to +25% over, median +18%. Nothing here is fitted to the table: GEMM and attention
+rates come from a bf16 kernel sweep on an H100 (``kernel_rates``), scaled by the A100's catalog figure.
+The test pins the band (0 to -22%) and the median (within 10%), so a change that moves a row is seen.
 
-Sensitivity: with the generic default of GPUs that have no MAMF entry (matmul 0.6, catalog
-``[default]``) every row is within 15% (-3.4% to -13.8%, slightly pessimistic); that is checked too.
 The table values were taken from the paper's Table 1; the search tool did not return the
 table's text, so they could not be re-checked against a second copy.
 """
@@ -35,12 +33,10 @@ import pytest
 
 from llmplan.catalog.hardware import load_hardware_catalog
 from llmplan.core.estimate import estimate
-from llmplan.core.hardware import Efficiency
 
 from .helpers import gpt, scenario
 
 CATALOG_A100 = load_hardware_catalog().efficiency_for("nvidia-a100-sxm4-80gb")
-GENERIC = Efficiency()
 
 S, V = 2048, 51200
 ROWS = [  # params (B), heads, hidden, layers, TP, PP, GPUs, batch, measured TFLOP/s per GPU
@@ -86,13 +82,13 @@ def test_catalog_defaults_are_the_a100_mamf_figures():
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r[0]}B")
 def test_throughput_with_the_catalog_defaults(row):
-    """0 to +26% above the measured TFLOP/s per GPU (module doc: the 15% target is not met by 6 rows)."""
+    """0 to -22% of the measured TFLOP/s per GPU (module doc: three small rows miss the 20% target)."""
     predicted, measured = predicted_tflops(row), row[8]
-    assert measured <= predicted <= 1.26 * measured, f"{row[0]}B: predicted {predicted:.1f}, measured {measured}"
+    assert 0.78 * measured <= predicted <= measured, f"{row[0]}B: predicted {predicted:.1f}, measured {measured}"
     assert _estimate(*row[1:8]).fits  # the paper trained every row on 80 GB A100s
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r[0]}B")
-def test_throughput_with_the_generic_efficiency_within_15_percent(row):
-    predicted, measured = predicted_tflops(row, GENERIC), row[8]
-    assert predicted == pytest.approx(measured, rel=0.15), f"{row[0]}B: predicted {predicted:.1f}"
+def test_median_error_within_10_percent():
+    errors = sorted(abs(predicted_tflops(row) / row[8] - 1) for row in ROWS)
+    median = (errors[4] + errors[5]) / 2
+    assert median <= 0.10, f"median error {median:.1%}"

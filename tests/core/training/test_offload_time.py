@@ -72,7 +72,9 @@ def test_offload_time_is_added_to_the_step_and_lowers_mfu():
     on_gpu = estimate(_sc(offload="none"))
     inputs = off.compute.step_time_s.inputs
     assert inputs["exposed_offload_s"] == pytest.approx(off.compute.offload_time_s.value)
+    # with offload the optimizer runs on the CPU: the GPU's optimizer pass leaves the step, the offload joins it
     assert off.compute.step_time_s.value == pytest.approx(on_gpu.compute.step_time_s.value
+                                                          - on_gpu.compute.breakdown["optimizer"]
                                                           + inputs["exposed_offload_s"], rel=1e-9)
     assert off.compute.mfu.value < on_gpu.compute.mfu.value
 
@@ -152,8 +154,8 @@ def test_unified_memory_moves_nothing_over_pcie():
 def test_70b_example_mfu_drops_to_a_plausible_value():
     """resources/examples/finetune-llama-3.1-70b-zero3-8xh100.llmplan: full fine-tune, ZeRO-3, AdamW states on
     the CPU of a default host (2 × 8 channels DDR4-3200 = 409.6 GB/s, × 0.7). Before offload was timed the
-    engine reported MFU 56.7% (the brief's "57%"); the CPU step of 70.6e9 params × 30 B / 286.7 GB/s = 7.4 s and 0.34 s of
-    parameters back over PCIe lower it to 43.8%."""
+    engine reported MFU 56.7% (the brief's "57%"; 46.1% with the per-operation GPU model); the CPU step of 70.6e9 params × 30 B / 286.7 GB/s = 7.4 s and 0.34 s of
+    parameters back over PCIe lowered it to 43.8%; with the per-operation GPU model (2026-11-25) it is 37.2%."""
     from llmplan.io.evaluate import evaluate_plan
     from llmplan.io.planfile import load_plan
 
@@ -162,9 +164,9 @@ def test_70b_example_mfu_drops_to_a_plausible_value():
     c = est.compute
     parts = c.offload_time_s.inputs
     assert parts["cpu_step_s"] == pytest.approx(count_params(sc.model).total * 30 / (409.6e9 * 0.7), rel=1e-9)
-    assert c.mfu.value == pytest.approx(0.438, abs=0.01)
+    assert c.mfu.value == pytest.approx(0.372, abs=0.01)
     no_offload_step = c.step_time_s.value - c.offload_time_s.value
-    assert c.mfu.value * c.step_time_s.value / no_offload_step == pytest.approx(0.567, abs=0.002)
+    assert c.mfu.value * c.step_time_s.value / no_offload_step == pytest.approx(0.461, abs=0.002)
 
 
 def test_zero_offload_dpu_speedup_bounds_the_exposed_offload_time():
@@ -175,7 +177,7 @@ def test_zero_offload_dpu_speedup_bounds_the_exposed_offload_time():
     the offload time against the compute. llmplan, for the 10B configuration (50 layers, hidden 4096, 32 heads:
     the DeepSpeed ZeRO-Offload tutorial's), fp16, ZeRO-2 + CPU offload, activation checkpointing, on a DGX-2
     host (2 Xeon Platinum 8168 with 6 channels of DDR4-2666 each: 2 × 6 × 2666 MT/s × 8 B = 255.9 GB/s):
-    (C + X) / C = 1.33, inside the published range.
+    (C + X) / C = 1.26 (1.33 before the per-operation GPU model), inside the published range.
 
     What differs, honestly: the paper gives a range over model sizes, not the 10B point; we assume the global
     batch is the micro-batch (8): with the 512-sequence batches of its Figure 8, 64 accumulation steps would make
@@ -202,7 +204,7 @@ def test_zero_offload_dpu_speedup_bounds_the_exposed_offload_time():
     exposed = est.compute.offload_time_s.value
     speedup = step / (step - exposed)
     assert 1.12 <= speedup <= 1.59
-    assert speedup == pytest.approx(1.33, abs=0.01)
+    assert speedup == pytest.approx(1.26, abs=0.01)
 
 
 def test_cpu_step_is_below_a_reported_deepspeed_step():

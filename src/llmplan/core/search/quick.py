@@ -109,7 +109,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     shard = dp * cp
     zero = c.zero
     frozen_bytes = 0.5625 if t.method == "qlora" else wbytes  # NF4 + double-quantised scales (QLoRA §3)
-    grad_b = 4.0 if (t.fp32_grad_accumulation or t.precision == "fp32") else 2.0
+    grad_b = 4.0 if (t.fp32_grad_accumulation is not False or t.precision == "fp32") else 2.0
     master = 0.0 if t.precision == "fp32" else 4.0
 
     def states(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,7 +13,6 @@ from llmplan.core.explain import Figure
 from llmplan.core.params import count_params
 from llmplan.core.result import CommunicationReport, Estimate
 from llmplan.core.training import memory
-from llmplan.core.training.activations import average_layer_bytes
 from llmplan.core.training.bottleneck import GIB, judge
 from llmplan.core.training.comms import Windows, collectives
 from llmplan.core.training.flops import step_flops, token_flops
@@ -38,13 +37,17 @@ def estimate_training(sc: Scenario) -> Estimate:
     adapters = 0.0 if full else adapter_params(pb, m, None, tr.lora_rank, tr.lora_targets)
     tf = token_flops(m, pb, lay.seq_len, adapters)
     sf = step_flops(tf, lay.tokens_per_step, tr)
-    layer_act = average_layer_bytes(m, lay, tr, "none")
-    ct = compute_times(sc, lay, sf, layer_act)
+    st = sm.states
+    opt_params = sm.trainable / st.shard_dense if (tr.zero_stage >= 1 or tr.distributed_optimizer) else sm.trainable
+    state_bytes = (st.master_bytes or st.weight_bytes, st.grad_bytes, st.optimizer_bytes, st.weight_bytes,
+                   bool(st.master_bytes))
+    ct = compute_times(sc, lay, pb, opt_params, state_bytes)
 
-    per_mb = ct.total / lay.accumulation
+    busy = ct.total - ct.optimizer
+    per_mb = busy / lay.accumulation
     bwd_share = (2.0 if full else 1.0) / (3.0 if full else 2.0)
     attn_share = tf.attention / tf.forward if tf.forward else 0.0
-    win = Windows(compute=ct.total, attention=ct.total * attn_share, last_backward=per_mb * bwd_share)
+    win = Windows(compute=busy, attention=busy * attn_share, last_backward=per_mb * bwd_share)
     intra_bw = cl.intra_bandwidth * eff.intra_node
     inter_bw = cl.network.bandwidth_per_gpu * eff.network
     st = sm.states

@@ -30,7 +30,8 @@ def nf4_bits_per_param(double_quant: bool) -> float:
     return 4.0 + (8 / 64 + 32 / (64 * 256) if double_quant else 32 / 64)
 
 
-def _targets(name: str, category: str, targets: tuple[str, ...]) -> bool:
+def is_targeted(name: str, category: str, targets: tuple[str, ...]) -> bool:
+    """Whether LoRA adapts the tensor group ``name`` (of ``category``) for these target names."""
     if category in ("expert", "mtp") or name.endswith(".bias"):
         return False
     return _TARGET_OF.get(name.rsplit(".", 1)[-1], "") in targets
@@ -41,7 +42,7 @@ def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, rank: i
     """Adapter parameters: on one GPU (``lay`` given, ``layer_share`` of the blocks) or in the whole model."""
     total = 0.0
     for g in pb.groups:
-        if g.place != "layer" or len(g.shape) != 2 or not _targets(g.name, g.category, targets):
+        if g.place != "layer" or len(g.shape) != 2 or not is_targeted(g.name, g.category, targets):
             continue
         out, inp = g.shape
         if lay is None or lay.tp == 1:

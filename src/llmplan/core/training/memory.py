@@ -15,15 +15,15 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
+from llmplan.core.training.eager_memory import eager_peak
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
+from llmplan.core.training.ops import head_ops, layer_ops
 from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states
 from llmplan.core.workload import Scenario
 
-CUDA_CONTEXT_BYTES = 1 << 30  # CUDA context, cuBLAS/NCCL workspaces: ~1 GiB per process in practice
-FRAGMENTATION = 0.05  # caching-allocator fragmentation, share of the allocated bytes
 _OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
 
 
@@ -40,17 +40,20 @@ class StageMemory:
     extra_activations: float  # embedding / logits / recompute working set
     buffers: float
     overhead: float
+    gradients: float  # gradient bytes present at the peak (all of them unless the framework frees them)
+    phase: str = ""  # eager profiles: the phase of the step that sets the peak
 
     @property
     def total(self) -> float:
         s = self.states
-        return (s.weights + s.gradients + s.master + s.optimizer + self.activations + self.buffers
+        return (s.weights + self.gradients + s.master + s.optimizer + self.activations + self.buffers
                 + self.overhead)
 
 
 def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMemory:
     m: ModelSpec = sc.model
     tr = sc.training
+    prof = sc.framework
     stage = role(index, lay.pp)
     layers = lay.split.per_stage[index]
     sp = stage_params(m, lay, stage, layers)
@@ -63,10 +66,14 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         base = 4.0 if tr.precision == "fp32" else 2.0
         if tr.method == "qlora":
             q = sp.matrices
-            frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * base
+            # prepare_model_for_kbit_training casts what is not quantised (embeddings, head, norms) to fp32
+            rest = 4.0 if prof.kernels == "eager" else base
+            frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * rest
         else:
             frozen = sp.total * base
-    st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full)
+    st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full, prof)
+    if prof.kernels == "eager":
+        return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
     per_layer = act.average_layer_bytes(m, lay, tr)
     if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
         per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
@@ -83,8 +90,25 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
-    overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * allocated
-    return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead)
+    overhead = prof.context_bytes + prof.fragmentation * allocated
+    return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead,
+                       st.gradients)
+
+
+def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stage: str, layers: int,
+                 sp: StageParams, trainable: float, st: StateBytes) -> StageMemory:
+    """Eager modeling code: the peak over the step's phases (``eager_memory``)."""
+    m, tr, prof = sc.model, sc.training, sc.framework
+    ops = layer_ops(m, pb, lay, tr, prof)
+    head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers)
+    buffers = pk.weight_copies
+    if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
+        buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
+    allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
+    overhead = prof.context_bytes + prof.fragmentation * allocated
+    return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
+                       pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase)
 
 
 def comm_buffers(m: ModelSpec, lay: Layout) -> float:
@@ -150,9 +174,16 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                   {"fp8": "transformer-engine", "qlora": "qlora"}.get(
                       "qlora" if tr.method == "qlora" else tr.precision, zsrc),
                   ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
-    g = (Figure.of(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
-                   {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
-         if st.gradients else zero("B", "gradients sharded to the host or nothing trains"))
+    prof = sc.framework
+    if sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
+        g = (Figure.of(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
+                       {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
+                        "framework": prof.name}, "hf-eager")
+             if sm.gradients else zero("B", f"the peak ({sm.phase}) comes before the backward allocates gradients"))
+    else:
+        g = (Figure.of(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
+                       {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
+             if st.gradients else zero("B", "gradients sharded to the host or nothing trains"))
     ms = (Figure.of(st.master, "B", "trainable × 4 B fp32 master copy (÷ d from ZeRO-1)",
                     {"trainable": sm.trainable, "d": d}, zsrc)
           if st.master else zero("B", "fp32 training or master weights offloaded"))
@@ -160,19 +191,31 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
-    a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
-                  {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
-                   "stage": where,
-                   "embedding_logits_recompute": sm.extra_activations, "recompute": tr.recompute,
-                   "flash_attention": tr.flash_attention, "tp": lay.tp, "sequence_parallel": lay.sp,
-                   "cp": lay.cp}, "korthikanti")
-    b = (Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
-                   "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
-                   {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
-                    "method": tr.method}, "korthikanti")
-         if sm.buffers else zero("B", "no gather, pipeline or dequantisation buffers"))
-    ov = Figure.of(sm.overhead, "B", "CUDA context and workspaces + 5% allocator fragmentation",
-                   {"context": CUDA_CONTEXT_BYTES, "fragmentation": FRAGMENTATION}, "assumption")
+    if sm.phase:
+        a = Figure.of(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
+                      "the head's inputs + the loss's logits at the peak phase",
+                      {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
+                       "head_and_loss": sm.extra_activations, "recompute": tr.recompute,
+                       "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
+    else:
+        a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
+                      {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
+                       "stage": where, "embedding_logits_recompute": sm.extra_activations,
+                       "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
+                       "sequence_parallel": lay.sp, "cp": lay.cp}, "korthikanti")
+    if not sm.buffers:
+        b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
+    elif sm.phase:
+        b = Figure.of(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
+                      "dequantised matrix", {"phase": sm.phase, "method": tr.method}, "hf-eager")
+    else:
+        b = Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
+                      "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
+                      {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
+                       "method": tr.method}, "korthikanti")
+    ov = Figure.of(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
+                   {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
+                   "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
 
@@ -40,15 +41,32 @@ class StateBytes:
     offloaded_weights: float = 0.0  # this GPU's weight partition kept off the GPU (fetched every pass)
 
 
-def weight_bytes(precision: str) -> float:
-    """Bytes of one trainable weight on the GPU. fp8 (Transformer Engine): bf16 weight + fp8 GEMM copy."""
+def weight_bytes(precision: str, params_are_master: bool = False, regime: str = "amp") -> float:
+    """Bytes of one trainable weight on the GPU. fp8 (Transformer Engine): bf16 weight + fp8 GEMM copy.
+    Under AMP with fp32 parameters (``params_are_master``) the stored weight is the fp32 master itself."""
+    if params_are_master and regime == "amp" and precision != "fp8":
+        return 4.0
     return {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 3.0}[precision]
 
 
-def grad_bytes(tr: TrainingSettings) -> float:
+def master_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
+    """A separate fp32 master copy exists only in mixed precision where the weights themselves are 16-bit."""
+    if tr.precision == "fp32" or tr.regime == "pure" or (prof.params_are_master and tr.precision != "fp8"):
+        return 0.0
+    return 4.0
+
+
+def grad_bytes(tr: TrainingSettings, prof: FrameworkProfile | None = None) -> float:
+    """fp32 training and fp32 gradient buffers: 4 B; pure 16-bit training: 2 B; otherwise the plan's
+    ``fp32_grad_accumulation``, or the framework's when the plan leaves it open."""
     if tr.precision == "fp32":
         return 4.0
-    return 4.0 if tr.fp32_grad_accumulation else 2.0
+    if tr.regime == "pure":
+        return 2.0
+    acc = tr.fp32_grad_accumulation
+    if acc is None:
+        acc = prof.fp32_grad_accumulation if prof is not None else True
+    return 4.0 if acc else 2.0
 
 
 def optimizer_bytes(tr: TrainingSettings, sp: StageParams, trainable: float, full: bool) -> float:
@@ -75,14 +93,16 @@ def optimizer_bytes(tr: TrainingSettings, sp: StageParams, trainable: float, ful
 
 
 def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen_bytes: float,
-                 dp_group: int, ep: int, full: bool) -> StateBytes:
+                 dp_group: int, ep: int, full: bool, prof: FrameworkProfile | None = None) -> StateBytes:
     """Per-GPU model states for one stage. ``trainable`` parameters on the GPU; ``frozen_bytes`` of
     frozen base weights (LoRA/QLoRA); ``dp_group`` = dp·cp, the ZeRO sharding group."""
-    mixed = tr.precision != "fp32"
-    wb = weight_bytes(tr.precision)
-    gb = grad_bytes(tr)
-    mb = 4.0 if mixed else 0.0
+    prof = prof or FrameworkProfile()
+    wb = weight_bytes(tr.precision, prof.params_are_master, tr.regime)
+    gb = grad_bytes(tr, prof)
+    mb = master_bytes(tr, prof)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
+    if tr.regime == "pure" and tr.optimizer != "adam8bit":  # states kept in the parameters' 16-bit dtype
+        ob_total /= 2
     expert_share = sp.expert / sp.total if full and sp.total else 0.0
     d_dense = dp_group
     d_exp = max(1, dp_group // ep)

@@ -27,48 +27,92 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
+from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import ComputeReport
+from llmplan.core.training import kernel_rates as kr
+from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.layout import Layout
+from llmplan.core.training.ops import head_ops, layer_ops
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
-
-ELEMENTWISE_PASSES = 4
-
-
-def peak_dtype(precision: str) -> str:
-    return {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeTimes:
-    matmul: float
-    memory_bound: float
+    """Seconds per optimizer step on the slowest GPU, from the per-operation model (``op_time``)."""
+
+    matmul: float  # weight GEMMs and attention
+    memory_bound: float  # elementwise kernels, loss, dequantisation, autocast casts
+    optimizer: float  # the optimizer's pass over its states (on the GPU)
+    launch: float  # host launch time beyond the GPU's own (host-bound steps)
     peak: float  # FLOP/s of one GPU at the training dtype
     hbm: float  # achievable bytes/s
     imbalance: float  # slowest stage's layers / mean layers per stage (1 for an even split)
+    parts: dict[str, float]  # seconds per step by kind, for compute.breakdown
+    notes: tuple[str, ...] = ()
 
     @property
     def total(self) -> float:
-        return self.matmul + self.memory_bound
+        return self.matmul + self.memory_bound + self.optimizer + self.launch
 
 
-def compute_times(sc: Scenario, lay: Layout, sf: StepFlops, layer_act_bytes: float) -> ComputeTimes:
-    gpu, eff, tr = sc.cluster.gpu, sc.efficiency, sc.training
-    peak = gpu.peak_flops.for_dtype(peak_dtype(tr.precision))
-    if peak <= 0:
-        raise InputError(
-            f"{gpu.name} has no peak FLOP/s for {tr.precision} (nor a wider type it could fall back to); "
-            f"set its peak_flops.{peak_dtype(tr.precision)} or choose another training.precision"
-        )
-    imbalance = lay.split.imbalance()
-    matmul = sf.hardware / lay.gpus / (peak * eff.matmul)
-    if imbalance != 1.0:  # the slowest stage sets the pace (module doc)
-        matmul *= imbalance
-    passes = ELEMENTWISE_PASSES + (1 if tr.recompute == "full" else 0)
+def training_peak(gpu_name: str, peaks, precision: str) -> tuple[float, tuple[str, ...]]:
+    """Dense peak for the training dtype. fp8 needs fp8 tensor cores (refused otherwise); bf16 on a GPU
+    without bf16 tensor cores (V100, T4) runs, as PyTorch runs it there, at the fp32 rate, with a warning."""
+    own = getattr(peaks, precision, None)
+    if own:
+        return float(own), ()
+    if precision == "fp8":
+        have = [d for d in ("bf16", "fp16", "fp32") if getattr(peaks, d, None)]
+        raise InputError(f"{gpu_name} has no fp8 tensor cores; set training.precision to one it supports "
+                         f"({', '.join(have) or 'none listed'})")
+    if precision in ("bf16", "fp16") and peaks.fp32:
+        return float(peaks.fp32), (f"{gpu_name} has no {precision} tensor cores: {precision} GEMMs run at its fp32 "
+                                   f"rate ({peaks.fp32 / 1e12:.1f} TFLOP/s); fp16 is the fast path there"
+                                   if precision == "bf16" and peaks.fp16 else
+                                   f"{gpu_name} lists no {precision} rate: charged at its fp32 rate",)
+    raise InputError(f"{gpu_name} has no peak FLOP/s for {precision}; set its peak_flops.{precision} or choose "
+                     "another training.precision")
+
+
+def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
+                  state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
+    """Per-operation step time of the slowest stage (module doc of ``op_time``).
+
+    ``optimizer_params``: trainable parameters this GPU's optimizer updates (after ZeRO sharding);
+    ``state_bytes``: (master/parameter, gradient, optimizer-state, weight bytes per parameter, whether the
+    16-bit weights are a separate copy of the master)."""
+    gpu, eff, tr, prof, m = sc.cluster.gpu, sc.efficiency, sc.training, sc.framework, sc.model
+    peak, notes = training_peak(gpu.name, gpu.peak_flops, tr.precision)
+    elem = {"fp32": 4.0, "fp8": 1.0}.get(tr.precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    mem = passes * layer_act_bytes * lay.max_stage_layers * lay.accumulation / hbm
-    return ComputeTimes(matmul, mem, peak, hbm, imbalance)
+    r = ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem)
+    ops = layer_ops(m, pb, lay, tr, prof)
+    fwd = ot.layer_forward(ops, r)
+    layer = fwd + ot.layer_backward(ops, r)
+    if tr.recompute == "full":
+        layer = layer + fwd
+    elif tr.recompute == "selective" and not tr.flash_attention:
+        layer = layer + ot.PartTimes(attention=fwd.attention, kernels=2)
+    head = ot.head_time(head_ops(m, pb, lay, tr, prof, ops.residual_bytes), r)
+    per_mb = layer.scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)  # head spread like the old model
+    steps = lay.accumulation
+    gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
+    launch = max(host_s - gpu_s, 0.0)
+    opt = 0.0
+    if tr.offload == "none":
+        mb, gb, sb, wb, separate = state_bytes
+        opt = ot.optimizer_time(optimizer_params, mb, gb, sb, wb, separate, hbm)
+    parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
+             "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
+             "dequantisation": per_mb.dequant * steps, "optimizer": opt, "launch_overhead": launch}
+    if launch:
+        notes += (f"host-bound: issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} "
+                  f"GEMM calls takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
+    matmul = parts["gemm"] + parts["attention"]
+    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"]
+    return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes)
 
 
 def bubble_fraction(lay: Layout) -> float:
@@ -82,9 +126,11 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
     tr, eff = sc.training, sc.efficiency
     gpus = lay.gpus
     bub = bubble_fraction(lay)
-    ideal = ct.total + exposed_inner
+    ideal = ct.total - ct.optimizer + exposed_inner
     exposed_offload = offload.value if offload is not None else 0.0  # offload_time.py
-    step = ideal * (1 + bub) + exposed_dp + exposed_offload
+    step = ideal * (1 + bub) + ct.optimizer + exposed_dp + exposed_offload
+    breakdown = {**ct.parts, "exposed_communication": exposed_inner + exposed_dp, "pipeline_bubble": ideal * bub,
+                 "offload": exposed_offload}
     tokens = lay.tokens_per_step
     tps = tokens / step
     peak_all = ct.peak * gpus
@@ -114,19 +160,23 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                           {"model_flops": sf.model, "recompute_flops": sf.recompute},
                                           "korthikanti"),
         step_time_s=Figure.of(step, "s",
-                              "(matmul + memory-bound + exposed TP/CP/EP/PP of the slowest pipeline stage) × "
-                              "(1 + bubble) + exposed DP + exposed offload (CPU optimizer step, PCIe, NVMe)",
-                              {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound,
+                              "(GEMMs + attention + memory-bound kernels + launch-bound excess + exposed TP/CP/EP/PP "
+                              "of the slowest pipeline stage) × (1 + bubble) + optimizer step + exposed DP + exposed "
+                              "offload (CPU optimizer step, PCIe, NVMe)",
+                              {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound, "optimizer_s": ct.optimizer,
+                               "launch_s": ct.launch, "framework": sc.framework.name,
                                "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
                                "exposed_offload_s": exposed_offload, **stages},
-                              src, uneven),
+                              src, uneven + ct.notes),
         compute_time_s=Figure.of(ct.total, "s",
-                                 "hardware FLOPs / GPUs × stage imbalance / (peak × efficiency.matmul) + "
-                                 "elementwise bytes of the slowest stage / (HBM bandwidth × "
-                                 "efficiency.memory_bandwidth); stage imbalance = slowest stage's layers / mean",
-                                 {"hardware_flops": sf.hardware, "gpus": gpus, "peak_flops": ct.peak,
-                                  "matmul_efficiency": eff.matmul, "matmul_s": ct.matmul,
-                                  "memory_bound_s": ct.memory_bound, **stages}, "roofline", uneven),
+                                 "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
+                                 "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
+                                 "measured share of peak by length; max(GPU time, kernel launches × launch "
+                                 "cost); + the optimizer's pass over its states",
+                                 {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
+                                  "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul), "bandwidth": ct.hbm,
+                                  "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
+                                 uneven + ct.notes),
         bubble_fraction=Figure.of(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
         tokens_per_s=Figure.of(tps, "tokens/s", "global_batch · seq_len / step time",
@@ -142,4 +192,5 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                             {"seconds": seconds, "gpus": gpus}, "assumption"),
         cost_usd=cost,
         offload_time_s=offload,
+        breakdown=breakdown,
     )

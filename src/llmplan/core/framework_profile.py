@@ -1,0 +1,71 @@
+"""What a training framework does to a step's memory and time, as data.
+
+Papers describe one framework each (the ZeRO and Megatron papers: fused kernels, 16-bit
+weights with an fp32 master copy in the optimizer); people run several. A profile names the
+choices that change the numbers, so one per-operation model (``core.training.ops``) serves
+them all. The numbers live in ``catalogs/frameworks.toml`` (read by
+``llmplan.catalog.frameworks``), each with its source; the caller puts the chosen profile in
+``Scenario.framework_profile``. ``FrameworkProfile()`` with no arguments is the Megatron-style
+profile every estimate used before profiles existed, so old plans keep their numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from llmplan.core.frozen import FrozenModel
+
+KernelStyle = Literal["fused", "eager"]
+LossKind = Literal["fp32_logits", "upcast", "fused_linear"]
+
+
+class FrameworkProfile(FrozenModel):
+    id: str = Field("megatron", min_length=1)
+    name: str = "Megatron-LM (Megatron-Core)"
+    kernels: KernelStyle = Field(
+        "fused", description="fused: one kernel per norm, rotary, SwiGLU and bias-dropout-add (Megatron-Core, "
+        "Transformer Engine); eager: the modeling code's own PyTorch ops, each a kernel that reads and writes "
+        "memory (Hugging Face transformers)"
+    )
+    params_are_master: bool = Field(
+        False, description="trainable parameters are kept in fp32 and ARE the master copy; each forward casts "
+        "them to 16 bits (PyTorch AMP autocast, FSDP2 mixed precision); False: 16-bit weights plus an fp32 "
+        "master copy inside the optimizer (Megatron, DeepSpeed)"
+    )
+    fp32_grad_accumulation: bool = Field(
+        True, description="gradients kept in an fp32 buffer (Megatron's main_grad; AMP's fp32 .grad)"
+    )
+    grads_freed_after_step: bool = Field(
+        False, description="gradients are freed after the optimizer step (zero_grad(set_to_none=True)) and "
+        "exist only from the backward on; False: a persistent gradient buffer (Megatron, DeepSpeed)"
+    )
+    loss: LossKind = Field(
+        "fp32_logits", description="fp32_logits: vocab-parallel cross-entropy over fp32 logits (Megatron); "
+        "upcast: 16-bit logits copied to fp32, log-softmax and its gradient materialised (transformers' "
+        "ForCausalLMLoss); fused_linear: the head and loss computed in chunks, logits never whole (Liger)"
+    )
+    launch_s: float = Field(
+        15.5e-6, ge=0, le=1e-3,
+        description="host time to issue one kernel from eager PyTorch; a step is never faster than its "
+        "kernels' launches (one-element kernel, measured on an H100 SXM, torch 2.11, 2026-11-24)"
+    )
+    gemm_launch_s: float = Field(
+        28.2e-6, ge=0, le=1e-3,
+        description="host time of one cuBLAS GEMM call from eager PyTorch (median of the smallest GEMMs of a "
+        "bf16 sweep on an H100 SXM, torch 2.11, 2026-11-24, which the GPU finishes sooner)"
+    )
+    context_bytes: int = Field(
+        1 << 30, ge=0, description="CUDA context, cuBLAS/NCCL workspaces per process"
+    )
+    fragmentation: float = Field(
+        0.05, ge=0, le=1, description="caching-allocator reserve beyond the allocated bytes, share of them"
+    )
+    overlap_grad_reduce: bool = Field(True, description="DP gradient reduction overlaps the backward")
+    supports_pp: bool = True
+    supports_tp: bool = True
+    supports_cp: bool = True
+    supports_ep: bool = True
+    describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
+    source: str = ""

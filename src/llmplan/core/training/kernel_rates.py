@@ -1,0 +1,80 @@
+"""How fast one kernel runs: the microbenchmark-derived rates of the per-operation time model.
+
+Every constant here comes from microbenchmarks measured on an NVIDIA H100 SXM 80GB HBM3 with
+torch 2.11 / CUDA 13.0 on 2026-11-24 (CUDA-event-timed medians of single kernels), never from
+an end-to-end training run. Other GPUs are reached by their catalog peaks and efficiencies with
+the same *shape* of curve: a GEMM of a given (m, n, k) reaches the same share of that GPU's
+large-GEMM rate as it did on the H100, and flash attention at a given length and head size the
+same share of that GPU's GEMM rate. That is an assumption (wave quantisation differs with the
+SM count), stated in every figure that uses it.
+
+- GEMM: t = max(FLOPs / (peak · matmul · SWEEP_SHARE · SUSTAINED), bytes / bandwidth) + GEMM_FIXED_S.
+  A least-squares fit over the 85 bf16 GEMMs of the sweep that take longer than 45 µs (square
+  256-16,384; q/k/v/o, up, down and lm_head shapes of six model widths at 128-32,768 tokens):
+  0.740 of the dense peak plus 23 µs per GEMM (median error 0.4%, worst 26%). The sweep's best
+  shape reached 0.801 (8192³, 792 TFLOP/s), the figure the catalog's MAMF column holds, so the
+  sweep-wide rate is 0.740 / 0.801 = 0.924 of the catalog's. SUSTAINED: under load that lasts
+  seconds the clocks drop: 688 TFLOP/s at n = 8192 over 0.78 s against 792 in a short burst.
+- Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
+  size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
+  (2·b·heads·s²·d forward, 3.5× that forward + backward).
+- Cross-entropy over fp32 logits, forward + backward: 20.0 ms for 8,192 tokens × 128,256 and
+  23.7 ms for 8,192 × 151,936: 19.0 ps per logit, i.e. 55 bytes per logit at the measured
+  2,911 GB/s copy rate. Charged as those bytes at each GPU's achievable bandwidth.
+- Memory-bound kernels move their bytes at the catalog's achievable bandwidth (H100: a 1 GiB
+  device copy ran at 2,911 GB/s, 0.869 of 3,350 GB/s).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+SWEEP_SHARE = 0.740 / 0.801
+SUSTAINED = 688.1 / 792.1
+GEMM_FIXED_S = 23e-6
+CE_BYTES_PER_LOGIT = 55.4
+H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
+
+# (head_dim, seq) -> (forward, forward+backward) TFLOP/s share of the 989.4 TFLOP/s bf16 peak
+_SDPA_SEQ = (512, 2048, 8192, 32768)
+_SDPA = {
+    64: ((166.3, 85.0), (287.3, 251.6), (420.5, 391.3), (480.4, 447.6)),
+    128: ((273.4, 135.2), (458.1, 347.3), (571.2, 521.3), (612.5, 587.4)),
+}
+_H100_PEAK = 989.4
+
+
+def gemm_rate(peak: float, matmul_eff: float) -> float:
+    """FLOP/s a typical GEMM shape sustains in a training step (module doc)."""
+    return peak * matmul_eff * SWEEP_SHARE * SUSTAINED
+
+
+def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0) -> float:
+    """Seconds of one (m × k) · (k × n) GEMM on the GPU: roofline of FLOPs and operand bytes + fixed cost."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    flops = 2.0 * m * n * k
+    moved = elem_bytes * (m * k + k * n + m * n)
+    return max(flops / rate, moved / bandwidth) + GEMM_FIXED_S
+
+
+def _interp(seq: float, column: tuple[tuple[float, float], ...], which: int) -> float:
+    xs = [math.log2(s) for s in _SDPA_SEQ]
+    x = math.log2(max(seq, 1.0))
+    if x <= xs[0]:
+        return column[0][which]
+    if x >= xs[-1]:
+        return column[-1][which]
+    i = bisect.bisect_right(xs, x) - 1
+    f = (x - xs[i]) / (xs[i + 1] - xs[i])
+    return column[i][which] * (1 - f) + column[i + 1][which] * f
+
+
+def flash_share(seq: float, head_dim: float, backward: bool) -> float:
+    """Share of the dense peak flash attention reaches on the H100 at this length and head size.
+    Head sizes between the measured 64 and 128 interpolate; larger ones use 128's row."""
+    which = 1 if backward else 0
+    lo, hi = _interp(seq, _SDPA[64], which), _interp(seq, _SDPA[128], which)
+    f = min(max((head_dim - 64) / 64, 0.0), 1.0)
+    return (lo * (1 - f) + hi * f) / _H100_PEAK

@@ -1,0 +1,128 @@
+"""The per-operation time of one micro-batch on one GPU, and of the optimizer step.
+
+Each GEMM costs ``kernel_rates.gemm_time`` at its own shape (forward; backward: the input
+gradient, and the weight gradient where the weight trains); flash attention its measured share
+of peak at its length and head size; each elementwise kernel its bytes at the achievable
+bandwidth. The GPU cannot run kernels faster than the host issues them: a micro-batch takes
+max(GPU time, launches × launch cost) — the host-bound case of small models and eager code.
+Recompute adds the forward again (full: every block; selective without flash: attention).
+QLoRA dequantises each NF4 weight before every use (forward, recompute, input gradient).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.training import kernel_rates as kr
+from llmplan.core.training.ops import BACKWARD_FACTOR, NF4_DEQUANT_BYTES, HeadOps, LayerOps
+
+
+@dataclass(frozen=True, slots=True)
+class PartTimes:
+    """Seconds per micro-batch on one GPU, by kind, and the host's launch time beside them."""
+
+    gemm: float = 0.0
+    attention: float = 0.0
+    elementwise: float = 0.0
+    loss: float = 0.0
+    dequant: float = 0.0
+    casts: float = 0.0  # autocast weight copies and gradient upcasts (fp32 parameters)
+    kernels: float = 0.0  # launches
+    gemm_calls: float = 0.0
+
+    def __add__(self, o: PartTimes) -> PartTimes:
+        return PartTimes(*(a + b for a, b in zip(self._t(), o._t(), strict=True)))
+
+    def scale(self, f: float) -> PartTimes:
+        return PartTimes(*(a * f for a in self._t()))
+
+    def _t(self) -> tuple[float, ...]:
+        return (self.gemm, self.attention, self.elementwise, self.loss, self.dequant, self.casts, self.kernels,
+                self.gemm_calls)
+
+    @property
+    def gpu(self) -> float:
+        return self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts
+
+    def host(self, prof: FrameworkProfile) -> float:
+        return self.kernels * prof.launch_s + self.gemm_calls * prof.gemm_launch_s
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    gemm: float  # FLOP/s a typical shape sustains
+    attention_scale: float  # this GPU's attention rate relative to the H100 measurement (× its peak)
+    peak: float
+    bandwidth: float  # achievable bytes/s
+    elem_bytes: float  # GEMM operand bytes
+
+
+def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool) -> tuple[float, float]:
+    gemms = ops.gemms if isinstance(ops, LayerOps) else (ops.gemm,)
+    t = calls = 0.0
+    for g in gemms:
+        if not backward:
+            t += g.count * kr.gemm_time(g.m, g.n, g.k, r.gemm, r.bandwidth, r.elem_bytes)
+            calls += g.count
+            continue
+        t += g.count * kr.gemm_time(g.m, g.k, g.n, r.gemm, r.bandwidth, r.elem_bytes)  # input gradient
+        calls += g.count
+        if g.trainable:
+            t += g.count * kr.gemm_time(g.n, g.k, g.m, r.gemm, r.bandwidth, r.elem_bytes)  # weight gradient
+            calls += g.count
+    return t, calls
+
+
+def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
+    gemm, calls = _gemm_pass(ops, r, False)
+    if ops.flash:
+        share = kr.flash_share(ops.attention_seq, ops.head_dim, False) * r.attention_scale
+        attn = ops.attention_flops / (r.peak * share)
+    else:  # two batched GEMMs over the whole s×s square (no causal skipping) + the softmax traffic
+        attn = 2 * ops.attention_flops / r.gemm + ops.scores_bytes / r.bandwidth
+    ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = sum(e.kernels for e in ops.elementwise) + 1
+    deq = ops.dequant_params * NF4_DEQUANT_BYTES / r.bandwidth
+    cast = ops.cast_params * 6.0 / r.bandwidth  # read fp32, write the 16-bit copy
+    n_q = sum(g.count for g in ops.gemms if g.quantised) * 2  # absmax and 4-bit dequantise kernels
+    n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
+    return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
+
+
+def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
+    gemm, calls = _gemm_pass(ops, r, True)
+    if ops.flash:
+        fwd = kr.flash_share(ops.attention_seq, ops.head_dim, False) * r.attention_scale
+        both = kr.flash_share(ops.attention_seq, ops.head_dim, True) * r.attention_scale
+        attn = max(3.5 * ops.attention_flops / (r.peak * both) - ops.attention_flops / (r.peak * fwd), 0.0)
+    else:
+        attn = 4 * ops.attention_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
+    ew = BACKWARD_FACTOR * sum(e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = BACKWARD_FACTOR * sum(e.kernels for e in ops.elementwise) + 1
+    deq = ops.dequant_params * NF4_DEQUANT_BYTES / r.bandwidth
+    cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
+    n_q = sum(g.count for g in ops.gemms if g.quantised) * 2
+    n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
+    return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
+
+
+def head_time(ops: HeadOps, r: Rates) -> PartTimes:
+    """Forward and backward of the final norm, the output projection and the loss."""
+    f, fc = _gemm_pass(ops, r, False)
+    b, bc = _gemm_pass(ops, r, True)
+    ew = (1 + BACKWARD_FACTOR) * sum(e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = (1 + BACKWARD_FACTOR) * sum(e.kernels for e in ops.elementwise) + 8  # loss kernels
+    loss = ops.logits * kr.CE_BYTES_PER_LOGIT / r.bandwidth
+    cast = 2 * ops.cast_params * 6.0 / r.bandwidth
+    return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, launches, fc + bc)
+
+
+def optimizer_time(trainable_on_gpu: float, master_bytes: float, grad_bytes: float, state_bytes: float,
+                   weight_bytes: float, separate_master: bool, bandwidth: float) -> float:
+    """One pass over the optimizer's tensors: the parameters (or master copy) read and written, the
+    gradient read, the states read and written, and — where the 16-bit weights are a separate copy —
+    the new weights written; + 4 B/param the fused AdamW microbenchmark moved beyond those (2.93 ms for
+    2^28 fp32 parameters: 32 B/param at the copy rate against 28 counted)."""
+    per = 2 * master_bytes + grad_bytes + 2 * state_bytes + (weight_bytes if separate_master else 0.0) + 4.0
+    return trainable_on_gpu * per / bandwidth

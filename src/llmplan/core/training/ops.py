@@ -1,0 +1,243 @@
+"""The operations of one training step on one GPU, after the layout's split.
+
+One list serves time and memory: every GEMM with its (m, n, k) on this GPU and whether its
+weight is trained or NF4-quantised; the elementwise kernels with the bytes they move and how many
+launches they take; flash attention's FLOPs; and (for eager modeling code) the bytes the
+autograd graph keeps for the backward. ``op_time`` prices the list, ``eager_memory`` sums what
+it keeps.
+
+Two kernel styles (``FrameworkProfile.kernels``):
+- fused (Megatron-Core, Transformer Engine): one kernel per norm, rotary, SwiGLU and residual
+  add, each reading and writing its tensor once; QKV and gate/up as fused GEMMs.
+- eager (Hugging Face transformers' modeling code, read op by op): RMSNorm upcasts to fp32 and
+  runs pow, mean, add, rsqrt, mul and the weight mul as separate kernels; rotary is
+  ``q·cos + rotate_half(q)·sin`` (slice, neg, cat, two muls, add); the MLP is ``act(gate) · up``;
+  under autocast every linear casts its fp32 input to bf16 itself, and PEFT's LoRA adds dropout,
+  two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
+  residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
+  the bytes below are the reads and writes of those kernels.
+The backward of an elementwise kernel reads the gradient and the saved inputs and writes the
+input gradients: charged as twice the forward's bytes and launches (``BACKWARD_FACTOR``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.model import ModelSpec
+from llmplan.core.params import ParamBreakdown
+from llmplan.core.training.layout import Layout
+from llmplan.core.training.lora import is_targeted
+from llmplan.core.workload import TrainingSettings
+
+BACKWARD_FACTOR = 2.0
+NF4_DEQUANT_BYTES = 2.5  # read 4-bit codes (0.5 B) + write bf16 (2 B) per weight; absmax tables are small
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    name: str
+    m: float  # rows (tokens through it)
+    n: float  # output width on this GPU
+    k: float  # input width on this GPU
+    count: float  # per (average) layer
+    trainable: bool  # the backward computes its weight gradient
+    quantised: bool = False  # NF4 base weight, dequantised to bf16 before each use (QLoRA)
+
+
+@dataclass(frozen=True, slots=True)
+class Elementwise:
+    name: str
+    bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
+    kernels: float  # forward launches
+
+
+@dataclass(frozen=True, slots=True)
+class LayerOps:
+    """One average transformer block, one micro-batch, on one GPU."""
+
+    gemms: tuple[Gemm, ...]
+    elementwise: tuple[Elementwise, ...]
+    attention_flops: float  # flash-attention forward FLOPs, causal (2·b·heads·s·s_kv·(d_qk+d_v)/2 ·2)
+    attention_seq: float  # per-GPU query length, for the efficiency lookup
+    head_dim: float
+    flash: bool
+    scores_bytes: float  # without flash: bytes of the s×s scores the softmax path moves (forward)
+    saved: float  # eager: bytes the autograd graph keeps for the backward
+    cast_params: float  # fp32 weights autocast copies to 16 bits per forward (params_are_master)
+    dequant_params: float  # NF4 weights dequantised per use
+    residual_bytes: float  # x: bytes per element of the residual stream
+
+
+@dataclass(frozen=True, slots=True)
+class HeadOps:
+    gemm: Gemm
+    elementwise: tuple[Elementwise, ...]
+    logits: float  # logit elements per micro-batch on this GPU (tokens × vocab / tp)
+    cast_params: float
+
+
+def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
+    """Bytes per element of the residual stream: fp32 under AMP with fp32 parameters (the embedding
+    output is fp32 and every residual add keeps it so) and in QLoRA (prepare_model_for_kbit_training
+    casts the embeddings and norms to fp32); the training dtype otherwise."""
+    if tr.precision == "fp32":
+        return 4.0
+    if prof.kernels == "eager" and (tr.method == "qlora" or (tr.method == "full" and prof.params_are_master
+                                                             and tr.regime == "amp")):
+        return 4.0
+    return 2.0
+
+
+def _tokens(lay: Layout) -> float:
+    return lay.micro_batch * lay.seq_len / lay.cp
+
+
+def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings) -> tuple[Gemm, ...]:
+    """Every weight matmul of an average block on this GPU (MoE experts: the tokens routed to the
+    experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per targeted projection."""
+    T = _tokens(lay)
+    L = m.num_layers
+    full = tr.method == "full"
+    out: list[Gemm] = []
+    for g in pb.groups:
+        if len(g.shape) != 2 or g.place != "layer" or g.category in ("norm",):
+            continue
+        rows, cols = g.shape  # (out, in)
+        per_layer = g.count / L
+        mm = T
+        n, k = float(rows), float(cols)
+        if g.tp_split == "column":
+            n /= lay.tp
+        elif g.tp_split == "row":
+            k /= lay.tp
+        elif g.tp_split == "expert" and m.moe:
+            e = m.moe
+            per_layer /= lay.ep
+            mm = T * e.experts_per_token * lay.ep / e.num_experts
+            n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
+        adapted = not full and is_targeted(g.name, g.category, tr.lora_targets)
+        quant = tr.method == "qlora" and g.category != "router"
+        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant))
+        if adapted:
+            r = float(tr.lora_rank)
+            out.append(Gemm(g.name + ".lora_A", mm, r, k, per_layer, True))
+            out.append(Gemm(g.name + ".lora_B", mm, n, r, per_layer, True))
+    return tuple(out)
+
+
+def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tuple[float, float]]:
+    """(input, output) widths on this GPU of each LoRA-targeted projection of a block."""
+    if tr.method == "full":
+        return []
+    h, q, kv, inter = m.hidden_size, m.q_width / lay.tp, m.kv_width / lay.tp, m.intermediate_size / lay.tp
+    widths = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h), "gate": (h, inter), "up": (h, inter),
+              "down": (inter, h)}
+    return [widths[t] for t in tr.lora_targets]
+
+
+def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings,
+              prof: FrameworkProfile) -> LayerOps:
+    T = _tokens(lay)
+    tp = lay.tp
+    rep = tp if lay.sp else 1
+    h = m.hidden_size
+    q, kv = m.q_width / tp, (m.kv_width / (1 if lay.kv_replicated else tp))
+    heads = m.num_heads / tp
+    if m.mla:
+        d_qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim
+        d_v = m.mla.v_head_dim
+    else:
+        d_qk = d_v = m.head_dim
+    inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
+             else m.intermediate_size) / tp
+    if m.is_moe and m.moe and m.moe.num_shared_experts:
+        inter += m.moe.shared_intermediate_size * m.moe.num_shared_experts / tp
+    x = residual_bytes(tr, prof)
+    full = tr.method == "full"
+    gemms = layer_gemms(m, pb, lay, tr)
+    window = min(lay.seq_len, m.sliding_window) if m.sliding_window else lay.seq_len
+    slide = m.sliding_layer_count / m.num_layers
+    s_kv = (1 - slide) * lay.seq_len / 2 + slide * min(window, lay.seq_len / 2)
+    attn_flops = 2.0 * lay.micro_batch * heads * (lay.seq_len / lay.cp) * s_kv * (d_qk + d_v)
+    # without flash: bytes per score element of the forward. Eager (transformers): bf16 scores written, softmax
+    # to fp32 (read 2, write 4), cast back (read 4, write 2), read by AV (2): 20 B (+3 with dropout: mask and
+    # output). Fused (Megatron's scaled_masked_softmax): scores written and read, probabilities written and
+    # read: 8 B (+5 with dropout: 1-byte mask, dropout output written and read).
+    per_score = (20.0 if prof.kernels == "eager" else 8.0) + ((3.0 if prof.kernels == "eager" else 5.0)
+                                                              if tr.dropout > 0 else 0.0)
+    scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
+    ew: list[Elementwise] = []
+    if prof.kernels == "fused":
+        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2),
+               Elementwise("fused rotary", 4 * (q + kv) * T, 1),
+               Elementwise("residual adds", 2 * 6 * h / rep * T, 2),
+               Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1)]
+        saved = 0.0
+    else:
+        up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
+        norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
+        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6)),
+               Elementwise("rotary (rotate_half)", 20 * (q + kv) * T, 10),
+               Elementwise("attention output transpose", 4 * q * T, 1),
+               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2),
+               Elementwise("act(gate)·up" if m.gated_mlp else "activation", (10 if m.gated_mlp else 4) * inter * T,
+                           2 if m.gated_mlp else 1)]
+        if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
+            casts = 3 + (2 if m.gated_mlp else 1)
+            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts))
+        for k_in, n_out in _adapted_widths(m, lay, tr):
+            lora = (2 * x + 1) * k_in + (6 * k_in if x == 4.0 else 0) + 10 * n_out
+            ew.append(Elementwise("LoRA dropout, scale, add", lora * T, 4 + (1 if x == 4.0 else 0)))
+        saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full) * T
+    cast = 0.0
+    if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
+        cast = sum(g.n * g.k * g.count for g in gemms)
+    dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
+    return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
+                    saved, cast, dequant, x)
+
+
+def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: float, kv: float,
+                 heads: float, inter: float, full: bool) -> float:
+    """Bytes per token one block keeps for the backward, tensor by tensor as PyTorch's autograd saves
+    them for the eager modeling code (module doc). ``full``: every weight trained."""
+    h = m.hidden_size
+    norms = 2 * (4 * h + (x * h if full else 0))  # pow saves the fp32 input; the weight mul its input
+    if full:  # linears save their inputs: one bf16 cast each under autocast, the shared tensor otherwise
+        linear_inputs = ((3 + (2 if m.gated_mlp else 1)) * 2 * h if x == 4.0 else 2 * 2 * h) + 2 * q
+        down_input = 2 * inter
+    else:
+        linear_inputs = down_input = 0.0
+    attention = 2 * q + 4 * kv + 2 * q + 4 * heads  # SDPA keeps q, k, v, its output and the log-sum-exp
+    if not tr.flash_attention:
+        attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
+    mlp = (6 if m.gated_mlp else 2) * inter + down_input  # gate (SiLU input), act out and up (the mul)
+    lora = 0.0
+    if tr.method != "full":  # dropout mask (1 B) + the bf16 input lora_A keeps, per targeted projection
+        lora = sum(3 * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    return norms + linear_inputs + attention + mlp + lora
+
+
+def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
+             x: float) -> HeadOps:
+    T = _tokens(lay)
+    h, v = m.hidden_size, m.vocab_size
+    full = tr.method == "full"
+    trained = full
+    gemm = Gemm("lm_head", T, v / lay.tp, h, 1.0, trained)
+    ew: list[Elementwise] = []
+    if prof.kernels == "eager":
+        up32 = x == 2.0
+        ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
+    else:
+        ew.append(Elementwise("final norm", 4 * h * T, 1))
+    logits = T * v / lay.tp
+    if prof.loss == "upcast":
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1))
+    # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
+    head_params = v * h / lay.tp
+    cast = head_params if (prof.kernels == "eager" and x == 4.0) or (
+        full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32") else 0.0
+    return HeadOps(gemm, tuple(ew), logits, cast)
