@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario, TrainingSettings
-from llmplan.errors import LayoutError, LlmplanError
+from llmplan.errors import CatalogError, LayoutError, LlmplanError
 from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
 
 DEFAULT_MODEL_ID = "meta-llama/Meta-Llama-3-8B"
@@ -107,6 +107,18 @@ def weight_formats() -> tuple[str, ...]:
     from llmplan.core.quant import known_formats
 
     return known_formats()
+
+
+def framework_choices() -> list[tuple[str, str]]:
+    """(id, label) of every training-framework profile, "auto" first; a broken user file leaves the shipped ones."""
+    from llmplan.catalog.frameworks import load_framework_profiles
+
+    try:
+        profiles = load_framework_profiles()
+    except CatalogError:
+        profiles = {}
+    return [("auto", "Auto")] + [
+        (key, p.name) for key, p in sorted(profiles.items())]
 
 
 # ---- plan -> scenario -> estimate ---------------------------------------------------

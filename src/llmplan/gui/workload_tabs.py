@@ -33,7 +33,7 @@ LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
                   "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
                   "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant", "shard_group",
-                  "dropout", "overlap_grad_reduce")
+                  "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout")
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
                    "draft_tokens", "draft_acceptance", "draft_cost_ratio")
@@ -119,6 +119,10 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         rank = bound_spin(state, "training.lora_rank", "LoRA rank",
                           "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536)
         f.addRow("LoRA rank", rank)
+        lora_drop = bound_float(state, "training.lora_dropout", "LoRA dropout",
+                                "PEFT lora_dropout: above 0 each adapted projection keeps a 1-byte mask and a copy "
+                                "of its input for the backward (0.05: the QLoRA paper's setting)", 0.0, 0.99, 2, 0.05)
+        f.addRow("LoRA dropout", lora_drop)
         targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
         boxes = [_target_box(state, t) for t in LORA_TARGETS]
         for i, b in enumerate(boxes):
@@ -131,7 +135,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 
         def follow_method(doc) -> None:  # adapter knobs only mean something for the methods that use them
             adapters = doc.training.method in ("lora", "qlora")
-            for w_ in (rank, *boxes):
+            for w_ in (rank, lora_drop, *boxes):
                 w_.setEnabled(adapters)
             double_quant.setEnabled(doc.training.method == "qlora")
 
@@ -140,6 +144,21 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         outer.addWidget(box)
     box = QGroupBox("Training")
     f = QFormLayout(box)
+    f.addRow("Framework", bound_combo(state, "training.framework", "Framework",
+             "The training framework whose memory and speed the estimate describes (catalogs/frameworks.toml): "
+             "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), Megatron-Core (fused "
+             "kernels), DeepSpeed ZeRO or PyTorch FSDP2. Auto: Hugging Face for fine-tuning on one GPU, "
+             "Megatron otherwise", backend.framework_choices(), chars=18))
+    f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
+             "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
+             "16 bits and trained as is — no master copy, 16-bit optimizer states",
+             [("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")], chars=16))
+    f.addRow("Loss", bound_combo(state, "training.loss", "Loss",
+             "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "
+             "vocabulary × 12 bytes at its peak), Megatron's fp32 logits, or a fused linear cross-entropy "
+             "(Liger) that never materialises them",
+             [("auto", "framework's own"), ("upcast", "fp32 upcast (HF)"), ("fp32_logits", "fp32 logits"),
+              ("fused_linear", "fused linear CE (Liger)")], chars=16))
     f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
              "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
              _opts(["bf16", "fp16", "fp8", "fp32"])))
