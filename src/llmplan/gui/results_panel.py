@@ -108,7 +108,8 @@ class ResultsPanel(QWidget):
             self.bar.set_memory(None)
             self._show_step(None)
             return
-        self.banner.show_message(report.verdict(est, self.unit), OK_COLOUR if est.fits else BAD_COLOUR)
+        colour = (WARN_COLOUR if est.memory.tight else OK_COLOUR) if est.fits else BAD_COLOUR
+        self.banner.show_message(report.verdict(est, self.unit), colour)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit)
