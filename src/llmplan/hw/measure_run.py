@@ -23,6 +23,7 @@ import json
 import statistics
 import time
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from typing import Any
 
 from llmplan.errors import InputError
@@ -221,8 +222,8 @@ def measure(doc: Any, config: dict, steps: int = 6, device: str | None = None) -
         out["device_name"] = dev.type
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
     for name in ("peft", "bitsandbytes"):
-        with contextlib.suppress(ImportError):
-            versions[name] = __import__(name).__version__
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
     out["software"] = versions
     out["plan"] = {"name": doc.name, "settings": asdict(rs)}
     return out
