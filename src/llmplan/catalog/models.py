@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import CatalogError, ConfigError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 MAX_ENTRY_BYTES = 1024 * 1024  # an entry is a config.json plus a few fields: a few KB

@@ -9,7 +9,7 @@ from typing import Any
 from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kept_knobs
 from llmplan.cli.report import fmt_bytes, fmt_time
 from llmplan.core.search import SearchResult, search
-from llmplan.io.resolve import resolve
+from llmplan.plan.resolve import resolve
 
 
 def register(sub: argparse._SubParsersAction) -> None:

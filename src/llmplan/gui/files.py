@@ -1,7 +1,7 @@
 """Plan files for the window: open, save (atomic), recent files, autosave and crash
 recovery.
 
-Reading and writing go through ``llmplan.io.planfile`` (atomic save, migration,
+Reading and writing go through ``llmplan.plan.planfile`` (atomic save, migration,
 version checks). Autosave writes the current plan every ``AUTOSAVE_S`` seconds, while
 there are unsaved changes, into this window's own slot in ``<user data dir>/autosave/``
 (``AutosaveSlot``: ``<id>.llmplan`` with ``<id>.json`` naming the plan's file), and removes
@@ -23,9 +23,9 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile
 
 from llmplan.errors import PlanFileError
-from llmplan.io.plan_document import PlanDocument
-from llmplan.io.planfile import load_plan, save_plan
-from llmplan.io.resolve import inline_specs
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.planfile import load_plan, save_plan
+from llmplan.plan.resolve import inline_specs
 from llmplan.resources_path import user_data_dir
 
 AUTOSAVE_S = 60

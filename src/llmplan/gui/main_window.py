@@ -27,7 +27,7 @@ from llmplan.gui.this_machine import ThisMachine
 from llmplan.gui.units import MemoryUnit
 from llmplan.gui.window_files import FileActions
 from llmplan.gui.workload_tabs import WorkloadTabs
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 class MainWindow(FileActions, QMainWindow):

@@ -150,7 +150,7 @@ class ModelPicker(QWidget):
             return
         model_id = item.data(0, ID_ROLE)
         if model_id and (model_id != self.state.doc.model.id or self.state.doc.model.config):
-            from llmplan.io.plan_document import ModelRef
+            from llmplan.plan.document import ModelRef
 
             self.state.edit("model", ModelRef(id=model_id), f"Model: {item.text(0)}")
 

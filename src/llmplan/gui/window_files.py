@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from llmplan.gui import backend, dialogs, files, report
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 class FileActions:

@@ -3,7 +3,7 @@
 import pytest
 
 from llmplan.core.estimate import estimate
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario
 
