@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, PeakFlops
 from llmplan.core.inference.serving import ServingRequest, plan_serving
 from llmplan.core.workload import InferenceSettings, Scenario

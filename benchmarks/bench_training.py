@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.formats.hf_config import spec_from_config

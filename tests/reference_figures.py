@@ -278,7 +278,7 @@ def _kv_rows() -> list[Reference]:
 def _decode(cfg: dict, gpu_name: str, fmt: str) -> Callable[[], float]:
     def compute() -> float:
         from llmplan.catalog.engines import engine_profile
-        from llmplan.core.estimate import estimate
+        from llmplan.core.engine import estimate
         from llmplan.core.hardware import ClusterSpec
         from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
         from llmplan.formats.hf_config import spec_from_config

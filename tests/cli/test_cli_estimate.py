@@ -24,7 +24,7 @@ def stand_in_engine(monkeypatch):
         seen.append(scenario)
         return _estimate(scenario, inference=scenario.workload == "inference")
 
-    monkeypatch.setattr("llmplan.core.estimate.estimate", fake)
+    monkeypatch.setattr("llmplan.core.engine.estimate", fake)
     return seen
 
 

@@ -30,7 +30,7 @@ def test_example_resolves_from_its_inline_specs(path, monkeypatch):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_is_estimated(path):
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     est = estimate(resolve(load_plan(path)))
     assert est.memory.total.value > 0
@@ -39,7 +39,7 @@ def test_example_is_estimated(path):
 def test_llama3_405b_example_fits_in_80_gb_on_its_uneven_pipeline():
     """Llama 3 paper (arXiv 2407.21783) Table 4 and §3.3.2: 126 layers on PP16 ran on H100 80GB, with one
     layer fewer on the first and the last stage. The engine splits it 7, 8 ×14, 7 and must fit it."""
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     path = next(p for p in EXAMPLES if "405b" in p.name)
     est = estimate(resolve(load_plan(path)))

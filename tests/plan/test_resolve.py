@@ -58,7 +58,7 @@ def test_a_shared_plan_keeps_its_efficiencies_on_a_machine_whose_catalog_rates_t
     """DESIGN §3: a plan opens with the same numbers on another machine with another catalog. The GPU's
     catalog efficiencies are saved inline; a receiver whose catalog says otherwise gets the saved ones."""
     from llmplan.catalog.hardware import load_hardware_catalog
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
     from llmplan.plan import resolve as resolve_module
 
     doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B"), hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb"))

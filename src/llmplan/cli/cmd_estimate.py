@@ -107,7 +107,7 @@ def kept_knobs(args: argparse.Namespace) -> tuple[str, ...]:
 def auto_layout(scenario: Scenario, keep: tuple[str, ...] = ()) -> Scenario:
     """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
     with the training knobs in ``keep`` held at the scenario's values."""
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
     from llmplan.core.search import scenario_for, search
 
     result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep)

@@ -47,7 +47,7 @@ def result_json(r: SearchResult) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve(document_from_args(args))
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     refine = None if args.quick else estimate
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")

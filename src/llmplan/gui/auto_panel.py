@@ -42,7 +42,7 @@ class SearchJob(QRunnable):
         self.scenario, self.objective, self.signals, self.cancel = scenario, objective, signals, cancel
 
     def run(self) -> None:
-        from llmplan.core.estimate import estimate
+        from llmplan.core.engine import estimate
         from llmplan.core.search import search
 
         try:

@@ -113,7 +113,7 @@ def weight_formats() -> tuple[str, ...]:
 
 def run_estimate(scenario: Scenario) -> Estimate:
     """The GPU engine alone (the charts' sweeps: many variants, no system report needed)."""
-    from llmplan.core import estimate as engine
+    from llmplan.core import engine
 
     return engine.estimate(scenario)
 

@@ -1,7 +1,7 @@
 """One evaluation pipeline for every front end: plan -> Scenario -> Estimate -> system report.
 
 The CLI, the GUI and the auto-planner's final answer all go through here, so a plan gives
-the same numbers wherever it is opened. The GPU engine (``llmplan.core.estimate``) knows
+the same numbers wherever it is opened. The GPU engine (``llmplan.core.engine``) knows
 nothing of storage, failures or power; ``with_system`` adds that report from the plan's
 ``system`` options and lets its bottleneck ranking (GPU and system together) become the
 estimate's headline bottleneck (issue: "the bottleneck statement ranges over all of these").
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from llmplan.core import estimate as engine
+from llmplan.core import engine
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.plan.document import PlanDocument, SystemOptions

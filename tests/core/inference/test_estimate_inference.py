@@ -3,7 +3,7 @@
 import pytest
 
 from llmplan.catalog.engines import engine_profile
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError

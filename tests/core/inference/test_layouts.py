@@ -4,7 +4,7 @@ These follow from the model's definitions (no published number is reproduced her
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import EfficiencyOverrides, InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError

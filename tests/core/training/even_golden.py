@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.explain import Figure
 from llmplan.core.workload import Scenario
 from llmplan.formats.hf_config import spec_from_config

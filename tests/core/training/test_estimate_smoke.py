@@ -1,6 +1,6 @@
 """End-to-end shape of a training Estimate: every part present, internally consistent."""
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario

@@ -4,7 +4,7 @@ from dataclasses import fields, is_dataclass
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.explain import SOURCES, Figure
 from llmplan.formats.hf_config import spec_from_config
 

@@ -15,7 +15,7 @@ Tolerance: 15% on MFU, as for the Narayanan et al. 2021 rows (test_narayanan_202
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.formats.hf_config import spec_from_config

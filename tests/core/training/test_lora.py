@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, PeakFlops
 from llmplan.core.params import count_params
 from llmplan.core.training.lora import adapter_params, nf4_bits_per_param

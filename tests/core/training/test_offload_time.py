@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params

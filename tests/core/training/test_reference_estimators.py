@@ -19,7 +19,7 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.training.shard import StageParams
 from llmplan.core.training.states import model_states
 from llmplan.core.workload import TrainingSettings

@@ -1,4 +1,4 @@
-"""``estimate(scenario) -> Estimate``: the one entry point of the engine.
+"""The engine's one entry point, ``estimate(scenario) -> Estimate`` (module ``engine``, function ``estimate``).
 
 Training and fine-tuning go to ``llmplan.core.training``; inference to
 ``llmplan.core.inference``. Both are pure functions of the resolved ``Scenario``.
