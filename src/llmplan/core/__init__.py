@@ -4,26 +4,23 @@ The public API is ``__all__`` below; everything else in ``llmplan.core`` is an i
 module other packages should not need. ``estimate(scenario)`` (in ``llmplan.core.engine``) is the
 one entry point; ``llmplan.core.search`` (the auto-planner), ``llmplan.core.system`` (storage,
 failures, power) and ``llmplan.core.present`` (numbers as people read them) state their own
-``__all__``. Names load on first use (PEP 562), so importing one spec module stays cheap.
+``__all__``.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_HOME = {
-    "estimate": "engine",
-    "Figure": "explain",
-    "ClusterSpec": "hardware", "Efficiency": "hardware", "GpuSpec": "hardware", "NetworkSpec": "hardware",
-    "PeakFlops": "hardware",
-    "MLASpec": "model", "ModelSpec": "model", "MoESpec": "model",
-    "ParamBreakdown": "params", "count_params": "params",
-    "known_formats": "quant", "parse_weight_format": "quant",
-    "Bottleneck": "result", "Estimate": "result", "MemoryBreakdown": "result",
-    "EfficiencyOverrides": "workload", "InferenceSettings": "workload", "ParallelLayout": "workload",
-    "Scenario": "workload", "TrainingSettings": "workload",
-}
+from llmplan.core.engine import estimate
+from llmplan.core.explain import Figure
+from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
+from llmplan.core.model import MLASpec, ModelSpec, MoESpec
+from llmplan.core.params import ParamBreakdown, count_params
+from llmplan.core.quant import known_formats, parse_weight_format
+from llmplan.core.result import Bottleneck, Estimate, MemoryBreakdown
+from llmplan.core.workload import (
+    EfficiencyOverrides,
+    InferenceSettings,
+    ParallelLayout,
+    Scenario,
+    TrainingSettings,
+)
 
 __all__ = [
     "Bottleneck",
@@ -49,16 +46,3 @@ __all__ = [
     "known_formats",
     "parse_weight_format",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'llmplan.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"llmplan.core.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
