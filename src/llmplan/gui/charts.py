@@ -296,7 +296,11 @@ class ChartsPanel(QTabWidget):
             plot.plot([p[0]], [p[1]], pen=None, symbol="star", symbolSize=18, symbolBrush=BAD_COLOUR)
 
     def export_png(self, folder: Path) -> list[Path]:
+        """One PNG per chart, each written atomically (``llmplan.formats.atomic``). Raises OSError."""
         from pyqtgraph.exporters import ImageExporter
+
+        from llmplan.formats.atomic import atomic_write
+        from llmplan.gui.files import png_bytes
 
         self.draw_all()
         out = []
@@ -305,6 +309,6 @@ class ChartsPanel(QTabWidget):
             path = folder / f"chart-{i + 1}-{self.tabText(i).lower().replace(' ', '-')}.png"
             exporter = ImageExporter(widget.getPlotItem())
             exporter.parameters()["width"] = 900
-            exporter.export(str(path))
+            atomic_write(path, png_bytes(exporter.export(toBytes=True)))
             out.append(path)
         return out

@@ -23,6 +23,7 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile
 
 from llmplan.errors import PlanFileError
+from llmplan.formats.atomic import atomic_write
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.planfile import load_plan, save_plan
 from llmplan.plan.resolve import inline_specs
@@ -81,7 +82,7 @@ class AutosaveSlot:
             self._lock = lock
         save(doc, self.path)
         meta = {"origin": str(origin) if origin else None}
-        self.path.with_suffix(".json").write_text(json.dumps(meta), "utf-8")
+        atomic_write(self.path.with_suffix(".json"), json.dumps(meta))
         return self.path
 
     def clear(self) -> None:
@@ -144,3 +145,13 @@ def recoverable() -> Recovery | None:
 def push_recent(recent: list[str], path: Path) -> list[str]:
     text = str(path.resolve())
     return ([text] + [p for p in recent if p != text])[:MAX_RECENT]
+
+
+def png_bytes(image) -> bytes:
+    """A QImage or QPixmap as PNG bytes, so that pictures too are saved with ``atomic_write``."""
+    from PySide6.QtCore import QBuffer, QIODevice
+
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(buffer.data())

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.errors import PlanFileError
+from llmplan.formats.atomic import atomic_write
 from llmplan.plan.document import FORMAT, SCHEMA_VERSION, ModelRef, PlanDocument
 from llmplan.plan.validation import describe_validation_error, non_finite_field
 
@@ -210,48 +210,11 @@ def save_plan(doc: PlanDocument, path: str | os.PathLike[str], inline: bool = Tr
         with contextlib.suppress(CatalogError, PlanFileError):
             doc = inline_specs(doc)
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    payload = dumps_plan(doc).encode("utf-8")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        atomic_write(target, dumps_plan(doc))  # through a symlink, the link keeps its name for the caller
     except OSError as exc:
-        raise PlanFileError(f"{target}: cannot write in {folder} ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if hasattr(os, "fchmod"):  # mkstemp creates 0600; a plan is an ordinary document
-                os.fchmod(fh.fileno(), _file_mode(target))
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise PlanFileError(f"{target}: cannot save ({exc.strerror or exc})") from None
-    _fsync_folder(folder)
     return target
-
-
-def _file_mode(target: Path) -> int:
-    """Keep an existing file's permissions; a new file gets 0666 minus the umask, like open() would."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (POSIX); Windows cannot open folders, and needs not."""
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # ---- importing a bare config.json -----------------------------------------------------------
