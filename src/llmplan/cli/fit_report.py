@@ -18,7 +18,6 @@ from llmplan.fit.local import FitSummary, LocalFit
 from llmplan.hw.types import DetectedGpu, DetectionReport, HostInfo, MigInstance
 
 FIXTURE_ENV = "LLMPLAN_DETECTION_FIXTURE"
-GIB = 2**30
 
 
 def detection_report_from_dict(data: Any) -> DetectionReport:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from llmplan.core.hardware import GpuSpec, PeakFlops
+from llmplan.core.present import MemoryUnit
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LlmplanError
 from llmplan.fit.local import FitMode, FitSummary, LocalMachine
@@ -19,11 +20,7 @@ from llmplan.plan.document import HardwareRef, PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
 from llmplan.plan.overrides import apply_overrides
 
-GIB = 2**30
-
-
-def gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
+gib = MemoryUnit("GiB").fmt  # fit verdicts read in GiB, the unit detection reports memory in
 
 
 def engine_of(doc: PlanDocument):

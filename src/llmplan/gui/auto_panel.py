@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.present import MemoryUnit, duration
 from llmplan.core.workload import Scenario
 from llmplan.gui.state import PlanState
-from llmplan.gui.units import MemoryUnit, duration
 
 
 class _Signals(QObject):

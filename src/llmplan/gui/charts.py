@@ -18,10 +18,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from llmplan.core.present import MemoryUnit
 from llmplan.gui import sweeps
 from llmplan.gui.backend import Outcome
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, restyle_plot
-from llmplan.gui.units import MemoryUnit
 
 SWEEP_DEBOUNCE_MS = 60
 

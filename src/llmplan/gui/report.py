@@ -9,10 +9,11 @@ import csv
 import io
 from dataclasses import dataclass
 
+from llmplan.core import present
 from llmplan.core.explain import Figure
+from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.gui.theme import PART_LABELS
-from llmplan.gui.units import MemoryUnit, fmt_figure, params_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +22,10 @@ class Row:
     label: str
     figure: Figure | None
     text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
-    style: str = ""  # "count" or "load" for dimensionless figures (see units.fmt_figure)
+    style: str = ""  # "count" or "load" for dimensionless figures (see present.figure)
 
     def shown(self, unit: MemoryUnit) -> str:
-        return fmt_figure(self.figure, unit, self.style) if self.figure is not None else self.text
+        return present.figure(self.figure, unit, self.style) if self.figure is not None else self.text
 
     def tooltip(self) -> str:
         return self.figure.describe() if self.figure is not None else self.text
@@ -48,9 +49,9 @@ def verdict(est: Estimate, unit: MemoryUnit) -> str:
 def rows(est: Estimate) -> list[Row]:
     out: list[Row] = []
     p = est.params
-    out.append(Row("Model", "Parameters (total)", None, params_text(p.total)))
+    out.append(Row("Model", "Parameters (total)", None, present.params(p.total)))
     if p.active != p.total:
-        out.append(Row("Model", "Parameters (active per token)", None, params_text(p.active)))
+        out.append(Row("Model", "Parameters (active per token)", None, present.params(p.active)))
     m = est.memory
     out.append(Row("Memory per GPU", "Total", m.total))
     out.append(Row("Memory per GPU", "Capacity", m.capacity))
