@@ -16,7 +16,7 @@ from llmplan.core import present
 from llmplan.core.explain import Figure
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
-from llmplan.core.system import system_json
+from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
@@ -28,8 +28,8 @@ def _v(fig: Figure | None) -> float | None:
     return None if fig is None else fig.value
 
 
-def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan") -> dict[str, Any]:
-    """The documented ``--json`` object."""
+def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source: str = "plan") -> dict[str, Any]:
+    """The documented ``--json`` object; ``system`` is null for the engine's bare ``Estimate``."""
     mem = est.memory
     parts = {k: getattr(mem, k).value for k in MEMORY_KEYS}
     memory = dict(parts, total=sum(parts.values()))
@@ -96,7 +96,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
-    out["system"] = None if est.system is None else system_json(est.system)
+    out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
 

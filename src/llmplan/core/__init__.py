@@ -14,6 +14,7 @@ from llmplan.core.model import MLASpec, ModelSpec, MoESpec
 from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.quant import known_formats, parse_weight_format
 from llmplan.core.result import Bottleneck, Estimate, MemoryBreakdown
+from llmplan.core.system.report import Evaluation
 from llmplan.core.workload import (
     EfficiencyOverrides,
     InferenceSettings,
@@ -28,6 +29,7 @@ __all__ = [
     "Efficiency",
     "EfficiencyOverrides",
     "Estimate",
+    "Evaluation",
     "Figure",
     "GpuSpec",
     "InferenceSettings",

@@ -26,7 +26,7 @@ from llmplan.hw.types import DetectedGpu, DetectionReport
 from llmplan.plan.calibrated import CalibratedFractions, fractions_for
 
 if TYPE_CHECKING:
-    from llmplan.core.result import Estimate
+    from llmplan.core.system import Evaluation
     from llmplan.hw.measured import Calibration
     from llmplan.plan.document import PlanDocument
 
@@ -80,7 +80,7 @@ class FitSummary:
     gpu_layers: int | None  # inference: layers on the GPU; None for training
     total_layers: int
     tokens_per_s: float | None  # None when the speed of this hardware is unknown
-    estimate: Estimate = field(repr=False, compare=False)
+    estimate: Evaluation = field(repr=False, compare=False)  # the engine's estimate with its system report
 
     @property
     def headroom_bytes(self) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.core.result import Estimate
+from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
@@ -35,7 +36,7 @@ class Outcome:
 
     doc: PlanDocument
     scenario: Scenario | None
-    estimate: Estimate | None
+    estimate: Evaluation | None  # the engine's estimate with its system report
     kind: str
     message: str
     elapsed_s: float
