@@ -129,8 +129,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     """The same object as aligned tables for people (GiB by default, GB with decimal=True)."""
     mem_unit = MemoryUnit.decimal(decimal)
 
-    def b(n: float) -> str:
-        return mem_unit.fmt(n, 2)
+    def b(n: float) -> str:  # as the app's table shows a size (present.figure)
+        return mem_unit.fmt_any(n)
 
     hw = data["hardware"]
     lay = data["layout"]
