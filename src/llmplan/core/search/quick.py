@@ -29,15 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmplan.core import bytes_per_param as facts
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.offload import offload_seconds
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.workload import TrainingSettings
 
 OVERHEAD_BYTES = 1.5 * 2**30  # CUDA context, NCCL and allocator reserve (assumption, typical PyTorch)
-_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}  # fp8 training keeps bf16 weights (Transformer Engine)
-# fp32 Adam state bytes per trainable param (moments), before the fp32 master copy
-_OPT_STATE = {"sgd": 0, "momentum": 4, "adamw": 8, "adam8bit": 2, "adafactor": 0.1, "lion": 4, "muon": 4}
 _RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 
 
@@ -98,7 +96,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
     gpn = cluster.gpus_per_node
     stage_layers = np.ceil(L / pp)
-    wbytes = _BYTES[t.precision]
+    wbytes = facts.weight_bytes(t.precision)
 
     # ---- model states ------------------------------------------------------------------------
     per_layer = s.layer_split / tp + s.layer_replicated + s.layer_expert / (ep * tp)
@@ -108,19 +106,26 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     stage_params = stage_layers * per_layer + ends  # the slowest stage, with the heavier end (for time)
     shard = dp * cp
     zero = c.zero
-    frozen_bytes = 0.5625 if t.method == "qlora" else wbytes  # NF4 + double-quantised scales (QLoRA §3)
-    grad_b = 4.0 if (t.fp32_grad_accumulation or t.precision == "fp32") else 2.0
-    master = 0.0 if t.precision == "fp32" else 4.0
+    base_b = facts.frozen_weight_bytes(t.precision)
+    nf4_b = facts.nf4_bits_per_param(t.qlora_double_quant) / 8
+    grad_b = facts.grad_bytes(t.precision, t.fp32_grad_accumulation)
+    master = facts.master_bytes(t.precision)
+    full = t.method == "full"
 
     def states(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Weights, gradients and optimizer bytes of ``params`` parameters on one GPU."""
         trainable = params * (s.trainable_params / s.total_params)
-        weights = params * (wbytes if t.method == "full" else frozen_bytes)
-        if t.method != "full":
-            weights = weights + trainable * 2
+        if full:
+            weights = params * wbytes
+        elif t.method == "qlora":  # the blocks' matrices in NF4, the rest 16-bit (engine: training/memory.py)
+            weights = params * (s.matrix_share * nf4_b + (1 - s.matrix_share) * base_b) + trainable * wbytes
+        else:
+            weights = params * base_b + trainable * wbytes
         weights = np.where(zero >= 3, weights / shard, weights)
         grads = np.where(zero >= 2, trainable * grad_b / shard, trainable * grad_b)
-        opt = trainable * (_OPT_STATE[t.optimizer] + master)
+        opt = trainable * master + facts.optimizer_state_bytes(
+            t.optimizer, trainable, params * s.factored_share if full else None,
+            params * s.matrix_share if full else None)
         opt = np.where(zero >= 1, opt / shard, opt)
         return weights, grads, np.where(c.offload == 1, 0.0, opt)
 
@@ -213,11 +218,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 
-    upd_bytes = trainable * (2 * (_OPT_STATE[t.optimizer] + master) + grad_b + wbytes)
+    opt_b = facts.optimizer_state_bytes(t.optimizer, 1.0)  # per parameter, for the update's traffic
+    upd_bytes = trainable * (2 * (opt_b + master) + grad_b + wbytes)
     upd_bytes = np.where(zero >= 1, upd_bytes / shard, upd_bytes)
     bw_mem = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
     t_off = offload_seconds(trainable, stage_params, shard, zero, tp * pp * dp * cp, m, t_compute_mb, c.recompute,
-                            _OPT_STATE[t.optimizer], grad_b, wbytes, cluster, eff, t)  # search/offload.py
+                            opt_b, grad_b, wbytes, cluster, eff, t)  # search/offload.py
     t_opt = np.where(c.offload == 1, t_off, upd_bytes / bw_mem)
 
     step = m * slot + bubble + t_dp + t_ep + t_opt

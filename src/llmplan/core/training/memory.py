@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.bytes_per_param import frozen_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -60,7 +61,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         trainable, frozen = sp.total, 0.0
     else:
         trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
-        base = 4.0 if tr.precision == "fp32" else 2.0
+        base = frozen_weight_bytes(tr.precision)
         if tr.method == "qlora":
             q = sp.matrices
             frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * base

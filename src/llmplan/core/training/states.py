@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core import bytes_per_param as facts
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
-
-_ADAM8_BLOCK = 2048  # bitsandbytes blockwise 8-bit optimizers: one fp32 absmax per 2048 values per state
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,47 +40,31 @@ class StateBytes:
 
 
 def weight_bytes(precision: str) -> float:
-    """Bytes of one trainable weight on the GPU. fp8 (Transformer Engine): bf16 weight + fp8 GEMM copy."""
-    return {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 3.0}[precision]
+    """Bytes of one trainable weight on the GPU (``core.bytes_per_param``)."""
+    return facts.weight_bytes(precision)
 
 
 def grad_bytes(tr: TrainingSettings) -> float:
-    if tr.precision == "fp32":
-        return 4.0
-    return 4.0 if tr.fp32_grad_accumulation else 2.0
+    return facts.grad_bytes(tr.precision, tr.fp32_grad_accumulation)
 
 
 def optimizer_bytes(tr: TrainingSettings, sp: StageParams, trainable: float, full: bool) -> float:
     """Optimizer-state bytes (master weights excluded) for ``trainable`` parameters on this GPU.
 
     Adafactor and Muon depend on tensor shapes, known here only for full training; for LoRA's
-    small adapters both are counted as one fp32 state per parameter (an upper bound for Adafactor).
+    small adapters both are counted as one fp32 state per parameter (``core.bytes_per_param``).
     """
-    opt = tr.optimizer
-    if opt == "sgd":
-        return 0.0
-    if opt in ("momentum", "lion"):
-        return 4.0 * trainable
-    if opt == "adamw":
-        return 8.0 * trainable
-    if opt == "adam8bit":
-        return (2.0 + 2 * 4.0 / _ADAM8_BLOCK) * trainable
-    if opt == "adafactor":  # factored second moment (rows + cols per matrix), no first moment
-        return 4.0 * (sp.factored if full else trainable)  # adapters: counted unfactored (an upper bound)
-    # muon: one fp32 momentum for the block matrices, AdamW for embeddings, head and vectors
-    if full:
-        return 4.0 * sp.matrices + 8.0 * (trainable - sp.matrices)
-    return 4.0 * trainable
+    return facts.optimizer_state_bytes(tr.optimizer, trainable, sp.factored if full else None,
+                                       sp.matrices if full else None)
 
 
 def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen_bytes: float,
                  dp_group: int, ep: int, full: bool) -> StateBytes:
     """Per-GPU model states for one stage. ``trainable`` parameters on the GPU; ``frozen_bytes`` of
     frozen base weights (LoRA/QLoRA); ``dp_group`` = dp·cp, the ZeRO sharding group."""
-    mixed = tr.precision != "fp32"
     wb = weight_bytes(tr.precision)
     gb = grad_bytes(tr)
-    mb = 4.0 if mixed else 0.0
+    mb = facts.master_bytes(tr.precision)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
     expert_share = sp.expert / sp.total if full and sp.total else 0.0
     d_dense = dp_group
@@ -107,7 +90,7 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         weights = shard(weights)
         frozen = frozen_bytes / d_dense
         # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
-        gather = sp.largest_layer * (wb + (4.0 if tr.precision == "fp32" else 2.0))
+        gather = sp.largest_layer * (wb + facts.gathered_grad_bytes(tr.precision))
     host = nvme = fetched = 0.0
     if tr.offload != "none":
         off = master + optim + (grads if stage >= 2 else 0.0)
