@@ -163,6 +163,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"training: {t['method']}, {t['precision']}, {t['optimizer']}, seq {t['seq_len']:,}, "
                      f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,}, ZeRO-{t['zero_stage']}, "
                      f"recompute {t['recompute']}, offload {t['offload']}")
+    if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
+        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = "FITS" if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
     where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""

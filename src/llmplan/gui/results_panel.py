@@ -101,7 +101,10 @@ class ResultsPanel(QWidget):
             self.detail.setText("")
             self.bar.set_memory(None)
             return
-        self.banner.show_message(report.verdict(est, self.unit), OK_COLOUR if est.fits else BAD_COLOUR)
+        verdict = report.verdict(est, self.unit)
+        if outcome.automatic:  # core.search.policy chose knobs the plan leaves open
+            verdict += f" ({outcome.automatic})"
+        self.banner.show_message(verdict, OK_COLOUR if est.fits else BAD_COLOUR)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit)

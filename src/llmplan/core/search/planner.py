@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from llmplan.core.result import Estimate
+from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
@@ -38,7 +39,7 @@ Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
-KEEPABLE = ("micro_batch", "zero_stage", "recompute", "offload")  # training knobs the search can hold fixed
+KEEPABLE = AUTOMATIC  # training knobs the search can hold fixed (the automatic knobs of ``policy``)
 
 
 def search(
@@ -51,16 +52,20 @@ def search(
     progress: Progress | None = None,
     cancel: Cancel | None = None,
     keep: tuple[str, ...] = (),
+    weight_formats: tuple[str, ...] = (),
 ) -> SearchResult:
     """Best training layouts for ``scenario``'s model, workload and cluster (see module doc).
-    ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched."""
+    ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched.
+    ``weight_formats`` (inference): the formats to try when nothing fits in the plan's own, because
+    the plan left the format open."""
     unknown = sorted(set(keep) - set(KEEPABLE))
     if unknown:
         raise LayoutError(f"the search cannot hold {', '.join(unknown)} fixed; it can hold {', '.join(KEEPABLE)}")
     if scenario.workload == "inference":
         from llmplan.core.search.inference import search_inference
 
-        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel)
+        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel,
+                                formats=weight_formats)
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
     cluster, t = scenario.cluster, scenario.training
