@@ -25,8 +25,8 @@ from collections.abc import Callable
 import numpy as np
 
 from llmplan.core.result import Estimate
-from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
+from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
@@ -38,6 +38,7 @@ Progress = Callable[[float, str], None]
 Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
+FRUGAL_CHECKS = 16  # layouts with the least quick-model memory the engine checks before "no layout fits"
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
 KEEPABLE = AUTOMATIC  # training knobs the search can hold fixed (the automatic knobs of ``policy``)
 
@@ -85,6 +86,19 @@ def search(
         cols, res, cancelled = _quick_all(shape, scenario, counts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
+    if not len(fit) and refine is not None and len(cols) and not cancelled:
+        # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
+        frugal = np.argsort(res.memory, kind="stable")[:FRUGAL_CHECKS]
+        ranked, refined, _tried, cancelled = _refine(frugal, top, cols, res, scenario, cluster.hourly_price, refine,
+                                                     report, stop)
+        if ranked:
+            ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]),
+                                              cluster.hourly_price, objective)[0])
+            report(1.0, "done")
+            return SearchResult(tuple(explain_ranking(ranked[:top], objective)), (), (), evaluated, len(ranked),
+                                refined, cancelled, objective,
+                                "the quick model found no layout that fits; the full engine found these among "
+                                "the most memory-frugal ones")
     if not len(fit):
         why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
         if keep:

@@ -32,11 +32,9 @@ import numpy as np
 from llmplan.core import bytes_per_param as facts
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.offload import offload_seconds
+from llmplan.core.search.quick_memory import stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.workload import TrainingSettings
-
-OVERHEAD_BYTES = 1.5 * 2**30  # CUDA context, NCCL and allocator reserve (assumption, typical PyTorch)
-_RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +87,6 @@ class QuickResult:
 def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSettings, eff: Efficiency,
              sequence_parallel: bool = True) -> QuickResult:
     f = np.float64
-    dropout = float(getattr(t, "dropout", 0.0)) > 0  # a field the training engine adds
     overlap = bool(getattr(t, "overlap_grad_reduce", True))
     tp, pp, vp, dp, cp, ep = (x.astype(f) for x in (c.tp, c.pp, c.vp, c.dp, c.cp, c.ep))
     mb, m = c.mb.astype(f), c.accum.astype(f)
@@ -98,7 +95,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     stage_layers = np.ceil(L / pp)
     wbytes = facts.weight_bytes(t.precision)
 
-    # ---- model states ------------------------------------------------------------------------
+    # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
+    sm = stage_memory(s.spec, t, c.tp, c.pp, c.vp, c.dp, c.cp, c.ep, c.zero, c.offload, c.recompute, c.mb,
+                      c.accum, sequence_parallel)
+    memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
+
+    # ---- the slowest stage's parameters, for the time terms ---------------------------------------
     per_layer = s.layer_split / tp + s.layer_replicated + s.layer_expert / (ep * tp)
     first = s.first_split / tp + s.first_replicated
     last = s.last_split / tp + s.last_replicated + (s.first_split / tp if s.tied else 0.0)
@@ -106,77 +108,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     stage_params = stage_layers * per_layer + ends  # the slowest stage, with the heavier end (for time)
     shard = dp * cp
     zero = c.zero
-    base_b = facts.frozen_weight_bytes(t.precision)
-    nf4_b = facts.nf4_bits_per_param(t.qlora_double_quant) / 8
     grad_b = facts.grad_bytes(t.precision, t.fp32_grad_accumulation)
     master = facts.master_bytes(t.precision)
-    full = t.method == "full"
-
-    def states(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Weights, gradients and optimizer bytes of ``params`` parameters on one GPU."""
-        trainable = params * (s.trainable_params / s.total_params)
-        if full:
-            weights = params * wbytes
-        elif t.method == "qlora":  # the blocks' matrices in NF4, the rest 16-bit (engine: training/memory.py)
-            weights = params * (s.matrix_share * nf4_b + (1 - s.matrix_share) * base_b) + trainable * wbytes
-        else:
-            weights = params * base_b + trainable * wbytes
-        weights = np.where(zero >= 3, weights / shard, weights)
-        grads = np.where(zero >= 2, trainable * grad_b / shard, trainable * grad_b)
-        opt = trainable * master + facts.optimizer_state_bytes(
-            t.optimizer, trainable, params * s.factored_share if full else None,
-            params * s.matrix_share if full else None)
-        opt = np.where(zero >= 1, opt / shard, opt)
-        return weights, grads, np.where(c.offload == 1, 0.0, opt)
-
     trainable = stage_params * (s.trainable_params / s.total_params)
-
-    # ---- activations ---------------------------------------------------------------------------
     q, kv = float(s.q_width), float(s.kv_width)
-    split_part = 2 * q + 4 * kv + 2 * q + 2 * s.mlp_act_width  # q, k, v, context, MLP internals (bf16)
-    repl_part = 4 * h + 2 * h + 2 * h + (2 * h if dropout else 0)  # norm inputs, GEMM inputs, masks
-    sp = sequence_parallel
-    per_token = np.where(sp | (tp == 1), (split_part + repl_part) / tp, split_part / tp + repl_part)
     span = _span(s, seq)
-    if not t.flash_attention:
-        # softmax output 2·a·s per token (bf16); with dropout also its 1-byte mask and output (5·a·s)
-        score_bytes = (5.0 if dropout else 2.0) * s.heads * span
-        per_token = per_token + np.where(c.recompute == 0, score_bytes / tp, 0.0)
-    per_token = np.where(c.recompute == 2, 2 * h / np.where(sp, tp, 1.0), per_token)
     tokens_mb = mb * seq / cp
-    logits = 6.0 * tokens_mb * s.vocab / tp  # fp32 logits + bf16 copy on the last stage
-
-    # ---- the stages that can be the worst-loaded (split rule of llmplan.core.training.stages:
-    # ⌊L/p⌋ layers each, the remainder one each to the middle stages from p-2 down, then the last)
-    base = np.floor(L / pp)
-    extra = L - base * pp
-    r_mid = np.minimum(extra, np.maximum(pp - 2, 0))
-    mid_stage = np.where(r_mid > 0, pp - 1 - r_mid, 1.0)  # the earliest middle stage with the most layers
-    candidates = (  # (layers, parameters besides the blocks, stage index, logits)
-        (base, np.where(pp == 1, ends, first), 0.0, np.where(pp == 1, logits, 0.0)),
-        (base + (r_mid > 0), 0.0, mid_stage, 0.0),
-        (base + ((extra == pp - 1) & (pp > 1)), last, pp - 1, logits),
-    )
-    memory = weights = grads = opt = acts = None
-    for k, (n, own, stage, head) in enumerate(candidates):
-        w, g, o = states(n * per_layer + own)
-        held = n * _in_flight(pp, vp, m, stage)  # layers × micro-batches of activations
-        if k == 0:  # interleaved: p·v + p - 1 chunk passes = every chunk p times + chunk 0 (the smallest) p-1 times
-            held = np.where(vp > 1, pp * n + (pp - 1) * np.floor(n / vp), held)
-        a = held * per_token * tokens_mb + head
-        total = w + g + o + a
-        if k == 1:
-            total = np.where(pp >= 3, total, 0.0)  # no middle stage
-        if memory is None:
-            memory, weights, grads, opt, acts = total, w, g, o, a
-        else:
-            worse = total > memory
-            memory = np.where(worse, total, memory)
-            weights, grads = np.where(worse, w, weights), np.where(worse, g, grads)
-            opt, acts = np.where(worse, o, opt), np.where(worse, a, acts)
-    # ZeRO-3 gathers each layer's full (TP-sharded) weights before using it, and prefetches the next
-    gather = np.where(zero >= 3, 2 * per_layer * wbytes, 0.0)
-    memory = memory + gather + OVERHEAD_BYTES
 
     # ---- time ------------------------------------------------------------------------------------
     peak = cluster.gpu.peak_flops.for_dtype(t.precision) * eff.matmul

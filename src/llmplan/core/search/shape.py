@@ -19,6 +19,7 @@ from llmplan.core.workload import TrainingSettings
 
 @dataclass(frozen=True, slots=True)
 class ModelShape:
+    spec: ModelSpec  # the model itself, for the engine's functions (search/quick_memory.py)
     layers: int
     hidden: int
     heads: int
@@ -78,7 +79,7 @@ def model_shape(m: ModelSpec, training: TrainingSettings) -> ModelShape:
     window = m.sliding_window or 0
     factored, matrices = shape_states(pc)
     return ModelShape(
-        layers=L, hidden=h, heads=m.num_heads, kv_heads=m.num_kv_heads, q_width=m.q_width,
+        spec=m, layers=L, hidden=h, heads=m.num_heads, kv_heads=m.num_kv_heads, q_width=m.q_width,
         kv_width=m.kv_width, vocab=m.vocab_size, mlp_act_width=mlp_act,
         layer_split=sums["layer_split"] / L, layer_replicated=sums["layer_repl"] / L,
         layer_expert=sums["layer_expert"] / L, layer_active_matmul=layer_matmul,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from llmplan.core import bytes_per_param as facts
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
@@ -66,9 +68,9 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
     gb = grad_bytes(tr)
     mb = facts.master_bytes(tr.precision)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
-    expert_share = sp.expert / sp.total if full and sp.total else 0.0
+    expert_share = _ratio(sp.expert, sp.total) if full else 0.0
     d_dense = dp_group
-    d_exp = max(1, dp_group // ep)
+    d_exp = _at_least_one(dp_group // ep)
     notes: list[str] = []
 
     def shard(x: float) -> float:
@@ -111,4 +113,17 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
             weights = frozen = 0.0
             notes.append("parameters offloaded too (ZeRO-Infinity); the GPU holds the gathered block")
     return StateBytes(weights + frozen, grads, master, optim, host, nvme, gather, wb, gb, mb,
-                      ob_total / trainable if trainable else 0.0, d_dense, d_exp, tuple(notes), fetched)
+                      _ratio(ob_total, trainable), d_dense, d_exp, tuple(notes), fetched)
+
+
+# The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
+# ZeRO stage and offload setting): these two keep it working on floats and arrays alike.
+def _ratio(a, b):
+    """a / b, and 0 where b is 0."""
+    if isinstance(b, np.ndarray):
+        return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b != 0)
+    return a / b if b else 0.0
+
+
+def _at_least_one(x):
+    return np.maximum(x, 1) if isinstance(x, np.ndarray) else max(1, x)

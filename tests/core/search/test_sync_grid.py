@@ -1,0 +1,84 @@
+"""The search and the engine agree (issue 16, "one truth").
+
+Serving: every (model kind × weight format the quant module knows × inference engine) cell; the
+search runs every layout through the inference engine, so its figures must equal a fresh
+engine estimate of the layout it chose (to 1e-9), and it says "no layout fits" exactly when
+the engine fits none of the layouts (tp, pp) on the cluster.
+
+Training: every (model kind × bf16/fp8 × full/LoRA/QLoRA × optimizer × ZeRO 0-3) cell on 8 H100
+(dp = 8). The quick model still has its own first-order formulas for activations and step time
+(its per-parameter facts are the engine's, ``core.bytes_per_param``), so every training cell is
+one the search re-checks with the full engine: each layout it reports, and before it says "no
+layout fits" the most memory-frugal ones (``planner.FRUGAL_CHECKS``). Measured quick/engine on
+this grid (2026-11-25): memory 0.85-1.16, tokens/s 0.17-2.10 (worst: ZeRO-3 with MoE, where the
+quick model charges the parameter gathers in full). The bounds below guard against regressions;
+they are not the issue's 2%/5% target, which needs the quick model to call the engine's terms.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from llmplan.core.estimate import estimate
+from llmplan.core.quant import known_formats
+from llmplan.core.search import search
+from llmplan.core.search.inference import candidate_layouts
+from llmplan.core.search.planner import quick_layout, scenario_for
+from llmplan.core.workload import ParallelLayout, TrainingSettings
+from llmplan.errors import LlmplanError
+from llmplan.io.plan_document import HardwareRef, InferenceSettings, ModelRef, PlanDocument
+from llmplan.io.resolve import resolve
+
+MODELS = {"dense": "meta-llama/Llama-3.2-1B", "moe": "Qwen/Qwen1.5-MoE-A2.7B", "mla": "deepseek-ai/DeepSeek-V2-Lite"}
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "tgi", "llama-cpp", "ollama", "mlx", "transformers")
+OPTIMIZERS = ("sgd", "momentum", "adamw", "adam8bit", "adafactor", "lion", "muon")
+
+
+def _scenario(model: str, gpu: str, gpus: int, workload: str, **inference):
+    doc = PlanDocument(name="grid", model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu, gpus_per_node=gpus),
+                       workload=workload, inference=InferenceSettings(**inference))
+    return resolve(doc)
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_serving_search_equals_the_engine(kind, engine):
+    gpu = "apple-m4-max-40c-64gb" if engine == "mlx" else "nvidia-rtx-4090-24gb"
+    for fmt in known_formats():
+        sc = _scenario(MODELS[kind], gpu, 1 if engine == "mlx" else 2, "inference", engine=engine,
+                       weight_format=fmt, prompt_tokens=4096, output_tokens=512)
+        result = search(sc, top=1, refine=estimate)
+        fits = []
+        for lay in candidate_layouts(sc):
+            try:
+                fits.append(estimate(scenario_for(sc, lay, sc.training)).fits)
+            except LlmplanError:
+                fits.append(False)
+        assert bool(result.best) == any(fits), (kind, engine, fmt, result.note)
+        if result.best:
+            best = result.best[0]
+            e = estimate(scenario_for(sc, best.parallelism, sc.training))
+            assert best.memory_bytes == pytest.approx(e.memory.total.value, rel=1e-9)
+            assert best.tokens_per_s == pytest.approx(e.inference.tokens_per_s.value, rel=1e-9)
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_training_quick_model_within_measured_bounds(kind):
+    base = _scenario(MODELS[kind], "nvidia-h100-sxm-80gb", 8, "pretrain")
+    layout = ParallelLayout(tp=1, pp=1, dp=8)
+    cells = 0
+    for prec, method, opt, zero in itertools.product(("bf16", "fp8"), ("full", "lora", "qlora"), OPTIMIZERS,
+                                                     (0, 1, 2, 3)):
+        t = TrainingSettings(precision=prec, method=method, optimizer=opt, zero_stage=zero, seq_len=2048,
+                             global_batch=16, recompute="none")
+        sc = scenario_for(base.model_copy(update={"training": t}), layout, t)
+        e = estimate(sc)
+        _ranked, q = quick_layout(sc)
+        mem = q.memory[0] / e.memory.total.value
+        tps = q.tokens_per_s[0] / e.compute.tokens_per_s.value
+        assert 0.80 <= mem <= 1.20, (prec, method, opt, zero, mem)
+        assert 0.15 <= tps <= 2.20, (prec, method, opt, zero, tps)
+        cells += 1
+    assert cells == 2 * 3 * 7 * 4
