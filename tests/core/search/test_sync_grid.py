@@ -5,14 +5,15 @@ search runs every layout through the inference engine, so its figures must equal
 engine estimate of the layout it chose (to 1e-9), and it says "no layout fits" exactly when
 the engine fits none of the layouts (tp, pp) on the cluster.
 
-Training: every (model kind × bf16/fp8 × full/LoRA/QLoRA × optimizer × ZeRO 0-3) cell on 8 H100
-(dp = 8). The quick model still has its own first-order formulas for activations and step time
-(its per-parameter facts are the engine's, ``core.bytes_per_param``), so every training cell is
-one the search re-checks with the full engine: each layout it reports, and before it says "no
-layout fits" the most memory-frugal ones (``planner.FRUGAL_CHECKS``). Measured quick/engine on
-this grid (2026-11-25): memory 0.85-1.16, tokens/s 0.17-2.10 (worst: ZeRO-3 with MoE, where the
-quick model charges the parameter gathers in full). The bounds below guard against regressions;
-they are not the issue's 2%/5% target, which needs the quick model to call the engine's terms.
+Training: every (model kind × bf16/fp8 × full/LoRA/QLoRA × optimizer × ZeRO 0-3) cell on 8 H100,
+in two layouts (dp = 8; tp 2 × pp 2 × dp 2, with ep 2 for the MoE model, full recompute, micro-batch
+2). Memory: the quick model calls the engine's own functions (``search/quick_memory.py``), so every
+cell must agree within 2% (measured: to rounding). Tokens/s: the quick model's step time still has
+its own first-order terms (measured quick/engine 0.17-2.10 on this grid, 2026-11-25; worst: ZeRO-3
+with MoE, where it charges the parameter gathers in full), so every training cell is one the search
+always re-checks with the full engine: it only ranks with the quick step time, every figure it
+reports is the engine's, and it says "no layout fits" only after the engine checked the most
+memory-frugal layouts (``planner.FRUGAL_CHECKS``). The tokens/s bounds are a regression guard.
 """
 
 from __future__ import annotations
@@ -64,21 +65,30 @@ def test_serving_search_equals_the_engine(kind, engine):
             assert best.tokens_per_s == pytest.approx(e.inference.tokens_per_s.value, rel=1e-9)
 
 
+LAYOUTS = {"dp8": (ParallelLayout(tp=1, pp=1, dp=8), "none", 1),
+           "tp2-pp2-dp2": (ParallelLayout(tp=2, pp=2, dp=2), "full", 2)}
+
+
 @pytest.mark.parametrize("kind", sorted(MODELS))
-def test_training_quick_model_within_measured_bounds(kind):
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_training_quick_model_is_the_engines_memory(kind, name):
     base = _scenario(MODELS[kind], "nvidia-h100-sxm-80gb", 8, "pretrain")
-    layout = ParallelLayout(tp=1, pp=1, dp=8)
+    layout, recompute, mb = LAYOUTS[name]
+    if kind == "moe" and layout.dp > 1 and layout.pp > 1:
+        layout = layout.model_copy(update={"ep": 2})
     cells = 0
     for prec, method, opt, zero in itertools.product(("bf16", "fp8"), ("full", "lora", "qlora"), OPTIMIZERS,
                                                      (0, 1, 2, 3)):
+        if layout.pp > 1 and zero > 1:
+            continue  # ZeRO-2/3 do not combine with pipeline stages (planner.space)
         t = TrainingSettings(precision=prec, method=method, optimizer=opt, zero_stage=zero, seq_len=2048,
-                             global_batch=16, recompute="none")
+                             global_batch=16, micro_batch=mb, recompute=recompute)
         sc = scenario_for(base.model_copy(update={"training": t}), layout, t)
         e = estimate(sc)
         _ranked, q = quick_layout(sc)
         mem = q.memory[0] / e.memory.total.value
         tps = q.tokens_per_s[0] / e.compute.tokens_per_s.value
-        assert 0.80 <= mem <= 1.20, (prec, method, opt, zero, mem)
-        assert 0.15 <= tps <= 2.20, (prec, method, opt, zero, tps)
+        assert abs(mem - 1) <= 0.02, (prec, method, opt, zero, mem)
+        assert 0.15 <= tps <= 2.20, (prec, method, opt, zero, tps)  # re-checked by the engine (module doc)
         cells += 1
-    assert cells == 2 * 3 * 7 * 4
+    assert cells == 2 * 3 * 7 * (2 if layout.pp > 1 else 4)
