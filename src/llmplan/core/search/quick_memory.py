@@ -119,18 +119,18 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             work[idx] = act.average_layer_bytes(m, view, tr, "none")
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
-    shape_keys = np.stack([pp, vp, np.minimum(accum, pp * (vp + 1))], 1)
-    uniq, inverse = np.unique(shape_keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    tables = [_stages(L, int(p), int(v), int(a)) for p, v, a in uniq]
+    # (one integer per row: np.unique over 1-D keys is far faster than over rows)
+    shape_keys = (pp.astype(np.int64) * 64 + vp) * 2**24 + np.minimum(accum, pp * (vp + 1))
+    uniq, inverse = np.unique(shape_keys, return_inverse=True)
+    tables = [_stages(L, int(k // 2**24 // 64), int(k // 2**24 % 64), int(k % 2**24)) for k in uniq]
     slots = max(len(x) for x in tables)
     stage_cols = np.full((len(uniq), slots, 4), np.nan)
     for u, rows in enumerate(tables):
         stage_cols[u, : len(rows)] = rows
     # ---- parameters per (tp, ep) -----------------------------------------------------------------
-    te_keys = np.stack([tp, ep], 1)
-    te_uniq, te_inv = np.unique(te_keys, axis=0, return_inverse=True)
-    te_inv = te_inv.reshape(-1)
+    te_keys = tp.astype(np.int64) * 2**24 + ep
+    te_uniq, te_inv = np.unique(te_keys, return_inverse=True)
+    te_uniq = np.stack([te_uniq // 2**24, te_uniq % 2**24], 1)
     fields = ("total", "expert", "matrices", "factored")
     base = np.zeros((len(te_uniq), 4, len(fields)))
     slope = np.zeros_like(base)
