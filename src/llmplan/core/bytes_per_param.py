@@ -33,6 +33,7 @@ from llmplan.core.quant import NF4_BLOCK, NF4_DQ_BLOCKS, quantized_weights
 _TRAIN_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 3.0}
 # Bytes of one weight in a training checkpoint: fp8 training saves its bf16 weights.
 _SAVED_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 2.0}
+FP32_COPY_BYTES = 4.0  # the fp32 copy an optimizer updates: the master in mixed precision, the weights in fp32
 ADAM8_BLOCK = 2048  # bitsandbytes blockwise 8-bit optimizers: one fp32 absmax per 2048 values per state
 # Optimizer-state bytes per parameter where they do not depend on tensor shapes.
 _FLAT_STATE = {"sgd": 0.0, "momentum": 4.0, "lion": 4.0, "adamw": 8.0, "adam8bit": 2.0 + 2 * 4.0 / ADAM8_BLOCK}
@@ -72,7 +73,7 @@ def master_bytes(precision: str) -> float:
 def host_update_bytes(optimizer: str) -> float:
     """Bytes per parameter an offloaded optimizer keeps on the host (ZeRO-Offload, Ren et al. 2021):
     the fp32 copy it updates (the master in mixed precision, the weights in fp32) and its states."""
-    return 4.0 + optimizer_state_bytes(optimizer, 1.0)
+    return FP32_COPY_BYTES + optimizer_state_bytes(optimizer, 1.0)
 
 
 def optimizer_state_bytes(optimizer: str, trainable, factored=None, matrices=None):
