@@ -67,7 +67,7 @@ def gathered_grad_bytes(precision: str) -> float:
 
 def master_bytes(precision: str) -> float:
     """Bytes of the fp32 master copy the optimizer updates: 4 in mixed precision, 0 in fp32 training."""
-    return 0.0 if precision == "fp32" else 4.0
+    return 0.0 if precision == "fp32" else FP32_COPY_BYTES
 
 
 def host_update_bytes(optimizer: str) -> float:
