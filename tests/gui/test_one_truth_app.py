@@ -94,3 +94,20 @@ def test_every_example_gets_one_verdict_from_cli_app_and_engine(window, qtbot, c
         assert estimate(scenario_for(out.scenario, best.parallelism, training)).fits
     dlg.close()
     QApplication.processEvents()
+
+
+def test_auto_chooses_a_format_the_plan_leaves_open_and_applies_it(window, qtbot):
+    assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Llama-3.1-70B",
+                                   "workload": "inference"}, "70B on a 4090")
+    out = window.state.evaluate_now()
+    assert not out.estimate.fits  # bf16 on one 24 GB card
+    dlg = _auto(window, qtbot)
+    assert dlg.result.best, dlg.status.text()
+    assert "least quantised weight format that fits" in dlg.status.text()
+    chosen = dlg.result.best[0].estimate.inference.weight_format
+    dlg.list.setCurrentItem(dlg.list.topLevelItem(0))
+    assert dlg.apply_selected()
+    assert window.state.doc.inference.weight_format == chosen
+    assert window.state.evaluate_now().estimate.fits
+    dlg.close()
+    QApplication.processEvents()

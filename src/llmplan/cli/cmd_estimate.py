@@ -120,9 +120,18 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
         raise InputError(f"no layout fits: {result.note}")
     best = result.best[0]
     if scenario.workload == "inference":
-        return scenario.model_copy(update={"parallelism": best.parallelism})
+        return scenario.model_copy(update={"parallelism": best.parallelism, "inference": chosen_inference(scenario,
+                                                                                                         best)})
     chosen = scenario_for(scenario, best.parallelism, best.training)
     return chosen.model_copy(update={"cluster": scenario.cluster})
+
+
+def chosen_inference(scenario: Scenario, best):
+    """The plan's inference settings, with the weight format the search chose when the plan's own
+    fits nowhere and the plan left it open (``search(weight_formats=...)``)."""
+    inf = scenario.inference
+    fmt = best.estimate.inference.weight_format if best.estimate is not None else inf.weight_format
+    return inf if fmt == inf.weight_format.lower() else inf.model_copy(update={"weight_format": fmt})
 
 
 def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> tuple[Scenario, str, str]:
@@ -133,7 +142,10 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> t
 
     if not layout_given(args):
         formats = formats_to_try(doc.inference.model_fields_set)
-        return auto_layout(scenario, kept_knobs(args, doc), formats), "auto", ""
+        chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
+        fmt = chosen.inference.weight_format
+        label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
+        return chosen, "auto", label
     stated = doc.training.model_fields_set | {p.split("=", 1)[0].strip().removeprefix("training.")
                                               for p in args.overrides}
     choice = apply_policy(scenario, automatic_knobs(stated), estimate)

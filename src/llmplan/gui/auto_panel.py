@@ -182,6 +182,8 @@ class AutoDialog(QDialog):
         changes: dict[str, Any] = {"parallelism": r.parallelism}
         if self.state.doc.workload != "inference":
             changes["training"] = r.training
+        elif r.estimate is not None and r.estimate.inference.weight_format != self.state.doc.inference.weight_format:
+            changes["inference.weight_format"] = r.estimate.inference.weight_format  # the plan left it open
         hw = self.state.doc.hardware
         if r.gpus > hw.gpus_per_node * hw.nodes:
             changes["hardware.nodes"] = -(-r.gpus // hw.gpus_per_node)

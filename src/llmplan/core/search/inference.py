@@ -9,7 +9,8 @@ the chosen layout can therefore never disagree on whether it fits (issue 16: a s
 bits-per-weight table searched iq4_xs or q3_k_m as bf16 and ignored partial offload).
 
 When nothing fits and the plan leaves the weight format open (``formats``), every quantised
-format the engine knows is tried, largest first, and the note names the first one that fits.
+format the engine knows is tried, largest first, and the layouts of the first one that fits are
+returned (their estimates carry the format; the note says so).
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     if cancel and cancel():
         return SearchResult((), (), (), len(rows), 0, 0, True, objective)
     evaluated = len(candidate_layouts(scenario))
+    chosen = ""
+    if not rows and formats:
+        chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
-        why = _no_fit(scenario, refine, formats)
+        why = _no_fit(scenario, formats)
         return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
     price = c.hourly_price
     if objective == "cost":
@@ -79,6 +83,9 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
                                 est.memory.capacity.value, 0.0, cost, True,
                                 "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
     note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
+    if chosen:
+        note = (f"nothing fits in {scenario.inference.weight_format}; showing {chosen}, the least quantised "
+                f"weight format that fits (the plan leaves inference.weight_format open); {note}")
     if out[0].estimate.inference.host_weight_bytes.value:
         note += "; the engine keeps some layers in host RAM (partial offload)"
     return SearchResult(tuple(out), (), _front(rows, price), evaluated, len(rows), len(out), False, objective, note)
@@ -88,20 +95,25 @@ def _tpot(est: Estimate) -> float:
     return est.inference.tpot_s.value
 
 
-def _no_fit(scenario: Scenario, refine, formats: tuple[str, ...]) -> str:
-    """Why nothing fits, after the engine tried every layout — and the other formats when left open."""
+def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
+                  ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
+    """The least quantised of ``formats`` in which some layout fits, and its fitting layouts."""
     from llmplan.core.quant import quantized_weights
 
+    fmt = scenario.inference.weight_format.lower()
+    sizes = {f: quantized_weights(scenario.model, f).total_bytes for f in formats if f != fmt}
+    for f in sorted(sizes, key=sizes.get, reverse=True):
+        alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
+        rows = _fitting(alt, refine)
+        if rows:
+            return f, rows
+    return "", []
+
+
+def _no_fit(scenario: Scenario, formats: tuple[str, ...]) -> str:
+    """Why nothing fits, after the engine tried every layout (and every format, when left open)."""
     fmt = scenario.inference.weight_format
     if formats:
-        m = scenario.model
-        sizes = {f: quantized_weights(m, f).total_bytes for f in formats if f != fmt}
-        for f in sorted(sizes, key=sizes.get, reverse=True):  # the least quantised that fits
-            alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
-            found = _fitting(alt, refine)
-            if found:
-                gpus = min(lay.tp * lay.pp for lay, _ in found)
-                return (f"no layout fits at {fmt}; with inference.weight_format={f} it fits on {gpus} GPU(s)")
         return (f"no layout fits, in {fmt} nor in any smaller weight format the engine knows: "
                 "add GPUs or shorten the context")
     return f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout: add GPUs or quantise"

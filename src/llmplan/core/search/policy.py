@@ -64,7 +64,10 @@ def formats_to_try(stated: Iterable[str]) -> tuple[str, ...]:
     first, only when nothing fits in the plan's own format."""
     from llmplan.core.quant import known_formats
 
-    return () if "weight_format" in set(stated) else known_formats()
+    if "weight_format" in set(stated):
+        return ()
+    # TQ1_0/TQ2_0 store ternary weights: only for models trained ternary (BitNet b1.58, Ma et al. 2024)
+    return tuple(f for f in known_formats() if not f.startswith("tq"))
 
 
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]
