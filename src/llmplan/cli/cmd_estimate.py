@@ -137,8 +137,8 @@ def chosen_inference(scenario: Scenario, best):
 def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> tuple[Scenario, str, str]:
     """The scenario to estimate, where its layout came from ("plan" or "auto") and what the default
     policy chose for the user ("auto: full recompute", or ""): ``core.search.policy``."""
-    from llmplan.core.estimate import estimate
-    from llmplan.core.search.policy import apply_policy, automatic_knobs, formats_to_try
+    from llmplan.core.search.policy import formats_to_try
+    from llmplan.io.evaluate import automatic_choice
 
     if not layout_given(args):
         formats = formats_to_try(doc.inference.model_fields_set)
@@ -146,9 +146,7 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> t
         fmt = chosen.inference.weight_format
         label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
         return chosen, "auto", label
-    stated = doc.training.model_fields_set | {p.split("=", 1)[0].strip().removeprefix("training.")
-                                              for p in args.overrides}
-    choice = apply_policy(scenario, automatic_knobs(stated), estimate)
+    choice = automatic_choice(doc, scenario)  # doc carries the --set fields as stated
     return choice.scenario, "plan", choice.label()
 
 

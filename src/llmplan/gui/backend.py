@@ -128,16 +128,14 @@ def _validation_text(exc: ValidationError) -> str:
 def evaluate(doc: PlanDocument) -> Outcome:
     """Resolve and estimate one plan (``llmplan.io.evaluate``, the same pipeline as the CLI);
     every failure becomes a sentence, never an exception."""
-    from llmplan.core.estimate import estimate as engine_estimate
-    from llmplan.core.search.policy import apply_policy, automatic_knobs
-    from llmplan.io.evaluate import evaluate_scenario
+    from llmplan.io.evaluate import automatic_choice, evaluate_scenario
     from llmplan.io.resolve import resolve
 
     t0 = time.perf_counter()
     scenario = None
     try:
         scenario = resolve(doc)
-        choice = apply_policy(scenario, automatic_knobs(doc.training.model_fields_set), engine_estimate)
+        choice = automatic_choice(doc, scenario)
         est = evaluate_scenario(choice.scenario, doc.system)
         return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label())
     except LayoutError as exc:
