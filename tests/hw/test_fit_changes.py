@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from hw_fixtures import data_text
 
+from llmplan.core.workload import TrainingSettings
 from llmplan.hw.fit import fit_this_machine, local_hardware
 from llmplan.hw.fit_changes import GGUF_LADDER, QUALITY_LOSS, _effective, format_label, weight_distance
 from llmplan.hw.host import parse_meminfo
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
 from llmplan.hw.types import DetectionReport, HostInfo
-from llmplan.core.workload import TrainingSettings
 from llmplan.io.plan_document import ModelRef, PlanDocument
 
 GIB = 2**30
