@@ -110,7 +110,7 @@ def kept_knobs(args: argparse.Namespace, doc: PlanDocument | None = None) -> tup
 def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: tuple[str, ...] = ()) -> Scenario:
     """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
     with the training knobs in ``keep`` held at the scenario's values. ``weight_formats``: inference
-    formats tried, for the message, when nothing fits in the plan's own (the plan left it open)."""
+    formats the search may choose from when nothing fits in the plan's own (the plan left it open)."""
     from llmplan.core.estimate import estimate
     from llmplan.core.search import scenario_for, search
 
@@ -151,8 +151,10 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> t
 
 
 def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
-    """The document with the layout and training knobs the estimate used (the auto-planner's, if it chose)."""
-    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training})
+    """The document with the layout, training knobs and weight format the estimate used (the
+    auto-planner's or the default policy's, where they chose)."""
+    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training,
+                                  "inference": scenario.inference})
 
 
 def run_estimate(scenario: Scenario, doc: PlanDocument):
