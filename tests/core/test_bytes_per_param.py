@@ -11,8 +11,8 @@ from llmplan.core.search.shape import model_shape
 from llmplan.core.system.checkpoint import checkpoint_size
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.workload import TrainingSettings
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
-from llmplan.io.resolve import resolve
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.resolve import resolve
 
 ALL = ("q", "k", "v", "o", "gate", "up", "down")
 

@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from llmplan.cli import main
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.search import scenario_for
-from llmplan.io.planfile import load_plan
+from llmplan.plan.planfile import load_plan
 from llmplan.resources_path import resources_dir
 
 QLORA_4090 = {"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Meta-Llama-3-8B",

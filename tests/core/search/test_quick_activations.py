@@ -10,7 +10,7 @@ several micro-batch sizes.
 import numpy as np
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import Efficiency
 from llmplan.core.search.planner import scenario_for
 from llmplan.core.search.quick import Columns, evaluate

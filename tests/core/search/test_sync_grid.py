@@ -22,15 +22,15 @@ import itertools
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.quant import known_formats
 from llmplan.core.search import search
 from llmplan.core.search.inference import candidate_layouts
 from llmplan.core.search.planner import quick_layout, scenario_for
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.errors import LlmplanError
-from llmplan.io.plan_document import HardwareRef, InferenceSettings, ModelRef, PlanDocument
-from llmplan.io.resolve import resolve
+from llmplan.plan.document import HardwareRef, InferenceSettings, ModelRef, PlanDocument
+from llmplan.plan.resolve import resolve
 
 MODELS = {"dense": "meta-llama/Llama-3.2-1B", "moe": "Qwen/Qwen1.5-MoE-A2.7B", "mla": "deepseek-ai/DeepSeek-V2-Lite"}
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "tgi", "llama-cpp", "ollama", "mlx", "transformers")
