@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hw_fixtures import data_text
 
+from llmplan.core.workload import TrainingSettings
 from llmplan.fit.changes import GGUF_LADDER, QUALITY_LOSS, _effective, format_label, weight_distance
 from llmplan.fit.local import fit_this_machine, local_hardware
 from llmplan.hw.host import parse_meminfo
@@ -47,7 +48,9 @@ def test_zero_offload_is_offered_only_when_host_ram_holds_it():
     """Full fine-tuning of Llama-3.1-70B on 8× H100 at TP 8 needs ~168 GiB per GPU. ZeRO-Offload moves the
     fp32 master weights and Adam states (12 B/param: 70.55e9 × 12 B = 788 GiB) to host RAM: offered on a
     1.5 TiB node, not on one with 23 GiB (the development VM's /proc/meminfo)."""
-    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-70B"), workload="finetune")
+    # the knobs stated as they are, so the default policy (core.search.policy) leaves them to the ladder
+    stated = TrainingSettings(zero_stage=1, recompute="selective", micro_batch=1, offload="none")
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-70B"), workload="finetune", training=stated)
     big = fit_this_machine(doc, local_hardware(_h100_node(1536 * GIB)))
     offload = [c for c in big.changes if c.kind == "offload"]
     assert offload and offload[0].overrides == ("training.offload=cpu",)

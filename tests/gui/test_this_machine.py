@@ -3,8 +3,10 @@ stands in for live detection; the verdict and the nearest changes come from the 
 ``llmplan.fit.local`` and engine, and applying one is one undoable edit.
 
 Reference: the fixture's RTX 4090 reports 24,564 MiB (nvidia-smi CSV in tests/data/hw/);
-the default plan (LoRA on Llama-3-8B, 4,096-token sequences) needs 37.5 GiB per GPU in
-this engine, so on this machine it does not fit.
+the default plan (LoRA on Llama-3-8B, 4,096-token sequences) leaves recompute open, and the
+default policy (``core.search.policy``) picks full recompute: 21.2 GiB, it fits (issue 16: a
+person with a detected 24 GB card saw red on first start). With recompute stated as "none" it
+needs more than 24 GiB, and the nearest changes are offered.
 """
 
 from __future__ import annotations
@@ -28,10 +30,19 @@ def rtx4090_report() -> DetectionReport:
 
 @pytest.fixture
 def detected(window):
-    """The window after background detection reported the recorded RTX 4090 machine."""
+    """The window after background detection reported the recorded RTX 4090 machine, with a plan
+    that states recompute "none" (so the policy leaves it and the plan does not fit there)."""
+    assert window.state.edit("training.recompute", "none")
     window.hardware.detector.finished.emit(rtx4090_report(), "")
     window.this_machine.wait_idle()
     return window
+
+
+def test_first_start_on_a_24gb_card_fits_by_the_default_policy(window):
+    window.hardware.detector.finished.emit(rtx4090_report(), "")
+    window.this_machine.wait_idle()
+    text = window.this_machine.verdict.text()
+    assert text.startswith("This machine (NVIDIA GeForce RTX 4090") and ": fits" in text, text
 
 
 def _value(doc, path: str):

@@ -95,34 +95,66 @@ def layout_given(args: argparse.Namespace) -> bool:
     return bool(args.plan) or any(s.startswith("parallelism.") for s in args.overrides)
 
 
-def kept_knobs(args: argparse.Namespace) -> tuple[str, ...]:
-    """The training knobs the auto-planner would otherwise choose that the user set with ``--set``:
-    the search holds them at the user's values instead of overwriting them."""
-    from llmplan.core.search.planner import KEEPABLE
+def kept_knobs(args: argparse.Namespace, doc: PlanDocument | None = None) -> tuple[str, ...]:
+    """The training knobs the auto-planner would otherwise choose that the plan states: given with
+    ``--set``, or (``doc``) written in the plan file. The search holds them at the plan's values."""
+    from llmplan.core.search.policy import held_knobs
 
     paths = {s.split("=", 1)[0].strip() for s in args.overrides}
-    return tuple(k for k in KEEPABLE if f"training.{k}" in paths)
+    stated = {p.removeprefix("training.") for p in paths}
+    if doc is not None:
+        stated |= doc.training.model_fields_set
+    return held_knobs(stated)
 
 
-def auto_layout(scenario: Scenario, keep: tuple[str, ...] = ()) -> Scenario:
+def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: tuple[str, ...] = ()) -> Scenario:
     """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
-    with the training knobs in ``keep`` held at the scenario's values."""
+    with the training knobs in ``keep`` held at the scenario's values. ``weight_formats``: inference
+    formats the search may choose from when nothing fits in the plan's own (the plan left it open)."""
     from llmplan.core.engine import estimate
     from llmplan.core.search import scenario_for, search
 
-    result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep)
+    result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep,
+                    weight_formats=weight_formats)
     if not result.best:
         raise InputError(f"no layout fits: {result.note}")
     best = result.best[0]
     if scenario.workload == "inference":
-        return scenario.model_copy(update={"parallelism": best.parallelism})
+        return scenario.model_copy(update={"parallelism": best.parallelism, "inference": chosen_inference(scenario,
+                                                                                                         best)})
     chosen = scenario_for(scenario, best.parallelism, best.training)
     return chosen.model_copy(update={"cluster": scenario.cluster})
 
 
+def chosen_inference(scenario: Scenario, best):
+    """The plan's inference settings, with the weight format the search chose when the plan's own
+    fits nowhere and the plan left it open (``search(weight_formats=...)``)."""
+    inf = scenario.inference
+    fmt = best.estimate.inference.weight_format if best.estimate is not None else inf.weight_format
+    return inf if fmt == inf.weight_format.lower() else inf.model_copy(update={"weight_format": fmt})
+
+
+def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> tuple[Scenario, str, str]:
+    """The scenario to estimate, where its layout came from ("plan" or "auto") and what the default
+    policy chose for the user ("auto: full recompute", or ""): ``core.search.policy``."""
+    from llmplan.core.search.policy import formats_to_try
+    from llmplan.plan.evaluate import automatic_choice
+
+    if not layout_given(args):
+        formats = formats_to_try(doc.inference.model_fields_set)
+        chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
+        fmt = chosen.inference.weight_format
+        label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
+        return chosen, "auto", label
+    choice = automatic_choice(doc, scenario)  # doc carries the --set fields as stated
+    return choice.scenario, "plan", choice.label()
+
+
 def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
-    """The document with the layout and training knobs the estimate used (the auto-planner's, if it chose)."""
-    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training})
+    """The document with the layout, training knobs and weight format the estimate used (the
+    auto-planner's or the default policy's, where they chose)."""
+    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training,
+                                  "inference": scenario.inference})
 
 
 def run_estimate(scenario: Scenario, doc: PlanDocument):
@@ -139,14 +171,13 @@ def run(args: argparse.Namespace) -> int:
     calibration_note = None
     if args.calibration is not None:
         doc, calibration_note = measured.calibrated_document(doc, args.calibration)
-    scenario = resolve(doc)
-    source = "plan"
-    if not layout_given(args):
-        scenario, source = auto_layout(scenario, kept_knobs(args)), "auto"
+    scenario, source, auto = choose(args, doc, resolve(doc))
     est = run_estimate(scenario, doc)
     if args.save:
         save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
+    if auto:
+        data["automatic"] = auto
     if calibration_note is not None:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
     _print(args, data, est)
@@ -195,10 +226,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if fit.current is not None and fit.local_plan is not None:
         scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
     else:
-        scenario = resolve(doc)
-        source = "plan"
-        if not layout_given(args):
-            scenario, source = auto_layout(scenario, kept_knobs(args)), "auto"
+        scenario, source, _auto = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc), False
     if args.save:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)

@@ -151,6 +151,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"recompute {t['recompute']}, offload {t['offload']}")
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'} "
                      f"(training.framework, training.regime)")
+    if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
+        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]

@@ -38,6 +38,8 @@ from llmplan.core.quant_ggml import GGML_TYPES, GGUF_PRESETS, TensorRole, gguf_t
 from llmplan.errors import InputError
 
 _FLOAT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+NF4_BLOCK = 64  # bitsandbytes nf4/fp4: one absmax per 64 weights (QLoRA §3)
+NF4_DQ_BLOCKS = 256  # double quantisation: one fp32 second-level constant per 256 absmax values
 _LINEAR_CATEGORIES = ("attention", "mlp", "expert", "shared_expert")
 
 SOURCE_QUANT = {
@@ -175,9 +177,10 @@ def _plain_group_bytes(fmt: WeightFormat, g: TensorGroup) -> GroupBytes:
         g_idx = 4 * cols * g.count if fmt.kind == "gptq" else 0
         return GroupBytes(g, packed + scales + zeros + g_idx, f"int{fmt.bits} g{fmt.group_size} + fp16 scales")
     if fmt.kind == "bnb":
-        blocks = math.ceil(n / 64)
-        absmax = blocks + 4 * math.ceil(blocks / 256) if fmt.double_quant else 4 * blocks
-        return GroupBytes(g, math.ceil(n / 2) + absmax, f"{fmt.variant} block 64" + (" + DQ" if fmt.double_quant else ""))
+        blocks = math.ceil(n / NF4_BLOCK)
+        absmax = blocks + 4 * math.ceil(blocks / NF4_DQ_BLOCKS) if fmt.double_quant else 4 * blocks
+        return GroupBytes(g, math.ceil(n / 2) + absmax,
+                          f"{fmt.variant} block {NF4_BLOCK}" + (" + DQ" if fmt.double_quant else ""))
     # mlx
     groups = math.ceil(n / fmt.group_size)
     return GroupBytes(g, math.ceil(n * fmt.bits / 8) + 4 * groups, f"mlx {fmt.bits}-bit g{fmt.group_size}")

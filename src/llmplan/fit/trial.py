@@ -82,7 +82,7 @@ def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) 
         gpu_layers = int(est.inference.gpu_layers.value) if est.inference.gpu_layers is not None else L
     host_needed = float(mem.host_ram.value)
     offloaded = (gpu_layers is not None and gpu_layers < L) or (
-        doc.workload != "inference" and doc.training.offload != "none")
+        doc.workload != "inference" and scenario.training.offload != "none")  # the policy may offload
     par = scenario.parallelism
     mode: FitMode = "cpu" if cpu_only else "offload" if offloaded else "split" if par.tp * par.pp > 1 else "gpu"
     if doc.workload == "inference" and not offloaded:

@@ -37,9 +37,11 @@ class _Signals(QObject):
 
 
 class SearchJob(QRunnable):
-    def __init__(self, scenario: Scenario, objective: str, signals: _Signals, cancel: threading.Event) -> None:
+    def __init__(self, scenario: Scenario, objective: str, signals: _Signals, cancel: threading.Event,
+                 keep: tuple[str, ...] = (), formats: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.scenario, self.objective, self.signals, self.cancel = scenario, objective, signals, cancel
+        self.keep, self.formats = keep, formats  # the knobs the plan states, as the CLI holds them
 
     def run(self) -> None:
         from llmplan.core.engine import estimate
@@ -48,7 +50,7 @@ class SearchJob(QRunnable):
         try:
             result = search(self.scenario, top=10, objective=self.objective, refine=estimate,
                             progress=lambda f, m: self.signals.progress.emit(float(f), str(m)),
-                            cancel=self.cancel.is_set)
+                            cancel=self.cancel.is_set, keep=self.keep, weight_formats=self.formats)
         except Exception as exc:  # a failed search is a message in the dialog, not a crash
             self.signals.done.emit(None, str(exc))
             return
@@ -128,8 +130,12 @@ class AutoDialog(QDialog):
         self.status.setText("Searching…")
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
+        from llmplan.core.search.policy import formats_to_try, held_knobs
+
+        doc = self.state.doc
+        keep = held_knobs(doc.training.model_fields_set) if outcome.scenario.workload != "inference" else ()
         QThreadPool.globalInstance().start(SearchJob(outcome.scenario, self.objective.currentData(), self._signals,
-                                                     self._cancel))
+                                                     self._cancel, keep, formats_to_try(doc.inference.model_fields_set)))
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -176,6 +182,8 @@ class AutoDialog(QDialog):
         changes: dict[str, Any] = {"parallelism": r.parallelism}
         if self.state.doc.workload != "inference":
             changes["training"] = r.training
+        elif r.estimate is not None and r.estimate.inference.weight_format != self.state.doc.inference.weight_format:
+            changes["inference.weight_format"] = r.estimate.inference.weight_format  # the plan left it open
         hw = self.state.doc.hardware
         if r.gpus > hw.gpus_per_node * hw.nodes:
             changes["hardware.nodes"] = -(-r.gpus // hw.gpus_per_node)

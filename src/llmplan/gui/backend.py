@@ -40,6 +40,7 @@ class Outcome:
     kind: str
     message: str
     elapsed_s: float
+    automatic: str = ""  # what the default policy chose for the user, e.g. "auto: full recompute"
 
     @property
     def ok(self) -> bool:
@@ -140,15 +141,16 @@ def _validation_text(exc: ValidationError) -> str:
 def evaluate(doc: PlanDocument) -> Outcome:
     """Resolve and estimate one plan (``llmplan.plan.evaluate``, the same pipeline as the CLI);
     every failure becomes a sentence, never an exception."""
-    from llmplan.plan.evaluate import evaluate_scenario
+    from llmplan.plan.evaluate import automatic_choice, evaluate_scenario
     from llmplan.plan.resolve import resolve
 
     t0 = time.perf_counter()
     scenario = None
     try:
         scenario = resolve(doc)
-        est = evaluate_scenario(scenario, doc.system)
-        return Outcome(doc, scenario, est, "ok", "", time.perf_counter() - t0)
+        choice = automatic_choice(doc, scenario)
+        est = evaluate_scenario(choice.scenario, doc.system)
+        return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label())
     except LayoutError as exc:
         kind, msg = "layout", str(exc)
     except LlmplanError as exc:
@@ -172,7 +174,7 @@ def default_plan(gpu_id: str | None = None) -> PlanDocument:
         model=ModelRef(id=DEFAULT_MODEL_ID),
         hardware=HardwareRef(gpu=gpu_id or DEFAULT_GPU_ID, gpus_per_node=1, nodes=1),
         workload="finetune",
-        training=TrainingSettings(method="lora", seq_len=4096, micro_batch=1, tokens=FINETUNE_TOKENS),
+        training=TrainingSettings(method="lora", seq_len=4096, tokens=FINETUNE_TOKENS),
     )
 
 

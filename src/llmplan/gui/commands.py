@@ -35,7 +35,7 @@ def set_path(doc: PlanDocument, path: str, value: Any) -> PlanDocument:
     validation) means an out-of-range knob is refused here with pydantic's message,
     before the engine ever sees it.
     """
-    data = doc.model_dump()
+    data = doc.model_dump(exclude_unset=True)  # what the plan does not state stays automatic (policy)
     parts = path.split(".")
     node = data
     for part in parts[:-1]:

@@ -108,8 +108,11 @@ class ResultsPanel(QWidget):
             self.bar.set_memory(None)
             self._show_step(None)
             return
+        verdict = report.verdict(est, self.unit)
+        if outcome.automatic:  # core.search.policy chose knobs the plan leaves open
+            verdict += f" ({outcome.automatic})"
         colour = (WARN_COLOUR if est.memory.tight else OK_COLOUR) if est.fits else BAD_COLOUR
-        self.banner.show_message(report.verdict(est, self.unit), colour)
+        self.banner.show_message(verdict, colour)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit)

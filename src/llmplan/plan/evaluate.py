@@ -36,7 +36,17 @@ def evaluate_scenario(scenario: Scenario, options: SystemOptions) -> Evaluation:
     return with_system(scenario, engine.estimate(scenario), options)
 
 
+def automatic_choice(doc: PlanDocument, scenario: Scenario):
+    """The default policy for the training knobs ``doc`` leaves open (``core.search.policy``): the
+    scenario to estimate, and a label such as "auto: full recompute". The CLI, the app and the
+    this-machine verdict all call this, so they choose alike."""
+    from llmplan.core.search.policy import apply_policy, automatic_knobs
+
+    return apply_policy(scenario, automatic_knobs(doc.training.model_fields_set), engine.estimate)
+
+
 def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
-    """Resolve ``doc`` and estimate it, system report included. User errors raise ``LlmplanError``."""
-    scenario = resolve(doc)
+    """Resolve ``doc`` (with the default policy for the knobs it leaves open) and estimate it,
+    system report included. User errors raise ``LlmplanError``."""
+    scenario = automatic_choice(doc, resolve(doc)).scenario
     return scenario, evaluate_scenario(scenario, doc.system)

@@ -81,7 +81,8 @@ def _suggest(path: str, valid: list[str]) -> str:
 
 def apply_overrides(doc: PlanDocument, assignments: Iterable[str]) -> PlanDocument:
     """A new document with each ``path=value`` applied, validated as a whole."""
-    data = doc.model_dump(mode="json")
+    # unset fields stay unset: a knob the plan does not state stays automatic (core.search.policy)
+    data = doc.model_dump(mode="json", exclude_unset=True)
     valid = list(field_paths())
     for assignment in assignments:
         path, sep, raw = assignment.partition("=")

@@ -63,14 +63,14 @@ def test_search_top5_is_at_least_as_good_as_the_paper(row):
 
 
 @pytest.mark.parametrize("row", TABLE_1, ids=lambda r: f"{r[0]}B")
-def test_quick_model_throughput_of_the_paper_layout_matches_the_measurement(row):
-    """Hardware TFLOP/s per GPU (recompute included, as Table 1 counts it, eq. 3) within ±15% of the
-    measured figure, with the default matmul efficiency (0.6 of the A100's 312 TFLOP/s dense BF16)."""
+def test_quick_model_throughput_of_the_paper_layout_is_the_engines(row):
+    """The search's quick model prices compute with the engine's own per-operation model, so on the paper's
+    layout its step time is the engine's within 5% (its communication and bubble are its own, vectorised;
+    the engine's accuracy against Table 1 is tested in tests/core/training/test_narayanan_2021.py)."""
     sc, layout, training = _scenario(row)
     _, res = quick_layout(sc, layout, training)
-    hardware_flops = float(res.model_flops[0]) * 4 / 3  # full recompute: one extra forward pass
-    per_gpu = hardware_flops / float(res.step_time[0]) / row[6]
-    assert per_gpu == pytest.approx(row[8] * 1e12, rel=0.15)
+    engine = estimate(sc.model_copy(update={"parallelism": layout, "training": training}))
+    assert float(res.step_time[0]) == pytest.approx(engine.compute.step_time_s.value, rel=0.05)
 
 
 @pytest.mark.parametrize("row", TABLE_1, ids=lambda r: f"{r[0]}B")

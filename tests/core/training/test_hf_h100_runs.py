@@ -54,7 +54,7 @@ STEP_BANDS = {"8b-lora-ckpt": (-0.20, -0.10), "8b-qlora-ckpt": (-0.32, -0.22)}  
 def _estimate(name):
     model, mode, mb, ckpt, _, _ = RUNS[name]
     method = {"amp": "full", "bf16": "full", "lora": "lora", "qlora": "qlora"}[mode]
-    training = TrainingSettings(method=method, regime="pure" if mode == "bf16" else "amp", micro_batch=mb,
+    training = TrainingSettings(method=method, regime="pure" if mode == "bf16" else "amp", micro_batch=mb, offload="none",
                                 global_batch=mb, seq_len=2048, recompute="full" if ckpt else "none",
                                 zero_stage=0, optimizer="adamw", lora_rank=16)
     doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb"),

@@ -1,108 +1,137 @@
 """Inference layouts: the fewest GPUs that hold the weights and the KV cache, or the fastest.
 
-A serving replica is TP (inside a node) × PP GPUs; the rest of the cluster runs
-replicas side by side (DP). Quick model: the weights at the plan's format plus the KV
-cache of ``batch`` sequences of prompt+output tokens must fit in each GPU; a decode
-step reads each GPU's weights and cache once at the achievable memory bandwidth
-(roofline: decode is bandwidth-bound at small batch), and the PP stages run one after
-another for one token. The full engine re-estimates the short list when given.
+A serving replica is TP (inside a node) × PP GPUs; the rest of the cluster runs replicas side
+by side (DP). There are at most a few dozen (tp, pp) pairs, so every one is run through the
+inference engine itself (``llmplan.core.inference``: the weights priced tensor by tensor in the
+plan's format by ``core.quant``, the KV cache, the engine profile's memory share and, for
+llama.cpp and Ollama, the layers left in host RAM on one GPU). The search and the estimate of
+the chosen layout can therefore never disagree on whether it fits (issue 16: a separate
+bits-per-weight table searched iq4_xs or q3_k_m as bf16 and ignored partial offload).
+
+When nothing fits and the plan leaves the weight format open (``formats``), every quantised
+format the engine knows is tried, largest first, and the layouts of the first one that fits are
+returned (their estimates carry the format; the note says so).
 """
 
 from __future__ import annotations
 
-from llmplan.core.params import count_params
+from llmplan.core.inference import estimate_inference
+from llmplan.core.result import Estimate
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
 
-# Bits per weight of common formats: block layouts of llama.cpp's ggml-quants (q8_0: 34 bytes per
-# 32 weights; q4_0: 18/32; q4_k: 144/256; q5_k: 176/256; q6_k: 210/256) and 4-bit GPTQ/AWQ with
-# one fp16 scale and zero per 128 weights. Q4_K_M / Q5_K_M mix in q6_k tensors: about 4.85 / 5.7.
-_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "q6_k": 6.5625,
-         "q5_k_m": 5.7, "q5_k_s": 5.5, "q4_k_m": 4.85, "q4_k_s": 4.5, "q4_0": 4.5, "gptq-4bit": 4.25,
-         "awq-4bit": 4.25, "nf4": 4.127}
-_KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "q8_0": 1.0625, "q4_0": 0.5625}
-OVERHEAD_BYTES = 2 * 2**30  # CUDA graphs, activations of one step, allocator reserve (assumption)
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
-def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None
-                     ) -> SearchResult:
-    from llmplan.core.search.planner import scenario_for  # planner imports this module lazily
-
-    if objective not in ("time", "cost"):
-        raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
-    m, c, inf = scenario.model, scenario.cluster, scenario.inference
-    params = count_params(m).total
-    bits = _BITS.get(inf.weight_format.lower(), 16)
-    kv_b = _KV_BYTES.get(inf.kv_dtype.lower(), 2)
-    kv_token = 2 * m.num_layers * m.kv_width * kv_b
-    if m.mla:
-        kv_token = m.num_layers * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * kv_b
-    ctx = inf.batch * (inf.prompt_tokens + inf.output_tokens)
-    cap = c.gpu.usable_memory_bytes * (inf.gpu_memory_utilization or 0.9)
-    bw = c.gpu.memory_bandwidth * scenario.efficiency.memory_bandwidth
-    price = c.hourly_price
-    rows = []
-    for tp in (1, 2, 4, 8, 16, 32, 64):
+def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
+    """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers."""
+    m, c = scenario.model, scenario.cluster
+    out = []
+    for tp in TP_CHOICES:
         if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp:
             continue
         for pp in range(1, min(m.num_layers, c.total_gpus // tp) + 1):
-            if (c.total_gpus // tp) % pp:
-                continue
-            per_gpu = (params * bits / 8 + kv_token * ctx) / (tp * pp) + OVERHEAD_BYTES
-            if per_gpu > cap:
-                continue
-            tpot = pp * (per_gpu - OVERHEAD_BYTES) / bw
-            dp = c.total_gpus // (tp * pp)
-            rows.append((tp, pp, dp, per_gpu, tpot))
+            if (c.total_gpus // tp) % pp == 0:
+                out.append(ParallelLayout(tp=tp, pp=pp, dp=1, sequence_parallel=False))
+    return out
+
+
+def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+    from llmplan.core.search.planner import scenario_for  # planner imports this module lazily
+
+    engine = refine or estimate_inference
+    rows = []
+    for layout in candidate_layouts(scenario):
+        try:
+            est = engine(scenario_for(scenario, layout, scenario.training))
+        except LlmplanError:
+            continue  # the engine judges this layout invalid (e.g. an engine without pipeline stages)
+        if est.fits and est.inference is not None:
+            rows.append((layout, est))
+    return rows
+
+
+def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None,
+                     formats: tuple[str, ...] = ()) -> SearchResult:
+    """The best serving layouts, every one estimated by the inference engine (``refine`` when given).
+    ``formats``: weight formats to try, in order, when nothing fits in the plan's own (empty: none)."""
+    if objective not in ("time", "cost"):
+        raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
+    c = scenario.cluster
+    rows = _fitting(scenario, refine)
     if cancel and cancel():
         return SearchResult((), (), (), len(rows), 0, 0, True, objective)
+    evaluated = len(candidate_layouts(scenario))
+    chosen = ""
+    if not rows and formats:
+        chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
-        return SearchResult((), (), (), 0, 0, 0, False, objective,
-                            "the weights and KV cache do not fit on these GPUs: add GPUs or quantise")
+        why = _no_fit(scenario, formats)
+        return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
+    price = c.hourly_price
     if objective == "cost":
-        rows.sort(key=lambda r: (r[0] * r[1], r[4]))
+        rows.sort(key=lambda r: (r[0].tp * r[0].pp, _tpot(r[1])))
     else:
-        rows.sort(key=lambda r: (r[4], r[0] * r[1]))
-    out = []
-    for tp, pp, _replicas, mem, tpot in rows[: top * 3]:
-        layout = ParallelLayout(tp=tp, pp=pp, dp=1, sequence_parallel=False)
-        gpus = tp * pp
-        tps = inf.batch / tpot
-        est = None
-        if refine is not None:
-            try:
-                est = refine(scenario_for(scenario, layout, scenario.training))
-            except LlmplanError:
-                continue
-            if not est.fits or est.inference is None:
-                continue
-            tpot, tps, mem = est.inference.tpot_s.value, est.inference.tokens_per_s.value, est.memory.total.value
+        rows.sort(key=lambda r: (_tpot(r[1]), r[0].tp * r[0].pp))
+    out: list[RankedLayout] = []
+    for layout, est in rows[:top]:
+        gpus = layout.tp * layout.pp
+        tpot, tps = _tpot(est), est.inference.tokens_per_s.value
         cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
-        out.append(RankedLayout(len(out) + 1, gpus, layout, scenario.training, tpot, tps, mem,
-                                float(c.gpu.usable_memory_bytes), 0.0, cost, est is not None,
+        out.append(RankedLayout(len(out) + 1, gpus, layout, scenario.training, tpot, tps, est.memory.total.value,
+                                est.memory.capacity.value, 0.0, cost, True,
                                 "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
-        if len(out) == top:
-            break
-    return SearchResult(tuple(out), (), _front(rows, inf.batch, price), len(rows), len(rows),
-                        sum(r.refined for r in out), False,
-                        objective,
-                        f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster" if out else "")
+    note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
+    if chosen:
+        note = (f"nothing fits in {scenario.inference.weight_format}; showing {chosen}, the least quantised "
+                f"weight format that fits (the plan leaves inference.weight_format open); {note}")
+    if out[0].estimate.inference.host_weight_bytes.value:
+        note += "; the engine keeps some layers in host RAM (partial offload)"
+    return SearchResult(tuple(out), (), _front(rows, price), evaluated, len(rows), len(out), False, objective, note)
 
 
-def _front(rows: list[tuple], batch: int, price: float | None) -> tuple:
-    """Fastest replica per GPU count, kept when faster than every smaller one (quick model)."""
-    best: dict[int, tuple] = {}
-    for tp, pp, _replicas, _mem, tpot in rows:
-        g = tp * pp
-        if g not in best or tpot < best[g][4]:
-            best[g] = (tp, pp, _replicas, _mem, tpot)
+def _tpot(est: Estimate) -> float:
+    return est.inference.tpot_s.value
+
+
+def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
+                  ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
+    """The least quantised of ``formats`` in which some layout fits, and its fitting layouts."""
+    from llmplan.core.quant import quantized_weights
+
+    fmt = scenario.inference.weight_format.lower()
+    sizes = {f: quantized_weights(scenario.model, f).total_bytes for f in formats if f != fmt}
+    for f in sorted(sizes, key=sizes.get, reverse=True):
+        alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
+        rows = _fitting(alt, refine)
+        if rows:
+            return f, rows
+    return "", []
+
+
+def _no_fit(scenario: Scenario, formats: tuple[str, ...]) -> str:
+    """Why nothing fits, after the engine tried every layout (and every format, when left open)."""
+    fmt = scenario.inference.weight_format
+    if formats:
+        return (f"no layout fits, in {fmt} nor in any smaller weight format the engine knows: "
+                "add GPUs or shorten the context")
+    return f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout: add GPUs or quantise"
+
+
+def _front(rows: list[tuple[ParallelLayout, Estimate]], price: float | None) -> tuple:
+    """Fastest replica per GPU count, kept when faster than every smaller one (engine figures)."""
+    best: dict[int, tuple[ParallelLayout, Estimate]] = {}
+    for layout, est in rows:
+        g = layout.tp * layout.pp
+        if g not in best or _tpot(est) < _tpot(best[g][1]):
+            best[g] = (layout, est)
     out, fastest = [], 0.0
-    for g, (tp, pp, _r, _m, tpot) in sorted(best.items()):
-        tps = batch / tpot
+    for g, (layout, est) in sorted(best.items()):
+        tps = est.inference.tokens_per_s.value
         if tps > fastest:
             cost = None if price is None else g * price / 3600.0 / tps * 1e6
-            out.append(ParetoPoint(g, tps, cost, f"TP{tp} PP{pp}"))
+            out.append(ParetoPoint(g, tps, cost, f"TP{layout.tp} PP{layout.pp}", True))
             fastest = tps
     return tuple(out)
 

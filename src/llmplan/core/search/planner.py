@@ -26,6 +26,7 @@ import numpy as np
 
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
+from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
@@ -37,8 +38,9 @@ Progress = Callable[[float, str], None]
 Cancel = Callable[[], bool]
 Refine = Callable[[Scenario], Estimate]
 _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
+FRUGAL_CHECKS = 16  # layouts with the least quick-model memory the engine checks before "no layout fits"
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
-KEEPABLE = ("micro_batch", "zero_stage", "recompute", "offload")  # training knobs the search can hold fixed
+KEEPABLE = AUTOMATIC  # training knobs the search can hold fixed (the automatic knobs of ``policy``)
 
 
 def search(
@@ -51,16 +53,20 @@ def search(
     progress: Progress | None = None,
     cancel: Cancel | None = None,
     keep: tuple[str, ...] = (),
+    weight_formats: tuple[str, ...] = (),
 ) -> SearchResult:
     """Best training layouts for ``scenario``'s model, workload and cluster (see module doc).
-    ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched."""
+    ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched.
+    ``weight_formats`` (inference): the formats to try when nothing fits in the plan's own, because
+    the plan left the format open."""
     unknown = sorted(set(keep) - set(KEEPABLE))
     if unknown:
         raise LayoutError(f"the search cannot hold {', '.join(unknown)} fixed; it can hold {', '.join(KEEPABLE)}")
     if scenario.workload == "inference":
         from llmplan.core.search.inference import search_inference
 
-        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel)
+        return search_inference(scenario, top=top, objective=objective, refine=refine, cancel=cancel,
+                                formats=weight_formats)
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
     cluster, t = scenario.cluster, scenario.training
@@ -80,6 +86,19 @@ def search(
         cols, res, cancelled = _quick_all(shape, scenario, counts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
+    if not len(fit) and refine is not None and len(cols) and not cancelled:
+        # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
+        frugal = np.argsort(res.memory, kind="stable")[:FRUGAL_CHECKS]
+        ranked, refined, _tried, cancelled = _refine(frugal, top, cols, res, scenario, cluster.hourly_price, refine,
+                                                     report, stop)
+        if ranked:
+            ranked.sort(key=lambda r: -_score(np.array([r.tokens_per_s]), np.array([r.gpus]),
+                                              cluster.hourly_price, objective)[0])
+            report(1.0, "done")
+            return SearchResult(tuple(explain_ranking(ranked[:top], objective)), (), (), evaluated, len(ranked),
+                                refined, cancelled, objective,
+                                "the quick model found no layout that fits; the full engine found these among "
+                                "the most memory-frugal ones")
     if not len(fit):
         why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
         if keep:
@@ -156,6 +175,7 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
                              t.flash_attention)
     cols = _held(cols, t, keep)
+    cols = _supported(cols, scenario)
     parts: list[QuickResult] = []
     cancelled = False
     n = len(cols)
@@ -165,11 +185,12 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
             cols = cols.take(np.arange(start))
             break
         idx = np.arange(start, min(start + _BATCH, n))
-        parts.append(evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
-                              scenario.parallelism.sequence_parallel))
+        part = evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
+                        scenario.parallelism.sequence_parallel, scenario.framework)
+        parts.append(_engine_priced(cols.take(idx), part, scenario))
         report(0.8 * min(start + _BATCH, n) / max(n, 1), f"evaluated {min(start + _BATCH, n):,} of {n:,} layouts")
     if not parts:
-        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency), cancelled
+        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework), cancelled
     merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
     return cols, merged, cancelled
 
@@ -179,6 +200,38 @@ def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Ob
     if objective == "cost":
         return tps / (gpus * (price or 1.0))
     return tps
+
+
+def _supported(cols: Columns, scenario: Scenario) -> Columns:
+    """Only layouts the plan's training framework runs (the Hugging Face Trainer has no TP, PP, CP or EP)."""
+    prof = scenario.framework
+    keep = np.ones(len(cols), dtype=bool)
+    for flag, col in (("supports_tp", cols.tp), ("supports_pp", cols.pp), ("supports_cp", cols.cp),
+                      ("supports_ep", cols.ep)):
+        if not getattr(prof, flag):
+            keep &= col == 1
+    return cols if keep.all() else cols.take(np.nonzero(keep)[0])
+
+
+def _engine_priced(cols: Columns, res: QuickResult, scenario: Scenario) -> QuickResult:
+    """Eager-kernel profiles (Hugging Face) keep no Korthikanti-style array model: their memory is the
+    maximum over a step's phases of what the modeling code saves. The candidates they allow are few (one
+    GPU or plain data parallel), so each is priced by the engine itself: memory and step time are the
+    estimate's, never a second model's. Fused profiles are returned as they are."""
+    if scenario.framework.kernels != "eager" or not len(cols):
+        return res
+    from llmplan.core.engine import estimate
+
+    memory, step = res.memory.copy(), res.step_time.copy()
+    for i in range(len(cols)):
+        p, t = layout_of(cols, i, scenario.training, scenario.parallelism.sequence_parallel)
+        try:
+            e = estimate(scenario_for(scenario, p, t))
+        except LlmplanError:
+            memory[i], step[i] = np.inf, np.inf
+            continue
+        memory[i], step[i] = e.memory.total.value, e.compute.step_time_s.value
+    return QuickResult(**{f: getattr(res, f) for f in QuickResult.__slots__} | {"memory": memory, "step_time": step})
 
 
 def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
@@ -236,7 +289,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
                    ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
                    recompute=one * RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
-    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel)
+    res = _engine_priced(cols, evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel,
+                                        scenario.framework), scenario.model_copy(update={"parallelism": p}))
     base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
     ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)
     assert ranked is not None  # without refine, _ranked always returns a layout

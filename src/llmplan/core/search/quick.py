@@ -29,16 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmplan.core import bytes_per_param as facts
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.offload import offload_seconds
+from llmplan.core.search.quick_memory import stage_memory
 from llmplan.core.search.shape import ModelShape
+from llmplan.core.training import timing
 from llmplan.core.workload import TrainingSettings
-
-OVERHEAD_BYTES = 1.5 * 2**30  # CUDA context, NCCL and allocator reserve (assumption, typical PyTorch)
-_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}  # fp8 training keeps bf16 weights (Transformer Engine)
-# fp32 Adam state bytes per trainable param (moments), before the fp32 master copy
-_OPT_STATE = {"sgd": 0, "momentum": 4, "adamw": 8, "adam8bit": 2, "adafactor": 0.1, "lion": 4, "muon": 4}
-_RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
+from llmplan.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +88,22 @@ class QuickResult:
 
 
 def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSettings, eff: Efficiency,
-             sequence_parallel: bool = True) -> QuickResult:
+             sequence_parallel: bool = True, prof: FrameworkProfile | None = None) -> QuickResult:
     f = np.float64
-    dropout = float(getattr(t, "dropout", 0.0)) > 0  # a field the training engine adds
     overlap = bool(getattr(t, "overlap_grad_reduce", True))
     tp, pp, vp, dp, cp, ep = (x.astype(f) for x in (c.tp, c.pp, c.vp, c.dp, c.cp, c.ep))
     mb, m = c.mb.astype(f), c.accum.astype(f)
     L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
     gpn = cluster.gpus_per_node
     stage_layers = np.ceil(L / pp)
-    wbytes = _BYTES[t.precision]
+    wbytes = facts.weight_bytes(t.precision)
 
-    # ---- model states ------------------------------------------------------------------------
+    # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
+    sm = stage_memory(s.spec, t, c.tp, c.pp, c.vp, c.dp, c.cp, c.ep, c.zero, c.offload, c.recompute, c.mb,
+                      c.accum, sequence_parallel, prof)
+    memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
+
+    # ---- the slowest stage's parameters, for the time terms ---------------------------------------
     per_layer = s.layer_split / tp + s.layer_replicated + s.layer_expert / (ep * tp)
     first = s.first_split / tp + s.first_replicated
     last = s.last_split / tp + s.last_replicated + (s.first_split / tp if s.tied else 0.0)
@@ -108,83 +111,21 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     stage_params = stage_layers * per_layer + ends  # the slowest stage, with the heavier end (for time)
     shard = dp * cp
     zero = c.zero
-    frozen_bytes = 0.5625 if t.method == "qlora" else wbytes  # NF4 + double-quantised scales (QLoRA §3)
-    grad_b = 4.0 if (t.fp32_grad_accumulation is not False or t.precision == "fp32") else 2.0
-    master = 0.0 if t.precision == "fp32" else 4.0
-
-    def states(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Weights, gradients and optimizer bytes of ``params`` parameters on one GPU."""
-        trainable = params * (s.trainable_params / s.total_params)
-        weights = params * (wbytes if t.method == "full" else frozen_bytes)
-        if t.method != "full":
-            weights = weights + trainable * 2
-        weights = np.where(zero >= 3, weights / shard, weights)
-        grads = np.where(zero >= 2, trainable * grad_b / shard, trainable * grad_b)
-        opt = trainable * (_OPT_STATE[t.optimizer] + master)
-        opt = np.where(zero >= 1, opt / shard, opt)
-        return weights, grads, np.where(c.offload == 1, 0.0, opt)
-
+    grad_b = facts.grad_bytes(t.precision, t.fp32_grad_accumulation)
+    master = facts.master_bytes(t.precision)
     trainable = stage_params * (s.trainable_params / s.total_params)
-
-    # ---- activations ---------------------------------------------------------------------------
     q, kv = float(s.q_width), float(s.kv_width)
-    split_part = 2 * q + 4 * kv + 2 * q + 2 * s.mlp_act_width  # q, k, v, context, MLP internals (bf16)
-    repl_part = 4 * h + 2 * h + 2 * h + (2 * h if dropout else 0)  # norm inputs, GEMM inputs, masks
-    sp = sequence_parallel
-    per_token = np.where(sp | (tp == 1), (split_part + repl_part) / tp, split_part / tp + repl_part)
     span = _span(s, seq)
-    if not t.flash_attention:
-        # softmax output 2·a·s per token (bf16); with dropout also its 1-byte mask and output (5·a·s)
-        score_bytes = (5.0 if dropout else 2.0) * s.heads * span
-        per_token = per_token + np.where(c.recompute == 0, score_bytes / tp, 0.0)
-    per_token = np.where(c.recompute == 2, 2 * h / np.where(sp, tp, 1.0), per_token)
     tokens_mb = mb * seq / cp
-    logits = 6.0 * tokens_mb * s.vocab / tp  # fp32 logits + bf16 copy on the last stage
-
-    # ---- the stages that can be the worst-loaded (split rule of llmplan.core.training.stages:
-    # ⌊L/p⌋ layers each, the remainder one each to the middle stages from p-2 down, then the last)
-    base = np.floor(L / pp)
-    extra = L - base * pp
-    r_mid = np.minimum(extra, np.maximum(pp - 2, 0))
-    mid_stage = np.where(r_mid > 0, pp - 1 - r_mid, 1.0)  # the earliest middle stage with the most layers
-    candidates = (  # (layers, parameters besides the blocks, stage index, logits)
-        (base, np.where(pp == 1, ends, first), 0.0, np.where(pp == 1, logits, 0.0)),
-        (base + (r_mid > 0), 0.0, mid_stage, 0.0),
-        (base + ((extra == pp - 1) & (pp > 1)), last, pp - 1, logits),
-    )
-    memory = weights = grads = opt = acts = None
-    for k, (n, own, stage, head) in enumerate(candidates):
-        w, g, o = states(n * per_layer + own)
-        held = n * _in_flight(pp, vp, m, stage)  # layers × micro-batches of activations
-        if k == 0:  # interleaved: p·v + p - 1 chunk passes = every chunk p times + chunk 0 (the smallest) p-1 times
-            held = np.where(vp > 1, pp * n + (pp - 1) * np.floor(n / vp), held)
-        a = held * per_token * tokens_mb + head
-        total = w + g + o + a
-        if k == 1:
-            total = np.where(pp >= 3, total, 0.0)  # no middle stage
-        if memory is None:
-            memory, weights, grads, opt, acts = total, w, g, o, a
-        else:
-            worse = total > memory
-            memory = np.where(worse, total, memory)
-            weights, grads = np.where(worse, w, weights), np.where(worse, g, grads)
-            opt, acts = np.where(worse, o, opt), np.where(worse, a, acts)
-    # ZeRO-3 gathers each layer's full (TP-sharded) weights before using it, and prefetches the next
-    gather = np.where(zero >= 3, 2 * per_layer * wbytes, 0.0)
-    memory = memory + gather + OVERHEAD_BYTES
 
     # ---- time ------------------------------------------------------------------------------------
-    peak = cluster.gpu.peak_flops.for_dtype(t.precision) * eff.matmul
     attn_fwd = 4.0 * span * q  # QK^T and AV per token per layer (Narayanan et al. eq. 3, no causal halving)
     layer_fwd = 2.0 * s.layer_active_matmul + attn_fwd
     logit_fwd = 2.0 * h * s.vocab
     passes = 3.0 if t.method == "full" else 2.0  # frozen weights need no weight gradient
-    extra = np.select([c.recompute == 2, c.recompute == 1], [layer_fwd, attn_fwd * (not t.flash_attention)], 0.0)
-    stage_flops_tok = stage_layers * (passes * layer_fwd + extra) + passes * logit_fwd * (pp == 1)
-    last_stage_extra = passes * logit_fwd * (pp > 1)
-    t_compute_mb = (stage_flops_tok + last_stage_extra) * tokens_mb / (tp * peak)
-    t_recompute_mb = stage_layers * extra * tokens_mb / (tp * peak)
-
+    # the engine's per-operation model (timing.layer_and_head), once per distinct per-GPU shape
+    t_compute_mb, t_recompute_mb, peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
+                                                   stage_layers, pp)
     intra = cluster.intra_bandwidth * eff.intra_node
     inter = max(cluster.network.bandwidth_per_gpu * eff.network, 1.0)
     act_bytes = tokens_mb * h * 2
@@ -213,11 +154,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 
-    upd_bytes = trainable * (2 * (_OPT_STATE[t.optimizer] + master) + grad_b + wbytes)
+    opt_b = facts.optimizer_state_bytes(t.optimizer, 1.0)  # per parameter, for the update's traffic
+    upd_bytes = trainable * (2 * (opt_b + master) + grad_b + wbytes)
     upd_bytes = np.where(zero >= 1, upd_bytes / shard, upd_bytes)
     bw_mem = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
     t_off = offload_seconds(trainable, stage_params, shard, zero, tp * pp * dp * cp, m, t_compute_mb, c.recompute,
-                            _OPT_STATE[t.optimizer], grad_b, wbytes, cluster, eff, t)  # search/offload.py
+                            opt_b, grad_b, wbytes, cluster, eff, t)  # search/offload.py
     t_opt = np.where(c.offload == 1, t_off, upd_bytes / bw_mem)
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
@@ -229,6 +171,39 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
         ep_comm=t_ep, recompute=m * t_recompute_mb, optimizer_time=t_opt, tokens_per_step=tokens_step,
         model_flops=model_flops,
     )
+
+
+def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: ClusterSpec, eff: Efficiency,
+              c: Columns, sequence_parallel: bool, stage_layers: np.ndarray, pp: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Seconds per micro-batch on the slowest stage (and the recomputed part of them), from the engine's
+    own per-operation model: every distinct (tp, cp, ep, micro-batch, recompute) is priced once by
+    ``timing.layer_and_head``, then spread over the rows as the engine composes it (the slowest stage's
+    blocks + the head's share, never faster than the host issues its kernels)."""
+    prof = prof or FrameworkProfile()
+    n = len(c.tp)
+    try:
+        r, _ = timing.rates(cluster.gpu, eff, t.precision)
+    except InputError:  # a dtype this GPU cannot train in: nothing is feasible
+        return np.full(n, np.inf), np.zeros(n), 1.0
+    layer_gpu, layer_host, head_gpu, head_host, rec = (np.zeros(n) for _ in range(5))
+    keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for k, (tp, cp, ep, mb, rc) in enumerate(uniq.tolist()):
+        kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
+        shape = timing.OpShape(int(tp), int(cp), int(ep), int(mb), t.seq_len, bool(sequence_parallel and tp > 1),
+                               bool(kv_rep))
+        tr = t.model_copy(update={"recompute": ("none", "selective", "full")[int(rc)], "micro_batch": int(mb)})
+        fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
+        idx = inverse == k
+        layer = fwd + rest
+        layer_gpu[idx], layer_host[idx] = layer.gpu, layer.host(prof)
+        head_gpu[idx], head_host[idx] = head.gpu, head.host(prof)
+        rec[idx] = fwd.gpu if rc == 2 else (fwd.attention if rc == 1 and not t.flash_attention else 0.0)
+    gpu = stage_layers * layer_gpu + head_gpu / pp
+    host = stage_layers * layer_host + head_host / pp
+    return np.maximum(gpu, host), stage_layers * rec, r.gemm
 
 
 def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray | float) -> np.ndarray:

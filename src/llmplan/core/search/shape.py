@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from llmplan.core.bytes_per_param import shape_states, trainable_params
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.workload import TrainingSettings
@@ -18,6 +19,7 @@ from llmplan.core.workload import TrainingSettings
 
 @dataclass(frozen=True, slots=True)
 class ModelShape:
+    spec: ModelSpec  # the model itself, for the engine's functions (search/quick_memory.py)
     layers: int
     hidden: int
     heads: int
@@ -42,6 +44,8 @@ class ModelShape:
     sliding_fraction: float  # share of layers with a sliding window
     total_params: int
     trainable_params: float  # all params, or the LoRA adapters' for lora/qlora
+    factored_share: float  # Adafactor's second-moment entries per parameter (full training)
+    matrix_share: float  # share of parameters in block matrices (Muon's momentum-only part)
 
 
 @lru_cache(maxsize=64)  # the GUI searches again on every knob change; specs are frozen and hashable
@@ -73,8 +77,9 @@ def model_shape(m: ModelSpec, training: TrainingSettings) -> ModelShape:
     else:
         frac, mlp_act = 0.0, dense_act
     window = m.sliding_window or 0
+    factored, matrices = shape_states(pc)
     return ModelShape(
-        layers=L, hidden=h, heads=m.num_heads, kv_heads=m.num_kv_heads, q_width=m.q_width,
+        spec=m, layers=L, hidden=h, heads=m.num_heads, kv_heads=m.num_kv_heads, q_width=m.q_width,
         kv_width=m.kv_width, vocab=m.vocab_size, mlp_act_width=mlp_act,
         layer_split=sums["layer_split"] / L, layer_replicated=sums["layer_repl"] / L,
         layer_expert=sums["layer_expert"] / L, layer_active_matmul=layer_matmul,
@@ -83,14 +88,8 @@ def model_shape(m: ModelSpec, training: TrainingSettings) -> ModelShape:
         num_experts=moe.num_experts if moe else 1, experts_per_token=moe.experts_per_token if moe else 1,
         moe_layer_fraction=frac,
         sliding_window=window, sliding_fraction=m.sliding_layer_count / L,
-        total_params=pc.total, trainable_params=_trainable(m, training, pc.total),
+        total_params=pc.total,
+        trainable_params=trainable_params(pc, training.method, training.lora_rank, training.lora_targets),
+        factored_share=factored / pc.total, matrix_share=matrices / pc.total,
     )
 
-
-def _trainable(m: ModelSpec, t: TrainingSettings, total: int) -> float:
-    """LoRA adds rank·(in + out) parameters per adapted matrix per layer (Hu et al. 2022)."""
-    if t.method == "full":
-        return float(total)
-    h, q, kv, f = m.hidden_size, m.q_width, m.kv_width, m.intermediate_size
-    io = {"q": h + q, "k": h + kv, "v": h + kv, "o": q + h, "gate": h + f, "up": h + f, "down": f + h}
-    return float(t.lora_rank * sum(io[x] for x in t.lora_targets) * m.num_layers)

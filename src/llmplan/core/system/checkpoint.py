@@ -15,24 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core import bytes_per_param as facts
 from llmplan.core.explain import Figure
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.system.settings import StoragePreset
 from llmplan.core.workload import Scenario
 
-# Bytes per parameter of the saved weights, by training precision. fp8 training keeps
-# bf16 weights and casts to fp8 per GEMM (Transformer Engine), so it saves 2 bytes.
-_WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}
-
-# Optimizer state bytes per trainable parameter: AdamW two fp32 moments; 8-bit Adam two
-# 1-byte moments (Dettmers et al. 2022, block-wise quantisation, scales ignored); SGD none;
-# momentum, Lion and Muon one fp32 buffer; Adafactor (no momentum) keeps only factored
-# row and column statistics, O(rows + cols): negligible per parameter.
-OPTIMIZER_BYTES = {"adamw": 8, "adam8bit": 2, "sgd": 0, "momentum": 4, "lion": 4, "muon": 4, "adafactor": 0}
-
-_LORA_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
-                 "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
-
+# Bytes per parameter come from ``core.bytes_per_param`` (the engine's own facts): the saved
+# weight (fp8 training saves its bf16 weights), the fp32 master copy and the optimizer states,
+# Adafactor's factored moments and Muon's per-matrix split included.
 
 @dataclass(frozen=True, slots=True)
 class CheckpointSize:
@@ -51,16 +42,6 @@ class CheckpointIO:
     read_bandwidth: Figure
 
 
-def lora_params(params: ParamBreakdown, rank: int, targets: tuple[str, ...]) -> int:
-    """Adapter parameters: r·(d_in + d_out) for every targeted matrix (Hu et al. 2022, §4.1)."""
-    suffixes = tuple(f".{_LORA_MODULES[t]}" for t in targets)
-    total = 0
-    for g in params.groups:
-        if len(g.shape) == 2 and g.name.endswith(suffixes):
-            total += g.count * rank * (g.shape[0] + g.shape[1])
-    return total
-
-
 def checkpoint_size(scenario: Scenario, params: ParamBreakdown) -> CheckpointSize:
     """Bytes of one checkpoint for the scenario's workload, precision and optimizer."""
     par = scenario.parallelism
@@ -69,22 +50,24 @@ def checkpoint_size(scenario: Scenario, params: ParamBreakdown) -> CheckpointSiz
     if scenario.workload == "inference":
         return _weights_only(scenario, params, shards, gpus)
     t = scenario.training
-    w = _WEIGHT_BYTES[t.precision]
-    master = 0 if t.precision == "fp32" else 4
-    opt = OPTIMIZER_BYTES[t.optimizer]
+    master = facts.master_bytes(t.precision)
     if t.method == "full":
         trainable = params.total
+        w = facts.saved_weight_bytes(t.precision)
+        factored, matrices = facts.shape_states(params)
+        opt = facts.optimizer_state_bytes(t.optimizer, trainable, factored, matrices) / trainable
         per_param = w + master + opt
         total = trainable * per_param
         formula = "params × (weight bytes + fp32 master + optimizer bytes)"
         assumptions: tuple[str, ...] = ("gradients are not saved; replicated copies are saved once",)
     else:
-        trainable = lora_params(params, t.lora_rank, t.lora_targets)
-        # Adapters train in fp32 (PEFT's default), with the optimizer's states; the frozen
-        # base model is not re-saved with each checkpoint.
-        per_param = 4 + opt
+        trainable = facts.lora_params(params, t.lora_rank, t.lora_targets)
+        # A restart needs the adapters' fp32 copy (the master in mixed precision, the weights in
+        # fp32) and the optimizer's states; the frozen base model is not re-saved with each checkpoint.
+        opt = facts.optimizer_state_bytes(t.optimizer, 1.0)
+        w, master = master or facts.saved_weight_bytes(t.precision), 0.0
+        per_param = w + opt
         total = trainable * per_param
-        w, master = 4, 0
         formula = "LoRA params × (fp32 adapter + optimizer bytes)"
         assumptions = ("the frozen base model is not part of the checkpoint", "adapters kept in fp32")
     inputs = {"params": trainable, "weight_bytes": w, "master_bytes": master, "optimizer_bytes": opt,
@@ -103,19 +86,12 @@ def checkpoint_size(scenario: Scenario, params: ParamBreakdown) -> CheckpointSiz
 
 def _weights_only(scenario: Scenario, params: ParamBreakdown, shards: int, gpus: int) -> CheckpointSize:
     fmt = scenario.inference.weight_format
-    bytes_per = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}.get(fmt)
-    if bytes_per is None:
-        # Quantised formats: the engine's own weight size is authoritative; use 2 bytes
-        # here only as an upper bound and say so.
-        bytes_per = 2
-        note: tuple[str, ...] = (f"'{fmt}' is quantised; upper bound at 2 bytes/param (use the engine's "
-                                 "inference.weight_bytes for the exact size)",)
-    else:
-        note = ()
-    total = params.total * bytes_per
+    total = facts.weight_format_bytes(scenario.model, fmt)  # core.quant, tensor by tensor
+    bytes_per = facts.weight_format_bits(scenario.model, fmt) / 8
     inputs = {"params": params.total, "bytes_per_param": bytes_per, "weight_format": fmt}
     return CheckpointSize(
-        total=Figure.of(total, "B", "params × bytes per weight", inputs, "checkpoint", note),
+        total=Figure.of(total, "B", "stored bytes of every tensor in the weight format", inputs, "checkpoint",
+                        ("MTP modules are not part of served weights",) if params.mtp else ()),
         per_model_shard=Figure.of(total / shards, "B", "total / (tp × pp)", {"total": total}, "megatron-2021"),
         per_gpu=Figure.of(total / gpus, "B", "total / GPUs", {"total": total, "gpus": gpus}, "assumption"),
         bytes_per_param=Figure.of(bytes_per, "B", "bytes per weight", inputs, "checkpoint"),

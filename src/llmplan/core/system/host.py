@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core import bytes_per_param as facts
 from llmplan.core.explain import Figure
-from llmplan.core.system.checkpoint import OPTIMIZER_BYTES
 from llmplan.core.system.settings import HostProfile, StoragePreset
 from llmplan.core.workload import Scenario
 
@@ -58,7 +58,7 @@ def nvme_offload_bytes(scenario: Scenario, trainable_params: int) -> float:
         return 0.0
     par = scenario.parallelism
     shard = trainable_params / (par.tp * par.pp * par.dp)
-    return (4 + OPTIMIZER_BYTES[t.optimizer]) * shard * scenario.cluster.gpus_per_node
+    return facts.host_update_bytes(t.optimizer) * shard * scenario.cluster.gpus_per_node
 
 
 def host_report(scenario: Scenario, *, host_ram: float, nvme: float, trainable_params: int, step_time_s: float,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.bytes_per_param import frozen_weight_bytes
 from llmplan.core.explain import Figure, total, zero
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
@@ -63,20 +65,11 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         trainable, frozen = sp.total, 0.0
     else:
         trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
-        base = 4.0 if tr.precision == "fp32" else 2.0
-        if tr.method == "qlora":
-            q = sp.matrices
-            # prepare_model_for_kbit_training casts what is not quantised (embeddings, head, norms) to fp32
-            rest = 4.0 if prof.kernels == "eager" else base
-            frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * rest
-        else:
-            frozen = sp.total * base
+        frozen = frozen_bytes(tr, sp.total, sp.matrices, prof)
     st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full, prof)
     if prof.kernels == "eager":
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
-    per_layer = act.average_layer_bytes(m, lay, tr)
-    if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
-        per_layer += 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
+    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
     flight = act.in_flight(lay, index)
     extra = 0.0
     if stage in ("first", "only"):
@@ -87,8 +80,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         extra += act.average_layer_bytes(m, lay, tr, "none")
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
-    if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
-        buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
+    buffers += dequant_buffer(m, lay, tr)
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
     overhead = prof.context_bytes + prof.fragmentation * allocated
     return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead,
@@ -109,6 +101,33 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     overhead = prof.context_bytes + prof.fragmentation * allocated
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
                        pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase)
+
+
+def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
+    """Bytes of LoRA's frozen base weights on a GPU: 16-bit (fp32 in fp32 training), or under QLoRA
+    the blocks' matrices in NF4 and the rest 16-bit (``core.bytes_per_param``) — fp32 under eager
+    Hugging Face code, whose prepare_model_for_kbit_training casts embeddings, head and norms to fp32.
+    Floats or arrays."""
+    base = frozen_weight_bytes(tr.precision)
+    if tr.method == "qlora":
+        rest = 4.0 if prof is not None and prof.kernels == "eager" else base
+        return matrices * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (params - matrices) * rest
+    return params * base
+
+
+def lora_activation_bytes(lay: Layout, tr) -> float:
+    """Per block and micro-batch: the A-projection outputs (r wide, 16-bit) of every targeted projection,
+    kept for the backward unless full recompute drops them."""
+    if tr.method == "full" or tr.recompute == "full":
+        return 0.0
+    return 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
+
+
+def dequant_buffer(m: ModelSpec, lay: Layout, tr) -> float:
+    """QLoRA dequantises one block matrix to bf16 at a time (bitsandbytes)."""
+    if tr.method != "qlora":
+        return 0.0
+    return 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
 
 
 def comm_buffers(m: ModelSpec, lay: Layout) -> float:

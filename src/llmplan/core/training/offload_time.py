@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.bytes_per_param import FP32_COPY_BYTES
 from llmplan.core.explain import Figure
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.states import StateBytes
 from llmplan.core.workload import Scenario
 
-MASTER_BYTES = 4.0  # the fp32 copy the optimizer updates (the weights themselves in fp32 training)
+MASTER_BYTES = FP32_COPY_BYTES  # the fp32 copy the optimizer updates (the weights themselves in fp32 training)
 LIMITS = ("host CPU", "PCIe", "NVMe")
 
 

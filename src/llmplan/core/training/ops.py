@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.bytes_per_param import lora_targeted
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import is_targeted
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
@@ -130,7 +130,7 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
             per_layer /= lay.ep
             mm = T * e.experts_per_token * lay.ep / e.num_experts
             n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
-        adapted = not full and is_targeted(g.name, g.category, tr.lora_targets)
+        adapted = not full and lora_targeted(g, tr.lora_targets)
         quant = tr.method == "qlora" and g.category != "router"
         out.append(Gemm(g.name, mm, n, k, per_layer, full, quant))
         if adapted:

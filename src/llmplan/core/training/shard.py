@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from llmplan.core.bytes_per_param import factored_entries, muon_matrix
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training.layout import Layout
-
-_MUON_EXCLUDED = ("embedding", "position", "lm_head", "norm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +65,7 @@ def _groups(m: ModelSpec) -> tuple[_Group, ...]:
             split=g.tp_split,
             kv=g.name.endswith(("k_proj", "v_proj")),
             shape2=(g.shape[0], g.shape[1]) if two_d else None,
-            muon=two_d and g.category not in _MUON_EXCLUDED and not g.name.endswith(("embed_tokens", "head")),
+            muon=muon_matrix(g),
         ))
     return tuple(rows)
 
@@ -107,13 +106,7 @@ def stage_params(m: ModelSpec, lay: Layout, stage: str, layers: int) -> StagePar
         if split == "expert":
             expert += n
         if g.shape2 is not None:
-            rows, cols = g.shape2
-            if split == "replicated":
-                factored += (rows + cols) * count
-            elif split == "row":
-                factored += (rows + cols / tp) * count
-            else:  # column, vocab and expert tensors are split along their rows
-                factored += (rows / tp + cols) * count
+            factored += factored_entries(*g.shape2, split, tp) * count
             if g.muon:
                 matrices += n
         else:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from llmplan.core import bytes_per_param as facts
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
-
-_ADAM8_BLOCK = 2048  # bitsandbytes blockwise 8-bit optimizers: one fp32 absmax per 2048 values per state
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,54 +43,27 @@ class StateBytes:
 
 
 def weight_bytes(precision: str, params_are_master: bool = False, regime: str = "amp") -> float:
-    """Bytes of one trainable weight on the GPU. fp8 (Transformer Engine): bf16 weight + fp8 GEMM copy.
-    Under AMP with fp32 parameters (``params_are_master``) the stored weight is the fp32 master itself."""
-    if params_are_master and regime == "amp" and precision != "fp8":
-        return 4.0
-    return {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 3.0}[precision]
-
-
-def master_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
-    """A separate fp32 master copy exists only in mixed precision where the weights themselves are 16-bit."""
-    if tr.precision == "fp32" or tr.regime == "pure" or (prof.params_are_master and tr.precision != "fp8"):
-        return 0.0
-    return 4.0
+    """Bytes of one trainable weight on the GPU (``core.bytes_per_param``)."""
+    return facts.weight_bytes(precision, params_are_master, regime)
 
 
 def grad_bytes(tr: TrainingSettings, prof: FrameworkProfile | None = None) -> float:
-    """fp32 training and fp32 gradient buffers: 4 B; pure 16-bit training: 2 B; otherwise the plan's
-    ``fp32_grad_accumulation``, or the framework's when the plan leaves it open."""
-    if tr.precision == "fp32":
-        return 4.0
-    if tr.regime == "pure":
-        return 2.0
+    """``core.bytes_per_param.grad_bytes``, with the plan's fp32_grad_accumulation or, left open, the
+    framework's."""
     acc = tr.fp32_grad_accumulation
     if acc is None:
         acc = prof.fp32_grad_accumulation if prof is not None else True
-    return 4.0 if acc else 2.0
+    return facts.grad_bytes(tr.precision, acc, tr.regime)
 
 
 def optimizer_bytes(tr: TrainingSettings, sp: StageParams, trainable: float, full: bool) -> float:
     """Optimizer-state bytes (master weights excluded) for ``trainable`` parameters on this GPU.
 
     Adafactor and Muon depend on tensor shapes, known here only for full training; for LoRA's
-    small adapters both are counted as one fp32 state per parameter (an upper bound for Adafactor).
+    small adapters both are counted as one fp32 state per parameter (``core.bytes_per_param``).
     """
-    opt = tr.optimizer
-    if opt == "sgd":
-        return 0.0
-    if opt in ("momentum", "lion"):
-        return 4.0 * trainable
-    if opt == "adamw":
-        return 8.0 * trainable
-    if opt == "adam8bit":
-        return (2.0 + 2 * 4.0 / _ADAM8_BLOCK) * trainable
-    if opt == "adafactor":  # factored second moment (rows + cols per matrix), no first moment
-        return 4.0 * (sp.factored if full else trainable)  # adapters: counted unfactored (an upper bound)
-    # muon: one fp32 momentum for the block matrices, AdamW for embeddings, head and vectors
-    if full:
-        return 4.0 * sp.matrices + 8.0 * (trainable - sp.matrices)
-    return 4.0 * trainable
+    return facts.optimizer_state_bytes(tr.optimizer, trainable, sp.factored if full else None,
+                                       sp.matrices if full else None)
 
 
 def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen_bytes: float,
@@ -99,13 +73,13 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
     prof = prof or FrameworkProfile()
     wb = weight_bytes(tr.precision, prof.params_are_master, tr.regime)
     gb = grad_bytes(tr, prof)
-    mb = master_bytes(tr, prof)
+    mb = facts.master_bytes(tr.precision, prof.params_are_master, tr.regime)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
     if tr.regime == "pure" and tr.optimizer != "adam8bit":  # states kept in the parameters' 16-bit dtype
-        ob_total /= 2
-    expert_share = sp.expert / sp.total if full and sp.total else 0.0
+        ob_total = ob_total / 2
+    expert_share = _ratio(sp.expert, sp.total) if full else 0.0
     d_dense = dp_group
-    d_exp = max(1, dp_group // ep)
+    d_exp = _at_least_one(dp_group // ep)
     notes: list[str] = []
 
     def shard(x: float) -> float:
@@ -127,7 +101,7 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         weights = shard(weights)
         frozen = frozen_bytes / d_dense
         # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
-        gather = sp.largest_layer * (wb + (4.0 if tr.precision == "fp32" else 2.0))
+        gather = sp.largest_layer * (wb + facts.gathered_grad_bytes(tr.precision))
     host = nvme = fetched = 0.0
     if tr.offload != "none":
         off = master + optim + (grads if stage >= 2 else 0.0)
@@ -148,4 +122,17 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
             weights = frozen = 0.0
             notes.append("parameters offloaded too (ZeRO-Infinity); the GPU holds the gathered block")
     return StateBytes(weights + frozen, grads, master, optim, host, nvme, gather, wb, gb, mb,
-                      ob_total / trainable if trainable else 0.0, d_dense, d_exp, tuple(notes), fetched)
+                      _ratio(ob_total, trainable), d_dense, d_exp, tuple(notes), fetched)
+
+
+# The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
+# ZeRO stage and offload setting): these two keep it working on floats and arrays alike.
+def _ratio(a, b):
+    """a / b, and 0 where b is 0."""
+    if isinstance(b, np.ndarray):
+        return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b != 0)
+    return a / b if b else 0.0
+
+
+def _at_least_one(x):
+    return np.maximum(x, 1) if isinstance(x, np.ndarray) else max(1, x)

@@ -42,6 +42,23 @@ from llmplan.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)
+class OpShape:
+    """What the operation list reads of a layout: the per-GPU shape of one micro-batch."""
+
+    tp: int
+    cp: int
+    ep: int
+    micro_batch: int
+    seq_len: int
+    sp: bool
+    kv_replicated: bool
+
+    @classmethod
+    def of(cls, lay: Layout) -> OpShape:
+        return cls(lay.tp, lay.cp, lay.ep, lay.micro_batch, lay.seq_len, lay.sp, lay.kv_replicated)
+
+
+@dataclass(frozen=True, slots=True)
 class ComputeTimes:
     """Seconds per optimizer step on the slowest GPU, from the per-operation model (``op_time``)."""
 
@@ -79,21 +96,38 @@ def training_peak(gpu_name: str, peaks, precision: str) -> tuple[float, tuple[st
                      "another training.precision")
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=512)
+def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
+                   r: ot.Rates) -> tuple[ot.PartTimes, ot.PartTimes, ot.PartTimes]:
+    """One micro-batch of one average block — (forward, backward + recompute) — and of the head and loss,
+    on one GPU of this shape. Cached per shape: the search, the charts and the estimate ask for the same
+    few shapes again and again, and the search calls this for each distinct (tp, cp, micro-batch)."""
+    pb = count_params(m)
+    ops = layer_ops(m, pb, shape, tr, prof)  # type: ignore[arg-type]  # reads only OpShape's fields
+    fwd = ot.layer_forward(ops, r)
+    rest = ot.layer_backward(ops, r)
+    if tr.recompute == "full":
+        rest = rest + fwd
+    elif tr.recompute == "selective" and not tr.flash_attention:
+        rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
+    head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes), r)  # type: ignore[arg-type]
+    return fwd, rest, head
+
+
+def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
+    """The kernel rates of this GPU at the training dtype (raises for a dtype it cannot train in)."""
+    peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
+    elem = {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
+    hbm = gpu.memory_bandwidth * eff.memory_bandwidth
+    return ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
+
+
 def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
                  r: ot.Rates) -> ot.PartTimes:
-    """One micro-batch through the slowest stage: its blocks forward, backward and recomputed, and its share
-    of the head and loss. Cached per shape: the search and the charts ask for the same shapes often."""
-    pb = count_params(m)
-    ops = layer_ops(m, pb, lay, tr, prof)
-    fwd = ot.layer_forward(ops, r)
-    layer = fwd + ot.layer_backward(ops, r)
-    if tr.recompute == "full":
-        layer = layer + fwd
-    elif tr.recompute == "selective" and not tr.flash_attention:
-        layer = layer + ot.PartTimes(attention=fwd.attention, kernels=2)
-    head = ot.head_time(head_ops(m, pb, lay, tr, prof, ops.residual_bytes), r)
-    return layer.scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)  # head spread like the old model
+    """One micro-batch through the slowest stage: its blocks forward, backward and recomputed, and its
+    share of the head and loss (spread over the stages, as the FLOP count spreads it)."""
+    fwd, rest, head = layer_and_head(m, OpShape.of(lay), tr, prof, r)
+    return (fwd + rest).scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)
 
 
 def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
@@ -104,10 +138,8 @@ def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_param
     ``state_bytes``: (master/parameter, gradient, optimizer-state, weight bytes per parameter, whether the
     16-bit weights are a separate copy of the master)."""
     gpu, eff, tr, prof, m = sc.cluster.gpu, sc.efficiency, sc.training, sc.framework, sc.model
-    peak, notes = training_peak(gpu.name, gpu.peak_flops, tr.precision)
-    elem = {"fp32": 4.0, "fp8": 1.0}.get(tr.precision, 2.0)
-    hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    r = ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem)
+    r, notes = rates(gpu, eff, tr.precision)
+    peak, hbm = r.peak, r.bandwidth
     per_mb = _micro_batch(m, lay, tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps

@@ -1,0 +1,182 @@
+"""The search's memory per GPU: the training engine's own functions, called on arrays of layouts.
+
+Nothing here is a formula of its own. Every term is the engine's (``core.training``), so the
+search and the estimate agree on what fits:
+
+- the pipeline stages that can be the worst-loaded, their layers and the micro-batches they hold:
+  ``stages.split_layers``, ``memory.candidate_stages``, ``stages.layers_in_flight`` and
+  ``stages.warmup_chunks``, once per (pp, virtual stages, micro-batches) and cached;
+- the parameters on one GPU of a stage: ``shard.stage_params`` once per (tp, ep, stage role) at 0
+  and 1 layers (it is linear in the layer count), LoRA's adapters from ``bytes_per_param``;
+- model states: ``states.model_states`` on arrays, once per (ZeRO stage, offload);
+- activations, embedding, logits, recompute working set and buffers: ``activations`` and
+  ``memory`` on arrays, once per (sequence parallelism, replicated KV heads, recompute, pp > 1),
+  the switches those functions branch on;
+- the CUDA context and the allocator's fragmentation: the framework profile's ``context_bytes`` and
+  ``fragmentation``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from llmplan.core.bytes_per_param import lora_params
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.model import ModelSpec
+from llmplan.core.params import count_params
+from llmplan.core.training import activations as act
+from llmplan.core.training import memory as mem
+from llmplan.core.training.shard import StageParams, stage_params
+from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
+from llmplan.core.training.states import model_states
+from llmplan.core.workload import TrainingSettings
+
+ROLES = ("only", "first", "middle", "last")
+_RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The fields of a ``training.layout.Layout`` the engine's memory functions read, one candidate
+    layout per array element; ``sp`` and ``kv_replicated`` are one value for the whole batch (the
+    functions branch on them), ``pp`` too (only whether it exceeds 1 is read)."""
+
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    micro_batch: np.ndarray
+    seq_len: int
+    sp: bool
+    kv_replicated: bool
+    pp: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemoryRows:
+    """Bytes per GPU of the worst-loaded stage of each candidate, and its parts."""
+
+    total: np.ndarray
+    weights: np.ndarray
+    grads: np.ndarray
+    optimizer: np.ndarray  # master weights + optimizer states
+    activations: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """What a Layout offers ``candidate_stages``: the stage count and the split."""
+
+    pp: int
+    split: object
+
+
+@lru_cache(maxsize=4096)
+def _stages(layers: int, pp: int, vp: int, micro_batches: int) -> tuple[tuple[int, int, float, float], ...]:
+    """(role, layers, layer × micro-batch activations held, micro-batches in flight) per candidate stage."""
+    split = split_layers(layers, pp, vp)
+    out = []
+    for index in mem.candidate_stages(_Layer(pp, split)):
+        role = 0 if pp == 1 else 1 if index == 0 else 3 if index == pp - 1 else 2
+        out.append((role, split.per_stage[index], float(layers_in_flight(split, index, micro_batches)),
+                    warmup_chunks(pp, vp, index, micro_batches) / vp))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def _params(m: ModelSpec, tp: int, ep: int, role: int) -> tuple[StageParams, StageParams]:
+    """The engine's parameters on one GPU of a ``role`` stage with 0 and with 1 layer."""
+    kv_rep = m.mla is None and m.num_kv_heads % tp != 0
+    view = Rows(np.array(tp), np.array(1), np.array(ep), np.array(1), 0, tp > 1, kv_rep)
+    return stage_params(m, view, ROLES[role], 0), stage_params(m, view, ROLES[role], 1)
+
+
+def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero, offload, recompute, mb, accum,
+                 sequence_parallel: bool, prof: FrameworkProfile | None = None) -> StageMemoryRows:
+    """The engine's memory of the worst-loaded GPU for each candidate (arrays of equal length), under a
+    fused-kernel framework profile (eager profiles are priced by the engine itself: ``planner``)."""
+    prof = prof or FrameworkProfile()
+    n = len(tp)
+    if not n:
+        return StageMemoryRows(*(np.zeros(0) for _ in range(5)))
+    L = m.num_layers
+    full = t.method == "full"
+    pb = count_params(m)
+    shard = np.full(n, t.shard_group) if t.shard_group else dp * cp
+    # ---- per-block activations and buffers: the engine's functions, grouped by their switches ----
+    sp_rows = sequence_parallel & (tp > 1)
+    kv_rows = (tp > 1) & (m.num_kv_heads % np.maximum(tp, 1) != 0) if m.mla is None else np.zeros(n, bool)
+    per_layer, emb, logits, work, buffers = (np.zeros(n) for _ in range(5))
+    keys = sp_rows * 12 + kv_rows * 6 + recompute * 2 + (pp > 1)
+    for key in np.unique(keys):
+        idx = np.nonzero(keys == key)[0]
+        sp, kv, rc, piped = bool(key // 12), bool(key // 6 % 2), int(key // 2 % 3), int(key % 2)
+        view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
+        tr = t.model_copy(update={"recompute": _RECOMPUTE[rc]})
+        per_layer[idx] = act.average_layer_bytes(m, view, tr) + mem.lora_activation_bytes(view, tr)
+        emb[idx] = act.embedding_bytes(m, view, tr)
+        logits[idx] = act.logits_bytes(m, view)
+        if rc == 2:
+            work[idx] = act.average_layer_bytes(m, view, tr, "none")
+        buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
+    # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
+    # (one integer per row: np.unique over 1-D keys is far faster than over rows)
+    shape_keys = (pp.astype(np.int64) * 64 + vp) * 2**24 + np.minimum(accum, pp * (vp + 1))
+    uniq, inverse = np.unique(shape_keys, return_inverse=True)
+    tables = [_stages(L, int(k // 2**24 // 64), int(k // 2**24 % 64), int(k % 2**24)) for k in uniq]
+    slots = max(len(x) for x in tables)
+    stage_cols = np.full((len(uniq), slots, 4), np.nan)
+    for u, rows in enumerate(tables):
+        stage_cols[u, : len(rows)] = rows
+    # ---- parameters per (tp, ep) -----------------------------------------------------------------
+    te_keys = tp.astype(np.int64) * 2**24 + ep
+    te_uniq, te_inv = np.unique(te_keys, return_inverse=True)
+    te_uniq = np.stack([te_uniq // 2**24, te_uniq % 2**24], 1)
+    fields = ("total", "expert", "matrices", "factored")
+    base = np.zeros((len(te_uniq), 4, len(fields)))
+    slope = np.zeros_like(base)
+    layer = np.zeros((len(te_uniq), 4))
+    adapters = np.zeros(len(te_uniq))
+    for u, (a, e) in enumerate(te_uniq):
+        for r in range(4):
+            p0, p1 = _params(m, int(a), int(e), r)
+            base[u, r] = [getattr(p0, f) for f in fields]
+            slope[u, r] = [getattr(p1, f) - getattr(p0, f) for f in fields]
+            layer[u, r] = p1.largest_layer
+        if not full:
+            adapters[u] = lora_params(pb, t.lora_rank, t.lora_targets, int(a), int(e), 1.0 / L)
+    # ---- every candidate stage, the worst kept ------------------------------------------------------
+    out = None
+    for k in range(slots):
+        role_f, layers_f, held, flight = (stage_cols[inverse, k, i] for i in range(4))
+        present = ~np.isnan(role_f)
+        role = np.where(present, role_f, 2).astype(np.int64)
+        layers = np.where(present, layers_f, 0.0)
+        held, flight = np.nan_to_num(held), np.nan_to_num(flight)
+        parts = base[te_inv, role] + slope[te_inv, role] * layers[:, None]
+        total, expert, matrices, factored = (parts[:, i] for i in range(4))
+        sp_rows_k = StageParams("", total, expert, matrices, factored, layer[te_inv, role], False, False)
+        trainable = total if full else adapters[te_inv] * layers
+        frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
+        activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
+        activ = activ + np.where((role == 0) | (role == 3), logits, 0.0) + np.where(layers > 0, work, 0.0)
+        w, g, o, gather = (np.zeros(n) for _ in range(4))
+        z_keys = zero * 2 + offload
+        for zk in np.unique(z_keys):
+            idx = np.nonzero(z_keys == zk)[0]
+            tr = t.model_copy(update={"zero_stage": int(zk // 2),
+                                      "offload": (t.offload if t.offload != "none" else "cpu") if zk % 2 else "none"})
+            sub = StageParams("", *(getattr(sp_rows_k, f)[idx] for f in (*fields, "largest_layer")), False, False)
+            fz = frozen if full else frozen[idx]
+            st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full, prof)
+            w[idx], g[idx], o[idx], gather[idx] = st.weights, st.gradients, st.master + st.optimizer, st.gather_buffer
+        allocated = w + g + o + activ + buffers + gather
+        stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes, -np.inf)
+        if out is None:
+            out = [stage_total, w, g, o, activ]
+        else:
+            worse = stage_total > out[0]
+            out = [np.where(worse, new, old) for new, old in zip((stage_total, w, g, o, activ), out, strict=True)]
+    return StageMemoryRows(*out)

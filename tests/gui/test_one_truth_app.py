@@ -1,0 +1,113 @@
+"""Issue 16 through the app: the verdict on first start, the app's real Auto… button and the engine
+agree with the CLI (tests/cli/test_one_truth.py) on the cases that used to contradict each other."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from llmplan.cli import main
+from llmplan.core.engine import estimate
+from llmplan.core.search import scenario_for
+from llmplan.plan.planfile import load_plan
+from llmplan.resources_path import resources_dir
+
+QLORA_4090 = {"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Meta-Llama-3-8B",
+              "training.method": "qlora"}
+SERVING = {
+    "70B q4_k_m llama.cpp on an M4 Max 64 GB": {
+        "hardware.gpu": "apple-m4-max-40c-64gb", "model.id": "meta-llama/Llama-3.1-70B", "workload": "inference",
+        "inference.engine": "llama.cpp", "inference.weight_format": "q4_k_m", "inference.prompt_tokens": 7168,
+        "inference.output_tokens": 1024},
+    "70B q3_k_m llama.cpp on an RTX A6000": {
+        "hardware.gpu": "nvidia-rtx-a6000-48gb", "model.id": "meta-llama/Llama-3.1-70B", "workload": "inference",
+        "inference.engine": "llama-cpp", "inference.weight_format": "q3_k_m"},
+}
+
+
+def _auto(window, qtbot):
+    """Click the layout editor's Auto… button and wait for the search."""
+    window.layout_editor.auto_button.click()
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        pass
+    return dlg
+
+
+def test_qlora_on_a_24gb_card_fits_on_first_start_and_says_why(window, qtbot):
+    assert window.state.edit_many(QLORA_4090, "QLoRA on a 4090")
+    out = window.state.evaluate_now()
+    assert out.ok and out.estimate.fits
+    assert out.automatic == "auto: full recompute"
+    assert "auto: full recompute" in window.results.banner.text()
+    assert window.results.banner.text().startswith("Fits")
+    assert window.state.doc.training.recompute == "selective"  # the plan is not rewritten behind the user
+    dlg = _auto(window, qtbot)
+    assert dlg.result is not None and dlg.result.best, dlg.status.text()
+    best = dlg.result.best[0]
+    assert best.estimate.fits and estimate(scenario_for(out.scenario, best.parallelism, best.training)).fits
+    dlg.close()
+    QApplication.processEvents()
+
+
+def test_a_stated_recompute_is_kept_and_shown_red(window):
+    assert window.state.edit_many(QLORA_4090, "QLoRA on a 4090")
+    assert window.state.edit("training.recompute", "none")
+    out = window.state.evaluate_now()
+    assert not out.estimate.fits and out.automatic == ""
+    assert window.results.banner.text().startswith("Does not fit")
+
+
+@pytest.mark.parametrize("case", sorted(SERVING))
+def test_serving_auto_agrees_with_the_engine(window, qtbot, case):
+    assert window.state.edit_many(SERVING[case], case)
+    out = window.state.evaluate_now()
+    assert out.ok and out.estimate.fits, out.message
+    dlg = _auto(window, qtbot)
+    assert dlg.result is not None and dlg.result.best, dlg.status.text()
+    best = dlg.result.best[0]
+    assert best.parallelism.tp * best.parallelism.pp == 1
+    assert estimate(scenario_for(out.scenario, best.parallelism, out.scenario.training)).fits
+    dlg.close()
+    QApplication.processEvents()
+
+
+EXAMPLES = sorted((resources_dir() / "examples").glob("*.llmplan"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_gets_one_verdict_from_cli_app_and_engine(window, qtbot, capsys, path):
+    assert main(["estimate", str(path), "--auto", "--json"]) in (0, 2)
+    captured = capsys.readouterr()
+    cli_fits = bool(captured.out) and json.loads(captured.out)["fits"]
+    window.state.load(load_plan(path), path)
+    out = window.state.evaluate_now()
+    assert out.ok, out.message
+    dlg = _auto(window, qtbot)
+    app_fits = bool(dlg.result and dlg.result.best)
+    assert app_fits == cli_fits, (dlg.status.text(), captured.err)
+    if app_fits:  # the engine on the layout the app chose, on the GPUs that layout uses
+        best = dlg.result.best[0]
+        training = best.training if out.scenario.workload != "inference" else out.scenario.training
+        assert estimate(scenario_for(out.scenario, best.parallelism, training)).fits
+    dlg.close()
+    QApplication.processEvents()
+
+
+def test_auto_chooses_a_format_the_plan_leaves_open_and_applies_it(window, qtbot):
+    assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Llama-3.1-70B",
+                                   "workload": "inference"}, "70B on a 4090")
+    out = window.state.evaluate_now()
+    assert not out.estimate.fits  # bf16 on one 24 GB card
+    dlg = _auto(window, qtbot)
+    assert dlg.result.best, dlg.status.text()
+    assert "least quantised weight format that fits" in dlg.status.text()
+    chosen = dlg.result.best[0].estimate.inference.weight_format
+    dlg.list.setCurrentItem(dlg.list.topLevelItem(0))
+    assert dlg.apply_selected()
+    assert window.state.doc.inference.weight_format == chosen
+    assert window.state.evaluate_now().estimate.fits
+    dlg.close()
+    QApplication.processEvents()
