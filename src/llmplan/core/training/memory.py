@@ -8,7 +8,7 @@ either. The largest is reported, and named, because the job fails when any GPU r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.model import ModelSpec
@@ -17,11 +17,12 @@ from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training.eager_memory import eager_peak
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
+from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops
 from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
-from llmplan.core.training.states import StateBytes, model_states
+from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
+from llmplan.core.training.switches import embedding_and_head, largest_tensor, lm_head_adapter
 from llmplan.core.workload import Scenario
 
 _OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
@@ -42,6 +43,8 @@ class StageMemory:
     overhead: float
     gradients: float  # gradient bytes present at the peak (all of them unless the framework frees them)
     phase: str = ""  # eager profiles: the phase of the step that sets the peak
+    host_activations: float = 0.0  # activation offload: saved tensors in pinned host memory
+    paged_host: float = 0.0  # paged optimizer: states the GPU has no room for, in host memory
 
     @property
     def total(self) -> float:
@@ -59,20 +62,31 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     sp = stage_params(m, lay, stage, layers)
     full = tr.method == "full"
     layer_share = layers / m.num_layers
+    saved_copy = 0.0  # modules_to_save: embeddings and head trained in full, in the base's dtype
     if full:
         trainable, frozen = sp.total, 0.0
     else:
         trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
         base = 4.0 if tr.precision == "fp32" else 2.0
+        if tr.lora_on_lm_head and stage in ("last", "only"):
+            trainable += lm_head_adapter(m, tr.lora_rank, lay.tp)
         if tr.method == "qlora":
             q = sp.matrices
             # prepare_model_for_kbit_training casts what is not quantised (embeddings, head, norms) to fp32
-            rest = 4.0 if prof.kernels == "eager" else base
-            frozen = q * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (sp.total - q) * rest
+            rest = 4.0 if prof.kbit_fp32_modules else base
+            frozen = q * base_bits_per_param(tr.quant_base, tr.qlora_double_quant) / 8 + (sp.total - q) * rest
         else:
+            rest = base
             frozen = sp.total * base
+        if tr.modules_to_save and lay.pp == 1:
+            saved_copy = embedding_and_head(m, lay.tp)
     st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full, prof)
-    if prof.kernels == "eager":
+    if saved_copy:  # the trainable copy, its gradient and its optimizer states follow the base's dtype
+        opt = optimizer_bytes(tr, sp, saved_copy, False) * rest / 4
+        st = replace(st, weights=st.weights + saved_copy * rest, gradients=st.gradients + saved_copy * rest,
+                     optimizer=st.optimizer + opt)
+        trainable += saved_copy
+    if prof.kernels != "fused":  # modeling code run op by op (eager, or eager with Triton kernels)
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
     per_layer = act.average_layer_bytes(m, lay, tr)
     if not full and tr.recompute != "full":  # the A-projection outputs (r wide) of every targeted projection
@@ -101,14 +115,22 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     m, tr, prof = sc.model, sc.training, sc.framework
     ops = layer_ops(m, pb, lay, tr, prof)
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
-    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers)
+    largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest)
     buffers = pk.weight_copies
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
+    paged = 0.0
+    if tr.paged_optimizer and st.optimizer:  # unified memory: the states page out when the GPU runs short
+        rest = allocated - st.optimizer + prof.context_bytes + prof.fragmentation * (allocated - st.optimizer)
+        paged = min(st.optimizer, max(0.0, rest + st.optimizer - sc.cluster.gpu.usable_memory_bytes))
+        st = replace(st, optimizer=st.optimizer - paged)
+        allocated -= paged
     overhead = prof.context_bytes + prof.fragmentation * allocated
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
-                       pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase)
+                       pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase,
+                       pk.offloaded, paged)
 
 
 def comm_buffers(m: ModelSpec, lay: Layout) -> float:
@@ -221,6 +243,12 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     gpn = sc.cluster.gpus_per_node
     host = (Figure.of(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+    if sm.host_activations or sm.paged_host:
+        per_gpu = st.host + sm.host_activations + sm.paged_host
+        host = Figure.of(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
+                         "per GPU × GPUs per node",
+                         {"states": st.host, "activations": sm.host_activations, "paged_optimizer": sm.paged_host,
+                          "gpus_per_node": gpn, "framework": prof.name}, "framework-switches")
     nvme = (Figure.of(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
                       "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
     cap = sc.cluster.gpu.usable_memory_bytes

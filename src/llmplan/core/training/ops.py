@@ -28,7 +28,7 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import is_targeted
+from llmplan.core.training.lora import dequant_bytes_per_weight, is_targeted
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0
@@ -68,6 +68,7 @@ class LayerOps:
     cast_params: float  # fp32 weights autocast copies to 16 bits per forward (params_are_master)
     dequant_params: float  # NF4 weights dequantised per use
     residual_bytes: float  # x: bytes per element of the residual stream
+    dequant_bytes: float = NF4_DEQUANT_BYTES  # bytes moved per quantised weight dequantised (training.quant_base)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,8 @@ class HeadOps:
     elementwise: tuple[Elementwise, ...]
     logits: float  # logit elements per micro-batch on this GPU (tokens × vocab / tp)
     cast_params: float
+    extra: tuple[Gemm, ...] = ()  # LoRA on the head: its two rank-r GEMMs
+    loss_bytes: float = 0.0  # bytes per logit the loss kernels move (0: the measured fp32 cross-entropy's)
 
 
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
@@ -84,8 +87,8 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     casts the embeddings and norms to fp32); the training dtype otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels == "eager" and (tr.method == "qlora" or (tr.method == "full" and prof.params_are_master
-                                                             and tr.regime == "amp")):
+    if prof.kernels != "fused" and ((tr.method == "qlora" and prof.kbit_fp32_modules)
+                                    or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
 
@@ -169,12 +172,16 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                                                               if tr.dropout > 0 else 0.0)
     scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
     ew: list[Elementwise] = []
-    if prof.kernels == "fused":
+    fused = fused_elementwise(tr, prof)
+    if fused:
         ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2),
                Elementwise("fused rotary", 4 * (q + kv) * T, 1),
                Elementwise("residual adds", 2 * 6 * h / rep * T, 2),
                Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1)]
         saved = 0.0
+        if prof.kernels != "fused":  # Liger, unsloth or torch.compile over eager modeling code (switches module doc)
+            ew += _eager_extras(m, lay, tr, x, h, T, tr.torch_compile)
+            saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, fused=True) * T
     else:
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
@@ -184,27 +191,60 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (10 if m.gated_mlp else 4) * inter * T,
                            2 if m.gated_mlp else 1)]
-        if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
-            casts = 3 + (2 if m.gated_mlp else 1)
-            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts))
-        for k_in, n_out in _adapted_widths(m, lay, tr):
-            lora = (2 * x + 1) * k_in + (6 * k_in if x == 4.0 else 0) + 10 * n_out
-            ew.append(Elementwise("LoRA dropout, scale, add", lora * T, 4 + (1 if x == 4.0 else 0)))
+        ew += _eager_extras(m, lay, tr, x, h, T, False)
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full) * T
     cast = 0.0
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
         cast = sum(g.n * g.k * g.count for g in gemms)
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
+    dq = NF4_DEQUANT_BYTES if tr.quant_base == "nf4" else dequant_bytes_per_weight(tr.quant_base, False)
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
-                    saved, cast, dequant, x)
+                    saved, cast, dequant, x, dq)
+
+
+def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
+    """The loss in effect: the plan's, else Liger's fused linear cross-entropy when Liger is on, else the
+    framework's."""
+    if tr.loss != "auto":
+        return tr.loss
+    return "fused_linear" if tr.liger else prof.loss
+
+
+def fused_elementwise(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
+    """Norms, rotary and the gated activation run as fused kernels: the profile's style (Megatron's fused
+    kernels, unsloth's Triton kernels), Liger's kernels or torch.compile's Inductor fusion."""
+    return prof.kernels != "eager" or bool(tr.liger) or bool(tr.torch_compile)
+
+
+def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, h: float, T: float,
+                  compiled: bool) -> list[Elementwise]:
+    """Eager code's kernels beyond the norms, rotary and activation: autocast's input casts and PEFT's LoRA
+    dropout, scale and add. Compiled, the casts fuse into the norms and each adapter's pointwise work is
+    one kernel reading its input and writing the dropped copy, one adding into the output."""
+    ew: list[Elementwise] = []
+    if x == 4.0 and not compiled:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
+        casts = 3 + (2 if m.gated_mlp else 1)
+        ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts))
+    for k_in, n_out in _adapted_widths(m, lay, tr):
+        if compiled:
+            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2))
+            continue
+        lora = (2 * x + 1) * k_in + (6 * k_in if x == 4.0 else 0) + 10 * n_out
+        ew.append(Elementwise("LoRA dropout, scale, add", lora * T, 4 + (1 if x == 4.0 else 0)))
+    return ew
 
 
 def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: float, kv: float,
-                 heads: float, inter: float, full: bool) -> float:
+                 heads: float, inter: float, full: bool, fused: bool = False) -> float:
     """Bytes per token one block keeps for the backward, tensor by tensor as PyTorch's autograd saves
-    them for the eager modeling code (module doc). ``full``: every weight trained."""
+    them for the eager modeling code (module doc). ``full``: every weight trained. ``fused`` (Liger,
+    torch.compile): each norm keeps its input and one fp32 rstd per token, the gated activation its two
+    inputs (LigerRMSNorm, LigerSiLUMulFunction save exactly these)."""
     h = m.hidden_size
-    norms = 2 * (4 * h + (x * h if full else 0))  # pow saves the fp32 input; the weight mul its input
+    if fused:
+        norms = 2 * (x * h + 4)
+    else:
+        norms = 2 * (4 * h + (x * h if full else 0))  # pow saves the fp32 input; the weight mul its input
     if full:  # linears save their inputs: one bf16 cast each under autocast, the shared tensor otherwise
         linear_inputs = ((3 + (2 if m.gated_mlp else 1)) * 2 * h if x == 4.0 else 2 * 2 * h) + 2 * q
         down_input = 2 * inter
@@ -213,7 +253,7 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     attention = 2 * q + 4 * kv + 2 * q + 4 * heads  # SDPA keeps q, k, v, its output and the log-sum-exp
     if not tr.flash_attention:
         attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
-    mlp = (6 if m.gated_mlp else 2) * inter + down_input  # gate (SiLU input), act out and up (the mul)
+    mlp = (6 if m.gated_mlp and not fused else 4 if m.gated_mlp else 2) * inter + down_input  # gate, act out, up
     lora = 0.0
     if tr.method != "full":  # dropout mask (1 B) + the bf16 input lora_A keeps, per targeted projection
         lora = sum(3 * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
@@ -225,19 +265,28 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     T = _tokens(lay)
     h, v = m.hidden_size, m.vocab_size
     full = tr.method == "full"
-    trained = full
+    trained = full or bool(tr.modules_to_save)
     gemm = Gemm("lm_head", T, v / lay.tp, h, 1.0, trained)
+    extra: tuple[Gemm, ...] = ()
+    if tr.lora_on_lm_head and not full:
+        r = float(tr.lora_rank)
+        extra = (Gemm("lm_head.lora_A", T, r, h, 1.0, True), Gemm("lm_head.lora_B", T, v / lay.tp, r, 1.0, True))
     ew: list[Elementwise] = []
-    if prof.kernels == "eager":
+    if not fused_elementwise(tr, prof):
         up32 = x == 2.0
         ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
     else:
         ew.append(Elementwise("final norm", 4 * h * T, 1))
     logits = T * v / lay.tp
-    if prof.loss == "upcast":
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1))
+    loss = loss_kind(tr, prof)
+    if loss in ("upcast", "chunked"):  # chunked: the same upcast, a chunk at a time
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1 if loss == "upcast" else 8))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
-    cast = head_params if (prof.kernels == "eager" and x == 4.0) or (
+    cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
         full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32") else 0.0
-    return HeadOps(gemm, tuple(ew), logits, cast)
+    if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
+        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2))
+    # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
+    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0)

@@ -101,8 +101,8 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
     gb = grad_bytes(tr, prof)
     mb = master_bytes(tr, prof)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
-    if tr.regime == "pure" and tr.optimizer != "adam8bit":  # states kept in the parameters' 16-bit dtype
-        ob_total /= 2
+    if (tr.regime == "pure" or tr.bf16_optimizer_states) and tr.optimizer != "adam8bit":
+        ob_total /= 2  # states in the parameters' 16-bit dtype, or a bf16-state optimizer (switches module doc)
     expert_share = sp.expert / sp.total if full and sp.total else 0.0
     d_dense = dp_group
     d_exp = max(1, dp_group // ep)
