@@ -60,7 +60,7 @@ def test_unsupported_switch_names_the_profiles_that_support_it():
     for p in profiles_supporting("activation_offload"):
         assert p in msg
     assert "torchtune" in msg and "unsloth" in msg
-    with pytest.raises(PlanFileError, match="training.quant_base: the torchtune profile .* hf-trainer"):
+    with pytest.raises(PlanFileError, match=r"training\.quant_base: the torchtune profile .* hf-trainer"):
         _run("torchtune", method="qlora", quant_base="gptq")
 
 

@@ -34,8 +34,8 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind
-from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
 from llmplan.core.training.states import StateBytes
+from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
 from llmplan.core.workload import TrainingSettings
 
 LOSS_FORWARD_BYTES = {"upcast": 10.0, "fp32_logits": 6.0}  # per logit: (bf16 + fp32 copy +) fp32 log-probs

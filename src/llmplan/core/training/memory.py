@@ -123,8 +123,8 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
     paged = 0.0
     if tr.paged_optimizer and st.optimizer:  # unified memory: the states page out when the GPU runs short
-        rest = allocated - st.optimizer + prof.context_bytes + prof.fragmentation * (allocated - st.optimizer)
-        paged = min(st.optimizer, max(0.0, rest + st.optimizer - sc.cluster.gpu.usable_memory_bytes))
+        room = (sc.cluster.gpu.usable_memory_bytes - prof.context_bytes) / (1 + prof.fragmentation)
+        paged = min(st.optimizer, max(0.0, allocated - room))  # what the GPU (with its overheads) cannot keep
         st = replace(st, optimizer=st.optimizer - paged)
         allocated -= paged
     overhead = prof.context_bytes + prof.fragmentation * allocated
