@@ -186,9 +186,9 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         upd["regime"] = prof.regime
     for name in SWITCH_NAMES:
         value = getattr(tr, name)
-        if value is None:  # optimizer-in-backward cannot accumulate: auto leaves it off when the plan does
-            upd[name] = name in prof.on_by_default and not (
-                name == "optimizer_in_backward" and tr.global_batch > tr.micro_batch)
+        if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
+            upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
+                name == "optimizer_in_backward" and (tr.global_batch > tr.micro_batch or tr.method != "full"))
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
