@@ -93,6 +93,10 @@ class FrameworkProfile(FrozenModel):
     quant_bases: tuple[QuantBase, ...] = Field(
         ("nf4",), description="quantised base formats LoRA can train on under this profile (training.quant_base)"
     )
+    lora_dropout: float = Field(
+        0.05, ge=0, lt=1, description="the LoRA dropout a plan on auto gets: the framework's default or its "
+        "examples' (torchtune configs, unsloth and LLaMA-Factory: 0; the QLoRA paper and axolotl's examples: 0.05)"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""

@@ -99,9 +99,9 @@ class TrainingSettings(FrozenModel):
         "padded to its longest sequence (seq_len) — memory and compute at seq_len, throughput counts real tokens")
     mean_sequence_tokens: int = Field(
         0, ge=0, le=10_000_000, description="padded batches: the mean real tokens per sequence (0: seq_len)")
-    lora_dropout: float = Field(
-        0.05, ge=0, lt=1, description="PEFT lora_dropout; > 0 keeps a mask and a copy of each adapted input "
-        "(0.05: the QLoRA paper's setting for 7-13B models)",
+    lora_dropout: float | None = Field(
+        None, ge=0, lt=1, description="PEFT lora_dropout; > 0 keeps a mask and a copy of each adapted input "
+        "(0.05: the QLoRA paper's setting for 7-13B models); None: the framework profile's default",
     )
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
@@ -194,6 +194,8 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         raise ValueError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
                          f"bases, not {tr.quant_base}")
+    if tr.lora_dropout is None:
+        upd["lora_dropout"] = prof.lora_dropout
     if tr.loss == "auto":
         liger = upd.get("liger", tr.liger)
         upd["loss"] = "fused_linear" if liger else prof.loss

@@ -125,7 +125,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         f.addRow("LoRA rank", rank)
         lora_drop = bound_float(state, "training.lora_dropout", "LoRA dropout",
                                 "PEFT lora_dropout: above 0 each adapted projection keeps a 1-byte mask and a copy "
-                                "of its input for the backward (0.05: the QLoRA paper's setting)", 0.0, 0.99, 2, 0.05)
+                                "of its input for the backward (0.05: the QLoRA paper's setting); at the minimum: the "
+                                "framework's default (torchtune, unsloth, LLaMA-Factory 0; Hugging Face, axolotl 0.05)",
+                                -0.01, 0.99, 2, 0.05, none_text="framework's own")
         f.addRow("LoRA dropout", lora_drop)
         targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
         boxes = [_target_box(state, t) for t in LORA_TARGETS]

@@ -50,6 +50,7 @@ class EagerPeak:
     phase: str
     phases: dict[str, float]  # transient bytes of each phase, for the explanation
     offloaded: float = 0.0  # saved activations held in host memory (activation offload)
+    blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,
@@ -71,6 +72,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     if tr.activation_offload:
         on_gpu = min(kept, OFFLOAD_BLOCKS_ON_GPU * per_block)
         kept, offloaded = on_gpu, kept - on_gpu
+    blocks = kept
     kept += 8 * T  # token ids (and labels)
     copies = 2.0 * ops.cast_params * layers
     loss_f = loss_b = head_grad = 0.0
@@ -100,4 +102,4 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
                 "optimizer step": grads_all}.get(phase, 0.0)
     copies_at = copies if phase.startswith("loss") else 0.0
     acts = phases[phase] - grads_at - copies_at
-    return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded)
+    return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded, blocks)

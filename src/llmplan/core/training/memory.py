@@ -45,6 +45,7 @@ class StageMemory:
     phase: str = ""  # eager profiles: the phase of the step that sets the peak
     host_activations: float = 0.0  # activation offload: saved tensors in pinned host memory
     paged_host: float = 0.0  # paged optimizer: states the GPU has no room for, in host memory
+    paged: float = 0.0  # paged optimizer: all its states (outside PyTorch's allocator, not in the total)
 
     @property
     def total(self) -> float:
@@ -121,16 +122,17 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
-    paged = 0.0
-    if tr.paged_optimizer and st.optimizer:  # unified memory: the states page out when the GPU runs short
-        room = (sc.cluster.gpu.usable_memory_bytes - prof.context_bytes) / (1 + prof.fragmentation)
-        paged = min(st.optimizer, max(0.0, allocated - room))  # what the GPU (with its overheads) cannot keep
-        st = replace(st, optimizer=st.optimizer - paged)
+    paged = paged_host = 0.0
+    if tr.paged_optimizer and st.optimizer:  # unified memory, outside PyTorch's allocator (switches module doc)
+        paged = st.optimizer
+        st = replace(st, optimizer=0.0)
         allocated -= paged
     overhead = prof.context_bytes + prof.fragmentation * allocated
+    if paged:  # they use what the allocator leaves free; the rest lives on the host and pages in each step
+        paged_host = min(paged, max(0.0, paged - (sc.cluster.gpu.usable_memory_bytes - allocated - overhead)))
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
-                       pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase,
-                       pk.offloaded, paged)
+                       pk.activations - pk.blocks, buffers, overhead, pk.gradients, pk.phase,
+                       pk.offloaded, paged_host, paged)
 
 
 def comm_buffers(m: ModelSpec, lay: Layout) -> float:
@@ -213,6 +215,10 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
+    if sm.paged:
+        o = zero("B", f"paged {tr.optimizer}: its {sm.paged / 2**30:.2f} GiB of states live in CUDA unified memory, "
+                 f"outside PyTorch's allocator, in the GPU memory it leaves free ({sm.paged_host / 2**30:.2f} GiB "
+                 "of them paged to the host)")
     if sm.phase:
         a = Figure.of(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
                       "the head's inputs + the loss's logits at the peak phase",

@@ -255,9 +255,23 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
         attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
     mlp = (6 if m.gated_mlp and not fused else 4 if m.gated_mlp else 2) * inter + down_input  # gate, act out, up
     lora = 0.0
-    if tr.method != "full":  # dropout mask (1 B) + the bf16 input lora_A keeps, per targeted projection
+    if tr.method != "full" and (tr.lora_dropout or 0) > 0:  # dropout mask (1 B) + the bf16 input lora_A keeps
         lora = sum(3 * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    elif tr.method != "full":
+        lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(tr.lora_targets)
     return norms + linear_inputs + attention + mlp + lora
+
+
+def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float) -> float:
+    """Bytes per token lora_A keeps as its input when there is no dropout (PEFT and torchtune use
+    nn.Identity for p = 0): with a 16-bit stream, one tensor per distinct input — the attention norm's
+    output for q/k/v, the attention output for o, the MLP norm's for gate/up, act·up for down — shared
+    by the projections that read it; with an fp32 stream, autocast's own bf16 copy per projection."""
+    widths = dict(zip(tr.lora_targets, _adapted_widths(m, lay, tr), strict=True))
+    if x == 4.0:
+        return sum(2 * k_in for k_in, _ in widths.values())
+    groups = ({"q", "k", "v"}, {"o"}, {"gate", "up"}, {"down"})
+    return sum(2 * widths[next(iter(g & widths.keys()))][0] for g in groups if g & widths.keys())
 
 
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
