@@ -180,14 +180,20 @@ def test_torch_compile_fuses_elementwise_kernels():
 
 
 def test_lora_without_dropout_keeps_each_distinct_input_once():
-    """Llama-3.1-8B, all seven targets, bf16 stream: dropout > 0 keeps a mask and a copy per projection,
-    3·(4·4096 (q,k,v,o) + 2·4096 (gate, up) + 14,336 (down)) B/token; without dropout lora_A keeps the input
-    the block made, once per distinct tensor: 2·(4096 + 4096 + 4096 + 14,336) B/token."""
-    _, drop = _run(lora_dropout=0.05, recompute="none")
-    _, none = _run(lora_dropout=0.0, recompute="none")
+    """Llama-3.1-8B, all seven targets, bf16 stream. Dropout > 0 keeps a mask and a copy per projection,
+    3·(4·4096 (q,k,v,o) + 2·4096 (gate, up) + 14,336 (down)) B/token. Without dropout torchtune's LoRALinear
+    (nn.Identity, adapters in the model's dtype) keeps the input the block made, once per distinct tensor:
+    2·(4096 + 4096 + 4096 + 14,336) B/token; PEFT under AMP still casts a copy per projection (2·k_in each),
+    so only the 1-byte masks go."""
+    _, drop = _run("torchtune", lora_dropout=0.05, recompute="none")
+    _, none = _run("torchtune", lora_dropout=0.0, recompute="none")
     per_token = 3 * (6 * 4096 + 14_336) - 2 * (3 * 4096 + 14_336)
     diff = drop.memory.activations.inputs["per_block"] - none.memory.activations.inputs["per_block"]
     assert diff == pytest.approx(per_token * 2048, rel=1e-9)
+    _, drop = _run("hf-trainer", lora_dropout=0.05, recompute="none")
+    _, none = _run("hf-trainer", lora_dropout=0.0, recompute="none")
+    diff = drop.memory.activations.inputs["per_block"] - none.memory.activations.inputs["per_block"]
+    assert diff == pytest.approx((6 * 4096 + 14_336) * 2048, rel=1e-9)
 
 
 def test_profile_lora_dropout_applies_on_auto():

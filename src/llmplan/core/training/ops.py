@@ -16,8 +16,13 @@ Two kernel styles (``FrameworkProfile.kernels``):
   two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
   the bytes below are the reads and writes of those kernels.
-The backward of an elementwise kernel reads the gradient and the saved inputs and writes the
-input gradients: charged as twice the forward's bytes and launches (``BACKWARD_FACTOR``).
+The backward of an elementwise kernel reads the gradient and the saved inputs and writes the input
+gradients; each op states how many times its forward's bytes that is (``Elementwise.backward``), from
+what its autograd formula reads and writes: a cast, a dropout, a scale or a rotary multiply by a
+constant moves the gradient once (1×); a residual add passes the gradient through (0×, or a cast of it
+to the branch's dtype); SiLU·up reads the gradient and three saved tensors and writes two gradients
+(1.6×); a norm's chain of pow, mean, rsqrt and muls about twice its forward (2×). Launches follow the
+same factor, at least one.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import dequant_bytes_per_weight, is_targeted
 from llmplan.core.workload import TrainingSettings
 
-BACKWARD_FACTOR = 2.0
+BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
 NF4_DEQUANT_BYTES = 2.5  # read 4-bit codes (0.5 B) + write bf16 (2 B) per weight; absmax tables are small
 
 
@@ -51,6 +56,7 @@ class Elementwise:
     name: str
     bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
     kernels: float  # forward launches
+    backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +97,14 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
                                     or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
+
+
+def projection_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
+    """Bytes per element of the projections' outputs in eager code: bf16 under autocast, but fp32 in QLoRA,
+    whose bitsandbytes Linear4bit casts its output back to its input's dtype (fp32 after
+    prepare_model_for_kbit_training), so rotary, the MLP's activation and the LoRA adds run in fp32. A
+    framework that keeps the stream 16-bit (no kbit upcast: torchtune, unsloth, LLaMA-Factory) stays at 2."""
+    return 4.0 if tr.method == "qlora" and residual_bytes(tr, prof) == 4.0 else 2.0
 
 
 def _tokens(lay: Layout) -> float:
@@ -173,26 +187,30 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
     ew: list[Elementwise] = []
     fused = fused_elementwise(tr, prof)
+    y = projection_bytes(tr, prof)
     if fused:
-        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2),
-               Elementwise("fused rotary", 4 * (q + kv) * T, 1),
-               Elementwise("residual adds", 2 * 6 * h / rep * T, 2),
-               Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1)]
+        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5),  # reads x and the gradient, writes one
+               Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0),
+               Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
+               Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
+                           1.6)]
         saved = 0.0
         if prof.kernels != "fused":  # Liger, unsloth or torch.compile over eager modeling code (switches module doc)
-            ew += _eager_extras(m, lay, tr, x, h, T, tr.torch_compile)
-            saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, fused=True) * T
+            ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, bool(tr.torch_compile))
+            saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof),
+                                 fused=True) * T
     else:
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
-        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6)),
-               Elementwise("rotary (rotate_half)", 20 * (q + kv) * T, 10),
-               Elementwise("attention output transpose", 4 * q * T, 1),
-               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2),
-               Elementwise("act(gate)·up" if m.gated_mlp else "activation", (10 if m.gated_mlp else 4) * inter * T,
-                           2 if m.gated_mlp else 1)]
-        ew += _eager_extras(m, lay, tr, x, h, T, False)
-        saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full) * T
+        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
+               Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0),
+               Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
+               # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
+               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
+               Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
+                           2 if m.gated_mlp else 1, 1.6)]
+        ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False)
+        saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     cast = 0.0
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
         cast = sum(g.n * g.k * g.count for g in gemms)
@@ -216,26 +234,47 @@ def fused_elementwise(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
     return prof.kernels != "eager" or bool(tr.liger) or bool(tr.torch_compile)
 
 
-def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, h: float, T: float,
-                  compiled: bool) -> list[Elementwise]:
-    """Eager code's kernels beyond the norms, rotary and activation: autocast's input casts and PEFT's LoRA
-    dropout, scale and add. Compiled, the casts fuse into the norms and each adapter's pointwise work is
-    one kernel reading its input and writing the dropped copy, one adding into the output."""
+def shared_lora_inputs(prof: FrameworkProfile) -> bool:
+    """Without dropout, lora_A reads the input the block already made, one tensor shared by the projections
+    that read it (torchtune's LoRALinear in the model's dtype; unsloth's fused LoRA kernels save X once per
+    group). PEFT under AMP casts each projection's input to its fp32 adapter and back: a copy each."""
+    return prof.kernels == "triton" or not prof.params_are_master
+
+
+def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: float, h: float, q: float,
+                  kv: float, inter: float, T: float, compiled: bool) -> list[Elementwise]:
+    """Eager code's kernels beyond the norms, rotary and activation: bitsandbytes' and autocast's casts and
+    PEFT's LoRA input casts, dropout, scale and add. Compiled (torch.compile), the casts fuse into their
+    neighbours and each adapter's pointwise work is one kernel reading its input and writing the dropped
+    copy, one adding into the output."""
     ew: list[Elementwise] = []
-    if x == 4.0 and not compiled:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
-        casts = 3 + (2 if m.gated_mlp else 1)
-        ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts))
+    if not compiled:
+        if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here
+            outs = q + 2 * kv + h + (2 if m.gated_mlp else 1) * inter + h
+            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 7, 1.0),
+                   Elementwise("autocast casts of fp32 q, k, v for SDPA and of the down input",
+                               6 * (q + 2 * kv + inter) * T, 4, 1.0)]
+        if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
+            casts = 3 + (2 if m.gated_mlp else 1)
+            # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
+            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
+    drop = 9 if (tr.lora_dropout or 0) > 0 else 0
     for k_in, n_out in _adapted_widths(m, lay, tr):
         if compiled:
-            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2))
+            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
             continue
-        lora = (2 * x + 1) * k_in + (6 * k_in if x == 4.0 else 0) + 10 * n_out
-        ew.append(Elementwise("LoRA dropout, scale, add", lora * T, 4 + (1 if x == 4.0 else 0)))
+        # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
+        # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
+        # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
+        lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
+        kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
+        ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
     return ew
 
 
 def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: float, kv: float,
-                 heads: float, inter: float, full: bool, fused: bool = False) -> float:
+                 heads: float, inter: float, full: bool, y: float = 2.0, shared_lora: bool = False,
+                 fused: bool = False) -> float:
     """Bytes per token one block keeps for the backward, tensor by tensor as PyTorch's autograd saves
     them for the eager modeling code (module doc). ``full``: every weight trained. ``fused`` (Liger,
     torch.compile): each norm keeps its input and one fp32 rstd per token, the gated activation its two
@@ -253,10 +292,13 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     attention = 2 * q + 4 * kv + 2 * q + 4 * heads  # SDPA keeps q, k, v, its output and the log-sum-exp
     if not tr.flash_attention:
         attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
-    mlp = (6 if m.gated_mlp and not fused else 4 if m.gated_mlp else 2) * inter + down_input  # gate, act out, up
+    # gate (SiLU input), act out and up (the mul), in the projections' dtype; fused kernels keep gate and up only
+    mlp = (2 if m.gated_mlp and fused else 3 if m.gated_mlp else 1) * y * inter + down_input
     lora = 0.0
-    if tr.method != "full" and (tr.lora_dropout or 0) > 0:  # dropout mask (1 B) + the bf16 input lora_A keeps
-        lora = sum(3 * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    drop = (tr.lora_dropout or 0) > 0
+    if tr.method != "full" and (drop or not shared_lora):
+        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection (PEFT's cast copies)
+        lora = sum((2 + (1 if drop else 0)) * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
     elif tr.method != "full":
         lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(tr.lora_targets)
     return norms + linear_inputs + attention + mlp + lora
@@ -290,17 +332,17 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         up32 = x == 2.0
         ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
     else:
-        ew.append(Elementwise("final norm", 4 * h * T, 1))
+        ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
     loss = loss_kind(tr, prof)
     if loss in ("upcast", "chunked"):  # chunked: the same upcast, a chunk at a time
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1 if loss == "upcast" else 8))
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1 if loss == "upcast" else 8, 1.0))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
         full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32") else 0.0
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
-        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2))
+        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
     # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
     # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py)
     return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0)
