@@ -201,3 +201,18 @@ def test_profile_lora_dropout_applies_on_auto():
     assert sc.training.lora_dropout == 0.0
     sc, _ = _run("hf-trainer")
     assert sc.training.lora_dropout == 0.05
+
+
+def test_measure_harness_refuses_what_it_does_not_run():
+    from llmplan.hw.measure_run import run_settings
+
+    def doc(**kw):
+        t = TrainingSettings(method="lora", micro_batch=1, seq_len=2048, **kw)
+        return PlanDocument(model=ModelRef(id=L8), hardware=HardwareRef(gpu=H100), workload="finetune", training=t)
+
+    rs = run_settings(doc())
+    assert rs.regime == "amp" and rs.lora_dropout == 0.05  # auto resolved under the Hugging Face profile
+    with pytest.raises(InputError, match="not torchtune"):
+        run_settings(doc(framework="torchtune"))
+    with pytest.raises(InputError, match="turn off training.liger"):
+        run_settings(doc(liger=True))
