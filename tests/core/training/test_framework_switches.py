@@ -214,5 +214,5 @@ def test_measure_harness_refuses_what_it_does_not_run():
     assert rs.regime == "amp" and rs.lora_dropout == 0.05  # auto resolved under the Hugging Face profile
     with pytest.raises(InputError, match="not torchtune"):
         run_settings(doc(framework="torchtune"))
-    with pytest.raises(InputError, match="turn off training.liger"):
+    with pytest.raises(InputError, match=r"turn off training\.liger"):
         run_settings(doc(liger=True))
