@@ -231,7 +231,11 @@ class Scenario(FrozenModel):
         profile does, so everything downstream reads concrete values."""
         if not isinstance(data, dict):
             return data
-        tr, prof = data.get("training"), data.get("framework_profile")
+        tr, prof = data.get("training", TrainingSettings()), data.get("framework_profile")
+        if isinstance(tr, dict):
+            tr = TrainingSettings.model_validate(tr)
+        if isinstance(prof, dict):
+            prof = FrameworkProfile.model_validate(prof)
         if isinstance(tr, TrainingSettings) and (prof is None or isinstance(prof, FrameworkProfile)):
             data = {**data, "training": effective_training(tr, prof or _DEFAULT_FRAMEWORK)}
         return data
