@@ -216,3 +216,25 @@ def test_measure_harness_refuses_what_it_does_not_run():
         run_settings(doc(framework="torchtune"))
     with pytest.raises(InputError, match=r"turn off training\.liger"):
         run_settings(doc(liger=True))
+
+
+def test_lora_pointwise_work_follows_the_adapter_code():
+    """Per adapted projection and token: torchtune's LoRALinear without dropout scales (2 + 2 B) and adds
+    (2 + 2 + 2 B) its output, n_out wide; PEFT under AMP also casts the input to fp32 and back (6 + 6 B per
+    input element), and its output pays 6 + 2·2 B; unsloth's fused LoRA kernels leave one kernel pair."""
+    from llmplan.core.params import count_params
+    from llmplan.core.training.layout import resolve as lay_of
+    from llmplan.core.training.ops import layer_ops
+
+    def lora_ops(framework):
+        sc, _ = _run(framework, lora_dropout=0.0, lora_targets=("q",))
+        ops = layer_ops(sc.model, count_params(sc.model), lay_of(sc), sc.training, sc.framework)
+        return [e for e in ops.elementwise if e.name.startswith("LoRA")]
+
+    T = 2048
+    (tt,) = lora_ops("torchtune")
+    assert tt.bytes == 10 * 4096 * T and tt.kernels == 2
+    (hf,) = lora_ops("hf-trainer")
+    assert hf.bytes == (12 * 4096 + 10 * 4096) * T
+    (un,) = lora_ops("unsloth")
+    assert un.name.endswith("(fused)") and un.kernels == 2

@@ -196,7 +196,8 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                            1.6)]
         saved = 0.0
         if prof.kernels != "fused":  # Liger, unsloth or torch.compile over eager modeling code (switches module doc)
-            ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, bool(tr.torch_compile))
+            ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, bool(tr.torch_compile) or prof.kernels == "triton",
+                                not shared_lora_inputs(prof))
             saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof),
                                  fused=True) * T
     else:
@@ -209,7 +210,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
                            2 if m.gated_mlp else 1, 1.6)]
-        ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False)
+        ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     cast = 0.0
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
@@ -242,11 +243,13 @@ def shared_lora_inputs(prof: FrameworkProfile) -> bool:
 
 
 def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: float, h: float, q: float,
-                  kv: float, inter: float, T: float, compiled: bool) -> list[Elementwise]:
+                  kv: float, inter: float, T: float, compiled: bool, peft_casts: bool = True) -> list[Elementwise]:
     """Eager code's kernels beyond the norms, rotary and activation: bitsandbytes' and autocast's casts and
-    PEFT's LoRA input casts, dropout, scale and add. Compiled (torch.compile), the casts fuse into their
-    neighbours and each adapter's pointwise work is one kernel reading its input and writing the dropped
-    copy, one adding into the output."""
+    the LoRA adapters' pointwise work. Compiled (torch.compile, or unsloth's fused LoRA kernels), the casts
+    fuse into their neighbours and each adapter's pointwise work is one kernel reading its input and writing
+    the dropped copy, one adding into the output. ``peft_casts``: PEFT's fp32 adapters under AMP cast the
+    input up and back; torchtune's LoRALinear (adapters in the model's dtype) runs dropout (2 + 2 B and a
+    1-byte mask), the scale (2 + 2) and the add (2 + 2 + 2) on the 16-bit tensors as they are."""
     ew: list[Elementwise] = []
     if not compiled:
         if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here
@@ -266,6 +269,10 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
         # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
         # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
         # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
+        if not peft_casts:
+            ew.append(Elementwise("LoRA dropout, scale, add", ((5 if drop else 0) * k_in + 10 * n_out) * T,
+                                  (1 if drop else 0) + 2, 1.0))
+            continue
         lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
         kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
         ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
