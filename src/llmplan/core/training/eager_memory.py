@@ -12,7 +12,10 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
 - loss backward: NLL's gradient and log-softmax's input gradient (fp32 each) beside the saved
   log-probabilities — 12 bytes per logit — and the head's gradient as soon as it exists;
 - backward through the blocks: the gradients accumulate while the saved tensors are freed; with
-  checkpointing one block is recomputed at a time and holds its full saved set meanwhile;
+  checkpointing one block is recomputed at a time and holds its full saved set meanwhile; and the
+  block whose backward runs holds its activation gradients at their widest, the gated MLP's: the
+  down projection's input gradient, then SiLU·up's two input gradients (3 × the projections' bytes ×
+  the intermediate width per token), beside the residual stream's gradient (x·h);
 - optimizer step: states and every gradient.
 Fused linear cross-entropy (Liger) computes the head and loss in chunks and keeps neither the
 logits nor their gradient whole: one chunk of bf16 logits (rows: ``switches.liger_chunk_rows``),
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind
+from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind, projection_bytes
 from llmplan.core.training.states import StateBytes
 from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
 from llmplan.core.workload import TrainingSettings
@@ -53,6 +56,18 @@ class EagerPeak:
     blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
 
 
+def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
+                             x: float) -> float:
+    """Activation gradients one block's backward holds at once, at its MLP (module doc): autograd's
+    MulBackward of act(gate)·up holds the incoming gradient and writes both input gradients, each
+    tokens × intermediate in the projections' dtype."""
+    inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
+             else m.intermediate_size) / lay.tp
+    y = projection_bytes(tr, prof)
+    T = lay.micro_batch * lay.seq_len / lay.cp
+    return ((3.0 if m.gated_mlp else 2.0) * y * inter + x * m.hidden_size) * T
+
+
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,
                ops: LayerOps, head: HeadOps | None, layers: int, largest_grad: float = 0.0) -> EagerPeak:
     """The transient bytes at the step's peak on a GPU holding ``layers`` blocks (and the head when
@@ -67,6 +82,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         grads_all = min(largest_grad, st.gradients)
     per_block = x * h * T if tr.recompute == "full" else ops.saved  # each block's input, or all it saves
     working = ops.saved if tr.recompute == "full" else 0.0  # the block being recomputed
+    working += block_backward_transient(m, lay, tr, prof, x)
     kept = layers * per_block
     offloaded = 0.0
     if tr.activation_offload:
