@@ -10,7 +10,8 @@ from llmplan.gui.workload_tabs import training_form
 
 def _form(qtbot, framework):
     state = PlanState()
-    state.edit_many({"training.framework": framework, "training.method": "lora"}, "pick")
+    state.edit_many({"training.framework": framework, "training.method": "lora", "training.recompute": "full"},
+                    "pick")
     state.evaluate_now()
     w = training_form(state, True)
     qtbot.addWidget(w)
@@ -39,7 +40,7 @@ def test_only_the_profiles_switches_show(qtbot):
 def test_a_switch_sets_the_plan_field_and_auto_shows_the_default(qtbot):
     state, w = _form(qtbot, "unsloth")
     combo = w.findChild(QComboBox, "training.activation_offload")
-    assert combo.itemText(0) == "auto (on)"  # unsloth's offloaded gradient checkpointing
+    assert combo.itemText(0) == "auto (on)"  # unsloth's offloaded gradient checkpointing (recompute full)
     combo.setCurrentIndex(2)
     assert state.doc.training.activation_offload is False
     combo.setCurrentIndex(0)

@@ -188,7 +188,8 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         value = getattr(tr, name)
         if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
             upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
-                name == "optimizer_in_backward" and (tr.global_batch > tr.micro_batch or tr.method != "full"))
+                name == "optimizer_in_backward" and (tr.global_batch > tr.micro_batch or tr.method != "full")
+            ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:

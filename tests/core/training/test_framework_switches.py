@@ -39,6 +39,8 @@ def test_auto_resolves_to_the_profile_policy():
     assert sc.training.regime == "pure" and sc.training.optimizer_in_backward and sc.training.loss == "chunked"
     sc, _ = _run("unsloth")
     assert sc.training.activation_offload and sc.training.loss == "fused_linear"
+    sc, _ = _run("unsloth", recompute="none")  # its offload is of the checkpointed layer inputs
+    assert not sc.training.activation_offload
     sc, _ = _run("hf-trainer", liger=True)
     assert sc.training.loss == "fused_linear"
     sc, _ = _run("hf-trainer")
