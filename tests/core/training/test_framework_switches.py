@@ -8,8 +8,8 @@ from llmplan.core.training.lora import base_bits_per_param
 from llmplan.core.training.switches import SWITCHES, liger_chunk_rows
 from llmplan.core.workload import TrainingSettings
 from llmplan.errors import InputError, PlanFileError
-from llmplan.io.evaluate import evaluate_plan
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
 
 GIB = 2**30
 L8 = "meta-llama/Llama-3.1-8B"

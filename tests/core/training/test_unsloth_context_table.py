@@ -15,8 +15,8 @@ import pytest
 
 from llmplan.core.training.limits import largest_micro_batch, longest_sequence
 from llmplan.core.workload import TrainingSettings
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
-from llmplan.io.resolve import resolve
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.resolve import resolve
 
 L8, L70 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.3-70B-Instruct"
 # model, GPU of that memory, unsloth's context, Hugging Face + FA2's (0: out of memory)
