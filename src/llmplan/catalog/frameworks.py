@@ -19,7 +19,8 @@ from llmplan.errors import CatalogError
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 ALIASES = {"hf": "hf-trainer", "transformers": "hf-trainer", "huggingface": "hf-trainer", "peft": "hf-trainer",
-           "megatron-lm": "megatron", "megatron-core": "megatron", "torchtitan": "fsdp2", "fsdp": "fsdp2"}
+           "megatron-lm": "megatron",
+           "llamafactory": "llama-factory", "llama_factory": "llama-factory", "tune": "torchtune", "megatron-core": "megatron", "torchtitan": "fsdp2", "fsdp": "fsdp2"}
 
 
 def load_framework_profiles(user_file: Path | None = None) -> dict[str, FrameworkProfile]:
@@ -68,3 +69,13 @@ def framework_profile(requested: str, workload: str = "pretrain", gpus: int = 1)
     if key not in profiles:
         raise CatalogError(f"unknown training framework '{requested}'; known: auto, {', '.join(sorted(profiles))}")
     return profiles[key]
+
+
+def profiles_supporting(switch: str) -> list[str]:
+    """Ids of the profiles that support ``switch`` (a ``SWITCH_NAMES`` entry) or, for "quant_base:<kind>",
+    that train LoRA on that quantised base: what a refused plan is told to pick instead."""
+    profiles = load_framework_profiles()
+    if switch.startswith("quant_base:"):
+        kind = switch.split(":", 1)[1]
+        return sorted(k for k, p in profiles.items() if kind in p.quant_bases)
+    return sorted(k for k, p in profiles.items() if switch in p.switches)

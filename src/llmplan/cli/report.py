@@ -14,6 +14,7 @@ from typing import Any
 
 from llmplan.core import present
 from llmplan.core.explain import Figure
+from llmplan.core.framework_profile import SWITCH_NAMES
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
@@ -62,7 +63,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
         out["training"] = {"method": t.method, "precision": t.precision, "optimizer": t.optimizer,
                            "seq_len": t.seq_len, "micro_batch": t.micro_batch, "global_batch": t.global_batch,
                            "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
-                           "framework": scenario.framework.id, "regime": t.regime}
+                           "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
+                           "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
     if est.compute is not None:
         k = est.compute
         out["compute"] = {
@@ -149,8 +151,10 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"training: {t['method']}, {t['precision']}, {t['optimizer']}, seq {t['seq_len']:,}, "
                      f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,}, ZeRO-{t['zero_stage']}, "
                      f"recompute {t['recompute']}, offload {t['offload']}")
-        lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'} "
-                     f"(training.framework, training.regime)")
+        on = ", ".join(t.get("switches_on") or ()) or "none"
+        lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'}, "
+                     f"loss {t.get('loss', 'auto')}, switches on: {on} (training.framework, training.regime, "
+                     f"training.<switch>)")
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
         lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \

@@ -13,12 +13,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from llmplan.core.frozen import FrozenModel
 
-KernelStyle = Literal["fused", "eager"]
-LossKind = Literal["fp32_logits", "upcast", "fused_linear"]
+KernelStyle = Literal["fused", "eager", "triton"]
+LossKind = Literal["fp32_logits", "upcast", "fused_linear", "chunked"]
+RegimeKind = Literal["amp", "pure"]
+# The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
+# profile's default). What each changes, with its source: ``core.training.switches``.
+SwitchName = Literal["liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
+                     "activation_offload", "lora_on_lm_head", "modules_to_save"]
+SWITCH_NAMES: tuple[str, ...] = ("liger", "torch_compile", "optimizer_in_backward", "paged_optimizer",
+                                 "bf16_optimizer_states", "activation_offload", "lora_on_lm_head", "modules_to_save")
+QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
 
 
 class FrameworkProfile(FrozenModel):
@@ -27,7 +35,8 @@ class FrameworkProfile(FrozenModel):
     kernels: KernelStyle = Field(
         "fused", description="fused: one kernel per norm, rotary, SwiGLU and bias-dropout-add (Megatron-Core, "
         "Transformer Engine); eager: the modeling code's own PyTorch ops, each a kernel that reads and writes "
-        "memory (Hugging Face transformers)"
+        "memory (Hugging Face transformers, torchtune); triton: eager modeling code whose norms, rotary and "
+        "gated MLP run as fused Triton kernels (unsloth)"
     )
     params_are_master: bool = Field(
         False, description="trainable parameters are kept in fp32 and ARE the master copy; each forward casts "
@@ -67,5 +76,34 @@ class FrameworkProfile(FrozenModel):
     supports_tp: bool = True
     supports_cp: bool = True
     supports_ep: bool = True
+    regime: RegimeKind = Field(
+        "amp", description="the precision regime a plan on \"auto\" gets: amp (fp32 master weights) or pure (the "
+        "model's 16-bit dtype throughout, torchtune's dtype: bf16)"
+    )
+    kbit_fp32_modules: bool = Field(
+        False, description="quantised bases: what is not quantised (embeddings, head, norms) is cast to fp32 "
+        "(PEFT's prepare_model_for_kbit_training), and the residual stream with it"
+    )
+    switches: tuple[SwitchName, ...] = Field(
+        (), description="the switches a plan may turn on under this profile (core.training.switches)"
+    )
+    on_by_default: tuple[SwitchName, ...] = Field(
+        (), description="the switches this framework turns on when the plan leaves them on auto"
+    )
+    quant_bases: tuple[QuantBase, ...] = Field(
+        ("nf4",), description="quantised base formats LoRA can train on under this profile (training.quant_base)"
+    )
+    lora_dropout: float = Field(
+        0.05, ge=0, lt=1, description="the LoRA dropout a plan on auto gets: the framework's default or its "
+        "examples' (torchtune configs, unsloth and LLaMA-Factory: 0; the QLoRA paper and axolotl's examples: 0.05)"
+    )
+    policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
+
+    @model_validator(mode="after")
+    def _defaults_supported(self) -> FrameworkProfile:
+        extra = [s for s in self.on_by_default if s not in self.switches]
+        if extra:
+            raise ValueError(f"on_by_default names switches the profile does not list in switches: {', '.join(extra)}")
+        return self

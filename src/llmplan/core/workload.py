@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from llmplan.core.engine_profile import EngineProfile
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import SWITCH_NAMES, FrameworkProfile, QuantBase
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
@@ -24,8 +24,9 @@ Optimizer = Literal["sgd", "momentum", "adamw", "adam8bit", "adafactor", "lion",
 Recompute = Literal["none", "selective", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
-Regime = Literal["amp", "pure"]
-Loss = Literal["auto", "fp32_logits", "upcast", "fused_linear"]
+Regime = Literal["auto", "amp", "pure"]
+Loss = Literal["auto", "fp32_logits", "upcast", "fused_linear", "chunked"]
+Batching = Literal["packed", "padded"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 
 
@@ -58,17 +59,49 @@ class TrainingSettings(FrozenModel):
         "hf-trainer); auto: hf-trainer for fine-tuning on one GPU, megatron otherwise",
     )
     regime: Regime = Field(
-        "amp", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "
-        "model loaded in 16 bits and trained as is — 16-bit weights, gradients and optimizer states, no master copy",
+        "auto", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "
+        "model loaded in 16 bits and trained as is — 16-bit weights, gradients and optimizer states, no master "
+        "copy; auto: the framework profile's (torchtune: pure, the others: amp)",
     )
     loss: Loss = Field(
         "auto", description="how the loss treats the logits; auto: the framework's (upcast for Hugging Face, "
-        "fp32_logits for Megatron); fused_linear: a chunked fused linear cross-entropy (Liger) that never "
-        "materialises the logits",
+        "fp32_logits for Megatron, fused_linear with Liger); fused_linear: a chunked fused linear cross-entropy "
+        "(Liger, unsloth) that never materialises the logits; chunked: the head and an fp32 cross-entropy run "
+        "over 8 chunks of the tokens (torchtune's LinearCrossEntropyLoss)",
     )
-    lora_dropout: float = Field(
-        0.05, ge=0, lt=1, description="PEFT lora_dropout; > 0 keeps a mask and a copy of each adapted input "
-        "(0.05: the QLoRA paper's setting for 7-13B models)",
+    liger: bool | None = Field(
+        None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "
+        "None: the framework profile's default")
+    torch_compile: bool | None = Field(
+        None, description="torch.compile the model: Inductor fuses the elementwise kernels; None: profile default")
+    optimizer_in_backward: bool | None = Field(
+        None, description="step each parameter in the backward as its gradient is ready (torchtune "
+        "optimizer_in_bwd): no full gradient buffer, no gradient accumulation; None: profile default")
+    paged_optimizer: bool | None = Field(
+        None, description="bitsandbytes paged optimizer: states in CUDA unified memory, outside PyTorch's "
+        "allocator, paged to the host when the GPU runs short; None: profile default")
+    bf16_optimizer_states: bool | None = Field(
+        None, description="optimizer states in bf16 (2 B per value instead of 4); None: profile default")
+    activation_offload: bool | None = Field(
+        None, description="saved activations moved to pinned host memory in the forward and back in the "
+        "backward (torchtune enable_activation_offloading, unsloth gradient checkpointing); None: profile default")
+    lora_on_lm_head: bool | None = Field(
+        None, description="a LoRA adapter on the output head too (torchtune apply_lora_to_output); None: profile "
+        "default")
+    modules_to_save: bool | None = Field(
+        None, description="train the embeddings and the output head in full beside the adapters (PEFT "
+        "modules_to_save: a trainable copy of each); None: profile default")
+    quant_base: QuantBase = Field(
+        "nf4", description="QLoRA: the quantised base's format — nf4 (bitsandbytes), gptq or awq (4-bit, group "
+        "128), int8 (LLM.int8), mxfp4 (OCP microscaling)")
+    batching: Batching = Field(
+        "packed", description="packed: sequences concatenated to seq_len, every token real; padded: each batch "
+        "padded to its longest sequence (seq_len) — memory and compute at seq_len, throughput counts real tokens")
+    mean_sequence_tokens: int = Field(
+        0, ge=0, le=10_000_000, description="padded batches: the mean real tokens per sequence (0: seq_len)")
+    lora_dropout: float | None = Field(
+        None, ge=0, lt=1, description="PEFT lora_dropout; > 0 keeps a mask and a copy of each adapted input "
+        "(0.05: the QLoRA paper's setting for 7-13B models); None: the framework profile's default",
     )
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
@@ -144,6 +177,32 @@ class EfficiencyOverrides(FrozenModel):
 _DEFAULT_FRAMEWORK = FrameworkProfile()
 
 
+def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> TrainingSettings:
+    """``tr`` with "auto"/None resolved under ``prof``: the regime, every switch (on when the profile turns
+    it on by default) and the loss (Liger's fused linear cross-entropy when Liger is on). A switch turned on
+    that the profile does not support, or a quantised base it cannot load, is refused."""
+    upd: dict = {}
+    if tr.regime == "auto":
+        upd["regime"] = prof.regime
+    for name in SWITCH_NAMES:
+        value = getattr(tr, name)
+        if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
+            upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
+                name == "optimizer_in_backward" and (tr.global_batch > tr.micro_batch or tr.method != "full")
+            ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
+        elif value and name not in prof.switches:
+            raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
+    if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
+        raise ValueError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
+                         f"bases, not {tr.quant_base}")
+    if tr.lora_dropout is None:
+        upd["lora_dropout"] = prof.lora_dropout
+    if tr.loss == "auto":
+        liger = upd.get("liger", tr.liger)
+        upd["loss"] = "fused_linear" if liger else prof.loss
+    return tr.model_copy(update=upd) if upd else tr
+
+
 class Scenario(FrozenModel):
     """A resolved plan: everything ``estimate`` needs, nothing it has to look up."""
 
@@ -166,8 +225,28 @@ class Scenario(FrozenModel):
         """The training-framework profile in effect (the Megatron-style default when none was resolved)."""
         return self.framework_profile or _DEFAULT_FRAMEWORK
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_auto(cls, data):
+        """Resolve the training settings left on auto (regime, switches, loss) to what the framework
+        profile does, so everything downstream reads concrete values."""
+        if not isinstance(data, dict):
+            return data
+        tr, prof = data.get("training", TrainingSettings()), data.get("framework_profile")
+        if isinstance(tr, dict):
+            tr = TrainingSettings.model_validate(tr)
+        if isinstance(prof, dict):
+            prof = FrameworkProfile.model_validate(prof)
+        if isinstance(tr, TrainingSettings) and (prof is None or isinstance(prof, FrameworkProfile)):
+            data = {**data, "training": effective_training(tr, prof or _DEFAULT_FRAMEWORK)}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> Scenario:
         if self.workload == "pretrain" and self.training.method != "full":
             raise ValueError("pre-training trains every weight: set training.method to 'full'")
+        t = self.training
+        if t.mean_sequence_tokens > t.seq_len:
+            raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
+                             f"({t.seq_len}), the longest sequence a padded batch is padded to")
         return self

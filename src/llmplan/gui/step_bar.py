@@ -27,6 +27,7 @@ PARTS = {  # breakdown key -> (label, colour)
     "exposed_communication": ("Exposed communication", "#59a14f"),
     "pipeline_bubble": ("Pipeline bubble", "#bab0ac"),
     "offload": ("Offload", "#ff9da7"),
+    "host_transfers": ("Host transfers (activation offload, paged optimizer)", "#d4a6c8"),
 }
 
 

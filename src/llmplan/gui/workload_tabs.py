@@ -23,6 +23,7 @@ from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui import backend
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
+from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
 
@@ -33,7 +34,10 @@ LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
                   "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
                   "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant", "shard_group",
-                  "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout")
+                  "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout",
+                  "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
+                  "activation_offload", "lora_on_lm_head", "modules_to_save", "quant_base", "batching",
+                  "mean_sequence_tokens")
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
                    "draft_tokens", "draft_acceptance", "draft_cost_ratio")
@@ -121,7 +125,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         f.addRow("LoRA rank", rank)
         lora_drop = bound_float(state, "training.lora_dropout", "LoRA dropout",
                                 "PEFT lora_dropout: above 0 each adapted projection keeps a 1-byte mask and a copy "
-                                "of its input for the backward (0.05: the QLoRA paper's setting)", 0.0, 0.99, 2, 0.05)
+                                "of its input for the backward (0.05: the QLoRA paper's setting); at the minimum: the "
+                                "framework's default (torchtune, unsloth, LLaMA-Factory 0; Hugging Face, axolotl 0.05)",
+                                -0.01, 0.99, 2, 0.05, none_text="framework's own")
         f.addRow("LoRA dropout", lora_drop)
         targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
         boxes = [_target_box(state, t) for t in LORA_TARGETS]
@@ -146,19 +152,21 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
     f = QFormLayout(box)
     f.addRow("Framework", bound_combo(state, "training.framework", "Framework",
              "The training framework whose memory and speed the estimate describes (catalogs/frameworks.toml): "
-             "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), Megatron-Core (fused "
-             "kernels), DeepSpeed ZeRO or PyTorch FSDP2. Auto: Hugging Face for fine-tuning on one GPU, "
-             "Megatron otherwise", backend.framework_choices(), chars=18))
+             "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), torchtune, unsloth, "
+             "LLaMA-Factory, axolotl, Megatron-Core (fused kernels), DeepSpeed ZeRO or PyTorch FSDP2; the "
+             "switches it supports show below. Auto: Hugging Face for fine-tuning on one GPU, Megatron otherwise", backend.framework_choices(), chars=18))
     f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
              "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
-             "16 bits and trained as is — no master copy, 16-bit optimizer states",
-             [("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")], chars=16))
+             "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "
+             "(torchtune: pure, the others: AMP)",
+             [("auto", "framework's own"), ("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")],
+             chars=16))
     f.addRow("Loss", bound_combo(state, "training.loss", "Loss",
              "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "
              "vocabulary × 12 bytes at its peak), Megatron's fp32 logits, or a fused linear cross-entropy "
-             "(Liger) that never materialises them",
+             "(Liger, unsloth) that never materialises them, or torchtune's chunked cross-entropy (8 chunks)",
              [("auto", "framework's own"), ("upcast", "fp32 upcast (HF)"), ("fp32_logits", "fp32 logits"),
-              ("fused_linear", "fused linear CE (Liger)")], chars=16))
+              ("fused_linear", "fused linear CE (Liger)"), ("chunked", "chunked CE (torchtune)")], chars=16))
     f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
              "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
              _opts(["bf16", "fp16", "fp8", "fp32"])))
@@ -190,6 +198,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              0.0, 0.99, 2, 0.05))
     add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
     outer.addWidget(box)
+    if finetune:
+        outer.addWidget(switches_group(state))
+        outer.addWidget(limits_group(state))
     outer.addWidget(system_group(state, training=True))
     outer.addWidget(efficiency_group(state))
     outer.addStretch(1)

@@ -65,7 +65,7 @@ def run_settings(doc: Any) -> RunSettings:
         raise InputError("measure runs a plan on this one GPU: set hardware.gpus_per_node and nodes to 1 and the "
                          "parallelism to 1 (measure a multi-GPU job with its own launcher and pass the numbers "
                          "to --compare-run)")
-    tr, inf = doc.training, doc.inference
+    tr, inf = _hf_training(doc), doc.inference
     if doc.workload != "inference" and tr.precision not in ("bf16", "fp16", "fp32"):
         raise InputError(f"measure trains in bf16, fp16 or fp32, not {tr.precision}; set training.precision")
     if doc.workload != "inference" and tr.optimizer not in ("adamw", "adam8bit", "sgd"):
@@ -76,6 +76,27 @@ def run_settings(doc: Any) -> RunSettings:
         optimizer=tr.optimizer, lora_rank=tr.lora_rank, lora_dropout=tr.lora_dropout,
         lora_targets=tuple(_TARGET_MODULES[t] for t in tr.lora_targets), batch=inf.batch,
         prompt_tokens=inf.prompt_tokens, output_tokens=inf.output_tokens, flash_attention=tr.flash_attention)
+
+
+def _hf_training(doc: Any) -> Any:
+    """The plan's training settings with "auto" resolved under the Hugging Face profile, the stack this harness
+    runs; another framework, or a framework switch turned on, is refused (the harness implements neither)."""
+    from llmplan.catalog.frameworks import framework_profile
+    from llmplan.core.framework_profile import SWITCH_NAMES
+    from llmplan.core.workload import effective_training
+
+    if doc.workload == "inference":
+        return doc.training
+    prof = framework_profile(doc.training.framework, doc.workload, 1)
+    if prof.id != "hf-trainer":
+        raise InputError(f"measure runs the Hugging Face Trainer + PEFT stack, not {prof.id}; set training.framework "
+                         "to hf-trainer (or auto)")
+    on = [n for n in SWITCH_NAMES if getattr(doc.training, n)]
+    if on:
+        raise InputError(f"measure runs plain transformers + PEFT: turn off training.{on[0]}")
+    if doc.training.method == "qlora" and doc.training.quant_base != "nf4":
+        raise InputError("measure quantises QLoRA bases with bitsandbytes NF4; set training.quant_base to nf4")
+    return effective_training(doc.training, prof)
 
 
 def _modules() -> tuple[Any, Any]:

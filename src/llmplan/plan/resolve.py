@@ -126,7 +126,27 @@ def resolve_framework_profile(doc: PlanDocument) -> Any:
     from llmplan.catalog.frameworks import framework_profile
 
     gpus = doc.hardware.gpus_per_node * doc.hardware.nodes
-    return framework_profile(doc.training.framework, doc.workload, gpus)
+    prof = framework_profile(doc.training.framework, doc.workload, gpus)
+    check_switches(doc, prof)
+    return prof
+
+
+def check_switches(doc: PlanDocument, prof: Any) -> None:
+    """A switch turned on that the plan's framework profile does not support, or a quantised base it cannot
+    train LoRA on, is a field error naming the profiles that do."""
+    from llmplan.catalog.frameworks import profiles_supporting
+    from llmplan.core.framework_profile import SWITCH_NAMES
+
+    tr = doc.training
+    for name in SWITCH_NAMES:
+        if getattr(tr, name) and name not in prof.switches:
+            others = profiles_supporting(name)
+            raise PlanFileError(f"training.{name}: the {prof.id} profile does not support it; profiles that do: "
+                                f"{', '.join(others) or 'none'} (training.framework)")
+    if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
+        others = profiles_supporting(f"quant_base:{tr.quant_base}")
+        raise PlanFileError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
+                            f"bases, not {tr.quant_base}; profiles that do: {', '.join(others) or 'none'}")
 
 
 def resolve(doc: PlanDocument) -> Scenario:

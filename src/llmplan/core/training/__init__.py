@@ -19,8 +19,10 @@ from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.layout import Layout, resolve
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
+from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.training.timing import compute_times, report
 from llmplan.core.workload import Scenario
+from llmplan.errors import InputError
 
 __all__ = ["Layout", "estimate_training", "resolve"]
 
@@ -29,6 +31,10 @@ def estimate_training(sc: Scenario) -> Estimate:
     """The full training/fine-tuning estimate for ``sc`` (see module docstring)."""
     m, tr, cl, eff = sc.model, sc.training, sc.cluster, sc.efficiency
     lay = resolve(sc)
+    if tr.optimizer_in_backward and lay.accumulation > 1:
+        raise InputError(f"training.optimizer_in_backward steps every parameter in the backward, so it cannot "
+                         f"accumulate {lay.accumulation} micro-batches: set training.global_batch to "
+                         f"micro_batch × dp or turn the switch off")
     pb = count_params(m)
     sm = memory.worst_stage(sc, pb, lay)
     mem = memory.breakdown(sc, lay, sm)
@@ -58,10 +64,18 @@ def estimate_training(sc: Scenario) -> Estimate:
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
     exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
     off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, win.last_backward)
-    comp = report(sc, lay, sf, ct, exposed_inner, exposed_dp, off.figure() if tr.offload != "none" else None)
+    host_s, moved_s = 0.0, 0.0
+    if sm.host_activations or sm.paged_host:
+        pcie = 0.0 if cl.gpu.unified_memory else cl.gpu.pcie_bandwidth * eff.pcie
+        host_s, moved_s = host_transfer_time(sm.host_activations * lay.accumulation, sm.paged_host, pcie, busy)
+    comp = report(sc, lay, sf, ct, exposed_inner, exposed_dp, off.figure() if tr.offload != "none" else None,
+                  host_s)
     comm = _comm_report(colls, comp.step_time_s.value, ct.total)
 
     warnings = list(lay.warnings) + list(st.notes) + list(off.notes)
+    if moved_s:
+        warnings.append(f"host transfers (activation offload, paged optimizer): {moved_s * 1e3:.0f} ms of PCIe copies "
+                        f"per step, {host_s * 1e3:.0f} ms of it not hidden behind the compute")
     if not mem.fits:
         warnings.append(f"does not fit: {-mem.headroom / GIB:.1f} GiB over the {mem.capacity.value / GIB:.1f} GiB "
                         "of one GPU")

@@ -12,11 +12,19 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
 - loss backward: NLL's gradient and log-softmax's input gradient (fp32 each) beside the saved
   log-probabilities — 12 bytes per logit — and the head's gradient as soon as it exists;
 - backward through the blocks: the gradients accumulate while the saved tensors are freed; with
-  checkpointing one block is recomputed at a time and holds its full saved set meanwhile;
+  checkpointing one block is recomputed at a time and holds its full saved set meanwhile; and the
+  block whose backward runs holds its activation gradients at their widest, the gated MLP's: the
+  down projection's input gradient, then SiLU·up's two input gradients (3 × the projections' bytes ×
+  the intermediate width per token), beside the residual stream's gradient (x·h);
 - optimizer step: states and every gradient.
 Fused linear cross-entropy (Liger) computes the head and loss in chunks and keeps neither the
-logits nor their gradient whole: charged one chunk of 1,024 tokens' fp32 logits (4 B) and its
-gradient (4 B) beside them.
+logits nor their gradient whole: one chunk of bf16 logits (rows: ``switches.liger_chunk_rows``),
+whose gradient is written over it in place, and the hidden states' gradient (2·T·h), computed in the
+forward and kept for the backward. The chunked loss (torchtune's LinearCrossEntropyLoss, 8 chunks)
+keeps every chunk's fp32 log-probabilities (4 B per logit) for the backward, and one chunk's bf16
+logits and fp32 copy (6 B) in the forward or its three gradients (10 B) in the backward beside them.
+Switches (``core.training.switches``): optimizer-in-backward holds one tensor's gradient at a time;
+activation offload keeps about two blocks' saved tensors on the GPU and the rest on the host.
 Autocast's weight copies are freed layer by layer as the backward allocates the (larger, fp32)
 gradients, so the backward phase counts the gradients alone.
 """
@@ -28,13 +36,13 @@ from dataclasses import dataclass
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.ops import HeadOps, LayerOps
+from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind, projection_bytes
 from llmplan.core.training.states import StateBytes
+from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
 from llmplan.core.workload import TrainingSettings
 
 LOSS_FORWARD_BYTES = {"upcast": 10.0, "fp32_logits": 6.0}  # per logit: (bf16 + fp32 copy +) fp32 log-probs
 LOSS_BACKWARD_BYTES = {"upcast": 12.0, "fp32_logits": 12.0}
-FUSED_CHUNK_ROWS = 1024  # Liger fused linear cross-entropy processes the tokens in chunks of about this size
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,34 +52,57 @@ class EagerPeak:
     weight_copies: float  # autocast's 16-bit copies of fp32 weights alive at the peak
     phase: str
     phases: dict[str, float]  # transient bytes of each phase, for the explanation
+    offloaded: float = 0.0  # saved activations held in host memory (activation offload)
+    blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
+
+
+def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
+                             x: float) -> float:
+    """Activation gradients one block's backward holds at once, at its MLP (module doc): autograd's
+    MulBackward of act(gate)·up holds the incoming gradient and writes both input gradients, each
+    tokens × intermediate in the projections' dtype."""
+    inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
+             else m.intermediate_size) / lay.tp
+    y = projection_bytes(tr, prof)
+    T = lay.micro_batch * lay.seq_len / lay.cp
+    return ((3.0 if m.gated_mlp else 2.0) * y * inter + x * m.hidden_size) * T
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,
-               ops: LayerOps, head: HeadOps | None, layers: int) -> EagerPeak:
+               ops: LayerOps, head: HeadOps | None, layers: int, largest_grad: float = 0.0) -> EagerPeak:
     """The transient bytes at the step's peak on a GPU holding ``layers`` blocks (and the head when
-    ``head`` is given): what the states leave out (module doc)."""
+    ``head`` is given): what the states leave out (module doc). ``largest_grad``: bytes of the largest
+    gradient tensor (optimizer-in-backward holds no more at once)."""
     T = lay.micro_batch * lay.seq_len / lay.cp
     h = m.hidden_size
     x = ops.residual_bytes
     persistent_grads = not prof.grads_freed_after_step or lay.accumulation > 1
     grads_all = 0.0 if persistent_grads else st.gradients
-    if tr.recompute == "full":
-        kept = layers * x * h * T  # each block's input
-        working = ops.saved  # the block being recomputed
-    else:
-        kept = layers * ops.saved
-        working = 0.0
+    if tr.optimizer_in_backward:
+        grads_all = min(largest_grad, st.gradients)
+    per_block = x * h * T if tr.recompute == "full" else ops.saved  # each block's input, or all it saves
+    working = ops.saved if tr.recompute == "full" else 0.0  # the block being recomputed
+    working += block_backward_transient(m, lay, tr, prof, x)
+    kept = layers * per_block
+    offloaded = 0.0
+    if tr.activation_offload:
+        on_gpu = min(kept, OFFLOAD_BLOCKS_ON_GPU * per_block)
+        kept, offloaded = on_gpu, kept - on_gpu
+    blocks = kept
     kept += 8 * T  # token ids (and labels)
     copies = 2.0 * ops.cast_params * layers
     loss_f = loss_b = head_grad = 0.0
     if head is not None:
         kept += (4 * h + x * h + 2 * h) * T  # final norm's fp32 input and output, the head's input
         copies += 2.0 * head.cast_params
-        if prof.loss == "fused_linear" or tr.loss == "fused_linear":
-            chunk = min(T, FUSED_CHUNK_ROWS) * head.logits / T
-            loss_f, loss_b = 4 * chunk, 8 * chunk
+        kind = loss_kind(tr, prof)
+        if kind == "fused_linear":
+            chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
+            loss_f = loss_b = 2 * chunk + 2 * T * h  # logits chunk (gradient in place) + hidden-state gradient
+        elif kind == "chunked":
+            loss_f = (4 + 6 / CHUNKED_LOSS_CHUNKS) * head.logits
+            loss_b = (4 + 10 / CHUNKED_LOSS_CHUNKS) * head.logits
         else:
-            kind = tr.loss if tr.loss != "auto" else prof.loss
             loss_f = LOSS_FORWARD_BYTES.get(kind, 10.0) * head.logits
             loss_b = LOSS_BACKWARD_BYTES.get(kind, 12.0) * head.logits
         if not persistent_grads and head.gemm.trainable:
@@ -87,4 +118,4 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
                 "optimizer step": grads_all}.get(phase, 0.0)
     copies_at = copies if phase.startswith("loss") else 0.0
     acts = phases[phase] - grads_at - copies_at
-    return EagerPeak(grads_at, acts, copies_at, phase, phases)
+    return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded, blocks)

@@ -19,7 +19,29 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
 
-__all__ = ["adapter_params", "nf4_bits_per_param"]
+__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "nf4_bits_per_param"]
+
+
+# Quantised LoRA bases other than NF4: bits per weight of the stored format, and bytes one dequantisation
+# to bf16 moves per weight (read the codes and constants, write 2 B).
+# - gptq / awq: 4-bit codes packed in int32, one fp16 scale and one 4-bit zero point per group of 128
+#   input channels (AutoGPTQ QuantLinear qweight/qzeros/scales, AutoAWQ WQLinear_GEMM; group_size 128):
+#   4 + 16/128 + 4/128 bits.
+# - int8: LLM.int8 (bitsandbytes Int8Params): int8 codes and one fp32 scale per output row (SCB), ~8 bits.
+# - mxfp4: OCP Microscaling v1.0, FP4 (E2M1) elements with one 8-bit E8M0 scale per block of 32: 4.25 bits.
+QUANT_BITS = {"gptq": 4 + 16 / 128 + 4 / 128, "awq": 4 + 16 / 128 + 4 / 128, "int8": 8.0, "mxfp4": 4 + 8 / 32}
+
+
+def base_bits_per_param(quant_base: str, double_quant: bool) -> float:
+    """Bits per weight of a quantised LoRA base (``quant_base``): NF4 per QLoRA §3, the others above."""
+    if quant_base == "nf4":
+        return nf4_bits_per_param(double_quant)
+    return QUANT_BITS[quant_base]
+
+
+def dequant_bytes_per_weight(quant_base: str, double_quant: bool) -> float:
+    """Bytes one dequantisation to bf16 moves per weight: the stored bits read + 2 B written."""
+    return base_bits_per_param(quant_base, double_quant) / 8 + 2.0
 
 
 def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, rank: int,

@@ -8,7 +8,7 @@ either. The largest is reported, and named, because the job fails when any GPU r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmplan.core.bytes_per_param import frozen_weight_bytes
 from llmplan.core.explain import Figure, total, zero
@@ -19,11 +19,12 @@ from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training.eager_memory import eager_peak
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
+from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops
 from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
-from llmplan.core.training.states import StateBytes, model_states
+from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
+from llmplan.core.training.switches import embedding_and_head, largest_tensor, lm_head_adapter
 from llmplan.core.workload import Scenario
 
 _OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
@@ -44,6 +45,9 @@ class StageMemory:
     overhead: float
     gradients: float  # gradient bytes present at the peak (all of them unless the framework frees them)
     phase: str = ""  # eager profiles: the phase of the step that sets the peak
+    host_activations: float = 0.0  # activation offload: saved tensors in pinned host memory
+    paged_host: float = 0.0  # paged optimizer: states the GPU has no room for, in host memory
+    paged: float = 0.0  # paged optimizer: all its states (outside PyTorch's allocator, not in the total)
 
     @property
     def total(self) -> float:
@@ -61,13 +65,24 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     sp = stage_params(m, lay, stage, layers)
     full = tr.method == "full"
     layer_share = layers / m.num_layers
+    saved_copy = 0.0  # modules_to_save: embeddings and head trained in full, in the base's dtype
     if full:
         trainable, frozen = sp.total, 0.0
     else:
         trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
+        if tr.lora_on_lm_head and stage in ("last", "only"):
+            trainable += lm_head_adapter(m, tr.lora_rank, lay.tp)
         frozen = frozen_bytes(tr, sp.total, sp.matrices, prof)
+        rest = frozen_weight_bytes(tr.precision)  # modules_to_save copies follow the base's dtype
+        if tr.modules_to_save and lay.pp == 1:
+            saved_copy = embedding_and_head(m, lay.tp)
     st = model_states(tr, sp, trainable, frozen, lay.shard, lay.ep, full, prof)
-    if prof.kernels == "eager":
+    if saved_copy:  # the trainable copy, its gradient and its optimizer states follow the base's dtype
+        opt = optimizer_bytes(tr, sp, saved_copy, False) * rest / 4
+        st = replace(st, weights=st.weights + saved_copy * rest, gradients=st.gradients + saved_copy * rest,
+                     optimizer=st.optimizer + opt)
+        trainable += saved_copy
+    if prof.kernels != "fused":  # modeling code run op by op (eager, or eager with Triton kernels)
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
     per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
     flight = act.in_flight(lay, index)
@@ -93,25 +108,35 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     m, tr, prof = sc.model, sc.training, sc.framework
     ops = layer_ops(m, pb, lay, tr, prof)
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
-    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers)
+    largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest)
     buffers = pk.weight_copies
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
+    paged = paged_host = 0.0
+    if tr.paged_optimizer and st.optimizer:  # unified memory, outside PyTorch's allocator (switches module doc)
+        paged = st.optimizer
+        st = replace(st, optimizer=0.0)
+        allocated -= paged
     overhead = prof.context_bytes + prof.fragmentation * allocated
+    if paged:  # they use what the allocator leaves free; the rest lives on the host and pages in each step
+        paged_host = min(paged, max(0.0, paged - (sc.cluster.gpu.usable_memory_bytes - allocated - overhead)))
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
-                       pk.activations - ops.saved * layers, buffers, overhead, pk.gradients, pk.phase)
+                       pk.activations - pk.blocks, buffers, overhead, pk.gradients, pk.phase,
+                       pk.offloaded, paged_host, paged)
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     """Bytes of LoRA's frozen base weights on a GPU: 16-bit (fp32 in fp32 training), or under QLoRA
-    the blocks' matrices in NF4 and the rest 16-bit (``core.bytes_per_param``) — fp32 under eager
-    Hugging Face code, whose prepare_model_for_kbit_training casts embeddings, head and norms to fp32.
+    the blocks' matrices in the quantised base format (NF4 by default) and the rest 16-bit
+    (``core.bytes_per_param``) — fp32 where the framework runs prepare_model_for_kbit_training, which casts
+    embeddings, head and norms to fp32 (``FrameworkProfile.kbit_fp32_modules``).
     Floats or arrays."""
     base = frozen_weight_bytes(tr.precision)
     if tr.method == "qlora":
-        rest = 4.0 if prof is not None and prof.kernels == "eager" else base
-        return matrices * nf4_bits_per_param(tr.qlora_double_quant) / 8 + (params - matrices) * rest
+        rest = 4.0 if prof is not None and prof.kbit_fp32_modules else base
+        return matrices * base_bits_per_param(tr.quant_base, tr.qlora_double_quant) / 8 + (params - matrices) * rest
     return params * base
 
 
@@ -210,6 +235,10 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
+    if sm.paged:
+        o = zero("B", f"paged {tr.optimizer}: its {sm.paged / 2**30:.2f} GiB of states live in CUDA unified memory, "
+                 f"outside PyTorch's allocator, in the GPU memory it leaves free ({sm.paged_host / 2**30:.2f} GiB "
+                 "of them paged to the host)")
     if sm.phase:
         a = Figure.of(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
                       "the head's inputs + the loss's logits at the peak phase",
@@ -240,6 +269,12 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     gpn = sc.cluster.gpus_per_node
     host = (Figure.of(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+    if sm.host_activations or sm.paged_host:
+        per_gpu = st.host + sm.host_activations + sm.paged_host
+        host = Figure.of(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
+                         "per GPU × GPUs per node",
+                         {"states": st.host, "activations": sm.host_activations, "paged_optimizer": sm.paged_host,
+                          "gpus_per_node": gpn, "framework": prof.name}, "framework-switches")
     nvme = (Figure.of(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
                       "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
     cap = sc.cluster.gpu.usable_memory_bytes

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training import kernel_rates as kr
-from llmplan.core.training.ops import BACKWARD_FACTOR, NF4_DEQUANT_BYTES, HeadOps, LayerOps
+from llmplan.core.training.ops import BACKWARD_FACTOR, HeadOps, LayerOps
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class Rates:
 
 
 def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool) -> tuple[float, float]:
-    gemms = ops.gemms if isinstance(ops, LayerOps) else (ops.gemm,)
+    gemms = ops.gemms if isinstance(ops, LayerOps) else (ops.gemm, *ops.extra)
     t = calls = 0.0
     for g in gemms:
         if not backward:
@@ -83,7 +83,7 @@ def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
         attn = 2 * ops.attention_flops / r.gemm + ops.scores_bytes / r.bandwidth
     ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels for e in ops.elementwise) + 1
-    deq = ops.dequant_params * NF4_DEQUANT_BYTES / r.bandwidth
+    deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
     cast = ops.cast_params * 6.0 / r.bandwidth  # read fp32, write the 16-bit copy
     n_q = sum(g.count for g in ops.gemms if g.quantised) * 2  # absmax and 4-bit dequantise kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
@@ -100,7 +100,7 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
         attn = 4 * ops.attention_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
     ew = sum(e.backward * e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 1
-    deq = ops.dequant_params * NF4_DEQUANT_BYTES / r.bandwidth
+    deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
     cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
     n_q = sum(g.count for g in ops.gemms if g.quantised) * 2
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
@@ -113,7 +113,7 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     b, bc = _gemm_pass(ops, r, True)
     ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels + max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 8  # + loss kernels
-    loss = ops.logits * kr.CE_BYTES_PER_LOGIT / r.bandwidth
+    loss = ops.logits * (ops.loss_bytes or kr.CE_BYTES_PER_LOGIT) / r.bandwidth
     cast = 2 * ops.cast_params * 6.0 / r.bandwidth
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, launches, fc + bc)
 

@@ -34,6 +34,7 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
+from llmplan.core.training.lora import dequant_bytes_per_weight
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
@@ -74,6 +75,7 @@ class LayerOps:
     cast_params: float  # fp32 weights autocast copies to 16 bits per forward (params_are_master)
     dequant_params: float  # NF4 weights dequantised per use
     residual_bytes: float  # x: bytes per element of the residual stream
+    dequant_bytes: float = NF4_DEQUANT_BYTES  # bytes moved per quantised weight dequantised (training.quant_base)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ class HeadOps:
     elementwise: tuple[Elementwise, ...]
     logits: float  # logit elements per micro-batch on this GPU (tokens × vocab / tp)
     cast_params: float
+    extra: tuple[Gemm, ...] = ()  # LoRA on the head: its two rank-r GEMMs
+    loss_bytes: float = 0.0  # bytes per logit the loss kernels move (0: the measured fp32 cross-entropy's)
 
 
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
@@ -90,17 +94,18 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     casts the embeddings and norms to fp32); the training dtype otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels == "eager" and (tr.method == "qlora" or (tr.method == "full" and prof.params_are_master
-                                                             and tr.regime == "amp")):
+    if prof.kernels != "fused" and ((tr.method == "qlora" and prof.kbit_fp32_modules)
+                                    or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
 
 
-def projection_bytes(tr: TrainingSettings) -> float:
+def projection_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     """Bytes per element of the projections' outputs in eager code: bf16 under autocast, but fp32 in QLoRA,
     whose bitsandbytes Linear4bit casts its output back to its input's dtype (fp32 after
-    prepare_model_for_kbit_training), so rotary, the MLP's activation and the LoRA adds run in fp32."""
-    return 4.0 if tr.method == "qlora" else 2.0
+    prepare_model_for_kbit_training), so rotary, the MLP's activation and the LoRA adds run in fp32. A
+    framework that keeps the stream 16-bit (no kbit upcast: torchtune, unsloth, LLaMA-Factory) stays at 2."""
+    return 4.0 if tr.method == "qlora" and residual_bytes(tr, prof) == 4.0 else 2.0
 
 
 def _tokens(lay: Layout) -> float:
@@ -182,16 +187,22 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                                                               if tr.dropout > 0 else 0.0)
     scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
     ew: list[Elementwise] = []
-    if prof.kernels == "fused":
+    fused = fused_elementwise(tr, prof)
+    y = projection_bytes(tr, prof)
+    if fused:
         ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5),  # reads x and the gradient, writes one
                Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0),
                Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
                Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
                            1.6)]
         saved = 0.0
+        if prof.kernels != "fused":  # Liger, unsloth or torch.compile over eager modeling code (switches module doc)
+            ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, bool(tr.torch_compile) or prof.kernels == "triton",
+                                not shared_lora_inputs(prof))
+            saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof),
+                                 fused=True) * T
     else:
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
-        y = projection_bytes(tr)
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
         ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
                Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0),
@@ -200,6 +211,48 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
                            2 if m.gated_mlp else 1, 1.6)]
+        ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
+        saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
+    cast = 0.0
+    if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
+        cast = sum(g.n * g.k * g.count for g in gemms)
+    dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
+    dq = NF4_DEQUANT_BYTES if tr.quant_base == "nf4" else dequant_bytes_per_weight(tr.quant_base, False)
+    return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
+                    saved, cast, dequant, x, dq)
+
+
+def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
+    """The loss in effect: the plan's, else Liger's fused linear cross-entropy when Liger is on, else the
+    framework's."""
+    if tr.loss != "auto":
+        return tr.loss
+    return "fused_linear" if tr.liger else prof.loss
+
+
+def fused_elementwise(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
+    """Norms, rotary and the gated activation run as fused kernels: the profile's style (Megatron's fused
+    kernels, unsloth's Triton kernels), Liger's kernels or torch.compile's Inductor fusion."""
+    return prof.kernels != "eager" or bool(tr.liger) or bool(tr.torch_compile)
+
+
+def shared_lora_inputs(prof: FrameworkProfile) -> bool:
+    """Without dropout, lora_A reads the input the block already made, one tensor shared by the projections
+    that read it (torchtune's LoRALinear in the model's dtype; unsloth's fused LoRA kernels save X once per
+    group). PEFT under AMP casts each projection's input to its fp32 adapter and back: a copy each."""
+    return prof.kernels == "triton" or not prof.params_are_master
+
+
+def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: float, h: float, q: float,
+                  kv: float, inter: float, T: float, compiled: bool, peft_casts: bool = True) -> list[Elementwise]:
+    """Eager code's kernels beyond the norms, rotary and activation: bitsandbytes' and autocast's casts and
+    the LoRA adapters' pointwise work. Compiled (torch.compile, or unsloth's fused LoRA kernels), the casts
+    fuse into their neighbours and each adapter's pointwise work is one kernel reading its input and writing
+    the dropped copy, one adding into the output. ``peft_casts``: PEFT's fp32 adapters under AMP cast the
+    input up and back; torchtune's LoRALinear (adapters in the model's dtype) runs dropout (2 + 2 B and a
+    1-byte mask), the scale (2 + 2) and the add (2 + 2 + 2) on the 16-bit tensors as they are."""
+    ew: list[Elementwise] = []
+    if not compiled:
         if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here
             outs = q + 2 * kv + h + (2 if m.gated_mlp else 1) * inter + h
             ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 7, 1.0),
@@ -209,29 +262,36 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
             casts = 3 + (2 if m.gated_mlp else 1)
             # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
             ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
-        for k_in, n_out in _adapted_widths(m, lay, tr):
-            # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
-            # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
-            # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
-            drop = 9 if tr.lora_dropout > 0 else 0
-            lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
-            kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
-            ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
-        saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full) * T
-    cast = 0.0
-    if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
-        cast = sum(g.n * g.k * g.count for g in gemms)
-    dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
-    return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
-                    saved, cast, dequant, x)
+    drop = 9 if (tr.lora_dropout or 0) > 0 else 0
+    for k_in, n_out in _adapted_widths(m, lay, tr):
+        if compiled:
+            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
+            continue
+        # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
+        # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
+        # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
+        if not peft_casts:
+            ew.append(Elementwise("LoRA dropout, scale, add", ((5 if drop else 0) * k_in + 10 * n_out) * T,
+                                  (1 if drop else 0) + 2, 1.0))
+            continue
+        lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
+        kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
+        ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
+    return ew
 
 
 def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: float, kv: float,
-                 heads: float, inter: float, full: bool) -> float:
+                 heads: float, inter: float, full: bool, y: float = 2.0, shared_lora: bool = False,
+                 fused: bool = False) -> float:
     """Bytes per token one block keeps for the backward, tensor by tensor as PyTorch's autograd saves
-    them for the eager modeling code (module doc). ``full``: every weight trained."""
+    them for the eager modeling code (module doc). ``full``: every weight trained. ``fused`` (Liger,
+    torch.compile): each norm keeps its input and one fp32 rstd per token, the gated activation its two
+    inputs (LigerRMSNorm, LigerSiLUMulFunction save exactly these)."""
     h = m.hidden_size
-    norms = 2 * (4 * h + (x * h if full else 0))  # pow saves the fp32 input; the weight mul its input
+    if fused:
+        norms = 2 * (x * h + 4)
+    else:
+        norms = 2 * (4 * h + (x * h if full else 0))  # pow saves the fp32 input; the weight mul its input
     if full:  # linears save their inputs: one bf16 cast each under autocast, the shared tensor otherwise
         linear_inputs = ((3 + (2 if m.gated_mlp else 1)) * 2 * h if x == 4.0 else 2 * 2 * h) + 2 * q
         down_input = 2 * inter
@@ -240,13 +300,28 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     attention = 2 * q + 4 * kv + 2 * q + 4 * heads  # SDPA keeps q, k, v, its output and the log-sum-exp
     if not tr.flash_attention:
         attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
-    # gate (SiLU input), act out and up (the mul), in the projections' dtype
-    mlp = (3 if m.gated_mlp else 1) * projection_bytes(tr) * inter + down_input
+    # gate (SiLU input), act out and up (the mul), in the projections' dtype; fused kernels keep gate and up only
+    mlp = (2 if m.gated_mlp and fused else 3 if m.gated_mlp else 1) * y * inter + down_input
     lora = 0.0
-    if tr.method != "full":  # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection
-        mask = 1 if tr.lora_dropout > 0 else 0
-        lora = sum((2 + mask) * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    drop = (tr.lora_dropout or 0) > 0
+    if tr.method != "full" and (drop or not shared_lora):
+        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection (PEFT's cast copies)
+        lora = sum((2 + (1 if drop else 0)) * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    elif tr.method != "full":
+        lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(tr.lora_targets)
     return norms + linear_inputs + attention + mlp + lora
+
+
+def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float) -> float:
+    """Bytes per token lora_A keeps as its input when there is no dropout (PEFT and torchtune use
+    nn.Identity for p = 0): with a 16-bit stream, one tensor per distinct input — the attention norm's
+    output for q/k/v, the attention output for o, the MLP norm's for gate/up, act·up for down — shared
+    by the projections that read it; with an fp32 stream, autocast's own bf16 copy per projection."""
+    widths = dict(zip(tr.lora_targets, _adapted_widths(m, lay, tr), strict=True))
+    if x == 4.0:
+        return sum(2 * k_in for k_in, _ in widths.values())
+    groups = ({"q", "k", "v"}, {"o"}, {"gate", "up"}, {"down"})
+    return sum(2 * widths[next(iter(g & widths.keys()))][0] for g in groups if g & widths.keys())
 
 
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
@@ -254,19 +329,28 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     T = _tokens(lay)
     h, v = m.hidden_size, m.vocab_size
     full = tr.method == "full"
-    trained = full
+    trained = full or bool(tr.modules_to_save)
     gemm = Gemm("lm_head", T, v / lay.tp, h, 1.0, trained)
+    extra: tuple[Gemm, ...] = ()
+    if tr.lora_on_lm_head and not full:
+        r = float(tr.lora_rank)
+        extra = (Gemm("lm_head.lora_A", T, r, h, 1.0, True), Gemm("lm_head.lora_B", T, v / lay.tp, r, 1.0, True))
     ew: list[Elementwise] = []
-    if prof.kernels == "eager":
+    if not fused_elementwise(tr, prof):
         up32 = x == 2.0
         ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
     else:
         ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
-    if prof.loss == "upcast":
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1, 1.0))
+    loss = loss_kind(tr, prof)
+    if loss in ("upcast", "chunked"):  # chunked: the same upcast, a chunk at a time
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1 if loss == "upcast" else 8, 1.0))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
-    cast = head_params if (prof.kernels == "eager" and x == 4.0) or (
+    cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
         full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32") else 0.0
-    return HeadOps(gemm, tuple(ew), logits, cast)
+    if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
+        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
+    # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
+    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0)

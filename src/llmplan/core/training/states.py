@@ -75,8 +75,8 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
     gb = grad_bytes(tr, prof)
     mb = facts.master_bytes(tr.precision, prof.params_are_master, tr.regime)
     ob_total = optimizer_bytes(tr, sp, trainable, full)
-    if tr.regime == "pure" and tr.optimizer != "adam8bit":  # states kept in the parameters' 16-bit dtype
-        ob_total = ob_total / 2
+    if (tr.regime == "pure" or tr.bf16_optimizer_states) and tr.optimizer != "adam8bit":
+        ob_total = ob_total / 2  # states in the parameters' 16-bit dtype, or a bf16-state optimizer (switches)
     expert_share = _ratio(sp.expert, sp.total) if full else 0.0
     d_dense = dp_group
     d_exp = _at_least_one(dp_group // ep)

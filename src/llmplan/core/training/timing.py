@@ -165,17 +165,29 @@ def bubble_fraction(lay: Layout) -> float:
     return (lay.pp - 1) / (lay.accumulation * lay.vp)
 
 
+def real_token_share(tr) -> float:
+    """Share of the tokens a step computes that are real: padded batches (training.batching) compute every
+    sequence at seq_len but carry mean_sequence_tokens real tokens each; packed batches are all real."""
+    if tr.batching == "padded" and tr.mean_sequence_tokens:
+        return tr.mean_sequence_tokens / tr.seq_len
+    return 1.0
+
+
 def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_inner: float,
-           exposed_dp: float, offload: Figure | None = None) -> ComputeReport:
+           exposed_dp: float, offload: Figure | None = None, host_s: float = 0.0) -> ComputeReport:
+    """``host_s``: exposed seconds of the switches' host transfers (activation offload, paged optimizer)."""
     tr, eff = sc.training, sc.efficiency
     gpus = lay.gpus
     bub = bubble_fraction(lay)
     ideal = ct.total - ct.optimizer + exposed_inner
     exposed_offload = offload.value if offload is not None else 0.0  # offload_time.py
-    step = ideal * (1 + bub) + ct.optimizer + exposed_dp + exposed_offload
+    step = ideal * (1 + bub) + ct.optimizer + exposed_dp + exposed_offload + host_s
     breakdown = {**ct.parts, "exposed_communication": exposed_inner + exposed_dp, "pipeline_bubble": ideal * bub,
                  "offload": exposed_offload}
-    tokens = lay.tokens_per_step
+    if host_s:
+        breakdown["host_transfers"] = host_s
+    share = real_token_share(tr)
+    tokens = lay.tokens_per_step * share
     tps = tokens / step
     peak_all = ct.peak * gpus
     mfu = sf.model / step / peak_all if peak_all else 0.0
@@ -223,8 +235,9 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                  uneven + ct.notes),
         bubble_fraction=Figure.of(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
-        tokens_per_s=Figure.of(tps, "tokens/s", "global_batch · seq_len / step time",
-                               {"tokens_per_step": tokens, "step_time_s": step}, src),
+        tokens_per_s=Figure.of(tps, "tokens/s", "global_batch · seq_len × real-token share / step time",
+                               {"tokens_per_step": tokens, "step_time_s": step, "real_token_share": share,
+                                "batching": tr.batching}, src),
         mfu=Figure.of(mfu, "1", "model FLOPs per step / (step time · GPUs · peak)",
                       {"model_flops": sf.model, "step_time_s": step, "gpus": gpus, "peak_flops": ct.peak},
                       "palm-mfu"),

@@ -1,0 +1,178 @@
+"""Fine-tune tab: the chosen framework profile's switches and what fits on the GPU.
+
+The profile (``training.framework``) decides which switches mean anything: only those it supports
+are shown (and any the plan turned on that it does not, so the user can turn them off again), each
+as auto / on / off with the profile's auto policy written beside them ("torchtune default: optimizer
+in backward ..."). Below, the longest sequence and the largest micro-batch that fit one GPU of the
+plan's kind under that profile (``core.training.limits``), recomputed a moment after each estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
+
+from llmplan.core.framework_profile import SWITCH_NAMES
+from llmplan.core.training.switches import SWITCHES
+from llmplan.gui.bind import bound_combo, bound_spin, compact
+from llmplan.gui.state import PlanState
+
+LIMITS_DELAY_MS = 250  # the searches take tens of ms: run them once the user pauses
+QUANT_BASES = [("nf4", "NF4 (bitsandbytes)"), ("gptq", "GPTQ 4-bit"), ("awq", "AWQ 4-bit"),
+               ("int8", "LLM.int8"), ("mxfp4", "MXFP4")]
+_VALUES = (None, True, False)
+
+
+def _profile(state: PlanState) -> Any:
+    """The framework profile of the latest outcome, or the one the plan names (None when unknown)."""
+    out = state.outcome
+    if out is not None and out.scenario is not None and out.scenario.framework_profile is not None:
+        return out.scenario.framework_profile
+    from llmplan.catalog.frameworks import framework_profile
+
+    doc = state.doc
+    try:
+        return framework_profile(doc.training.framework, doc.workload,
+                                 doc.hardware.gpus_per_node * doc.hardware.nodes)
+    except Exception:  # an unknown id: the estimate's own error line says so
+        return None
+
+
+class SwitchRow(QComboBox):
+    """auto / on / off for one switch; "auto" says what the profile does."""
+
+    def __init__(self, state: PlanState, name: str) -> None:
+        super().__init__()
+        compact(self, 14)
+        self._state, self.name = state, name
+        info = SWITCHES[name]
+        path = f"training.{name}"
+        self.setObjectName(path)
+        self.setAccessibleName(info.label)
+        self.setToolTip(f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's default)")
+        self.addItems(["auto", "on", "off"])
+        self.currentIndexChanged.connect(self._changed)
+        state.doc_changed.connect(self.refresh)
+
+    def refresh(self, _doc: Any = None, default_on: bool | None = None) -> None:
+        self.blockSignals(True)
+        if default_on is not None:
+            self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
+        self.setCurrentIndex(_VALUES.index(getattr(self._state.doc.training, self.name)))
+        self.blockSignals(False)
+
+    def _changed(self, i: int) -> None:
+        value = _VALUES[i]
+        if not self._state.edit(f"training.{self.name}", value, f"Set {SWITCHES[self.name].label}"):
+            self.refresh()
+
+
+class SwitchesGroup(QGroupBox):
+    """The profile's switches, its policy, the quantised base and the batching (slots are methods, so Qt
+    drops the connections with the widget)."""
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__("Framework switches")
+        self._state = state
+        outer = QVBoxLayout(self)
+        self.policy = QLabel()
+        self.policy.setObjectName("framework policy")
+        self.policy.setWordWrap(True)
+        outer.addWidget(self.policy)
+        form_host = QWidget()
+        self.form = form = QFormLayout(form_host)
+        form.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(form_host)
+        self.rows = {name: SwitchRow(state, name) for name in SWITCH_NAMES}
+        for name, row in self.rows.items():
+            form.addRow(SWITCHES[name].label, row)
+        self.quant = bound_combo(state, "training.quant_base", "Quantised base",
+                                 "QLoRA: the format of the frozen base — NF4 (bitsandbytes), GPTQ or AWQ 4-bit "
+                                 "(group 128), LLM.int8, or MXFP4; sets its bits per weight and the dequantisation "
+                                 "traffic", QUANT_BASES, chars=14)
+        form.addRow("Quantised base", self.quant)
+        form.addRow("Batches", bound_combo(state, "training.batching", "Batches",
+                    "packed: sequences concatenated to the sequence length, every token real; padded: each batch "
+                    "padded to its longest sequence — memory and compute at the sequence length, throughput "
+                    "counts the real tokens only", [("packed", "packed"), ("padded", "padded to longest")],
+                    chars=14))
+        self.mean = bound_spin(state, "training.mean_sequence_tokens", "Mean real tokens per sequence",
+                               "Padded batches: the mean number of real tokens per sequence (tokens/s and "
+                               "training time count these)", 0, 10_000_000, 128, special_zero="= sequence length")
+        form.addRow("Mean real tokens", self.mean)
+        state.doc_changed.connect(self.follow)
+        state.evaluated.connect(self.follow)
+        self.follow()
+
+    def follow(self, _x: Any = None) -> None:
+        state, form = self._state, self.form
+        prof = _profile(state)
+        tr = state.doc.training
+        supported = set(prof.switches) if prof is not None else set()
+        defaults = set(prof.on_by_default) if prof is not None else set()
+        out = state.outcome
+        effective = out.scenario.training if out is not None and out.scenario is not None else None
+        for name, row in self.rows.items():
+            form.setRowVisible(row, name in supported or bool(getattr(tr, name)))
+            row.refresh(default_on=bool(getattr(effective, name)) if effective is not None else name in defaults)
+        form.setRowVisible(self.quant, tr.method == "qlora")
+        form.setRowVisible(self.mean, tr.batching == "padded")
+        if prof is None:
+            self.policy.setText("Unknown framework: pick one above.")
+        else:
+            shown = ", ".join(SWITCHES[n].label for n in prof.switches) or "none"
+            self.policy.setText(f"<b>{prof.name}</b>: {prof.policy or prof.describes}<br>Switches: {shown}.")
+
+
+def switches_group(state: PlanState) -> QGroupBox:
+    return SwitchesGroup(state)
+
+
+class LimitsGroup(QGroupBox):
+    """Longest sequence and largest micro-batch that fit one GPU of the plan's kind, for its profile."""
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__("What fits on one GPU")
+        self._state = state
+        form = QFormLayout(self)
+        self.longest = QLabel("—")
+        self.longest.setObjectName("longest sequence that fits")
+        self.largest = QLabel("—")
+        self.largest.setObjectName("largest micro-batch that fits")
+        form.addRow("Longest sequence", self.longest)
+        form.addRow("Largest micro-batch", self.largest)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(LIMITS_DELAY_MS)
+        self._timer.timeout.connect(self.compute_now)
+        state.evaluated.connect(self.schedule)
+
+    def schedule(self, _outcome: Any = None) -> None:
+        self._timer.start()
+
+    def compute_now(self) -> None:
+        from llmplan.core.training.limits import largest_micro_batch, longest_sequence
+
+        out = self._state.outcome
+        sc = out.scenario if out is not None else None
+        if sc is None or sc.workload != "finetune":
+            self.longest.setText("— (no estimate)")
+            self.largest.setText("—")
+            return
+        tr, gpu, prof = sc.training, sc.cluster.gpu.name, sc.framework.name
+        try:
+            s, b = longest_sequence(sc), largest_micro_batch(sc)
+        except Exception as exc:  # a plan the searches cannot vary: say so, never crash the tab
+            self.longest.setText(f"— ({exc})")
+            self.largest.setText("—")
+            return
+        self.longest.setText(f"{s:,} tokens at micro-batch {tr.micro_batch} ({prof}, {gpu})" if s else
+                             f"none: micro-batch {tr.micro_batch} does not fit even one token ({gpu})")
+        self.largest.setText(f"{b:,} sequences of {tr.seq_len:,} tokens ({prof}, {gpu})" if b else
+                             f"none: one sequence of {tr.seq_len:,} tokens does not fit ({gpu})")
+
+
+def limits_group(state: PlanState) -> QGroupBox:
+    return LimitsGroup(state)

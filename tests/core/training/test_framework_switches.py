@@ -1,0 +1,242 @@
+"""The fine-tuning profiles and switches: each term against its formula (core.training.switches)."""
+
+import pytest
+
+from llmplan.catalog.frameworks import load_framework_profiles, profiles_supporting
+from llmplan.core.framework_profile import SWITCH_NAMES
+from llmplan.core.training.lora import base_bits_per_param
+from llmplan.core.training.switches import SWITCHES, liger_chunk_rows
+from llmplan.core.workload import TrainingSettings
+from llmplan.errors import InputError, PlanFileError
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
+
+GIB = 2**30
+L8 = "meta-llama/Llama-3.1-8B"
+H100 = "nvidia-h100-sxm-80gb"
+
+
+def _run(framework="hf-trainer", model=L8, gpu=H100, **kw):
+    base = dict(method="lora", micro_batch=1, global_batch=0, seq_len=2048, recompute="full", zero_stage=0, offload="none",
+                optimizer="adamw", framework=framework)
+    base.update(kw)
+    doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu), workload="finetune",
+                       training=TrainingSettings(**base))
+    return evaluate_plan(doc)
+
+
+def test_every_profile_loads_and_every_switch_is_described():
+    profiles = load_framework_profiles()
+    assert {"torchtune", "unsloth", "llama-factory", "axolotl", "hf-trainer"} <= set(profiles)
+    assert set(SWITCHES) == set(SWITCH_NAMES)
+    for p in profiles.values():
+        assert set(p.on_by_default) <= set(p.switches)
+        assert p.source
+
+
+def test_auto_resolves_to_the_profile_policy():
+    sc, _ = _run("torchtune", method="full")
+    assert sc.training.regime == "pure" and sc.training.optimizer_in_backward and sc.training.loss == "chunked"
+    sc, _ = _run("unsloth")
+    assert sc.training.activation_offload and sc.training.loss == "fused_linear"
+    sc, _ = _run("unsloth", recompute="none")  # its offload is of the checkpointed layer inputs
+    assert not sc.training.activation_offload
+    sc, _ = _run("hf-trainer", liger=True)
+    assert sc.training.loss == "fused_linear"
+    sc, _ = _run("hf-trainer")
+    assert sc.training.regime == "amp" and not any(getattr(sc.training, s) for s in SWITCH_NAMES)
+
+
+def test_regime_auto_keeps_the_numbers_of_an_explicit_amp():
+    _, auto = _run(method="full", model="meta-llama/Llama-3.2-1B")
+    _, amp = _run(method="full", model="meta-llama/Llama-3.2-1B", regime="amp")
+    assert auto.memory.total.value == amp.memory.total.value
+    assert auto.compute.step_time_s.value == amp.compute.step_time_s.value
+
+
+def test_unsupported_switch_names_the_profiles_that_support_it():
+    with pytest.raises(PlanFileError) as e:
+        _run("hf-trainer", activation_offload=True)
+    msg = str(e.value)
+    assert msg.startswith("training.activation_offload: the hf-trainer profile does not support it")
+    for p in profiles_supporting("activation_offload"):
+        assert p in msg
+    assert "torchtune" in msg and "unsloth" in msg
+    with pytest.raises(PlanFileError, match=r"training\.quant_base: the torchtune profile .* hf-trainer"):
+        _run("torchtune", method="qlora", quant_base="gptq")
+
+
+def test_optimizer_in_backward_holds_one_tensor_gradient():
+    """torchtune full fine-tune, pure bf16: with the switch the gradients at the peak are one tensor's —
+    the 128,256 × 4,096 embedding/head in bf16 — instead of all 8.03 B parameters'."""
+    _, on = _run("torchtune", method="full", optimizer_in_backward=True)
+    _, off = _run("torchtune", method="full", optimizer_in_backward=False)
+    assert off.memory.gradients.value == pytest.approx(2 * off.params.total, rel=1e-6)
+    assert on.memory.gradients.value <= 2 * 128_256 * 4096
+    assert off.memory.total.value - on.memory.total.value > 10 * GIB
+
+
+def test_optimizer_in_backward_refuses_accumulation():
+    with pytest.raises(InputError, match="optimizer_in_backward"):
+        _run("torchtune", method="full", optimizer_in_backward=True, global_batch=4)
+    sc, _ = _run("torchtune", method="full", global_batch=4)  # auto: off when the plan accumulates
+    assert not sc.training.optimizer_in_backward
+
+
+def test_bf16_optimizer_states_halve_the_states():
+    _, off = _run(method="full", model="meta-llama/Llama-3.2-1B")
+    _, on = _run(method="full", model="meta-llama/Llama-3.2-1B", bf16_optimizer_states=True)
+    assert on.memory.optimizer.value == pytest.approx(off.memory.optimizer.value / 2)
+
+
+def test_liger_chunk_rows_follow_liger_code():
+    # the example in Liger's fused_linear_cross_entropy_forward: BT = 4096·4, V = 32000, H = 4096 -> 2048
+    assert liger_chunk_rows(4096 * 4, 4096, 32000) == 2048
+    assert liger_chunk_rows(100, 4096, 32000) == 16  # next power of two of ceil(100 / 8)
+    assert liger_chunk_rows(10, 4096, 4096) == 10  # never more than BT
+
+
+def test_liger_cuts_the_loss_and_the_saved_tensors():
+    _, hf = _run(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none")
+    _, liger = _run(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none", liger=True)
+    logits = 4 * 2048 * 128_256
+    assert hf.memory.total.value - liger.memory.total.value > 10 * logits  # no fp32 upcast of the logits
+    assert liger.compute.step_time_s.value < hf.compute.step_time_s.value
+
+
+def test_chunked_loss_keeps_fp32_log_probs_only():
+    """torchtune's LinearCrossEntropyLoss: 4 B per logit kept + one chunk (of 8) of its three gradients."""
+    _, est = _run("torchtune", model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none")
+    logits = 4 * 2048 * 128_256
+    _, up = _run("torchtune", model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none", loss="upcast")
+    assert up.memory.activations.value - est.memory.activations.value == pytest.approx(
+        (12 - 4 - 10 / 8) * logits, rel=0.02)
+
+
+def test_activation_offload_moves_saved_tensors_to_the_host():
+    _, off = _run("torchtune", model="meta-llama/Llama-3.2-1B", method="full", micro_batch=4, recompute="none",
+                  activation_offload=False)
+    _, on = _run("torchtune", model="meta-llama/Llama-3.2-1B", method="full", micro_batch=4, recompute="none",
+                 activation_offload=True)
+    moved = off.memory.activations.value - on.memory.activations.value
+    assert moved > 0 and on.memory.host_ram.value == pytest.approx(moved, rel=1e-6)
+    assert on.compute.step_time_s.value >= off.compute.step_time_s.value
+
+
+def test_paged_optimizer_states_leave_the_allocator_and_page_what_does_not_fit():
+    """bitsandbytes paged states are cudaMallocManaged: not in PyTorch's peak, on the GPU while it has room."""
+    _, plain = _run(method="full", model="Qwen/Qwen2.5-7B", optimizer="adamw")
+    _, paged = _run(method="full", model="Qwen/Qwen2.5-7B", optimizer="adamw", paged_optimizer=True)
+    assert not plain.memory.fits and paged.memory.fits
+    states = plain.memory.optimizer.value
+    assert paged.memory.optimizer.value == 0
+    free = paged.memory.capacity.value - paged.memory.total.value
+    assert paged.memory.host_ram.value == pytest.approx(states - free, rel=1e-6)
+    assert paged.compute.breakdown["host_transfers"] > 0
+    _, small = _run(method="lora", paged_optimizer=True)
+    assert small.memory.host_ram.value == 0
+
+
+def test_modules_to_save_trains_a_copy_of_embeddings_and_head():
+    _, base = _run()
+    _, mts = _run(modules_to_save=True)
+    n = 2 * 128_256 * 4096  # untied embed_tokens + lm_head
+    assert mts.memory.weights.value - base.memory.weights.value == pytest.approx(2 * n, rel=1e-6)
+
+
+def test_lora_on_lm_head_adds_its_adapter():
+    _, base = _run()
+    _, head = _run(lora_on_lm_head=True)
+    r = 16
+    added = head.memory.weights.value - base.memory.weights.value
+    assert added == pytest.approx(4 * r * (4096 + 128_256), rel=1e-6)  # fp32 adapter under AMP
+
+
+@pytest.mark.parametrize("kind,bits", [("gptq", 4.15625), ("awq", 4.15625), ("int8", 8.0), ("mxfp4", 4.25)])
+def test_quantised_bases(kind, bits):
+    assert base_bits_per_param(kind, True) == bits
+    _, nf4 = _run(method="qlora")
+    _, other = _run(method="qlora", quant_base=kind)
+    matrices = 6.98e9  # Llama-3.1-8B's block matrices
+    delta = (bits - base_bits_per_param("nf4", True)) / 8 * matrices
+    assert other.memory.weights.value - nf4.memory.weights.value == pytest.approx(delta, rel=0.01)
+
+
+def test_padded_batches_count_real_tokens():
+    _, packed = _run()
+    _, padded = _run(batching="padded", mean_sequence_tokens=512)
+    assert padded.compute.step_time_s.value == packed.compute.step_time_s.value
+    assert padded.memory.total.value == packed.memory.total.value
+    assert padded.compute.tokens_per_s.value == pytest.approx(packed.compute.tokens_per_s.value / 4)
+
+
+def test_mean_tokens_cannot_exceed_the_sequence():
+    with pytest.raises(PlanFileError, match="mean_sequence_tokens"):
+        _run(batching="padded", mean_sequence_tokens=4096)
+
+
+def test_torch_compile_fuses_elementwise_kernels():
+    _, eager = _run(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none")
+    _, comp = _run(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none", torch_compile=True)
+    assert comp.compute.breakdown["memory_bound"] < eager.compute.breakdown["memory_bound"]
+
+
+def test_lora_without_dropout_keeps_each_distinct_input_once():
+    """Llama-3.1-8B, all seven targets, bf16 stream. Dropout > 0 keeps a mask and a copy per projection,
+    3·(4·4096 (q,k,v,o) + 2·4096 (gate, up) + 14,336 (down)) B/token. Without dropout torchtune's LoRALinear
+    (nn.Identity, adapters in the model's dtype) keeps the input the block made, once per distinct tensor:
+    2·(4096 + 4096 + 4096 + 14,336) B/token; PEFT under AMP still casts a copy per projection (2·k_in each),
+    so only the 1-byte masks go."""
+    _, drop = _run("torchtune", lora_dropout=0.05, recompute="none")
+    _, none = _run("torchtune", lora_dropout=0.0, recompute="none")
+    per_token = 3 * (6 * 4096 + 14_336) - 2 * (3 * 4096 + 14_336)
+    diff = drop.memory.activations.inputs["per_block"] - none.memory.activations.inputs["per_block"]
+    assert diff == pytest.approx(per_token * 2048, rel=1e-9)
+    _, drop = _run("hf-trainer", lora_dropout=0.05, recompute="none")
+    _, none = _run("hf-trainer", lora_dropout=0.0, recompute="none")
+    diff = drop.memory.activations.inputs["per_block"] - none.memory.activations.inputs["per_block"]
+    assert diff == pytest.approx((6 * 4096 + 14_336) * 2048, rel=1e-9)
+
+
+def test_profile_lora_dropout_applies_on_auto():
+    sc, _ = _run("torchtune")
+    assert sc.training.lora_dropout == 0.0
+    sc, _ = _run("hf-trainer")
+    assert sc.training.lora_dropout == 0.05
+
+
+def test_measure_harness_refuses_what_it_does_not_run():
+    from llmplan.hw.measure_run import run_settings
+
+    def doc(**kw):
+        t = TrainingSettings(method="lora", micro_batch=1, seq_len=2048, **kw)
+        return PlanDocument(model=ModelRef(id=L8), hardware=HardwareRef(gpu=H100), workload="finetune", training=t)
+
+    rs = run_settings(doc())
+    assert rs.regime == "amp" and rs.lora_dropout == 0.05  # auto resolved under the Hugging Face profile
+    with pytest.raises(InputError, match="not torchtune"):
+        run_settings(doc(framework="torchtune"))
+    with pytest.raises(InputError, match=r"turn off training\.liger"):
+        run_settings(doc(liger=True))
+
+
+def test_lora_pointwise_work_follows_the_adapter_code():
+    """Per adapted projection and token: torchtune's LoRALinear without dropout scales (2 + 2 B) and adds
+    (2 + 2 + 2 B) its output, n_out wide; PEFT under AMP also casts the input to fp32 and back (6 + 6 B per
+    input element), and its output pays 6 + 2·2 B; unsloth's fused LoRA kernels leave one kernel pair."""
+    from llmplan.core.params import count_params
+    from llmplan.core.training.layout import resolve as lay_of
+    from llmplan.core.training.ops import layer_ops
+
+    def lora_ops(framework):
+        sc, _ = _run(framework, lora_dropout=0.0, lora_targets=("q",))
+        ops = layer_ops(sc.model, count_params(sc.model), lay_of(sc), sc.training, sc.framework)
+        return [e for e in ops.elementwise if e.name.startswith("LoRA")]
+
+    T = 2048
+    (tt,) = lora_ops("torchtune")
+    assert tt.bytes == 10 * 4096 * T and tt.kernels == 2
+    (hf,) = lora_ops("hf-trainer")
+    assert hf.bytes == (12 * 4096 + 10 * 4096) * T
+    (un,) = lora_ops("unsloth")
+    assert un.name.endswith("(fused)") and un.kernels == 2

@@ -1,0 +1,56 @@
+"""Fine-tune tab: the profile's switches only, with its auto policy, and what fits on the GPU."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QGroupBox, QLabel
+
+from llmplan.gui.state import PlanState
+from llmplan.gui.workload_tabs import training_form
+
+
+def _form(qtbot, framework):
+    state = PlanState()
+    state.edit_many({"training.framework": framework, "training.method": "lora", "training.recompute": "full"},
+                    "pick")
+    state.evaluate_now()
+    w = training_form(state, True)
+    qtbot.addWidget(w)
+    w.show()
+    return state, w
+
+
+def _visible(w, path):
+    combo = w.findChild(QComboBox, path)
+    return combo is not None and combo.isVisibleTo(w)
+
+
+def test_only_the_profiles_switches_show(qtbot):
+    state, w = _form(qtbot, "hf-trainer")
+    assert _visible(w, "training.liger")
+    assert not _visible(w, "training.activation_offload")
+    assert not _visible(w, "training.optimizer_in_backward")
+    state.edit("training.framework", "torchtune")
+    state.evaluate_now()
+    assert _visible(w, "training.optimizer_in_backward")
+    assert not _visible(w, "training.liger")
+    policy = w.findChild(QLabel, "framework policy")
+    assert "torchtune default" in policy.text()
+
+
+def test_a_switch_sets_the_plan_field_and_auto_shows_the_default(qtbot):
+    state, w = _form(qtbot, "unsloth")
+    combo = w.findChild(QComboBox, "training.activation_offload")
+    assert combo.itemText(0) == "auto (on)"  # unsloth's offloaded gradient checkpointing (recompute full)
+    combo.setCurrentIndex(2)
+    assert state.doc.training.activation_offload is False
+    combo.setCurrentIndex(0)
+    assert state.doc.training.activation_offload is None
+
+
+def test_limits_name_the_profile_and_gpu(qtbot):
+    _state, w = _form(qtbot, "unsloth")
+    box = next(g for g in w.findChildren(QGroupBox) if hasattr(g, "compute_now"))
+    box.compute_now()
+    text = w.findChild(QLabel, "longest sequence that fits").text()
+    assert "tokens at micro-batch 1" in text and "unsloth" in text
+    assert "sequences of" in w.findChild(QLabel, "largest micro-batch that fits").text()
