@@ -77,7 +77,7 @@ def test_flops_per_iteration_equal_eq3(billions, heads, h, layers, tp, pp, gpus,
 def test_catalog_defaults_are_the_a100_mamf_figures():
     """Guard: the numbers below are about these catalog values; a catalog change must revisit them."""
     assert (CATALOG_A100.matmul, CATALOG_A100.memory_bandwidth, CATALOG_A100.intra_node, CATALOG_A100.network) == (
-        0.859, 0.8, 0.8, 0.8)
+        0.859, 0.8, 0.82, 0.94)  # intra_node/network: NCCL maintainers' measured shares (issue 23)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r[0]}B")
