@@ -92,7 +92,8 @@ def rows(est: Estimate) -> list[Row]:
         out.append(Row("Communication", "Intra-node bandwidth to hide it", cm.intra_node_bandwidth_needed))
         out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
-            out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
+            how = f", {col.algorithm}, {col.span}, {col.bus_bandwidth / 1e9:,.0f} GB/s bus" if col.algorithm else ""
+            out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size}{how})", col.time_s))
     if est.system is not None:
         out.extend(system_rows(est))
     out.append(Row("Bottleneck", est.bottleneck.kind, None, est.bottleneck.statement))

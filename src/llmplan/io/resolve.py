@@ -71,7 +71,10 @@ def resolve_network(doc: PlanDocument) -> NetworkSpec:
 
 
 def resolve_fabric(doc: PlanDocument, gpu: GpuSpec) -> FabricSpec:
-    """The node preset's intra-node fabric, else the one the GPU implies (an SXM NVLink GPU on an NVSwitch)."""
+    """The plan's inline fabric, else the node preset's, else the one the GPU implies (an SXM NVLink GPU on an
+    NVSwitch)."""
+    if doc.hardware.fabric_spec is not None:
+        return doc.hardware.fabric_spec
     try:
         return _hardware_catalog().fabric_for(gpu, doc.hardware.node)
     except CatalogError:
@@ -178,6 +181,8 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         updates["gpu_efficiency"] = default_efficiency(updates.get("gpu_spec") or hw.gpu_spec)
     if hw.network_spec is None and hw.network != "none":
         updates["network_spec"] = resolve_network(doc)
+    if hw.fabric_spec is None and doc.workload != "inference" and hw.gpus_per_node * hw.nodes > 1:
+        updates["fabric_spec"] = resolve_fabric(doc, updates.get("gpu_spec") or hw.gpu_spec or resolve_gpu(doc))
     if hw.intra_node_bandwidth is None and hw.node:
         updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
     if hw.host_memory_bandwidth is None and doc.workload != "inference" and doc.training.offload != "none":

@@ -192,7 +192,9 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     act_bytes = tokens_mb * h * 2
     n_tp_coll = 4 + 2 * (c.recompute == 2)
     tp_bw = np.where(tp <= gpn, tp_bw * ramp_array(cluster.fabric, act_bytes), tp_bw)  # message-size ramp
-    t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw
+    tp_nodes = np.ceil(tp / gpn)
+    t_tp_lat = stage_layers * n_tp_coll * latency_array("all-reduce", tp, np.minimum(tp, gpn), tp_nodes)
+    t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw + t_tp_lat
     cp_bw = bus_bandwidth(cp, tp, cluster, eff, p2p=True)
     cp_bytes = stage_layers * 3 * (cp - 1) * tokens_mb * 2 * kv * 2 / tp
     t_cp_mb = np.maximum(0.0, cp_bytes / cp_bw - stage_layers * passes * attn_fwd * tokens_mb / (tp * peak))
