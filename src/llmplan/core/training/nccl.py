@@ -144,7 +144,7 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
         return _point_to_point(op, size, sp, nv, vol)
     if not sp.inter_node:
         extra = _intra_ring_extra(op, sp)
-        best = Cost(op, "ring", "auto", vol / nv + extra, extra, 0.0, "NVLink")
+        best = Cost(op, "ring", "measured curve", vol / nv + extra, extra, 0.0, "NVLink")
         if op == "all-reduce" and sp.nvls > 0:
             t = vol / (sp.nvls * eta) + extra
             if t < best.seconds:
