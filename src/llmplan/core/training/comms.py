@@ -21,16 +21,19 @@ ZeRO-3 prefetches hide behind the whole forward/backward.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Collective
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.nccl import Op, bus_factor, collective
-from llmplan.core.training.placement import span
-from llmplan.core.workload import Scenario
+from llmplan.core.training.placement import span, topology
+from llmplan.core.workload import Scenario, TrainingSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +57,17 @@ def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
 def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
                 weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
                 win: Windows) -> tuple[Collective, ...]:
-    m: ModelSpec = sc.model
-    tr = sc.training
+    """Every collective of a step (module doc). Cached per shape and cluster: the search's refinement, the
+    charts and the app re-estimate the same layouts often."""
+    return _collectives(sc.model, sc.training, sc.framework, sc.cluster, sc.efficiency, lay, trainable_on_gpu,
+                        weights_on_gpu, grad_bytes, weight_bytes, expert_share, moe_layers_on_gpu, win)
+
+
+@functools.lru_cache(maxsize=256)
+def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl: ClusterSpec, eff: Efficiency,
+                 lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
+                 weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
+                 win: Windows) -> tuple[Collective, ...]:
     out: list[Collective] = []
     s_loc = lay.seq_len / lay.cp
     b = lay.micro_batch
@@ -65,17 +77,18 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
     L = lay.max_stage_layers  # the slowest stage's blocks: its traffic is on the step's critical path
     recompute_fwd = tr.recompute == "full"
 
-    cl, eff, prof = sc.cluster, sc.efficiency, sc.framework
+    topo = topology(cl, eff)
+    fabric = cl.fabric
 
     def add(name: str, group: str, size: int, stride: int, parts: tuple[tuple[Op, int, float], ...],
             formula: str, inputs: dict[str, object], exposed_of: float | None) -> None:
         """``parts``: (operation, calls per step, bytes per call) run on this group."""
-        sp = span(size, stride, cl, eff)
+        sp = span(size, stride, topo)
         volume = t = lat = 0.0
         calls = 0
         costs = []
         for op, n_calls, msg in parts:
-            c = collective(op, msg, sp, cl.fabric)
+            c = collective(op, msg, sp, fabric)
             costs.append(c)
             calls += n_calls
             volume += n_calls * msg * bus_factor(op, size)
@@ -139,15 +152,15 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
             {"n": n_a2a, "ep": lay.ep, "k": k, "moe_blocks": moe_layers_on_gpu, "micro_batches": mbs}, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
-        _data_parallel(sc, lay, d, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share,
+        _data_parallel(tr, prof, lay, d, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share,
                        win, add)
     return tuple(out)
 
 
-def _data_parallel(sc: Scenario, lay: Layout, d: int, trainable: float, weights: float, grad_bytes: float,
-                   weight_bytes: float, expert_share: float, win: Windows, add) -> None:
+def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d: int, trainable: float,
+                   weights: float, grad_bytes: float, weight_bytes: float, expert_share: float, win: Windows,
+                   add) -> None:
     """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer."""
-    tr, prof = sc.training, sc.framework
     sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
     grads = trainable * grad_bytes
     overlap = win.last_backward if tr.overlap_grad_reduce else 0.0

@@ -27,6 +27,7 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
 
 from __future__ import annotations
 
+import functools
 import math
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -131,8 +132,10 @@ def _intra_ring_extra(op: str, sp: Span) -> float:
     return max(0.0, _ring_latency(op, sp, 2) - _ring_latency("all-reduce", ref, 2))
 
 
+@functools.lru_cache(maxsize=8192)
 def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
-    """The fastest (algorithm, protocol) NCCL would pick for one call of ``size`` bytes on ``sp``."""
+    """The fastest (algorithm, protocol) NCCL would pick for one call of ``size`` bytes on ``sp``
+    (cached: the search and the app re-estimate the same groups and messages many times)."""
     n = sp.ranks
     k = bus_factor(op, n)
     if n <= 1 or size <= 0:

@@ -18,32 +18,53 @@ and climb a tier too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.training.nccl import Span
 
 
-def span(size: int, stride: int, cluster: ClusterSpec, eff: Efficiency) -> Span:
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """The cluster's figures every span needs, read once per estimate."""
+
+    gpus_per_node: int
+    node_net: float  # achieved bytes/s of a node's NICs
+    nodes_per_leaf: int
+    oversubscription: float
+    rail_optimized: bool
+    latency_s: float
+    link: str  # "nvlink" or "pcie"
+    nvlink: float  # achieved NVLink bus bandwidth per GPU
+    nvls: float  # achieved NVLS all-reduce bus bandwidth (0: none)
+
+
+def topology(cluster: ClusterSpec, eff: Efficiency) -> Topology:
+    net, fabric, gpn = cluster.network, cluster.fabric, cluster.gpus_per_node
+    link = "pcie" if fabric.kind == "pcie" else "nvlink"
+    return Topology(gpn, net.node_bandwidth(gpn) * eff.network, net.nodes_per_leaf, net.oversubscription,
+                    net.rail_optimized, net.latency_s, link, cluster.intra_bandwidth * eff.intra_node,
+                    cluster.intra_bandwidth * fabric.nvls_share)
+
+
+def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficiency | None = None) -> Span:
     """The ``Span`` of a group of ``size`` ranks ``stride`` apart in rank order."""
-    gpn = cluster.gpus_per_node
+    topo = cluster if isinstance(cluster, Topology) else topology(cluster, eff or Efficiency())
+    gpn = topo.gpus_per_node
     per_node = 1 if stride >= gpn else max(1, min(size, gpn // max(stride, 1)))
     nodes = max(1, -(-size // per_node))
-    net = cluster.network
-    node_bw = net.node_bandwidth(gpn) * eff.network
-    share = node_bw * per_node / gpn
-    nic = node_bw / gpn
+    share = topo.node_net * per_node / gpn
+    nic = topo.node_net / gpn
     hops = 0
     if nodes > 1:
-        if net.nodes_per_leaf and nodes > net.nodes_per_leaf:
-            share /= net.oversubscription
-            nic /= net.oversubscription
+        if topo.nodes_per_leaf and nodes > topo.nodes_per_leaf:
+            share /= topo.oversubscription
+            nic /= topo.oversubscription
             hops += 2  # leaf -> spine -> leaf
-        elif not net.rail_optimized:
+        elif not topo.rail_optimized:
             hops += 2
-    fabric = cluster.fabric
-    link = "pcie" if fabric.kind == "pcie" else "nvlink"
-    nvlink = cluster.intra_bandwidth * eff.intra_node
-    nvls = cluster.intra_bandwidth * fabric.nvls_share if fabric.nvls_share and per_node == size else 0.0
-    return Span(size, per_node, nodes, nvlink, share, nic, link, hops * net.latency_s, nvls)
+    nvls = topo.nvls if per_node == size else 0.0
+    return Span(size, per_node, nodes, topo.nvlink, share, nic, topo.link, hops * topo.latency_s, nvls)
 
 
 def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
