@@ -75,3 +75,29 @@ def test_verdict_follows_model_and_gpu(window):
     assert window.hardware.select("nvidia-a100-sxm4-40gb") or window.hardware.select("nvidia-a100-pcie-40gb")
     window.state.evaluate_now()
     assert window.results.banner.text() != text
+
+
+def test_step_time_bar_shows_the_breakdown_and_the_framework(window, qtbot):
+    """A one-GPU fine-tune is a Hugging Face run by default: the step bar names the profile, its parts add up to
+    the step time, and an inference plan hides it (no training step)."""
+    from PySide6.QtWidgets import QComboBox
+
+    window.state.edit_many({"workload": "finetune", "training.method": "qlora", "training.seq_len": 2048,
+                            "hardware.gpus_per_node": 1, "hardware.nodes": 1}, "fine-tune")
+    outcome = window.state.evaluate_now()
+    assert outcome.ok
+    window.results.show_outcome(outcome)
+    bar, label = window.results.step_bar, window.results.step_label
+    assert not bar.isHidden() and "Hugging Face Trainer + PEFT profile" in label.text()
+    compute = outcome.estimate.compute
+    assert sum(v for _, v in bar.parts()) == compute.step_time_s.value or abs(
+        sum(v for _, v in bar.parts()) / compute.step_time_s.value - 1) < 1e-9
+    assert "NF4 dequantisation" in bar.summary()
+    combo = window.findChild(QComboBox, "training.framework")
+    combo.setCurrentIndex(combo.findData("megatron"))
+    outcome = window.state.evaluate_now()
+    window.results.show_outcome(outcome)
+    assert "Megatron" in window.results.step_label.text()
+    window.state.edit_many({"workload": "inference"}, "serve")
+    window.results.show_outcome(window.state.evaluate_now())
+    assert window.results.step_bar.isHidden() and window.results.step_label.isHidden()

@@ -35,6 +35,7 @@ GPU_FIGURES = (
     "memory_mib",
     "memory_gib",
     "memory_bytes",
+    "driver_reserved_mib",
     "memory_bandwidth_gbs",
     "tflops",
     "nvlink_gbs",
@@ -87,6 +88,7 @@ class GpuFileEntry(_Strict):
     memory_gib: float | None = Field(None, gt=0, description="marketing size, when no device report was found")
     memory_bytes: int | None = Field(None, gt=0, description="as the device reports it, in bytes")
     memory_marketing: str = ""
+    driver_reserved_mib: int = Field(0, ge=0, description="NVML's 'Reserved' memory (nvidia-smi -q), MiB")
     memory_bandwidth_gbs: float = Field(gt=0)
     tflops: TflopsTable
     nvlink_generation: int | None = Field(None, ge=1)
@@ -157,6 +159,7 @@ class GpuFileEntry(_Strict):
             price_per_hour=self.price_per_hour,
             unified_memory=self.unified_memory,
             gpu_memory_fraction=self.gpu_memory_fraction,
+            driver_reserved_bytes=self.driver_reserved_mib * MIB,
             form_factor=self.form_factor,
             segment=self.segment,
             compute_capability=self.compute_capability,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from llmplan.errors import InputError
 from llmplan.hw.detect import detect_all
@@ -29,6 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--no-save", action="store_true", help="do not write calibration.json")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(handler=run_calibrate)
+
+    from llmplan.cli.cmd_estimate import add_plan_arguments
+
+    m = sub.add_parser("measure", help="run a plan's training steps or generate() on this GPU and write a run "
+                       "file for estimate --compare-run (needs torch, transformers, peft, bitsandbytes)")
+    add_plan_arguments(m)
+    m.add_argument("--steps", type=int, default=6, metavar="N", help="timed steps after 2 warm-up steps (default 6)")
+    m.add_argument("--device", choices=("cuda", "mps", "cpu"), default=None,
+                   help="device to run on (default: the GPU found here)")
+    m.add_argument("--out", metavar="RUN.json", default=None, help="write the run file here (default: print it)")
+    m.set_defaults(handler=run_measure)
 
 
 def _catalog_gpus() -> list | None:
@@ -163,4 +175,27 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     if path:
         print(f"Saved to {path}")
+    return 0
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    """Build the plan's model with random weights, run it, write what it took (llmplan.hw.measure_run)."""
+    from llmplan.cli.cmd_estimate import document_from_args
+    from llmplan.hw.measure_run import dumps_run, measure
+    from llmplan.hw.measured import atomic_write_text
+    from llmplan.io.resolve import inline_specs
+
+    if not 1 <= args.steps <= 1000:
+        raise InputError(f"--steps must be between 1 and 1000, got {args.steps}")
+    doc = inline_specs(document_from_args(args))
+    config = doc.model.config
+    if not isinstance(config, dict):
+        raise InputError("measure builds the model from its config.json: give a catalog model that keeps one, a "
+                         "config.json, or a plan with model.config inline")
+    text = dumps_run(measure(doc, config, args.steps, args.device))
+    if args.out:
+        atomic_write_text(Path(args.out), text)
+        print(f"Wrote {args.out}; compare with: llmplan-cli estimate PLAN --compare-run {args.out}")
+    else:
+        print(text, end="")
     return 0

@@ -41,7 +41,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
         "memory_per_gpu": memory,
         "worst_gpu": mem.worst_gpu,
         "gpu_memory_bytes": mem.capacity.value,
-        "fits": memory["total"] <= mem.capacity.value,
+        "fits": memory["total"] <= mem.capacity.value, "tight": mem.tight,
         "headroom_bytes": mem.capacity.value - memory["total"],
         "host_ram_per_node_bytes": mem.host_ram.value,
         "nvme_per_node_bytes": mem.nvme.value,
@@ -169,7 +169,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"recompute {t['recompute']}, offload {t['offload']}")
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'} "
                      f"(training.framework, training.regime)")
-    verdict = "FITS" if data["fits"] else "DOES NOT FIT"
+    verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
+        if data["fits"] else "DOES NOT FIT"
     mem = data["memory_per_gpu"]
     where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""
     lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU{where}", "",

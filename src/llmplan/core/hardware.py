@@ -85,6 +85,10 @@ class GpuSpec(FrozenModel):
     gpu_memory_fraction: float = Field(
         1.0, ge=0.01, le=1, description="share of memory_bytes the GPU may use (Apple: the wired-memory limit)"
     )
+    driver_reserved_bytes: int = Field(
+        0, ge=0, description="memory the driver keeps for itself out of memory_bytes (NVML's 'Reserved'; an H100 "
+        "SXM reports 81,559 MiB of which 480 MiB are reserved): frameworks can allocate only the rest"
+    )
     form_factor: str = Field("", description="e.g. 'SXM5', 'PCIe', 'OAM', 'SoC'; display only")
     segment: Literal["", "datacenter", "workstation", "consumer"] = Field(
         "", description="market segment; a single machine of 'workstation' or 'consumer' GPUs (Apple Silicon is "
@@ -108,7 +112,8 @@ class GpuSpec(FrozenModel):
 
     @property
     def usable_memory_bytes(self) -> int:
-        return int(self.memory_bytes * self.gpu_memory_fraction)
+        """What a framework can allocate: the share the GPU may use, less the driver's reserve."""
+        return max(int(self.memory_bytes * self.gpu_memory_fraction) - self.driver_reserved_bytes, 0)
 
 
 class NetworkSpec(FrozenModel):

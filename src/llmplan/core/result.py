@@ -33,10 +33,17 @@ class MemoryBreakdown:
     host_ram: Figure  # per node, for offload (0 when nothing is offloaded)
     nvme: Figure  # per node, for NVMe offload
     worst_gpu: str = ""  # which GPU this is, e.g. "pipeline stage 1 of 16 (first, ...)"; "" when not told
+    margin: float = 0.0  # bytes of headroom below which the fit is "tight" (the allocator's fragmentation)
 
     @property
     def fits(self) -> bool:
         return self.total.value <= self.capacity.value
+
+    @property
+    def tight(self) -> bool:
+        """Fits, but with less headroom than the caching allocator's fragmentation can take: a run may
+        still run out of memory (measured reserved/allocated on an H100 ranged 1.04-1.16)."""
+        return self.fits and self.headroom < self.margin
 
     @property
     def headroom(self) -> float:

@@ -40,6 +40,8 @@ def verdict(est: Estimate, unit: MemoryUnit) -> str:
     """'Fits: 61.8 of 79.6 GiB per GPU' or 'Does not fit: needs 95.2 of 79.6 GiB per GPU'."""
     m = est.memory
     used, cap = unit.value(m.total.value), unit.fmt(m.capacity.value)
+    if m.tight:
+        return f"Fits, tight: {used:,.1f} of {cap} per GPU (within the allocator's margin)"
     if m.fits:
         return f"Fits: {used:,.1f} of {cap} per GPU"
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from llmplan.gui import report
 from llmplan.gui.backend import Outcome
 from llmplan.gui.memory_bar import MemoryBar
+from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
 from llmplan.gui.units import MemoryUnit
 
@@ -67,6 +68,9 @@ class ResultsPanel(QWidget):
         self.detail.setWordWrap(True)
         self.detail.setAccessibleName("Verdict details")
         self.bar = MemoryBar(self)
+        self.step_bar = StepTimeBar(self)
+        self.step_label = QLabel("Step time", self)
+        self.step_label.setBuddy(self.step_bar)
         self.table = FiguresTable(self)
         self.table.setAccessibleName("All figures")
         self.table.setColumnCount(2)
@@ -84,6 +88,8 @@ class ResultsPanel(QWidget):
         mem_label.setBuddy(self.bar)
         lay.addWidget(mem_label)
         lay.addWidget(self.bar)
+        lay.addWidget(self.step_label)
+        lay.addWidget(self.step_bar)
         lay.addWidget(self.table, 1)
 
     def set_unit(self, unit: MemoryUnit) -> None:
@@ -100,11 +106,14 @@ class ResultsPanel(QWidget):
             self.banner.show_message(f"{title}: {outcome.message}", BAD_COLOUR)
             self.detail.setText("")
             self.bar.set_memory(None)
+            self._show_step(None)
             return
-        self.banner.show_message(report.verdict(est, self.unit), OK_COLOUR if est.fits else BAD_COLOUR)
+        colour = (WARN_COLOUR if est.memory.tight else OK_COLOUR) if est.fits else BAD_COLOUR
+        self.banner.show_message(report.verdict(est, self.unit), colour)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit)
+        self._show_step(est.compute)
         section_item: QTreeWidgetItem | None = None
         section = ""
         bold = QFont(self.table.font())
@@ -121,6 +130,16 @@ class ResultsPanel(QWidget):
             item.setToolTip(1, tip)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         del section_item
+
+    def _show_step(self, compute) -> None:
+        """The step-time bar, titled with the framework profile the estimate used (training only)."""
+        self.step_bar.set_compute(compute)
+        shown = compute is not None and bool(compute.breakdown)
+        self.step_label.setVisible(shown)
+        if shown:
+            framework = compute.step_time_s.inputs.get("framework", "")
+            self.step_label.setText(f"Step time per GPU: {fmt_seconds(compute.step_time_s.value)}"
+                                    + (f" ({framework} profile)" if framework else ""))
 
     def value_of(self, label: str) -> str:
         """The shown value of a row by its label (for tests and accessibility tools)."""

@@ -13,18 +13,20 @@ the OOM run "does not fit". Result, recorded 2026-11-25 (estimate vs measured):
 
 | run | memory | step time |
 |---|---|---|
-| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 221 vs 203 ms (+8.8%) |
-| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 511 vs 458 ms (+11.7%) |
-| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 202 vs 176 ms (+14.7%) |
-| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 477 vs 451 ms (+5.8%) |
-| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 356 vs 448 ms (-20.5%) |
-| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 425 vs 619 ms (-31.3%) |
+| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 210 vs 203 ms (+3.3%) |
+| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 489 vs 458 ms (+6.8%) |
+| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 193 vs 176 ms (+9.4%) |
+| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 493 vs 451 ms (+9.3%) |
+| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 380 vs 448 ms (-15.3%) |
+| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 452 vs 619 ms (-27.0%) |
 | 8B AMP full 1×2048 checkpointing | does not fit | OOM |
 
 Two step times miss: the checkpointed LoRA and QLoRA runs, where the measured time barely falls with half
 the tokens (448 ms at 1×2048 against 451 ms at 2×2048) — host-side work per module (PEFT's Python,
 bitsandbytes' dequantisation calls, checkpoint hooks) that the one measured launch cost does not
-capture. Their bands are pinned so a change is seen; the QLoRA/LoRA ratio is 1.19 against 1.38.
+capture. Their bands are pinned so a change is seen; the QLoRA/LoRA ratio is 1.19 against 1.38 (the
+model charges QLoRA its NF4 dequantisation and the fp32 that bitsandbytes' Linear4bit returns, which
+prepare_model_for_kbit_training's fp32 inputs spread through rotary, the MLP and the LoRA adds).
 """
 
 import pytest
@@ -46,7 +48,7 @@ RUNS = {
     "8b-qlora-ckpt": ("meta-llama/Llama-3.1-8B", "qlora", 1, True, 14_940_110_848, 0.6190146),
     "8b-amp-ckpt-oom": ("meta-llama/Llama-3.1-8B", "amp", 1, True, None, None),
 }
-STEP_BANDS = {"8b-lora-ckpt": (-0.25, -0.15), "8b-qlora-ckpt": (-0.36, -0.26)}  # pinned misses (module doc)
+STEP_BANDS = {"8b-lora-ckpt": (-0.20, -0.10), "8b-qlora-ckpt": (-0.32, -0.22)}  # pinned misses (module doc)
 
 
 def _estimate(name):
@@ -98,3 +100,18 @@ def test_the_loss_upcast_is_the_largest_transient_of_a_small_model():
     inputs = est.memory.activations.inputs
     assert inputs["phase"] == "loss backward"
     assert inputs["head_and_loss"] > 12 * 8192 * 128256
+
+
+def test_capacity_is_what_pytorch_can_allocate_and_a_near_miss_is_tight():
+    """The H100 reports 81,559 MiB, of which the driver reserves 480 (nvidia-smi -q): PyTorch's OOM message
+    names 79.18 GiB. A plan within the allocator's fragmentation margin of that is 'tight', not plainly 'fits'."""
+    _, est = _estimate("1b-amp")
+    assert est.memory.capacity.value == (81559 - 480) * 2**20
+    assert round(est.memory.capacity.value / GIB, 2) == 79.18
+    assert est.memory.fits and not est.memory.tight  # 48 of 79 GiB
+    margin = est.memory.margin
+    assert 0 < margin < 0.06 * est.memory.total.value
+    from dataclasses import replace
+
+    squeezed = replace(est.memory, capacity=est.memory.capacity._replace(value=est.memory.total.value + margin / 2))
+    assert squeezed.fits and squeezed.tight

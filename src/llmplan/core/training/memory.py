@@ -228,7 +228,9 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         weights=w, gradients=g, optimizer=o, master_weights=ms, activations=a,
         kv_cache=zero("B", "training keeps no KV cache"), buffers=b, overhead=ov,
         total=total(parts, "B", "memory per GPU"),
-        capacity=Figure.of(cap, "B", "memory the device reports × usable fraction",
-                           {"gpu": sc.cluster.gpu.name}, "assumption"),
+        capacity=Figure.of(cap, "B", "memory the device reports × usable fraction − the driver's reserve",
+                           {"gpu": sc.cluster.gpu.name, "driver_reserved": sc.cluster.gpu.driver_reserved_bytes},
+                           "assumption"),
         host_ram=host, nvme=nvme, worst_gpu=where,
+        margin=max(sm.overhead - prof.context_bytes, 0.0),
     )

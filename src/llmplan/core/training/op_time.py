@@ -98,8 +98,8 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
         attn = max(3.5 * ops.attention_flops / (r.peak * both) - ops.attention_flops / (r.peak * fwd), 0.0)
     else:
         attn = 4 * ops.attention_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
-    ew = BACKWARD_FACTOR * sum(e.bytes for e in ops.elementwise) / r.bandwidth
-    launches = BACKWARD_FACTOR * sum(e.kernels for e in ops.elementwise) + 1
+    ew = sum(e.backward * e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = sum(max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 1
     deq = ops.dequant_params * NF4_DEQUANT_BYTES / r.bandwidth
     cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
     n_q = sum(g.count for g in ops.gemms if g.quantised) * 2
@@ -111,8 +111,8 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     """Forward and backward of the final norm, the output projection and the loss."""
     f, fc = _gemm_pass(ops, r, False)
     b, bc = _gemm_pass(ops, r, True)
-    ew = (1 + BACKWARD_FACTOR) * sum(e.bytes for e in ops.elementwise) / r.bandwidth
-    launches = (1 + BACKWARD_FACTOR) * sum(e.kernels for e in ops.elementwise) + 8  # loss kernels
+    ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = sum(e.kernels + max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 8  # + loss kernels
     loss = ops.logits * kr.CE_BYTES_PER_LOGIT / r.bandwidth
     cast = 2 * ops.cast_params * 6.0 / r.bandwidth
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, launches, fc + bc)

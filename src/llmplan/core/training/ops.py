@@ -16,8 +16,13 @@ Two kernel styles (``FrameworkProfile.kernels``):
   two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
   the bytes below are the reads and writes of those kernels.
-The backward of an elementwise kernel reads the gradient and the saved inputs and writes the
-input gradients: charged as twice the forward's bytes and launches (``BACKWARD_FACTOR``).
+The backward of an elementwise kernel reads the gradient and the saved inputs and writes the input
+gradients; each op states how many times its forward's bytes that is (``Elementwise.backward``), from
+what its autograd formula reads and writes: a cast, a dropout, a scale or a rotary multiply by a
+constant moves the gradient once (1×); a residual add passes the gradient through (0×, or a cast of it
+to the branch's dtype); SiLU·up reads the gradient and three saved tensors and writes two gradients
+(1.6×); a norm's chain of pow, mean, rsqrt and muls about twice its forward (2×). Launches follow the
+same factor, at least one.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import is_targeted
 from llmplan.core.workload import TrainingSettings
 
-BACKWARD_FACTOR = 2.0
+BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
 NF4_DEQUANT_BYTES = 2.5  # read 4-bit codes (0.5 B) + write bf16 (2 B) per weight; absmax tables are small
 
 
@@ -51,6 +56,7 @@ class Elementwise:
     name: str
     bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
     kernels: float  # forward launches
+    backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,13 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
                                                              and tr.regime == "amp")):
         return 4.0
     return 2.0
+
+
+def projection_bytes(tr: TrainingSettings) -> float:
+    """Bytes per element of the projections' outputs in eager code: bf16 under autocast, but fp32 in QLoRA,
+    whose bitsandbytes Linear4bit casts its output back to its input's dtype (fp32 after
+    prepare_model_for_kbit_training), so rotary, the MLP's activation and the LoRA adds run in fp32."""
+    return 4.0 if tr.method == "qlora" else 2.0
 
 
 def _tokens(lay: Layout) -> float:
@@ -170,26 +183,40 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
     ew: list[Elementwise] = []
     if prof.kernels == "fused":
-        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2),
-               Elementwise("fused rotary", 4 * (q + kv) * T, 1),
-               Elementwise("residual adds", 2 * 6 * h / rep * T, 2),
-               Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1)]
+        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5),  # reads x and the gradient, writes one
+               Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0),
+               Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
+               Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
+                           1.6)]
         saved = 0.0
     else:
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
+        y = projection_bytes(tr)
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
-        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6)),
-               Elementwise("rotary (rotate_half)", 20 * (q + kv) * T, 10),
-               Elementwise("attention output transpose", 4 * q * T, 1),
-               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2),
-               Elementwise("act(gate)·up" if m.gated_mlp else "activation", (10 if m.gated_mlp else 4) * inter * T,
-                           2 if m.gated_mlp else 1)]
+        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
+               Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0),
+               Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
+               # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
+               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
+               Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
+                           2 if m.gated_mlp else 1, 1.6)]
+        if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here
+            outs = q + 2 * kv + h + (2 if m.gated_mlp else 1) * inter + h
+            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 7, 1.0),
+                   Elementwise("autocast casts of fp32 q, k, v for SDPA and of the down input",
+                               6 * (q + 2 * kv + inter) * T, 4, 1.0)]
         if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
             casts = 3 + (2 if m.gated_mlp else 1)
-            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts))
+            # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
+            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
         for k_in, n_out in _adapted_widths(m, lay, tr):
-            lora = (2 * x + 1) * k_in + (6 * k_in if x == 4.0 else 0) + 10 * n_out
-            ew.append(Elementwise("LoRA dropout, scale, add", lora * T, 4 + (1 if x == 4.0 else 0)))
+            # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
+            # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
+            # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
+            drop = 9 if tr.lora_dropout > 0 else 0
+            lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
+            kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
+            ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full) * T
     cast = 0.0
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
@@ -213,10 +240,12 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     attention = 2 * q + 4 * kv + 2 * q + 4 * heads  # SDPA keeps q, k, v, its output and the log-sum-exp
     if not tr.flash_attention:
         attention += 6 * heads * lay.seq_len  # eager softmax: fp32 probabilities and their bf16 copy per key
-    mlp = (6 if m.gated_mlp else 2) * inter + down_input  # gate (SiLU input), act out and up (the mul)
+    # gate (SiLU input), act out and up (the mul), in the projections' dtype
+    mlp = (3 if m.gated_mlp else 1) * projection_bytes(tr) * inter + down_input
     lora = 0.0
-    if tr.method != "full":  # dropout mask (1 B) + the bf16 input lora_A keeps, per targeted projection
-        lora = sum(3 * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+    if tr.method != "full":  # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection
+        mask = 1 if tr.lora_dropout > 0 else 0
+        lora = sum((2 + mask) * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
     return norms + linear_inputs + attention + mlp + lora
 
 
@@ -232,10 +261,10 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         up32 = x == 2.0
         ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
     else:
-        ew.append(Elementwise("final norm", 4 * h * T, 1))
+        ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
     if prof.loss == "upcast":
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1))
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1, 1.0))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels == "eager" and x == 4.0) or (

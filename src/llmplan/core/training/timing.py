@@ -24,17 +24,20 @@ cluster's peak; HFU counts the recomputed FLOPs too.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
-from llmplan.core.params import ParamBreakdown
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.model import ModelSpec
+from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.result import ComputeReport
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.ops import head_ops, layer_ops
-from llmplan.core.workload import Scenario
+from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import InputError
 
 
@@ -76,6 +79,23 @@ def training_peak(gpu_name: str, peaks, precision: str) -> tuple[float, tuple[st
                      "another training.precision")
 
 
+@functools.lru_cache(maxsize=256)
+def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
+                 r: ot.Rates) -> ot.PartTimes:
+    """One micro-batch through the slowest stage: its blocks forward, backward and recomputed, and its share
+    of the head and loss. Cached per shape: the search and the charts ask for the same shapes often."""
+    pb = count_params(m)
+    ops = layer_ops(m, pb, lay, tr, prof)
+    fwd = ot.layer_forward(ops, r)
+    layer = fwd + ot.layer_backward(ops, r)
+    if tr.recompute == "full":
+        layer = layer + fwd
+    elif tr.recompute == "selective" and not tr.flash_attention:
+        layer = layer + ot.PartTimes(attention=fwd.attention, kernels=2)
+    head = ot.head_time(head_ops(m, pb, lay, tr, prof, ops.residual_bytes), r)
+    return layer.scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)  # head spread like the old model
+
+
 def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
                   state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
     """Per-operation step time of the slowest stage (module doc of ``op_time``).
@@ -88,15 +108,7 @@ def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_param
     elem = {"fp32": 4.0, "fp8": 1.0}.get(tr.precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
     r = ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem)
-    ops = layer_ops(m, pb, lay, tr, prof)
-    fwd = ot.layer_forward(ops, r)
-    layer = fwd + ot.layer_backward(ops, r)
-    if tr.recompute == "full":
-        layer = layer + fwd
-    elif tr.recompute == "selective" and not tr.flash_attention:
-        layer = layer + ot.PartTimes(attention=fwd.attention, kernels=2)
-    head = ot.head_time(head_ops(m, pb, lay, tr, prof, ops.residual_bytes), r)
-    per_mb = layer.scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)  # head spread like the old model
+    per_mb = _micro_batch(m, lay, tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
     launch = max(host_s - gpu_s, 0.0)

@@ -1,0 +1,109 @@
+"""One training step of the slowest GPU, stacked by what it spends its time on.
+
+Beside the memory bar: ``ComputeReport.breakdown`` (GEMMs, attention, memory-bound kernels, loss,
+dequantisation, optimizer, launch overhead, exposed communication, pipeline bubble, offload) as
+coloured segments that add up to the step time. Hover shows the part's seconds and the step-time
+formula, so a person sees *why* a step takes what it takes.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from llmplan.core.result import ComputeReport
+
+BAR_H = 22
+LEGEND_ROW_H = 18
+PARTS = {  # breakdown key -> (label, colour)
+    "gemm": ("GEMMs", "#4e79a7"),
+    "attention": ("Attention", "#76b7b2"),
+    "memory_bound": ("Memory-bound kernels", "#f28e2b"),
+    "loss": ("Loss", "#edc948"),
+    "dequantisation": ("NF4 dequantisation", "#b07aa1"),
+    "optimizer": ("Optimizer step", "#e15759"),
+    "launch_overhead": ("Kernel launches (host-bound)", "#9c755f"),
+    "exposed_communication": ("Exposed communication", "#59a14f"),
+    "pipeline_bubble": ("Pipeline bubble", "#bab0ac"),
+    "offload": ("Offload", "#ff9da7"),
+}
+
+
+def fmt_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} µs"
+
+
+class StepTimeBar(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.compute: ComputeReport | None = None
+        self.setMouseTracking(True)
+        self.setMinimumHeight(BAR_H + 2 * LEGEND_ROW_H + 10)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName("Step time per GPU")
+        self._segments: list[tuple[QRectF, str]] = []
+
+    def set_compute(self, compute: ComputeReport | None) -> None:
+        self.compute = compute
+        self.setAccessibleDescription(self.summary())
+        self.setVisible(compute is not None and bool(compute.breakdown))
+        self.update()
+
+    def parts(self) -> list[tuple[str, float]]:
+        if self.compute is None:
+            return []
+        return [(k, v) for k, v in self.compute.breakdown.items() if v > 0 and k in PARTS]
+
+    def summary(self) -> str:
+        if self.compute is None:
+            return "no estimate"
+        return ", ".join(f"{PARTS[k][0]} {fmt_seconds(v)}" for k, v in self.parts())
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        self._segments = []
+        total = sum(v for _, v in self.parts())
+        if not total:
+            return
+        w = self.width() - 2
+        x = 1.0
+        for key, value in self.parts():
+            rect = QRectF(x, 2, w * value / total, BAR_H)
+            p.fillRect(rect, QColor(PARTS[key][1]))
+            self._segments.append((rect, key))
+            x += rect.width()
+        p.setPen(self.palette().windowText().color())
+        p.drawRect(QRectF(1, 2, w - 1, BAR_H))
+        font = QFont(self.font())
+        font.setPointSizeF(max(font.pointSizeF() - 1, 7))
+        p.setFont(font)
+        fm = p.fontMetrics()
+        x, y = 2, BAR_H + 8
+        for key, value in self.parts():
+            text = f"{PARTS[key][0]} {fmt_seconds(value)}"
+            item_w = 14 + fm.horizontalAdvance(text) + 12
+            if x + item_w > self.width() and x > 2:
+                x, y = 2, y + LEGEND_ROW_H
+            p.fillRect(QRectF(x, y + 4, 10, 10), QColor(PARTS[key][1]))
+            p.drawText(x + 14, y + fm.ascent() + 2, text)
+            x += item_w
+        needed = y + LEGEND_ROW_H + 2
+        if needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position()
+        for rect, key in self._segments:
+            if rect.contains(pos) and self.compute is not None:
+                value = self.compute.breakdown[key]
+                share = value / self.compute.step_time_s.value if self.compute.step_time_s.value else 0.0
+                QToolTip.showText(event.globalPosition().toPoint(),
+                                  f"{PARTS[key][0]}: {fmt_seconds(value)} ({share:.0%} of the step)\n"
+                                  f"{self.compute.step_time_s.describe()}", self)
+                return
+        QToolTip.hideText()
