@@ -92,6 +92,35 @@ def test_two_h100_nodes_small_messages(size_mib, measured):
     assert got / ref == pytest.approx(measured / 159.43, rel=0.10)
 
 
+# For tests/reference_figures.py (docs/accuracy.md): (id, quantity, reference GB/s, source, kind, our value)
+def registry() -> list[tuple[str, str, float, str, str, object]]:
+    azure_h200 = ("Azure AI-benchmarking-guide, ND H200 v5 results (8x H200, NVSwitch, NCCL 2.20.5), in-place "
+                  "all-reduce busbw")
+    rows = [
+        ("nccl-dgx-a100-1node-ar-8g", "DGX A100 class, 8 GPUs, all-reduce 8 GB: busbw (GB/s)", 231.58,
+         "Azure AI-benchmarking-guide, ND A100 v4 results (8x A100 SXM4 80GB, NCCL 2.18.5); ours: 0.82 of NVLink 3",
+         "measured", lambda: _busbw("all-reduce", 8 * GiB, "dgx-a100")[0]),
+        ("nccl-dgx-a100-4node-ar-8g", "4 DGX A100 (8x HDR each), all-reduce 8 GB: busbw (GB/s)", 192.0,
+         "A. Laddy (NVIDIA), NVIDIA/nccl issue #812: 192 GB/s all-reduce busbw on DGX A100 with 8x200 Gb/s IB",
+         "measured", lambda: _busbw("all-reduce", 8 * GiB, "dgx-a100", nodes=4)[0]),
+        ("nccl-dgx-h100-1node-ag-8g", "DGX H100, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 370.0,
+         "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #212 (the source of the 0.82 NVLink share)", "calibration",
+         lambda: _busbw("all-gather", 8 * GiB, "dgx-h100")[0]),
+        ("nccl-dgx-h100-4node-ag-8g", "4 DGX H100 (8x NDR each), all-gather 8 GB: busbw (GB/s)", 370.0,
+         "A. Laddy (NVIDIA), NVIDIA/nccl-tests issue #290: 46-48 GB/s per NDR NIC (the source of the 0.94 "
+         "network share); NVLink 370 (#212)", "calibration",
+         lambda: _busbw("all-gather", 8 * GiB, "dgx-h100", nodes=4)[0]),
+    ]
+    for size in (4, 64, 1024, 8192):
+        measured = dict([(4, 138.44), (64, 368.11), (1024, 467.58), (8192, 479.98)])[size]
+        rows.append((f"nccl-h200-1node-ar-{size}m", f"H100/H200 class, 8 GPUs, all-reduce {size} MiB: busbw (GB/s)",
+                     measured, azure_h200 + ("; the NVLS share was set from the ~480 GB/s NCCL's maintainers state"
+                                             if size == 8192 else ""),
+                     "calibration" if size == 8192 else "measured",
+                     (lambda s=size: _busbw("all-reduce", s * MiB, "hgx-h200")[0])))
+    return rows
+
+
 def test_fewer_nics_than_gpus_share_the_node():
     # 4 x 200 Gb/s for 8 GPUs: a ring across such nodes is bounded by the node's 100 GB/s x 0.94.
     got, _ = _busbw("all-reduce", 8 * GiB, gpu="nvidia-a100-sxm4-80gb", gpus_per_node=8, nodes=4,

@@ -27,7 +27,7 @@ __all__ = ["Layout", "estimate_training", "resolve"]
 
 def estimate_training(sc: Scenario) -> Estimate:
     """The full training/fine-tuning estimate for ``sc`` (see module docstring)."""
-    m, tr, cl, eff = sc.model, sc.training, sc.cluster, sc.efficiency
+    m, tr = sc.model, sc.training
     lay = resolve(sc)
     pb = count_params(m)
     sm = memory.worst_stage(sc, pb, lay)
