@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from llmplan.core.explain import Figure
 from llmplan.core.result import Estimate
 from llmplan.gui.theme import PART_LABELS
-from llmplan.gui.units import MemoryUnit, fmt_figure, params_text
+from llmplan.gui.units import MemoryUnit, duration, fmt_figure, params_text, si
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +94,11 @@ def rows(est: Estimate) -> list[Row]:
         out.append(Row("Communication", "Intra-node bandwidth to hide it", cm.intra_node_bandwidth_needed))
         out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
-            how = f", {col.algorithm}, {col.span}, {col.bus_bandwidth / 1e9:,.0f} GB/s bus" if col.algorithm else ""
-            out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size}{how})", col.time_s))
+            out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
+            if col.algorithm:  # how NCCL runs it, and what of it the compute does not hide
+                how = (f"↳ exposed · {col.algorithm}, {col.span}, {si(col.bytes_per_step.value, 'B')} per step, "
+                       f"{col.bus_bandwidth / 1e9:,.0f} GB/s bus, {duration(col.latency_s)} latency")
+                out.append(Row("Communication", how, col.exposed_s))
     if est.system is not None:
         out.extend(system_rows(est))
     out.append(Row("Bottleneck", est.bottleneck.kind, None, est.bottleneck.statement))
