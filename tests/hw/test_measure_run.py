@@ -15,7 +15,7 @@ from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.errors import InputError
 from llmplan.hw.measure_run import RUN_FORMAT, dumps_run, run_settings
 from llmplan.hw.measured import import_measured_run
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 
 
 def _doc(**training) -> PlanDocument:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from llmplan.core import present
+from llmplan.core.present import MemoryUnit
 from llmplan.errors import InputError
 from llmplan.hw.detect import detect_all
 from llmplan.hw.match import GpuMatch, match_gpu
 from llmplan.hw.types import DetectedGpu, DetectionReport
-
-GIB = 2**30
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +60,7 @@ def _match(gpu: DetectedGpu, candidates: list | None) -> GpuMatch | None:
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / GIB:.1f} GiB"
+    return "?" if n is None else MemoryUnit("GiB").fmt(n)
 
 
 def _gpu_lines(g: DetectedGpu, m: GpuMatch | None) -> list[str]:
@@ -165,7 +164,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     for m in cal.matmul:
         print(f"  matmul {m.dtype:<5} n={m.n:<5} {m.flops_per_s / 1e12:10.3f} TFLOP/s  ({m.iterations} iterations)")
     bw = cal.memory_bandwidth_bytes_per_s
-    print(f"  copy bandwidth ({cal.copy_bytes >> 20} MiB)  {bw / 1e9:.1f} GB/s" if bw else "  copy bandwidth: not measured")
+    print(f"  copy bandwidth ({cal.copy_bytes >> 20} MiB)  {present.rate(bw)}" if bw else "  copy bandwidth: not measured")
     if fractions is not None:
         parts = [f"{d} {f * 100:.0f} %" for d, f in fractions.matmul.items()]
         if fractions.memory_bandwidth is not None:
@@ -181,9 +180,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def run_measure(args: argparse.Namespace) -> int:
     """Build the plan's model with random weights, run it, write what it took (llmplan.hw.measure_run)."""
     from llmplan.cli.cmd_estimate import document_from_args
+    from llmplan.formats.atomic import atomic_write
     from llmplan.hw.measure_run import dumps_run, measure
-    from llmplan.hw.measured import atomic_write_text
-    from llmplan.io.resolve import inline_specs
+    from llmplan.plan.resolve import inline_specs
 
     if not 1 <= args.steps <= 1000:
         raise InputError(f"--steps must be between 1 and 1000, got {args.steps}")
@@ -194,7 +193,10 @@ def run_measure(args: argparse.Namespace) -> int:
                          "config.json, or a plan with model.config inline")
     text = dumps_run(measure(doc, config, args.steps, args.device))
     if args.out:
-        atomic_write_text(Path(args.out), text)
+        try:
+            atomic_write(args.out, text)
+        except OSError as exc:
+            raise InputError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
         print(f"Wrote {args.out}; compare with: llmplan-cli estimate PLAN --compare-run {args.out}")
     else:
         print(text, end="")

@@ -32,8 +32,8 @@ prepare_model_for_kbit_training's fp32 inputs spread through rotary, the MLP and
 import pytest
 
 from llmplan.core.workload import ParallelLayout, TrainingSettings
-from llmplan.io.evaluate import evaluate_plan
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
 
 GIB = 2**30
 CONTEXT = 0.5 * GIB  # CUDA context beside PyTorch's reserved bytes (nvidia-smi, same machine)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pytest
 
 from llmplan.catalog.hardware import load_hardware_catalog
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 
 from .helpers import gpt, scenario
 
