@@ -222,6 +222,16 @@ def _published_run_rows() -> list[Reference]:
             for key, c in CASES.items()]
 
 
+# ---- collectives: published nccl-tests bus bandwidths ------------------------------------------------
+
+def _nccl_rows() -> list[Reference]:
+    from tests.core.training.test_nccl_published import registry
+
+    return [Reference(key, "Collectives (nccl-tests bus bandwidth)", quantity, ref, "GB/s", src, compute,
+                      rel_tol=0.10, kind=kind)
+            for key, quantity, ref, src, kind, compute in registry()]
+
+
 # ---- the Hugging Face stack on an H100 -----------------------------------------------------------------
 
 def _hf_run(name: str, what: str) -> Callable[[], float]:
@@ -372,5 +382,5 @@ def _decode_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _hf_rows() + _gguf_rows()
+                 + _nccl_rows() + _hf_rows() + _gguf_rows()
                  + _kv_rows() + _decode_rows())

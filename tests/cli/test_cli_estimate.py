@@ -74,3 +74,19 @@ def test_auto_layout_keeps_the_training_knobs_the_user_set(capsys, tmp_path):
     assert data["layout"]["chosen_by"] == "auto"
     saved = load_plan(tmp_path / "p.llmplan").training
     assert (saved.zero_stage, saved.recompute, saved.micro_batch) == (3, "full", 4)
+
+
+def test_json_explains_each_collective_and_takes_an_inline_network(capsys):
+    # 4 x 200 Gb/s for 8 GPUs, given inline: the two DP rings of each GPU pair share the node's 100 GB/s
+    spec = '{"id": "hdr-x4", "name": "4 x HDR 200", "nics_per_node": 4, "nic_bandwidth": 25e9}'
+    rc = main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "nvidia-a100-sxm4-80gb", "--gpus", "8",
+               "--nodes", "2", "--set", "parallelism.tp=8", "--set", "parallelism.dp=2",
+               "--set", f"hardware.network_spec={spec}", "--json"])
+    assert rc == 0
+    colls = json.loads(capsys.readouterr().out)["communication"]["collectives"]
+    dp = next(c for c in colls if c["group"] == "dp")
+    assert dp["span"] == "2 nodes × 1 GPU" and dp["nodes"] == 2 and dp["algorithm"].startswith("ring/")
+    assert dp["bus_bandwidth"] <= 100e9 / 8 * 0.94 * 1.0001  # one eighth of the node's NICs
+    tp = next(c for c in colls if c["group"] == "tp")
+    assert tp["span"] == "1 node, 8 GPUs" and tp["limit"] == "NVLink" and tp["calls"] > 0
+    assert all(c["latency_s"] >= 0 and c["message_bytes"] > 0 for c in colls)

@@ -263,3 +263,19 @@ def test_hovering_a_gpu_shows_its_ranks_and_its_stages_memory(window, qtbot):
         texts.append(QToolTip.text())
     assert window.unit.fmt(per_stage[0]) in texts[0] and window.unit.fmt(per_stage[1]) in texts[1]
     assert all("(this GPU's pipeline stage)" in t for t in texts)
+
+
+def test_layout_editor_marks_tp_groups_that_span_nodes(window, tmp_path):
+    # TP=16 on 8-GPU nodes: each TP group spans two nodes; the editor says so and outlines the GPUs.
+    window.findChild(QSpinBox, "hardware.gpus_per_node").setValue(8)
+    window.state.edit("hardware.network", "ib-ndr-400")
+    window.findChild(QSpinBox, "hardware.nodes").setValue(2)
+    window.findChild(QSpinBox, "parallelism.tp").setValue(16)
+    window.layout_editor.fill_button.click()
+    assert "TP groups span nodes" in window.layout_editor.status.text()
+    grid = window.layout_editor.grid
+    assert "TP group of 16 spans nodes" in grid.describe_at(1, 3)
+    grid.grab().save(str(tmp_path / "tp16.png"))
+    window.findChild(QSpinBox, "parallelism.tp").setValue(8)
+    window.layout_editor.fill_button.click()
+    assert "span nodes" not in window.layout_editor.status.text()

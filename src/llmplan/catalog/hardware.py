@@ -23,6 +23,7 @@ from llmplan.catalog.hardware_files import (
     GB_PER_S,
     GIB,
     EfficiencyValue,
+    FabricFileEntry,
     GpuFileEntry,
     HardwareFile,
     NetworkFileEntry,
@@ -30,7 +31,7 @@ from llmplan.catalog.hardware_files import (
     SourceRef,
     expand_apple_chip,
 )
-from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec
+from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec
 from llmplan.errors import CatalogError
 from llmplan.formats.atomic import atomic_write
 from llmplan.resources_path import catalogs_dir, user_data_dir
@@ -65,13 +66,21 @@ class NetworkEntry:
     latency_s: float | None = None
     notes: str = ""
     origin: str = "shipped"
+    ports: int = 1  # ports per node where ports_per == "node"
+    rail_optimized: bool = True
+    nodes_per_leaf: int = 0
+    oversubscription: float = 1.0
 
     def spec_for(self, gpus_per_node: int = 1) -> NetworkSpec:
-        """Per-GPU bandwidth: a node-wide port is shared by the node's GPUs."""
+        """The node's NICs: one per GPU ("gpu") or ``ports`` for the node ("node"); per-GPU share beside."""
         per_port = self.gbit_per_port * 1e9 / 8
-        per_gpu = per_port if self.ports_per == "gpu" else per_port / max(gpus_per_node, 1)
+        nics = max(gpus_per_node, 1) if self.ports_per == "gpu" else self.ports
         extra = {"latency_s": self.latency_s} if self.latency_s is not None else {}
-        return NetworkSpec(id=self.id, name=self.name, bandwidth_per_gpu=per_gpu, **extra)
+        if per_port <= 0:
+            return NetworkSpec(id=self.id, name=self.name, **extra)
+        return NetworkSpec(id=self.id, name=self.name, bandwidth_per_gpu=per_port * nics / max(gpus_per_node, 1),
+                           nics_per_node=nics, nic_bandwidth=per_port, rail_optimized=self.rail_optimized,
+                           nodes_per_leaf=self.nodes_per_leaf, oversubscription=self.oversubscription, **extra)
 
     @property
     def spec(self) -> NetworkSpec:
@@ -92,6 +101,7 @@ class NodeEntry:
     origin: str = "shipped"
     host_memory_bandwidth: float | None = None  # theoretical bytes/s of the node's DRAM; None: the default host
     host_memory_bandwidth_source: SourceRef | None = None
+    fabric_id: str | None = None  # None: the GPU's default fabric
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class HardwareCatalog:
     efficiency_sources: dict[str, SourceRef]
     problems: tuple[str, ...] = ()
     default_host: DefaultHost | None = None
+    fabrics: tuple[FabricSpec, ...] = ()
     _by_id: dict[str, GpuEntry] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -136,6 +147,23 @@ class HardwareCatalog:
         if network_id not in by_id:
             raise _unknown("network", network_id, by_id, "llmplan-cli catalog networks")
         return by_id[network_id]
+
+    def fabric_for(self, gpu: GpuSpec, node_id: str | None = None) -> FabricSpec:
+        """The node preset's fabric, else the GPU's: an SXM NVLink GPU sits on an NVSwitch of its NVLink
+        generation, another NVLink GPU on bridges ("nvlink"), the rest on PCIe."""
+        by_id = {f.id: f for f in self.fabrics}
+        if node_id and self.node(node_id).fabric_id in by_id:
+            return by_id[self.node(node_id).fabric_id or ""]
+        if gpu.nvlink_bandwidth and gpu.form_factor.upper().startswith("SXM") and gpu.nvlink_generation:
+            want = f"nvswitch-nvlink{gpu.nvlink_generation}"
+        elif gpu.nvlink_bandwidth:
+            want = "nvlink-bridge"
+        elif gpu.vendor == "amd" and gpu.form_factor.upper() == "OAM":
+            want = "xgmi"
+        else:
+            want = "pcie"
+        return by_id.get(want) or by_id.get("nvlink-bridge" if gpu.nvlink_bandwidth else "pcie") or FabricSpec(
+            kind="nvlink" if gpu.nvlink_bandwidth else "pcie")
 
     def efficiency_basis_for(self, gpu_id: str) -> dict[str, EfficiencyValue]:
         """Each efficiency with its basis and source: first matching class, field by field."""
@@ -203,6 +231,7 @@ class HardwareCatalog:
                 nodes=nodes,
                 intra_node_bandwidth=node.intra_node_bandwidth if node else None,
                 network=network.spec_for(per_node),
+                fabric=self.fabric_for(self.gpu(gpu_id).spec, node.id if node else None),
                 host_memory_bandwidth=self.host_memory_bandwidth_for(node.id if node else None),
             )
         except ValidationError as exc:
@@ -237,6 +266,7 @@ class _Builder:
     eff_default: dict[str, EfficiencyValue] = field(default_factory=dict)
     eff_classes: list[tuple[tuple[str, ...], dict[str, EfficiencyValue]]] = field(default_factory=list)
     eff_sources: dict[str, SourceRef] = field(default_factory=dict)
+    fabrics: dict[str, FabricSpec] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     host: DefaultHost | None = None
 
@@ -300,6 +330,7 @@ def _add_file(b: _Builder, path: Path, origin: str, strict: bool) -> None:
     gpus = [_gpu_entry(raw, file, origin, strict) for raw in raws]
     networks = [_network_entry(n, file, origin, strict) for n in file.network]
     nodes = [_node_entry(n, file, origin, strict) for n in file.node]
+    b.fabrics.update({f.id: _fabric(f, file, strict) for f in file.fabric})
     if strict:  # shipped ids are unique across all files; user files override on purpose
         for kind, items, seen in (("GPU", gpus, b.gpus), ("network", networks, b.networks), ("node", nodes, b.nodes)):
             ids = [item.id for item in items] + list(seen)
@@ -337,7 +368,22 @@ def _network_entry(n: NetworkFileEntry, file: HardwareFile, origin: str, strict:
         latency_s=n.latency_us * 1e-6 if n.latency_us is not None else None,
         notes=n.notes,
         origin=origin,
+        ports=n.ports,
+        rail_optimized=n.rail_optimized,
+        nodes_per_leaf=n.nodes_per_leaf,
+        oversubscription=n.oversubscription,
     )
+
+
+def _fabric(f: FabricFileEntry, file: HardwareFile, strict: bool) -> FabricSpec:
+    """A fabric with its measured curve normalised by its largest-message bus bandwidth."""
+    src = [_resolve(s, file.sources, f"fabric {f.id!r}", strict) for s in (f.curve_source, f.nvls_source) if s]
+    if len(f.curve_bytes) != len(f.curve_busbw_gbs):
+        raise ValueError(f"fabric {f.id!r}: curve_bytes and curve_busbw_gbs differ in length")
+    top = f.curve_busbw_gbs[-1] if f.curve_busbw_gbs else 1.0
+    return FabricSpec(id=f.id, kind=f.kind, nvls_share=f.nvls_share, ramp_bytes=tuple(f.curve_bytes),
+                      ramp_share=tuple(v / top for v in f.curve_busbw_gbs),
+                      source="; ".join(s.title for s in src if s is not None))
 
 
 def _node_entry(n: NodeFileEntry, file: HardwareFile, origin: str, strict: bool) -> NodeEntry:
@@ -356,6 +402,7 @@ def _node_entry(n: NodeFileEntry, file: HardwareFile, origin: str, strict: bool)
         host_memory_bandwidth_source=_resolve(n.host_memory_bandwidth_source or n.source, file.sources,
                                               f"node {n.id!r} host_memory_bandwidth", strict)
         if n.host_memory_bandwidth_gbs else None,
+        fabric_id=n.fabric,
     )
 
 
@@ -403,6 +450,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
         efficiency_sources=b.eff_sources,
         problems=tuple(b.problems),
         default_host=b.host,
+        fabrics=tuple(b.fabrics.values()),
     )
 
 

@@ -247,8 +247,26 @@ class NetworkFileEntry(_Strict):
     name: str = Field(min_length=1)
     gbit_per_port: float = Field(ge=0)
     ports_per: Literal["gpu", "node"]
+    ports: int = Field(1, ge=1, le=1024, description="with ports_per = 'node': how many such ports (NICs) a node has")
+    rail_optimized: bool = True
+    nodes_per_leaf: int = Field(0, ge=0, description="nodes under one leaf switch / scalable unit; 0: one tier")
+    oversubscription: float = Field(1.0, ge=1, le=64)
     latency_us: float | None = Field(None, ge=0)
     source: str | None = None
+    notes: str = ""
+
+
+class FabricFileEntry(_Strict):
+    """One ``[[fabric]]``: how GPUs inside a node talk, with a published nccl-tests curve."""
+
+    id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str = Field(min_length=1)
+    kind: Literal["nvswitch", "nvlink", "xgmi", "pcie"]
+    nvls_share: float = Field(0.0, ge=0, le=4)
+    nvls_source: str | None = None
+    curve_bytes: list[float] = Field(default_factory=list, description="message sizes of the measured curve")
+    curve_busbw_gbs: list[float] = Field(default_factory=list, description="busbw GB/s measured at each size")
+    curve_source: str | None = None
     notes: str = ""
 
 
@@ -260,6 +278,7 @@ class NodeFileEntry(_Strict):
     gpu: str = Field(min_length=1)
     gpus_per_node: int = Field(ge=1, le=1024)
     network: str = "none"
+    fabric: str | None = Field(None, description="fabric id ([[fabric]]); None: from the GPU")
     intra_node_gbs: float | None = Field(None, gt=0)
     host_memory_gib: float | None = Field(None, gt=0)
     host_memory_bandwidth_gbs: float | None = Field(
@@ -314,6 +333,7 @@ class HardwareFile(_Strict):
     apple_wired_memory: AppleWiredMemory | None = None
     apple_chip: list[AppleChip] = Field(default_factory=list)
     network: list[NetworkFileEntry] = Field(default_factory=list)
+    fabric: list[FabricFileEntry] = Field(default_factory=list)
     node: list[NodeFileEntry] = Field(default_factory=list)
     default: EfficiencyDefault | None = None
     host: HostFileEntry | None = None

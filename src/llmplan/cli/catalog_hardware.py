@@ -120,7 +120,7 @@ def run_nodes(args: argparse.Namespace) -> int:
                     "gpus_per_node": n.gpus_per_node,
                     "network": n.network_id,
                     "intra_node_bytes_per_s_per_gpu": cluster.intra_bandwidth,
-                    "network_bytes_per_s_per_gpu": cluster.network.bandwidth_per_gpu,
+                    "network_bytes_per_s_per_gpu": cluster.network.per_gpu(cluster.gpus_per_node),
                     "host_memory_bytes": n.host_memory_bytes,
                     "host_memory_bandwidth_bytes_per_s": cluster.host_memory_bandwidth,
                     "origin": n.origin,
@@ -142,7 +142,7 @@ def run_nodes(args: argparse.Namespace) -> int:
                 _num(total, 1 << 30, 0),
                 _num(cluster.intra_bandwidth, 1e9) if n.gpus_per_node > 1 else "-",
                 n.network_id,
-                _num(cluster.network.bandwidth_per_gpu, 1e9, 2),
+                _num(cluster.network.per_gpu(cluster.gpus_per_node), 1e9, 2),
                 n.name,
             ]
         )
@@ -162,6 +162,10 @@ def run_networks(args: argparse.Namespace) -> int:
                 "gbit_per_port": n.gbit_per_port,
                 "ports_per": n.ports_per,
                 "bytes_per_s_per_port": n.gbit_per_port * 1e9 / 8,
+                "ports": n.ports,
+                "rail_optimized": n.rail_optimized,
+                "nodes_per_leaf": n.nodes_per_leaf,
+                "oversubscription": n.oversubscription,
                 "origin": n.origin,
                 "source": {"title": n.source.title, "url": n.source.url} if n.source else None,
             }
@@ -169,11 +173,14 @@ def run_networks(args: argparse.Namespace) -> int:
         ]
         print(json.dumps({"networks": nets, "problems": list(cat.problems)}, indent=2))
         return 0
-    header = ["id", "Gb/s per port", "GB/s per port", "one port per", "name"]
+    header = ["id", "Gb/s per port", "GB/s per port", "ports", "rail", "nodes/leaf", "name"]
     rows = [
-        [n.id, _num(n.gbit_per_port, 1, 0), _num(n.gbit_per_port / 8, 1, 2), n.ports_per, n.name]
+        [n.id, _num(n.gbit_per_port, 1, 0), _num(n.gbit_per_port / 8, 1, 2),
+         "1 per GPU" if n.ports_per == "gpu" else f"{n.ports} per node", "yes" if n.rail_optimized else "no",
+         str(n.nodes_per_leaf or "-"), n.name]
         for n in cat.networks
     ]
-    print(_table(header, rows, right={1, 2}))
-    print("\nA port per node is shared by the node's GPUs; bandwidths are one direction.")
+    print(_table(header, rows, right={1, 2, 5}))
+    print("\nA node's ports are shared by its GPUs; NCCL spreads a group's rings over all of them. Bandwidths are "
+          "one direction.")
     return 0

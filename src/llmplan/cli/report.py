@@ -85,7 +85,9 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "exposed_time_s": m.exposed_time_s.value, "bottleneck_link": m.bottleneck_link,
             "collectives": [
                 {"name": x.name, "group": x.group, "group_size": x.group_size, "link": x.link,
-                 "bytes_per_step": x.bytes_per_step.value, "time_s": x.time_s.value, "exposed_s": x.exposed_s.value}
+                 "bytes_per_step": x.bytes_per_step.value, "time_s": x.time_s.value, "exposed_s": x.exposed_s.value,
+                 "algorithm": x.algorithm, "span": x.span, "nodes": x.nodes, "message_bytes": x.message_bytes,
+                 "calls": x.calls, "bus_bandwidth": x.bus_bandwidth, "latency_s": x.latency_s, "limit": x.limit}
                 for x in m.collectives
             ],
         }
@@ -185,7 +187,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     if data["communication"] and data["communication"]["collectives"]:
         m = data["communication"]
         lines += ["", "communication per GPU per step"]
-        rows = [(x["name"], f"{b(x['bytes_per_step'])}  {present.duration(x['exposed_s'])} exposed")
+        rows = [(x["name"], f"{b(x['bytes_per_step'])}  {present.duration(x['exposed_s'])} exposed"
+                 + (f"  [{x['algorithm']}, {x['span']}, {present.rate(x['bus_bandwidth'])} bus, "
+                    f"{present.duration(x['latency_s'])} latency]" if x.get("algorithm") else ""))
                 for x in m["collectives"]]
         rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
         lines.append(table(rows))

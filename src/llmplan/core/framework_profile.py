@@ -72,6 +72,18 @@ class FrameworkProfile(FrozenModel):
         0.05, ge=0, le=1, description="caching-allocator reserve beyond the allocated bytes, share of them"
     )
     overlap_grad_reduce: bool = Field(True, description="DP gradient reduction overlaps the backward")
+    overlap_param_gather: bool = Field(
+        False, description="the distributed optimizer's weight all-gather overlaps the next forward "
+        "(Megatron --overlap-param-gather); False: it runs exposed after the optimizer step"
+    )
+    tp_comm_overlap: bool = Field(
+        False, description="TP collectives overlap the GEMMs (Megatron --tp-comm-overlap, Transformer Engine "
+        "userbuffers); False: they sit on the critical path"
+    )
+    dp_bucket_params: int = Field(
+        40_000_000, ge=0, description="parameters per gradient bucket of the DP reduction (Megatron "
+        "bucket_size: max(40M, 1M·dp)); 0: one bucket per layer (FSDP units)"
+    )
     supports_pp: bool = True
     supports_tp: bool = True
     supports_cp: bool = True

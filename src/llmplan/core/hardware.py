@@ -117,16 +117,67 @@ class GpuSpec(FrozenModel):
 
 
 class NetworkSpec(FrozenModel):
-    """The scale-out network between nodes, per GPU."""
+    """The scale-out network between nodes.
+
+    A node has ``nics_per_node`` NICs of ``nic_bandwidth`` each; NCCL spreads a group's rings over all
+    of them (through NVLink to the NIC's GPU where needed, "PXN"), so a group sees the node's whole
+    bandwidth, shared with the other groups of the node that communicate at the same time. Old plans give
+    only ``bandwidth_per_gpu`` (``nics_per_node`` = 0): one NIC of that speed per GPU.
+    """
 
     id: str = "none"
     name: str = "none (single node)"
-    bandwidth_per_gpu: float = Field(0.0, ge=0, description="bytes/s per GPU, one direction")
-    latency_s: float = Field(5e-6, ge=0, le=1)
+    bandwidth_per_gpu: float = Field(0.0, ge=0, description="bytes/s per GPU, one direction (the node's "
+                                     "NIC bandwidth / its GPUs); used where nics_per_node is 0")
+    latency_s: float = Field(5e-6, ge=0, le=1, description="one switch hop; each switch tier a group crosses "
+                             "beyond the leaf adds it to every inter-node step")
+    nics_per_node: int = Field(0, ge=0, le=1024, description="scale-out NICs per node; 0: one per GPU at "
+                               "bandwidth_per_gpu")
+    nic_bandwidth: float = Field(0.0, ge=0, description="bytes/s of one NIC, one direction")
+    rail_optimized: bool = Field(True, description="NIC k of every node on the same leaf switch (rail): "
+                                 "rings stay on one rail; False: cross-rail traffic climbs a tier")
+    nodes_per_leaf: int = Field(0, ge=0, le=1_000_000, description="nodes under one leaf switch / scalable "
+                                "unit; a group spanning more crosses the spine; 0: one non-blocking tier")
+    oversubscription: float = Field(1.0, ge=1, le=64, description="bandwidth below the spine / above it; "
+                                    "a group that crosses the spine gets its share divided by this")
 
     @model_validator(mode="after")
     def _plausible(self) -> NetworkSpec:
         _check_rate("bandwidth_per_gpu", self.bandwidth_per_gpu, MIN_RATE, MAX_RATE)
+        _check_rate("nic_bandwidth", self.nic_bandwidth, MIN_RATE, MAX_RATE)
+        if self.nics_per_node and not self.nic_bandwidth:
+            raise ValueError("nics_per_node needs nic_bandwidth (bytes/s of one NIC)")
+        return self
+
+    def node_bandwidth(self, gpus_per_node: int) -> float:
+        """Bytes/s one node can send, one direction, over all its NICs."""
+        if self.nics_per_node:
+            return self.nics_per_node * self.nic_bandwidth
+        return self.bandwidth_per_gpu * gpus_per_node
+
+    def per_gpu(self, gpus_per_node: int) -> float:
+        return self.node_bandwidth(gpus_per_node) / max(gpus_per_node, 1)
+
+
+class FabricSpec(FrozenModel):
+    """How the GPUs inside a node talk, as NCCL sees it: the kind of fabric, whether all-reduce can
+    use in-switch reduction (NVLink SHARP, "NVLS"), and the achieved share of the NVLink bus bandwidth
+    by message size (a published nccl-tests curve, cited in catalogs/systems/nodes.toml)."""
+
+    id: str = "generic"
+    kind: Literal["nvswitch", "nvlink", "xgmi", "pcie"] = "nvlink"
+    nvls_share: float = Field(0.0, ge=0, le=4, description="NVLS all-reduce bus bandwidth / per-GPU link "
+                              "bandwidth; 0: no NVLS")
+    ramp_bytes: tuple[float, ...] = Field((), description="message sizes (bytes) of the measured curve")
+    ramp_share: tuple[float, ...] = Field((), description="bus bandwidth at each size / at the largest")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _ramp(self) -> FabricSpec:
+        if len(self.ramp_bytes) != len(self.ramp_share):
+            raise ValueError("ramp_bytes and ramp_share need the same length")
+        if any(b <= a for a, b in zip(self.ramp_bytes, self.ramp_bytes[1:], strict=False)):
+            raise ValueError("ramp_bytes must increase")
         return self
 
 
@@ -154,6 +205,7 @@ class ClusterSpec(FrozenModel):
         None, gt=0, description="bytes/s per GPU inside a node; None: the GPU's NVLink, else its PCIe"
     )
     network: NetworkSpec = NetworkSpec()
+    fabric: FabricSpec = FabricSpec()
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="USD; None: the GPU's catalog price")
     host_memory_bandwidth: float | None = Field(
         None, gt=0, description="theoretical host DRAM bandwidth of one node, bytes/s (sockets × channels × "
@@ -172,7 +224,7 @@ class ClusterSpec(FrozenModel):
         _check_rate("host_memory_bandwidth", self.host_memory_bandwidth, MIN_RATE, MAX_RATE)
         _check_rate("nvme_read_bandwidth", self.nvme_read_bandwidth, MIN_RATE, MAX_RATE)
         _check_rate("nvme_write_bandwidth", self.nvme_write_bandwidth, MIN_RATE, MAX_RATE)
-        if self.nodes > 1 and self.network.bandwidth_per_gpu <= 0:
+        if self.nodes > 1 and self.network.node_bandwidth(self.gpus_per_node) <= 0:
             raise ValueError(f"{self.nodes} nodes need a network between them; choose a network preset")
         return self
 

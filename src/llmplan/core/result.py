@@ -72,6 +72,14 @@ class Collective:
     time_s: Figure  # at the link's achievable bandwidth
     exposed_s: Figure  # the part not hidden behind compute
     bandwidth_needed: Figure | None = None  # B/s that would hide it fully behind the compute it can overlap
+    algorithm: str = ""  # NCCL algorithm/protocol, e.g. "ring/Simple", "nvls/Simple", "tree/LL128"
+    span: str = ""  # where the group sits, e.g. "1 node, 8 GPUs" or "2 nodes × 8 GPUs"
+    nodes: int = 1  # nodes the group spans
+    message_bytes: float = 0.0  # bytes of one call (nccl-tests convention)
+    calls: int = 0  # calls per step
+    bus_bandwidth: float = 0.0  # bus bandwidth reached, bytes/s (nccl-tests busbw)
+    latency_s: float = 0.0  # the latency part of time_s
+    limit: str = ""  # what bounds it: "NVLink", "network" or "latency"
 
 
 @dataclass(frozen=True, slots=True)

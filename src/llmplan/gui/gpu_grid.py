@@ -1,5 +1,7 @@
 """The drawing of the cluster: every GPU in its node, coloured by pipeline stage
-(hue) and tensor rank (shade), GPUs the layout leaves idle in grey.
+(hue) and tensor rank (shade), GPUs the layout leaves idle in grey. A GPU whose tensor- or
+context-parallel group leaves its node gets a thick outline (red: TP, orange: CP), because
+those groups' collectives then run over the network (``core.training.placement``).
 
 Ranks follow Megatron-LM's default order (tensor fastest, then context, then data,
 then pipeline): rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)). Clusters of more than
@@ -16,11 +18,23 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from llmplan.core.training.placement import crosses_nodes
 from llmplan.core.workload import ParallelLayout
 from llmplan.gui.theme import stage_colour
 
 DETAIL_LIMIT = 256
 MAX_BOX = 84.0  # pixels: the largest GPU tile
+CROSS_COLOURS = {"tp": "#d32f2f", "cp": "#f57c00"}  # outline of GPUs whose group spans nodes
+
+
+def crossing_groups(layout: ParallelLayout, gpus_per_node: int) -> tuple[str, ...]:
+    """The latency-critical groups ("tp", "cp") that span more than one node in rank order."""
+    out = []
+    if crosses_nodes(layout.tp, 1, gpus_per_node):
+        out.append("tp")
+    if crosses_nodes(layout.cp, layout.tp, gpus_per_node):
+        out.append("cp")
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +108,7 @@ class GpuGrid(QWidget):
         if self.aggregated:
             self._paint_nodes_aggregated(p, w, h)
             return
+        crossing = crossing_groups(self.layout_, self.gpus_per_node)
         node_cols, node_rows = self._grid(self.nodes, w, h)
         nw, nh = w / node_cols, h / node_rows
         g_cols, g_rows = self._grid(self.gpus_per_node, nw - 8, nh - 8)
@@ -110,6 +125,10 @@ class GpuGrid(QWidget):
                 r = ranks_of(n * self.gpus_per_node + g, self.layout_)
                 colour = QColor("#9e9e9e") if r is None else stage_colour(r.pp, r.tp, self.layout_.tp)
                 p.fillRect(rect, colour)
+                if r is not None and crossing:
+                    p.setPen(QPen(QColor(CROSS_COLOURS[crossing[0]]), 3))
+                    p.setBrush(Qt.BrushStyle.NoBrush)
+                    p.drawRect(rect.adjusted(1.5, 1.5, -1.5, -1.5))
                 self._boxes.append((rect, n, g))
                 if r is not None and rect.width() > 26 and rect.height() > 14:
                     p.setPen(QColor("#000000"))
@@ -139,6 +158,10 @@ class GpuGrid(QWidget):
                 f"tensor {r.tp}/{self.layout_.tp} · context {r.cp}/{self.layout_.cp} · "
                 f"data {r.dp}/{self.layout_.dp}" + (f" · expert {r.dp % ep}/{ep}" if ep > 1 else "")
                 + f" · pipeline stage {r.pp}/{self.layout_.pp}")
+        for kind in crossing_groups(self.layout_, self.gpus_per_node):
+            size = self.layout_.tp if kind == "tp" else self.layout_.cp
+            text += (f"\n{kind.upper()} group of {size} spans nodes: its collectives run over the network, "
+                     "not NVLink")
         if r.pp < len(self.stage_memory_text):
             return text + f"\nmemory: {self.stage_memory_text[r.pp]} (this GPU's pipeline stage)"
         return text + (f"\nmemory: {self.memory_text}" if self.memory_text else "")

@@ -18,7 +18,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
-from llmplan.gui.gpu_grid import GpuGrid
+from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
 
@@ -111,7 +111,8 @@ class LayoutEditor(QWidget):
         lay.addLayout(opts)
         lay.addWidget(self.status)
         lay.addWidget(self.grid, 1)
-        legend = QLabel("Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · hover a GPU for its ranks")
+        legend = QLabel("Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · red/orange outline: "
+                        "the GPU's TP/CP group spans nodes (network, not NVLink) · hover a GPU for its ranks")
         legend.setWordWrap(True)
         legend.setStyleSheet("color: palette(placeholder-text);")
         lay.addWidget(legend)
@@ -138,8 +139,12 @@ class LayoutEditor(QWidget):
             self._set_status(f"The layout uses {used} of the cluster's {total} GPUs "
                              "(the rest are drawn grey).", WARN_COLOUR)
         else:
-            self._set_status("The layout uses the one GPU." if total == 1 else f"The layout uses all {total} GPUs.",
-                             "")
+            text = "The layout uses the one GPU." if total == 1 else f"The layout uses all {total} GPUs."
+            crossing = crossing_groups(doc.parallelism, doc.hardware.gpus_per_node)
+            if crossing:
+                text += " " + " and ".join(k.upper() for k in crossing) + (
+                    " groups span nodes (outlined): their collectives run over the network.")
+            self._set_status(text, WARN_COLOUR if crossing else "")
 
     def _set_status(self, text: str, colour: str) -> None:
         self.status.setText(text)

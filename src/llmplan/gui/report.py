@@ -98,6 +98,10 @@ def rows(est: Estimate | Evaluation) -> list[Row]:
         out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
             out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
+            if col.algorithm:  # how NCCL runs it, and what of it the compute does not hide
+                how = (f"↳ exposed · {col.algorithm}, {col.span}, {present.si(col.bytes_per_step.value, 'B')} per step, "
+                       f"{present.rate(col.bus_bandwidth)} bus, {present.duration(col.latency_s)} latency")
+                out.append(Row("Communication", how, col.exposed_s))
     system = est.system if isinstance(est, Evaluation) else None
     if system is not None:
         out.extend(system_rows(est))

@@ -129,7 +129,7 @@ class ResultsPanel(QWidget):
                 section_item.setFirstColumnSpanned(True)
             item = QTreeWidgetItem(self.table, ["    " + row.label, row.shown(self.unit)])
             tip = row.tooltip()
-            item.setToolTip(0, tip)
+            item.setToolTip(0, f"{row.label.strip()}\n\n{tip}" if tip else row.label.strip())  # elided labels in full
             item.setToolTip(1, tip)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         del section_item

@@ -125,7 +125,7 @@ def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
         gpus = per_replica * dp
         per_node = s.cluster.gpus_per_node
         nodes = math.ceil(gpus / per_node)
-        if nodes > 1 and s.cluster.network.bandwidth_per_gpu <= 0:
+        if nodes > 1 and s.cluster.network.node_bandwidth(s.cluster.gpus_per_node) <= 0:
             if gpus > MAX_NODE_GPUS:
                 break  # no network: cannot grow past one (up to 8-GPU) node
             per_node, nodes = gpus, 1

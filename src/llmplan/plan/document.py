@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from llmplan import __version__
 from llmplan.core.frozen import FrozenModel
-from llmplan.core.hardware import Efficiency, GpuSpec, NetworkSpec
+from llmplan.core.hardware import Efficiency, FabricSpec, GpuSpec, NetworkSpec
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
     EfficiencyOverrides,
@@ -70,6 +70,10 @@ class HardwareRef(FrozenModel):
     )
     network: str = Field("none", description="catalog network preset id")
     network_spec: NetworkSpec | None = Field(None, description="the network's full spec, inline (wins over the id)")
+    fabric_spec: FabricSpec | None = Field(
+        None, description="the intra-node fabric (NVSwitch/NVLink/PCIe, NVLS, measured message-size curve), inline; "
+        "None: the node preset's, else the one the GPU implies"
+    )
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")
 
 

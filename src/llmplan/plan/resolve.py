@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, personal_machine
+from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
 from llmplan.errors import CatalogError, ConfigError, PlanFileError
@@ -68,6 +68,17 @@ def resolve_network(doc: PlanDocument) -> NetworkSpec:
     if hasattr(net, "spec_for"):  # a node-wide port is shared by the node's GPUs
         return net.spec_for(hw.gpus_per_node)
     return getattr(net, "spec", net)
+
+
+def resolve_fabric(doc: PlanDocument, gpu: GpuSpec) -> FabricSpec:
+    """The plan's inline fabric, else the node preset's, else the one the GPU implies (an SXM NVLink GPU on an
+    NVSwitch)."""
+    if doc.hardware.fabric_spec is not None:
+        return doc.hardware.fabric_spec
+    try:
+        return _hardware_catalog().fabric_for(gpu, doc.hardware.node)
+    except CatalogError:
+        return FabricSpec(kind="nvlink" if gpu.nvlink_bandwidth else "pcie")
 
 
 def resolve_intra_node_bandwidth(doc: PlanDocument) -> float | None:
@@ -158,7 +169,8 @@ def resolve(doc: PlanDocument) -> Scenario:
     nvme_read, nvme_write = resolve_nvme_bandwidth(doc, personal_machine(gpu, hw.nodes))
     try:
         cluster = ClusterSpec(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
-                              network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour,
+                              network=resolve_network(doc), fabric=resolve_fabric(doc, gpu),
+                              price_per_gpu_hour=hw.price_per_gpu_hour,
                               intra_node_bandwidth=resolve_intra_node_bandwidth(doc),
                               host_memory_bandwidth=resolve_host_memory_bandwidth(doc),
                               nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
@@ -189,6 +201,8 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         updates["gpu_efficiency"] = default_efficiency(updates.get("gpu_spec") or hw.gpu_spec)
     if hw.network_spec is None and hw.network != "none":
         updates["network_spec"] = resolve_network(doc)
+    if hw.fabric_spec is None and doc.workload != "inference" and hw.gpus_per_node * hw.nodes > 1:
+        updates["fabric_spec"] = resolve_fabric(doc, updates.get("gpu_spec") or hw.gpu_spec or resolve_gpu(doc))
     if hw.intra_node_bandwidth is None and hw.node:
         updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
     if hw.host_memory_bandwidth is None and doc.workload != "inference" and doc.training.offload != "none":

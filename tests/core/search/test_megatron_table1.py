@@ -21,6 +21,7 @@ from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from .specs import A100_80GB, cluster, gpt
 
 # params (B), heads, hidden, layers, TP, PP, GPUs, global batch, measured TFLOP/s per GPU
+
 TABLE_1 = [
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 137),
     (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),

@@ -10,20 +10,21 @@ Checks per row:
   and the parameter count equals the table's "Number of parameters (billion)" to its 0.1 B;
 - our predicted TFLOP/s per GPU (hardware FLOPs / step time / GPUs) against the measured value,
   with the hardware catalog's defaults for the A100 SXM 80GB (``efficiency_for``: matmul 0.859,
-  the best large bf16 GEMM of Bekman's MAMF table, measured with CUDA 12.1; HBM and links 0.8).
+  the best large bf16 GEMM of Bekman's MAMF table, measured with CUDA 12.1; HBM 0.8; NVLink 0.82 and
+  network 0.94 of line rate, NCCL's maintainers' measured shares).
   The measured value is never an input. Unknown to us and assumed: micro-batch 1, dropout 0.1,
   fp16 with fp32 gradients, no sequence parallelism (not yet invented), no distributed optimizer.
 
 What the per-operation model gives with the catalog defaults and the Megatron profile (TFLOP/s per
-GPU, ours vs Table 1), recorded 2026-11-25: 1.7B 108.5 (137), 3.6B 109.8 (138), 7.5B 112.3 (142),
-18.4B 118.2 (135), 39.1B 130.9 (138), 76.1B 136.6 (140), 145.6B 143.4 (148), 310.1B 149.3 (155),
-529.6B 153.3 (163), 1008.0B 157.2 (163): -2.4% to -20.9%, median 5.6% under. The three smallest
-rows (tensor-parallel width 1-4, 2,048-token micro-batches) are 20-21% under: their GEMMs are small
-and the unfused-era softmax traffic at s = 2048 is charged in full; the issue's 20% bound is missed by
-under one point there. Before the per-operation model (one large-GEMM efficiency for every matmul) the
-same rows were +6% to +25% over, median +18%. Nothing here is fitted to the table: GEMM and attention
-rates come from a bf16 kernel sweep on an H100 (``kernel_rates``), scaled by the A100's catalog figure.
-The test pins the band (0 to -22%) and the median (within 10%), so a change that moves a row is seen.
+GPU, ours vs Table 1), recorded 2026-11-25 with the network model of issue 23 (collectives as NCCL runs
+them, the node's eight HDR NICs shared by its DP rings, gradient buckets): 1.7B 122.9 (137), 3.6B 125.9
+(138), 7.5B 125.5 (142), 18.4B 122.8 (135), 39.1B 135.4 (138), 76.1B 140.9 (140), 145.6B 147.4 (148),
+310.1B 152.9 (155), 529.6B 156.8 (163), 1008.0B 160.5 (163): -11.6% to +0.6%, median 2.8% off. Before
+it (each DP ring priced at one GPU's 25 GB/s share of the network) the small, data-parallel-heavy rows
+were 20-21% under (-2.4% to -20.9%, median 5.6%). Nothing here is fitted to the table: GEMM and
+attention rates come from a bf16 kernel sweep on an H100 (``kernel_rates``), scaled by the A100's catalog
+figure; network shares from NCCL's maintainers. The test pins the band (-15% to +5%) and the median
+(within 10%), so a change that moves a row is seen.
 
 The table values were taken from the paper's Table 1; the search tool did not return the
 table's text, so they could not be re-checked against a second copy.
@@ -77,14 +78,14 @@ def test_flops_per_iteration_equal_eq3(billions, heads, h, layers, tp, pp, gpus,
 def test_catalog_defaults_are_the_a100_mamf_figures():
     """Guard: the numbers below are about these catalog values; a catalog change must revisit them."""
     assert (CATALOG_A100.matmul, CATALOG_A100.memory_bandwidth, CATALOG_A100.intra_node, CATALOG_A100.network) == (
-        0.859, 0.8, 0.8, 0.8)
+        0.859, 0.8, 0.82, 0.94)  # intra_node/network: NCCL maintainers' measured shares (issue 23)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r[0]}B")
 def test_throughput_with_the_catalog_defaults(row):
-    """0 to -22% of the measured TFLOP/s per GPU (module doc: three small rows miss the 20% target)."""
+    """-15% to +5% of the measured TFLOP/s per GPU (module doc)."""
     predicted, measured = predicted_tflops(row), row[8]
-    assert 0.78 * measured <= predicted <= measured, f"{row[0]}B: predicted {predicted:.1f}, measured {measured}"
+    assert 0.85 * measured <= predicted <= 1.05 * measured, f"{row[0]}B: predicted {predicted:.1f}, measured {measured}"
     assert _estimate(*row[1:8]).fits  # the paper trained every row on 80 GB A100s
 
 

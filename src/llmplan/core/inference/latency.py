@@ -81,7 +81,7 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     link = cluster.intra_bandwidth * eff.intra_node
     latency = plan.engine.allreduce_latency_s  # one collective inside a node
     if plan.tp > cluster.gpus_per_node:  # across nodes: every ring hop pays the network latency
-        link = cluster.network.bandwidth_per_gpu * eff.network
+        link = cluster.network.per_gpu(cluster.gpus_per_node) * eff.network
         latency = 2 * (plan.tp - 1) * cluster.network.latency_s
     host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
     if plan.gpu_layers < scenario.model.num_layers and not host:

@@ -31,6 +31,7 @@ from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
 from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
+from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
 
@@ -125,9 +126,40 @@ def search(
     shown = [ParetoPoint(r.gpus, r.tokens_per_s, r.cost_per_million_tokens, r.label(), r.refined) for r in ranked]
     pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t, speed, shown)
     final = explain_ranking(ranked[:top], objective)
+    tp_why = _tp_placement_note(cols, res, fit, score, cluster, scenario.efficiency)
+    note = f"{note}; {tp_why}" if note and tp_why else (note or tp_why)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
                         objective, note)
+
+
+def _tp_placement_note(cols: Columns, res: QuickResult, fit: np.ndarray, score: np.ndarray, cluster,
+                       eff) -> str:
+    """Why the best layout keeps TP inside a node (or may span nodes): the fastest fitting layout with TP
+    inside a node against the fastest with TP across nodes, by the quick model, and the bandwidths of a TP
+    group both ways (``placement.bus_bandwidth``: NVLink inside, the node's NICs shared by its TP groups
+    across)."""
+    gpn = cluster.gpus_per_node
+    if cluster.nodes <= 1 or gpn <= 1 or not len(fit):
+        return ""
+    tp = cols.tp[fit]
+    inside, across = fit[tp <= gpn], fit[tp > gpn]
+    if not len(inside) or not len(across):
+        return ""
+    best_in = res.tokens_per_s[inside].max()
+    best_out = res.tokens_per_s[across].max()
+    nvlink = float(bus_bandwidth(gpn, 1, cluster, eff))
+    net = float(bus_bandwidth(2 * gpn, 1, cluster, eff))
+    if best_in >= best_out:
+        slower = f"TP kept inside a node: the fastest layout with TP across nodes is {1 - best_out / best_in:.0%} slower"
+        if net < 0.9 * nvlink:
+            return (f"{slower} (a TP group across nodes gets {net / 1e9:,.0f} GB/s of the nodes' NICs and pays "
+                    f"network latency on every all-reduce, against {nvlink / 1e9:,.0f} GB/s of NVLink in a node)")
+        return (f"{slower}: this fabric gives a TP group across nodes {net / 1e9:,.0f} GB/s, close to NVLink's "
+                f"{nvlink / 1e9:,.0f} GB/s, but every all-reduce pays network latency and the wider TP splits "
+                "the GEMMs finer")
+    return (f"TP spans nodes: this fabric gives a TP group {net / 1e9:,.0f} GB/s across nodes (NVLink inside: "
+            f"{nvlink / 1e9:,.0f} GB/s), and the wider TP is {best_out / best_in - 1:.0%} faster overall")
 
 
 def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, scenario: Scenario,

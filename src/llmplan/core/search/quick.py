@@ -36,6 +36,8 @@ from llmplan.core.search.offload import offload_seconds
 from llmplan.core.search.quick_memory import stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
+from llmplan.core.training.nccl import latency_array, ramp_array
+from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.workload import TrainingSettings
 from llmplan.errors import InputError
 
@@ -126,31 +128,38 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     # the engine's per-operation model (timing.layer_and_head), once per distinct per-GPU shape
     t_compute_mb, t_recompute_mb, peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
                                                    stage_layers, pp)
-    intra = cluster.intra_bandwidth * eff.intra_node
-    inter = max(cluster.network.bandwidth_per_gpu * eff.network, 1.0)
+
+    # Group bandwidths from the engine's placement (Megatron order tp, cp, dp, pp; NICs shared per node)
+    tp_bw = bus_bandwidth(tp, 1, cluster, eff)
     act_bytes = tokens_mb * h * 2
     n_tp_coll = 4 + 2 * (c.recompute == 2)
-    t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / intra
-    cp_bw = np.where(tp * cp > gpn, inter, intra)
+    tp_bw = np.where(tp <= gpn, tp_bw * ramp_array(cluster.fabric, act_bytes), tp_bw)  # message-size ramp
+    tp_nodes = np.ceil(tp / gpn)
+    t_tp_lat = stage_layers * n_tp_coll * latency_array("all-reduce", tp, np.minimum(tp, gpn), tp_nodes)
+    t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw + t_tp_lat
+    cp_bw = bus_bandwidth(cp, tp, cluster, eff, p2p=True)
     cp_bytes = stage_layers * 3 * (cp - 1) * tokens_mb * 2 * kv * 2 / tp
     t_cp_mb = np.maximum(0.0, cp_bytes / cp_bw - stage_layers * passes * attn_fwd * tokens_mb / (tp * peak))
-    pp_bw = np.where(tp * cp * dp >= gpn, inter, intra)
+    pp_bw = bus_bandwidth(pp, tp * cp * dp, cluster, eff, p2p=True)
     t_pp_mb = np.where(pp > 1, 2 * vp * act_bytes / tp / pp_bw, 0.0)
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + t_tp_mb + t_cp_mb + t_pp_mb
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
     bubble = (slots - m) * slot
 
-    dp_bw = np.where(tp * cp * dp > gpn, inter, intra)
+    dp_bw = bus_bandwidth(shard, tp, cluster, eff)
     ring = 2 * (shard - 1) / shard
-    t_grads = ring * trainable * grad_b / dp_bw
+    dp_per_node = np.where(tp >= gpn, 1.0, np.clip(np.floor(gpn / tp), 1.0, shard))
+    buckets = np.ceil(trainable / np.maximum(40e6, 1e6 * shard))  # Megatron's default bucket (profile)
+    dp_lat = buckets * latency_array("all-reduce", shard, dp_per_node, np.ceil(shard / dp_per_node))
+    t_grads = ring * trainable * grad_b / dp_bw + dp_lat
     window = (2.0 / 3.0) * t_compute_mb if overlap else 0.0
     t_dp = np.maximum(0.0, t_grads - window)
     t_gather = np.where(zero >= 3, 1.5 * ring * stage_params * wbytes / dp_bw * m, 0.0)
     t_dp = t_dp + np.maximum(0.0, t_gather - m * slot)
 
     moe_layers = stage_layers * s.moe_layer_fraction
-    ep_bw = np.where(tp * ep > gpn, inter, intra)
+    ep_bw = bus_bandwidth(ep, tp * cp, cluster, eff)
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 

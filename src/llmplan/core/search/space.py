@@ -1,8 +1,10 @@
 """Every valid training layout for a model on up to N GPUs, as NumPy columns.
 
 The rules are Megatron-LM's and DeepSpeed's:
-- TP stays inside a node and divides the attention heads (and the KV heads, or is a
-  multiple of them: KV heads are then replicated);
+- TP divides the attention heads (and the KV heads, or is a multiple of them: KV heads are then
+  replicated) and stays inside a node or spans two: across nodes its all-reduces run over the
+  network, priced by the same placement and NCCL model as the engine, so the planner keeps TP
+  inside a node unless the fabric makes the wider TP pay (``planner`` says which and why);
 - TP·CP·PP·DP = the GPUs used; PP ≤ layers (uneven stages allowed, split as the training
   engine does, ``llmplan.core.training.stages``: the slowest stage has ⌈L/PP⌉ layers and
   sets the pace); interleaving needs a layer in every chunk (only the embedding's and the
@@ -35,11 +37,16 @@ def _tp_ok(s: ModelShape, tp: int) -> bool:
     return s.heads % tp == 0 and (s.kv_heads % tp == 0 or tp % s.kv_heads == 0)
 
 
+def _tp_limit(gpus: int, gpus_per_node: int) -> int:
+    """TP inside a node, or across two nodes when the layout spans several."""
+    return 2 * gpus_per_node if gpus > gpus_per_node else gpus_per_node
+
+
 def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> list[tuple[int, ...]]:
     """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs."""
     out = []
     for tp in TP_CHOICES:
-        if tp > gpus_per_node or gpus % tp or not _tp_ok(s, tp):
+        if tp > _tp_limit(gpus, gpus_per_node) or gpus % tp or not _tp_ok(s, tp):
             continue
         for cp in CP_CHOICES:
             if (gpus // tp) % cp or (cp > 1 and seq_len % (2 * cp)):
@@ -114,7 +121,8 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
     from llmplan.errors import LayoutError
 
     rules = [
-        (p.tp <= gpus_per_node, f"parallelism.tp ({p.tp}) must fit in one node of {gpus_per_node} GPUs"),
+        (p.tp <= _tp_limit(p.tp * p.pp * p.dp * p.cp, gpus_per_node),
+         f"parallelism.tp ({p.tp}) must fit in one node of {gpus_per_node} GPUs, or two nodes"),
         (_tp_ok(s, p.tp), f"parallelism.tp ({p.tp}) must divide the {s.heads} attention heads and the "
                           f"{s.kv_heads} KV heads (or be a multiple of them)"),
         (p.pp <= s.layers, f"parallelism.pp ({p.pp}) cannot exceed the {s.layers} layers"),

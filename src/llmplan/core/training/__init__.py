@@ -53,14 +53,13 @@ def estimate_training(sc: Scenario) -> Estimate:
     per_mb = busy / lay.accumulation
     bwd_share = (2.0 if full else 1.0) / (3.0 if full else 2.0)
     attn_share = tf.attention / tf.forward if tf.forward else 0.0
-    win = Windows(compute=busy, attention=busy * attn_share, last_backward=per_mb * bwd_share)
-    intra_bw = cl.intra_bandwidth * eff.intra_node
-    inter_bw = cl.network.bandwidth_per_gpu * eff.network
+    win = Windows(compute=busy, attention=busy * attn_share, last_backward=per_mb * bwd_share,
+                  first_forward=per_mb * (1 - bwd_share))
     st = sm.states
     expert_share = sm.params.expert / sm.params.total if sm.params.total else 0.0
     moe_on_gpu = m.moe_layer_count / m.num_layers * lay.max_stage_layers
     colls = collectives(sc, lay, sm.trainable, sm.params.total, st.grad_bytes, st.weight_bytes, expert_share,
-                        moe_on_gpu, win, intra_bw, inter_bw)
+                        moe_on_gpu, win)
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
     exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
     off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, win.last_backward)

@@ -1,4 +1,4 @@
-"""Communication per training step and per GPU: what each collective moves, over which link.
+"""Communication per training step and per GPU: what each collective moves, over which link, how long.
 
 Volumes follow NCCL's ring algorithms: an all-reduce moves 2(n-1)/n of the buffer per GPU,
 an all-gather or a reduce-scatter (n-1)/n, an all-to-all (n-1)/n. Per block and
@@ -9,22 +9,31 @@ when full recompute re-runs the forward. Data parallelism all-reduces the gradie
 with ZeRO/distributed optimizer reduce-scatters them and all-gathers the updated weights;
 ZeRO-3 gathers the weights again for the backward (1.5× ZeRO-2's volume, Rajbhandari §7).
 
-A group uses NVLink when it lies within one node (stride × size ≤ GPUs per node, ranks
-ordered tp, cp, pp, dp from innermost), else the scale-out network. Exposure: TP, EP and PP
-transfers sit on the critical path; CP's ring exchange hides behind attention compute; the
-DP reduction hides behind the last micro-batch's backward when ``overlap_grad_reduce``;
+Each collective is a number of calls of one message size (a layer's activations, a gradient
+bucket of the framework profile's size, a layer's weights under ZeRO-3), each priced by
+``nccl.collective`` on the group's ``placement.span`` (Megatron rank order, TP innermost, PP
+outermost). Exposure follows the framework profile: TP, EP and PP transfers sit on the critical
+path (unless ``tp_comm_overlap``); CP's ring exchange hides behind attention compute; the DP
+reduction hides behind the last micro-batch's backward when ``overlap_grad_reduce``; the
+distributed optimizer's weight all-gather behind the next forward when ``overlap_param_gather``;
 ZeRO-3 prefetches hide behind the whole forward/backward.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Collective
 from llmplan.core.training.layout import Layout
-from llmplan.core.workload import Scenario
+from llmplan.core.training.nccl import Op, bus_factor, collective
+from llmplan.core.training.placement import span, topology
+from llmplan.core.workload import Scenario, TrainingSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +43,31 @@ class Windows:
     compute: float
     attention: float
     last_backward: float
+    first_forward: float = 0.0
 
 
-def _link(lay: Layout, stride: int, size: int) -> str:
-    return "intra-node" if lay.intra_node(stride, size) else "inter-node"
+def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
+    """(calls, bytes per call) of a reduction done in buckets of ``bucket_bytes`` (0: one call)."""
+    if total_bytes <= 0:
+        return 0, 0.0
+    calls = 1 if bucket_bytes <= 0 else max(1, math.ceil(total_bytes / bucket_bytes))
+    return calls, total_bytes / calls
 
 
 def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
-                weight_bytes: float, expert_share: float, moe_layers_on_gpu: float, win: Windows,
-                intra_bw: float, inter_bw: float) -> tuple[Collective, ...]:
-    m: ModelSpec = sc.model
-    tr = sc.training
+                weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
+                win: Windows) -> tuple[Collective, ...]:
+    """Every collective of a step (module doc). Cached per shape and cluster: the search's refinement, the
+    charts and the app re-estimate the same layouts often."""
+    return _collectives(sc.model, sc.training, sc.framework, sc.cluster, sc.efficiency, lay, trainable_on_gpu,
+                        weights_on_gpu, grad_bytes, weight_bytes, expert_share, moe_layers_on_gpu, win)
+
+
+@functools.lru_cache(maxsize=256)
+def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl: ClusterSpec, eff: Efficiency,
+                 lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
+                 weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
+                 win: Windows) -> tuple[Collective, ...]:
     out: list[Collective] = []
     s_loc = lay.seq_len / lay.cp
     b = lay.micro_batch
@@ -54,76 +77,128 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
     L = lay.max_stage_layers  # the slowest stage's blocks: its traffic is on the step's critical path
     recompute_fwd = tr.recompute == "full"
 
-    def add(name: str, group: str, size: int, stride: int, volume: float, formula: str,
-            inputs: dict[str, object], exposed_of: float | None) -> None:
-        link = _link(lay, stride, size)
-        bw = intra_bw if link == "intra-node" else inter_bw
-        t = volume / bw if bw > 0 else 0.0
+    topo = topology(cl, eff)
+    fabric = cl.fabric
+
+    def add(name: str, group: str, size: int, stride: int, parts: tuple[tuple[Op, int, float], ...],
+            formula: str, inputs: dict[str, object], exposed_of: float | None) -> None:
+        """``parts``: (operation, calls per step, bytes per call) run on this group."""
+        sp = span(size, stride, topo)
+        volume = t = lat = 0.0
+        calls = 0
+        costs = []
+        for op, n_calls, msg in parts:
+            c = collective(op, msg, sp, fabric)
+            costs.append(c)
+            calls += n_calls
+            volume += n_calls * msg * bus_factor(op, size)
+            t += n_calls * c.seconds
+            lat += n_calls * c.latency_s
+        main = costs[0]
+        link = "inter-node" if sp.inter_node else "intra-node"
+        where = (f"{sp.nodes} nodes × {sp.per_node} GPU{'s' if sp.per_node > 1 else ''}" if sp.inter_node
+                 else f"1 node, {size} GPUs")
         exp = t if exposed_of is None else max(0.0, t - exposed_of)
+        bw = volume / t if t > 0 else 0.0
+        algo = "+".join(sorted({f"{c.algorithm}/{c.protocol}" for c in costs}))
         bfig = Figure.of(volume, "B", formula, inputs, "nccl")
-        tfig = Figure.of(t, "s", "bytes / achievable link bandwidth", {"bytes": volume, "bandwidth_Bps": bw}, "nccl")
+        tfig = Figure.of(t, "s", "Σ calls · (latency + bytes·k / bus bandwidth reached at the message size)",
+                         {"calls": calls, "message_bytes": parts[0][2], "algorithm": algo, "span": where,
+                          "bus_bandwidth_Bps": bw, "latency_s": lat, "limit": main.limit}, "nccl")
         efig = Figure.of(exp, "s", "time" if exposed_of is None else "max(0, time − overlappable compute)",
                          {"time_s": t, "overlappable_s": exposed_of or 0.0}, "assumption")
         window = win.compute if exposed_of is None else exposed_of
         need = Figure.of(volume / window if window > 0 else 0.0, "B/s", "bytes / compute time it could hide behind",
                          {"bytes": volume, "window_s": window}, "assumption")
-        out.append(Collective(name, group, size, link, bfig, tfig, efig, need))
+        out.append(Collective(name, group, size, link, bfig, tfig, efig, need, algorithm=algo, span=where,
+                              nodes=sp.nodes, message_bytes=parts[0][2], calls=calls, bus_bandwidth=bw,
+                              latency_s=lat, limit=main.limit))
 
     if lay.tp > 1:
         n_ar = 4 + (2 if recompute_fwd else 0)
-        ring = 2 * (lay.tp - 1) / lay.tp
-        vol = n_ar * ring * s_loc * b * h * act * L * mbs
+        msg = s_loc * b * h * act  # one block's activations: the all-reduce buffer
+        calls = n_ar * L * mbs
+        parts: tuple[tuple[Op, int, float], ...] = (
+            (("all-gather", calls, msg), ("reduce-scatter", calls, msg)) if lay.sp else (("all-reduce", calls, msg),))
         kind = "all-gather + reduce-scatter" if lay.sp else "all-reduce"
-        add(f"TP {kind} (per block)", "tp", lay.tp, 1, vol,
+        add(f"TP {kind} (per block)", "tp", lay.tp, 1, parts,
             "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
-            {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs}, None)
+            {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs},
+            win.compute if prof.tp_comm_overlap else None)
     if lay.cp > 1:
         kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
         kv_tp = kv / (1 if m.mla else min(lay.tp, m.num_kv_heads))
         passes = 3 + (1 if recompute_fwd else 0)  # K,V forward; K,V and dK,dV backward
-        vol = passes * (lay.cp - 1) * 2 * s_loc * b * kv_tp * act * L * mbs
-        add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, vol,
+        msg = 2 * s_loc * b * kv_tp * act
+        add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
             "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
             {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
             win.attention)
     if lay.pp > 1:
         rep = lay.tp if lay.sp else 1
-        vol = 2 * lay.vp * s_loc * b * h * act / rep * mbs
-        add("PP send/receive of activations", "pp", lay.pp, lay.tp * lay.cp, vol,
+        msg = s_loc * b * h * act / rep
+        add("PP send/receive of activations", "pp", lay.pp, lay.tp * lay.cp * lay.dp,
+            (("p2p", 2 * lay.vp * mbs, msg),),
             "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
             {"v": lay.vp, "s": s_loc, "b": b, "h": h, "micro_batches": mbs}, None)
     if lay.ep > 1 and moe_layers_on_gpu > 0 and m.moe:
         k = m.moe.experts_per_token
         n_a2a = 4 + (2 if recompute_fwd else 0)
         rep = lay.tp if lay.sp else 1
-        vol = n_a2a * (lay.ep - 1) / lay.ep * s_loc * b * k * h * act / rep * moe_layers_on_gpu * mbs
-        add("EP all-to-all of tokens", "ep", lay.ep, lay.tp * lay.cp * lay.pp, vol,
+        msg = s_loc * b * k * h * act / rep
+        calls = max(1, round(n_a2a * moe_layers_on_gpu * mbs))
+        add("EP all-to-all of tokens", "ep", lay.ep, lay.tp * lay.cp, (("all-to-all", calls, msg),),
             "n · (ep-1)/ep · s·b·k·h·2 B · MoE blocks · micro-batches",
             {"n": n_a2a, "ep": lay.ep, "k": k, "moe_blocks": moe_layers_on_gpu, "micro_batches": mbs}, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
-        sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
-        grads = trainable_on_gpu * grad_bytes
-        overlap = win.last_backward if tr.overlap_grad_reduce else 0.0
-        size = d if expert_share < 1 else max(1, d // lay.ep)
-        stride = max(1, lay.gpus // size)  # dp is outermost: the group spans the whole cluster
-        inputs = {"d": d, "trainable_params": trainable_on_gpu, "grad_bytes": grad_bytes}
-        if not sharded:
-            add("DP gradient all-reduce", "dp", size, stride, 2 * (d - 1) / d * grads,
-                "2(d-1)/d · gradient bytes", inputs, overlap)
-            return tuple(out)
-        n = min(lay.shard, size)
-        frac = (n - 1) / n
-        add("DP gradient reduce-scatter + weight all-gather", "dp", n, stride, frac * (grads + trainable_on_gpu
-            * weight_bytes), "(n-1)/n · (gradient bytes + weight bytes), n = sharding group", {**inputs, "n": n},
-            overlap)
-        replicas = size // n
-        if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
-            add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
-                2 * (replicas - 1) / replicas * grads / n, "2(r-1)/r · gradient bytes / n",
-                {"r": replicas, "n": n}, overlap)
-        if tr.zero_stage == 3:
-            add("ZeRO-3 weight all-gather for the backward", "dp", n, stride, frac * weights_on_gpu * weight_bytes,
-                "(n-1)/n · weight bytes (forward gathers are counted above)", {"n": n, "params": weights_on_gpu},
-                win.compute)
+        _data_parallel(tr, prof, lay, d, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share,
+                       win, add)
     return tuple(out)
+
+
+def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d: int, trainable: float,
+                   weights: float, grad_bytes: float, weight_bytes: float, expert_share: float, win: Windows,
+                   add) -> None:
+    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer."""
+    sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
+    grads = trainable * grad_bytes
+    overlap = win.last_backward if tr.overlap_grad_reduce else 0.0
+    size = d if expert_share < 1 else max(1, d // lay.ep)
+    stride = lay.tp if size == d else lay.tp * lay.cp * lay.ep  # dp·cp groups sit just outside TP
+    bucket_params = prof.dp_bucket_params or 0
+    if bucket_params and prof.id == "megatron":
+        bucket_params = max(bucket_params, 1_000_000 * d)  # Megatron: max(40M, 1M·dp) parameters
+    layers = max(1, lay.max_stage_layers)
+    per_layer = trainable / layers
+    bucket = (bucket_params or per_layer) * grad_bytes
+    inputs = {"d": d, "trainable_params": trainable, "grad_bytes": grad_bytes,
+              "bucket_params": bucket_params or per_layer}
+    if not sharded:
+        calls, msg = _buckets(grads, bucket)
+        add("DP gradient all-reduce", "dp", size, stride, (("all-reduce", calls, msg),),
+            "2(d-1)/d · gradient bytes, in buckets", inputs, overlap)
+        return
+    n = min(lay.shard, size)
+    if tr.zero_stage == 3:  # FSDP / ZeRO-3: per layer, gathers prefetched, reduce-scatters overlapped
+        w_layer = weights / layers * weight_bytes
+        add("ZeRO-3 weight all-gather (forward and backward, per layer)", "dp", n, stride,
+            (("all-gather", 2 * layers, w_layer),), "2 · (n-1)/n · weight bytes, one call per layer and pass",
+            {"n": n, "params": weights, "layers": layers}, win.compute)
+        add("ZeRO-3 gradient reduce-scatter (per layer)", "dp", n, stride,
+            (("reduce-scatter", layers, per_layer * grad_bytes),), "(n-1)/n · gradient bytes, one call per layer",
+            {**inputs, "n": n}, win.compute if tr.overlap_grad_reduce else 0.0)
+    else:
+        calls, msg = _buckets(grads, bucket)
+        add("DP gradient reduce-scatter", "dp", n, stride, (("reduce-scatter", calls, msg),),
+            "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n}, overlap)
+        wcalls, wmsg = _buckets(trainable * weight_bytes, (bucket_params or per_layer) * weight_bytes)
+        gather_window = win.first_forward if prof.overlap_param_gather else 0.0
+        add("DP weight all-gather after the optimizer step", "dp", n, stride, (("all-gather", wcalls, wmsg),),
+            "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable, "weight_bytes": weight_bytes},
+            gather_window)
+    replicas = size // n
+    if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
+        calls, msg = _buckets(grads / n, bucket / n)
+        add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
+            (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n}, overlap)

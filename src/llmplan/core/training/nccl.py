@@ -1,0 +1,228 @@
+"""One collective call as NCCL runs it: algorithm, protocol, latency and the bus bandwidth it reaches.
+
+A call moves S bytes (nccl-tests' convention, doc/PERFORMANCE.md: the all-reduce buffer, the whole
+gathered buffer of an all-gather or reduce-scatter, what one rank sends in an all-to-all or a p2p
+send) over a group of n ranks, r on each of N nodes (``Span``, from ``placement``). Its time is the
+bus volume S·k over the bus bandwidth it reaches, k = 2(n-1)/n for all-reduce and (n-1)/n for
+all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latency:
+
+- **Inside a node** NCCL's rings (and NVLS, NVLink SHARP, on Hopper NVSwitch systems) run over
+  NVLink. The share of the NVLink bus bandwidth a call of S bytes reaches is the node fabric's
+  published nccl-tests curve (``FabricSpec.ramp_*``, cited in catalogs/systems/nodes.toml: an 8-GPU
+  all-reduce, so its own latency is in the curve); a group of more than 8 ranks pays NCCL's
+  per-step latency for its extra steps.
+- **Across nodes** the ring is hierarchical in effect: it visits every GPU of a node over NVLink
+  and leaves through a NIC, one ring per channel, the channels spread over all the node's NICs.
+  So the ring's network stage runs at the group's share of the node's NIC bandwidth
+  (``Span.net``), and the call takes the slower of its NVLink stage and its network stage
+  (they pipeline, chunk by chunk). The network stage pays NCCL's latency model: per protocol
+  (LL, LL128, Simple) a base latency plus per-step hardware latencies, 2(N-1) network steps for an
+  all-reduce ring, 2·log2(N) for the tree (NVIDIA/nccl src/graph/tuning.cc,
+  ``ncclTunerConstantsDefaults`` and ``ncclTopoTuneModel``, commit 5067397, 2026-06-11).
+- **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
+  and runs the fastest; so does this module, and says which it took.
+- **All-to-all** is point-to-point sends; it cannot aggregate a node's NICs, so each rank's
+  remote part runs at its own NIC share (S. Jeaugey, NVIDIA/nccl-tests issue #267).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Literal
+
+from llmplan.core.hardware import FabricSpec
+
+Op = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p"]
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (µs). Index: protocol LL, LL128, Simple.
+_BASE = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)}
+_HW = {  # hwLatencies[link][algorithm][protocol]
+    "nvlink": {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0)},
+    "pcie": {"ring": (1.0, 2.5, 5.7), "tree": (1.0, 1.9, 4.0)},
+    "net": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)},
+}
+_NET_OVERHEAD = 1.0  # getNetOverhead(): 1 µs per step on x86 hosts, ×3 for Simple
+# Bandwidth factor per protocol (ncclTopoTuneModel's model refinements): LL sends 8-byte lines with a
+# 4-byte flag (×0.5), LL128 120 of every 128 bytes (×0.92); the tree's all-reduce ×0.92 and its algbw
+# half its busbw.
+_RING_PROTO = (0.5, 0.92, 1.0)
+_TREE_PROTO = (1.0 / 3.8 * 0.92, 120.0 / 128.0 * 0.92, 0.92)
+_REF_RANKS = 8  # the fabric curves are 8-GPU all-reduces
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A communicating group placed on the cluster (``placement.span``)."""
+
+    ranks: int  # n
+    per_node: int  # r: ranks of the group on each node it touches
+    nodes: int  # N
+    nvlink: float  # achieved large-message NVLink bus bandwidth per GPU, bytes/s
+    net: float  # achieved network bandwidth this group's rings get per node, bytes/s (its NIC share)
+    nic: float  # achieved network bandwidth of one rank's own share (all-to-all, p2p), bytes/s
+    link: str  # "nvlink" or "pcie": what the intra-node hops are
+    hop_s: float = 0.0  # extra switch latency per network step (tiers crossed), seconds
+    nvls: float = 0.0  # achieved NVLS all-reduce bus bandwidth, bytes/s (0: none)
+
+    @property
+    def inter_node(self) -> bool:
+        return self.nodes > 1
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """One call's time and how NCCL gets it."""
+
+    op: str
+    algorithm: str  # "ring", "tree", "nvls", "p2p"
+    protocol: str
+    seconds: float
+    latency_s: float  # the latency part of ``seconds``
+    bus_bandwidth: float  # S·k / seconds: what nccl-tests would print as busbw, bytes/s
+    limit: str  # "NVLink", "network" or "latency"
+
+
+def bus_factor(op: str, n: int) -> float:
+    if n <= 1:
+        return 0.0
+    if op == "all-reduce":
+        return 2.0 * (n - 1) / n
+    if op == "p2p":
+        return 1.0
+    return (n - 1) / n
+
+
+def ramp(fabric: FabricSpec, size: float) -> float:
+    """Share of the large-message NVLink bus bandwidth a call of ``size`` bytes reaches (fabric curve,
+    log-size interpolation; below the curve's first point the time stays that point's: latency-bound)."""
+    xs, ys = fabric.ramp_bytes, fabric.ramp_share
+    if not xs or size >= xs[-1]:
+        return 1.0
+    if size <= xs[0]:
+        return ys[0] * size / xs[0]
+    i = bisect_left(xs, size)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    f = math.log(size / x0) / math.log(x1 / x0)
+    return y0 + f * (y1 - y0)
+
+
+def _ring_latency(op: str, sp: Span, p: int) -> float:
+    n, N = sp.ranks, sp.nodes
+    steps = 2 * (n - 1) if op == "all-reduce" else n - 1
+    inter_steps = 0 if N == 1 else (2 * (N - 1) if op == "all-reduce" else N - 1)
+    intra = _HW[sp.link]["ring"][p]
+    if N > 1:
+        intra = max(intra, _NET_OVERHEAD * (3 if p == 2 else 1))
+    inter = (_HW["net"]["ring"][p] if sp.per_node > 1 else _HW["net"]["tree"][p]) * 1e-6 + sp.hop_s
+    return _BASE["ring"][p] * 1e-6 + (steps - inter_steps) * intra * 1e-6 + inter_steps * inter
+
+
+def _tree_latency(sp: Span, p: int) -> float:
+    intra, inter = _HW[sp.link]["tree"][p] * 1e-6, _HW["net"]["tree"][p] * 1e-6 + sp.hop_s
+    return _BASE["tree"][p] * 1e-6 + 2 * ((sp.per_node - 1) * intra + math.log2(sp.nodes) * inter)
+
+
+def _intra_ring_extra(op: str, sp: Span) -> float:
+    """Latency of a single-node ring beyond what the measured 8-GPU curve already holds (Simple)."""
+    ref = Span(_REF_RANKS, _REF_RANKS, 1, sp.nvlink, 0.0, 0.0, sp.link)
+    return max(0.0, _ring_latency(op, sp, 2) - _ring_latency("all-reduce", ref, 2))
+
+
+@functools.lru_cache(maxsize=8192)
+def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
+    """The fastest (algorithm, protocol) NCCL would pick for one call of ``size`` bytes on ``sp``
+    (cached: the search and the app re-estimate the same groups and messages many times)."""
+    n = sp.ranks
+    k = bus_factor(op, n)
+    if n <= 1 or size <= 0:
+        return Cost(op, "none", "-", 0.0, 0.0, 0.0, "latency")
+    vol = size * k
+    eta = ramp(fabric, size)
+    nv = sp.nvlink * eta if sp.per_node > 1 else math.inf
+    if op in ("all-to-all", "p2p"):
+        return _point_to_point(op, size, sp, nv, vol)
+    if not sp.inter_node:
+        extra = _intra_ring_extra(op, sp)
+        best = Cost(op, "ring", "measured curve", vol / nv + extra, extra, 0.0, "NVLink")
+        if op == "all-reduce" and sp.nvls > 0:
+            t = vol / (sp.nvls * eta) + extra
+            if t < best.seconds:
+                best = Cost(op, "nvls", "Simple", t, extra, 0.0, "NVLink")
+        return _with_busbw(best, vol)
+    t_nv = vol / nv if sp.per_node > 1 else 0.0
+    best: Cost | None = None
+    for p, name in enumerate(PROTOCOLS):
+        lat = _ring_latency(op, sp, p)
+        t_net = lat + vol / (sp.net * _RING_PROTO[p])
+        t = max(t_nv, t_net)
+        cand = Cost(op, "ring", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
+        if best is None or t < best.seconds:
+            best = cand
+        if op == "all-reduce":
+            lat = _tree_latency(sp, p)
+            t_net = lat + size / (0.5 * sp.net * _TREE_PROTO[p])
+            t = max(t_nv, t_net)
+            if t < best.seconds:
+                best = Cost(op, "tree", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
+    assert best is not None
+    if best.latency_s > best.seconds - best.latency_s:
+        best = Cost(best.op, best.algorithm, best.protocol, best.seconds, best.latency_s, 0.0, "latency")
+    return _with_busbw(best, vol)
+
+
+def _point_to_point(op: str, size: float, sp: Span, nv: float, vol: float) -> Cost:
+    """All-to-all: each rank sends (n-1)/n of S, (r-1)/n over NVLink and (n-r)/n through its NIC
+    share, at once; p2p: S over one link. One step of latency (the sends are concurrent)."""
+    link = "net" if sp.inter_node else sp.link
+    lat = (_BASE["ring"][2] + _HW[link]["ring"][2]) * 1e-6 + (sp.hop_s if sp.inter_node else 0.0)
+    if op == "p2p":
+        bw = sp.nic if sp.inter_node else nv
+        t = lat + size / bw
+        return _with_busbw(Cost(op, "p2p", "Simple", t, lat, 0.0, "network" if sp.inter_node else "NVLink"), vol)
+    n, r = sp.ranks, sp.per_node
+    t_nv = size * (r - 1) / n / nv if r > 1 else 0.0
+    t_net = size * (n - r) / n / sp.nic if n > r else 0.0
+    limit = "network" if t_net >= t_nv else "NVLink"
+    return _with_busbw(Cost(op, "p2p", "Simple", lat + max(t_nv, t_net), lat, 0.0, limit), vol)
+
+
+def _with_busbw(c: Cost, vol: float) -> Cost:
+    return Cost(c.op, c.algorithm, c.protocol, c.seconds, c.latency_s, vol / c.seconds if c.seconds else 0.0,
+                c.limit)
+
+
+def ramp_array(fabric: FabricSpec, sizes):
+    """``ramp`` over a NumPy array of message sizes (the search's quick model)."""
+    import numpy as np
+
+    sizes = np.asarray(sizes, dtype=float)
+    if not fabric.ramp_bytes:
+        return np.ones_like(sizes)
+    xs, ys = np.log(np.asarray(fabric.ramp_bytes)), np.asarray(fabric.ramp_share)
+    inside = np.interp(np.log(np.maximum(sizes, 1.0)), xs, ys)
+    below = ys[0] * sizes / fabric.ramp_bytes[0]
+    return np.where(sizes <= fabric.ramp_bytes[0], below, np.where(sizes >= fabric.ramp_bytes[-1], 1.0, inside))
+
+
+def latency_array(op: str, n, per_node, nodes):
+    """Latency of one call (Simple protocol; the tree when cheaper for an all-reduce) over arrays of group
+    shapes, for the search's quick model: the same NCCL constants as ``collective``."""
+    import numpy as np
+
+    n, r, N = (np.asarray(x, dtype=float) for x in (n, per_node, nodes))
+    steps = 2 * (n - 1) if op == "all-reduce" else n - 1
+    inter_steps = np.where(N > 1, 2 * (N - 1) if op == "all-reduce" else N - 1, 0.0)
+    intra = np.where(N > 1, max(_HW["nvlink"]["ring"][2], 3 * _NET_OVERHEAD), _HW["nvlink"]["ring"][2])
+    inter = np.where(r > 1, _HW["net"]["ring"][2], _HW["net"]["tree"][2])
+    ring = _BASE["ring"][2] + (steps - inter_steps) * intra + inter_steps * inter
+    ref = _BASE["ring"][2] + 2 * (_REF_RANKS - 1) * _HW["nvlink"]["ring"][2]
+    ring = np.where(N > 1, ring, np.maximum(ring - ref, 0.0))
+    if op == "all-reduce":
+        tree = _BASE["tree"][2] + 2 * ((r - 1) * _HW["nvlink"]["tree"][2] + np.log2(np.maximum(N, 1))
+                                       * _HW["net"]["tree"][2])
+        ring = np.where(N > 1, np.minimum(ring, tree), ring)
+    return np.where(n > 1, ring * 1e-6, 0.0)

@@ -1,0 +1,94 @@
+"""Where a parallel group's ranks sit on the cluster, and what network share it gets.
+
+Ranks are numbered as Megatron-LM numbers them (``RankGenerator``, order "tp-cp-ep-dp-pp" for the
+dense groups, with tensor parallel innermost): consecutive ranks fill a node first, so a TP group of
+8 on 8-GPU nodes is one node, a DP group strides across nodes. A group of ``size`` ranks ``stride``
+apart therefore has r = min(size, GPUs per node / stride) ranks on each node it touches (1 when the
+stride is a whole node or more) and spans N = size / r nodes.
+
+All groups of one kind communicate at the same time (every DP replica reduces its gradients
+together; every TP group all-reduces in the same layer), so the gpn / r groups of that kind in a
+node share its NICs: each group's rings get r / gpn of the node's network bandwidth. A TP group of
+16 across two 8-GPU nodes gets each node's whole network; each of the 8 DP rings of a node gets
+one eighth of it. Fabric tiers: a group spanning more nodes than sit under one leaf switch crosses
+the spine, whose bandwidth is the leaf's / ``oversubscription``, and pays ``latency_s`` per extra
+switch hop on every network step; on a fabric that is not rail-optimised, rings leave the rail
+and climb a tier too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.training.nccl import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """The cluster's figures every span needs, read once per estimate."""
+
+    gpus_per_node: int
+    node_net: float  # achieved bytes/s of a node's NICs
+    nodes_per_leaf: int
+    oversubscription: float
+    rail_optimized: bool
+    latency_s: float
+    link: str  # "nvlink" or "pcie"
+    nvlink: float  # achieved NVLink bus bandwidth per GPU
+    nvls: float  # achieved NVLS all-reduce bus bandwidth (0: none)
+
+
+def topology(cluster: ClusterSpec, eff: Efficiency) -> Topology:
+    net, fabric, gpn = cluster.network, cluster.fabric, cluster.gpus_per_node
+    link = "pcie" if fabric.kind == "pcie" else "nvlink"
+    return Topology(gpn, net.node_bandwidth(gpn) * eff.network, net.nodes_per_leaf, net.oversubscription,
+                    net.rail_optimized, net.latency_s, link, cluster.intra_bandwidth * eff.intra_node,
+                    cluster.intra_bandwidth * fabric.nvls_share)
+
+
+def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficiency | None = None) -> Span:
+    """The ``Span`` of a group of ``size`` ranks ``stride`` apart in rank order."""
+    topo = cluster if isinstance(cluster, Topology) else topology(cluster, eff or Efficiency())
+    gpn = topo.gpus_per_node
+    per_node = 1 if stride >= gpn else max(1, min(size, gpn // max(stride, 1)))
+    nodes = max(1, -(-size // per_node))
+    share = topo.node_net * per_node / gpn
+    nic = topo.node_net / gpn
+    hops = 0
+    if nodes > 1:
+        if topo.nodes_per_leaf and nodes > topo.nodes_per_leaf:
+            share /= topo.oversubscription
+            nic /= topo.oversubscription
+            hops += 2  # leaf -> spine -> leaf
+        elif not topo.rail_optimized:
+            hops += 2
+    nvls = topo.nvls if per_node == size else 0.0
+    return Span(size, per_node, nodes, topo.nvlink, share, nic, topo.link, hops * topo.latency_s, nvls)
+
+
+def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
+    """Whether a group of ``size`` ranks ``stride`` apart leaves its node."""
+    return size > 1 and stride * size > gpus_per_node
+
+
+def bus_bandwidth(size, stride, cluster: ClusterSpec, eff: Efficiency, p2p: bool = False):
+    """Large-message bus bandwidth of groups (``size``, ``stride``: ints or NumPy arrays), for the search's
+    quick model: the same placement and NIC sharing as ``span``, without latency or message-size effects.
+    ``p2p``: point-to-point exchanges (CP ring, PP), which leave the node through one rank's NIC share."""
+    import numpy as np
+
+    gpn = cluster.gpus_per_node
+    size = np.asarray(size, dtype=float)
+    stride = np.asarray(stride, dtype=float)
+    per_node = np.where(stride >= gpn, 1.0, np.clip(np.floor(gpn / np.maximum(stride, 1.0)), 1.0, size))
+    nodes = np.ceil(size / per_node)
+    net = cluster.network
+    share = net.node_bandwidth(gpn) * eff.network * per_node / gpn
+    if net.nodes_per_leaf:
+        share = np.where(nodes > net.nodes_per_leaf, share / net.oversubscription, share)
+    nvlink = cluster.intra_bandwidth * eff.intra_node
+    if p2p:
+        share = share / per_node
+    inter = np.where(per_node > 1, np.minimum(nvlink, share), share)
+    return np.maximum(np.where(nodes > 1, inter, nvlink), 1.0)

@@ -1,0 +1,94 @@
+"""Groups placed on the cluster in Megatron's rank order, and what each gets of the network.
+
+Sources: Megatron-LM's rank order (tensor parallel innermost, pipeline outermost, RankGenerator);
+NCCL's ring spreading channels over all a node's NICs (A. Laddy, NVIDIA/nccl #812: a DGX A100 ring
+reaches 192 GB/s busbw = eight 200 Gb/s NICs); its tuning model's latencies (src/graph/tuning.cc).
+Exact checks of our own arithmetic unless a tolerance is given.
+"""
+
+import pytest
+
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.core.hardware import NetworkSpec
+from llmplan.core.training.nccl import collective
+from llmplan.core.training.placement import bus_bandwidth, crosses_nodes, span
+
+CAT = load_hardware_catalog()
+
+
+def _dgx(nodes: int, node: str = "dgx-h100"):
+    cl = CAT.cluster_from(None, nodes=nodes, node_id=node)
+    return cl, CAT.efficiency_for(cl.gpu.id)
+
+
+def test_tp_across_two_nodes_gets_each_nodes_whole_network():
+    cl, eff = _dgx(2)
+    tp16 = span(16, 1, cl, eff)
+    assert (tp16.per_node, tp16.nodes) == (8, 2)
+    assert tp16.net == pytest.approx(8 * 50e9 * 0.94)  # all eight NICs, not one GPU's
+    dp = span(2, 8, cl, eff)  # TP=8 inside the node: 8 DP rings of 2 ranks share the node's NICs
+    assert (dp.per_node, dp.nodes) == (1, 2)
+    assert dp.net == pytest.approx(50e9 * 0.94)
+
+
+def test_fewer_nics_than_gpus_is_an_inline_spec():
+    net = NetworkSpec(id="4x200", name="4 x HDR", nics_per_node=4, nic_bandwidth=25e9)
+    cl = CAT.cluster_from("nvidia-a100-sxm4-80gb", gpus_per_node=8, nodes=2, network_id="ib-hdr-200").model_copy(
+        update={"network": net})
+    eff = CAT.efficiency_for(cl.gpu.id)
+    assert span(16, 1, cl, eff).net == pytest.approx(100e9 * 0.94)
+    assert span(2, 8, cl, eff).net == pytest.approx(100e9 * 0.94 / 8)
+    with pytest.raises(ValueError, match="nics_per_node needs nic_bandwidth"):
+        NetworkSpec(nics_per_node=4)
+
+
+def test_legacy_per_gpu_spec_keeps_its_meaning():
+    old = NetworkSpec(id="old", name="old", bandwidth_per_gpu=25e9)
+    assert old.node_bandwidth(8) == 200e9 and old.per_gpu(8) == 25e9
+
+
+def test_spine_crossing_costs_bandwidth_and_latency():
+    cl, eff = _dgx(64)
+    net = cl.network.model_copy(update={"oversubscription": 2.0})
+    cl = cl.model_copy(update={"network": net})
+    inside, across = span(32, 8, cl, eff), span(64, 8, cl, eff)  # 32 nodes per leaf (SuperPOD unit)
+    assert across.net == pytest.approx(inside.net / 2)
+    assert across.hop_s == pytest.approx(2 * net.latency_s) and inside.hop_s == 0
+
+
+def test_nccl_picks_tree_for_small_messages_on_many_nodes_and_ring_for_large():
+    cl, eff = _dgx(32)
+    sp = span(32, 8, cl, eff)  # a DP group of one GPU per node over 32 nodes (one leaf)
+    small, large = collective("all-reduce", 1 << 20, sp, cl.fabric), collective("all-reduce", 1 << 30, sp, cl.fabric)
+    assert small.algorithm == "tree" and large.algorithm == "ring"
+    # ring latency of 62 network steps at NCCL's 14 µs (Simple) is what the tree avoids
+    assert large.latency_s == pytest.approx(8.4e-6 + 62 * 14e-6, rel=1e-9)
+
+
+def test_one_node_collectives_use_nvls_on_hopper_and_rings_on_ampere():
+    h, eff_h = _dgx(1)
+    a, eff_a = _dgx(1, "dgx-a100")
+    assert collective("all-reduce", 1 << 28, span(8, 1, h, eff_h), h.fabric).algorithm == "nvls"
+    assert collective("all-reduce", 1 << 28, span(8, 1, a, eff_a), a.fabric).algorithm == "ring"
+    assert collective("all-gather", 1 << 28, span(8, 1, h, eff_h), h.fabric).algorithm == "ring"
+
+
+def test_all_to_all_cannot_aggregate_nics():
+    # S. Jeaugey, nccl-tests #267: all-to-all sees one NIC's bandwidth per rank
+    cl, eff = _dgx(2)
+    c = collective("all-to-all", 1 << 30, span(16, 1, cl, eff), cl.fabric)
+    assert c.limit == "network"
+    assert c.seconds == pytest.approx(c.latency_s + (1 << 30) * 8 / 16 / (50e9 * 0.94), rel=1e-9)
+
+
+def test_quick_model_bandwidth_matches_the_engine_placement():
+    cl, eff = _dgx(4)
+    for size, stride in ((8, 1), (16, 1), (4, 8), (32, 1)):
+        sp = span(size, stride, cl, eff)
+        expected = sp.nvlink if sp.nodes == 1 else (min(sp.nvlink, sp.net) if sp.per_node > 1 else sp.net)
+        assert float(bus_bandwidth(size, stride, cl, eff)) == pytest.approx(expected)
+
+
+def test_crossing_rule():
+    assert not crosses_nodes(8, 1, 8) and crosses_nodes(16, 1, 8) and crosses_nodes(2, 8, 8)
+    assert not crosses_nodes(1, 64, 8)
