@@ -1,0 +1,1 @@
+"""llmplan.formats: bounded readers of untrusted input (files, and the Hugging Face Hub)."""
