@@ -13,3 +13,5 @@ if "LLMPLAN_DATA_DIR" not in os.environ:
     _data_dir = tempfile.mkdtemp(prefix="llmplan-test-data-")
     os.environ["LLMPLAN_DATA_DIR"] = _data_dir
     atexit.register(shutil.rmtree, _data_dir, True)
+
+from tests.fake_hub import fake_hub  # noqa: F401  (fixture: a local fake Hugging Face Hub, tests/fake_hub.py)

@@ -19,9 +19,11 @@ zeros, so a 5 GB GGUF costs nothing. Every request is logged in ``requests``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import socket
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -73,6 +75,7 @@ class FakeHub:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
+        self._connections: list = []
 
     def add(self, repo: str, files: dict[str, bytes | FakeFile], **kw) -> FakeRepo:
         fr = FakeRepo({k: v if isinstance(v, FakeFile) else FakeFile(v) for k, v in files.items()}, **kw)
@@ -94,6 +97,10 @@ class FakeHub:
 
     def stop(self) -> None:
         self._stop.set()
+        for sock in self._connections:  # keep-alive connections would otherwise go on answering
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._connections.clear()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -114,6 +121,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.fake._connections.append(self.connection)
 
     def do_HEAD(self) -> None:
         self._serve(head=True)
@@ -260,3 +271,55 @@ def fake_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     yield hub
     hub.stop()
+
+
+def gguf_bytes(tmp_path, *, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2, ff: int = 128,
+               vocab: int = 96, name: str = "tiny-llama") -> bytes:
+    """A small but real llama GGUF file written by the ``gguf`` package (llama.cpp's own writer)."""
+    import gguf
+    import numpy as np
+
+    path = tmp_path / f"{name}-{hidden}-{layers}.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(hidden)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("llama")
+    w.add_token_list([f"tok{i}" for i in range(vocab)])
+    head_dim = hidden // heads
+
+    def tensor(tname, *shape):
+        w.add_tensor(tname, np.ones(shape, dtype=np.float32))
+
+    tensor("token_embd.weight", vocab, hidden)
+    tensor("output_norm.weight", hidden)
+    tensor("output.weight", vocab, hidden)
+    for i in range(layers):
+        tensor(f"blk.{i}.attn_norm.weight", hidden)
+        tensor(f"blk.{i}.attn_q.weight", hidden, hidden)
+        tensor(f"blk.{i}.attn_k.weight", kv_heads * head_dim, hidden)
+        tensor(f"blk.{i}.attn_v.weight", kv_heads * head_dim, hidden)
+        tensor(f"blk.{i}.attn_output.weight", hidden, hidden)
+        tensor(f"blk.{i}.ffn_norm.weight", hidden)
+        tensor(f"blk.{i}.ffn_gate.weight", ff, hidden)
+        tensor(f"blk.{i}.ffn_up.weight", ff, hidden)
+        tensor(f"blk.{i}.ffn_down.weight", hidden, ff)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path.read_bytes()
+
+
+def tiny_llama_config(hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2, ff: int = 128,
+                      vocab: int = 96) -> dict:
+    """The config.json that describes ``gguf_bytes``'s model (same dimensions, untied head)."""
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": hidden,
+            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "intermediate_size": ff, "vocab_size": vocab, "max_position_embeddings": 4096,
+            "tie_word_embeddings": False, "torch_dtype": "bfloat16"}

@@ -30,7 +30,13 @@ from typing import Any
 
 from llmplan.errors import ConfigError, HubError, LlmplanError
 from llmplan.formats import hub_cache, hub_transport
-from llmplan.formats.hub_files import GgufChoice, SafetensorsTotals, gguf_choices, pick_gguf, safetensors_totals
+from llmplan.formats.hub_files import (
+    GgufChoice,
+    SafetensorsTotals,
+    gguf_choices,
+    pick_gguf,
+    safetensors_totals,
+)
 from llmplan.formats.hub_ref import HubRef
 
 MAX_TREE_ENTRIES = 20_000  # the largest model repos (one folder per quant, many shards) hold a few thousand files
@@ -99,6 +105,11 @@ def fetch_hub_model(ref: HubRef, *, gguf_file: str | None = None, timeout: float
     wanted = gguf_file or ref.file
     if hub_cache.offline():
         return _from_cache(ref, wanted, "HF_HUB_OFFLINE is set")
+    try:
+        import huggingface_hub  # noqa: F401  (an optional dependency: the "hub" extra)
+    except ImportError:
+        raise HubError("reading models from the Hugging Face Hub needs the huggingface_hub package: "
+                       "pip install 'llmplan[hub]'") from None
     hub_transport.limits.timeout = timeout
     hub_transport.install()
     try:

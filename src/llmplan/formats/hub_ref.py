@@ -3,6 +3,7 @@
 Accepted forms (the ones the Hub itself shows and people paste):
 
 - ``ORG/NAME`` and ``ORG/NAME@REVISION`` (a branch, tag or commit; ``refs/pr/3`` too);
+- ``ORG/NAME:QUANT`` (Ollama's spelling for one quant of a GGUF repo, e.g. ``unsloth/Qwen3-8B-GGUF:Q4_K_M``);
 - ``hf:ORG/NAME`` / ``hub:ORG/NAME`` to force the Hub when a catalog entry has the same id;
 - ``https://huggingface.co/ORG/NAME``, with ``/tree/REV[/folder]``, ``/blob/REV/FILE`` or
   ``/resolve/REV/FILE`` (``hf.co`` too); the file names one GGUF quant of a GGUF repo.
@@ -82,9 +83,12 @@ def parse_hub_ref(text: str, *, require: bool = False) -> HubRef | None:
         if t.lower().startswith(prefix):
             t, forced = t[len(prefix):], True
             break
+    t, _, quant = t.partition(":")
     repo, _, rev = t.partition("@")
     if _valid_repo(repo):
-        return HubRef(repo, _check_revision(rev, text) if rev else None)
+        if quant and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", quant):
+            raise HubRefError(f"'{text[:120]}': '{quant[:40]}' is not a quant name such as Q4_K_M")
+        return HubRef(repo, _check_revision(rev, text) if rev else None, quant or None)
     if forced or require:
         raise HubRefError(f"'{text[:120]}' is not a Hub repository id; write it as ORG/NAME, e.g. Qwen/Qwen3-8B")
     return None
