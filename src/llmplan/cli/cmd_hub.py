@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from llmplan.core.params import count_params
     from llmplan.formats.hub_ref import parse_hub_ref
-    from llmplan.io.hub_plan import model_ref_from_hub, spec_from_hub
+    from llmplan.io.hub_plan import effective_choice, model_ref_from_hub, spec_from_hub
 
     if not 0 < args.timeout <= 600:
         raise InputError("--timeout: give seconds between 0 and 600")
@@ -42,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_hub(model)
     pc = count_params(spec)
     _, fmt = model_ref_from_hub(model, spec)
+    chosen = effective_choice(model)
     data = model.as_dict()
+    data["plan_file"] = None if chosen is None else {"label": chosen.label, "files": list(chosen.files),
+                                                     "size": chosen.size}
     data.update(architecture={"model_type": spec.model_type, "layers": spec.num_layers, "hidden": spec.hidden_size,
                               "approximate": spec.approximate, "notes": list(spec.notes)},
                 params={"total": pc.total, "active": pc.active, "embedding": pc.embedding},
@@ -68,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
     if model.gguf:
         print("  GGUF files (quant, parts, size):")
         for c in model.gguf:
-            mark = "*" if model.chosen is not None and c.label == model.chosen.label else " "
+            mark = "*" if chosen is not None and c.label == chosen.label else " "
             parts = f"{len(c.files)}/{c.parts_expected}" if c.parts_expected > 1 else "1"
             extra = "  (vision projector)" if c.projector else ""
             print(f"   {mark}{c.label:<18} {parts:>5} {c.size / 2**30:10.2f} GiB  {c.files[0]}{extra}")
         if model.chosen is None:
-            print("  pick one with --file QUANT (or ORG/NAME:QUANT) to use its size as the plan's weights")
+            print(("  * the plan's weights by default; " if chosen else "  ")
+                  + "pick another with --file QUANT (or ORG/NAME:QUANT)")
     if fmt:
         print(f"  weight format    {fmt}")
     for note in (*model.notes, *spec.notes):

@@ -105,6 +105,13 @@ def pick_gguf(choices: Iterable[GgufChoice], wanted: str | None) -> GgufChoice |
     return None
 
 
+def default_gguf(choices: Iterable[GgufChoice]) -> GgufChoice | None:
+    """The quant to start with when a GGUF-only repo is named without one: Q4_K_M (the size llama.cpp's
+    own docs and most model cards recommend), else the smallest complete one; never a projector."""
+    usable = [c for c in choices if not c.projector and c.complete]
+    return next((c for c in usable if (c.quant or "").upper() == "Q4_K_M"), usable[0] if usable else None)
+
+
 @dataclass(frozen=True, slots=True)
 class SafetensorsTotals:
     """Exact counts from the safetensors headers: parameters and stored bytes per dtype."""

@@ -15,13 +15,26 @@ from typing import Any
 from llmplan.core.model import ModelSpec
 from llmplan.errors import ConfigError, HubError
 from llmplan.formats.hub import HubModel
-from llmplan.formats.hub_files import GgufChoice
+from llmplan.formats.hub_files import GgufChoice, default_gguf
 from llmplan.io.plan_document import HubSource, ModelRef, PlanDocument
 
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "bf16": "bf16", "fp16": "fp16"}
 
 
+# What every decoder config must give (the first key, or one of its aliases, as hf_config reads them).
+REQUIRED = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
+            ("num_attention_heads", "n_head", "num_heads"), ("vocab_size",))
+
+
+def missing_fields(config: dict[str, Any]) -> list[str]:
+    """The required dimensions a config lacks, by their usual name (also inside ``text_config``)."""
+    inner = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return [keys[0] for keys in REQUIRED
+            if not any(config.get(k) is not None or inner.get(k) is not None for k in keys)]
+
+
 def spec_from_hub(model: HubModel) -> ModelSpec:
+    """The architecture; a config llmplan cannot size raises ``ConfigError`` naming every missing field."""
     from llmplan.io.hf_config import spec_from_config
 
     if model.config is None:
@@ -29,6 +42,12 @@ def spec_from_hub(model: HubModel) -> ModelSpec:
     try:
         return spec_from_config(model.config, name=model.repo)
     except ConfigError as exc:
+        missing = missing_fields(model.config)
+        if missing:
+            kind = model.config.get("model_type") or "unknown"
+            raise ConfigError(f"{model.repo}: its config.json (model_type '{str(kind)[:40]}') lacks "
+                              f"{', '.join(missing)}, needed to size the model; fill them in with Edit "
+                              "architecture, or pass a config.json that has them") from None
         raise ConfigError(f"{model.repo}: {exc}") from None
 
 
@@ -69,10 +88,17 @@ def safetensors_weight_format(config: dict[str, Any] | None) -> str | None:
     return name if name in known_formats() else None
 
 
+def effective_choice(model: HubModel) -> GgufChoice | None:
+    """The GGUF file the plan uses: the one asked for; for a GGUF-only repo named without one, the default."""
+    if model.chosen is not None or model.safetensors is not None or model.config_source == "config.json":
+        return model.chosen
+    return default_gguf(model.gguf)
+
+
 def model_ref_from_hub(model: HubModel, spec: ModelSpec | None = None) -> tuple[ModelRef, str | None]:
     """(``model`` of the plan, the weight format the files imply or None)."""
     spec = spec or spec_from_hub(model)
-    chosen = model.chosen
+    chosen = effective_choice(model)
     fmt = gguf_weight_format(chosen, spec) if chosen else safetensors_weight_format(model.config)
     hub = HubSource(repo=model.repo, revision=model.revision, commit=model.commit,
                     file=chosen.files[0] if chosen else None, file_bytes=chosen.size if chosen else None,
@@ -87,11 +113,12 @@ def hub_edits(model: HubModel) -> tuple[dict[str, Any], str]:
     changes: dict[str, Any] = {"model": ref}
     if fmt:
         changes["inference.weight_format"] = fmt
-    if model.chosen is not None:
+    chosen = effective_choice(model)
+    if chosen is not None:
         changes["workload"] = "inference"
         changes["inference.engine"] = "llama-cpp"
     where = " (from the cache)" if model.from_cache else ""
-    what = f"{model.chosen.label}, {model.chosen.size / 2**30:.2f} GiB" if model.chosen else model.config_source
+    what = f"{chosen.label}, {chosen.size / 2**30:.2f} GiB" if chosen else model.config_source
     return changes, f"Hub: {model.repo} ({what}){where}"
 
 
