@@ -99,3 +99,20 @@ def test_catalog_ids_never_touch_the_hub(served, capsys):
     assert main(["params", "hf:acme/tiny", "--json"]) == 0  # the prefix asks for the Hub
     assert json.loads(capsys.readouterr().out)["params"]["total"] == 86_336
     assert any(p == "/api/models/acme/tiny/tree/main" for _, p, _ in served.requests)
+
+
+def test_a_config_llmplan_cannot_size_names_every_missing_field(served, capsys):
+    served.add("acme/odd", {"config.json": json.dumps({"model_type": "oddnet", "dim": 256, "vocab_size": 9}).encode()})
+    assert main(["hub", "acme/odd"]) == 2
+    err = capsys.readouterr().err
+    assert "acme/odd: its config.json (model_type 'oddnet') lacks hidden_size, num_hidden_layers, " \
+           "num_attention_heads, needed to size the model" in err
+
+
+def test_a_tampered_cache_file_is_ignored_not_trusted(served, capsys, tmp_path, monkeypatch):
+    assert main(["hub", "acme/tiny"]) == 0
+    for f in (tmp_path / "llmplan-cache" / "hub").glob("*.json"):
+        f.write_text(json.dumps({"repo": "acme/tiny", "gguf": [{"label": 3}], "safetensors": {"x": 1}}))
+    served.stop()
+    assert main(["hub", "acme/tiny", "--timeout", "1"]) == 0  # the huggingface_hub cache still has config.json
+    assert "[from the cache]" in capsys.readouterr().out

@@ -155,6 +155,14 @@ def test_second_run_with_the_server_stopped_works_from_the_cache(fake_hub):
     assert "cannot reach the Hub" in again.notes[-1]
 
 
+def test_a_rate_limited_hub_falls_back_to_the_cached_copy(fake_hub):
+    fake_hub.add("acme/busy", {"config.json": CFG})
+    fetch_hub_model(HubRef("acme/busy"))
+    fake_hub.modes["acme/busy"] = "429"
+    m = fetch_hub_model(HubRef("acme/busy"))
+    assert m.from_cache and "the Hub answered HTTP 429 (retry after 17 s)" in m.notes[-1]
+
+
 def test_offline_mode_uses_the_cache_and_never_connects(fake_hub, monkeypatch):
     fake_hub.add("acme/off", {"config.json": CFG})
     fetch_hub_model(HubRef("acme/off"))

@@ -8,7 +8,6 @@ import time
 
 import pytest
 from PySide6.QtCore import Qt
-
 from tests.fake_hub import FakeFile, gguf_bytes, safetensors_file, tiny_llama_config
 
 pytest.importorskip("huggingface_hub")

@@ -116,6 +116,12 @@ def fetch_hub_model(ref: HubRef, *, gguf_file: str | None = None, timeout: float
         model = _Fetch(ref, wanted, timeout, progress, cancelled).run()
     except (hub_transport.HubUnreachable, hub_transport.HubTimedOut) as exc:
         return _from_cache(ref, wanted, _unreachable(exc, timeout))
+    except (hub_transport.HubRateLimited, hub_transport.HubServerError) as exc:
+        explained = _explain(exc, ref)  # the Hub is there but will not answer now: a cached copy still helps
+        cached = _cached_summary(ref, wanted, f"the Hub answered {exc}")
+        if cached is None:
+            raise explained from None
+        return cached
     except LlmplanError:
         raise
     except Exception as exc:  # huggingface_hub's own exceptions: named one by one in _explain
@@ -138,15 +144,21 @@ def _is_offline_error(exc: Exception) -> bool:
     return isinstance(exc, OfflineModeIsEnabled)
 
 
-def _from_cache(ref: HubRef, wanted: str | None, why: str) -> HubModel:
+def _cached_summary(ref: HubRef, wanted: str | None, why: str) -> HubModel | None:
     data = hub_cache.load(ref.repo, ref.revision, wanted)
-    if data is not None:
-        try:
-            model = HubModel.from_dict(data)
-        except (KeyError, TypeError, ValueError):
-            model = None
-        if model is not None:
-            return replace(model, from_cache=True, notes=(*model.notes, f"{why}: using the copy cached earlier"))
+    if data is None:
+        return None
+    try:
+        model = HubModel.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return replace(model, from_cache=True, notes=(*model.notes, f"{why}: using the copy cached earlier"))
+
+
+def _from_cache(ref: HubRef, wanted: str | None, why: str) -> HubModel:
+    model = _cached_summary(ref, wanted, why)
+    if model is not None:
+        return model
     config = _config_from_hf_cache(ref)
     if config is not None:
         return HubModel(ref.repo, ref.revision, config=config, config_source="config.json (huggingface_hub cache)",
