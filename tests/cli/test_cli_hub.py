@@ -78,6 +78,10 @@ def test_a_saved_hub_plan_opens_offline_with_the_same_numbers(served, capsys, tm
     # another format is another file: the Hub file's size no longer applies
     assert main(["estimate", str(plan), "--set", "inference.weight_format=q4_0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inference"]["weight_bytes"] != 100_000_000
+    # another model drops the Hub source with its inline config: its file size must not follow
+    assert main(["estimate", str(plan), "--set", "model.id=Qwen/Qwen3-8B", "--json"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["params"]["total"] == 8_190_735_360 and other["inference"]["weight_bytes"] != 100_000_000
 
 
 def test_a_plan_naming_only_the_hub_fetches_it(served, capsys, tmp_path):

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.models import fetch_hub, hub_ref_for, resolve_model_arg
+from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -88,7 +88,7 @@ def _doc_for_model(model: str) -> PlanDocument:
     if ref is not None:
         from llmplan.io.hub_plan import plan_from_hub
 
-        return plan_from_hub(fetch_hub(ref))
+        return plan_from_hub(fetch_model_arg(model, ref))
     if path.exists():
         spec = resolve_model_arg(model)
         return PlanDocument(name=spec.name, model=ModelRef(name=spec.name, spec=spec), hardware=HardwareRef())

@@ -13,17 +13,43 @@ from llmplan.io.hf_config import spec_from_path
 def hub_ref_for(arg: str):
     """The Hub reference ``arg`` names, or None. A path that exists and a catalog id win over the Hub
     (so naming a catalog model never touches the network); a URL, ``hf:``, ``@REV`` or ``:QUANT`` force it."""
-    from llmplan.formats.hub_ref import is_hub_url, parse_hub_ref
+    from llmplan.formats.hub_ref import parse_hub_ref
 
     if Path(arg).exists():
         return None
     ref = parse_hub_ref(arg)
     if ref is None:
         return None
-    forced = is_hub_url(arg) or arg.strip().lower().startswith(("hf:", "hub:", "hf://")) or ref.revision or ref.file
-    if not forced and _in_catalog(arg.strip()):
+    if not _forced(arg, ref) and _in_catalog(arg.strip()):
         return None
     return ref
+
+
+def _forced(arg: str, ref) -> bool:
+    from llmplan.formats.hub_ref import is_hub_url
+
+    return bool(is_hub_url(arg) or arg.strip().lower().startswith(("hf:", "hub:", "hf://")) or ref.revision
+                or ref.file)
+
+
+def fetch_model_arg(arg: str, ref):
+    """The Hub model ``arg`` names. A plain ``ORG/NAME`` that is neither in the catalog nor readable on the
+    Hub gets both answers in its one line, so a typo of a catalog id still shows "Did you mean"."""
+    from llmplan.errors import HubError
+
+    try:
+        return fetch_hub(ref)
+    except HubError as exc:
+        if _forced(arg, ref):
+            raise
+        try:
+            from llmplan.catalog.models import load_model_catalog
+
+            load_model_catalog().get(arg.strip())
+        except CatalogError as cat:
+            hub_text = str(exc).removeprefix(f"{ref.repo}: ")
+            raise CatalogError(f"{str(cat).rstrip('.')}; on the Hugging Face Hub: {hub_text}") from None
+        raise
 
 
 def _in_catalog(model_id: str) -> bool:
@@ -60,7 +86,7 @@ def resolve_model_arg(arg: str) -> ModelSpec:
     if ref is not None:
         from llmplan.io.hub_plan import spec_from_hub
 
-        return spec_from_hub(fetch_hub(ref))
+        return spec_from_hub(fetch_model_arg(arg, ref))
     try:
         from llmplan.catalog.models import load_model_catalog
     except ImportError:  # catalog not built yet

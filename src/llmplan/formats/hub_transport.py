@@ -136,10 +136,11 @@ class _BoundedClient(httpx2.Client):
 
 
 def _client() -> httpx2.Client:
-    from huggingface_hub.utils import _http
-
-    hooks = [h for h in (getattr(_http, "hf_request_event_hook", None),) if h]
-    return _BoundedClient(event_hooks={"request": hooks}, follow_redirects=True, timeout=limits.timeout)
+    """The shared client. huggingface_hub's own request hook is left out: it only adds a trace id and
+    refuses requests when ``HF_HUB_OFFLINE`` was set when the library was imported; llmplan reads
+    ``HF_HUB_OFFLINE`` itself at each fetch (``hub_cache.offline``), so one offline moment never
+    leaves a long-running app offline for good."""
+    return _BoundedClient(follow_redirects=True, timeout=limits.timeout)
 
 
 _installed = threading.Lock()
