@@ -97,3 +97,14 @@ def test_unknown_architecture_opens_the_editor_prefilled(window, qtbot, hub):
     dialog.spins["num_attention_heads"].setValue(4)
     dialog._ok()
     assert window.state.doc.model.config["hidden_size"] == 256
+
+
+def test_a_plan_naming_only_a_hub_repo_is_read_in_the_background(window, qtbot, hub):
+    from llmplan.io.plan_document import HubSource, ModelRef, PlanDocument
+
+    doc = PlanDocument(name="shared", model=ModelRef(hub=HubSource(repo="acme/tiny")))
+    window.state.load(doc, None)
+    outcome = window.state.evaluate_now()  # on the UI thread: answers at once, no network
+    assert outcome.estimate is None and "Reading acme/tiny from the Hugging Face Hub" in outcome.message
+    qtbot.waitUntil(lambda: window.state.doc.model.config is not None, timeout=2000)
+    assert window.state.evaluate_now().estimate is not None

@@ -146,6 +146,9 @@ class HubPanel(QWidget):
         except HubRefError as exc:
             self.message.emit(str(exc))
             return False
+        return self.fetch_ref(ref)
+
+    def fetch_ref(self, ref: Any) -> bool:
         self.setVisible(True)
         self.status.setText(f"Fetching <b>{ref.label()}</b> from the Hugging Face Hub…")
         self.bar.setValue(0)
