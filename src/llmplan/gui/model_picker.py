@@ -211,9 +211,10 @@ class ModelPicker(QWidget):
     def _follow(self, doc) -> None:
         hub = doc.model.hub
         if hub is not None and doc.model.config is None and doc.model.spec is None and not doc.model.id \
-                and not self.hub.busy:  # a plan that names only a Hub repo: read it in the background
+                and not self.hub.busy and hub != getattr(self, "_auto_fetched", None):
             from llmplan.formats.hub_ref import HubRef
 
+            self._auto_fetched = hub  # a plan that names only a Hub repo: read it in the background, once
             self.hub.fetch_ref(HubRef(hub.repo, hub.revision or hub.commit, hub.file))
         self.list.blockSignals(True)
         self.list.setCurrentItem(None)
