@@ -81,8 +81,8 @@ def serve(tmp: Path):
     from llmplan.catalog.models import load_model_catalog
     from llmplan.core.params import count_params
     from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
-    from llmplan.io.gguf_header import config_from_gguf, read_gguf_header
-    from llmplan.io.hf_config import spec_from_config
+    from llmplan.formats.gguf_header import config_from_gguf, read_gguf_header
+    from llmplan.formats.hf_config import spec_from_config
 
     head = qwen3_header(tmp)
     spec = spec_from_config(config_from_gguf(read_gguf_header(tmp / "qwen3-8b-header.gguf")), name="Qwen3-8B")

@@ -8,8 +8,8 @@ import pytest
 
 from llmplan.cli import main
 from llmplan.core.quant import quantized_weights
-from llmplan.io.hf_config import spec_from_config
-from llmplan.io.planfile import load_plan, save_plan
+from llmplan.formats.hf_config import spec_from_config
+from llmplan.plan.planfile import load_plan, save_plan
 from tests.fake_hub import (
     FakeFile,
     gguf_bytes,

@@ -9,7 +9,7 @@ from llmplan.catalog.models import load_model_catalog
 from llmplan.core.params import count_params
 from llmplan.formats.hub import fetch_hub_model
 from llmplan.formats.hub_ref import HubRef
-from llmplan.io.hub_plan import spec_from_hub
+from llmplan.plan.hub_plan import spec_from_hub
 from tests.fake_hub import safetensors_file
 
 pytest.importorskip("huggingface_hub")

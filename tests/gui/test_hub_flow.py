@@ -100,7 +100,7 @@ def test_unknown_architecture_opens_the_editor_prefilled(window, qtbot, hub):
 
 
 def test_a_plan_naming_only_a_hub_repo_is_read_in_the_background(window, qtbot, hub):
-    from llmplan.io.plan_document import HubSource, ModelRef, PlanDocument
+    from llmplan.plan.document import HubSource, ModelRef, PlanDocument
 
     doc = PlanDocument(name="shared", model=ModelRef(hub=HubSource(repo="acme/tiny")))
     window.state.load(doc, None)

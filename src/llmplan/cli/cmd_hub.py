@@ -12,7 +12,10 @@ import argparse
 import json
 
 from llmplan.cli.models import fetch_hub
+from llmplan.core import present
 from llmplan.errors import InputError
+
+SIZE = present.MemoryUnit().fmt_any  # bytes as the app's tables show them: '4.68 GiB', '160 MiB'
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from llmplan.core.params import count_params
     from llmplan.formats.hub_ref import parse_hub_ref
-    from llmplan.io.hub_plan import effective_choice, model_ref_from_hub, spec_from_hub
+    from llmplan.plan.hub_plan import effective_choice, model_ref_from_hub, spec_from_hub
 
     if not 0 < args.timeout <= 600:
         raise InputError("--timeout: give seconds between 0 and 600")
@@ -65,16 +68,16 @@ def run(args: argparse.Namespace) -> int:
     st = model.safetensors
     if st is not None:
         print(f"  safetensors      {st.params:>20,} params in {st.files} file{'s' if st.files != 1 else ''}, "
-              f"{st.stored_bytes / 2**30:.2f} GiB stored")
+              f"{SIZE(st.stored_bytes)} stored")
         for dtype, n in st.params_by_dtype.items():
-            print(f"    {dtype:<14} {n:>20,} params  {st.bytes_by_dtype.get(dtype, 0) / 2**30:10.2f} GiB")
+            print(f"    {dtype:<14} {n:>20,} params  {SIZE(st.bytes_by_dtype.get(dtype, 0)):>12}")
     if model.gguf:
         print("  GGUF files (quant, parts, size):")
         for c in model.gguf:
             mark = "*" if chosen is not None and c.label == chosen.label else " "
             parts = f"{len(c.files)}/{c.parts_expected}" if c.parts_expected > 1 else "1"
             extra = "  (vision projector)" if c.projector else ""
-            print(f"   {mark}{c.label:<18} {parts:>5} {c.size / 2**30:10.2f} GiB  {c.files[0]}{extra}")
+            print(f"   {mark}{c.label:<18} {parts:>5} {SIZE(c.size):>12}  {c.files[0]}{extra}")
         if model.chosen is None:
             print(("  * the plan's weights by default; " if chosen else "  ")
                   + "pick another with --file QUANT (or ORG/NAME:QUANT)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import CatalogError
-from llmplan.io.hf_config import spec_from_path
+from llmplan.formats.hf_config import spec_from_path
 
 
 def hub_ref_for(arg: str):
@@ -84,7 +84,7 @@ def resolve_model_arg(arg: str) -> ModelSpec:
         return spec_from_path(p)
     ref = hub_ref_for(arg)
     if ref is not None:
-        from llmplan.io.hub_plan import spec_from_hub
+        from llmplan.plan.hub_plan import spec_from_hub
 
         return spec_from_hub(fetch_model_arg(arg, ref))
     try:

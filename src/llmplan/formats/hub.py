@@ -21,8 +21,7 @@ failure becomes a ``HubError`` whose one line says what happened and what to do.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -177,7 +176,7 @@ def _config_from_hf_cache(ref: HubRef) -> dict[str, Any] | None:
         return None
     if not isinstance(path, str):
         return None
-    from llmplan.io.hf_config import load_config_file
+    from llmplan.formats.hf_config import load_config_file
 
     try:
         return load_config_file(path)
@@ -298,7 +297,7 @@ class _Fetch:
     def download(self, name: str, size: int) -> str:
         from huggingface_hub import hf_hub_download
 
-        from llmplan.io.hf_config import MAX_CONFIG_BYTES
+        from llmplan.formats.hf_config import MAX_CONFIG_BYTES
 
         if size > MAX_CONFIG_BYTES:
             raise HubError(f"{self.ref.repo}: {name} is {size:,} bytes, far too large for a model config "
@@ -311,7 +310,7 @@ class _Fetch:
         return str(path)
 
     def config(self, files: dict[str, int]) -> dict[str, Any]:
-        from llmplan.io.hf_config import load_config_file
+        from llmplan.formats.hf_config import load_config_file
 
         path = self.download("config.json", files["config.json"])
         try:
@@ -320,8 +319,8 @@ class _Fetch:
             raise ConfigError(f"{self.ref.repo}: config.json: {str(exc).split(': ', 1)[-1]}") from None
 
     def adapter(self, files: dict[str, int]) -> HubModel:
+        from llmplan.formats.hf_config import load_config_file
         from llmplan.formats.hub_ref import HubRefError, parse_hub_ref
-        from llmplan.io.hf_config import load_config_file
 
         cfg = load_config_file(self.download("adapter_config.json", files["adapter_config.json"]))
         base = cfg.get("base_model_name_or_path")
@@ -347,7 +346,7 @@ class _Fetch:
         from huggingface_hub import get_session, hf_hub_url
         from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
 
-        from llmplan.io.gguf_header import config_from_gguf, read_gguf_header
+        from llmplan.formats.gguf_header import config_from_gguf, read_gguf_header_from
 
         url = hf_hub_url(self.ref.repo, name, revision=self.ref.revision, endpoint=hub_cache.endpoint())
         last: ConfigError | None = None
@@ -356,15 +355,12 @@ class _Fetch:
                                          timeout=self.timeout)
             hf_raise_for_status(response)
             self.commit = self.commit or response.headers.get("X-Repo-Commit")
-            with tempfile.TemporaryDirectory(prefix="llmplan-gguf-") as tmp:
-                path = Path(tmp) / os.path.basename(name)
-                path.write_bytes(response.content[:limit])
-                try:
-                    return config_from_gguf(read_gguf_header(path))
-                except ConfigError as exc:
-                    last = exc
-                    if "cut short" not in str(exc) or size <= limit:
-                        break
+            try:
+                return config_from_gguf(read_gguf_header_from(io.BytesIO(response.content[:limit]), Path(name)))
+            except ConfigError as exc:
+                last = exc
+                if "cut short" not in str(exc) or size <= limit:
+                    break
             self.step(0.8, f"the GGUF header of {name} is longer: reading more of it")
         detail = str(last).split(": ", 1)[-1] if last else "unreadable"
         raise ConfigError(f"{self.ref.repo}: {name}: {detail}")

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +71,7 @@ def load(repo: str, revision: str | None, file: str | None) -> dict[str, Any] | 
 
 def save(repo: str, revision: str | None, file: str | None, data: dict[str, Any]) -> None:
     """Best effort: a read-only or full disk costs the offline copy, never the answer."""
-    path = _key(repo, revision, file)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".summary.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, sort_keys=True)
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    from llmplan.formats.atomic import atomic_write
+
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        atomic_write(_key(repo, revision, file), json.dumps(data, sort_keys=True), make_folder=True)

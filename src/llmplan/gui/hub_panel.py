@@ -18,7 +18,10 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from llmplan.core import present
 from llmplan.gui.state import PlanState
+
+SIZE = present.MemoryUnit().fmt_any  # bytes as the app's tables show them: '4.68 GiB', '160 MiB'
 
 
 class HubFetcher(QObject):
@@ -172,14 +175,14 @@ class HubPanel(QWidget):
         self.message.emit(f"Hub: {exc}")
 
     def _done(self, model: object) -> None:
-        from llmplan.io.hub_plan import effective_choice
+        from llmplan.plan.hub_plan import effective_choice
 
         self.model = model
         usable = [c for c in model.gguf if not c.projector]
         self.quant.clear()
         chosen = effective_choice(model)
         for c in usable:
-            self.quant.addItem(f"{c.label} — {c.size / 2**30:.2f} GiB" + ("" if c.complete else " (parts missing)"),
+            self.quant.addItem(f"{c.label} — {SIZE(c.size)}" + ("" if c.complete else " (parts missing)"),
                                c.label)
         if chosen is not None:
             self.quant.setCurrentIndex(max(self.quant.findData(chosen.label), 0))
@@ -197,7 +200,7 @@ class HubPanel(QWidget):
     def apply(self, model: Any) -> None:
         """Put the fetched model into the plan as one undo step, or open the architecture editor."""
         from llmplan.errors import ConfigError
-        from llmplan.io.hub_plan import hub_edits
+        from llmplan.plan.hub_plan import hub_edits
 
         try:
             changes, note = hub_edits(model)
@@ -220,9 +223,9 @@ def _summary(model: Any, changes: dict[str, Any]) -> str:
     st = model.safetensors
     if st is not None:
         dtypes = ", ".join(f"{k} {v:,}" for k, v in st.params_by_dtype.items())
-        parts.append(f"safetensors: {st.params:,} params ({dtypes}); {st.stored_bytes / 2**30:.2f} GiB stored")
+        parts.append(f"safetensors: {st.params:,} params ({dtypes}); {SIZE(st.stored_bytes)} stored")
     if hub.file:
-        parts.append(f"weights: {_escape(hub.file)}, {hub.file_bytes / 2**30:.2f} GiB ({hub.weight_format})")
+        parts.append(f"weights: {_escape(hub.file)}, {SIZE(hub.file_bytes)} ({hub.weight_format})")
     parts += [_escape(n) for n in model.notes]
     if model.from_cache:
         parts.append("<i>from the cache</i>")
