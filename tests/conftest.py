@@ -9,7 +9,12 @@ import tempfile
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYTEST_QT_API", "pyside6")
+# No test reaches the real Hugging Face Hub: an ORG/NAME that is not a catalog id (a fuzzed argument, a
+# typo) is looked up on the Hub, so the whole suite runs offline; the fake_hub fixture lifts it.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if "LLMPLAN_DATA_DIR" not in os.environ:
     _data_dir = tempfile.mkdtemp(prefix="llmplan-test-data-")
     os.environ["LLMPLAN_DATA_DIR"] = _data_dir
     atexit.register(shutil.rmtree, _data_dir, True)
+
+from tests.fake_hub import fake_hub  # noqa: F401  (fixture: a local fake Hugging Face Hub, tests/fake_hub.py)

@@ -9,6 +9,7 @@ Every error a user can cause (a bad file, an impossible layout, an unknown id) i
     │   ├── ConfigError       a model config.json / GGUF / safetensors header we cannot use
     │   ├── PlanFileError     a .llmplan document that is corrupt, too new, or invalid
     │   ├── CatalogError      an unknown id, or an invalid catalog entry
+    │   ├── HubError          a Hugging Face Hub reference that cannot be fetched (names the cause and the fix)
     │   └── LayoutError       a parallel layout that breaks a rule (names the rule)
     └── DetectionError        a hardware probe failed (always caught inside llmplan.hw)
 """
@@ -32,6 +33,10 @@ class PlanFileError(InputError):
 
 class CatalogError(InputError):
     """An id is not in the catalog, or a catalog file is invalid."""
+
+
+class HubError(InputError):
+    """A model on the Hugging Face Hub cannot be read: unknown, gated, rate-limited, unreachable, malformed."""
 
 
 class LayoutError(InputError):

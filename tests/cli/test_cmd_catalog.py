@@ -53,10 +53,12 @@ def test_params_by_catalog_id(capsys):
     assert data["params"]["total"] == 30_532_122_624
 
 
-def test_params_unknown_id_is_one_clear_line(capsys):
+def test_params_unknown_id_is_one_clear_line(capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # an ORG/NAME not in the catalog is also looked up on the Hub
     assert main(["params", "meta-llama/Llama-9-8B"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a model in the catalog" in err and "Did you mean" in err
+    assert "on the Hugging Face Hub: HF_HUB_OFFLINE is set, and it is not in the cache" in err
 
 
 def test_params_from_config_file_and_folder(tmp_path, capsys):

@@ -23,13 +23,14 @@ def _subcommand_modules() -> list:
         cmd_catalog,
         cmd_detect,
         cmd_estimate,
+        cmd_hub,
         cmd_params,
         cmd_schema,
         cmd_search,
         cmd_serve,
     )
 
-    return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_schema]
+    return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_hub, cmd_schema]
 
 
 def one_line(text: str) -> str:

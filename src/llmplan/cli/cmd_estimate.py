@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.models import resolve_model_arg
+from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -26,7 +26,8 @@ from llmplan.plan.resolve import resolve
 def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -> None:
     """The flags shared by ``estimate`` and ``search``."""
     p.add_argument("plan", nargs="?" if plan_optional else None, help="a .llmplan file")
-    p.add_argument("--model", help="catalog model id, or a path to a config.json / model folder")
+    p.add_argument("--model", help="catalog model id, a path to a config.json / model folder / .gguf, or a "
+                   "Hugging Face Hub repo: ORG/NAME[@REVISION][:QUANT] or its https://huggingface.co URL")
     p.add_argument("--gpu", help="catalog GPU id (see: llmplan-cli catalog gpus)")
     p.add_argument("--gpus", type=int, help="GPUs per node (hardware.gpus_per_node)")
     p.add_argument("--nodes", type=int, help="number of nodes (hardware.nodes)")
@@ -83,6 +84,11 @@ def _doc_for_model(model: str) -> PlanDocument:
     path = Path(model)
     if (path.suffix == ".json" and path.name != "model.safetensors.index.json") or (path / "config.json").is_file():
         return plan_from_config(path)
+    ref = hub_ref_for(model)
+    if ref is not None:
+        from llmplan.plan.hub_plan import plan_from_hub
+
+        return plan_from_hub(fetch_model_arg(model, ref))
     if path.exists():
         spec = resolve_model_arg(model)
         return PlanDocument(name=spec.name, model=ModelRef(name=spec.name, spec=spec), hardware=HardwareRef())
@@ -153,8 +159,11 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> t
 def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
     """The document with the layout, training knobs and weight format the estimate used (the
     auto-planner's or the default policy's, where they chose)."""
+    # the Hub file's size is the plan's model.hub, resolved into inference while the format is that file's:
+    # saving the resolved value would pin it to the plan even after the format changes
+    inference = scenario.inference.model_copy(update={"weight_file_bytes": doc.inference.weight_file_bytes})
     return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training,
-                                  "inference": scenario.inference})
+                                  "inference": inference})
 
 
 def run_estimate(scenario: Scenario, doc: PlanDocument):

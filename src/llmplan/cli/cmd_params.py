@@ -11,7 +11,7 @@ from llmplan.core.params import count_params
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("params", help="exact parameter counts of a model")
-    p.add_argument("model", help="catalog id, or a path to a config.json / model folder")
+    p.add_argument("model", help="catalog id, a path to a config.json / model folder, or a Hub repo ORG/NAME")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
 

@@ -255,6 +255,23 @@ def quantized_weights(spec: ModelSpec, weight_format: str) -> QuantizedWeights:
     return QuantizedWeights(fmt, out, sum(g.bytes for g in out), sum(g.params for g in groups))
 
 
+def stored_as(q: QuantizedWeights, stored_bytes: int) -> QuantizedWeights:
+    """``q`` with its total replaced by what the files really hold (``inference.weight_file_bytes``).
+
+    A downloaded GGUF file is the truth for its own size: its per-tensor type mix can differ from
+    llama.cpp's preset rules (imatrix "UD" mixes, requantised repos) and it carries its header. Each
+    group keeps its share of the format's computed bytes (so tensor-parallel and pipeline splits
+    stay proportionate); the groups sum exactly to ``stored_bytes``.
+    """
+    if q.total_bytes <= 0 or not q.groups:
+        return q
+    scaled = [GroupBytes(g.group, g.bytes * stored_bytes // q.total_bytes, g.dtype) for g in q.groups]
+    rest = stored_bytes - sum(g.bytes for g in scaled)
+    i = max(range(len(scaled)), key=lambda k: scaled[k].bytes)
+    scaled[i] = GroupBytes(scaled[i].group, scaled[i].bytes + rest, scaled[i].dtype)
+    return QuantizedWeights(q.format, tuple(scaled), stored_bytes, q.params)
+
+
 def gguf_metadata_bytes(spec: ModelSpec) -> int:
     """Rough size of a GGUF file's header: the tokenizer dominates it.
 

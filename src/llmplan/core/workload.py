@@ -121,6 +121,10 @@ class InferenceSettings(FrozenModel):
     prompt_tokens: int = Field(1024, ge=1, le=100_000_000)
     output_tokens: int = Field(256, ge=1, le=100_000_000)
     engine: str = Field("vllm", min_length=1, description="engine profile id (vllm, llama.cpp, ...)")
+    weight_file_bytes: int | None = Field(
+        None, gt=0, le=1 << 50, description="bytes of the weight files as stored (a GGUF file's size, from the "
+        "Hub's file list); the tensors keep the format's proportions; None: computed from weight_format"
+    )
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="vLLM's setting; None: engine default")
     gpu_layers: int | None = Field(None, ge=0, description="llama.cpp -ngl: layers on the GPU; None: as many as fit")
     host_memory_bandwidth: float | None = Field(

@@ -1,6 +1,8 @@
 """llmplan.formats: readers of files that come from outside (untrusted input).
 
 A model's ``config.json`` (``hf_config``), a GGUF header (``gguf_header``) and a safetensors
-index (``safetensors_index``) become frozen core specs, with size limits and one-line errors.
+index (``safetensors_index``) become frozen core specs, with size limits and one-line errors; a
+model on the Hugging Face Hub (``hub``, through ``huggingface_hub``, every request bounded) is read
+the same way, without its weights.
 Below the catalog: formats know nothing of catalogs, plans, hardware or front ends.
 """

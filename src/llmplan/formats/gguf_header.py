@@ -143,29 +143,34 @@ def read_gguf_header(path: str | Path) -> GgufHeader:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read it ({exc.strerror or exc})") from None
     with f:
-        r = _Reader(f, p)
-        if r.take(4) != MAGIC:
-            raise ConfigError(f"{p}: not a GGUF file (it does not start with 'GGUF')")
-        version = r.scalar("<I")
-        if version not in (2, 3):
-            raise ConfigError(f"{p}: GGUF version {version} is not supported (llmplan reads versions 2 and 3)")
-        n_tensors = r.count("tensors", MAX_TENSORS)
-        n_kv = r.count("metadata entries", MAX_KV)
-        metadata: dict[str, Any] = {}
-        lengths: dict[str, int] = {}
-        for _ in range(n_kv):
-            key = r.string()
-            metadata[key] = r.value(r.scalar("<I"), key, lengths)
-        tensors = []
-        for _ in range(n_tensors):
-            name = r.string()
-            n_dims = r.scalar("<I")
-            if n_dims > MAX_DIMS:
-                raise ConfigError(f"{p}: tensor '{name}' claims {n_dims} dimensions; the file is corrupt")
-            shape = tuple(r.scalar("<Q") for _ in range(n_dims))
-            ttype = r.scalar("<I")
-            r.scalar("<Q")  # data offset: we never read the data
-            tensors.append(GgufTensor(name, shape, GGML_TYPES.get(ttype, f"type{ttype}")))
+        return read_gguf_header_from(f, p)
+
+
+def read_gguf_header_from(f: BinaryIO, p: Path) -> GgufHeader:
+    """The same from an open binary stream (the first bytes of a file read over HTTP); ``p`` names it in errors."""
+    r = _Reader(f, p)
+    if r.take(4) != MAGIC:
+        raise ConfigError(f"{p}: not a GGUF file (it does not start with 'GGUF')")
+    version = r.scalar("<I")
+    if version not in (2, 3):
+        raise ConfigError(f"{p}: GGUF version {version} is not supported (llmplan reads versions 2 and 3)")
+    n_tensors = r.count("tensors", MAX_TENSORS)
+    n_kv = r.count("metadata entries", MAX_KV)
+    metadata: dict[str, Any] = {}
+    lengths: dict[str, int] = {}
+    for _ in range(n_kv):
+        key = r.string()
+        metadata[key] = r.value(r.scalar("<I"), key, lengths)
+    tensors = []
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.scalar("<I")
+        if n_dims > MAX_DIMS:
+            raise ConfigError(f"{p}: tensor '{name}' claims {n_dims} dimensions; the file is corrupt")
+        shape = tuple(r.scalar("<Q") for _ in range(n_dims))
+        ttype = r.scalar("<I")
+        r.scalar("<Q")  # data offset: we never read the data
+        tensors.append(GgufTensor(name, shape, GGML_TYPES.get(ttype, f"type{ttype}")))
     return GgufHeader(version, metadata, lengths, tuple(tensors))
 
 

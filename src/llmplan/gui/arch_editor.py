@@ -61,19 +61,46 @@ def editable_config(config: dict[str, Any] | None, spec) -> dict[str, Any]:
             "tie_word_embeddings": spec.tie_embeddings, "head_dim": spec.head_dim}
 
 
+# Keys other code bases use for the same dimensions (Meta's params.json, GGUF-style names): a config that
+# spells them so is pre-filled from them rather than left empty.
+_ALIASES = {"hidden_size": ("dim", "hidden_dim_model", "embed_dim", "n_embed"),
+            "num_hidden_layers": ("n_layers", "num_blocks", "depth"),
+            "num_attention_heads": ("n_heads", "num_heads", "attention_heads"),
+            "num_key_value_heads": ("n_kv_heads", "num_kv_heads", "kv_heads"),
+            "intermediate_size": ("hidden_dim", "ffn_hidden_size", "mlp_dim", "d_ff"),
+            "vocab_size": ("n_vocab", "padded_vocab_size"),
+            "max_position_embeddings": ("max_seq_len", "context_length", "n_ctx")}
+
+
+def prefilled_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A config the editor can show: every always-shown dimension present, taken from an alias when the
+    config has one; a dimension it lacks altogether starts at 1 for the person to fill in (the dialog
+    says which are missing)."""
+    cfg = dict(config)
+    for keys, _label, _tip in DIMENSIONS:
+        if _key(cfg, keys) is None:
+            found = next((cfg[a] for a in _ALIASES.get(keys[0], ()) if isinstance(cfg.get(a), int)
+                          and not isinstance(cfg.get(a), bool)), None)
+            cfg[keys[0]] = found if found is not None else 1
+    return cfg
+
+
 class ArchitectureDialog(QDialog):
     accepted_model = Signal(object)  # ModelRef
 
     def __init__(self, name: str, config: dict[str, Any], parent: QWidget | None = None,
-                 from_spec: bool = False) -> None:
+                 from_spec: bool = False, note: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit architecture")
         self.config = config
         form = QFormLayout(self)
         if from_spec:
-            note = QLabel("This model has no config.json here; it is described in Llama-style keys.")
-            note.setWordWrap(True)
-            form.addRow(note)
+            note = note or "This model has no config.json here; it is described in Llama-style keys."
+        if note:
+            label = QLabel(note)
+            label.setWordWrap(True)
+            label.setAccessibleName("Why the architecture needs editing")
+            form.addRow(label)
         self.name = QLineEdit(name if name.startswith("Custom") else f"Custom {name}")
         self.name.setAccessibleName("Model name")
         form.addRow("Name", self.name)

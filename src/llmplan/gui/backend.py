@@ -146,6 +146,11 @@ def evaluate(doc: PlanDocument) -> Outcome:
 
     t0 = time.perf_counter()
     scenario = None
+    m = doc.model
+    if m.hub is not None and m.config is None and m.spec is None and not m.id:
+        # A plan naming only a Hub repo: the model picker reads it in the background (hub_panel); the UI
+        # thread never waits on the network.
+        return Outcome(doc, None, None, "input", f"Reading {m.hub.repo} from the Hugging Face Hub…", 0.0)
     try:
         scenario = resolve(doc)
         choice = automatic_choice(doc, scenario)

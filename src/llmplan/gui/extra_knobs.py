@@ -44,7 +44,8 @@ def editor_for(state: PlanState, section: str, name: str, info) -> QWidget | Non
         return bound_combo(state, path, label, tip, [(v, str(v)) for v in typing.get_args(ann)])
     lo, hi = _limits(info)
     if ann is int or (args == [int]):
-        return bound_spin(state, path, label, tip, int(lo or 0), int(hi if hi is not None else 1_000_000_000),
+        top = min(int(hi if hi is not None else 1_000_000_000), 2**31 - 1)  # a QSpinBox holds a C int
+        return bound_spin(state, path, label, tip, int(lo or 0), top,
                           none_below=ann is not int, special_zero="default" if ann is not int else "")
     if ann is float or (args == [float]):
         return bound_float(state, path, label, tip, float(lo or 0.0), float(hi if hi is not None else 1e18), 3, 0.01,

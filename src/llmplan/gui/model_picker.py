@@ -1,5 +1,6 @@
 """The model picker: searchable catalog with family/size/licence filters, Import… and
-drag-and-drop of model files, and a summary of the chosen architecture.
+drag-and-drop of model files, a "Hub: ORG/NAME" row when the search text names a Hugging Face
+Hub repo (fetched in the background, see ``hub_panel``), and a summary of the chosen architecture.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from llmplan.core import present
 from llmplan.core.params import count_params
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, compact
+from llmplan.gui.hub_panel import HubPanel
 from llmplan.gui.state import PlanState
 
 SIZES = (("any size", 0, float("inf")), ("< 3 B", 0, 3e9), ("3–15 B", 3e9, 15e9), ("15–80 B", 15e9, 80e9),
          ("> 80 B", 80e9, float("inf")))
 ID_ROLE = Qt.ItemDataRole.UserRole
+HUB_ROLE = Qt.ItemDataRole.UserRole + 1  # the search text, on the "Hub: ORG/NAME" row
 
 
 class ModelPicker(QWidget):
@@ -40,7 +43,7 @@ class ModelPicker(QWidget):
         self._entries: list = []
         self._params: dict[str, tuple[int, int]] = {}
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search models (name, family)…")
+        self.search.setPlaceholderText("Search models, or paste a Hub repo (ORG/NAME, URL)…")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search models")
         self.family = compact(ElidedCombo(), 5)
@@ -83,6 +86,10 @@ class ModelPicker(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
         lay.addLayout(filters)
+        self.hub = HubPanel(state, self)
+        self.hub.message.connect(self.message)
+        self.hub.edit_architecture.connect(self._edit_hub_architecture)
+        lay.addWidget(self.hub)
         lay.addWidget(self.list, 1)
         lay.addWidget(self.arch)
         lay.addWidget(self.edit_button)
@@ -91,6 +98,9 @@ class ModelPicker(QWidget):
         self.size.currentIndexChanged.connect(self.refilter)
         self.licence.currentIndexChanged.connect(self.refilter)
         self.list.currentItemChanged.connect(self._picked)
+        self.list.itemActivated.connect(self._activated)
+        self.list.itemClicked.connect(self._activated)
+        self.search.returnPressed.connect(self._enter)
         state.doc_changed.connect(self._follow)
         self.reload()
 
@@ -126,6 +136,7 @@ class ModelPicker(QWidget):
         _t, lo, hi = SIZES[max(self.size.currentIndex(), 0)]
         self.list.blockSignals(True)
         self.list.clear()
+        self._hub_row(self.search.text())
         for e in self._entries:
             hay = f"{e.id} {e.display_name} {e.family}".lower()
             if not all(w in hay for w in words) or (family and e.family != family):
@@ -144,9 +155,44 @@ class ModelPicker(QWidget):
         self.list.blockSignals(False)
         self._follow(self.state.doc)
 
+    def _hub_row(self, text: str) -> None:
+        from llmplan.formats.hub_ref import looks_like_hub_ref, parse_hub_ref
+
+        if not looks_like_hub_ref(text):
+            return
+        ref = parse_hub_ref(text)
+        item = QTreeWidgetItem(self.list, [f"Hub: {ref.label()}", "", "", ""])
+        item.setData(0, HUB_ROLE, text.strip())
+        font = item.font(0)
+        font.setItalic(True)
+        item.setFont(0, font)
+        item.setToolTip(0, f"Fetch {ref.repo} from the Hugging Face Hub (needs the network; Enter or click)")
+
     # ---- selection ------------------------------------------------------------------
+    def _enter(self) -> None:
+        """Enter in the search box: an exact catalog id picks it (no network); a Hub reference fetches it."""
+        text = self.search.text().strip()
+        if any(e.id == text for e in self._entries):
+            self.select(text)
+        elif self.list.topLevelItemCount() and self.list.topLevelItem(0).data(0, HUB_ROLE):
+            self.hub.fetch(text)
+        elif self.list.topLevelItemCount() == 1:
+            self.list.setCurrentItem(self.list.topLevelItem(0))
+
+    def _activated(self, item: QTreeWidgetItem | None, _column: int = 0) -> None:
+        if item is not None and item.data(0, HUB_ROLE) and not self.hub.busy:
+            self.hub.fetch(item.data(0, HUB_ROLE))
+
+    def _edit_hub_architecture(self, config: dict, name: str, problem: str) -> None:
+        """A Hub config llmplan cannot size: the editor opens on it, naming what is missing."""
+        from llmplan.gui.arch_editor import ArchitectureDialog, prefilled_config
+
+        self.arch_dialog = ArchitectureDialog(name, prefilled_config(config), self, note=problem)
+        self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
+        self.arch_dialog.open()
+
     def _picked(self, item: QTreeWidgetItem | None, _prev=None) -> None:
-        if item is None:
+        if item is None or item.data(0, HUB_ROLE):
             return
         model_id = item.data(0, ID_ROLE)
         if model_id and (model_id != self.state.doc.model.id or self.state.doc.model.config):
@@ -163,6 +209,13 @@ class ModelPicker(QWidget):
         return False
 
     def _follow(self, doc) -> None:
+        hub = doc.model.hub
+        if hub is not None and doc.model.config is None and doc.model.spec is None and not doc.model.id \
+                and not self.hub.busy and hub != getattr(self, "_auto_fetched", None):
+            from llmplan.formats.hub_ref import HubRef
+
+            self._auto_fetched = hub  # a plan that names only a Hub repo: read it in the background, once
+            self.hub.fetch_ref(HubRef(hub.repo, hub.revision or hub.commit, hub.file))
         self.list.blockSignals(True)
         self.list.setCurrentItem(None)
         for i in range(self.list.topLevelItemCount()):

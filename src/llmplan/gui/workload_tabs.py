@@ -40,7 +40,8 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "mean_sequence_tokens")
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
-                   "draft_tokens", "draft_acceptance", "draft_cost_ratio")
+                   "draft_tokens", "draft_acceptance", "draft_cost_ratio",
+                   "weight_file_bytes")  # set from a Hub file (model.hub.file_bytes), shown in the model summary
 
 
 def _opts(values) -> list[tuple[str, str]]:

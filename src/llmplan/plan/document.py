@@ -29,8 +29,23 @@ SCHEMA_VERSION = 3
 FORMAT = "llmplan"
 
 
+class HubSource(FrozenModel):
+    """Where a model came from on the Hugging Face Hub (``model.hub``); the config is inline beside it."""
+
+    repo: str = Field(min_length=3, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+                      description="ORG/NAME")
+    revision: str | None = Field(None, min_length=1, max_length=200, description="branch, tag or commit; None: main")
+    file: str | None = Field(None, min_length=1, max_length=512, description="the GGUF file (or quant) chosen")
+    commit: str | None = Field(None, min_length=1, max_length=64, description="the commit the Hub resolved")
+    file_bytes: int | None = Field(
+        None, gt=0, le=1 << 50, description="the chosen file's size (split parts summed), as the Hub lists it; "
+        "becomes inference.weight_file_bytes while inference.weight_format is this file's format"
+    )
+    weight_format: str | None = Field(None, min_length=1, max_length=40, description="the chosen file's format")
+
+
 class ModelRef(FrozenModel):
-    """Which model: a catalog id, or an inline config.json (or both: the config wins)."""
+    """Which model: a catalog id, or an inline config.json (or both: the config wins), or a Hub repo."""
 
     id: str | None = Field(None, min_length=1, description="catalog id, e.g. 'meta-llama/Meta-Llama-3-8B'")
     name: str | None = Field(None, description="display name beside an inline config")
@@ -38,12 +53,15 @@ class ModelRef(FrozenModel):
     spec: ModelSpec | None = Field(
         None, description="the resolved architecture, inline (wins over config and id; written on save)"
     )
+    hub: HubSource | None = Field(
+        None, description="where the model came from on the Hugging Face Hub; fetched only when no config is inline"
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> ModelRef:
-        if not self.id and not self.config and not self.spec:
+        if not self.id and not self.config and not self.spec and not self.hub:
             raise ValueError(
-                "a plan's model needs 'id' (a catalog id), 'config' (an inline config.json) or 'spec'"
+                "a plan's model needs 'id' (a catalog id), 'config' (an inline config.json), 'spec' or 'hub'"
             )
         return self
 

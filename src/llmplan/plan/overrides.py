@@ -26,7 +26,7 @@ from llmplan.plan.validation import describe_validation_error, non_finite_field
 
 # A new id replaces the inline spec that would otherwise shadow it.
 _ID_CLEARS = {
-    "model.id": ("model.config", "model.spec"),
+    "model.id": ("model.config", "model.spec", "model.hub"),
     "hardware.gpu": ("hardware.gpu_spec", "hardware.gpu_efficiency", "hardware.fabric_spec"),
     "hardware.node": ("hardware.fabric_spec",),
     "hardware.gpu_spec": ("hardware.gpu_efficiency",),

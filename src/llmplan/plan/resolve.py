@@ -44,7 +44,23 @@ def resolve_model(doc: PlanDocument) -> ModelSpec:
             return spec_from_config(ref.config, name=ref.name or ref.id or doc.name or "inline model")
         except ConfigError as exc:
             raise PlanFileError(f"model.config: {exc}") from None
+    if ref.hub is not None and not ref.id:  # nothing inline: the plan asks for the Hub
+        from llmplan.formats.hub import fetch_hub_model
+        from llmplan.formats.hub_ref import HubRef
+        from llmplan.plan.hub_plan import spec_from_hub
+
+        hub = ref.hub
+        return spec_from_hub(fetch_hub_model(HubRef(hub.repo, hub.revision or hub.commit, hub.file)))
     return _model_catalog().get(ref.id).spec
+
+
+def resolve_inference(doc: PlanDocument) -> Any:
+    """The plan's inference settings, with the chosen Hub file's real size while its format is the plan's."""
+    inf, hub = doc.inference, doc.model.hub
+    if (hub is not None and hub.file_bytes and inf.weight_file_bytes is None
+            and (hub.weight_format or "").lower() == inf.weight_format.lower()):
+        return inf.model_copy(update={"weight_file_bytes": hub.file_bytes})
+    return inf
 
 
 def resolve_gpu(doc: PlanDocument) -> GpuSpec:
@@ -175,7 +191,7 @@ def resolve(doc: PlanDocument) -> Scenario:
                               host_memory_bandwidth=resolve_host_memory_bandwidth(doc),
                               nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
-                        inference=doc.inference, parallelism=doc.parallelism,
+                        inference=resolve_inference(doc), parallelism=doc.parallelism,
                         efficiency=doc.efficiency.apply(hw.gpu_efficiency or default_efficiency(gpu)),
                         engine_profile=resolve_engine_profile(doc),
                         framework_profile=resolve_framework_profile(doc))
@@ -186,7 +202,7 @@ def resolve(doc: PlanDocument) -> Scenario:
 def inline_specs(doc: PlanDocument) -> PlanDocument:
     """The document with its model and hardware specs written in, so it opens the same anywhere."""
     model = doc.model
-    if model.spec is None and model.config is None:
+    if model.spec is None and model.config is None and model.id:  # a Hub-only model is not fetched on save
         entry = _model_catalog().get(model.id)
         config = getattr(entry, "config", None)  # the entry's own config.json, when the catalog keeps it
         if isinstance(config, dict):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
 from llmplan.core.params import TensorGroup
-from llmplan.core.quant import QuantizedWeights, quantized_weights
+from llmplan.core.quant import QuantizedWeights, quantized_weights, stored_as
 from llmplan.core.workload import Scenario
 from llmplan.errors import LayoutError
 
@@ -103,6 +103,8 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         raise LayoutError(f"parallelism.pp ({pp}) exceeds the model's {spec.num_layers} layers; lower it")
     gpu = scenario.cluster.gpu
     q = quantized_weights(spec, inf.weight_format)
+    if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one
+        q = stored_as(q, inf.weight_file_bytes)
     kv = kv_layout(spec, inf.kv_dtype)
     L = spec.num_layers
     lps = math.ceil(L / pp)
