@@ -196,3 +196,12 @@ def test_faults_appear_in_the_summary():
     lines = summary_lines(s.snapshot())
     assert "GPU 0 stopped: a GPU fell off the bus (NVML_ERROR_GPU_IS_LOST): reboot or reset the GPU." in lines
     assert "Process 7 exited." in lines
+
+
+def test_a_rule_on_several_gpus_is_said_once_naming_the_others():
+    src = ScriptedSource(busy(50), n=3)
+    s = Sampler([(src, src.open())], ScriptedHost(), capacity=200)
+    run(s, 40)
+    assert len(findings(s, rule="gpu_waiting")) == 3
+    line, = summary_lines(s.snapshot())
+    assert line.startswith("GPU 0 was busy only 50%") and line.endswith("(also GPUs 1, 2)")

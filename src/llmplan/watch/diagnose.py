@@ -204,8 +204,19 @@ def diagnose(snap: Snapshot, plan: PlanLink | None = None) -> list[Finding]:
 
 
 def summary_lines(snap: Snapshot, plan: PlanLink | None = None) -> list[str]:
-    """The diagnosis as plain sentences, for the panel and the CLI."""
-    lines = [f.sentence + ("" if f.active else " (earlier in the run)") for f in diagnose(snap, plan)]
+    """The diagnosis as plain sentences, for the panel and the CLI. A rule that holds on several GPUs
+    is said once, for the first, with the others named ("also GPUs 1, 2")."""
+    lines, first = [], {}
+    for f in diagnose(snap, plan):
+        key = (f.rule, f.active)
+        if f.gpu is not None and key in first:
+            first[key][1].append(f.gpu)
+            continue
+        first[key] = (len(lines), [])
+        lines.append(f.sentence + ("" if f.active else " (earlier in the run)"))
+    for pos, others in first.values():
+        if others:
+            lines[pos] += f" (also GPU{'s' if len(others) > 1 else ''} {', '.join(map(str, others))})"
     if plan is not None and (cmp := plan_comparison(snap, plan)):
         lines.append(cmp)
     for e in snap.events:
