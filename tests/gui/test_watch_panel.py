@@ -4,6 +4,7 @@ on a stuck device."""
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -133,7 +134,7 @@ def test_a_process_exit_is_marked_on_the_charts(qtbot):
     qtbot.addWidget(p)
     start(qtbot, p)
     p.refresh(force=True)
-    assert p.charts.gpu_rows[0].exit_lines and p.charts.gpu_rows[0].exit_lines[0].isVisible()
+    assert p.charts.gpu_rows[0].exit_lines and p.charts.gpu_rows[0].exit_lines[0].item.isVisible()
     assert "process 4242 exited" in p.status.text() and "Process 4242 exited." in p.diagnosis.text()
     p.stop()
 
@@ -217,3 +218,22 @@ def test_the_main_window_opens_the_panel_from_the_view_menu(qtbot, monkeypatch):
     assert w.watch_dock.isVisibleTo(w) and w.watch_panel.started
     assert w.watch_panel.plan is not None and w.watch_panel.plan.predicted_peak_bytes > 0  # the window's estimate
     assert sampler.samples == 60
+
+
+def test_a_tick_emits_no_python_signal_so_true_keeps_its_references(qtbot, panel):
+    """PySide6 6.12.0's ``SignalInstance.emit`` drops a reference to ``True`` per call (see watch_charts.py);
+    the panel's tick must emit none, or a long watch ends with Python aborting ("bool_dealloc")."""
+    start(qtbot, panel)
+    panel.watcher.stop()
+    panel.refresh(force=True)  # builds the rows (that emits, once)
+    before = sys.getrefcount(True)
+    for _ in range(50):
+        panel.sampler.sample()
+        panel.charts.update_from(panel.sampler.snapshot(300.0), 300.0)
+    assert sys.getrefcount(True) - before > -5
+
+
+def test_nice_axis_tops():
+    from llmplan.gui.watch_charts import nice_top
+
+    assert [nice_top(v) for v in (0.0, math.nan, 0.7, 1.0, 1.2, 3.1, 7.0, 640.0)] == [1, 1, 1, 1, 2, 5, 10, 1000]

@@ -63,7 +63,7 @@ def test_the_run_file_is_read_by_estimate_compare_run(fake_gpus, tmp_path, capsy
     capsys.readouterr()
     record = json.loads(run.read_text())
     assert record["peak_device_memory_bytes"] == 75161927680  # the H100's used memory, no pid attached
-    assert record["step_time_s"] == pytest.approx(record["duration_s"] / 4, rel=1e-3)
+    assert record["step_time_s"] == pytest.approx(record["duration_s"] / 4, rel=0.02)  # duration_s is rounded to ms
     assert record["plan"]["predicted_peak_bytes"] > 0 and "predicted" in record["plan"]["comparison"]
     assert "peak_memory_bytes" not in record  # that key means torch's allocated bytes, which NVML cannot see
     assert main(["estimate", str(PLAN), "--compare-run", str(run), "--json"]) == 0
