@@ -48,11 +48,11 @@ def _pen(colour: str, width: float = 1.0, dashed: bool = False):
 
 
 def nice_top(value: float) -> float:
-    """The axis top for ``value``: the next of 1, 2, 5 x 10^k above it (1 for nothing to show)."""
+    """The axis top for ``value``: the next of 1, 1.5, 2, 3, 4, 5, 6, 8 x 10^k above it (1 for nothing to show)."""
     if not math.isfinite(value) or value <= 0:
         return 1.0
     base = 10 ** math.floor(math.log10(value))
-    return next(m * base for m in (1, 2, 5, 10) if m * base >= value)
+    return next(m * base for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * base >= value)
 
 
 class _Curve:
