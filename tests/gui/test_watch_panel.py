@@ -236,4 +236,5 @@ def test_a_tick_emits_no_python_signal_so_true_keeps_its_references(qtbot, panel
 def test_nice_axis_tops():
     from llmplan.gui.watch_charts import nice_top
 
-    assert [nice_top(v) for v in (0.0, math.nan, 0.7, 1.0, 1.2, 3.1, 7.0, 640.0)] == [1, 1, 1, 1, 1.5, 4, 8, 800]
+    assert [nice_top(v) for v in (0.0, math.nan, 0.7, 1.0, 1.2, 3.1, 7.0, 640.0)] == pytest.approx(
+        [1, 1, 0.8, 1, 1.5, 4, 8, 800])
