@@ -290,3 +290,20 @@ def test_fmt_says_na_never_zero():
     assert fmt(math.nan, "B") == "n/a" and fmt(math.nan, "%") == "n/a"
     assert fmt(0.0, "%") == "0%" and fmt(80 * 2**30, "B") == "80.0 GiB" and fmt(31.5e9, "B/s") == "31.50 GB/s"
     assert fmt(68, "mask") == "software power cap, hardware thermal slowdown"
+
+
+def test_amd_gpus_get_their_names_from_amd_smi_static(monkeypatch):
+    import llmplan.hw.amd as hw_amd
+    from llmplan.watch.sampler import _open_amd
+
+    table = {"amd-smi": lambda argv: CommandOutput(0, text("amd_smi_metric_mi300x.json") if argv[1] == "metric" else
+                                                   (DATA.parent / "hw" / "amd_smi_static_mi300x.json").read_text(), "")}
+
+    def run(argv, timeout_s):
+        fn = table.get(argv[0])
+        return fn(argv) if fn else CommandOutput(-1, "", "", reason=f"{argv[0]} not installed")
+
+    monkeypatch.setattr(amd, "run_command", run)
+    monkeypatch.setattr(hw_amd, "run_command", run)
+    (_src, infos), = _open_amd()[0]
+    assert infos[0].name == "AMD Instinct MI300X"

@@ -210,13 +210,18 @@ def _open_nvml(nvml_module=None) -> tuple[list, list[str]]:
 
 
 def _open_amd() -> tuple[list, list[str]]:
+    from dataclasses import replace
+
+    from llmplan.hw.amd import probe_amd
     from llmplan.watch.amd import AmdSource
 
     src = AmdSource()
     try:
-        return [(src, src.open())], []
+        infos = src.open()
     except LookupError as exc:
         return [], [str(exc)]
+    names = {g.index: g.name for g in probe_amd().gpus}  # amd-smi metric has no names; static has them
+    return [(src, [replace(i, name=names.get(i.index, i.name)) for i in infos])], []
 
 
 def _open_apple() -> tuple[list, list[str]]:
