@@ -10,13 +10,13 @@ are "n/a" for AMD.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 import numpy as np
 
 from llmplan.hw._run import run_command
+from llmplan.hw.amd import _load_json as _load  # the same tolerant reader as detection
 from llmplan.watch.metrics import GPU_INDEX as G
 from llmplan.watch.source import DeviceLost, GpuInfo, GpuProcess, empty_row
 
@@ -25,16 +25,6 @@ ROCM_SMI_METRIC_ARGV = ["rocm-smi", "--showuse", "--showpower", "--showtemp", "-
                         "--showclocks", "--json"]
 _UNIT = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "kib": 2**10, "mib": 2**20, "gib": 2**30,  # amd-smi: MB = MiB
          "%": 1, "w": 1, "mw": 1e-3, "mhz": 1, "ghz": 1e3, "c": 1, "°c": 1}
-
-
-def _load(text: str) -> object:
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise ValueError("no JSON in the output")
-    try:
-        return json.loads(text[start:])
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"not JSON ({exc.__class__.__name__})") from None
 
 
 def _number(value: object) -> float:
