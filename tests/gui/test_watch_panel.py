@@ -204,20 +204,24 @@ def test_a_stuck_device_never_blocks_the_gui_thread(qtbot):
     p.stop()
 
 
-def test_the_main_window_opens_the_panel_from_the_view_menu(qtbot, monkeypatch):
+def test_the_main_window_opens_the_panel_from_the_view_menu(window, monkeypatch):
     from llmplan.gui import watch_panel
-    from llmplan.gui.main_window import MainWindow
 
-    sampler = prefilled(n=1)
     monkeypatch.setattr(watch_panel.WatchPanel, "start", lambda self: setattr(self, "started", True))
-    w = MainWindow(detect=False, charts=False)
-    qtbot.addWidget(w)
+    w = window
     menus = [a.text() for a in w.menuBar().actions()]
     assert menus[-2:] == ["&View", "&Help"]
+    assert w.watch.panel is None  # built on first use: the window starts as fast as before
     w.watch_action.trigger()
-    assert w.watch_dock.isVisibleTo(w) and w.watch_panel.started
-    assert w.watch_panel.plan is not None and w.watch_panel.plan.predicted_peak_bytes > 0  # the window's estimate
-    assert sampler.samples == 60
+    panel = w.watch.panel
+    assert w.watch_dock.isVisible() and panel.started
+    first = panel.plan.predicted_peak_bytes  # the window's estimate: per-GPU total with overhead
+    assert first == w.state.outcome.estimate.memory.total.value
+    w.state.edit("training.micro_batch", 2 * w.state.get("training.micro_batch"))
+    w.state.evaluate_now()
+    assert panel.plan.predicted_peak_bytes > first  # follows the plan
+    w.this_machine.watch_requested.emit()  # the "Watch a running job" link
+    assert w.watch_dock.isVisible()
 
 
 def test_a_tick_emits_no_python_signal_so_true_keeps_its_references(qtbot, panel):
@@ -231,6 +235,16 @@ def test_a_tick_emits_no_python_signal_so_true_keeps_its_references(qtbot, panel
         panel.sampler.sample()
         panel.charts.update_from(panel.sampler.snapshot(300.0), 300.0)
     assert sys.getrefcount(True) - before > -5
+
+
+def test_the_refcount_guard_only_acts_where_references_are_dropped():
+    from llmplan.gui import refcount_guard
+
+    leaking = refcount_guard.qt_drops_references()
+    applied = refcount_guard.guard_singletons()
+    assert applied == (leaking or refcount_guard._guarded) or sys.version_info >= (3, 12)
+    if applied:
+        assert sys.getrefcount(None) > refcount_guard.EXTRA_REFERENCES
 
 
 def test_nice_axis_tops():
