@@ -224,29 +224,6 @@ def test_the_main_window_opens_the_panel_from_the_view_menu(window, monkeypatch)
     assert w.watch_dock.isVisible()
 
 
-def test_a_tick_emits_no_python_signal_so_true_keeps_its_references(qtbot, panel):
-    """PySide6 6.12.0's ``SignalInstance.emit`` drops a reference to ``True`` per call (see watch_charts.py);
-    the panel's tick must emit none, or a long watch ends with Python aborting ("bool_dealloc")."""
-    start(qtbot, panel)
-    panel.watcher.stop()
-    panel.refresh(force=True)  # builds the rows (that emits, once)
-    before = sys.getrefcount(True)
-    for _ in range(50):
-        panel.sampler.sample()
-        panel.charts.update_from(panel.sampler.snapshot(300.0), 300.0)
-    assert sys.getrefcount(True) - before > -5
-
-
-def test_the_refcount_guard_only_acts_where_references_are_dropped():
-    from llmplan.gui import refcount_guard
-
-    leaking = refcount_guard.qt_drops_references()
-    applied = refcount_guard.guard_singletons()
-    assert applied == (leaking or refcount_guard._guarded) or sys.version_info >= (3, 12)
-    if applied:
-        assert sys.getrefcount(None) > refcount_guard.EXTRA_REFERENCES
-
-
 def test_nice_axis_tops():
     from llmplan.gui.watch_charts import nice_top
 

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
 
 from llmplan.errors import LlmplanError
 from llmplan.gui import dialogs
-from llmplan.gui.refcount_guard import guard_singletons
 from llmplan.gui.theme import WARN_COLOUR
 from llmplan.gui.watch_charts import WatchCharts
 from llmplan.watch.diagnose import PlanLink, summary_lines
@@ -47,7 +46,6 @@ class WatchPanel(QWidget):
 
     def __init__(self, open_sampler=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        guard_singletons()  # the panel redraws for hours: see refcount_guard.py
         if open_sampler is None:
             from llmplan.watch.sampler import open_sampler
         self._open_sampler = open_sampler
