@@ -2,7 +2,7 @@
 
 For a few plans on recorded detections (tests/data/hw), prints the median and worst wall time of
 ``fit_this_machine`` over N runs (after one warm-up that loads the catalogs), and how many times it
-ran the evaluation pipeline (``llmplan.io.evaluate.evaluate_plan``) and how long one such run takes.
+ran the evaluation pipeline (``llmplan.plan.evaluate.evaluate_plan``) and how long one such run takes.
 
     .venv/bin/python benchmarks/bench_fit.py [RUNS]
 """
@@ -16,13 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from llmplan.core.workload import InferenceSettings
-from llmplan.hw import fit_eval
+from llmplan.fit import trial as fit_eval
+from llmplan.fit.local import fit_this_machine, local_hardware
 from llmplan.hw.apple import build_apple_gpu
-from llmplan.hw.fit import fit_this_machine, local_hardware
 from llmplan.hw.host import parse_meminfo
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
 from llmplan.hw.types import DetectionReport, HostInfo
-from llmplan.io.plan_document import ModelRef, PlanDocument
+from llmplan.plan.document import ModelRef, PlanDocument
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "hw"
 GIB = 2**30

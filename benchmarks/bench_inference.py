@@ -8,11 +8,11 @@ from __future__ import annotations
 import statistics
 import time
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, PeakFlops
 from llmplan.core.inference.serving import ServingRequest, plan_serving
 from llmplan.core.workload import InferenceSettings, Scenario
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 LLAMA3_8B = dict(model_type="llama", vocab_size=128256, hidden_size=4096, num_hidden_layers=32,
                  num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, max_position_embeddings=8192)

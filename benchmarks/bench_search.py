@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from core.search.specs import A100_80GB, H100_80GB, LLAMA_405B, NDR_IB, cluster, gpt
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.search import search
 from llmplan.core.workload import Scenario, TrainingSettings
 

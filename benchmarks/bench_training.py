@@ -8,10 +8,10 @@ from __future__ import annotations
 import statistics
 import time
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 
 def _scenario() -> Scenario:

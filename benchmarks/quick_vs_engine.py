@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench_search import _cases
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.search.planner import scenario_for
 from llmplan.core.search.quick import evaluate
 from llmplan.core.search.shape import model_shape

@@ -63,7 +63,7 @@ class Reference:
 def _params(cfg: dict, which: str = "total") -> Callable[[], float]:
     def compute() -> float:
         from llmplan.core.params import count_params
-        from llmplan.io.hf_config import spec_from_config
+        from llmplan.formats.hf_config import spec_from_config
 
         return getattr(count_params(spec_from_config(cfg)), which)
 
@@ -207,7 +207,7 @@ def _narayanan_rows() -> list[Reference]:
 def _gguf(cfg: dict, preset: str, scale: float = GIB) -> Callable[[], float]:
     def compute() -> float:
         from llmplan.core.quant import quantized_weights
-        from llmplan.io.hf_config import spec_from_config
+        from llmplan.formats.hf_config import spec_from_config
 
         return quantized_weights(spec_from_config(cfg), preset).total_bytes / scale
 
@@ -252,7 +252,7 @@ def _gguf_rows() -> list[Reference]:
 def _kv(cfg: dict, dtype: str) -> Callable[[], float]:
     def compute() -> float:
         from llmplan.core.kvcache import kv_layout
-        from llmplan.io.hf_config import spec_from_config
+        from llmplan.formats.hf_config import spec_from_config
 
         return kv_layout(spec_from_config(cfg), dtype).bytes_per_token
 
@@ -278,10 +278,10 @@ def _kv_rows() -> list[Reference]:
 def _decode(cfg: dict, gpu_name: str, fmt: str) -> Callable[[], float]:
     def compute() -> float:
         from llmplan.catalog.engines import engine_profile
-        from llmplan.core.estimate import estimate
+        from llmplan.core.engine import estimate
         from llmplan.core.hardware import ClusterSpec
         from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
-        from llmplan.io.hf_config import spec_from_config
+        from llmplan.formats.hf_config import spec_from_config
         from tests.core.inference import gpus
 
         sc = Scenario(model=spec_from_config(cfg), cluster=ClusterSpec(gpu=getattr(gpus, gpu_name)),

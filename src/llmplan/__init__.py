@@ -1,9 +1,9 @@
 """llmplan: what hardware a large language model needs, and whether it fits.
 
-The public surface is small on purpose: the Qt-free engine lives in ``llmplan.core``
-(pure functions over frozen specs), file and catalog access in ``llmplan.io`` and
-``llmplan.catalog``, local hardware detection in ``llmplan.hw``, and the two front
-ends in ``llmplan.cli`` and ``llmplan.gui``.
+Layers, bottom to top (docs/architecture.md; import-linter enforces them): ``core`` (the
+Qt-free, I/O-free engine), ``formats`` (config.json/GGUF/safetensors readers), ``catalog``,
+``hw`` (detection, calibration), ``plan`` (plan files, resolve, evaluate), ``fit`` (does a
+plan fit this machine), and the two front ends ``cli`` and ``gui``.
 """
 
 __version__ = "0.1.0"

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from llmplan.cli import main
-from llmplan.io.plan_document import SCHEMA_VERSION
-from llmplan.io.planfile import plan_schema_text
+from llmplan.plan.document import SCHEMA_VERSION
+from llmplan.plan.planfile import plan_schema_text
 from llmplan.resources_path import resources_dir
 
 EXAMPLES = resources_dir() / "examples"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from llmplan.cli import main
-from llmplan.io.planfile import load_plan
+from llmplan.plan.planfile import load_plan
 from llmplan.resources_path import resources_dir
 
 from .test_report import _estimate
@@ -24,7 +24,7 @@ def stand_in_engine(monkeypatch):
         seen.append(scenario)
         return _estimate(scenario, inference=scenario.workload == "inference")
 
-    monkeypatch.setattr("llmplan.core.estimate.estimate", fake)
+    monkeypatch.setattr("llmplan.core.engine.estimate", fake)
     return seen
 
 
@@ -39,7 +39,7 @@ def test_plan_layout_is_used_as_given(stand_in_engine, capsys):
 def test_auto_layout_when_none_is_given_and_save_keeps_it(stand_in_engine, capsys, tmp_path):
     # A model given as a config.json path; GPU spec set inline through --set (no catalog needed).
     from tests.core.search.specs import H100_80GB
-    from tests.io.test_planfile import LLAMA_CONFIG
+    from tests.plan.test_planfile import LLAMA_CONFIG
 
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(LLAMA_CONFIG))

@@ -23,7 +23,7 @@ def _empty_user_dir(tmp_path, monkeypatch):
 def test_catalog_models_table(capsys):
     assert main(["catalog", "models", "--family", "deepseek"]) == 0
     out = capsys.readouterr().out
-    assert "deepseek-ai/DeepSeek-V3" in out and "684B" in out and "37.6B" in out
+    assert "deepseek-ai/DeepSeek-V3" in out and "684 B" in out and "37.6 B" in out
     assert out.strip().endswith("4 models")
 
 

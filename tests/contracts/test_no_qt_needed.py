@@ -37,8 +37,8 @@ def test_the_block_really_blocks_qt():
 def test_core_catalog_io_hw_cli_import_and_estimate_without_qt():
     plan = resources_dir() / "examples" / "qlora-llama-3-8b-rtx4090.llmplan"
     proc = _run(f"""
-        import llmplan.core, llmplan.core.estimate, llmplan.catalog.models, llmplan.catalog.hardware
-        import llmplan.io.evaluate, llmplan.hw.detect
+        import llmplan.core, llmplan.core.engine, llmplan.catalog.models, llmplan.catalog.hardware
+        import llmplan.plan.evaluate, llmplan.hw.detect
         from llmplan.cli import main
         rc = main(["estimate", {str(plan)!r}, "--json"])
         assert rc == 0, rc

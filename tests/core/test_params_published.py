@@ -8,7 +8,7 @@ issue tracker. Tolerance: exact (0 parameters).
 import pytest
 
 from llmplan.core.params import count_params
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 LLAMA2_7B = dict(model_type="llama", vocab_size=32000, hidden_size=4096, num_hidden_layers=32,
                  num_attention_heads=32, intermediate_size=11008)

@@ -6,7 +6,7 @@ import pytest
 
 from llmplan.errors import InputError
 from llmplan.gui.commands import Edit, Replace, get_path, set_path
-from llmplan.io.plan_document import ModelRef, PlanDocument
+from llmplan.plan.document import ModelRef, PlanDocument
 
 
 def _doc() -> PlanDocument:

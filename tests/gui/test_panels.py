@@ -7,9 +7,9 @@ from pathlib import Path
 from PySide6.QtWidgets import QSpinBox
 
 from llmplan.core.explain import SOURCES
+from llmplan.core.present import MemoryUnit, duration, si
 from llmplan.core.workload import ParallelLayout
 from llmplan.gui.gpu_grid import GpuGrid, ranks_of
-from llmplan.gui.units import MemoryUnit, duration, si
 
 
 def test_ranks_follow_megatron_order():

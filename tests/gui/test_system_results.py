@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox
 
 from llmplan.catalog.engines import load_engine_profiles
 from llmplan.catalog.system_presets import load_system_catalog
-from llmplan.io.evaluate import evaluate_plan
+from llmplan.plan.evaluate import evaluate_plan
 
 
 def _rows(window) -> dict[str, tuple[str, str]]:

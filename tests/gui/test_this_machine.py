@@ -1,6 +1,6 @@
 """The "This machine" line: a recorded detection (tests/data/hw/, read by the real parsers)
 stands in for live detection; the verdict and the nearest changes come from the real
-``llmplan.hw.fit`` and engine, and applying one is one undoable edit.
+``llmplan.fit.local`` and engine, and applying one is one undoable edit.
 
 Reference: the fixture's RTX 4090 reports 24,564 MiB (nvidia-smi CSV in tests/data/hw/);
 the default plan (LoRA on Llama-3-8B, 4,096-token sequences) needs 37.5 GiB per GPU in

@@ -11,7 +11,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from llmplan.io.plan_document import ModelRef
+from llmplan.plan.document import ModelRef
 
 # A tiny Llama-style config (the keys transformers' LlamaConfig writes), small enough to fit anywhere.
 TINY_CONFIG = {

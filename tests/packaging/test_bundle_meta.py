@@ -83,8 +83,8 @@ def test_metainfo_newest_release_is_this_version():
 def test_a_new_plan_file_records_the_app_version():
     import json
 
-    from llmplan.io.plan_document import PlanDocument
-    from llmplan.io.planfile import dumps_plan
+    from llmplan.plan.document import PlanDocument
+    from llmplan.plan.planfile import dumps_plan
 
     doc = PlanDocument.model_validate({"model": {"id": "meta-llama/Meta-Llama-3-8B"}})
     assert json.loads(dumps_plan(doc))["app_version"] == llmplan.__version__

@@ -41,7 +41,7 @@ def test_mime_xml_registers_the_extension_and_recognises_plan_content():
 
 
 def test_a_freshly_saved_plan_matches_the_magic_rule(tmp_path):
-    from llmplan.io.planfile import load_plan, save_plan
+    from llmplan.plan.planfile import load_plan, save_plan
 
     plan = load_plan(EXAMPLES[0])
     out = tmp_path / "saved.llmplan"

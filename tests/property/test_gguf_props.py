@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import ConfigError
-from llmplan.io.gguf_header import GgufHeader, read_gguf_header, spec_from_gguf
+from llmplan.formats.gguf_header import GgufHeader, read_gguf_header, spec_from_gguf
 from tests.property import _gguf_bytes as g
 from tests.property._support import NASTY_TEXT, fuzz, outcome
 

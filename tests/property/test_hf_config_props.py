@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.errors import ConfigError
-from llmplan.io.hf_config import MAX_CONFIG_BYTES, load_config_file, spec_from_config
+from llmplan.formats.hf_config import MAX_CONFIG_BYTES, load_config_file, spec_from_config
 from llmplan.resources_path import catalogs_dir
 from tests.property._support import JSON_VALUES, SCALARS, deep, deep_json_text, dumps, fuzz, outcome
 

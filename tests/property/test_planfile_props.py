@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from llmplan.cli.report import json_text
 from llmplan.errors import LlmplanError, PlanFileError
-from llmplan.io.plan_document import PlanDocument
-from llmplan.io.planfile import MAX_PLAN_BYTES, dumps_plan, load_plan, loads_plan
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.planfile import MAX_PLAN_BYTES, dumps_plan, load_plan, loads_plan
 from llmplan.resources_path import resources_dir
 from tests.property._support import JSON_VALUES, SCALARS, deep_json_text, dumps, fuzz, outcome
 
@@ -53,7 +53,7 @@ def _set(doc: dict, path: tuple, value, remove: bool = False) -> None:
 def estimate_report(doc: PlanDocument) -> dict:
     """What `llmplan-cli estimate --json` prints for a plan (the same functions, in process)."""
     from llmplan.cli.report import estimate_json
-    from llmplan.io.evaluate import evaluate_plan
+    from llmplan.plan.evaluate import evaluate_plan
 
     scenario, est = evaluate_plan(doc)
     return estimate_json(est, scenario, "plan")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmplan.errors import ConfigError
-from llmplan.io.safetensors_index import params_by_dtype, read_index, read_safetensors_header
+from llmplan.formats.safetensors_index import params_by_dtype, read_index, read_safetensors_header
 from tests.property._support import JSON_VALUES, deep_json_text, dumps, fuzz, outcome
 
 TABLE = {

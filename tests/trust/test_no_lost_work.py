@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from llmplan.io.planfile import load_plan, loads_plan, save_plan
+from llmplan.plan.planfile import load_plan, loads_plan, save_plan
 from llmplan.resources_path import resources_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ EXAMPLE = resources_dir() / "examples" / "finetune-llama-3.1-70b-zero3-8xh100.ll
 SAVER = r"""
 import sys
 from pathlib import Path
-from llmplan.io.planfile import loads_plan, save_plan
+from llmplan.plan.planfile import loads_plan, save_plan
 target, old, new = sys.argv[1:4]
 docs = [loads_plan(Path(old).read_text("utf-8")), loads_plan(Path(new).read_text("utf-8"))]
 print("ready", flush=True)

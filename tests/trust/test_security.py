@@ -97,8 +97,8 @@ HOSTILE = ["/etc/passwd", "../../x", "../../../../../../etc/shadow", "file:///et
 @pytest.mark.parametrize("value", HOSTILE)
 def test_paths_in_plan_fields_are_never_opened(value):
     from llmplan.cli.report import estimate_json
-    from llmplan.io.evaluate import evaluate_plan
-    from llmplan.io.planfile import loads_plan
+    from llmplan.plan.evaluate import evaluate_plan
+    from llmplan.plan.planfile import loads_plan
 
     checked = 0
     for example in EXAMPLES:

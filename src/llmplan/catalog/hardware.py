@@ -11,8 +11,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-import os
-import tempfile
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from llmplan.catalog.hardware_files import (
 )
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec
 from llmplan.errors import CatalogError
+from llmplan.formats.atomic import atomic_write
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie")
@@ -455,14 +454,5 @@ def save_user_gpu(spec: GpuSpec, match_names: Iterable[str] = (), notes: str = "
     folder = user_hardware_dir()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{spec.id}.json"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{spec.id}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"gpu": [entry]}, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, json.dumps({"gpu": [entry]}, indent=2))
     return target

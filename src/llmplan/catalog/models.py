@@ -13,12 +13,9 @@ skipped and reported in ``ModelCatalog.problems``; loading never crashes on data
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from datetime import date
 from functools import cached_property, lru_cache
@@ -29,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import CatalogError, ConfigError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.atomic import atomic_write
+from llmplan.formats.hf_config import spec_from_config
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 MAX_ENTRY_BYTES = 1024 * 1024  # an entry is a config.json plus a few fields: a few KB
@@ -225,21 +223,6 @@ def save_user_model(config: dict[str, Any], name: str, *, model_id: str | None =
     folder = user_models_dir()
     folder.mkdir(parents=True, exist_ok=True)
     payload = entry.model_dump(mode="json", exclude={"user"})
-    _atomic_write(folder / _safe_filename(model_id), json.dumps(payload, indent=1) + "\n")
+    atomic_write(folder / _safe_filename(model_id), json.dumps(payload, indent=1) + "\n")
     _load.cache_clear()
     return entry
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """temp file in the same folder + fsync + os.replace: a crash leaves the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

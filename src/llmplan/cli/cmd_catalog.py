@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from llmplan.core import present
 from llmplan.core.params import count_params
 
 
@@ -43,13 +44,6 @@ def register_models(kinds: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_models)
 
 
-def _human(n: int) -> str:
-    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if n >= scale:
-            return f"{n / scale:.3g}{unit}" if n < 100 * scale else f"{n / scale:.0f}{unit}"
-    return f"{n:,}"
-
-
 def run_models(args: argparse.Namespace) -> int:
     from llmplan.catalog.models import load_model_catalog
 
@@ -76,8 +70,8 @@ def run_models(args: argparse.Namespace) -> int:
     header = f"{'id':<42} {'name':<26} {'family':<11} {'total':>7} {'active':>7} {'context':>8} {'layers':>6}  license"
     print(header)
     for r in rows:
-        active = _human(r["params_active"]) if r["params_active"] != r["params_total"] else "="
-        print(f"{r['id']:<42} {r['name'][:26]:<26} {r['family']:<11} {_human(r['params_total']):>7} "
+        active = present.params(r["params_active"]) if r["params_active"] != r["params_total"] else "="
+        print(f"{r['id']:<42} {r['name'][:26]:<26} {r['family']:<11} {present.params(r['params_total']):>7} "
               f"{active:>7} {r['context_length']:>8,} {r['layers']:>6}  {r['license'] or '-'}"
               + ("  (user)" if r["user"] else ""))
     print(f"{len(rows)} models")

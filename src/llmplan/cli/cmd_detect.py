@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from llmplan.core import present
+from llmplan.core.present import MemoryUnit
 from llmplan.errors import InputError
 from llmplan.hw.detect import detect_all
 from llmplan.hw.match import GpuMatch, match_gpu
 from llmplan.hw.types import DetectedGpu, DetectionReport
-
-GIB = 2**30
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def _match(gpu: DetectedGpu, candidates: list | None) -> GpuMatch | None:
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / GIB:.1f} GiB"
+    return "?" if n is None else MemoryUnit("GiB").fmt(n)
 
 
 def _gpu_lines(g: DetectedGpu, m: GpuMatch | None) -> list[str]:
@@ -153,7 +153,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     for m in cal.matmul:
         print(f"  matmul {m.dtype:<5} n={m.n:<5} {m.flops_per_s / 1e12:10.3f} TFLOP/s  ({m.iterations} iterations)")
     bw = cal.memory_bandwidth_bytes_per_s
-    print(f"  copy bandwidth ({cal.copy_bytes >> 20} MiB)  {bw / 1e9:.1f} GB/s" if bw else "  copy bandwidth: not measured")
+    print(f"  copy bandwidth ({cal.copy_bytes >> 20} MiB)  {present.rate(bw)}" if bw else "  copy bandwidth: not measured")
     if fractions is not None:
         parts = [f"{d} {f * 100:.0f} %" for d, f in fractions.matmul.items()]
         if fractions.memory_bandwidth is not None:

@@ -17,10 +17,10 @@ from llmplan.cli.models import resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
-from llmplan.io.overrides import apply_overrides
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
-from llmplan.io.planfile import load_plan, plan_from_config, save_plan
-from llmplan.io.resolve import resolve
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.overrides import apply_overrides
+from llmplan.plan.planfile import load_plan, plan_from_config, save_plan
+from llmplan.plan.resolve import resolve
 
 
 def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -> None:
@@ -107,7 +107,7 @@ def kept_knobs(args: argparse.Namespace) -> tuple[str, ...]:
 def auto_layout(scenario: Scenario, keep: tuple[str, ...] = ()) -> Scenario:
     """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
     with the training knobs in ``keep`` held at the scenario's values."""
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
     from llmplan.core.search import scenario_for, search
 
     result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep)
@@ -127,7 +127,7 @@ def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
 
 def run_estimate(scenario: Scenario, doc: PlanDocument):
     """The engine's estimate with the plan's system report (checkpoints, goodput, power) attached."""
-    from llmplan.io.evaluate import evaluate_scenario
+    from llmplan.plan.evaluate import evaluate_scenario
 
     return evaluate_scenario(scenario, doc.system)
 
@@ -177,9 +177,9 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     verdict (``this_machine`` in --json). Where the plan cannot run here at all (no GPU for a GPU-only
     engine or for training), the estimate is of the plan as written and the verdict says why."""
     from llmplan.cli.fit_report import fit_json, fit_text, load_detection
-    from llmplan.hw.calibrated import load_calibration_quietly
-    from llmplan.hw.fit import fit_this_machine, local_hardware
+    from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.measured import load_calibration
+    from llmplan.plan.calibrated import load_calibration_quietly
 
     if args.no_calibration:
         calibration, note = None, None

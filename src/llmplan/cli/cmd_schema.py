@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from llmplan.io.planfile import plan_schema_text
+from llmplan.plan.planfile import plan_schema_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:

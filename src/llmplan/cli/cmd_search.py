@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kept_knobs
-from llmplan.cli.report import fmt_bytes, fmt_time
+from llmplan.core import present
+from llmplan.core.present import MemoryUnit
 from llmplan.core.search import SearchResult, search
-from llmplan.io.resolve import resolve
+from llmplan.plan.resolve import resolve
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +48,7 @@ def result_json(r: SearchResult) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve(document_from_args(args))
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     refine = None if args.quick else estimate
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     c = scenario.cluster
+    mem = MemoryUnit()  # as the app's Auto… list shows them
     print(f"{scenario.model.name} — {scenario.workload} on up to {c.total_gpus:,} × {c.gpu.name}; "
           f"objective: {objective}")
     print(f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
@@ -66,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
     if result.note:
         print(f"note: {result.note}")
     for x in result.best:
-        cost = f"  ${x.cost_per_million_tokens:,.2f}/M tokens" if x.cost_per_million_tokens is not None else ""
+        cost = f"  {present.money(x.cost_per_million_tokens)}/M tokens" if x.cost_per_million_tokens is not None else ""
         print(f"\n#{x.rank}  {x.label()}  on {x.gpus:,} GPU{'s' if x.gpus > 1 else ''}")
         step = "per output token" if x.serving else "step"
-        print(f"    {x.tokens_per_s:,.0f} tokens/s, {step} {fmt_time(x.step_time_s)}, "
-              f"{fmt_bytes(x.memory_bytes)} of {fmt_bytes(x.capacity_bytes)} per GPU"
-              + (f", MFU {x.mfu:.1%}" if x.mfu else "") + cost)
+        print(f"    {present.tokens_per_s(x.tokens_per_s)}, {step} {present.duration(x.step_time_s)}, "
+              f"{mem.fmt(x.memory_bytes)} of {mem.fmt(x.capacity_bytes)} per GPU"
+              + (f", MFU {present.percent(x.mfu)}" if x.mfu else "") + cost)
         if x.why:
             print(f"    why not #1: {x.why}")
     if result.pareto_gpus:
@@ -79,6 +81,6 @@ def run(args: argparse.Namespace) -> int:
         source = "full engine" if all(pt.refined for pt in result.pareto_gpus) else "quick model"
         print(f"\nfastest {what} per GPU count (Pareto front, {source}):")
         for pt in result.pareto_gpus:
-            cost = f"  ${pt.cost_per_million_tokens:,.2f}/M tokens" if pt.cost_per_million_tokens else ""
+            cost = f"  {present.money(pt.cost_per_million_tokens)}/M tokens" if pt.cost_per_million_tokens else ""
             print(f"  {pt.gpus:>7,} GPU{'s' if pt.gpus > 1 else ' '}  {pt.tokens_per_s:>14,.0f} tokens/s{cost}  {pt.label}")
     return 0

@@ -65,7 +65,7 @@ def _check(args: argparse.Namespace) -> None:
 def _plan(path: str | None) -> PlanLink | None:
     if not path:
         return None
-    from llmplan.io.planfile import load_plan
+    from llmplan.plan.planfile import load_plan
     from llmplan.watch.plan import plan_link
 
     return plan_link(load_plan(path), label=f"the plan ({Path(path).name})", with_changes=True)

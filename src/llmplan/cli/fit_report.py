@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from llmplan.errors import InputError
-from llmplan.hw.fit import FitSummary, LocalFit
+from llmplan.fit.local import FitSummary, LocalFit
 from llmplan.hw.types import DetectedGpu, DetectionReport, HostInfo, MigInstance
 
 FIXTURE_ENV = "LLMPLAN_DETECTION_FIXTURE"
-GIB = 2**30
 
 
 def detection_report_from_dict(data: Any) -> DetectionReport:

@@ -1,7 +1,7 @@
 """``estimate --calibration [FILE]`` and ``estimate --compare-run RUN.json``: measurements meet the estimate.
 
 ``--calibration`` fills the plan's empty efficiency fields with what ``llmplan-cli calibrate``
-measured, when the calibration was taken on the plan's GPU (rules: ``llmplan.hw.calibrated``).
+measured, when the calibration was taken on the plan's GPU (rules: ``llmplan.plan.calibrated``).
 ``--compare-run`` reads what a real job recorded and prints the estimate's error against it:
 
 - peak memory: ``torch.cuda.max_memory_allocated()`` counts the bytes PyTorch's allocator handed
@@ -19,7 +19,7 @@ from typing import Any
 
 from llmplan.core.result import Estimate
 from llmplan.errors import InputError
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,9 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def calibrated_document(doc: PlanDocument, file_arg: str) -> tuple[PlanDocument, str]:
     """``doc`` with the calibration at ``file_arg`` ('' = the saved one) applied, and what was done.
     Asked for explicitly, so a missing or damaged calibration is an error, not a note."""
-    from llmplan.hw.calibrated import apply_calibration, fractions_for
     from llmplan.hw.measured import calibration_path, load_calibration
-    from llmplan.io.resolve import resolve
+    from llmplan.plan.calibrated import apply_calibration, fractions_for
+    from llmplan.plan.resolve import resolve
 
     path = Path(file_arg) if file_arg else None
     cal = load_calibration(path)

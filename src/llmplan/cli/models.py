@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import CatalogError
-from llmplan.io.hf_config import spec_from_path
+from llmplan.formats.hf_config import spec_from_path
 
 
 def resolve_model_arg(arg: str) -> ModelSpec:

@@ -3,6 +3,7 @@
 The JSON keys are a contract (DESIGN.md §3, documented in docs/plans-and-cli.md): add
 keys, never rename them. Values are SI (bytes, seconds, FLOP, bytes/s); a section that
 does not apply (``compute`` for inference, ``inference`` for training) is ``null``.
+The tables format every number with ``llmplan.core.present``, as the app and its exports do.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import json
 import math
 from typing import Any
 
+from llmplan.core import present
 from llmplan.core.explain import Figure
+from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
-from llmplan.core.system import system_json
+from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
@@ -25,8 +28,8 @@ def _v(fig: Figure | None) -> float | None:
     return None if fig is None else fig.value
 
 
-def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan") -> dict[str, Any]:
-    """The documented ``--json`` object."""
+def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source: str = "plan") -> dict[str, Any]:
+    """The documented ``--json`` object; ``system`` is null for the engine's bare ``Estimate``."""
     mem = est.memory
     parts = {k: getattr(mem, k).value for k in MEMORY_KEYS}
     memory = dict(parts, total=sum(parts.values()))
@@ -93,7 +96,7 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
-    out["system"] = None if est.system is None else system_json(est.system)
+    out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
 
@@ -116,27 +119,6 @@ def json_text(data: Any) -> str:
     return json.dumps(finite(data), indent=2, allow_nan=False)
 
 
-def fmt_bytes(n: float, decimal: bool = False) -> str:
-    unit, scale = ("GB", 1e9) if decimal else ("GiB", 2**30)
-    return f"{n / scale:,.2f} {unit}"
-
-
-def fmt_time(s: float) -> str:
-    if s <= 0:
-        return "0 s"
-    if s < 1e-3:
-        return f"{s * 1e6:,.1f} µs"
-    if s < 1:
-        return f"{s * 1e3:,.1f} ms"
-    if s < 120:
-        return f"{s:,.2f} s"
-    if s < 3600:
-        return f"{s / 60:,.1f} min"
-    if s < 3 * 86400:
-        return f"{s / 3600:,.1f} h"
-    return f"{s / 86400:,.1f} days"
-
-
 def table(rows: list[tuple[str, str]], indent: str = "  ") -> str:
     width = max((len(k) for k, _ in rows), default=0)
     vwidth = max((len(v) for _, v in rows), default=0)
@@ -145,8 +127,10 @@ def table(rows: list[tuple[str, str]], indent: str = "  ") -> str:
 
 def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     """The same object as aligned tables for people (GiB by default, GB with decimal=True)."""
-    def b(n: float) -> str:
-        return fmt_bytes(n, decimal)
+    mem_unit = MemoryUnit.decimal(decimal)
+
+    def b(n: float) -> str:  # as the app's table shows a size (present.figure)
+        return mem_unit.fmt_any(n)
 
     hw = data["hardware"]
     lay = data["layout"]
@@ -179,30 +163,30 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     if data["compute"]:
         c = data["compute"]
         lines += ["", "time"]
-        rows = [("step time", fmt_time(c["step_time_s"])), ("tokens/s (cluster)", f"{c['tokens_per_s']:,.0f}"),
-                ("MFU", f"{c['mfu']:.1%}"), ("pipeline bubble", f"{c['bubble_fraction']:.1%}"),
-                *([("offload (exposed)", fmt_time(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
-                ("FLOPs per step", f"{c['flops_per_step']:.3e} FLOP"),
-                ("training time", fmt_time(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+        rows = [("step time", present.duration(c["step_time_s"])), ("throughput (cluster)", present.tokens_per_s(c["tokens_per_s"])),
+                ("MFU", present.percent(c["mfu"])), ("pipeline bubble", present.percent(c["bubble_fraction"])),
+                *([("offload (exposed)", present.duration(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
+                ("FLOPs per step", present.si(c["flops_per_step"], "FLOP")),
+                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:
-            rows.append(("cost", fmt_money(c["cost_usd"])))
+            rows.append(("cost", present.money(c["cost_usd"])))
         lines.append(table(rows))
     if data["communication"] and data["communication"]["collectives"]:
         m = data["communication"]
         lines += ["", "communication per GPU per step"]
-        rows = [(x["name"], f"{b(x['bytes_per_step'])}  {fmt_time(x['exposed_s'])} exposed")
+        rows = [(x["name"], f"{b(x['bytes_per_step'])}  {present.duration(x['exposed_s'])} exposed")
                 for x in m["collectives"]]
-        rows.append(("inter-node bandwidth to hide it", f"{m['inter_node_bandwidth_needed'] / 1e9:,.1f} GB/s"))
+        rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
         lines.append(table(rows))
     if data["inference"]:
         i = data["inference"]
         lines += ["", "inference"]
         lines.append(table([
-            ("time to first token", fmt_time(i["ttft_s"])), ("time per output token", fmt_time(i["tpot_s"])),
-            ("output tokens/s (all users)", f"{i['tokens_per_s']:,.1f}"),
-            ("tokens/s per user", f"{i['tokens_per_s_per_user']:,.1f}"),
+            ("time to first token", present.duration(i["ttft_s"])), ("time per output token", present.duration(i["tpot_s"])),
+            ("throughput (all users)", present.tokens_per_s(i["tokens_per_s"])),
+            ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
-            ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
+            ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
         ]))
     if data.get("system"):
         lines += ["", "beyond the GPU"]
@@ -226,56 +210,37 @@ def data_has_run_length(sysd: dict[str, Any]) -> bool:
                                       for k in ("energy_kwh", "cost_usd", "co2_kg"))
 
 
-def fmt_energy(kwh: float) -> str:
-    if kwh >= 1e6:
-        return f"{kwh / 1e6:,.2f} GWh"
-    if kwh >= 1e3:
-        return f"{kwh / 1e3:,.1f} MWh"
-    return f"{kwh:,.1f} kWh"
-
-
-def fmt_money(usd: float) -> str:
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
-
-
-def fmt_rate(bytes_per_s: float) -> str:
-    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bytes_per_s >= scale:
-            return f"{bytes_per_s / scale:,.1f} {unit}"
-    return f"{bytes_per_s:,.0f} B/s"
-
-
 def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
     """Checkpoints, goodput, data, host, power and cold start as label/value rows."""
     rows: list[tuple[str, str]] = []
     ck = sysd["checkpoint"]
     rows.append(("checkpoint size (all shards)", f"{b(ck['total_bytes'])}  ({ck['bytes_per_param']:.3g} B/param)"))
-    rows.append(("checkpoint write / read", f"{fmt_time(ck['write_s'])} / {fmt_time(ck['read_s'])}"))
+    rows.append(("checkpoint write / read", f"{present.duration(ck['write_s'])} / {present.duration(ck['read_s'])}"))
     g = sysd.get("goodput")
     if g:
-        rows += [("job MTBF", fmt_time(g["mtbf_s"])), ("checkpoint interval", fmt_time(g["interval_s"]))]
+        rows += [("job MTBF", present.duration(g["mtbf_s"])), ("checkpoint interval", present.duration(g["interval_s"]))]
         if run_finishes(sysd):
-            rows += [("goodput", f"{g['goodput']:.1%}"),
-                     ("effective training time", fmt_time(g["effective_days"] * 86400))]
+            rows += [("goodput", present.percent(g["goodput"])),
+                     ("effective training time", present.duration(g["effective_days"] * 86400))]
         else:
             rows.append(("goodput", "0%: failures come faster than the job can save and restart; it never finishes"))
     d = sysd.get("data")
     if d:
-        rows.append(("data read needed", f"{fmt_rate(d['read_bandwidth_needed'])} "
-                                          f"({d['storage_load']:.1%} of storage)"))
+        rows.append(("data read needed", f"{present.rate(d['read_bandwidth_needed'])} "
+                                          f"({present.load(d['storage_load'])} of storage)"))
     h = sysd.get("host")
     if h and h["ram_per_node_bytes"]:
         rows.append(("host RAM per node", b(h["ram_per_node_bytes"])))
     p = sysd.get("power")
     if p:
-        rows.append(("power at the wall (× PUE)", f"{p['facility_watts'] / 1e3:,.1f} kW"))
+        rows.append(("power at the wall (× PUE)", present.si(p["facility_watts"], "W")))
         if p.get("energy_kwh") and data_has_run_length(sysd):
-            rows.append(("energy for the run", fmt_energy(p["energy_kwh"])))
+            rows.append(("energy for the run", present.energy(p["energy_kwh"])))
             if p.get("cost_usd") is not None:
-                rows.append(("electricity cost", fmt_money(p["cost_usd"])))
+                rows.append(("electricity cost", present.money(p["cost_usd"])))
             if p.get("co2_kg") is not None:
-                rows.append(("CO2", f"{p['co2_kg'] / 1e3:,.1f} t" if p["co2_kg"] >= 1000 else f"{p['co2_kg']:,.1f} kg"))
+                rows.append(("CO2", present.mass_co2(p["co2_kg"])))
     cs = sysd.get("cold_start")
     if cs:
-        rows.append(("cold start (load weights)", fmt_time(cs["total_s"])))
+        rows.append(("cold start (load weights)", present.duration(cs["total_s"])))
     return rows

@@ -1,6 +1,6 @@
 """The architecture of a decoder-only transformer, as the engine needs it.
 
-``ModelSpec`` is built from a Hugging Face ``config.json`` by ``llmplan.io.hf_config``
+``ModelSpec`` is built from a Hugging Face ``config.json`` by ``llmplan.formats.hf_config``
 (or edited by hand in the GUI). It describes the real checkpoint tensor by tensor:
 GQA/MQA, gated or plain MLPs, biases, norms, tied or untied embeddings, learned or
 rotary positions, MoE (routed and shared experts, which layers are sparse), DeepSeek's

@@ -7,13 +7,9 @@ The CLI's ``--json`` keys (DESIGN.md §3) are read from these objects by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from llmplan.core.explain import Figure
 from llmplan.core.params import ParamBreakdown
-
-if TYPE_CHECKING:  # the system report reads Estimate, so import it for typing only
-    from llmplan.core.system.report import SystemReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +131,6 @@ class Estimate:
     inference: InferenceReport | None
     bottleneck: Bottleneck
     warnings: tuple[str, ...] = field(default=())
-    system: SystemReport | None = None  # beyond the GPU (llmplan.core.system.system_report)
 
     @property
     def fits(self) -> bool:

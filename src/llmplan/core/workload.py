@@ -1,9 +1,9 @@
 """What the user wants to do with the model: the workload knobs and the parallel layout.
 
-These sections are shared verbatim by the plan file (``llmplan.io.planfile``), so their
+These sections are shared verbatim by the plan file (``llmplan.plan.planfile``), so their
 field names are the contract of DESIGN.md §3 (``training.zero_stage``, ``parallelism.tp``
 ...). A ``Scenario`` is a fully resolved plan: the model and cluster specs themselves
-rather than catalog ids. ``llmplan.core.estimate(scenario)`` is a pure function of it.
+rather than catalog ids. ``llmplan.core.engine(scenario)`` is a pure function of it.
 """
 
 from __future__ import annotations

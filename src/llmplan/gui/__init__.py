@@ -2,7 +2,7 @@
 
 Start it with ``llmplan`` or ``python -m llmplan.gui`` (``app.main``). The window edits
 one ``PlanDocument`` through ``state.PlanState``; everything it shows comes from
-``llmplan.core.estimate`` via ``backend``. See docs/gui.md.
+``llmplan.core.engine`` via ``backend``. See docs/gui.md.
 """
 
 try:  # before any widget exists: see none_guard.py (a PySide6 6.12.0 reference-count bug)

@@ -127,7 +127,10 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
         return 0 if out.kind == "ok" and not errors else 1
     if args.screenshot:
         def shoot() -> None:
-            window.grab().save(str(args.screenshot))
+            from llmplan.formats.atomic import atomic_write
+            from llmplan.gui.files import png_bytes
+
+            atomic_write(args.screenshot, png_bytes(window.grab()))
             window.state.undo_stack.setClean()
             window.close()
             app.quit()

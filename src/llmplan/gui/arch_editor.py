@@ -17,7 +17,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
 from llmplan.gui.dialogs import error_and_buttons
-from llmplan.io.plan_document import ModelRef
+from llmplan.plan.document import ModelRef
 
 # (config keys, the first the family's config has is edited; label; tooltip). Always shown.
 DIMENSIONS = (
@@ -93,7 +93,7 @@ class ArchitectureDialog(QDialog):
 
     def model_ref(self) -> ModelRef:
         """The edited model; raises ConfigError (naming the key) when it cannot be a model."""
-        from llmplan.io.hf_config import spec_from_config
+        from llmplan.formats.hf_config import spec_from_config
 
         cfg = dict(self.config)
         for key, spin in self.spins.items():

@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.present import MemoryUnit, duration
 from llmplan.core.workload import Scenario
 from llmplan.gui.state import PlanState
-from llmplan.gui.units import MemoryUnit, duration
 
 
 class _Signals(QObject):
@@ -42,7 +42,7 @@ class SearchJob(QRunnable):
         self.scenario, self.objective, self.signals, self.cancel = scenario, objective, signals, cancel
 
     def run(self) -> None:
-        from llmplan.core.estimate import estimate
+        from llmplan.core.engine import estimate
         from llmplan.core.search import search
 
         try:

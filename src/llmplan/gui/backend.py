@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.core.result import Estimate
+from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
-from llmplan.io.plan_document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 
 DEFAULT_MODEL_ID = "meta-llama/Meta-Llama-3-8B"
 DEFAULT_GPU_ID = "nvidia-h100-sxm-80gb"
@@ -35,7 +36,7 @@ class Outcome:
 
     doc: PlanDocument
     scenario: Scenario | None
-    estimate: Estimate | None
+    estimate: Evaluation | None  # the engine's estimate with its system report
     kind: str
     message: str
     elapsed_s: float
@@ -96,7 +97,7 @@ def engine_aliases() -> dict[str, str]:
 def system_catalog() -> Any:
     """The "beyond the GPU" presets (storage, failures, PUE, prices, grid) and their defaults,
     for the editors' lists: read once per session (three tabs list them; each read parses
-    four TOML files). Estimates still read the presets afresh through ``llmplan.io.evaluate``."""
+    four TOML files). Estimates still read the presets afresh through ``llmplan.plan.evaluate``."""
     from llmplan.catalog.system_presets import load_system_catalog
 
     return load_system_catalog()
@@ -113,7 +114,7 @@ def weight_formats() -> tuple[str, ...]:
 
 def run_estimate(scenario: Scenario) -> Estimate:
     """The GPU engine alone (the charts' sweeps: many variants, no system report needed)."""
-    from llmplan.core import estimate as engine
+    from llmplan.core import engine
 
     return engine.estimate(scenario)
 
@@ -125,10 +126,10 @@ def _validation_text(exc: ValidationError) -> str:
 
 
 def evaluate(doc: PlanDocument) -> Outcome:
-    """Resolve and estimate one plan (``llmplan.io.evaluate``, the same pipeline as the CLI);
+    """Resolve and estimate one plan (``llmplan.plan.evaluate``, the same pipeline as the CLI);
     every failure becomes a sentence, never an exception."""
-    from llmplan.io.evaluate import evaluate_scenario
-    from llmplan.io.resolve import resolve
+    from llmplan.plan.evaluate import evaluate_scenario
+    from llmplan.plan.resolve import resolve
 
     t0 = time.perf_counter()
     scenario = None

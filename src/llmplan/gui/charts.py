@@ -18,10 +18,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from llmplan.core.present import MemoryUnit
 from llmplan.gui import sweeps
 from llmplan.gui.backend import Outcome
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, restyle_plot
-from llmplan.gui.units import MemoryUnit
 
 SWEEP_DEBOUNCE_MS = 60
 
@@ -296,7 +296,11 @@ class ChartsPanel(QTabWidget):
             plot.plot([p[0]], [p[1]], pen=None, symbol="star", symbolSize=18, symbolBrush=BAD_COLOUR)
 
     def export_png(self, folder: Path) -> list[Path]:
+        """One PNG per chart, each written atomically (``llmplan.formats.atomic``). Raises OSError."""
         from pyqtgraph.exporters import ImageExporter
+
+        from llmplan.formats.atomic import atomic_write
+        from llmplan.gui.files import png_bytes
 
         self.draw_all()
         out = []
@@ -305,6 +309,6 @@ class ChartsPanel(QTabWidget):
             path = folder / f"chart-{i + 1}-{self.tabText(i).lower().replace(' ', '-')}.png"
             exporter = ImageExporter(widget.getPlotItem())
             exporter.parameters()["width"] = 900
-            exporter.export(str(path))
+            atomic_write(path, png_bytes(exporter.export(toBytes=True)))
             out.append(path)
         return out

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.errors import InputError
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 def get_path(doc: PlanDocument, path: str) -> Any:

@@ -1,7 +1,7 @@
 """Plan files for the window: open, save (atomic), recent files, autosave and crash
 recovery.
 
-Reading and writing go through ``llmplan.io.planfile`` (atomic save, migration,
+Reading and writing go through ``llmplan.plan.planfile`` (atomic save, migration,
 version checks). Autosave writes the current plan every ``AUTOSAVE_S`` seconds, while
 there are unsaved changes, into this window's own slot in ``<user data dir>/autosave/``
 (``AutosaveSlot``: ``<id>.llmplan`` with ``<id>.json`` naming the plan's file), and removes
@@ -23,9 +23,10 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile
 
 from llmplan.errors import PlanFileError
-from llmplan.io.plan_document import PlanDocument
-from llmplan.io.planfile import load_plan, save_plan
-from llmplan.io.resolve import inline_specs
+from llmplan.formats.atomic import atomic_write
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.planfile import load_plan, save_plan
+from llmplan.plan.resolve import inline_specs
 from llmplan.resources_path import user_data_dir
 
 AUTOSAVE_S = 60
@@ -81,7 +82,7 @@ class AutosaveSlot:
             self._lock = lock
         save(doc, self.path)
         meta = {"origin": str(origin) if origin else None}
-        self.path.with_suffix(".json").write_text(json.dumps(meta), "utf-8")
+        atomic_write(self.path.with_suffix(".json"), json.dumps(meta))
         return self.path
 
     def clear(self) -> None:
@@ -144,3 +145,13 @@ def recoverable() -> Recovery | None:
 def push_recent(recent: list[str], path: Path) -> list[str]:
     text = str(path.resolve())
     return ([text] + [p for p in recent if p != text])[:MAX_RECENT]
+
+
+def png_bytes(image) -> bytes:
+    """A QImage or QPixmap as PNG bytes, so that pictures too are saved with ``atomic_write``."""
+    from PySide6.QtCore import QBuffer, QIODevice
+
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(buffer.data())

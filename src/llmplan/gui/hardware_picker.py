@@ -35,7 +35,7 @@ THIS_MACHINE = "This machine"
 
 def _network_changes(network_id: str) -> dict[str, Any]:
     """Pick a network by id; an inline network spec from an opened plan would otherwise win."""
-    from llmplan.io.plan_document import HardwareRef
+    from llmplan.plan.document import HardwareRef
 
     changes: dict[str, Any] = {"hardware.network": network_id}
     if "network_spec" in HardwareRef.model_fields:

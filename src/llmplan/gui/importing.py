@@ -2,7 +2,7 @@
 
 Accepted: a config.json, a model folder (its config.json), a safetensors index
 (``*.safetensors.index.json``: the config.json beside it) and a ``.gguf`` (its header
-only, through ``llmplan.io.gguf_header``). The model joins the
+only, through ``llmplan.formats.gguf_header``). The model joins the
 user catalog when there is one, and the plan keeps the config inline as well, so a
 shared plan still opens on a machine without that catalog entry.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from llmplan.errors import ConfigError
-from llmplan.io.plan_document import ModelRef
+from llmplan.plan.document import ModelRef
 
 PLAN_SUFFIX = ".llmplan"
 
@@ -24,7 +24,7 @@ def is_plan_file(path: Path) -> bool:
 
 def config_from_path(path: Path) -> tuple[dict[str, Any], str]:
     """(config dict, display name) for any accepted model file or folder."""
-    from llmplan.io.hf_config import load_config_file
+    from llmplan.formats.hf_config import load_config_file
 
     name = path.name if path.is_dir() else path.parent.name or path.stem
     if path.suffix.lower() == ".gguf":
@@ -39,7 +39,7 @@ def config_from_path(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _gguf_config(path: Path) -> dict[str, Any]:
-    from llmplan.io import gguf_header
+    from llmplan.formats import gguf_header
 
     return dict(gguf_header.config_from_gguf(gguf_header.read_gguf_header(path)))
 
@@ -48,7 +48,7 @@ def import_model(path: str | Path) -> tuple[ModelRef, str]:
     """(the plan's model reference, a status sentence). Raises ConfigError when unusable."""
     p = Path(path)
     config, name = config_from_path(p)
-    from llmplan.io.hf_config import spec_from_config
+    from llmplan.formats.hf_config import spec_from_config
 
     spec_from_config(config, name=name)  # refuse an unusable config before it goes anywhere
     model_id = f"user/{name}"

@@ -14,13 +14,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.present import MemoryUnit
 from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
-from llmplan.gui.units import MemoryUnit
 
 SIZES = (
     ("tp", "TP", "Tensor parallel: each layer's matrices split over this many GPUs (keep inside a node)"),

@@ -13,6 +13,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter
 
+from llmplan.core.present import MemoryUnit
 from llmplan.gui import backend, dialogs, files
 from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
@@ -24,10 +25,9 @@ from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import apply_theme
 from llmplan.gui.this_machine import ThisMachine
-from llmplan.gui.units import MemoryUnit
 from llmplan.gui.window_files import FileActions
 from llmplan.gui.workload_tabs import WorkloadTabs
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 class MainWindow(FileActions, QMainWindow):

@@ -12,9 +12,9 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
 from llmplan.gui.theme import BAD_COLOUR, PART_COLOURS, PART_LABELS
-from llmplan.gui.units import MemoryUnit
 
 BAR_H = 26
 LEGEND_ROW_H = 18

@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core import present
 from llmplan.core.params import count_params
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, compact
 from llmplan.gui.state import PlanState
-from llmplan.gui.units import params_text
 
 SIZES = (("any size", 0, float("inf")), ("< 3 B", 0, 3e9), ("3–15 B", 3e9, 15e9), ("15–80 B", 15e9, 80e9),
          ("> 80 B", 80e9, float("inf")))
@@ -135,7 +135,7 @@ class ModelPicker(QWidget):
             total, active = self.params_of(e)
             if not lo <= total < hi:
                 continue
-            size = params_text(total) if total == active else f"{params_text(total)} / {params_text(active)}"
+            size = present.params(total) if total == active else f"{present.params(total)} / {present.params(active)}"
             ctx = e.context_length or e.spec.max_position_embeddings
             item = QTreeWidgetItem(self.list, [e.display_name, size, f"{ctx:,}", str(e.spec.num_layers)])
             item.setData(0, ID_ROLE, e.id)
@@ -150,7 +150,7 @@ class ModelPicker(QWidget):
             return
         model_id = item.data(0, ID_ROLE)
         if model_id and (model_id != self.state.doc.model.id or self.state.doc.model.config):
-            from llmplan.io.plan_document import ModelRef
+            from llmplan.plan.document import ModelRef
 
             self.state.edit("model", ModelRef(id=model_id), f"Model: {item.text(0)}")
 
@@ -182,9 +182,9 @@ class ModelPicker(QWidget):
         p = outcome.estimate.params if outcome.estimate else count_params(m)
         moe = f" · MoE {m.moe.experts_per_token} of {m.moe.num_experts} experts" if m.moe else ""
         mla = " · MLA" if m.mla else ""
-        active = f" ({params_text(p.active)} active)" if p.active != p.total else ""
+        active = f" ({present.params(p.active)} active)" if p.active != p.total else ""
         self.arch.setText(
-            f"<b>{m.name}</b> — {params_text(p.total)} params{active}<br>"
+            f"<b>{m.name}</b> — {present.params(p.total)} params{active}<br>"
             f"{m.num_layers} layers · hidden {m.hidden_size:,} · {m.num_heads} heads "
             f"({m.num_kv_heads} KV) · head {m.head_dim} · MLP {m.intermediate_size:,}{moe}{mla}<br>"
             f"vocab {m.vocab_size:,} · context {m.max_position_embeddings:,}"

@@ -9,10 +9,12 @@ import csv
 import io
 from dataclasses import dataclass
 
+from llmplan.core import present
 from llmplan.core.explain import Figure
+from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
+from llmplan.core.system import Evaluation
 from llmplan.gui.theme import PART_LABELS
-from llmplan.gui.units import MemoryUnit, fmt_figure, params_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,22 +23,22 @@ class Row:
     label: str
     figure: Figure | None
     text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
-    style: str = ""  # "count" or "load" for dimensionless figures (see units.fmt_figure)
+    style: str = ""  # "count" or "load" for dimensionless figures (see present.figure)
 
     def shown(self, unit: MemoryUnit) -> str:
-        return fmt_figure(self.figure, unit, self.style) if self.figure is not None else self.text
+        return present.figure(self.figure, unit, self.style) if self.figure is not None else self.text
 
     def tooltip(self) -> str:
         return self.figure.describe() if self.figure is not None else self.text
 
 
-def system_rows(est: Estimate) -> list[Row]:
+def system_rows(est: Evaluation) -> list[Row]:
     from llmplan.gui.system_rows import system_rows as rows_of
 
     return rows_of(est)
 
 
-def verdict(est: Estimate, unit: MemoryUnit) -> str:
+def verdict(est: Estimate | Evaluation, unit: MemoryUnit) -> str:
     """'Fits: 61.8 of 79.6 GiB per GPU' or 'Does not fit: needs 95.2 of 79.6 GiB per GPU'."""
     m = est.memory
     used, cap = unit.value(m.total.value), unit.fmt(m.capacity.value)
@@ -45,12 +47,13 @@ def verdict(est: Estimate, unit: MemoryUnit) -> str:
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
 
 
-def rows(est: Estimate) -> list[Row]:
+def rows(est: Estimate | Evaluation) -> list[Row]:
+    """The rows of the results table; the system sections only for an ``Evaluation``."""
     out: list[Row] = []
     p = est.params
-    out.append(Row("Model", "Parameters (total)", None, params_text(p.total)))
+    out.append(Row("Model", "Parameters (total)", None, present.params(p.total)))
     if p.active != p.total:
-        out.append(Row("Model", "Parameters (active per token)", None, params_text(p.active)))
+        out.append(Row("Model", "Parameters (active per token)", None, present.params(p.active)))
     m = est.memory
     out.append(Row("Memory per GPU", "Total", m.total))
     out.append(Row("Memory per GPU", "Capacity", m.capacity))
@@ -93,15 +96,16 @@ def rows(est: Estimate) -> list[Row]:
         out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
             out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
-    if est.system is not None:
+    system = est.system if isinstance(est, Evaluation) else None
+    if system is not None:
         out.extend(system_rows(est))
     out.append(Row("Bottleneck", est.bottleneck.kind, None, est.bottleneck.statement))
-    for w in est.warnings + (est.system.warnings if est.system is not None else ()):
+    for w in est.warnings + (system.warnings if system is not None else ()):
         out.append(Row("Warnings", "Warning", None, w))
     return out
 
 
-def as_text(est: Estimate, unit: MemoryUnit, title: str = "") -> str:
+def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "") -> str:
     lines = [title] if title else []
     lines.append(verdict(est, unit))
     section = ""
@@ -113,7 +117,7 @@ def as_text(est: Estimate, unit: MemoryUnit, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_markdown(est: Estimate, unit: MemoryUnit, title: str, notes: str = "") -> str:
+def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes: str = "") -> str:
     out = [f"# {title or 'llmplan report'}", "", f"**{verdict(est, unit)}**", ""]
     if notes:
         out += [notes, ""]
@@ -127,7 +131,7 @@ def as_markdown(est: Estimate, unit: MemoryUnit, title: str, notes: str = "") ->
     return "\n".join(out) + "\n"
 
 
-def as_csv(est: Estimate) -> str:
+def as_csv(est: Estimate | Evaluation) -> str:
     """Raw SI values (bytes, seconds...) so a spreadsheet can compute with them."""
     buf = io.StringIO()
     w = csv.writer(buf)

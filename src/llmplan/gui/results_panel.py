@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.present import MemoryUnit
 from llmplan.gui import report
 from llmplan.gui.backend import Outcome
 from llmplan.gui.memory_bar import MemoryBar
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
-from llmplan.gui.units import MemoryUnit
 
 
 class VerdictBanner(QLabel):

@@ -18,7 +18,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from llmplan.gui import backend
 from llmplan.gui.commands import Edit, Replace, get_path
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 DEBOUNCE_MS = 30
 

@@ -1,4 +1,4 @@
-"""The system report (``Estimate.system``) as rows of the results table (Qt-free).
+"""The system report (``Evaluation.system``) as rows of the results table (Qt-free).
 
 "Beyond the GPU": checkpoints and their write time, failures and goodput, the data the
 loader must read, host RAM and offload traffic, power, energy, cost and CO2, and for
@@ -10,7 +10,7 @@ its tooltip is that figure's formula, inputs and source.
 
 from __future__ import annotations
 
-from llmplan.core.result import Estimate
+from llmplan.core.system import Evaluation
 from llmplan.gui.report import Row
 
 CHECKPOINTS = "Checkpoints and failures"
@@ -20,7 +20,7 @@ SERVING_POWER = "Power and energy (one hour at full load)"
 COLD_START = "Serving start-up (cold start)"
 
 
-def system_rows(est: Estimate) -> list[Row]:
+def system_rows(est: Evaluation) -> list[Row]:
     s = est.system
     if s is None:
         return []
@@ -35,7 +35,7 @@ def system_rows(est: Estimate) -> list[Row]:
     return out
 
 
-def _checkpoints(est: Estimate) -> list[Row]:
+def _checkpoints(est: Evaluation) -> list[Row]:
     s = est.system
     size, io, good = s.checkpoint, s.checkpoint_io, s.goodput
     rows = [Row(CHECKPOINTS, "Checkpoint size", size.total)]
@@ -53,7 +53,7 @@ def _checkpoints(est: Estimate) -> list[Row]:
     return rows
 
 
-def _data_host(est: Estimate) -> list[Row]:
+def _data_host(est: Evaluation) -> list[Row]:
     s = est.system
     data, host = s.data, s.host
     rows: list[Row] = []
@@ -76,7 +76,7 @@ def _data_host(est: Estimate) -> list[Row]:
     return rows
 
 
-def _power(est: Estimate, section: str, per_hour: bool) -> list[Row]:
+def _power(est: Evaluation, section: str, per_hour: bool) -> list[Row]:
     p = est.system.power
     suffix = " per hour" if per_hour else ""
     return [
@@ -89,7 +89,7 @@ def _power(est: Estimate, section: str, per_hour: bool) -> list[Row]:
     ]
 
 
-def _cold_start(est: Estimate) -> list[Row]:
+def _cold_start(est: Evaluation) -> list[Row]:
     c = est.system.cold_start
     if c is None:
         return []

@@ -1,7 +1,7 @@
 """The "This machine" line under the verdict: does the plan fit the GPUs detection found,
 and the nearest changes that make it fit, each one click (one undoable edit) away.
 
-``llmplan.hw.fit`` does the work: ``local_hardware(report)`` turns the background
+``llmplan.fit.local`` does the work: ``local_hardware(report)`` turns the background
 detection's report into a ``LocalMachine``; ``fit_this_machine(doc, machine)`` gives a
 ``LocalFit`` (its ``verdict`` sentence, its ``changes`` with dotted overrides, its
 ``limits``). It takes up to ~150 ms (it searches for the nearest changes), so it runs in a
@@ -40,7 +40,7 @@ class _FitJob(QRunnable):
 
     def run(self) -> None:
         try:
-            from llmplan.hw.fit import fit_this_machine
+            from llmplan.fit.local import fit_this_machine
 
             fit, problem = fit_this_machine(self.doc, self.machine), ""
         except Exception as exc:  # the verdict for this machine is extra: a failure is a sentence
@@ -114,8 +114,8 @@ class ThisMachine(QWidget):
         self.machine = None
         if report is not None:
             try:
-                from llmplan.hw.calibrated import load_calibration_quietly
-                from llmplan.hw.fit import local_hardware
+                from llmplan.fit.local import local_hardware
+                from llmplan.plan.calibrated import load_calibration_quietly
 
                 calibration, note = load_calibration_quietly()  # a small JSON file; a damaged one is a note
                 self.machine = local_hardware(report, calibration)
@@ -198,7 +198,7 @@ class ThisMachine(QWidget):
             self.message.emit("The plan changed since this machine was checked; checking again.")
             self.request()
             return False
-        from llmplan.hw.fit import apply_change
+        from llmplan.fit.local import apply_change
 
         change = fit.changes[index]
         try:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
+from llmplan.formats.atomic import atomic_write
 from llmplan.gui import backend, dialogs, files, report
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
 
 
 class FileActions:
@@ -147,7 +148,7 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
         if path:
-            path.write_text(report.as_markdown(est, self.unit, self.state.doc.name, self.state.doc.notes), "utf-8")
+            self._write_export(path, report.as_markdown(est, self.unit, self.state.doc.name, self.state.doc.notes))
 
     def export_csv(self) -> None:
         est = self._estimate_or_complain()
@@ -155,14 +156,25 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
         if path:
-            path.write_text(report.as_csv(est), "utf-8")
+            self._write_export(path, report.as_csv(est))
+
+    def _write_export(self, path: Path, text: str) -> None:
+        """Atomically, like every writer (``llmplan.formats.atomic``); a failure is a message, not a traceback."""
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            dialogs.error(self, "Export failed", f"{path}: cannot write ({exc.strerror or exc})")
 
     def export_charts(self) -> None:
         if self.charts is None:
             return
         folder = dialogs.open_folder(self, "Export charts to folder")
         if folder:
-            written = self.charts.export_png(folder)
+            try:
+                written = self.charts.export_png(folder)
+            except OSError as exc:
+                dialogs.error(self, "Export failed", f"{folder}: cannot write ({exc.strerror or exc})")
+                return
             self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
 
     def copy_text(self) -> None:

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from llmplan.core.present import MemoryUnit
+
 # A device reports slightly less than its marketed size (ECC, firmware carve-outs): an H100
 # 80GB HBM3 shows 81,559 MiB, an A100 PCIe 40GB 40,536 MiB. 10 % absorbs that and still
 # separates every pair of sizes sold under one name (8/16 GB, 40/80 GB, 24/48 GB).
@@ -92,7 +94,7 @@ def _rel_diff(a: int, b: int) -> float:
 
 
 def _gib(n: int | None) -> str:
-    return "unknown memory" if not n else f"{n / 2**30:.1f} GiB"
+    return "unknown memory" if not n else MemoryUnit("GiB").fmt(n)
 
 
 def _closest(reported: str, memory: int | None, candidates: list[GpuCandidate], limit: int = 3) -> tuple[str, ...]:

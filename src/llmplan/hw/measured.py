@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
 from llmplan.errors import InputError
+from llmplan.formats.atomic import atomic_write
 
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_FORMAT = "llmplan-calibration"
@@ -107,21 +106,6 @@ def achieved_fractions(cal: Calibration, spec: GpuSpecLike) -> AchievedFractions
     return AchievedFractions(matmul, bw / spec.memory_bandwidth if bw and spec.memory_bandwidth > 0 else None)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder, fsync, then rename: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def calibration_path() -> Path:
     from llmplan.resources_path import user_data_dir
 
@@ -130,7 +114,7 @@ def calibration_path() -> Path:
 
 def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
     target = path or calibration_path()
-    atomic_write_text(target, json.dumps(cal.to_dict(), indent=2) + "\n")
+    atomic_write(target, json.dumps(cal.to_dict(), indent=2) + "\n", make_folder=True)
     return target
 
 

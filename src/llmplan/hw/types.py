@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from llmplan.core.present import MemoryUnit
+
 GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos"]
 GpuVendor = Literal["nvidia", "amd", "apple"]
 
@@ -108,7 +110,7 @@ class DetectionReport:
             return f"no GPU found: {why}"
         names: dict[str, int] = {}
         for g in self.gpus:
-            label = f"{g.name} ({g.usable_memory_bytes / 2**30:.1f} GiB)"
+            label = f"{g.name} ({MemoryUnit('GiB').fmt(g.usable_memory_bytes)})"
             names[label] = names.get(label, 0) + 1
         return ", ".join(f"{n}× {label}" if n > 1 else label for label, n in names.items())
 

@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from llmplan.hw._run import run_command
-from llmplan.hw.amd import _load_json as _load  # the same tolerant reader as detection
+from llmplan.hw import run_command
+from llmplan.hw.amd import load_tool_json as _load  # the same tolerant reader as detection
 from llmplan.watch.metrics import GPU_INDEX as G
 from llmplan.watch.source import DeviceLost, GpuInfo, GpuProcess, empty_row
 

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from llmplan.hw._run import run_command
+from llmplan.hw import run_command
 from llmplan.watch.metrics import GPU_INDEX as G
 from llmplan.watch.source import DeviceLost, GpuInfo, GpuProcess, empty_row
 

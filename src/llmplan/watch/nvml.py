@@ -21,7 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
-from llmplan.hw.nvidia import _memory as nvml_memory
+from llmplan.hw.nvidia import memory_info as nvml_memory
 from llmplan.hw.nvidia import nvml_error_reason
 from llmplan.watch.metrics import GPU_INDEX as G
 from llmplan.watch.source import DeviceLost, GpuInfo, GpuProcess, empty_row, pcie_link_bytes_per_s

@@ -2,14 +2,14 @@
 
 The predicted peak is the estimate's per-GPU total *with* the CUDA context and allocator overhead,
 because NVML's memory figures (per process or per GPU) include both; the capacity is the usable
-memory of the plan's GPU. The nearest changes are those `llmplan.hw.fit` finds for this machine
+memory of the plan's GPU. The nearest changes are those `llmplan.fit` finds for this machine
 (the same ones the "This machine" line offers), computed only when asked: they take ~150 ms.
 """
 
 from __future__ import annotations
 
-from llmplan.io.evaluate import evaluate_plan
-from llmplan.io.plan_document import PlanDocument
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
 from llmplan.watch.diagnose import PlanLink
 
 
@@ -25,8 +25,8 @@ def plan_link(doc: PlanDocument, label: str = "the plan", with_changes: bool = F
 
 def nearest_change_sentences(doc: PlanDocument, report=None) -> tuple[str, ...]:
     """What the fit suggests for this machine (empty when detection finds no GPU or the plan fits)."""
+    from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.detect import detect_all
-    from llmplan.hw.fit import fit_this_machine, local_hardware
 
     try:
         machine = local_hardware(report or detect_all())

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llmplan.hw.measured import atomic_write_text
+from llmplan.formats.atomic import atomic_write
 from llmplan.watch.diagnose import PlanLink, diagnose, peak_memory, plan_comparison
 from llmplan.watch.metrics import GPU_METRICS, HOST_METRICS
 from llmplan.watch.sampler import Snapshot
@@ -72,7 +72,7 @@ def run_record(snap: Snapshot, *, interval_s: float, plan: PlanLink | None = Non
 
 def write_run_file(path: str | Path, record: dict) -> Path:
     p = Path(path)
-    atomic_write_text(p, json.dumps(record, indent=2) + "\n")
+    atomic_write(p, json.dumps(record, indent=2) + "\n", make_folder=True)
     return p
 
 

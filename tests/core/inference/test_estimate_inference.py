@@ -3,11 +3,11 @@
 import pytest
 
 from llmplan.catalog.engines import engine_profile
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.gpus import H100, M1_MAX, M2_ULTRA, RTX4080, RTX4090
 from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B, LLAMA_7B, MIXTRAL_8X7B, QWEN25_7B
 

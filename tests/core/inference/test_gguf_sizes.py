@@ -23,7 +23,7 @@ import pytest
 
 from llmplan.core.quant import gguf_metadata_bytes, quantized_weights
 from llmplan.core.quant_ggml import GGML_TYPES, use_more_bits
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.models import (
     LLAMA3_8B,
     LLAMA32_3B,

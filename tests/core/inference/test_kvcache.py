@@ -4,7 +4,7 @@ import pytest
 
 from llmplan.core.kvcache import batch_kv_bytes, kv_element_bytes, kv_layout, paged_tokens
 from llmplan.errors import InputError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.models import DEEPSEEK_V3, GEMMA2_9B, LLAMA3_8B, MISTRAL_7B_V01, OPT_13B
 
 

@@ -4,11 +4,11 @@ These follow from the model's definitions (no published number is reproduced her
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import EfficiencyOverrides, InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import LayoutError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.gpus import H100, M1_MAX
 from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B
 from tests.core.inference.test_estimate_inference import scenario

@@ -10,7 +10,7 @@ import pytest
 from llmplan.catalog.engines import engine_profile
 from llmplan.core.inference.serving import RequestClass, ServingRequest, plan_serving
 from llmplan.errors import InputError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.gpus import A100, H100, L4
 from tests.core.inference.models import LLAMA3_8B
 

@@ -11,7 +11,7 @@ import pytest
 
 from llmplan.core.quant import known_formats, parse_weight_format, quantized_weights
 from llmplan.errors import InputError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.models import LLAMA3_8B
 
 SPEC = spec_from_config(LLAMA3_8B)

@@ -13,7 +13,7 @@ Tolerance: exact comparison of our own estimates (same model for both), 1e-9 rel
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.search import search
 from llmplan.core.search.planner import quick_layout
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings

@@ -86,7 +86,7 @@ def test_refine_reranks_with_the_given_engine_and_drops_what_it_rejects():
 def test_pareto_front_is_on_the_engine_scale_when_the_search_refines():
     """The front was the quick model's while the ranked layouts were the engine's, so the line sat below
     the dots it should bound. Refined, every front point is the engine's figure for that layout."""
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     r = search(_gpt3(), top=5, refine=estimate)
     assert r.pareto_gpus and all(p.refined for p in r.pareto_gpus)
@@ -194,7 +194,7 @@ def test_refine_keeps_looking_when_the_engine_rejects_the_quick_favourites():
 def test_the_engine_ranks_uneven_pipelines_too():
     """Llama 3.1 405B (126 layers) on 16,384 GPUs: the quick model's favourites have uneven stages
     (PP16 as in the Llama 3 paper); the full engine splits them (7, 8 ×14, 7) and keeps them."""
-    from llmplan.core.estimate import estimate
+    from llmplan.core.engine import estimate
 
     from .specs import H100_80GB, NDR_IB
 

@@ -8,7 +8,7 @@ time (our tolerance: the two models differ in first-order details, e.g. the back
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.search.planner import quick_layout
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings

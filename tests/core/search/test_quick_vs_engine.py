@@ -9,7 +9,7 @@ published reference: this is a consistency check between two llmplan models).
 
 import numpy as np
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.search.planner import scenario_for
 from llmplan.core.search.quick import evaluate
 from llmplan.core.search.shape import model_shape

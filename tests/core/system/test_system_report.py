@@ -5,16 +5,18 @@ import dataclasses
 import pytest
 from system_fixtures import TINY, count_params, inference_estimate, scenario_tiny, settings, training_estimate
 
-from llmplan.core.system.report import system_report
+from llmplan.core.system.report import evaluation, system_report
 from llmplan.core.system.settings import CheckpointOptions, PipelineProfile
 
 
-def test_estimate_carries_an_optional_system_report():
+def test_an_evaluation_holds_the_estimate_and_the_system_report_side_by_side():
     est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3)
-    assert est.system is None
-    rep = system_report(scenario_tiny(), est, settings())
-    with_system = dataclasses.replace(est, system=rep)
-    assert with_system.system is rep
+    assert not hasattr(est, "system")  # the engine's result is never patched afterwards
+    ev = evaluation(scenario_tiny(), est, settings())
+    assert ev.estimate is est and ev.system == system_report(scenario_tiny(), est, settings())
+    assert ev.bottleneck == ev.system.bottleneck  # ranked over GPU and system
+    assert (ev.memory, ev.params, ev.compute, ev.fits, ev.warnings) == (
+        est.memory, est.params, est.compute, est.fits, est.warnings)
 
 
 def test_training_report_effective_days():

@@ -15,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.explain import Figure
 from llmplan.core.workload import Scenario
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
-from llmplan.io.hf_config import spec_from_config
+from llmplan.core.engine import estimate
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario
 

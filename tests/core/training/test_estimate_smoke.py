@@ -1,7 +1,7 @@
 """End-to-end shape of a training Estimate: every part present, internally consistent."""
 
-from llmplan.core.estimate import estimate
-from llmplan.io.hf_config import spec_from_config
+from llmplan.core.engine import estimate
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario
 

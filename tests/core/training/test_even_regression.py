@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 
 from .even_golden import GOLDEN, cases, figures
 

@@ -4,9 +4,9 @@ from dataclasses import fields, is_dataclass
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.explain import SOURCES, Figure
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario
 

@@ -19,7 +19,7 @@ paper's description, not a printed equation).
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.training.activations import layer_bytes
 from llmplan.core.training.layout import resolve
 

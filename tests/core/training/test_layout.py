@@ -2,11 +2,11 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.training.layout import resolve
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LayoutError, LlmplanError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import gpt, scenario
 

@@ -15,10 +15,10 @@ Tolerance: 15% on MFU, as for the Narayanan et al. 2021 rows (test_narayanan_202
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 # meta-llama/Llama-3.1-405B config.json
 LLAMA_405B = spec_from_config(dict(model_type="llama", vocab_size=128256, hidden_size=16384, num_hidden_layers=126,

@@ -2,12 +2,12 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, GpuSpec, PeakFlops
 from llmplan.core.params import count_params
 from llmplan.core.training.lora import adapter_params, nf4_bits_per_param
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import gpt, scenario
 

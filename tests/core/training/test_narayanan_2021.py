@@ -34,7 +34,7 @@ table's text, so they could not be re-checked against a second copy.
 import pytest
 
 from llmplan.catalog.hardware import load_hardware_catalog
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import Efficiency
 
 from .helpers import gpt, scenario

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
@@ -154,8 +154,8 @@ def test_70b_example_mfu_drops_to_a_plausible_value():
     the CPU of a default host (2 × 8 channels DDR4-3200 = 409.6 GB/s, × 0.7). Before offload was timed the
     engine reported MFU 56.7% (the brief's "57%"); the CPU step of 70.6e9 params × 30 B / 286.7 GB/s = 7.4 s and 0.34 s of
     parameters back over PCIe lower it to 43.8%."""
-    from llmplan.io.evaluate import evaluate_plan
-    from llmplan.io.planfile import load_plan
+    from llmplan.plan.evaluate import evaluate_plan
+    from llmplan.plan.planfile import load_plan
 
     sc, est = evaluate_plan(load_plan(EXAMPLE))
     assert sc.cluster.host_memory_bandwidth == 409.6e9

@@ -19,11 +19,11 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.training.shard import StageParams
 from llmplan.core.training.states import model_states
 from llmplan.core.workload import TrainingSettings
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import gpt, scenario
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LayoutError
-from llmplan.io.hf_config import spec_from_config
+from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import gpt, scenario
 

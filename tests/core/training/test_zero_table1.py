@@ -11,7 +11,7 @@ Tolerance: 1%, or half a unit of the table's last printed digit when that is lar
 
 import pytest
 
-from llmplan.core.estimate import estimate
+from llmplan.core.engine import estimate
 from llmplan.core.training.shard import StageParams
 from llmplan.core.training.states import model_states
 from llmplan.core.workload import TrainingSettings

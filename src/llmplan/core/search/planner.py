@@ -6,7 +6,7 @@
 2. evaluate them all at once with the quick model (``quick``) and drop what cannot fit;
    CPU offload is tried only when nothing fits without it;
 3. re-estimate the short list with the full engine (``refine``, normally
-   ``llmplan.core.estimate.estimate``), keep what still fits, and rank by tokens/s
+   ``llmplan.core.engine.estimate``), keep what still fits, and rank by tokens/s
    (objective "time") or by cost per token ("cost");
 4. say for each runner-up why it loses to the best, in one sentence.
 

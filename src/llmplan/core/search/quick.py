@@ -3,7 +3,7 @@
 Every candidate is a row of integer arrays (tp, pp, vp, dp, cp, ep, zero, offload,
 recompute, micro-batch, accumulation steps). The formulas are the published ones, kept
 first-order so thousands of layouts cost milliseconds; the full engine
-(``llmplan.core.estimate``) then re-estimates the short list.
+(``llmplan.core.engine``) then re-estimates the short list.
 
 Memory (bytes per GPU, worst pipeline stage):
 - model states: weights, gradients, Adam moments and fp32 master weights, divided by

@@ -18,7 +18,7 @@ from llmplan.core.system.goodput import (
 )
 from llmplan.core.system.pipeline import DataPipeline, data_pipeline, token_id_bytes
 from llmplan.core.system.power import PowerReport, gpu_power_watts, power_report
-from llmplan.core.system.report import SystemReport, system_report
+from llmplan.core.system.report import Evaluation, SystemReport, evaluation, system_report
 from llmplan.core.system.settings import (
     CheckpointOptions,
     FailureRate,
@@ -31,9 +31,9 @@ from llmplan.core.system.settings import (
 )
 
 __all__ = [
-    "CheckpointIO", "CheckpointOptions", "CheckpointSize", "ColdStart", "DataPipeline", "FailureRate", "Finding",
+    "CheckpointIO", "CheckpointOptions", "CheckpointSize", "ColdStart", "DataPipeline", "Evaluation", "FailureRate", "Finding",
     "Goodput", "GridProfile", "HostProfile", "PipelineProfile", "PowerProfile", "PowerReport", "Ranking",
     "StoragePreset", "SystemReport", "SystemSettings", "checkpoint_io", "checkpoint_size", "cold_start",
-    "data_pipeline", "first_order_waste", "goodput_fraction", "goodput_report", "gpu_power_watts", "job_mtbf_s",
+    "data_pipeline", "evaluation", "first_order_waste", "goodput_fraction", "goodput_report", "gpu_power_watts", "job_mtbf_s",
     "power_report", "rank_bottlenecks", "system_json", "system_report", "token_id_bytes", "young_daly_interval_s",
 ]

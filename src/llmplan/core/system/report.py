@@ -43,6 +43,60 @@ class SystemReport:
         return None if self.goodput is None else self.goodput.wall_time_s.value / 86400.0
 
 
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What a plan evaluates to: the GPU engine's ``Estimate`` and, beside it, the ``SystemReport``.
+
+    The engine's result is never patched afterwards: it keeps its own (GPU-only) bottleneck, and this
+    pair answers ``bottleneck`` with the ranking over GPU and system together (issue: "the bottleneck
+    statement ranges over all of these"). The GPU figures read through unchanged, so a front end shows
+    ``evaluation.memory`` as it would ``estimate.memory``.
+    """
+
+    estimate: Estimate
+    system: SystemReport
+
+    @property
+    def bottleneck(self) -> Bottleneck:
+        return self.system.bottleneck
+
+    # The GPU figures read through, one property each (duplicates tool: boilerplate on purpose, so a
+    # reader and a type checker see exactly which names an Evaluation answers like an Estimate).
+    @property
+    def params(self):
+        return self.estimate.params
+
+    @property
+    def memory(self):
+        return self.estimate.memory
+
+    @property
+    def compute(self):
+        return self.estimate.compute
+
+    @property
+    def communication(self):
+        return self.estimate.communication
+
+    @property
+    def inference(self):
+        return self.estimate.inference
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The engine's warnings (the system's are ``system.warnings``)."""
+        return self.estimate.warnings
+
+    @property
+    def fits(self) -> bool:
+        return self.estimate.fits
+
+
+def evaluation(scenario: Scenario, estimate: Estimate, settings: SystemSettings) -> Evaluation:
+    """The engine's estimate with its system report beside it."""
+    return Evaluation(estimate, system_report(scenario, estimate, settings))
+
+
 def system_report(scenario: Scenario, estimate: Estimate, settings: SystemSettings) -> SystemReport:
     if scenario.workload == "inference":
         return _inference(scenario, estimate, settings)

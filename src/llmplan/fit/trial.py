@@ -1,0 +1,138 @@
+"""Evaluate a plan on this machine: re-point it, run the one pipeline, summarise the fit.
+
+Every evaluation goes through ``llmplan.plan.evaluate.evaluate_plan`` (the CLI's and the
+GUI's pipeline), on a copy of the user's plan whose hardware is this machine: the GPU
+spec inline, ``gpus_per_node`` = the local GPU count, one node, no network. A change is
+applied with ``llmplan.plan.overrides.apply_overrides``, the code behind ``--set``, so the
+``--set`` lines the verdict prints give exactly the numbers it shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from llmplan.core.hardware import GpuSpec, PeakFlops
+from llmplan.core.present import MemoryUnit
+from llmplan.core.workload import ParallelLayout
+from llmplan.errors import LlmplanError
+from llmplan.fit.local import FitMode, FitSummary, LocalMachine
+from llmplan.plan.document import HardwareRef, PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
+from llmplan.plan.overrides import apply_overrides
+
+gib = MemoryUnit("GiB").fmt  # fit verdicts read in GiB, the unit detection reports memory in
+
+
+def engine_of(doc: PlanDocument):
+    """The plan's inference engine profile (None for training or an unknown engine)."""
+    if doc.workload != "inference":
+        return None
+    from llmplan.catalog.engines import engine_profile
+
+    try:
+        return engine_profile(doc.inference.engine)
+    except LlmplanError:
+        return None
+
+
+def cpu_spec(host_ram_bytes: int) -> GpuSpec:
+    """Host RAM as the "device" of a CPU-only run (llama.cpp with no GPU): its bandwidth is the
+    llama.cpp profile's host-RAM bandwidth (a measured DDR5 figure, catalogs/engines.toml);
+    its FLOP/s are placeholders, so CPU-only speed is reported as unavailable."""
+    from llmplan.catalog.engines import engine_profile
+
+    bandwidth = engine_profile("llama.cpp").host_memory_bandwidth
+    return GpuSpec(id="local-cpu", name="CPU (host RAM)", vendor="other", memory_bytes=host_ram_bytes,
+                   memory_bandwidth=bandwidth, peak_flops=PeakFlops(fp32=1e12, fp16=1e12, bf16=1e12),
+                   unified_memory=True)
+
+
+def repoint(doc: PlanDocument, gpu: GpuSpec, count: int, layout: ParallelLayout) -> PlanDocument:
+    """``doc`` on ``count`` local ``gpu`` in one node with ``layout``."""
+    hw = HardwareRef(gpu=gpu.id, gpu_spec=gpu, gpus_per_node=count, nodes=1, network="none",
+                     price_per_gpu_hour=doc.hardware.price_per_gpu_hour)
+    return doc.model_copy(update={"hardware": hw, "parallelism": layout})
+
+
+def one_gpu_layout(doc: PlanDocument) -> ParallelLayout:
+    return ParallelLayout(sequence_parallel=doc.parallelism.sequence_parallel)
+
+
+def split_layout(doc: PlanDocument, count: int, num_heads: int, num_layers: int) -> ParallelLayout | None:
+    """All local GPUs on one replica: tensor parallel where the heads divide, pipeline (layer split,
+    llama.cpp's way) otherwise or for partial-offload engines; None when neither is possible."""
+    if count < 2:
+        return None
+    engine = engine_of(doc)
+    layer_split = engine is not None and engine.partial_offload
+    if not layer_split and num_heads % count == 0:
+        return ParallelLayout(tp=count, sequence_parallel=doc.parallelism.sequence_parallel)
+    if num_layers >= count:
+        return ParallelLayout(pp=count, sequence_parallel=doc.parallelism.sequence_parallel)
+    return None
+
+
+def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) -> FitSummary:
+    """Evaluate ``doc`` (already on this machine). User errors propagate as ``LlmplanError``."""
+    scenario, est = evaluate_plan(doc)
+    mem = est.memory
+    L = scenario.model.num_layers
+    gpu_layers = None
+    if est.inference is not None:
+        gpu_layers = int(est.inference.gpu_layers.value) if est.inference.gpu_layers is not None else L
+    host_needed = float(mem.host_ram.value)
+    offloaded = (gpu_layers is not None and gpu_layers < L) or (
+        doc.workload != "inference" and doc.training.offload != "none")
+    par = scenario.parallelism
+    mode: FitMode = "cpu" if cpu_only else "offload" if offloaded else "split" if par.tp * par.pp > 1 else "gpu"
+    if doc.workload == "inference" and not offloaded:
+        host_needed = 0.0  # llama.cpp's input embedding in host RAM is small and always there: not offload
+    tps = None
+    if machine.speed_known and not cpu_only:
+        tps = float(est.inference.tokens_per_s.value) if est.inference is not None else (
+            float(est.compute.tokens_per_s.value) if est.compute is not None else None)
+    summary = FitSummary(fits=False, mode=mode, tp=par.tp, pp=par.pp, needed_bytes=float(mem.total.value),
+                         capacity_bytes=float(mem.capacity.value), host_needed_bytes=host_needed,
+                         host_available_bytes=machine.host_ram_bytes, gpu_layers=gpu_layers, total_layers=L,
+                         tokens_per_s=tps, estimate=est)
+    return replace(summary, fits=bool(mem.fits) and summary.host_ok)
+
+
+def try_change(base: PlanDocument, overrides: tuple[str, ...], machine: LocalMachine,
+               cpu_only: bool = False) -> FitSummary | None:
+    """``base`` with ``overrides`` applied and evaluated; None when the change is invalid there."""
+    try:
+        return summarize(apply_overrides(base, overrides), machine, cpu_only)
+    except LlmplanError:
+        return None
+
+
+def speed_of(summary: FitSummary) -> float | None:
+    """Tokens/s for ratios: the engine's figure even where the verdict hides it (placeholder specs
+    still rank options by the same model)."""
+    est = summary.estimate
+    if est.inference is not None:
+        return float(est.inference.tokens_per_s.value)
+    return float(est.compute.tokens_per_s.value) if est.compute is not None else None
+
+
+def outcome(s: FitSummary) -> str:
+    """How a plan sits on this machine, in a few words."""
+    if s.mode == "cpu":
+        text = f"{gib(s.needed_bytes)} of {gib(s.capacity_bytes)} host RAM"
+        return f"fits in {text}" if s.fits else f"needs {text}"
+    if s.mode == "offload" and s.gpu_layers is not None:
+        host = f"{gib(s.host_needed_bytes)} in host RAM"
+        if s.host_available_bytes is not None:
+            host += f" ({gib(s.host_available_bytes)} available)"
+        where = f"{s.gpu_layers} of {s.total_layers} layers on the GPU, {host}"
+        return f"fits with CPU offload: {where}" if s.fits else f"does not fit even with offload: {where}"
+    if s.mode == "offload":
+        host = f"{gib(s.host_needed_bytes)} in host RAM"
+        if s.host_available_bytes is not None:
+            host += f" of {gib(s.host_available_bytes)}"
+        return (f"fits with CPU offload: {gib(s.needed_bytes)} per GPU, {host}" if s.fits
+                else f"needs {gib(s.needed_bytes)} per GPU and {host}")
+    if s.fits:
+        return f"fits with {gib(s.headroom_bytes)} free per GPU ({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})"
+    return f"needs {gib(s.needed_bytes)} per GPU, {gib(s.capacity_bytes)} usable ({gib(-s.headroom_bytes)} short)"

@@ -1,0 +1,42 @@
+"""One evaluation pipeline for every front end: plan -> Scenario -> Estimate -> Evaluation (with the system report).
+
+The CLI, the GUI and the auto-planner's final answer all go through here, so a plan gives
+the same numbers wherever it is opened. The GPU engine (``llmplan.core.engine``) knows
+nothing of storage, failures or power; ``with_system`` puts that report, from the plan's
+``system`` options, beside the engine's result in an ``Evaluation`` whose bottleneck ranks GPU
+and system together (issue: "the bottleneck statement ranges over all of these"); the engine's
+own result is never patched.
+"""
+
+from __future__ import annotations
+
+from llmplan.core import engine
+from llmplan.core.result import Estimate
+from llmplan.core.system.report import Evaluation, evaluation
+from llmplan.core.workload import Scenario
+from llmplan.plan.document import PlanDocument, SystemOptions
+from llmplan.plan.resolve import resolve
+
+
+def system_settings(options: SystemOptions, scenario: Scenario | None = None):
+    """The plan's ``system`` options over the catalog's named defaults (``catalogs/system``): a data
+    centre's, or a personal machine's when the scenario is one (``ClusterSpec.is_personal_machine``)."""
+    from llmplan.catalog.system_presets import default_system_settings
+
+    personal = scenario is not None and scenario.cluster.is_personal_machine
+    return default_system_settings(**options.model_dump(exclude_none=True), personal=personal)
+
+
+def with_system(scenario: Scenario, est: Estimate, options: SystemOptions) -> Evaluation:
+    """``est`` and, beside it, its system report; the pair's ``bottleneck`` ranges over both."""
+    return evaluation(scenario, est, system_settings(options, scenario))
+
+
+def evaluate_scenario(scenario: Scenario, options: SystemOptions) -> Evaluation:
+    return with_system(scenario, engine.estimate(scenario), options)
+
+
+def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
+    """Resolve ``doc`` and estimate it, system report included. User errors raise ``LlmplanError``."""
+    scenario = resolve(doc)
+    return scenario, evaluate_scenario(scenario, doc.system)

@@ -1,0 +1,166 @@
+"""PlanDocument -> Scenario: look up the catalog ids a plan names, prefer what it carries inline.
+
+Order of preference, so a shared plan opens identically elsewhere: ``model.spec``, then
+``model.config`` (an inline config.json), then the catalog's ``model.id``; the inline
+``hardware.gpu_spec`` / ``hardware.network_spec``, then the catalog ids. Efficiency is
+the catalog's default for the GPU with the plan's ``efficiency`` overrides on top.
+``inline_specs`` writes the looked-up specs into the document (what "Save" does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, personal_machine
+from llmplan.core.model import ModelSpec
+from llmplan.core.workload import Scenario
+from llmplan.errors import CatalogError, ConfigError, PlanFileError
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.validation import describe_validation_error
+
+
+def _model_catalog() -> Any:
+    from llmplan.catalog.models import load_model_catalog
+
+    return load_model_catalog()
+
+
+def _hardware_catalog() -> Any:
+    from llmplan.catalog.hardware import load_hardware_catalog
+
+    return load_hardware_catalog()
+
+
+def resolve_model(doc: PlanDocument) -> ModelSpec:
+    ref = doc.model
+    if ref.spec is not None:
+        return ref.spec
+    if ref.config is not None:
+        from llmplan.formats.hf_config import spec_from_config
+
+        try:
+            return spec_from_config(ref.config, name=ref.name or ref.id or doc.name or "inline model")
+        except ConfigError as exc:
+            raise PlanFileError(f"model.config: {exc}") from None
+    return _model_catalog().get(ref.id).spec
+
+
+def resolve_gpu(doc: PlanDocument) -> GpuSpec:
+    if doc.hardware.gpu_spec is not None:
+        return doc.hardware.gpu_spec
+    return _hardware_catalog().gpu(doc.hardware.gpu).spec
+
+
+def resolve_network(doc: PlanDocument) -> NetworkSpec:
+    hw = doc.hardware
+    if hw.network_spec is not None:
+        return hw.network_spec
+    if hw.network == "none":
+        if hw.nodes > 1:
+            raise PlanFileError(
+                f"hardware.network: {hw.nodes} nodes need a network between them; "
+                "set hardware.network to a catalog network id (llmplan-cli catalog networks)"
+            )
+        return NetworkSpec()
+    net = _hardware_catalog().network(hw.network)
+    if hasattr(net, "spec_for"):  # a node-wide port is shared by the node's GPUs
+        return net.spec_for(hw.gpus_per_node)
+    return getattr(net, "spec", net)
+
+
+def resolve_intra_node_bandwidth(doc: PlanDocument) -> float | None:
+    hw = doc.hardware
+    if hw.intra_node_bandwidth is not None or not hw.node:
+        return hw.intra_node_bandwidth
+    return _hardware_catalog().node(hw.node).intra_node_bandwidth
+
+
+def resolve_host_memory_bandwidth(doc: PlanDocument) -> float | None:
+    """The plan's own figure, else its node preset's, else the catalog's default host (offload timing)."""
+    hw = doc.hardware
+    if hw.host_memory_bandwidth is not None:
+        return hw.host_memory_bandwidth
+    return _hardware_catalog().host_memory_bandwidth_for(hw.node)
+
+
+def resolve_nvme_bandwidth(doc: PlanDocument, personal: bool = False) -> tuple[float | None, float | None]:
+    """Read and write bytes/s of one node's NVMe offload drives (``system.offload_storage`` or the
+    catalog's default, a data centre's or a personal machine's), for plans that offload to NVMe;
+    (None, None) otherwise."""
+    if doc.workload == "inference" or doc.training.offload != "nvme":
+        return None, None
+    from llmplan.catalog.system_presets import default_system_settings
+
+    drives = default_system_settings(offload_storage=doc.system.offload_storage, personal=personal).offload_storage
+    if drives is None:
+        return None, None
+    return drives.bandwidth("read", 1), drives.bandwidth("write", 1)
+
+
+def default_efficiency(gpu: GpuSpec) -> Efficiency:
+    """The catalog's achievable fractions for this GPU; the generic defaults for a GPU it lacks."""
+    try:
+        catalog = _hardware_catalog()
+        return catalog.efficiency_for(gpu.id)
+    except CatalogError:
+        return Efficiency()
+
+
+def resolve_engine_profile(doc: PlanDocument) -> Any:
+    """Inference runs on a named engine (vLLM, llama.cpp ...) whose overheads are catalog data;
+    training needs none. An unknown engine id raises ``CatalogError`` listing the known ones."""
+    if doc.workload != "inference":
+        return None
+    from llmplan.catalog.engines import engine_profile
+
+    return engine_profile(doc.inference.engine)
+
+
+def resolve(doc: PlanDocument) -> Scenario:
+    """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
+    ``PlanFileError`` naming the field."""
+    model = resolve_model(doc)
+    gpu = resolve_gpu(doc)
+    hw = doc.hardware
+    nvme_read, nvme_write = resolve_nvme_bandwidth(doc, personal_machine(gpu, hw.nodes))
+    try:
+        cluster = ClusterSpec(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
+                              network=resolve_network(doc), price_per_gpu_hour=hw.price_per_gpu_hour,
+                              intra_node_bandwidth=resolve_intra_node_bandwidth(doc),
+                              host_memory_bandwidth=resolve_host_memory_bandwidth(doc),
+                              nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
+        return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
+                        inference=doc.inference, parallelism=doc.parallelism,
+                        efficiency=doc.efficiency.apply(hw.gpu_efficiency or default_efficiency(gpu)),
+                        engine_profile=resolve_engine_profile(doc))
+    except ValidationError as exc:
+        raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
+
+
+def inline_specs(doc: PlanDocument) -> PlanDocument:
+    """The document with its model and hardware specs written in, so it opens the same anywhere."""
+    model = doc.model
+    if model.spec is None and model.config is None:
+        entry = _model_catalog().get(model.id)
+        config = getattr(entry, "config", None)  # the entry's own config.json, when the catalog keeps it
+        if isinstance(config, dict):
+            model = model.model_copy(update={"config": config})
+        else:
+            model = model.model_copy(update={"spec": entry.spec})
+    hw = doc.hardware
+    updates: dict[str, Any] = {}
+    if hw.gpu_spec is None:
+        updates["gpu_spec"] = resolve_gpu(doc)
+    if hw.gpu_efficiency is None:  # the receiver's catalog may rate this GPU differently
+        updates["gpu_efficiency"] = default_efficiency(updates.get("gpu_spec") or hw.gpu_spec)
+    if hw.network_spec is None and hw.network != "none":
+        updates["network_spec"] = resolve_network(doc)
+    if hw.intra_node_bandwidth is None and hw.node:
+        updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
+    if hw.host_memory_bandwidth is None and doc.workload != "inference" and doc.training.offload != "none":
+        updates["host_memory_bandwidth"] = resolve_host_memory_bandwidth(doc)
+    if updates:
+        hw = hw.model_copy(update=updates)
+    return doc.model_copy(update={"model": model, "hardware": hw})
