@@ -14,6 +14,7 @@ import pytest
 from scripted import GIB, ScriptedHost, ScriptedSource, run
 
 from llmplan.errors import InputError
+from llmplan.watch.metrics import GPU_INDEX as G
 from llmplan.watch.ring import Ring
 from llmplan.watch.sampler import Sampler, Watcher, check_interval, open_sampler, open_sources
 
@@ -194,3 +195,51 @@ def test_watcher_samples_at_its_interval_and_stops():
     assert s.samples == n and not w.running
     s.close()
     assert src.closed
+
+
+def test_a_failing_host_reader_costs_its_row_not_the_watch():
+    def broken(now):
+        raise RuntimeError("psutil exploded")
+
+    src = ScriptedSource(lambda slot, now: {"util_pct": 5.0})
+    s = Sampler([(src, src.open())], ScriptedHost(broken), capacity=8)
+    s.sample(now=1.0)
+    snap = s.snapshot()
+    assert np.isnan(snap.host).all() and snap.gpus[0].values[0, G["util_pct"]] == 5.0
+    assert snap.host_reason == "host metrics failed: RuntimeError('psutil exploded')"
+
+
+def test_watcher_reports_an_unexpected_failure_instead_of_dying_silently():
+    class Broken(Sampler):
+        def sample(self, now=None):
+            raise RuntimeError("bug")
+
+    w = Watcher(Broken([], ScriptedHost(), capacity=4), 0.1)
+    w.start()
+    deadline = time.time() + 2
+    while w.running and time.time() < deadline:
+        time.sleep(0.02)
+    assert w.error == "sampling stopped: RuntimeError('bug')"
+
+
+def test_psutil_host_where_there_is_no_proc():
+    from types import SimpleNamespace
+
+    from llmplan.watch.host import NoHost, PsutilHost
+    from llmplan.watch.metrics import HOST_INDEX as H
+
+    counters = iter([SimpleNamespace(read_bytes=1000, write_bytes=0), SimpleNamespace(read_bytes=3000, write_bytes=500)])
+    fake = SimpleNamespace(
+        cpu_percent=lambda interval=None: 42.0,
+        virtual_memory=lambda: SimpleNamespace(total=16 * GIB, available=6 * GIB),
+        swap_memory=lambda: SimpleNamespace(total=2 * GIB, used=GIB),
+        disk_io_counters=lambda: next(counters))
+    host = PsutilHost(fake)
+    first = host.read(10.0)
+    assert first[H["cpu_busy_pct"]] == 42.0 and first[H["ram_used_bytes"]] == 10 * GIB
+    assert math.isnan(first[H["disk_read_bps"]]) and math.isnan(first[H["iowait_pct"]])  # no I/O wait there
+    second = host.read(12.0)
+    assert second[H["disk_read_bps"]] == 1000.0 and second[H["disk_write_bps"]] == 250.0
+    assert second[H["swap_used_bytes"]] == GIB
+    none = NoHost("host metrics need /proc (Linux) or psutil (pip install psutil)")
+    assert np.isnan(none.read(1.0)).all() and "psutil" in none.reason

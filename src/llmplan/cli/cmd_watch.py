@@ -210,6 +210,9 @@ def finish(sampler: Sampler, args: argparse.Namespace, plan: PlanLink | None, wh
     sampler.close()
     record = run_record(snap, interval_s=args.interval, plan=plan, steps=args.steps, steps_per_s=args.steps_per_s)
     record["stopped"] = why
+    if snap.host_reason:
+        record["host_reason"] = snap.host_reason
+        err.write(f"llmplan-cli watch: {snap.host_reason}\n")
     written = []
     if not args.no_run_file:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

@@ -255,6 +255,8 @@ class WatchPanel(QWidget):
         text = f"{'Watching' if self.running else 'Stopped'}: {what}; {snap.samples} samples"
         if snap.pid is not None:
             text += f"; process {snap.pid}" + (" exited" if snap.process_exited_at is not None else "")
+        if snap.host_reason:
+            text += f"; {snap.host_reason}"
         if self.watcher is not None and self.watcher.error:
             text += f"; {self.watcher.error}"
         self.status.setText(text)

@@ -108,6 +108,7 @@ class Sampler:
         self.samples = 0
         self.pid: int | None = None
         self.process_exited_at: float | None = None
+        self.host_error: str | None = None
         self._lock = threading.Lock()
         if pid is not None:
             self.set_pid(pid)
@@ -145,7 +146,11 @@ class Sampler:
                 rows.append((g, None, str(exc) or "the GPU stopped answering"))
             except Exception as exc:  # a parser bug must stop one GPU, not the watch
                 rows.append((g, None, f"sampling failed: {exc!r}"))
-        host = self.host.read(now)
+        try:
+            host = self.host.read(now)
+        except Exception as exc:  # a host reader's bug costs that sample's host row, not the watch
+            host = np.full(len(HOST_METRICS), np.nan)
+            self.host_error = f"host metrics failed: {exc!r}"
         exited = pid is not None and self._alive(pid) is False
         with self._lock:
             for g, row, lost in rows:
@@ -178,7 +183,7 @@ class Sampler:
             host_t, host = self.host_ring.window(window_s)
             return Snapshot(self.started, self.host_ring.last_time(), gpus, host_t, host, tuple(self.events),
                             self.reasons, self.pid, self.process_exited_at, self.samples,
-                            getattr(self.host, "reason", None))
+                            self.host_error or getattr(self.host, "reason", None))
 
     def close(self) -> None:
         for src in self._sources:
