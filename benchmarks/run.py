@@ -101,6 +101,25 @@ def detect_rows() -> list[Row]:
              f"{d['median_ms']:.1f} ms (worst {d['worst_ms']:.0f} ms)", "well under 1 s", "bench_detect.py")]
 
 
+def watch_rows(gui: bool) -> list[Row]:
+    import bench_watch
+
+    c = bench_watch.sampler_cost()
+    rows = [("Watch sampler: cost per sample per GPU, 8 GPUs through the tests' fake NVML (llmplan's own "
+             "work; a real driver adds its calls' time) (median of 2,000)", f"{c['per_gpu_us']:.0f} µs", "≤ 1 ms",
+             "bench_watch.py"),
+            ("Watch sampler: host metrics from /proc, per sample (median of 200)", f"{c['host_us']:.0f} µs", "—",
+             "bench_watch.py")]
+    if gui:
+        p = bench_watch.panel_cost()
+        rows += [("Watch panel: update per tick, 8 GPUs + host, 5-min window of 1 s samples (78 curves) "
+                  "(median of 60)", f"{p['tick_ms']:.1f} ms (max {p['tick_max_ms']:.0f} ms)", "≤ 5 ms",
+                  "bench_watch.py"),
+                 ("Watch panel: Qt's repaint of the changed charts after a tick, 1280×1400 px offscreen (median of 60)",
+                  f"{p['paint_ms']:.0f} ms", "—", "bench_watch.py")]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-gui", action="store_true", help="leave out the GUI rows (no PySide6 needed)")
@@ -109,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     if not args.skip_gui:
         rows += gui_rows()
-    rows += engine_rows() + search_rows() + detect_rows()
+    rows += engine_rows() + search_rows() + detect_rows() + watch_rows(gui=not args.skip_gui)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"llmplan benchmarks — {now}; {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{platform.system()} (timings vary with machine load)\n")

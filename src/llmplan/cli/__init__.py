@@ -28,9 +28,10 @@ def _subcommand_modules() -> list:
         cmd_schema,
         cmd_search,
         cmd_serve,
+        cmd_watch,
     )
 
-    return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_hub, cmd_schema]
+    return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_hub, cmd_watch, cmd_schema]
 
 
 def one_line(text: str) -> str:

@@ -6,7 +6,8 @@ measured, when the calibration was taken on the plan's GPU (rules: ``llmplan.pla
 
 - peak memory: ``torch.cuda.max_memory_allocated()`` counts the bytes PyTorch's allocator handed
   to tensors, so it is compared with the estimate's per-GPU total *less* the CUDA context and
-  fragmentation overhead (which that counter never sees);
+  fragmentation overhead (which that counter never sees); ``peak_device_memory_bytes`` (what
+  ``llmplan-cli watch`` measured through NVML, context included) is compared with the total;
 - step time: a training step, or for inference one decode step (the time per output token).
 """
 
@@ -29,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-calibration", action="store_true",
                    help="with --this-machine: ignore the saved calibration")
     p.add_argument("--compare-run", metavar="RUN.json",
-                   help='compare the estimate with a measured run: {"peak_memory_bytes": ..., "step_time_s": ...}')
+                   help='compare the estimate with a measured run: {"peak_memory_bytes": ..., "step_time_s": ...}, '
+                   "or the run file llmplan-cli watch writes")
 
 
 def calibrated_document(doc: PlanDocument, file_arg: str) -> tuple[PlanDocument, str]:
@@ -66,7 +68,7 @@ def run_comparisons(est: Estimate, run_path: str) -> list[dict[str, Any]]:
     allocated = mem.total.value - mem.overhead.value
     step = (est.compute.step_time_s.value if est.compute is not None
             else est.inference.tpot_s.value if est.inference is not None else None)
-    rows = compare_run(run, peak_memory=allocated, step_time=step)
+    rows = compare_run(run, peak_memory=allocated, step_time=step, device_memory=mem.total.value)
     if not rows:
         raise InputError(f"{run_path}: nothing to compare: the run and the estimate share no quantity")
     return [{"quantity": c.quantity, "measured": c.measured, "estimated": c.estimated,
@@ -74,5 +76,6 @@ def run_comparisons(est: Estimate, run_path: str) -> list[dict[str, Any]]:
 
 
 def comparison_text(rows: list[dict[str, Any]]) -> str:
-    return "\n".join(["measured run (estimated memory excludes the CUDA context and fragmentation)",
+    return "\n".join(["measured run (estimated peak memory excludes the CUDA context and fragmentation; "
+                      "device memory includes them)",
                       *(f"  {r['sentence']}" for r in rows)])

@@ -49,6 +49,9 @@ class MainWindow(FileActions, QMainWindow):
         self.charts = ChartsPanel() if charts else None
         self._build_splitters()
         self._build_menus()
+        from llmplan.gui.watch_dock import install_watch
+
+        install_watch(self)  # View ▸ Watch This Machine: live telemetry beside the plan (issue 25)
         self.state.evaluated.connect(self._show)
         self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
         self.state.undo_stack.cleanChanged.connect(self._update_title)

@@ -59,6 +59,7 @@ class ThisMachine(QWidget):
 
     fitted = Signal(object)  # LocalFit | None, after each background answer
     message = Signal(str)
+    watch_requested = Signal()  # the "Watch a running job" link: the Watch panel (gui/watch_dock.py)
 
     def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -79,8 +80,13 @@ class ThisMachine(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 0, 4, 0)
         lay.setSpacing(2)
+        self.watch_link = QLabel('<a href="watch">Watch a running job on this machine…</a>', self)
+        self.watch_link.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.watch_link.setAccessibleName("Watch a running job")
+        self.watch_link.linkActivated.connect(lambda _href: self.watch_requested.emit())
         lay.addWidget(self.verdict)
         lay.addWidget(self.changes)
+        lay.addWidget(self.watch_link)
         self.apply_actions: list[QAction] = []
         for i in range(MAX_CHANGES):  # Alt+1…3 apply the first three changes
             act = QAction(f"Apply change {i + 1} for this machine", self)

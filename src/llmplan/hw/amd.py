@@ -20,7 +20,7 @@ ROCM_SMI_ARGV = ["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--js
 _UNIT_BYTES = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
-def _load_json(text: str) -> object:
+def load_tool_json(text: str) -> object:
     # rocm-smi may print a WARNING line before the JSON; start at the first brace.
     start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
     if start < 0:
@@ -43,7 +43,7 @@ def _get_ci(row: dict, *names: str) -> object:
 
 def parse_rocm_smi_json(text: str) -> tuple[DetectedGpu, ...]:
     """GPUs in ``rocm-smi --showproductname --showmeminfo vram --json`` (keys "card0", "card1", ...)."""
-    data = _load_json(text)
+    data = load_tool_json(text)
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object keyed by card")
     gpus = []
@@ -106,7 +106,7 @@ def _index(value: object, default: int) -> int:
 
 def parse_amd_smi_static_json(text: str) -> tuple[DetectedGpu, ...]:
     """GPUs in ``amd-smi static --json`` (a list, or ``{"gpu_data": [...]}`` since ROCm 6.3)."""
-    data = _load_json(text)
+    data = load_tool_json(text)
     rows = data.get("gpu_data") if isinstance(data, dict) else data
     if isinstance(rows, dict):
         rows = [rows]

@@ -135,11 +135,16 @@ def load_calibration(path: Path | None = None) -> Calibration | None:
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    """What a real run used: peak allocated bytes (``torch.cuda.max_memory_allocated()``) and seconds per step."""
+    """What a real run used: peak allocated bytes (``torch.cuda.max_memory_allocated()``) and seconds per step.
+
+    ``peak_device_memory_bytes`` is what the device reported for the process (``llmplan-cli watch``,
+    from NVML): the allocator's bytes plus its cache and the CUDA context.
+    """
 
     peak_memory_bytes: int | None
     step_time_s: float | None
     source: str = ""
+    peak_device_memory_bytes: int | None = None
 
 
 def _positive(data: dict, key: str, path: str, integer: bool) -> float | int | None:
@@ -155,7 +160,8 @@ def _positive(data: dict, key: str, path: str, integer: bool) -> float | int | N
 
 
 def import_measured_run(path: str | Path) -> MeasuredRun:
-    """Read ``{"peak_memory_bytes": ..., "step_time_s": ...}`` (either may be absent, not both)."""
+    """Read ``{"peak_memory_bytes": ..., "peak_device_memory_bytes": ..., "step_time_s": ...}`` (any may be
+    absent, not all; ``llmplan-cli watch`` writes the last two)."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -172,10 +178,11 @@ def import_measured_run(path: str | Path) -> MeasuredRun:
         peak_memory_bytes=_positive(data, "peak_memory_bytes", str(p), integer=True),
         step_time_s=_positive(data, "step_time_s", str(p), integer=False),
         source=str(p),
+        peak_device_memory_bytes=_positive(data, "peak_device_memory_bytes", str(p), integer=True),
     )
-    if run.peak_memory_bytes is None and run.step_time_s is None:
-        raise InputError(f"{p}: give at least one of peak_memory_bytes (from torch.cuda.max_memory_allocated()) "
-                         "or step_time_s")
+    if run.peak_memory_bytes is None and run.step_time_s is None and run.peak_device_memory_bytes is None:
+        raise InputError(f"{p}: give at least one of peak_memory_bytes (from torch.cuda.max_memory_allocated()), "
+                         "peak_device_memory_bytes (llmplan-cli watch) or step_time_s")
     return run
 
 
@@ -202,11 +209,18 @@ def compare(quantity: str, measured: float, estimate: object) -> Comparison:
     return Comparison(quantity, float(measured), estimated, (estimated - measured) / measured)
 
 
-def compare_run(run: MeasuredRun, *, peak_memory: object = None, step_time: object = None) -> tuple[Comparison, ...]:
-    """Every quantity both the run and the estimate have (memory per GPU in bytes, step time in s)."""
+def compare_run(run: MeasuredRun, *, peak_memory: object = None, step_time: object = None,
+                device_memory: object = None) -> tuple[Comparison, ...]:
+    """Every quantity both the run and the estimate have (memory per GPU in bytes, step time in s).
+
+    ``device_memory`` is the estimate's per-GPU total with the context and allocator overhead,
+    set against ``peak_device_memory_bytes``."""
     out = []
     if run.peak_memory_bytes is not None and peak_memory is not None:
         out.append(compare("peak memory per GPU (bytes)", run.peak_memory_bytes, peak_memory))
+    if run.peak_device_memory_bytes is not None and device_memory is not None:
+        out.append(compare("peak device memory per GPU, context included (bytes)", run.peak_device_memory_bytes,
+                           device_memory))
     if run.step_time_s is not None and step_time is not None:
         out.append(compare("step time (s)", run.step_time_s, step_time))
     return tuple(out)

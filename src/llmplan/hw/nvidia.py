@@ -130,7 +130,7 @@ def _try(fn, *args):
         return None
 
 
-def _memory(nvml: ModuleType, handle) -> tuple[int, int, int]:
+def memory_info(nvml: ModuleType, handle) -> tuple[int, int, int]:
     """(total, used, free) bytes; the v2 call excludes driver-reserved memory from "used"."""
     version = getattr(nvml, "nvmlMemory_v2", None)
     if version is not None:
@@ -156,7 +156,7 @@ def _mig_instances(nvml: ModuleType, handle) -> tuple[bool | None, tuple[MigInst
         mig = _try(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, i)
         if mig is None:
             continue  # a slot with no MIG device configured (NVML_ERROR_NOT_FOUND)
-        mem = _try(_memory, nvml, mig)
+        mem = _try(memory_info, nvml, mig)
         if mem is None:
             continue
         instances.append(MigInstance(
@@ -199,7 +199,7 @@ def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
         bus_to_index = {b: i for i, b in enumerate(bus_ids) if b}
         gpus = []
         for i, h in enumerate(handles):
-            total, used, free = _memory(nvml, h)
+            total, used, free = memory_info(nvml, h)
             cc = _try(nvml.nvmlDeviceGetCudaComputeCapability, h)
             links_up, peers, to_switch = _nvlink(nvml, h, bus_to_index)
             mig_enabled, migs = _mig_instances(nvml, h)
