@@ -57,6 +57,10 @@ CASES = {
         "MT-NLG 530B on 2,240 A100 (TP8 PP35 DP8, batch 1,920, full recompute): MFU", 0.302, "1",
         "Chowdhery et al. 2022, PaLM (arXiv:2204.02311), Table 3 (MT-NLG's MFU); Smith et al. 2022 "
         "(arXiv:2201.11990) §3 for the layout", 0.25),
+    "torchtitan-llama3-70b-tps": Case(
+        "Llama 3 70B on 64 A100 80GB with torchtitan (FSDP2, local batch 1, seq 8,192, full AC): tokens/s per GPU",
+        331.0, "tokens/s", "pytorch/torchtitan docs/performance.md, 'Llama 3 performance numbers' table (64 A100 "
+        "80GB, FSDP2): 70B, batch 1, full activation checkpointing, 331 WPS, 51.7% MFU", 0.15),
     "llama3-405b-mfu": Case(
         "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192): MFU", 0.41, "1",
         "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 (38-43%)", 0.22),
@@ -79,6 +83,17 @@ def _run(case: str):
         sc = scenario(gpt(20480, 128, 105), 2240, tp=8, pp=35, sp=False, seq_len=2048, micro_batch=1,
                       global_batch=1920, recompute="full", flash_attention=False, zero_stage=1, dropout=0.1,
                       precision="bf16")
+    elif case == "torchtitan-llama3-70b-tps":
+        from llmplan.core.workload import ParallelLayout, TrainingSettings
+        from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+        from llmplan.plan.evaluate import evaluate_plan
+
+        tr = TrainingSettings(framework="fsdp2", seq_len=8192, micro_batch=1, global_batch=64, recompute="full",
+                              zero_stage=3, flash_attention=True, offload="none")
+        doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-70B"), workload="pretrain", training=tr,
+                           hardware=HardwareRef(gpu="nvidia-a100-sxm4-80gb", gpus_per_node=8, nodes=8,
+                                                network="ib-hdr-200"), parallelism=ParallelLayout(dp=64))
+        return evaluate_plan(doc)[1]
     else:
         from .test_llama3_405b import _meta_run
 
@@ -90,6 +105,8 @@ def ours(case: str) -> float:
     c = _run(case).compute
     if CASES[case].unit == "TFLOP/s":
         return c.hardware_flops_per_step.value / c.step_time_s.value / _gpus(case) / 1e12
+    if CASES[case].unit == "tokens/s":
+        return c.tokens_per_s.value / 64
     return c.mfu.value
 
 
