@@ -20,6 +20,27 @@ BAR_H = 26
 LEGEND_ROW_H = 18
 
 
+def paint_legend(widget: QWidget, p: QPainter, items: list[tuple[str, str]], top: int) -> None:
+    """Coloured squares with their labels, wrapped to the widget's width; grows its minimum height to fit.
+    Shared by the memory and step-time bars."""
+    font = QFont(widget.font())
+    font.setPointSizeF(max(font.pointSizeF() - 1, 7))
+    p.setFont(font)
+    fm = p.fontMetrics()
+    x, y = 2, top
+    for text, colour in items:
+        item_w = 14 + fm.horizontalAdvance(text) + 12
+        if x + item_w > widget.width() and x > 2:
+            x, y = 2, y + LEGEND_ROW_H
+        p.fillRect(QRectF(x, y + 4, 10, 10), QColor(colour))
+        p.setPen(widget.palette().windowText().color())
+        p.drawText(x + 14, y + fm.ascent() + 2, text)
+        x += item_w
+    needed = y + LEGEND_ROW_H + 2
+    if needed != widget.minimumHeight():
+        widget.setMinimumHeight(needed)
+
+
 class MemoryBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -80,23 +101,9 @@ class MemoryBar(QWidget):
         self._paint_legend(p, BAR_H + 8)
 
     def _paint_legend(self, p: QPainter, top: int) -> None:
-        font = QFont(self.font())
-        font.setPointSizeF(max(font.pointSizeF() - 1, 7))
-        p.setFont(font)
-        fm = p.fontMetrics()
-        x, y = 2, top
-        for key, value in self._visible_parts():
-            text = f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}"
-            item_w = 14 + fm.horizontalAdvance(text) + 12
-            if x + item_w > self.width() and x > 2:
-                x, y = 2, y + LEGEND_ROW_H
-            p.fillRect(QRectF(x, y + 4, 10, 10), QColor(PART_COLOURS.get(key, "#888888")))
-            p.setPen(self.palette().windowText().color())
-            p.drawText(x + 14, y + fm.ascent() + 2, text)
-            x += item_w
-        needed = y + LEGEND_ROW_H + 2
-        if needed != self.minimumHeight():
-            self.setMinimumHeight(needed)
+        items = [(f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}", PART_COLOURS.get(key, "#888888"))
+                 for key, value in self._visible_parts()]
+        paint_legend(self, p, items, top)
 
     def mouseMoveEvent(self, event) -> None:
         pos = event.position()

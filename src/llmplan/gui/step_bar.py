@@ -9,13 +9,13 @@ formula, so a person sees *why* a step takes what it takes.
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from llmplan.core.result import ComputeReport
+from llmplan.gui.memory_bar import LEGEND_ROW_H, paint_legend
 
 BAR_H = 22
-LEGEND_ROW_H = 18
 PARTS = {  # breakdown key -> (label, colour)
     "gemm": ("GEMMs", "#4e79a7"),
     "attention": ("Attention", "#76b7b2"),
@@ -80,22 +80,8 @@ class StepTimeBar(QWidget):
             x += rect.width()
         p.setPen(self.palette().windowText().color())
         p.drawRect(QRectF(1, 2, w - 1, BAR_H))
-        font = QFont(self.font())
-        font.setPointSizeF(max(font.pointSizeF() - 1, 7))
-        p.setFont(font)
-        fm = p.fontMetrics()
-        x, y = 2, BAR_H + 8
-        for key, value in self.parts():
-            text = f"{PARTS[key][0]} {fmt_seconds(value)}"
-            item_w = 14 + fm.horizontalAdvance(text) + 12
-            if x + item_w > self.width() and x > 2:
-                x, y = 2, y + LEGEND_ROW_H
-            p.fillRect(QRectF(x, y + 4, 10, 10), QColor(PARTS[key][1]))
-            p.drawText(x + 14, y + fm.ascent() + 2, text)
-            x += item_w
-        needed = y + LEGEND_ROW_H + 2
-        if needed != self.minimumHeight():
-            self.setMinimumHeight(needed)
+        paint_legend(self, p, [(f"{PARTS[k][0]} {fmt_seconds(v)}", PARTS[k][1]) for k, v in self.parts()],
+                     BAR_H + 8)
 
     def mouseMoveEvent(self, event) -> None:
         pos = event.position()
