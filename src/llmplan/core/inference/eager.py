@@ -20,6 +20,7 @@ layer, bytes per element, efficiency curves) are the engine profile's, each with
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ def curve_at(points: Curve, x: float) -> float:
         raise ValueError("empty curve")
     if x <= points[0][0]:
         return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
         if x <= x1:
             t = math.log(x / x0) / math.log(x1 / x0)
             return y0 + t * (y1 - y0)
