@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from llmplan.core.explain import Figure
+from llmplan.core.inference.context_fit import longest_context
 from llmplan.core.result import Estimate
 from llmplan.core.system import system_json
 from llmplan.core.workload import Scenario
@@ -93,6 +94,8 @@ def estimate_json(est: Estimate, scenario: Scenario, layout_source: str = "plan"
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
+        fit = longest_context(scenario)
+        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context}
     out["system"] = None if est.system is None else system_json(est.system)
     return out
 
@@ -203,6 +206,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("tokens/s per user", f"{i['tokens_per_s_per_user']:,.1f}"),
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
             ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
+            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens per sequence (trained: "
+                f"{i['trained_context_tokens']:,})")] if "longest_context_tokens" in i else []),
         ]))
     if data.get("system"):
         lines += ["", "beyond the GPU"]
