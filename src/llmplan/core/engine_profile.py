@@ -86,9 +86,20 @@ class EngineProfile(FrozenModel):
     kv_cache_copies: bool = Field(
         False, description="the cache grows by concatenation (DynamicCache): each step reads and rewrites it"
     )
-    # --- Compiled / C++ engines: a fixed cost every decode step pays. ---
+    # --- Compiled / C++ engines: fixed costs every decode step pays, and the quantised prompt kernels. ---
     step_overhead_s: float = Field(
         0.0, ge=0, le=1, description="seconds every decode step pays beyond the kernels (sampling, synchronisation)"
+    )
+    decode_layer_s: float = Field(
+        0.0, ge=0, le=0.01,
+        description="GPU seconds per layer per decode step that do not shrink with bandwidth: each of the layer's "
+        "small kernels takes a few microseconds however little it reads (CUDA back-end)",
+    )
+    decode_layer_s_apple: float | None = Field(None, ge=0, le=0.01, description="the same on Apple Silicon (Metal)")
+    prefill_quant_int8_efficiency: float | None = Field(
+        None, gt=0, le=1,
+        description="fraction of the GPU's dense int8 peak the engine's quantised matmul kernels (llama.cpp MMQ) "
+        "reach on a prompt, for block-quantised GGUF weights; None: dequantise and use the fp16 GEMM rate",
     )
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""

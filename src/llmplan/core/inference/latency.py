@@ -52,8 +52,10 @@ class PhaseTime:
         gpu = max(self.compute_s, self.memory_s)
         if self.host_s > gpu:
             return "host memory bandwidth"
-        if self.launch_s > gpu or self.fixed_s > gpu:
+        if self.launch_s > gpu:
             return "host (kernel launches)"
+        if self.fixed_s > gpu:
+            return "per-step overhead (small kernels)"
         if self.comm_s > gpu:
             return "interconnect"
         return "compute" if self.compute_s >= self.memory_s else "memory bandwidth"
@@ -82,6 +84,11 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             "in the GPU spec"
         )
     engine = plan.engine
+    flops = peak * eff.matmul
+    fmt = plan.weights.format
+    if engine.prefill_quant_int8_efficiency and fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") \
+            and gpu.vendor != "apple" and gpu.peak_flops.int8:
+        flops = gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
     measured = engine.decode_bandwidth_efficiency
     if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
         measured = engine.decode_bandwidth_efficiency_apple
@@ -97,7 +104,7 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
-    return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host)
+    return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host)
 
 
 def _linear_params(spec: ModelSpec, plan: MemoryPlan) -> tuple[float, float]:
@@ -212,7 +219,12 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
         e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
         return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
-    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=engine.step_overhead_s)
+    per_layer = engine.decode_layer_s
+    if scenario.cluster.gpu.vendor == "apple" and engine.decode_layer_s_apple is not None:
+        per_layer = engine.decode_layer_s_apple
+    layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
+    fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
+    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[
