@@ -164,7 +164,7 @@ def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: Ph
         return Bottleneck("memory bandwidth", f"{s.model.num_layers - plan.gpu_layers} layers stay in host RAM; "
                           "decode speed is set by the CPU's memory bandwidth: fit more layers on the GPU.")
     if step.bound == "host (kernel launches)":
-        return Bottleneck("host", f"The {plan.engine.name} engine issues every kernel from Python: the host CPU, not "
+        return Bottleneck("cpu", f"The {plan.engine.name} engine issues every kernel from Python: the host CPU, not "
                           "the GPU, sets the pace of each token. A compiled static cache or a serving engine "
                           "(vLLM, SGLang, llama.cpp) removes most of it.")
     if step.bound == "per-step overhead (small kernels)":
