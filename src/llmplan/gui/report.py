@@ -10,7 +10,10 @@ import io
 from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
+from llmplan.core.inference.context_fit import longest_context
 from llmplan.core.result import Estimate
+from llmplan.core.workload import Scenario
+from llmplan.errors import LlmplanError
 from llmplan.gui.theme import PART_LABELS
 from llmplan.gui.units import MemoryUnit, fmt_figure, params_text
 
@@ -45,7 +48,17 @@ def verdict(est: Estimate, unit: MemoryUnit) -> str:
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
 
 
-def rows(est: Estimate) -> list[Row]:
+def _context_fit(scenario: Scenario | None) -> Figure | None:
+    """The longest context that fits (a bisection over the memory plan, kept out of ``estimate`` for speed)."""
+    if scenario is None or scenario.workload != "inference":
+        return None
+    try:
+        return longest_context(scenario).figure()
+    except LlmplanError:
+        return None
+
+
+def rows(est: Estimate, scenario: Scenario | None = None) -> list[Row]:
     out: list[Row] = []
     p = est.params
     out.append(Row("Model", "Parameters (total)", None, params_text(p.total)))
@@ -80,6 +93,9 @@ def rows(est: Estimate) -> list[Row]:
         out.append(Row("Inference", "Decode bound by", None, i.decode_bound))
         if i.gpu_layers is not None:
             out.append(Row("Inference", "Layers on the GPU", i.gpu_layers))
+        fit = _context_fit(scenario)
+        if fit is not None:
+            out.append(Row("Inference", "Longest context that fits", fit, style="count"))
         if i.cost_per_million_output is not None:
             out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
         if i.cost_per_million_input is not None:

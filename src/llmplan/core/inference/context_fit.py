@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.explain import Figure
 from llmplan.core.inference.memory import plan_memory
 from llmplan.core.workload import Scenario
 
@@ -33,6 +34,17 @@ class ContextFit:
     @property
     def limited_by_training(self) -> bool:
         return self.tokens >= self.trained_context
+
+    def figure(self) -> Figure:
+        return Figure.of(
+            self.tokens, "1",
+            formula="largest T with weights + batch × KV(T, paged) + activations(T) + buffers + overhead ≤ capacity",
+            inputs={"batch": self.batch, "capacity": self.capacity, "bytes_at_limit": self.bytes_at_limit,
+                    "trained_context": self.trained_context},
+            source="vllm",
+            assumptions=("prompt + output tokens per sequence; every layer on the GPU",
+                         "the model's trained context is shown beside it, not imposed (RoPE scaling extends it)"),
+        )
 
 
 def _total(scenario: Scenario, engine: EngineProfile, tokens: int) -> tuple[float, float]:
