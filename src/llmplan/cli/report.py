@@ -206,8 +206,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("tokens/s per user", f"{i['tokens_per_s_per_user']:,.1f}"),
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
             ("KV cache per token", f"{i['kv_bytes_per_token'] / 1024:,.1f} KiB"),
-            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens per sequence (trained: "
-                f"{i['trained_context_tokens']:,})")] if "longest_context_tokens" in i else []),
+            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
+               ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
+              if "longest_context_tokens" in i else []),
         ]))
     if data.get("system"):
         lines += ["", "beyond the GPU"]
