@@ -53,8 +53,14 @@ def test_rtx4090_matches_the_catalog_with_the_reported_memory():
     assert (m.host_ram_bytes, m.host_ram_total_bytes) == (avail, total)
 
 
-def test_unmatched_gpu_is_approximate_without_speed():
+def test_rtx_pro_6000_is_detected_from_its_recorded_line():
     line = "0, GPU-x, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887, 0, 97000, 575.51, 12.0, 5, 16, [N/A]"
+    m = local_hardware(DetectionReport(gpus=parse_nvidia_smi_csv(line), host=None))
+    assert m.catalog_id == "nvidia-rtx-pro-6000-blackwell-96gb" and m.speed_known
+
+
+def test_unmatched_gpu_is_approximate_without_speed():
+    line = "0, GPU-x, NVIDIA RTX PRO 9000 Future Edition, 97887, 0, 97000, 575.51, 12.0, 5, 16, [N/A]"
     m = local_hardware(DetectionReport(gpus=parse_nvidia_smi_csv(line), host=None))
     assert m.catalog_id is None and not m.speed_known and m.gpu.memory_bytes == 97887 * MIB
     assert any(n.startswith("approximate:") and "not in the catalog" in n for n in m.notes)

@@ -15,6 +15,7 @@ from typing import Any
 from llmplan.core import present
 from llmplan.core.explain import Figure
 from llmplan.core.framework_profile import SWITCH_NAMES
+from llmplan.core.inference.context_fit import longest_context
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
@@ -102,6 +103,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
         }
+        fit = longest_context(scenario)
+        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context}
     out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
@@ -202,6 +205,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
             ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
+            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
+               ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
+              if "longest_context_tokens" in i else []),
         ]))
     if data.get("system"):
         lines += ["", "beyond the GPU"]

@@ -9,9 +9,11 @@ preallocation, no paging; its one number is explained in ``cuda_context_bytes``.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from llmplan.core.frozen import FrozenModel
+
+Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
 
 
 class EngineProfile(FrozenModel):
@@ -49,4 +51,63 @@ class EngineProfile(FrozenModel):
         "synchronisation); llmplan assumption of ~10 µs, the order of small-message all-reduce latency over "
         "NVLink in nccl-tests and vLLM's custom all-reduce",
     )
+    # --- Eager engines (PyTorch without graphs: transformers generate()): the host issues every kernel. ---
+    host_op_s: float = Field(
+        0.0, ge=0, le=0.01,
+        description="host seconds per eager PyTorch op (Python, dispatch, launch); 0: the engine launches from "
+        "CUDA graphs or C++ and its host cost is not modelled op by op",
+    )
+    host_ops_per_layer: float = Field(
+        0.0, ge=0, description="host cost of one decoder layer's forward, in units of host_op_s"
+    )
+    host_ops_per_step: float = Field(0.0, ge=0, description="eager ops per decode step outside the layers")
+    host_ops_per_call: float = Field(0.0, ge=0, description="eager ops of one generate() call's set-up")
+    gemm_efficiency: Curve = Field(
+        (), description="(tokens, fraction of dense peak) of the engine's GEMMs by token count; () : Efficiency.matmul"
+    )
+    attention_efficiency: Curve = Field(
+        (), description="(sequence, fraction of dense peak) of causal flash attention forward by sequence length"
+    )
+    copy_bandwidth_efficiency: float | None = Field(
+        None, gt=0, le=1, description="fraction of peak bandwidth a large device copy reaches (memory-bound ops)"
+    )
+    norm_bytes_per_element: float = Field(
+        0.0, ge=0, description="bytes moved per element by the engine's RMSNorm (unfused: fp32 upcast), at copy speed"
+    )
+    act_bytes_per_element: float = Field(
+        0.0, ge=0, description="bytes moved per MLP intermediate element by the activation (SiLU then multiply)"
+    )
+    rotary_bytes_per_element: float = Field(
+        0.0, ge=0, description="bytes per query and key element the unfused rotary embedding moves; 0: fused"
+    )
+    residual_bytes_per_element: float = Field(
+        0.0, ge=0, description="bytes per hidden element a layer's residual adds move; 0: fused"
+    )
+    kv_cache_copies: bool = Field(
+        False, description="the cache grows by concatenation (DynamicCache): each step reads and rewrites it"
+    )
+    # --- Compiled / C++ engines: fixed costs every decode step pays, and the quantised prompt kernels. ---
+    step_overhead_s: float = Field(
+        0.0, ge=0, le=1, description="seconds every decode step pays beyond the kernels (sampling, synchronisation)"
+    )
+    decode_layer_s: float = Field(
+        0.0, ge=0, le=0.01,
+        description="GPU seconds per layer per decode step that do not shrink with bandwidth: each of the layer's "
+        "small kernels takes a few microseconds however little it reads (CUDA back-end)",
+    )
+    decode_layer_s_apple: float | None = Field(None, ge=0, le=0.01, description="the same on Apple Silicon (Metal)")
+    prefill_quant_int8_efficiency: float | None = Field(
+        None, gt=0, le=1,
+        description="fraction of the GPU's dense int8 peak the engine's quantised matmul kernels (llama.cpp MMQ) "
+        "reach on a prompt, for block-quantised GGUF weights; None: dequantise and use the fp16 GEMM rate",
+    )
+    describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
+
+    @field_validator("gemm_efficiency", "attention_efficiency")
+    @classmethod
+    def _curve(cls, v: Curve) -> Curve:
+        sizes = [p[0] for p in v]
+        if any(not 0 < f <= 1 for _, f in v) or any(s <= 0 for s in sizes) or sizes != sorted(set(sizes)):
+            raise ValueError("give (size, fraction) points with sizes increasing and fractions in (0, 1]")
+        return v

@@ -134,7 +134,7 @@ class InferenceReport:
 
 @dataclass(frozen=True, slots=True)
 class Bottleneck:
-    kind: str  # "compute" | "memory bandwidth" | "memory capacity" | "interconnect" | "network" | ...
+    kind: str  # "compute" | "memory bandwidth" | "memory capacity" | "interconnect" | "network" | "cpu" | ...
     statement: str  # one plain sentence for people
 
 

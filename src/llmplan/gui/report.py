@@ -11,9 +11,12 @@ from dataclasses import dataclass
 
 from llmplan.core import present
 from llmplan.core.explain import Figure
+from llmplan.core.inference.context_fit import longest_context
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
+from llmplan.core.workload import Scenario
+from llmplan.errors import LlmplanError
 from llmplan.gui.theme import PART_LABELS
 
 
@@ -49,7 +52,17 @@ def verdict(est: Estimate | Evaluation, unit: MemoryUnit) -> str:
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
 
 
-def rows(est: Estimate | Evaluation) -> list[Row]:
+def _context_fit(scenario: Scenario | None) -> Figure | None:
+    """The longest context that fits (a bisection over the memory plan, kept out of ``estimate`` for speed)."""
+    if scenario is None or scenario.workload != "inference":
+        return None
+    try:
+        return longest_context(scenario).figure()
+    except LlmplanError:
+        return None
+
+
+def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[Row]:
     """The rows of the results table; the system sections only for an ``Evaluation``."""
     out: list[Row] = []
     p = est.params
@@ -85,6 +98,9 @@ def rows(est: Estimate | Evaluation) -> list[Row]:
         out.append(Row("Inference", "Decode bound by", None, i.decode_bound))
         if i.gpu_layers is not None:
             out.append(Row("Inference", "Layers on the GPU", i.gpu_layers))
+        fit = _context_fit(scenario)
+        if fit is not None:
+            out.append(Row("Inference", "Longest context that fits", fit, style="count"))
         if i.cost_per_million_output is not None:
             out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
         if i.cost_per_million_input is not None:

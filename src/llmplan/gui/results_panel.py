@@ -121,7 +121,7 @@ class ResultsPanel(QWidget):
         section = ""
         bold = QFont(self.table.font())
         bold.setBold(True)
-        for row in report.rows(est):
+        for row in report.rows(est, outcome.scenario):
             if row.section != section:
                 section = row.section
                 section_item = QTreeWidgetItem(self.table, [section, ""])

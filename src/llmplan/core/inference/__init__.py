@@ -163,6 +163,14 @@ def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: Ph
     if step.bound == "host memory bandwidth":
         return Bottleneck("memory bandwidth", f"{s.model.num_layers - plan.gpu_layers} layers stay in host RAM; "
                           "decode speed is set by the CPU's memory bandwidth: fit more layers on the GPU.")
+    if step.bound == "host (kernel launches)":
+        return Bottleneck("cpu", f"The {plan.engine.name} engine issues every kernel from Python: the host CPU, not "
+                          "the GPU, sets the pace of each token. A compiled static cache or a serving engine "
+                          "(vLLM, SGLang, llama.cpp) removes most of it.")
+    if step.bound == "per-step overhead (small kernels)":
+        return Bottleneck("kernel overhead", "Each token runs many small kernels that take a few microseconds "
+                          "however little they read, which outweighs streaming the weights: a larger batch "
+                          "raises throughput almost for free.")
     if step.bound == "interconnect":
         return Bottleneck("interconnect", "Tensor-parallel all-reduces take longer than the math: use fewer "
                           "GPUs per replica or a faster link (NVLink).")

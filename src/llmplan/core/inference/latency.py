@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.hardware import Efficiency
+from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
@@ -39,16 +40,23 @@ class PhaseTime:
     host_s: float  # layers left in host RAM (partial offload)
     flops: float
     bytes: float
+    launch_s: float = 0.0  # the host issuing kernels (eager engines); overlaps the GPU's work
+    fixed_s: float = 0.0  # serial per-call or per-step cost (generate() set-up, sampling and sync)
 
     @property
     def total_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.comm_s + self.host_s
+        return max(self.compute_s, self.memory_s, self.launch_s) + self.comm_s + self.host_s + self.fixed_s
 
     @property
     def bound(self) -> str:
-        if self.host_s > max(self.compute_s, self.memory_s):
+        gpu = max(self.compute_s, self.memory_s)
+        if self.host_s > gpu:
             return "host memory bandwidth"
-        if self.comm_s > max(self.compute_s, self.memory_s):
+        if self.launch_s > gpu:
+            return "host (kernel launches)"
+        if self.fixed_s > gpu:
+            return "per-step overhead (small kernels)"
+        if self.comm_s > gpu:
             return "interconnect"
         return "compute" if self.compute_s >= self.memory_s else "memory bandwidth"
 
@@ -59,6 +67,8 @@ class Rates:
 
     flops: float  # FLOP/s one GPU reaches on the format's matmuls
     bandwidth: float  # bytes/s one GPU streams during decode
+    peak: float  # dense peak FLOP/s for the format's matmuls (eager engines apply their own GEMM curve)
+    peak_bandwidth: float  # the GPU's peak memory bandwidth
     link: float  # bytes/s per GPU for TP all-reduces
     latency: float  # fixed seconds per collective
     host_bandwidth: float  # bytes/s for host-resident layers
@@ -74,6 +84,11 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             "in the GPU spec"
         )
     engine = plan.engine
+    flops = peak * eff.matmul
+    fmt = plan.weights.format
+    if engine.prefill_quant_int8_efficiency and fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") \
+            and gpu.vendor != "apple" and gpu.peak_flops.int8:
+        flops = gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
     measured = engine.decode_bandwidth_efficiency
     if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
         measured = engine.decode_bandwidth_efficiency_apple
@@ -89,7 +104,7 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
-    return Rates(peak * eff.matmul, gpu.memory_bandwidth * bw_eff, link, latency, host)
+    return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host)
 
 
 def _linear_params(spec: ModelSpec, plan: MemoryPlan) -> tuple[float, float]:
@@ -157,6 +172,11 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
     host = passes * host_bytes / pcie if plan.gpu_layers < spec.num_layers else 0.0
     comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
+    if plan.engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
+        attn = 2 * sequences * _attention_pairs(spec, 0, prompt) * _attn_width(spec)
+        e = eager_prefill(spec, plan, plan.engine, r.peak, r.peak_bandwidth, 2 * block, 2 * head * sequences,
+                          attn, sequences, prompt)
+        return PhaseTime(e.gpu_s, e.memory_bound_s, comm, host, flops, gpu_weights, e.host_s, e.setup_s)
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
 
 
@@ -195,7 +215,16 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
         host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
         host = (read * (1 - frac) + host_kv) / r.host_bandwidth
     comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
-    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read)
+    engine = plan.engine
+    if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
+        e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
+        return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
+    per_layer = engine.decode_layer_s
+    if scenario.cluster.gpu.vendor == "apple" and engine.decode_layer_s_apple is not None:
+        per_layer = engine.decode_layer_s_apple
+    layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
+    fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
+    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[

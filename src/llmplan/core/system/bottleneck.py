@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from llmplan.core.result import Bottleneck
 
-KINDS = ("compute", "memory bandwidth", "memory capacity", "interconnect", "network", "pcie", "storage", "cpu")
+KINDS = ("compute", "memory bandwidth", "memory capacity", "interconnect", "network", "pcie", "storage", "cpu",
+         "kernel overhead")
 
 
 @dataclass(frozen=True, slots=True)

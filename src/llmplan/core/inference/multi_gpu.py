@@ -1,0 +1,184 @@
+"""Several different cards in one machine: llama.cpp's layer split (``--split-mode layer``), with the
+layers that fit nowhere left in host RAM.
+
+llama.cpp gives each GPU a contiguous run of layers in proportion to ``--tensor-split``, by default
+each device's free memory (llama.cpp ``llama_model_load_from_file``: "split by free memory"); the
+first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head goes with the last layer's
+device when every layer is offloaded, and the input embedding always stays in host RAM. Every GPU
+holds its layers' weights and KV cache plus its own CUDA context and compute buffer.
+
+A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
+KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_layer_s``),
+plus the host layers at the host's memory bandwidth; prefill is likewise the sum of each device's
+matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal cards) is not modelled.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.memory import (
+    ACT_BYTES,
+    LOGIT_BYTES,
+    _activation_elements_per_token,
+    _weights_split,
+)
+from llmplan.core.kvcache import batch_kv_bytes, kv_layout
+from llmplan.core.quant import quantized_weights
+from llmplan.core.workload import Scenario
+from llmplan.errors import InputError
+
+FLOAT_GGUF = ("F16", "BF16", "F32")
+
+
+@dataclass(frozen=True, slots=True)
+class CardShare:
+    """One GPU's part of the split (bytes, seconds)."""
+
+    gpu: GpuSpec
+    layers: int
+    has_output: bool
+    weights: float
+    kv_cache: float
+    runtime: float  # CUDA context + compute buffer (+ logits on the output card)
+    capacity: float
+    decode_s: float
+    prefill_s: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.runtime
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class MixedPlan:
+    cards: tuple[CardShare, ...]
+    host_layers: int
+    host_bytes: float  # weights + KV left in host RAM (always the input embedding)
+    tpot_s: float
+    ttft_s: float
+
+    @property
+    def fits(self) -> bool:
+        return all(c.fits for c in self.cards)
+
+    @property
+    def gpu_layers(self) -> int:
+        return sum(c.layers for c in self.cards)
+
+
+def _assign(n_gpu: int, split: Sequence[float]) -> list[int]:
+    """Layers per device for ``n_gpu`` offloaded layers, llama.cpp's way: layer i of the offloaded run goes
+    to the first device whose cumulative share exceeds i / n_gpu."""
+    total = sum(split)
+    cum, acc = [], 0.0
+    for s in split:
+        acc += s / total
+        cum.append(acc)
+    counts = [0] * len(split)
+    for i in range(n_gpu):
+        d = min(bisect.bisect_right(cum, i / n_gpu), len(split) - 1)
+        counts[d] += 1
+    return counts
+
+
+def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequence[float] | None = None,
+                 gpu_layers: int | None = None) -> MixedPlan:
+    """The split of ``scenario``'s model across ``gpus`` (one each, in device order) and its speed.
+
+    ``tensor_split``: relative shares per device (None: each device's usable memory, llama.cpp's default);
+    ``gpu_layers``: layers offloaded (None: as many as fit on all devices together, like ``-ngl`` auto-fit).
+    """
+    engine = scenario.engine_profile or EngineProfile()
+    if not gpus:
+        raise InputError("give at least one GPU for a layer split")
+    if not engine.partial_offload:
+        raise InputError(f"the {engine.name} profile does not split layers across unequal GPUs; use llama.cpp "
+                         "or Ollama (--split-mode layer)")
+    split = list(tensor_split) if tensor_split is not None else [g.usable_memory_bytes for g in gpus]
+    if len(split) != len(gpus) or any(s < 0 for s in split) or sum(split) <= 0:
+        raise InputError(f"tensor_split needs {len(gpus)} non-negative shares with a positive sum")
+    spec, inf = scenario.model, scenario.inference
+    L = spec.num_layers
+    q = quantized_weights(spec, inf.weight_format)
+    per_layer, first, last = _weights_split(q, 1, 1, L, host_embedding=True)
+    embed = q.bytes_where(lambda g: g.name == "embed_tokens")
+    kv = kv_layout(spec, inf.kv_dtype)
+    context = inf.prompt_tokens + inf.output_tokens
+    kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
+    chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
+    buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
+    runtime = float(engine.cuda_context_bytes + engine.framework_bytes) + buffer
+    logits = inf.batch * spec.vocab_size * LOGIT_BYTES
+
+    def shares(n: int) -> list[tuple[int, bool, float, float, float]]:
+        """(layers, holds the output head, weights, KV, runtime) per device."""
+        counts = _assign(n, split)
+        last_dev = max((i for i, c in enumerate(counts) if c), default=-1)
+        first_dev = min((i for i, c in enumerate(counts) if c), default=-1)
+        out = []
+        for i, c in enumerate(counts):
+            has_out = n == L and i == last_dev
+            w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0)
+            out.append((c, has_out, w, kv_layer * c, runtime + (logits if has_out else 0.0)))
+        return out
+
+    def fits(n: int) -> bool:
+        return all(w + k + r <= g.usable_memory_bytes for g, (_, _, w, k, r) in zip(gpus, shares(n), strict=True))
+
+    if gpu_layers is None:
+        lo, hi = 0, L
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        n = lo
+    else:
+        n = min(gpu_layers, L)
+    tokens = inf.batch * inf.prompt_tokens
+    cards = []
+    for g, (c, has_out, w, k, r) in zip(gpus, shares(n), strict=True):
+        head = last if has_out else 0.0
+        cards.append(_card(scenario, engine, g, c, has_out, w, k, r, (w - head) * tokens + head * inf.batch))
+    host_layers = L - n
+    host_bytes = per_layer * host_layers + embed + (0.0 if n == L else last) + kv_layer * host_layers
+    host_bw = inf.host_memory_bandwidth or engine.host_memory_bandwidth
+    if host_layers and not host_bw:
+        raise InputError(f"{host_layers} layers stay in host RAM but no host memory bandwidth is known; set "
+                         "inference.host_memory_bandwidth (bytes/s)")
+    host_read = per_layer * host_layers + (0.0 if n == L else last) + kv_layer * host_layers
+    tpot = sum(c.decode_s for c in cards) + (host_read / host_bw if host_layers else 0.0) + engine.step_overhead_s
+    pcie = min((g.pcie_bandwidth for g in gpus if g.pcie_bandwidth), default=0.0) or host_bw
+    passes = max(1, -(-tokens // chunk))
+    upload = passes * per_layer * host_layers / pcie if host_layers else 0.0  # host layers' weights go up per batch
+    ttft = sum(c.prefill_s for c in cards) + upload
+    return MixedPlan(tuple(cards), host_layers, host_bytes, tpot, ttft)
+
+
+def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, has_output: bool, weights: float,
+          kv: float, runtime: float, weight_bytes_x_tokens: float) -> CardShare:
+    """One device's memory and time; ``weight_bytes_x_tokens``: Σ weight bytes × the tokens they multiply."""
+    apple = g.vendor == "apple"
+    eff = (engine.decode_bandwidth_efficiency_apple if apple else None) or engine.decode_bandwidth_efficiency \
+        or scenario.efficiency.memory_bandwidth
+    floor = engine.decode_layer_s_apple if apple and engine.decode_layer_s_apple is not None else engine.decode_layer_s
+    decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
+    q = quantized_weights(scenario.model, scenario.inference.weight_format)
+    fmt = q.format
+    quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
+    if quant and engine.prefill_quant_int8_efficiency and g.peak_flops.int8 and not apple:
+        rate = g.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    else:
+        rate = g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
+    if rate <= 0:
+        raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
+    # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
+    prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
+    return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)

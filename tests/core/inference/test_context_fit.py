@@ -1,0 +1,64 @@
+"""The longest context that fits one GPU: the bisection agrees with the memory plan at its edge, and the
+answer moves the way the KV cache's arithmetic says (vLLM's PagedAttention sizing, Kwon et al. 2023 §4)."""
+
+import pytest
+from llmplan.core.engine import estimate
+from llmplan.formats.hf_config import spec_from_config
+
+from llmplan.catalog.engines import engine_profile
+from llmplan.core.hardware import ClusterSpec
+from llmplan.core.inference.context_fit import longest_context
+from llmplan.core.workload import InferenceSettings, Scenario
+from tests.core.inference.gpus import H100, RTX4090
+from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B
+
+
+def scenario(gpu, engine, **inf):
+    return Scenario(model=spec_from_config(LLAMA3_8B), cluster=ClusterSpec(gpu=gpu), workload="inference",
+                    inference=InferenceSettings(engine=engine, output_tokens=256, **inf),
+                    engine_profile=engine_profile(engine))
+
+
+def fits(sc, tokens):
+    """Everything on the GPU: llama.cpp would otherwise leave layers in host RAM and still 'fit'."""
+    layers = sc.model.num_layers if sc.engine_profile.partial_offload else None
+    inf = sc.inference.model_copy(update={"prompt_tokens": tokens - 256, "output_tokens": 256, "gpu_layers": layers})
+    return estimate(sc.model_copy(update={"inference": inf})).fits
+
+
+@pytest.mark.parametrize(("gpu", "engine", "fmt", "kv"), [
+    (RTX4090, "llama-cpp", "q4_k_m", "fp16"), (H100, "vllm", "bf16", "bf16"), (RTX4090, "transformers", "bf16", "bf16"),
+])
+def test_the_answer_fits_and_one_block_more_does_not(gpu, engine, fmt, kv):
+    sc = scenario(gpu, engine, weight_format=fmt, kv_dtype=kv)
+    fit = longest_context(sc)
+    assert fits(sc, fit.tokens)
+    block = engine_profile(engine).kv_block_tokens
+    assert not fits(sc, fit.tokens + block)
+
+
+def test_llama_cpp_on_a_24gb_card_by_hand():
+    # Llama-3-8B: 2 (K, V) x 8 KV heads x 128 x 32 layers x 2 bytes = 131,072 bytes per token at fp16.
+    sc = scenario(RTX4090, "llama-cpp", weight_format="q4_k_m", kv_dtype="fp16")
+    fit = longest_context(sc)
+    e = estimate(sc)
+    m = e.memory
+    fixed = m.total.value - m.kv_cache.value
+    by_hand = (m.capacity.value - fixed) // 131_072 // 256 * 256  # whole 256-token cells
+    assert fit.tokens == pytest.approx(by_hand, abs=256)
+    assert fit.tokens > fit.trained_context == 8192  # memory allows more than the model was trained on
+    assert fit.limited_by_training
+
+
+def test_a_smaller_kv_type_and_a_larger_batch_move_it_as_the_cache_says():
+    base = longest_context(scenario(RTX4090, "llama-cpp", weight_format="q4_k_m", kv_dtype="fp16")).tokens
+    q8 = longest_context(scenario(RTX4090, "llama-cpp", weight_format="q4_k_m", kv_dtype="q8_0")).tokens
+    four = longest_context(scenario(RTX4090, "llama-cpp", weight_format="q4_k_m", kv_dtype="fp16", batch=4)).tokens
+    assert q8 / base == pytest.approx(16 / 8.5, rel=0.03)  # q8_0: 34 bytes per 32 values = 8.5 bits
+    assert four == pytest.approx(base / 4, rel=0.02)
+
+
+def test_a_model_that_does_not_fit_has_no_context():
+    sc = Scenario(model=spec_from_config(DEEPSEEK_V3), cluster=ClusterSpec(gpu=H100), workload="inference",
+                  inference=InferenceSettings(engine="vllm", weight_format="fp8"), engine_profile=engine_profile("vllm"))
+    assert longest_context(sc).tokens == 0

@@ -1,0 +1,78 @@
+"""Two different cards in one machine with llama.cpp's layer split (and host RAM for what fits nowhere).
+
+The split follows llama.cpp's rule (layers in proportion to --tensor-split, by default each device's free
+memory; the output head on the last device; the input embedding in host RAM), so these tests check it by
+hand; the speed adds each device's own time, since a token visits the devices in turn."""
+
+import pytest
+from llmplan.core.engine import estimate
+from llmplan.formats.hf_config import spec_from_config
+
+from llmplan.catalog.engines import engine_profile
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.core.hardware import ClusterSpec
+from llmplan.core.inference.multi_gpu import split_layers
+from llmplan.core.quant import quantized_weights
+from llmplan.core.workload import InferenceSettings, Scenario
+from llmplan.errors import InputError
+from tests.core.inference.models import LLAMA3_8B
+
+L70 = dict(model_type="llama", vocab_size=128256, hidden_size=8192, num_hidden_layers=80, num_attention_heads=64,
+           num_key_value_heads=8, intermediate_size=28672, max_position_embeddings=131072)  # meta-llama/Llama-3.1-70B
+CAT = load_hardware_catalog()
+RTX5090 = CAT.gpu("nvidia-rtx-5090-32gb").spec
+RTX3090 = CAT.gpu("nvidia-rtx-3090-24gb").spec
+RTX4090 = CAT.gpu("nvidia-rtx-4090-24gb").spec
+
+
+def scenario(cfg, fmt, engine="llama-cpp", gpu=RTX5090, **inf):
+    return Scenario(model=spec_from_config(cfg), cluster=ClusterSpec(gpu=gpu), workload="inference",
+                    inference=InferenceSettings(engine=engine, weight_format=fmt, kv_dtype="fp16", prompt_tokens=4096,
+                                                output_tokens=256, **inf),
+                    engine_profile=engine_profile(engine))
+
+
+def test_70b_q4_k_m_splits_by_free_memory_and_fits():
+    p = split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090])
+    big, small = p.cards
+    share = RTX5090.usable_memory_bytes / (RTX5090.usable_memory_bytes + RTX3090.usable_memory_bytes)
+    assert 45 < 80 * share < 46  # 31.8 of 55.8 GiB
+    assert big.layers == 46  # layers i with i / 80 < 0.570: 0..45
+    assert (small.layers, small.has_output, big.has_output) == (34, True, False)
+    assert p.fits and p.host_layers == 0
+    q = quantized_weights(spec_from_config(L70), "q4_k_m")
+    embed = q.bytes_where(lambda g: g.name == "embed_tokens")
+    assert big.weights + small.weights + embed == pytest.approx(q.total_bytes, rel=1e-9)
+    # decode: each card streams its weights and KV at 0.869 of its bandwidth, plus 86.7 µs per layer
+    for c in p.cards:
+        assert c.decode_s == pytest.approx((c.weights + c.kv_cache) / (c.gpu.memory_bandwidth * 0.869)
+                                           + 86.7e-6 * c.layers, rel=1e-9)
+    assert p.tpot_s == pytest.approx(big.decode_s + small.decode_s, rel=1e-9)
+
+
+def test_what_fits_nowhere_stays_in_host_ram_and_sets_the_pace():
+    q4 = split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090])
+    q8 = split_layers(scenario(L70, "q8_0"), [RTX5090, RTX3090])  # ~70 GB of weights on 56 GB of cards
+    assert q8.fits and 0 < q8.host_layers < 80
+    assert q8.gpu_layers + q8.host_layers == 80
+    assert not any(c.has_output for c in q8.cards)  # the head stays with the host's layers
+    assert q8.tpot_s > 5 * q4.tpot_s  # host RAM at ~70 GB/s against GDDR at ~1-1.8 TB/s
+    one_more = split_layers(scenario(L70, "q8_0"), [RTX5090, RTX3090], gpu_layers=q8.gpu_layers + 1)
+    assert not one_more.fits
+
+
+def test_explicit_tensor_split_and_a_single_card_agree_with_the_estimate():
+    even = split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090], tensor_split=[1, 1])
+    assert [c.layers for c in even.cards] == [40, 40]
+    sc = scenario(LLAMA3_8B, "q4_k_m", gpu=RTX4090)
+    one = split_layers(sc, [RTX4090]).cards[0]
+    assert one.total == pytest.approx(estimate(sc).memory.total.value, rel=0.005)
+
+
+def test_engines_without_layer_split_and_empty_machines_are_refused():
+    with pytest.raises(InputError, match=r"llama\.cpp"):
+        split_layers(scenario(L70, "bf16", engine="vllm"), [RTX5090, RTX3090])
+    with pytest.raises(InputError, match="at least one GPU"):
+        split_layers(scenario(L70, "q4_k_m"), [])
+    with pytest.raises(InputError, match="tensor_split"):
+        split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090], tensor_split=[1])
