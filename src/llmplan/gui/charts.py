@@ -305,6 +305,8 @@ class ChartsPanel(QTabWidget):
             path = folder / f"chart-{i + 1}-{self.tabText(i).lower().replace(' ', '-')}.png"
             exporter = ImageExporter(widget.getPlotItem())
             exporter.parameters()["width"] = 900
-            exporter.export(str(path))
+            exporter.export(str(path))  # QImage.save reports failure only by returning False: check the file
+            if not path.is_file():
+                raise OSError(f"could not write {path.name} there (is the folder writable, the disk full?)")
             out.append(path)
         return out

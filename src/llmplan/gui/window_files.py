@@ -115,7 +115,11 @@ class FileActions:
     def offer_recovery(self) -> None:
         """Offered at every start, also when a plan was opened from the command line or by a
         double-click (the recovered plan then replaces it; that file is unchanged on disk)."""
-        found = files.recoverable()
+        problems: list[str] = []
+        found = files.recoverable(problems)
+        if problems:
+            dialogs.error(self, "Autosave copies set aside", "These recovery copies could not be read and were "
+                          "set aside:\n" + "\n".join(problems))
         if found is None:
             return
         opened = self.state.path
@@ -147,7 +151,8 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
         if path:
-            path.write_text(report.as_markdown(est, self.unit, self.state.doc.name, self.state.doc.notes), "utf-8")
+            self._export_text(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
+                                                               self.state.doc.notes))
 
     def export_csv(self) -> None:
         est = self._estimate_or_complain()
@@ -155,14 +160,28 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
         if path:
-            path.write_text(report.as_csv(est), "utf-8")
+            self._export_text(path, lambda: report.as_csv(est))
+
+    def _export_text(self, path: Path, make) -> bool:
+        """Write an export; an unwritable folder or a full disk is a dialog with the reason."""
+        try:
+            path.write_text(make(), "utf-8")
+        except (OSError, UnicodeEncodeError) as exc:
+            dialogs.error(self, "Cannot export", f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            return False
+        self.statusBar().showMessage(f"Wrote {path}", 5000)
+        return True
 
     def export_charts(self) -> None:
         if self.charts is None:
             return
         folder = dialogs.open_folder(self, "Export charts to folder")
         if folder:
-            written = self.charts.export_png(folder)
+            try:
+                written = self.charts.export_png(folder)
+            except OSError as exc:
+                dialogs.error(self, "Cannot export", f"{folder}: {exc.strerror or exc}")
+                return
             self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
 
     def copy_text(self) -> None:
