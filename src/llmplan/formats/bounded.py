@@ -203,12 +203,13 @@ def parse_json(raw: bytes | str, origin: str, *, what: str = "JSON file", error:
     except _Refused as exc:
         raise error(f"{origin}: {exc}; this is not a usable {what}") from None
     except json.JSONDecodeError as exc:
-        raise error(f"{origin}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise error(f"{origin}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
+                    "(not valid JSON)") from None
     except (RecursionError, ValueError, OverflowError) as exc:
         raise error(f"{origin}: not a usable {what} ({type(exc).__name__})") from None
     bad = unencodable(data)
     if bad is not None:
-        raise error(f"{origin}: a string holds a lone surrogate escape ({ascii(bad[:40])}); it cannot be saved as "
+        raise error(f"{origin}: a string holds a lone surrogate escape ({bad[:40]!a}); it cannot be saved as "
                     "UTF-8, fix the text")
     return data
 

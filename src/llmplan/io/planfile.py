@@ -213,7 +213,7 @@ def _checked_payload(doc: PlanDocument, target: Path) -> bytes:
     try:
         payload = dumps_plan(doc).encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise PlanFileError(f"{target}: not saved: a text field holds {ascii(exc.object[exc.start:exc.end])}, "
+        raise PlanFileError(f"{target}: not saved: a text field holds {exc.object[exc.start:exc.end]!a}, "
                             "which UTF-8 cannot store; edit that text") from None
     except (ValueError, RecursionError) as exc:
         raise PlanFileError(f"{target}: not saved: the plan cannot be written as JSON ({exc})") from None
