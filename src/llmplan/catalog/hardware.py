@@ -391,7 +391,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
             _add_file(b, path, f"user:{path.name}", strict=False)
         except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
             b.problems.append(f"{path}: skipped, {_describe(exc)}")
-        except Exception as exc:  # noqa: BLE001 - a user file never stops the app
+        except Exception as exc:  # a user file never stops the app
             b.problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
     for node in list(b.nodes.values()):
         missing = [x for x, known in ((node.gpu_id, b.gpus), (node.network_id, b.networks)) if x not in known]

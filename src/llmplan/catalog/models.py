@@ -170,7 +170,7 @@ def _read_dir(folder: Path, user: bool, problems: list[str]) -> list[ModelEntry]
             out.append(_read_entry(path, user))
         except (CatalogError, ConfigError, OSError) as exc:
             problems.append(f"{path.name}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - a user entry never stops the app; a shipped one is a bug
+        except Exception as exc:  # a user entry never stops the app; a shipped one is a bug
             if not user:
                 raise
             problems.append(f"{path.name}: unusable ({type(exc).__name__}: {str(exc)[:200]})")

@@ -147,7 +147,7 @@ def _cached_catalog(stamp: Stamp) -> tuple[SystemCatalog, tuple[str, ...]]:
             default_system_settings(catalog=candidate, personal=True)
         except CatalogError as exc:
             problems.append(f"{path}: skipped, {exc}")
-        except Exception as exc:  # noqa: BLE001 - user data never stops the app: any other failure skips the file
+        except Exception as exc:  # user data never stops the app: any other failure skips the file
             problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
         else:
             lists, tables, catalog = new_lists, new_tables, candidate

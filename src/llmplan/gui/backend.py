@@ -72,7 +72,7 @@ def user_data_problems() -> list[str]:
 
     try:
         return list(user_data_report().problems)
-    except Exception as exc:  # noqa: BLE001 - a shipped catalog error is shown where it is used
+    except Exception as exc:  # a shipped catalog error is shown where it is used
         return [f"the catalogs could not be read ({type(exc).__name__}: {str(exc)[:200]})"]
 
 
