@@ -4,6 +4,7 @@ reason, and leaves nothing running inside the app."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -53,10 +54,8 @@ def test_a_tool_that_forks_leaves_no_child_after_its_timeout(tmp_path):
             os.kill(child, 0)
         except ProcessLookupError:
             break
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(child, os.WNOHANG)
-        except ChildProcessError:
-            pass
         time.sleep(0.05)
     else:
         pytest.fail(f"the tool's child {child} still runs after the timeout")

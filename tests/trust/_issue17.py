@@ -53,7 +53,7 @@ def returns_within(seconds: float, fn):
     def run():
         try:
             box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=run, daemon=True)
