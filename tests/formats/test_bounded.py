@@ -4,7 +4,6 @@ line, and comes back at once, whatever sits at the path (FIFO, device, folder, l
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
@@ -17,27 +16,9 @@ from llmplan.formats.bounded import (
     parse_toml,
     read_capped,
 )
+from tests.trust._issue17 import returns_within
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev/zero are POSIX")
-
-
-def returns_within(seconds: float, fn):
-    """``fn()``'s result or exception, failing the test (not hanging it) when it does not return in time."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"did not return within {seconds} s (a FIFO read blocks forever)"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 @posix_only
