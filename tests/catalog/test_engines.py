@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmplan.catalog.engines import engine_profile, load_engine_profiles
+from llmplan.catalog.engines import engine_problems, engine_profile, load_engine_profiles
 from llmplan.errors import CatalogError
 
 
@@ -23,11 +23,14 @@ def test_user_override(tmp_path, monkeypatch):
     assert profiles["mine"].name == "Mine"
 
 
-def test_bad_user_entry_names_the_field(tmp_path, monkeypatch):
+def test_bad_user_entry_is_skipped_naming_the_field(tmp_path, monkeypatch):
+    """Issue 17 #1: a bad user entry made every estimate fail; now it is skipped, the shipped one used."""
     monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
-    (tmp_path / "engines.toml").write_text("[vllm]\ngpu_memory_utilization = 3\n")
-    with pytest.raises(CatalogError, match="gpu_memory_utilization"):
-        load_engine_profiles()
+    (tmp_path / "engines.toml").write_text("[vllm]\ngpu_memory_utilization = 3\n[mine]\nname = 'Mine'\n")
+    assert load_engine_profiles()["vllm"].gpu_memory_utilization == 0.9  # the shipped value
+    assert load_engine_profiles()["mine"].name == "Mine"  # the file's good entries still count
+    (problem,) = engine_problems()
+    assert "gpu_memory_utilization" in problem and "skipped" in problem
 
 
 def test_unknown_engine():

@@ -2,9 +2,9 @@
 and its rates follow the datasheet or the whitepaper's per-SM arithmetic stated in the entry."""
 
 import pytest
-from llmplan.fit.local import local_hardware
 
 from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.fit.local import local_hardware
 from llmplan.hw.detect import DetectionReport
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
 

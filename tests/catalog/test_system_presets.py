@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmplan.catalog.system_presets import default_system_settings, load_system_catalog
+from llmplan.catalog.system_presets import default_system_settings, load_system_catalog, system_problems
 from llmplan.errors import CatalogError
 
 
@@ -78,27 +78,32 @@ def test_user_entry_overrides_the_shipped_one(tmp_path):
     assert s.storage.write_per_node == 5e8
 
 
+def _assert_skipped(reason: str) -> None:
+    """Issue 17 #1: a bad user file is skipped with its reason; the shipped presets keep working."""
+    assert "nvme" in " ".join(load_system_catalog().storage)  # the shipped catalog still loads
+    (problem,) = system_problems()
+    assert reason in problem and "skipped" in problem
+    default_system_settings()
+
+
 def test_user_entry_without_source_is_refused(tmp_path):
     (tmp_path / "system").mkdir()
     (tmp_path / "system" / "bad.toml").write_text(
         '[[failure_rate]]\nid = "x"\nname = "x"\nper_gpu_hour = 1e-5\n')
-    with pytest.raises(CatalogError, match="has no 'source'"):
-        load_system_catalog()
+    _assert_skipped("has no 'source'")
 
 
 def test_broken_toml_is_a_catalog_error(tmp_path):
     (tmp_path / "system").mkdir()
     (tmp_path / "system" / "broken.toml").write_text("[[storage]\n")
-    with pytest.raises(CatalogError, match="not valid TOML"):
-        load_system_catalog()
+    _assert_skipped("not valid TOML")
 
 
 def test_storage_without_any_write_cap_is_refused(tmp_path):
     (tmp_path / "system").mkdir()
     (tmp_path / "system" / "ro.toml").write_text(
         '[[storage]]\nid = "ro"\nname = "read only"\nkind = "nfs"\nread_per_node = 1e9\nsource = "made up for a test"\n')
-    with pytest.raises(CatalogError, match="write_per_node or write_aggregate"):
-        load_system_catalog()
+    _assert_skipped("write_per_node or write_aggregate")
 
 
 def test_one_node_cannot_take_the_whole_parallel_file_system():

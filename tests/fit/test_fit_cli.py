@@ -68,4 +68,4 @@ def test_bad_fixture_is_one_clear_line(tmp_path, capsys):
     rc = main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B", "--this-machine", "--detection-fixture",
                str(bad)])
     err = capsys.readouterr().err
-    assert rc != 0 and err.count("\n") == 1 and "detection fixture" in err and "not JSON" in err
+    assert rc != 0 and err.count("\n") == 1 and "x.json" in err and "not valid JSON" in err

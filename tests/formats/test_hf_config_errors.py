@@ -74,7 +74,7 @@ def test_load_config_file_errors(tmp_path):
     with pytest.raises(ConfigError, match="broken JSON at line 1"):
         load_config_file(bad)
     bad.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match="not a text file"):
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
         load_config_file(bad)
     bad.write_text(json.dumps([1]))
     with pytest.raises(ConfigError, match="expected a JSON object"):

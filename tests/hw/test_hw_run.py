@@ -26,7 +26,7 @@ def test_permission_denied(monkeypatch):
     def deny(*_a, **_k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_run.subprocess, "run", deny)
+    monkeypatch.setattr(_run.subprocess, "Popen", deny)
     assert run_command([sys.executable], 1.0).reason.endswith(": permission denied")
 
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmplan.hw import amd, apple, host, nvidia
-from llmplan.hw.types import DetectedGpu
+from llmplan.hw.types import MAX_GPU_MEMORY, MIN_GPU_MEMORY, DetectedGpu
 from tests.property._support import JSON_VALUES, NASTY_TEXT, dumps, fuzz, outcome
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hw"
@@ -100,8 +100,11 @@ def test_apple_sysctl_values(memsize_text, wired_text):
     memsize = outcome("sysctl", lambda: apple.parse_int(memsize_text), ValueError)
     wired = outcome("sysctl", lambda: apple.parse_int(wired_text), ValueError)
     if isinstance(memsize, int) and memsize and not isinstance(wired, ValueError):
-        gpu = apple.build_apple_gpu("Apple M2", memsize, None, None, wired)
-        assert 0 <= gpu.wired_limit_bytes <= memsize
+        gpu = outcome("sysctl", lambda: apple.build_apple_gpu("Apple M2", memsize, None, None, wired), ValueError)
+        if isinstance(gpu, ValueError):  # issue 17: a size outside 1 MiB..1 PiB is refused, not shown as is
+            assert not MIN_GPU_MEMORY <= memsize <= MAX_GPU_MEMORY
+        else:
+            assert gpu.wired_limit_bytes is None or 0 <= gpu.wired_limit_bytes <= memsize
 
 
 @fuzz

@@ -72,7 +72,9 @@ _RECORDING = [False]
 
 
 def _audit(event: str, args: tuple) -> None:
-    if _RECORDING[0] and event in ("open", "os.listdir", "os.scandir") and args and args[0] is not None:
+    # an int is a descriptor being wrapped (formats.bounded opens by path first, which is recorded)
+    if _RECORDING[0] and event in ("open", "os.listdir", "os.scandir") and args and args[0] is not None \
+            and not isinstance(args[0], int):
         _OPENED.append(str(args[0]))
 
 

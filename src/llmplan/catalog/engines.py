@@ -6,61 +6,35 @@ replaces the shipped entry of the same id field by field.
 
 from __future__ import annotations
 
-import functools
-import tomllib
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.catalog.profiles import ProfileCatalog
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.errors import CatalogError
-from llmplan.resources_path import catalogs_dir, user_data_dir
 
 ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm",
            "hf": "transformers", "mlx-lm": "mlx"}
 
 
-def read_profile_file(path: Path, kind: str = "engine") -> dict[str, dict]:
-    """A profiles TOML file (engines, frameworks) as {id: table}, size-capped, with one clear error."""
-    try:
-        if path.stat().st_size > 4 * 1024 * 1024:  # engines.toml is a few KB; never read a huge file whole
-            raise CatalogError(f"{path}: too large for an {kind}s file (limit 4 MiB); fix or remove the file")
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise CatalogError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    for key, entry in data.items():
-        if not isinstance(entry, dict):
-            raise CatalogError(f"{path}: '{key}' must be a table [{key}] of {kind} settings")
-    return data
+_CATALOG = ProfileCatalog("engines.toml", EngineProfile, "engine")
 
 
 def load_engine_profiles(user_file: Path | None = None) -> dict[str, EngineProfile]:
-    """Every engine profile by id: shipped entries, then the user's overrides; cached until a file changes."""
-    user = user_file if user_file is not None else user_data_dir() / "engines.toml"
-    shipped = catalogs_dir() / "engines.toml"
-    return dict(_cached_profiles(str(shipped), str(user), files_stamp([shipped, user])))
+    """Every engine profile by id: shipped entries, then the user's overrides; cached until a file changes.
+
+    A broken user file, or a user entry that does not validate, is skipped (the shipped profile stays)
+    and listed in ``engine_problems()``: user data never stops an estimate."""
+    return dict(_CATALOG.load(user_file)[0])
 
 
-@functools.lru_cache(maxsize=4)
-def _cached_profiles(shipped_path: str, user_path: str, stamp: Stamp) -> dict[str, EngineProfile]:
-    raw = read_profile_file(Path(shipped_path))
-    user = Path(user_path)
-    if user.is_file():
-        for key, entry in read_profile_file(user).items():
-            raw[key] = {**raw.get(key, {}), **entry}
-    out: dict[str, EngineProfile] = {}
-    for key, entry in raw.items():
-        try:
-            out[key] = EngineProfile(id=key, **entry)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise CatalogError(f"engine '{key}': field '{field}': {first['msg']}") from None
-    return out
+def engine_problems(user_file: Path | None = None) -> list[str]:
+    """What was skipped in the user's engines.toml, one line each."""
+    return list(_CATALOG.load(user_file)[1])
+
+
+def engine_notes(user_file: Path | None = None) -> list[str]:
+    """Which shipped engines the user's engines.toml changes (not a problem, but worth saying)."""
+    return list(_CATALOG.load(user_file)[2])
 
 
 def engine_profile(engine_id: str) -> EngineProfile:

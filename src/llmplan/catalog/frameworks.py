@@ -7,45 +7,29 @@ a profile when a plan leaves ``training.framework`` on "auto".
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from llmplan.catalog.engines import read_profile_file
-from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.catalog.profiles import ProfileCatalog
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.errors import CatalogError
-from llmplan.resources_path import catalogs_dir, user_data_dir
 
 ALIASES = {"hf": "hf-trainer", "transformers": "hf-trainer", "huggingface": "hf-trainer", "peft": "hf-trainer",
            "megatron-lm": "megatron",
            "llamafactory": "llama-factory", "llama_factory": "llama-factory", "tune": "torchtune", "megatron-core": "megatron", "torchtitan": "fsdp2", "fsdp": "fsdp2"}
 
 
+_CATALOG = ProfileCatalog("frameworks.toml", FrameworkProfile, "framework")
+
+
 def load_framework_profiles(user_file: Path | None = None) -> dict[str, FrameworkProfile]:
-    """Every framework profile by id: shipped entries, then the user's overrides; cached until a file changes."""
-    user = user_file if user_file is not None else user_data_dir() / "frameworks.toml"
-    shipped = catalogs_dir() / "frameworks.toml"
-    return dict(_cached_profiles(str(shipped), str(user), files_stamp([shipped, user])))
+    """Every framework profile by id: shipped entries, then the user's overrides (a broken user file or
+    entry is skipped and listed in ``framework_problems()``); cached until a file changes."""
+    return dict(_CATALOG.load(user_file)[0])
 
 
-@functools.lru_cache(maxsize=4)
-def _cached_profiles(shipped_path: str, user_path: str, stamp: Stamp) -> dict[str, FrameworkProfile]:
-    raw = read_profile_file(Path(shipped_path), "framework")
-    user = Path(user_path)
-    if user.is_file():
-        for key, entry in read_profile_file(user, "framework").items():
-            raw[key] = {**raw.get(key, {}), **entry}
-    out: dict[str, FrameworkProfile] = {}
-    for key, entry in raw.items():
-        try:
-            out[key] = FrameworkProfile(id=key, **entry)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise CatalogError(f"framework '{key}': field '{field}': {first['msg']}") from None
-    return out
+def framework_problems(user_file: Path | None = None) -> list[str]:
+    """What was skipped in the user's frameworks.toml, one line each."""
+    return list(_CATALOG.load(user_file)[1])
 
 
 def framework_id(name: str) -> str:

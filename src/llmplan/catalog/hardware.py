@@ -34,6 +34,7 @@ from llmplan.catalog.hardware_files import (
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec
 from llmplan.errors import CatalogError
 from llmplan.formats.atomic import atomic_write
+from llmplan.formats.bounded import load_json, load_toml
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie")
@@ -123,6 +124,7 @@ class HardwareCatalog:
     efficiency_classes: tuple[tuple[tuple[str, ...], dict[str, EfficiencyValue]], ...]
     efficiency_sources: dict[str, SourceRef]
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # user entries that replace a built-in one
     default_host: DefaultHost | None = None
     fabrics: tuple[FabricSpec, ...] = ()
     _by_id: dict[str, GpuEntry] = field(default_factory=dict, repr=False)
@@ -268,6 +270,7 @@ class _Builder:
     eff_sources: dict[str, SourceRef] = field(default_factory=dict)
     fabrics: dict[str, FabricSpec] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     host: DefaultHost | None = None
 
 
@@ -275,18 +278,14 @@ MAX_USER_FILE_BYTES = 4 * 1024 * 1024  # a user file holds a few GPUs: a few KB
 
 
 def _read(path: Path) -> dict:
-    size = path.stat().st_size
-    if size > MAX_USER_FILE_BYTES:  # never read a huge file dropped in the folder whole
-        raise ValueError(f"{size:,} bytes is too large for a hardware file (limit {MAX_USER_FILE_BYTES:,})")
-    if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+    if path.suffix == ".json":  # never read a huge file, a FIFO or a device dropped in the folder
+        data = load_json(path, MAX_USER_FILE_BYTES, what="hardware file", error=CatalogError)
         if isinstance(data, dict) and "id" in data:  # a single GPU object
             data = {"gpu": [data]}
         if not isinstance(data, dict):
             raise ValueError("expected a JSON object")
         return data
-    with path.open("rb") as fh:
-        return tomllib.load(fh)
+    return load_toml(path, MAX_USER_FILE_BYTES, what="hardware file", error=CatalogError)
 
 
 def _resolve(key: str | None, table: dict[str, SourceRef], where: str, strict: bool) -> SourceRef | None:
@@ -337,6 +336,10 @@ def _add_file(b: _Builder, path: Path, origin: str, strict: bool) -> None:
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             if dupes:
                 raise ValueError(f"duplicate {kind} ids {dupes}")
+    if not strict:
+        for kind, items, seen in (("GPU", gpus, b.gpus), ("network", networks, b.networks), ("node", nodes, b.nodes)):
+            b.notes.extend(f"{path}: {kind} {item.id!r} replaces the built-in entry of that id"
+                           for item in items if item.id in seen and seen[item.id].origin == "shipped")
     b.gpus.update({g.id: g for g in gpus})
     b.networks.update({n.id: n for n in networks})
     b.nodes.update({n.id: n for n in nodes})
@@ -434,6 +437,8 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
             _add_file(b, path, f"user:{path.name}", strict=False)
         except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
             b.problems.append(f"{path}: skipped, {_describe(exc)}")
+        except Exception as exc:  # a user file never stops the app
+            b.problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
     for node in list(b.nodes.values()):
         missing = [x for x, known in ((node.gpu_id, b.gpus), (node.network_id, b.networks)) if x not in known]
         if missing:
@@ -449,6 +454,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
         efficiency_classes=tuple(b.eff_classes),
         efficiency_sources=b.eff_sources,
         problems=tuple(b.problems),
+        notes=tuple(b.notes),
         default_host=b.host,
         fabrics=tuple(b.fabrics.values()),
     )

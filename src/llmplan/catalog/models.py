@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llmplan.core.model import ModelSpec
 from llmplan.errors import CatalogError, ConfigError
 from llmplan.formats.atomic import atomic_write
+from llmplan.formats.bounded import parse_json, read_capped
 from llmplan.formats.hf_config import spec_from_config
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
@@ -84,10 +85,11 @@ class ModelEntry(BaseModel):
 class ModelCatalog:
     """All models, shipped and user-added, with lookup by id and text search."""
 
-    def __init__(self, entries: Iterable[ModelEntry], problems: Iterable[str] = ()) -> None:
+    def __init__(self, entries: Iterable[ModelEntry], problems: Iterable[str] = (), notes: Iterable[str] = ()) -> None:
         self._by_id = {e.id: e for e in entries}
         self._lower = {k.lower(): k for k in self._by_id}
         self.problems: list[str] = list(problems)
+        self.notes: list[str] = list(notes)  # user entries that shadow a built-in one
 
     @property
     def entries(self) -> list[ModelEntry]:
@@ -139,17 +141,11 @@ class ModelCatalog:
 
 
 def _read_entry(path: Path, user: bool) -> ModelEntry:
-    size = path.stat().st_size
-    if size > MAX_ENTRY_BYTES:
-        raise CatalogError(f"{size:,} bytes is too large for a model entry (limit {MAX_ENTRY_BYTES:,})")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CatalogError("not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise CatalogError("nested too deeply to be a model entry") from None
+        data = parse_json(read_capped(path, MAX_ENTRY_BYTES, what="model entry", error=CatalogError), "",
+                          what="model entry", error=CatalogError)
+    except CatalogError as exc:  # the caller prefixes the file name
+        raise CatalogError(str(exc).removeprefix(f"{path}: ").removeprefix(": ")) from None
     if not isinstance(data, dict):
         raise CatalogError("expected a JSON object")
     data["user"] = user
@@ -172,6 +168,10 @@ def _read_dir(folder: Path, user: bool, problems: list[str]) -> list[ModelEntry]
             out.append(_read_entry(path, user))
         except (CatalogError, ConfigError, OSError) as exc:
             problems.append(f"{path.name}: {exc}")
+        except Exception as exc:  # a user entry never stops the app; a shipped one is a bug
+            if not user:
+                raise
+            problems.append(f"{path.name}: unusable ({type(exc).__name__}: {str(exc)[:200]})")
     return out
 
 
@@ -194,8 +194,9 @@ def _load(user_dir: str | None) -> ModelCatalog:
     shipped = _read_dir(catalogs_dir() / "models", False, problems)
     user = _read_dir(Path(user_dir), True, problems) if user_dir else []
     merged = {e.id.lower(): e for e in shipped}
+    notes = [f"user model '{e.id}' replaces the built-in entry of that id" for e in user if e.id.lower() in merged]
     merged.update({e.id.lower(): e for e in user})
-    return ModelCatalog(merged.values(), problems)
+    return ModelCatalog(merged.values(), problems, notes)
 
 
 def _safe_filename(model_id: str) -> str:
@@ -223,6 +224,14 @@ def save_user_model(config: dict[str, Any], name: str, *, model_id: str | None =
     folder = user_models_dir()
     folder.mkdir(parents=True, exist_ok=True)
     payload = entry.model_dump(mode="json", exclude={"user"})
-    atomic_write(folder / _safe_filename(model_id), json.dumps(payload, indent=1) + "\n")
+    text = json.dumps(payload, indent=1) + "\n"
+    try:  # symmetric limits: refuse now what the next start would skip (it said "added", then it was gone)
+        parse_json(text.encode("utf-8"), "the new entry", what="model entry", error=CatalogError)
+        if len(text.encode("utf-8")) > MAX_ENTRY_BYTES:
+            raise CatalogError(f"{len(text.encode('utf-8')):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit of a "
+                               "model entry")
+    except (CatalogError, UnicodeEncodeError) as exc:
+        raise CatalogError(f"'{model_id}' cannot be added to your models: {exc}") from None
+    atomic_write(folder / _safe_filename(model_id), text)
     _load.cache_clear()
     return entry

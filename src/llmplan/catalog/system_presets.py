@@ -10,7 +10,6 @@ without one is refused, so every default in a report can name where it came from
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from llmplan.core.system.settings import (
     SystemSettings,
 )
 from llmplan.errors import CatalogError
+from llmplan.formats.bounded import load_toml
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 _LISTS = ("storage", "failure_rate", "pue", "electricity_price", "grid_intensity")
@@ -59,20 +59,18 @@ MAX_FILE_BYTES = 4 * 1024 * 1024  # preset files are a few KB; never read a huge
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise CatalogError(f"{path}: too large for a preset file (limit {MAX_FILE_BYTES:,} bytes); remove it")
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except (tomllib.TOMLDecodeError, RecursionError) as e:
-        raise CatalogError(f"{path}: not valid TOML ({e}); fix the file or remove it") from e
-    except OSError as e:
-        raise CatalogError(f"{path}: cannot read it ({e.strerror or e})") from e
+    return load_toml(path, MAX_FILE_BYTES, what="preset file", error=CatalogError)
 
 
-def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
-    lists: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _LISTS}
-    tables: dict[str, dict[str, Any]] = {k: {} for k in _TABLES}
+_Lists = dict[str, dict[str, dict[str, Any]]]
+_Tables = dict[str, dict[str, Any]]
+
+
+def _merge(files: list[Path], lists: _Lists | None = None,
+           tables: _Tables | None = None) -> tuple[_Lists, _Tables]:
+    """``files`` merged over (copies of) ``lists``/``tables``, which are left unchanged."""
+    lists = {k: dict((lists or {}).get(k, {})) for k in _LISTS}
+    tables = {k: dict((tables or {}).get(k, {})) for k in _TABLES}
     for path in files:
         data = _read(path)
         for key in _LISTS:
@@ -93,10 +91,16 @@ def _merge(files: list[Path]) -> tuple[dict[str, dict[str, dict[str, Any]]], dic
 
 
 def _files() -> list[Path]:
-    shipped = sorted((catalogs_dir() / "system").glob("*.toml"))
+    return _shipped_files() + _user_files()
+
+
+def _shipped_files() -> list[Path]:
+    return sorted((catalogs_dir() / "system").glob("*.toml"))
+
+
+def _user_files() -> list[Path]:
     user_dir = user_data_dir() / "system"
-    user = sorted(user_dir.glob("*.toml")) if user_dir.is_dir() else []
-    return shipped + user
+    return sorted(user_dir.glob("*.toml")) if user_dir.is_dir() else []
 
 
 def _failure(entry: dict[str, Any]) -> FailureRate:
@@ -115,13 +119,42 @@ def _failure(entry: dict[str, Any]) -> FailureRate:
 
 
 def load_system_catalog() -> SystemCatalog:
-    """Shipped presets merged with the user's, validated; cached until a file changes."""
-    return _cached_catalog(files_stamp(_files()))
+    """Shipped presets merged with the user's, validated; cached until a file changes.
+
+    Each user file is merged and checked on its own (the presets validate, and the default settings
+    still build from them); one that fails is skipped and listed in ``system_problems()``, so a typo
+    in ``system/*.toml`` never stops the app or every estimate."""
+    return _cached_catalog(files_stamp(_files()))[0]
+
+
+def system_problems() -> list[str]:
+    """The user's ``system/*.toml`` files that were skipped, and why."""
+    return list(_cached_catalog(files_stamp(_files()))[1])
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_catalog(stamp: Stamp) -> SystemCatalog:
-    lists, tables = _merge([Path(p) for p, _, _ in stamp])
+def _cached_catalog(stamp: Stamp) -> tuple[SystemCatalog, tuple[str, ...]]:
+    shipped = {str(p) for p in _shipped_files()}
+    paths = [Path(p) for p, _, _ in stamp]
+    lists, tables = _merge([p for p in paths if str(p) in shipped])
+    catalog = _build(lists, tables)  # the shipped presets must be valid: an error here is a bug
+    problems: list[str] = []
+    for path in (p for p in paths if str(p) not in shipped):
+        try:
+            new_lists, new_tables = _merge([path], lists, tables)
+            candidate = _build(new_lists, new_tables)
+            default_system_settings(catalog=candidate)
+            default_system_settings(catalog=candidate, personal=True)
+        except CatalogError as exc:
+            problems.append(f"{path}: skipped, {exc}")
+        except Exception as exc:  # user data never stops the app: any other failure skips the file
+            problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
+        else:
+            lists, tables, catalog = new_lists, new_tables, candidate
+    return catalog, tuple(problems)
+
+
+def _build(lists: _Lists, tables: _Tables) -> SystemCatalog:
     try:
         storage = {k: StoragePreset(**v) for k, v in lists["storage"].items()}
         failures = {k: _failure(v) for k, v in lists["failure_rate"].items()}

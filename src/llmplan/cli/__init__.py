@@ -39,6 +39,41 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+class _EscapeTable(dict):
+    """``str.translate`` table: every character that is not printable, except newline and tab, becomes a
+    ``\\uXXXX`` escape (valid inside JSON strings too); filled lazily, one entry per character seen."""
+
+    def __missing__(self, code: int) -> str:
+        c = chr(code)
+        if c.isprintable() or c in "\n\t":
+            value = c
+        elif code < 0x10000:
+            value = f"\\u{code:04x}"
+        else:  # a surrogate pair, as JSON writes it
+            v = code - 0x10000
+            value = f"\\u{0xD800 + (v >> 10):04x}\\u{0xDC00 + (v & 0x3FF):04x}"
+        self[code] = value
+        return value
+
+
+_ESCAPES = _EscapeTable()
+
+
+class EscapingWriter:
+    """Wraps stdout/stderr for the duration of a command: a model name, a GPU name reported by a driver
+    or a file name holding terminal escape codes (``\\x1b]...``) or a carriage return is printed escaped,
+    never acted on by the terminal. JSON output stays valid: its strings hold only ``\\uXXXX`` escapes."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.translate(_ESCAPES))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse quotes bad arguments as typed; escape them so its error line stays one line."""
 
@@ -59,6 +94,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console entry point: output escaped, Ctrl-C at any moment (also while the subcommands
+    are imported, the first ~0.4 s) ends with exit code 130 and no traceback."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        sys.stdout, sys.stderr = EscapingWriter(out), EscapingWriter(err)
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

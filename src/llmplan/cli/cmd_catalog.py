@@ -19,11 +19,12 @@ from llmplan.core.params import count_params
 def _kinds() -> list[Callable[[argparse._SubParsersAction], None]]:
     from llmplan.cli.catalog_hardware import add_hardware_commands
 
-    return [register_models, add_hardware_commands]
+    return [register_models, add_hardware_commands, register_problems]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("catalog", help="list the shipped and user catalogs: models, gpus, nodes, networks")
+    p = sub.add_parser("catalog", help="list the shipped and user catalogs: models, gpus, nodes, networks, "
+                       "problems")
     kinds = p.add_subparsers(dest="catalog_kind", metavar="KIND")
     for add in _kinds():
         add(kinds)
@@ -32,8 +33,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _no_kind(p: argparse.ArgumentParser) -> int:
     p.print_help()
-    print("llmplan-cli catalog: error: say what to list: models, gpus, nodes or networks", file=sys.stderr)
+    print("llmplan-cli catalog: error: say what to list: models, gpus, nodes, networks or problems",
+          file=sys.stderr)
     return 2
+
+
+def register_problems(kinds: argparse._SubParsersAction) -> None:
+    p = kinds.add_parser("problems", help="your own catalog files (models, GPUs, engines, system presets, "
+                         "calibration) that were skipped, and why; and entries that replace built-in ones")
+    p.add_argument("--json", action="store_true", help='print {"problems": [...], "notes": [...]}')
+    p.set_defaults(handler=run_problems)
+
+
+def run_problems(args: argparse.Namespace) -> int:
+    """Exit 0 either way: a skipped file is reported, it never stops anything."""
+    from llmplan.plan.user_data import user_data_report
+
+    report = user_data_report()
+    if args.json:
+        print(json.dumps({"problems": list(report.problems), "notes": list(report.notes)}, indent=2))
+        return 0
+    for line in report.problems:
+        print(f"skipped: {line}")
+    for line in report.notes:
+        print(f"note: {line}")
+    if not report.problems:
+        print("no problems: every file in your catalogs was read")
+    return 0
 
 
 def register_models(kinds: argparse._SubParsersAction) -> None:

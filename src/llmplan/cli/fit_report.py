@@ -8,13 +8,13 @@ which is how the tests and the docs' examples run without the hardware.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from llmplan.errors import InputError
 from llmplan.fit.local import FitSummary, LocalFit
+from llmplan.formats.bounded import load_json
 from llmplan.hw.types import DetectedGpu, DetectionReport, HostInfo, MigInstance
 
 FIXTURE_ENV = "LLMPLAN_DETECTION_FIXTURE"
@@ -49,12 +49,7 @@ def load_detection(fixture: str | None, timeout_s: float = 5.0) -> DetectionRepo
         from llmplan.hw.detect import detect_all
 
         return detect_all(timeout_s=timeout_s)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"detection fixture {path!r}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise InputError(f"detection fixture {path!r}: not JSON ({exc})") from None
+    data = load_json(Path(path), 16 * 1024 * 1024, what="detection fixture")
     return detection_report_from_dict(data)
 
 

@@ -1,10 +1,58 @@
 """Base class for the engine's specs: frozen, strict about unknown fields, hashable.
 
 Hashable specs let the engine cache derived quantities (parameter counts) per spec.
+
+Numbers are numbers: pydantic's lax mode reads ``true`` as 1 and ``"8"`` as 8, so a plan
+with ``"nodes": true`` or ``"seq_len": "4096"`` was silently accepted. A number field
+(``int``, ``float``, their optionals and integer ``Literal`` choices) refuses booleans and
+strings here, naming the field, before pydantic's own coercion runs.
 """
 
-from pydantic import BaseModel, ConfigDict
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+def _is_int_type(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return all(_is_int_type(a) for a in get_args(annotation) if a is not type(None))
+    if origin is Literal:
+        return all(isinstance(v, int) for v in get_args(annotation))
+    return annotation is int
+
+
+def _is_number_type(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(args) and all(_is_number_type(a) for a in args)
+    if origin is Literal:
+        values = get_args(annotation)
+        return bool(values) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return annotation in (int, float)
+
+
+@functools.cache
+def _number_fields(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, "an integer" if _is_int_type(f.annotation) else "a number")
+                 for name, f in cls.model_fields.items() if _is_number_type(f.annotation))
 
 
 class FrozenModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, kind in _number_fields(cls):
+                value = data.get(name)
+                if isinstance(value, bool | str):
+                    raise ValueError(f"'{name}': expected {kind}, got {value!r:.60} (true/false and text are "
+                                     "not numbers)")
+        return data

@@ -16,6 +16,12 @@ from pydantic import Field, model_validator
 
 from llmplan.core.frozen import FrozenModel
 
+# Sanity bounds, so an inline spec in a plan cannot skip the limits a config.json gets (io/hf_config.py):
+# the deepest released models have a few hundred layers, the widest tensors ~10^6 elements a side. Beyond
+# these the engine's float arithmetic overflows (a spec with numbers near 2^1000 gave OverflowError).
+MAX_LAYERS = 10_000
+MAX_DIM = 1 << 40
+
 LayerMlp = Literal["dense", "moe"]
 LayerAttention = Literal["full", "sliding"]
 
@@ -23,12 +29,12 @@ LayerAttention = Literal["full", "sliding"]
 class MoESpec(FrozenModel):
     """Mixture-of-experts feed-forward: routed experts (top-k of n) plus optional shared experts."""
 
-    num_experts: int = Field(gt=0, description="routed experts per MoE layer")
-    experts_per_token: int = Field(gt=0, description="top-k routed experts each token uses")
-    expert_intermediate_size: int = Field(gt=0, description="hidden width of one routed expert's MLP")
-    num_shared_experts: int = Field(0, ge=0, description="experts every token always uses")
+    num_experts: int = Field(gt=0, le=MAX_DIM, description="routed experts per MoE layer")
+    experts_per_token: int = Field(gt=0, le=MAX_DIM, description="top-k routed experts each token uses")
+    expert_intermediate_size: int = Field(gt=0, le=MAX_DIM, description="hidden width of one routed expert's MLP")
+    num_shared_experts: int = Field(0, ge=0, le=MAX_DIM, description="experts every token always uses")
     shared_intermediate_size: int = Field(
-        0, ge=0, description="hidden width of ONE shared expert (0 when there are none)"
+        0, ge=0, le=MAX_DIM, description="hidden width of ONE shared expert (0 when there are none)"
     )
     shared_expert_gate: bool = Field(False, description="Qwen-MoE: a sigmoid gate Linear(h, 1) on the shared expert")
     router_bias: bool = Field(False, description="router Linear has a bias (gpt-oss)")
@@ -51,11 +57,11 @@ class MoESpec(FrozenModel):
 class MLASpec(FrozenModel):
     """DeepSeek-V2/V3 multi-head latent attention: low-rank compressed queries and keys/values."""
 
-    q_lora_rank: int | None = Field(None, gt=0, description="None: queries are projected directly (V2-Lite)")
-    kv_lora_rank: int = Field(gt=0, description="width of the compressed KV latent that is cached")
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0, description="decoupled rotary key width, shared by all heads and cached")
-    v_head_dim: int = Field(gt=0)
+    q_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM, description="None: queries are projected directly (V2-Lite)")
+    kv_lora_rank: int = Field(gt=0, le=MAX_DIM, description="width of the compressed KV latent that is cached")
+    qk_nope_head_dim: int = Field(gt=0, le=MAX_DIM)
+    qk_rope_head_dim: int = Field(gt=0, le=MAX_DIM, description="decoupled rotary key width, shared by all heads and cached")
+    v_head_dim: int = Field(gt=0, le=MAX_DIM)
 
 
 class ModelSpec(FrozenModel):
@@ -63,13 +69,13 @@ class ModelSpec(FrozenModel):
 
     name: str = Field(min_length=1)
     model_type: str = Field("llama", description="Hugging Face model_type this came from")
-    vocab_size: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    num_layers: int = Field(gt=0)
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0, description="hidden width of a dense MLP layer")
+    vocab_size: int = Field(gt=0, le=MAX_DIM)
+    hidden_size: int = Field(gt=0, le=MAX_DIM)
+    num_layers: int = Field(gt=0, le=MAX_LAYERS)
+    num_heads: int = Field(gt=0, le=MAX_DIM)
+    num_kv_heads: int = Field(gt=0, le=MAX_DIM)
+    head_dim: int = Field(gt=0, le=MAX_DIM)
+    intermediate_size: int = Field(gt=0, le=MAX_DIM, description="hidden width of a dense MLP layer")
     gated_mlp: bool = Field(True, description="SwiGLU/GeGLU: gate, up and down projections (3 matrices)")
     activation: str = "silu"
     attention_bias: bool = Field(False, description="bias on the q, k and v projections")
@@ -86,20 +92,20 @@ class ModelSpec(FrozenModel):
     lm_head_bias: bool = False
     attention_sinks: bool = Field(False, description="gpt-oss: one learned sink logit per query head and layer")
     position: Literal["rope", "learned", "alibi", "none"] = "rope"
-    learned_positions: int = Field(0, ge=0, description="rows of the learned position table (0 unless learned)")
+    learned_positions: int = Field(0, ge=0, le=MAX_DIM, description="rows of the learned position table (0 unless learned)")
     embedding_proj_dim: int | None = Field(
-        None, gt=0, description="OPT-350m: embeddings of this width projected in/out of hidden_size"
+        None, gt=0, le=MAX_DIM, description="OPT-350m: embeddings of this width projected in/out of hidden_size"
     )
     parallel_block: bool = Field(False, description="attention and MLP read the same input (GPT-J, Falcon)")
-    max_position_embeddings: int = Field(2048, gt=0, description="longest context the model was trained for")
+    max_position_embeddings: int = Field(2048, gt=0, le=MAX_DIM, description="longest context the model was trained for")
     layer_mlp: tuple[LayerMlp, ...] = Field(default=(), description="'dense' or 'moe' per layer; () = all dense")
     layer_attention: tuple[LayerAttention, ...] = Field(
         default=(), description="'full' or 'sliding' per layer; () = all full"
     )
-    sliding_window: int | None = Field(None, gt=0)
+    sliding_window: int | None = Field(None, gt=0, le=MAX_DIM)
     moe: MoESpec | None = None
     mla: MLASpec | None = None
-    mtp_layers: int = Field(0, ge=0, description="DeepSeek-V3 multi-token-prediction modules in the checkpoint")
+    mtp_layers: int = Field(0, ge=0, le=MAX_LAYERS, description="DeepSeek-V3 multi-token-prediction modules in the checkpoint")
     approximate: bool = Field(False, description="built by the generic path for an unknown model_type")
     notes: tuple[str, ...] = ()
 

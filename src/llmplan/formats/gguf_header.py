@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from llmplan.core.model import ModelSpec
 from llmplan.errors import ConfigError
+from llmplan.formats.bounded import open_regular
 
 MAGIC = b"GGUF"
 MAX_KV = 100_000  # real files hold a few dozen keys
@@ -29,6 +30,8 @@ MAX_DIMS = 8
 MAX_ARRAY_DEPTH = 3  # arrays of arrays exist in the spec; nothing real nests deeper
 MAX_ITEMS_WALKED = 2_000_000  # strings walked one by one (a 262k vocabulary plus its merges is < 1M)
 KEEP_ARRAY_ITEMS = 64  # longer arrays are summarised by their length
+MAX_STRING_BYTES = 64 * 1024 * 1024  # all strings together (keys, values, walked arrays): a 262k-token
+# vocabulary with its merges is < 10 MB. Per string alone was not enough: 700 strings of 64 MiB read 45 GB.
 
 # ggml tensor types (ggml.h ``enum ggml_type``); cross-checked against the gguf package in the tests.
 GGML_TYPES = {
@@ -85,6 +88,7 @@ class _Reader:
     def __init__(self, f: BinaryIO, path: Path) -> None:
         self.f, self.path = f, path
         self.items_walked = 0
+        self.string_bytes = 0
 
     def take(self, n: int) -> bytes:
         b = self.f.read(n)
@@ -103,6 +107,10 @@ class _Reader:
 
     def string(self) -> str:
         n = self.count("bytes in a string", MAX_STRING)
+        self.string_bytes += n
+        if self.string_bytes > MAX_STRING_BYTES:
+            raise ConfigError(f"{self.path}: the GGUF header's strings add up to more than {MAX_STRING_BYTES:,} "
+                              "bytes; the file is corrupt")
         return self.take(n).decode("utf-8", errors="replace")
 
     def skip(self, n: int) -> None:
@@ -138,10 +146,7 @@ class _Reader:
 def read_gguf_header(path: str | Path) -> GgufHeader:
     """Parse the header of a GGUF v2/v3 file (metadata and tensor list only)."""
     p = Path(path)
-    try:
-        f = p.open("rb")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    f = open_regular(p, what="GGUF file", error=ConfigError)  # a FIFO or /dev/zero is refused, never read
     with f:
         return read_gguf_header_from(f, p)
 

@@ -10,7 +10,6 @@ generic path and is flagged ``approximate``; a config missing what is needed rai
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,8 +19,11 @@ from pydantic import ValidationError
 
 from llmplan.core.model import MLASpec, ModelSpec, MoESpec
 from llmplan.errors import ConfigError
+from llmplan.formats.bounded import load_json
 
-MAX_CONFIG_BYTES = 4 * 1024 * 1024  # real config.json files are a few KB
+MAX_CONFIG_BYTES = 1024 * 1024  # real config.json files are a few KB; = the user model entry cap, so an import
+# that is accepted is also read back at the next start (4 MiB was accepted, then silently dropped)
+MAX_CONFIG_DEPTH = 32  # real configs nest 3 levels; a plan holds the config 2 levels down and allows 64
 MAX_LAYERS = 10_000  # the deepest released models have a few hundred; per-layer tuples are built from this
 MAX_SIZE = 1 << 62  # any count beyond this is corruption (and would overflow the engine's floats later)
 
@@ -29,26 +31,19 @@ Config = Mapping[str, Any]
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (or the config.json inside a model folder) as a dict, safely."""
+    """Read a config.json (or the config.json inside a model folder) as a dict, safely
+    (``formats.bounded``: regular files only, at most ``MAX_CONFIG_BYTES``, nesting, digits and
+    text bounded so that a plan holding this config inline can always be saved and reopened)."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if is_dir:
         p = p / "config.json"
         if not p.is_file():
             raise ConfigError(f"{path}: this folder has no config.json; pick the model's config.json itself")
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{p}: {size:,} bytes is far too large for a config.json (limit {MAX_CONFIG_BYTES:,})")
-    try:
-        data = json.loads(p.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not a text file; a model config.json is UTF-8 JSON") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:  # thousands of nested brackets: no config.json nests more than a few levels
-        raise ConfigError(f"{p}: nested too deeply to be a config.json") from None
+    data = load_json(p, MAX_CONFIG_BYTES, what="config.json", error=ConfigError, max_depth=MAX_CONFIG_DEPTH)
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a JSON object with keys like 'hidden_size', got {type(data).__name__}")
     return data
@@ -87,6 +82,16 @@ def _int(cfg: Config, *keys: str, default: Any = ...) -> int:
     if v > MAX_SIZE:
         raise ConfigError(f"config.json: '{keys[0]}' is larger than {MAX_SIZE:,}, implausible for a model; the file is corrupt")
     return int(v)
+
+
+def _positive(cfg: Config, *keys: str, default: int) -> int:
+    """A size where 0 is meaningless: absent (or null) gives the default, an explicit 0 is an error
+    naming the key (it used to become the default silently)."""
+    v = _int(cfg, *keys, default=default)
+    if v == 0:
+        key = next((k for k in keys if cfg.get(k) is not None), keys[0])
+        raise ConfigError(f"config.json: '{key}' is 0; it must be a positive whole number (or left out)")
+    return v
 
 
 def _bool(cfg: Config, key: str, default: bool) -> bool:
@@ -128,10 +133,10 @@ def _common(cfg: Config) -> dict[str, Any]:
         num_heads=heads,
         num_kv_heads=kv,
         head_dim=_int(cfg, "head_dim", default=h // heads) or h // heads,
-        intermediate_size=_int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * h) or 4 * h,
+        intermediate_size=_positive(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * h),
         tie_embeddings=_bool(cfg, "tie_word_embeddings", False),
-        max_position_embeddings=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=2048)
-        or 2048,
+        max_position_embeddings=_positive(cfg, "max_position_embeddings", "n_positions", "seq_length",
+                                          default=2048),
         activation=str(_get(cfg, "hidden_act", "hidden_activation", "activation_function", default="silu")),
         attention_bias=_bool(cfg, "attention_bias", False),
         mlp_bias=_bool(cfg, "mlp_bias", False),
@@ -144,8 +149,12 @@ def _sliding(cfg: Config, n_layers: int, pattern: Callable[[int], bool] | None) 
     if window is not None and window >= _int(cfg, "max_position_embeddings", default=1 << 62):
         window = None  # a window as long as the context (Phi-3.5's 262144) never slides
     types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) == n_layers:
-        kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in types)
+    if types is not None and (not isinstance(types, list) or len(types) != n_layers
+                              or not all(isinstance(t, str) for t in types)):
+        raise ConfigError(f"config.json: 'layer_types' must be a list of {n_layers} names (one per layer, e.g. "
+                          "\"sliding_attention\" or \"full_attention\")")
+    if types is not None:
+        kinds = tuple("sliding" if "sliding" in t else "full" for t in types)
     elif pattern and window:
         kinds = tuple("sliding" if pattern(i) else "full" for i in range(n_layers))
     elif window and cfg.get("use_sliding_window", True) and not cfg.get("max_window_layers"):
@@ -365,7 +374,7 @@ def _falcon(cfg: Config) -> dict[str, Any]:
              parallel_block=parallel, norms_per_layer=norms, activation="gelu",
              position="alibi" if _bool(cfg, "alibi", False) else "rope",
              tie_embeddings=_bool(cfg, "tie_word_embeddings", True))
-    d["intermediate_size"] = _int(cfg, "ffn_hidden_size", default=4 * d["hidden_size"]) or 4 * d["hidden_size"]
+    d["intermediate_size"] = _positive(cfg, "ffn_hidden_size", default=4 * d["hidden_size"])
     return d
 
 
@@ -397,6 +406,9 @@ def _deepseek(cfg: Config) -> dict[str, Any]:
         d["layer_mlp"] = tuple("moe" if i >= first_dense and i % freq == 0 else "dense"
                                for i in range(d["num_layers"]))
     d["mtp_layers"] = _int(cfg, "num_nextn_predict_layers", default=0)
+    if d["mtp_layers"] > MAX_LAYERS:
+        raise ConfigError(f"config.json: 'num_nextn_predict_layers' {d['mtp_layers']:,} is more than llmplan "
+                          f"handles ({MAX_LAYERS:,} layers); the file is corrupt")
     return d
 
 

@@ -13,12 +13,12 @@ Lengths read from a file are capped before anything is allocated.
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 from typing import Any
 
 from llmplan.errors import ConfigError
+from llmplan.formats.bounded import load_json, open_regular, parse_json
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors library's own limit
 MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -27,17 +27,7 @@ DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16"
 
 
 def _load_json(path: Path, limit: int) -> Any:
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise ConfigError(f"{path}: {size:,} bytes is too large for this file (limit {limit:,})")
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be a safetensors index") from None
+    return load_json(path, limit, what="safetensors index", error=ConfigError)
 
 
 def read_index(path: str | Path) -> tuple[int, list[str]]:
@@ -75,7 +65,7 @@ def read_safetensors_header(path: str | Path) -> dict[str, dict[str, Any]]:
     """The tensor table of one .safetensors file: name -> {dtype, shape, data_offsets}."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
+        with open_regular(p, what="safetensors file", error=ConfigError) as f:
             raw = f.read(8)
             if len(raw) != 8:
                 raise ConfigError(f"{p}: too short to be a safetensors file")
@@ -88,9 +78,9 @@ def read_safetensors_header(path: str | Path) -> dict[str, dict[str, Any]]:
     if len(header) != n:
         raise ConfigError(f"{p}: the header is cut short (file truncated)")
     try:
-        table = json.loads(header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise ConfigError(f"{p}: the header is not JSON; not a safetensors file") from None
+        table = parse_json(header, f"{p}: the header", what="safetensors header", error=ConfigError)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (not JSON as a safetensors file has it)") from None
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: the header is not a JSON object; not a safetensors file")
     return {k: v for k, v in table.items() if k != "__metadata__"}

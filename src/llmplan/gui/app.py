@@ -34,6 +34,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Ctrl-C while Qt and the catalogs load (before the event loop runs) ends quietly with 130."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if (args.screenshot or args.self_test) and not os.environ.get("QT_QPA_PLATFORM") \
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):

@@ -67,6 +67,17 @@ def hardware_catalog() -> Any:
     return load_hardware_catalog()
 
 
+def user_data_problems() -> list[str]:
+    """Every user catalog file (models, GPUs, engines, system presets, calibration) that was skipped, and
+    why: the window's lasting notice. Never raises: the notice must not be what stops the app."""
+    from llmplan.plan.user_data import user_data_report
+
+    try:
+        return list(user_data_report().problems)
+    except Exception as exc:  # a shipped catalog error is shown where it is used
+        return [f"the catalogs could not be read ({type(exc).__name__}: {str(exc)[:200]})"]
+
+
 def gpu_entries() -> list[Any]:
     return list(hardware_catalog().gpus)
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QLockFile
 
-from llmplan.errors import PlanFileError
+from llmplan.errors import InputError, PlanFileError
 from llmplan.formats.atomic import atomic_write
+from llmplan.formats.bounded import parse_json, read_capped
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.planfile import load_plan, save_plan
 from llmplan.plan.resolve import inline_specs
@@ -80,9 +82,11 @@ class AutosaveSlot:
             if not lock.tryLock(0):
                 raise OSError(f"cannot lock {lock.fileName()} ({lock.error().name})")
             self._lock = lock
-        save(doc, self.path)
+        # The metadata first, atomically: a kill at any point leaves a complete old or new link to the
+        # original file beside a complete old or new copy (a half-written .json lost the link before).
         meta = {"origin": str(origin) if origin else None}
         atomic_write(self.path.with_suffix(".json"), json.dumps(meta))
+        save(doc, self.path)
         return self.path
 
     def clear(self) -> None:
@@ -112,12 +116,90 @@ class Recovery:
             self.lock.unlock()
 
 
-def recoverable() -> Recovery | None:
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _slot_of_temp(name: str) -> str | None:
+    """``.<pid>-<hex>.llmplan.XXXX.tmp`` or ``.<pid>-<hex>.json.XXXX.tmp`` -> ``<pid>-<hex>``."""
+    m = re.fullmatch(r"\.(\d+-[0-9a-f]+)\.(?:llmplan|json)\.[^/]*\.tmp", name)
+    return m.group(1) if m else None
+
+
+def remove_stale_temps(folder: Path) -> int:
+    """Temp files a killed save left behind: removed when their slot's owner is gone (its lock can be
+    taken), so a save in progress in another window is never disturbed. Returns how many went."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for tmp in folder.glob(".*.tmp"):
+        slot = _slot_of_temp(tmp.name)
+        if slot is None:
+            continue
+        lock = _lock(folder / f"{slot}.llmplan")
+        if lock.tryLock(0):
+            try:
+                tmp.unlink(missing_ok=True)
+                removed += 1
+            except OSError:
+                pass
+            finally:
+                lock.unlock()
+    return removed
+
+
+def trusted_origin(text: object) -> Path | None:
+    """The original file named in a slot's metadata, only if it is a plan the user could open:
+    an absolute ``.llmplan`` path that is an ordinary plan file (or a new name in an existing folder).
+    The metadata is a file on disk like any other; Save must never overwrite what it merely names."""
+    if not isinstance(text, str) or not text or "\x00" in text:
+        return None
+    p = Path(text)
+    if not p.is_absolute() or p.suffix.lower() != ".llmplan":
+        return None
+    try:
+        if not p.exists():
+            return p if p.parent.is_dir() else None
+        load_plan(p)
+    except (PlanFileError, OSError, ValueError):
+        return None
+    return p
+
+
+def _read_origin(meta_path: Path) -> Path | None:
+    try:
+        meta = parse_json(read_capped(meta_path, 64 * 1024, what="autosave note"), str(meta_path),
+                          what="autosave note")
+    except InputError:
+        return None
+    return trusted_origin(meta.get("origin")) if isinstance(meta, dict) else None
+
+
+def _set_aside(path: Path, problems: list[str], reason: str) -> None:
+    try:
+        os.replace(path, path.with_name(path.name + ".unreadable"))
+        problems.append(f"{path.name}: {reason}; kept as {path.name}.unreadable")
+    except OSError as exc:
+        problems.append(f"{path.name}: {reason}; could not set it aside ({exc.strerror or exc})")
+
+
+def recoverable(problems: list[str] | None = None) -> Recovery | None:
     """The newest plan a session that did not end cleanly left behind, with its original file. Slots of
-    running windows are skipped; an unreadable copy is renamed ``*.unreadable``. ``<data>/autosave.llmplan``, where
-    earlier builds kept their single copy, is looked at too."""
+    running windows are skipped; an unreadable copy is renamed ``*.unreadable`` and said in ``problems``
+    (a dangling link or an unreadable slot never hides the real crash copy behind it). Stale temp files
+    of dead sessions are removed first. ``<data>/autosave.llmplan``, where earlier builds kept their
+    single copy, is looked at too."""
+    problems = [] if problems is None else problems
     folder = autosave_folder()
-    slots = sorted(folder.glob("*.llmplan"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    try:
+        remove_stale_temps(folder)
+        slots = sorted(folder.glob("*.llmplan"), key=_mtime, reverse=True) if folder.is_dir() else []
+    except OSError as exc:
+        problems.append(f"{folder}: cannot list the autosave folder ({exc.strerror or exc})")
+        slots = []
     legacy = user_data_dir() / "autosave.llmplan"
     for path in [*slots, *([legacy] if legacy.is_file() else [])]:
         lock = None
@@ -127,18 +209,12 @@ def recoverable() -> Recovery | None:
                 continue
         try:
             doc = load(path)
-        except (PlanFileError, OSError, ImportError):  # kept aside for a person to look at, never offered again
-            os.replace(path, path.with_name(path.name + ".unreadable"))
+        except Exception as exc:  # kept aside for a person to look at, never offered again
+            _set_aside(path, problems, str(exc).replace(str(path), "").strip(": ") or type(exc).__name__)
             if lock is not None:
                 lock.unlock()
             continue
-        origin = None
-        try:
-            meta = json.loads(path.with_suffix(".json").read_text("utf-8"))
-            origin = Path(meta["origin"]) if meta.get("origin") else None
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        return Recovery(doc, origin, path, lock)
+        return Recovery(doc, _read_origin(path.with_suffix(".json")), path, lock)
     return None
 
 

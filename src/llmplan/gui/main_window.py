@@ -252,12 +252,13 @@ class MainWindow(FileActions, QMainWindow):
     def show_catalog_problems(self, *_a) -> None:
         """A lasting notice when some of the user's catalog files were skipped (broken, wrong fields):
         the app goes on with the rest, and the tooltip says which file and why."""
-        problems = [*backend.model_catalog().problems, *backend.hardware_catalog().problems]
+        problems = backend.user_data_problems()
         self.catalog_notice.setVisible(bool(problems))
         if problems:
             n = len(problems)
             self.catalog_notice.setText(f"⚠ {n} catalog file{'s' if n > 1 else ''} skipped")
-            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems))
+            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use (also: llmplan-cli catalog "
+                                           "problems):\n" + "\n".join(problems))
 
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running

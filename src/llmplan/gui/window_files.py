@@ -116,7 +116,11 @@ class FileActions:
     def offer_recovery(self) -> None:
         """Offered at every start, also when a plan was opened from the command line or by a
         double-click (the recovered plan then replaces it; that file is unchanged on disk)."""
-        found = files.recoverable()
+        problems: list[str] = []
+        found = files.recoverable(problems)
+        if problems:
+            dialogs.error(self, "Autosave copies set aside", "These recovery copies could not be read and were "
+                          "set aside:\n" + "\n".join(problems))
         if found is None:
             return
         opened = self.state.path
@@ -148,7 +152,8 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
         if path:
-            self._write_export(path, report.as_markdown(est, self.unit, self.state.doc.name, self.state.doc.notes))
+            self._export_text(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
+                                                               self.state.doc.notes))
 
     def export_csv(self) -> None:
         est = self._estimate_or_complain()
@@ -156,14 +161,18 @@ class FileActions:
             return
         path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
         if path:
-            self._write_export(path, report.as_csv(est))
+            self._export_text(path, lambda: report.as_csv(est))
 
-    def _write_export(self, path: Path, text: str) -> None:
-        """Atomically, like every writer (``llmplan.formats.atomic``); a failure is a message, not a traceback."""
+    def _export_text(self, path: Path, make) -> bool:
+        """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder
+        or a full disk is a dialog with the reason, not a traceback."""
         try:
-            atomic_write(path, text)
-        except OSError as exc:
-            dialogs.error(self, "Export failed", f"{path}: cannot write ({exc.strerror or exc})")
+            atomic_write(path, make())
+        except (OSError, UnicodeEncodeError) as exc:
+            dialogs.error(self, "Cannot export", f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            return False
+        self.statusBar().showMessage(f"Wrote {path}", 5000)
+        return True
 
     def export_charts(self) -> None:
         if self.charts is None:
@@ -173,7 +182,7 @@ class FileActions:
             try:
                 written = self.charts.export_png(folder)
             except OSError as exc:
-                dialogs.error(self, "Export failed", f"{folder}: cannot write ({exc.strerror or exc})")
+                dialogs.error(self, "Cannot export", f"{folder}: {exc.strerror or exc}")
                 return
             self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
 

@@ -16,10 +16,12 @@ from typing import Protocol
 
 from llmplan.errors import InputError
 from llmplan.formats.atomic import atomic_write
+from llmplan.formats.bounded import load_json, parse_json, read_capped
 
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_FORMAT = "llmplan-calibration"
 CALIBRATION_SCHEMA_VERSION = 1
+MAX_JSON_BYTES = 1024 * 1024  # a calibration or measured-run file is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,13 @@ class Calibration:
             raise InputError(f"{where} has schema_version {data.get('schema_version')!r}, this llmplan reads "
                              f"{CALIBRATION_SCHEMA_VERSION}; run `llmplan-cli calibrate` again")
         try:
+            for m in data["matmul"]:  # values are used in arithmetic later: types checked here, once
+                if not isinstance(m, dict) or not _is_positive(m.get("flops_per_s")) or not isinstance(
+                        m.get("dtype"), str):
+                    raise ValueError(f"a matmul entry is not {{dtype, n, flops_per_s, ...}}: {str(m)[:80]}")
+            bw = data["memory_bandwidth_bytes_per_s"]
+            if bw is not None and not _is_positive(bw):
+                raise ValueError(f"memory_bandwidth_bytes_per_s is {bw!r:.40}")
             return cls(
                 device=str(data["device"]), device_name=str(data["device_name"]),
                 torch_version=str(data["torch_version"]), created_utc=str(data["created_utc"]),
@@ -72,8 +81,12 @@ class Calibration:
                 memory_bandwidth_bytes_per_s=data["memory_bandwidth_bytes_per_s"],
                 copy_bytes=int(data["copy_bytes"]), notes=tuple(data.get("notes", ())),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InputError(f"{where} is damaged ({exc!r}); run `llmplan-cli calibrate` again") from exc
+
+
+def _is_positive(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 class _PeakFlopsLike(Protocol):
@@ -122,14 +135,12 @@ def load_calibration(path: Path | None = None) -> Calibration | None:
     """The saved calibration, or None when there is none. A damaged file raises InputError."""
     source = path or calibration_path()
     try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source} is not valid JSON (line {exc.lineno}); delete it or run "
-                         "`llmplan-cli calibrate` again") from exc
+        raw = read_capped(source, MAX_JSON_BYTES, what="calibration file")
+    except InputError:
+        if not source.exists() and not source.is_symlink():
+            return None
+        raise
+    data = parse_json(raw, str(source), what="calibration file (delete it or run `llmplan-cli calibrate` again)")
     return Calibration.from_dict(data, where=str(source))
 
 
@@ -163,15 +174,9 @@ def import_measured_run(path: str | Path) -> MeasuredRun:
     """Read ``{"peak_memory_bytes": ..., "peak_device_memory_bytes": ..., "step_time_s": ...}`` (any may be
     absent, not all; ``llmplan-cli watch`` writes the last two)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"measured-run file {p} does not exist; check the path") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"measured-run file {p} cannot be read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"measured-run file {p} is not valid JSON (line {exc.lineno}); expected "
-                         '{"peak_memory_bytes": 123, "step_time_s": 0.5}') from exc
+    if not p.exists() and not p.is_symlink():
+        raise InputError(f"measured-run file {p} does not exist; check the path")
+    data = load_json(p, MAX_JSON_BYTES, what='measured-run file ({"peak_memory_bytes": 123, "step_time_s": 0.5})')
     if not isinstance(data, dict):
         raise InputError(f"measured-run file {p} must hold a JSON object with peak_memory_bytes and/or step_time_s")
     run = MeasuredRun(

@@ -11,7 +11,7 @@ import importlib
 import platform
 from types import ModuleType
 
-from llmplan.hw._run import Budget, call_with_timeout, run_command
+from llmplan.hw._run import Budget, call_in_child, run_command
 from llmplan.hw.types import DetectedGpu, MigInstance, ProbeResult
 
 MIB = 2**20
@@ -66,6 +66,9 @@ def nvidia_smi_failure_reason(returncode: int, stdout: str, stderr: str) -> str:
     return f"nvidia-smi failed (exit {returncode}): {first}"
 
 
+MAX_GPUS = 4096  # GPUs in one machine (an NVL72 rack is 72)
+
+
 def _int_or_none(field: str) -> int | None:
     field = field.strip()
     try:
@@ -89,6 +92,8 @@ def parse_nvidia_smi_csv(text: str) -> tuple[DetectedGpu, ...]:
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        if len(gpus) >= MAX_GPUS:  # 200,000 rows took 17 s; no machine has this many GPUs
+            raise ValueError(f"more than {MAX_GPUS:,} GPUs listed; not a real machine's output")
         cols = [c.strip() for c in line.split(",")]
         if len(cols) != len(NVIDIA_SMI_FIELDS):
             raise ValueError(f"line {line_no}: expected {len(NVIDIA_SMI_FIELDS)} columns, got {len(cols)}")
@@ -222,17 +227,28 @@ def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
         _try(nvml.nvmlShutdown)
 
 
+def _nvml_or_reason(nvml: ModuleType) -> tuple[DetectedGpu, ...] | str:
+    """In the probe process: the GPUs, or the reason NVML gave (its exception classes need not pickle)."""
+    try:
+        return read_nvml(nvml)
+    except Exception as exc:
+        return nvml_error_reason(exc)
+
+
 def _probe_nvml(timeout_s: float) -> ProbeResult:
     try:
         nvml = importlib.import_module("pynvml")
     except ImportError:
         return ProbeResult(reasons=("NVML Python bindings not installed (pip install nvidia-ml-py)",))
-    outcome = call_with_timeout(lambda: read_nvml(nvml), timeout_s)
+    # In a child process: an NVML call that never returns is killed with it, never left running in the app.
+    outcome = call_in_child(lambda: _nvml_or_reason(nvml), timeout_s)
     if outcome.timed_out:
         return ProbeResult(reasons=(f"NVML timed out after {timeout_s:g} s",))
     if outcome.error is not None:
-        return ProbeResult(reasons=(nvml_error_reason(outcome.error),))
-    gpus = outcome.value or ()
+        return ProbeResult(reasons=(f"NVML failed: {outcome.error}",))
+    if isinstance(outcome.value, str):
+        return ProbeResult(reasons=(outcome.value,))
+    gpus = tuple(g for g in (outcome.value or ()) if isinstance(g, DetectedGpu))
     return ProbeResult(gpus=gpus, reasons=() if gpus else ("NVML reports no NVIDIA GPU",))
 
 

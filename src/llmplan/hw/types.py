@@ -16,6 +16,32 @@ GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos"]
 GpuVendor = Literal["nvidia", "amd", "apple"]
 
 
+MIN_GPU_MEMORY = 1 << 20  # 1 MiB .. 1 PiB: the bounds core/hardware.py puts on a GPU's memory
+MAX_GPU_MEMORY = 1 << 50
+MAX_NAME_CHARS = 200
+
+
+def printable_name(text: object) -> str:
+    """A device name as a driver or tool reported it, safe for a terminal and a one-line label: control
+    characters (ANSI escape codes, newlines) escaped, length capped."""
+    s = str(text)[:MAX_NAME_CHARS]
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in s)
+
+
+def _plausible(value: int | None) -> int | None:
+    """A reported free/used size inside the physical bounds, else unknown (None)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_GPU_MEMORY else None
+
+
+def _check_total(name: str, total: object) -> None:
+    if isinstance(total, bool) or not isinstance(total, int) or not MIN_GPU_MEMORY <= total <= MAX_GPU_MEMORY:
+        raise ValueError(f"{name} reports {total!r:.30} bytes of memory, outside 1 MiB to 1 PiB: the driver's "
+                         "answer is not plausible")
+
+
 @dataclass(frozen=True)
 class MigInstance:
     """One MIG slice of an NVIDIA GPU: a job placed on it sees only this memory."""
@@ -25,6 +51,11 @@ class MigInstance:
     memory_total_bytes: int
     memory_free_bytes: int | None = None
     uuid: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", printable_name(self.name))
+        _check_total(self.name, self.memory_total_bytes)
+        object.__setattr__(self, "memory_free_bytes", _plausible(self.memory_free_bytes))
 
 
 @dataclass(frozen=True)
@@ -60,6 +91,14 @@ class DetectedGpu:
     unified_memory: bool = False
     gpu_cores: int | None = None
     wired_limit_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        """Names escaped; a total outside 1 MiB..1 PiB (NVML once gave 2^64) is refused with ValueError,
+        which every probe turns into a reason; free/used outside the bounds become unknown."""
+        object.__setattr__(self, "name", printable_name(self.name))
+        _check_total(self.name, self.memory_total_bytes)
+        for f in ("memory_free_bytes", "memory_used_bytes", "wired_limit_bytes"):
+            object.__setattr__(self, f, _plausible(getattr(self, f)))
 
     @property
     def usable_memory_bytes(self) -> int:

@@ -57,6 +57,8 @@ def load_calibration_quietly(path: Path | None = None) -> tuple[Calibration | No
         return None, f"calibration not used: {exc}"
     except OSError as exc:
         return None, f"calibration not used: cannot read it ({exc.strerror or exc})"
+    except Exception as exc:  # user data never stops an estimate: any other damage is a note too
+        return None, f"calibration not used: the file is damaged ({type(exc).__name__}); run `llmplan-cli calibrate` again"
 
 
 def _clamp(name: str, value: float, clamped: list[str]) -> float:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from llmplan.errors import InputError
+from llmplan.formats.bounded import MAX_DEPTH, json_depth, parse_json
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.validation import describe_validation_error, non_finite_field
 
@@ -66,10 +67,15 @@ def _free_form(path: str) -> bool:
 
 
 def parse_value(text: str) -> Any:
+    """A ``--set`` value: JSON when it is JSON (numbers, true/false, objects), else the text itself.
+    Depth, digits, non-finite numbers and lone surrogates are bounded as in a plan file."""
+    if json_depth(text, MAX_DEPTH) > MAX_DEPTH:  # json.loads would recurse until RecursionError
+        raise InputError(f"--set: the value is nested more than {MAX_DEPTH} levels deep")
     try:
-        return json.loads(text)
+        json.loads(text)
     except ValueError:
         return text
+    return parse_json(text, "--set", what="value", error=InputError)
 
 
 def _suggest(path: str, valid: list[str]) -> str:

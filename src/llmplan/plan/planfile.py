@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from llmplan.errors import PlanFileError
 from llmplan.formats.atomic import atomic_write
+from llmplan.formats.bounded import parse_json, read_capped
 from llmplan.plan.document import FORMAT, SCHEMA_VERSION, ModelRef, PlanDocument
 from llmplan.plan.validation import describe_validation_error, non_finite_field
 
@@ -46,7 +47,10 @@ def _migrate_v0_to_v1(old: dict[str, Any]) -> dict[str, Any]:
     new = {k: v for k, v in old.items() if k not in ("layout",)}
     if "layout" in old:
         new["parallelism"] = old["layout"]
-    hardware = dict(old.get("hardware") or {})
+    hardware = old.get("hardware") or {}
+    if not isinstance(hardware, dict):
+        raise PlanFileError(f"'hardware' must be an object {{...}}, got {type(hardware).__name__}")
+    hardware = dict(hardware)
     if "gpu_count" in hardware:
         hardware["gpus_per_node"] = hardware.pop("gpu_count")
         hardware.setdefault("nodes", 1)
@@ -105,49 +109,12 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 # ---- reading ------------------------------------------------------------------------------
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
-
-
-def _max_nesting(text: str) -> int:
-    """Deepest bracket nesting outside strings, found without recursion (before json.loads)."""
-    depth = deepest = 0
-    for m in _BRACKET.finditer(_STRING.sub('""', text)):
-        if m.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_NESTING:
-                break
-        else:
-            depth -= 1
-    return deepest
-
 
 def loads_plan(text: str | bytes, origin: str = "plan") -> PlanDocument:
     """Parse, migrate and validate plan text. ``origin`` (a file name) prefixes every error."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_PLAN_BYTES:
-            raise PlanFileError(_too_big(origin, len(text)))
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PlanFileError(
-                f"{origin}: not UTF-8 text (bad byte at offset {exc.start}); a .llmplan file is UTF-8 JSON"
-            ) from None
     if len(text) > MAX_PLAN_BYTES:
         raise PlanFileError(_too_big(origin, len(text)))
-    text = text.removeprefix("\ufeff")
-    if _max_nesting(text) > MAX_NESTING:
-        raise PlanFileError(f"{origin}: nested more than {MAX_NESTING} levels deep; this is not a plan file")
-    def not_json(constant: str) -> None:  # Python reads NaN/Infinity; saving would turn them into null
-        raise PlanFileError(f"{origin}: '{constant}' is not a JSON number; write a finite number instead")
-
-    try:
-        data = json.loads(text, parse_constant=not_json)
-    except json.JSONDecodeError as exc:
-        raise PlanFileError(f"{origin}: broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:  # pragma: no cover - the nesting check comes first
-        raise PlanFileError(f"{origin}: nested too deeply; this is not a plan file") from None
+    data = parse_json(text, origin, what=".llmplan file (UTF-8 JSON)", error=PlanFileError, max_depth=MAX_NESTING)
     if not isinstance(data, dict):
         raise PlanFileError(f"{origin}: a plan is a JSON object {{...}}, got a JSON {type(data).__name__}")
     if data.get("format") != FORMAT:
@@ -176,19 +143,7 @@ def _too_big(origin: str, size: int) -> str:
 def load_plan(path: str | os.PathLike[str]) -> PlanDocument:
     """Read a ``.llmplan`` file. Errors are ``PlanFileError`` naming the file."""
     p = Path(path)
-    if "\x00" in str(p):  # os.stat would raise ValueError: no file name can hold a NUL
-        raise PlanFileError(f"{str(p)!r}: not a valid file name")
-    try:
-        size = p.stat().st_size
-        if size > MAX_PLAN_BYTES:
-            raise PlanFileError(_too_big(str(p), size))
-        raw = p.read_bytes()
-    except IsADirectoryError:
-        raise PlanFileError(f"{p}: is a folder; give the path of a .llmplan file") from None
-    except FileNotFoundError:
-        raise PlanFileError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise PlanFileError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    raw = read_capped(p, MAX_PLAN_BYTES, what="plan file", error=PlanFileError)
     return loads_plan(raw, origin=str(p))
 
 
@@ -224,11 +179,50 @@ def save_plan(doc: PlanDocument, path: str | os.PathLike[str], inline: bool = Tr
         with contextlib.suppress(CatalogError, PlanFileError):
             doc = inline_specs(doc)
     target = Path(path)
+    _save_target(target)  # refuses a FIFO, a device or a folder before anything is written
+    payload = _checked_payload(doc, target)
     try:
-        atomic_write(target, dumps_plan(doc))  # through a symlink, the link keeps its name for the caller
+        atomic_write(target, payload)  # through a symlink, the link keeps its name for the caller
     except OSError as exc:
         raise PlanFileError(f"{target}: cannot save ({exc.strerror or exc})") from None
     return target
+
+
+def _save_target(target: Path) -> Path:
+    """Where the bytes really go: a symlink is written through to its target (the link stays a link),
+    and anything but a regular file or a new name (a FIFO, a device, a folder) is refused, never replaced."""
+    if "\x00" in str(target):
+        raise PlanFileError(f"{str(target)!r}: not a valid file name")
+    real = Path(os.path.realpath(target))
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise PlanFileError(f"{target}: cannot save there ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PlanFileError(f"{target}: is a folder; give a file name to save the plan as")
+    if not stat.S_ISREG(st.st_mode):
+        raise PlanFileError(f"{target}: is not an ordinary file (a pipe or a device); llmplan saves a plan only "
+                            "to an ordinary file, pick another name")
+    return real
+
+
+def _checked_payload(doc: PlanDocument, target: Path) -> bytes:
+    """The bytes to write, proven to reopen: the loader's limits apply to what the writer produced,
+    so a plan that could not be opened again is refused before the old file is touched."""
+    try:
+        payload = dumps_plan(doc).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PlanFileError(f"{target}: not saved: a text field holds {exc.object[exc.start:exc.end]!a}, "
+                            "which UTF-8 cannot store; edit that text") from None
+    except (ValueError, RecursionError) as exc:
+        raise PlanFileError(f"{target}: not saved: the plan cannot be written as JSON ({exc})") from None
+    try:
+        loads_plan(payload, origin="the plan as it would be saved")
+    except PlanFileError as exc:
+        raise PlanFileError(f"{target}: not saved, because it could not be opened again: {exc}") from None
+    return payload
 
 
 # ---- importing a bare config.json -----------------------------------------------------------

@@ -2,13 +2,13 @@
 answer moves the way the KV cache's arithmetic says (vLLM's PagedAttention sizing, Kwon et al. 2023 §4)."""
 
 import pytest
-from llmplan.core.engine import estimate
-from llmplan.formats.hf_config import spec_from_config
 
 from llmplan.catalog.engines import engine_profile
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.inference.context_fit import longest_context
 from llmplan.core.workload import InferenceSettings, Scenario
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.gpus import H100, RTX4090
 from tests.core.inference.models import DEEPSEEK_V3, LLAMA3_8B
 

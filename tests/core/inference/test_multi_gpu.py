@@ -5,16 +5,16 @@ memory; the output head on the last device; the input embedding in host RAM), so
 hand; the speed adds each device's own time, since a token visits the devices in turn."""
 
 import pytest
-from llmplan.core.engine import estimate
-from llmplan.formats.hf_config import spec_from_config
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.inference.multi_gpu import split_layers
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import InferenceSettings, Scenario
 from llmplan.errors import InputError
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.models import LLAMA3_8B
 
 L70 = dict(model_type="llama", vocab_size=128256, hidden_size=8192, num_hidden_layers=80, num_attention_heads=64,

@@ -9,13 +9,13 @@ Tolerances: time per output token 35%, TTFT 25%, memory 5%.
 """
 
 import pytest
-from llmplan.core.engine import estimate
-from llmplan.formats.hf_config import spec_from_config
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import InferenceSettings, Scenario
+from llmplan.formats.hf_config import spec_from_config
 from tests.core.inference.models import LLAMA3_8B
 
 CONTEXT = 536_870_912  # the CUDA context nvidia-smi adds to what PyTorch reserves

@@ -34,6 +34,10 @@ from llmplan.errors import InputError
 MELANGE = "Griggs et al., Mélange: Cost Efficient Large Language Model Serving by Exploiting GPU Heterogeneity, 2024"
 
 
+MAX_RATE_PER_S = 1e6  # a million requests a second is beyond any single service's fleet; `inf` overflowed
+MAX_MIX_REPLICAS = 10_000  # past this, a mix saves < 1/10,000 of the cost (its point is whole-replica slack)
+
+
 class RequestClass(FrozenModel):
     prompt_tokens: int = Field(ge=1, le=10_000_000)
     output_tokens: int = Field(ge=1, le=10_000_000)
@@ -43,11 +47,11 @@ class RequestClass(FrozenModel):
 class ServingRequest(FrozenModel):
     """The load and the SLOs: a rate of requests of one size (or a small mix of sizes)."""
 
-    rate_per_s: float = Field(gt=0, description="requests per second")
+    rate_per_s: float = Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False, description="requests per second")
     prompt_tokens: int = Field(1024, ge=1, le=10_000_000)
     output_tokens: int = Field(256, ge=1, le=10_000_000)
-    ttft_s: float = Field(gt=0, description="time-to-first-token SLO, seconds")
-    tpot_s: float = Field(gt=0, description="time-per-output-token SLO, seconds")
+    ttft_s: float = Field(gt=0, le=1e6, allow_inf_nan=False, description="time-to-first-token SLO, seconds")
+    tpot_s: float = Field(gt=0, le=1e6, allow_inf_nan=False, description="time-per-output-token SLO, seconds")
     mix: tuple[RequestClass, ...] = Field(default=(), description="request sizes; () = one size as above")
     max_utilization: float = Field(0.85, gt=0, le=1, description="busy share per replica, headroom for queueing")
 
@@ -215,6 +219,8 @@ def _mixes(reps: list[_Replica], needed: float) -> list[ServingOption]:
     for i, a in enumerate(reps):
         for b in reps[i + 1:]:
             pa, pb = a.tp * (a.gpu.price_per_hour or 0), b.tp * (b.gpu.price_per_hour or 0)
+            if math.ceil(needed / a.rate) > MAX_MIX_REPLICAS:  # the split search is linear in the replicas
+                continue
             alone = min(math.ceil(needed / a.rate) * pa, math.ceil(needed / b.rate) * pb)
             best = None
             for na in range(1, math.ceil(needed / a.rate) + 1):

@@ -42,8 +42,15 @@ def _tp_limit(gpus: int, gpus_per_node: int) -> int:
     return 2 * gpus_per_node if gpus > gpus_per_node else gpus_per_node
 
 
+def _layout_max(name: str) -> int:
+    """``ParallelLayout``'s own upper bound on a field, so the search never builds a layout it refuses."""
+    return next(m.le for m in ParallelLayout.model_fields[name].metadata if getattr(m, "le", None) is not None)
+
+
 def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> list[tuple[int, ...]]:
-    """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs."""
+    """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs, within ``ParallelLayout``'s bounds (a cluster
+    the schema allows, 8 × 200,000 GPUs, gave dp 1.6 M and a validation traceback)."""
+    max_pp, max_dp = _layout_max("pp"), _layout_max("dp")
     out = []
     for tp in TP_CHOICES:
         if tp > _tp_limit(gpus, gpus_per_node) or gpus % tp or not _tp_ok(s, tp):
@@ -52,7 +59,7 @@ def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> 
             if (gpus // tp) % cp or (cp > 1 and seq_len % (2 * cp)):
                 continue
             rest = gpus // (tp * cp)
-            for pp in range(1, min(s.layers, rest) + 1):
+            for pp in range(max(1, -(-rest // max_dp)), min(s.layers, rest, max_pp) + 1):
                 if rest % pp:
                     continue
                 dp = rest // pp
