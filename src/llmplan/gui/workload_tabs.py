@@ -155,19 +155,18 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "The training framework whose memory and speed the estimate describes (catalogs/frameworks.toml): "
              "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), torchtune, unsloth, "
              "LLaMA-Factory, axolotl, Megatron-Core (fused kernels), DeepSpeed ZeRO or PyTorch FSDP2; the "
-             "switches it supports show below. Auto: Hugging Face for fine-tuning on one GPU, Megatron otherwise", backend.framework_choices(), chars=18))
+             "switches it supports show below. Auto: Hugging Face for fine-tuning on one GPU, Megatron otherwise", backend.framework_choices()))
     f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
              "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
              "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "
              "(torchtune: pure, the others: AMP)",
-             [("auto", "framework's own"), ("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")],
-             chars=16))
+             [("auto", "framework's own"), ("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")]))
     f.addRow("Loss", bound_combo(state, "training.loss", "Loss",
              "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "
              "vocabulary × 12 bytes at its peak), Megatron's fp32 logits, or a fused linear cross-entropy "
              "(Liger, unsloth) that never materialises them, or torchtune's chunked cross-entropy (8 chunks)",
              [("auto", "framework's own"), ("upcast", "fp32 upcast (HF)"), ("fp32_logits", "fp32 logits"),
-              ("fused_linear", "fused linear CE (Liger)"), ("chunked", "chunked CE (torchtune)")], chars=16))
+              ("fused_linear", "fused linear CE (Liger)"), ("chunked", "chunked CE (torchtune)")]))
     f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
              "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
              _opts(["bf16", "fp16", "fp8", "fp32"])))

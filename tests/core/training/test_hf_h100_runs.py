@@ -115,3 +115,31 @@ def test_capacity_is_what_pytorch_can_allocate_and_a_near_miss_is_tight():
 
     squeezed = replace(est.memory, capacity=est.memory.capacity._replace(value=est.memory.total.value + margin / 2))
     assert squeezed.fits and squeezed.tight
+
+
+def test_a_layout_the_framework_cannot_run_is_refused_naming_the_fix():
+    """The Hugging Face Trainer has no tensor parallelism: TP 2 under its profile is a layout error, not an
+    estimate of something nobody can run."""
+    import pytest as _pytest
+
+    from llmplan.errors import LayoutError
+
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.2-1B"),
+                       hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb", gpus_per_node=2), workload="finetune",
+                       training=TrainingSettings(framework="hf-trainer"), parallelism=ParallelLayout(tp=2))
+    with _pytest.raises(LayoutError, match="no TP parallelism; set parallelism.tp to 1"):
+        evaluate_plan(doc)
+
+
+def test_the_search_says_the_dtype_is_missing_not_that_nothing_fits():
+    """fp8 on a V100 (no fp8 tensor cores): the automatic layout reports the dtype, the real reason."""
+    import pytest as _pytest
+
+    from llmplan.core.search import search
+    from llmplan.errors import InputError
+    from llmplan.plan.resolve import resolve
+
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.2-1B"), hardware=HardwareRef(gpu="nvidia-v100-sxm2-32gb"),
+                       workload="finetune", training=TrainingSettings(precision="fp8"))
+    with _pytest.raises(InputError, match="no fp8 tensor cores"):
+        search(resolve(doc), top=1)

@@ -39,7 +39,6 @@ from llmplan.core.training import timing
 from llmplan.core.training.nccl import latency_array, ramp_array
 from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.workload import TrainingSettings
-from llmplan.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +144,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + t_tp_mb + t_cp_mb + t_pp_mb
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
-    bubble = (slots - m) * slot
+    bubble = np.where(slots > m, (slots - m) * slot, 0.0)  # no bubble, even where a row is priced infinite
 
     dp_bw = bus_bandwidth(shard, tp, cluster, eff)
     ring = 2 * (shard - 1) / shard
@@ -191,10 +190,7 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     blocks + the head's share, never faster than the host issues its kernels)."""
     prof = prof or FrameworkProfile()
     n = len(c.tp)
-    try:
-        r, _ = timing.rates(cluster.gpu, eff, t.precision)
-    except InputError:  # a dtype this GPU cannot train in: nothing is feasible
-        return np.full(n, np.inf), np.zeros(n), 1.0
+    r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
     layer_gpu, layer_host, head_gpu, head_host, rec = (np.zeros(n) for _ in range(5))
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute], axis=1)
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)

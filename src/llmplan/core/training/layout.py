@@ -64,6 +64,14 @@ def resolve(sc: Scenario) -> Layout:
             f"rule tp·pp·dp·cp = GPUs: {tp}·{pp}·{dp}·{cp} = {gpus}, but the cluster has {cl.total_gpus} GPUs "
             f"({cl.nodes} node(s) × {cl.gpus_per_node}); {_fix_dp(cl.total_gpus, tp, pp, cp)}"
         )
+    prof = sc.framework
+    for name, size, supported in (("tp", tp, prof.supports_tp), ("pp", pp, prof.supports_pp),
+                                  ("cp", cp, prof.supports_cp), ("ep", ep, prof.supports_ep)):
+        if size > 1 and not supported:
+            raise LayoutError(
+                f"rule the framework runs the layout: the {prof.name} profile has no {name.upper()} parallelism; "
+                f"set parallelism.{name} to 1, or training.framework to one that has it (megatron)"
+            )
     if m.num_heads % tp:
         raise LayoutError(
             f"rule heads divisible by tp: {m.num_heads} attention heads cannot be split over tp={tp}; "
