@@ -120,14 +120,12 @@ def test_capacity_is_what_pytorch_can_allocate_and_a_near_miss_is_tight():
 def test_a_layout_the_framework_cannot_run_is_refused_naming_the_fix():
     """The Hugging Face Trainer has no tensor parallelism: TP 2 under its profile is a layout error, not an
     estimate of something nobody can run."""
-    import pytest as _pytest
-
     from llmplan.errors import LayoutError
 
     doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.2-1B"),
                        hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb", gpus_per_node=2), workload="finetune",
                        training=TrainingSettings(framework="hf-trainer"), parallelism=ParallelLayout(tp=2))
-    with _pytest.raises(LayoutError, match="no TP parallelism; set parallelism.tp to 1"):
+    with pytest.raises(LayoutError, match=r"no TP parallelism; set parallelism\.tp to 1"):
         evaluate_plan(doc)
 
 
