@@ -46,10 +46,12 @@ def test_h100_class_one_node_all_reduce_by_message_size(size_mib, measured):
     assert got == pytest.approx(measured, rel=0.10)
 
 
-@pytest.mark.parametrize("size_mib, measured, ratio", [(1, 52.96, 1.42), (2, 88.78, 1.25), (128, 412.45, 0.875)])
+@pytest.mark.parametrize("size_mib, measured, ratio", [(1, 52.96, 1.20), (2, 88.78, 1.25), (128, 412.45, 0.875)])
 def test_h100_class_known_misses(size_mib, measured, ratio):
     """Pinned misses of the same H200 curve: below 4 MiB NVLS reaches less than the A100 ring's shape
-    says (its latency is higher), and the A100 curve's dip at 128 MiB is not in the H200's."""
+    says, and the A100 curve's dip at 128 MiB is not in the H200's. NCCL's NVLS latency (25 µs,
+    tuning.cc hwLatencies[NVLINK][NVLS]) brought 1 MiB from +42% to +20%; the rest is NVLS's own
+    bandwidth ramp (fewer channels for small calls), for which no NVLS curve but this one was found."""
     got, _ = _busbw("all-reduce", size_mib * MiB, "hgx-h200")
     assert got / measured == pytest.approx(ratio, rel=0.03)
 

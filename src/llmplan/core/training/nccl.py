@@ -17,8 +17,13 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
   (``Span.net``), and the call takes the slower of its NVLink stage and its network stage
   (they pipeline, chunk by chunk). The network stage pays NCCL's latency model: per protocol
   (LL, LL128, Simple) a base latency plus per-step hardware latencies, 2(N-1) network steps for an
-  all-reduce ring, 2·log2(N) for the tree (NVIDIA/nccl src/graph/tuning.cc,
-  ``ncclTunerConstantsDefaults`` and ``ncclTopoTuneModel``, commit 5067397, 2026-06-11).
+  all-reduce ring, 2·log2i(N) for the tree, log2i being NCCL's integer (floor) log (NVIDIA/nccl
+  src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and ``ncclTopoTuneModel``, commit 5067397,
+  2026-06-11). The tree's bandwidth is scaled by NCCL's ``treeCorrectionFactor`` for the message
+  size (``ncclTopoGetAlgoTime``), which is what moves NCCL from the tree to the ring between
+  a few hundred KiB and a few MiB.
+- **NVLS** (NVLink SHARP) pays NCCL's NVLS latency, 25 µs on NVLink and no base latency (the same
+  table): a call cannot finish sooner than that plus its bytes at the NVLS bandwidth.
 - **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
   and runs the fastest; so does this module, and says which it took.
 - **All-to-all** is point-to-point sends; it cannot aggregate a node's NICs, so each rank's
@@ -45,6 +50,7 @@ _HW = {  # hwLatencies[link][algorithm][protocol]
     "pcie": {"ring": (1.0, 2.5, 5.7), "tree": (1.0, 1.9, 4.0)},
     "net": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)},
 }
+_NVLS_LAT = 25.0  # hwLatencies[NVLINK][NVLS][Simple]; baseLatencies[NVLS] are 0
 _NET_OVERHEAD = 1.0  # getNetOverhead(): 1 µs per step on x86 hosts, ×3 for Simple
 # Bandwidth factor per protocol (ncclTopoTuneModel's model refinements): LL sends 8-byte lines with a
 # 4-byte flag (×0.5), LL128 120 of every 128 bytes (×0.92); the tree's all-reduce ×0.92 and its algbw
@@ -52,6 +58,23 @@ _NET_OVERHEAD = 1.0  # getNetOverhead(): 1 µs per step on x86 hosts, ×3 for Si
 _RING_PROTO = (0.5, 0.92, 1.0)
 _TREE_PROTO = (1.0 / 3.8 * 0.92, 120.0 / 128.0 * 0.92, 0.92)
 _REF_RANKS = 8  # the fabric curves are 8-GPU all-reduces
+# tuning.cc treeCorrectionFactor[protocol][log2i(bytes >> 6)], powers of two from 64 B to 256 MiB.
+_TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
+
+
+def log2i(x: float) -> int:
+    """NCCL's integer log2 (floor; 0 for x < 2)."""
+    return max(0, int(x).bit_length() - 1)
+
+
+def tree_correction(p: int, size: float) -> float:
+    """NCCL's size-dependent tree bandwidth factor (``ncclTopoGetAlgoTime``: applied for 0 ≤ log2i(S/64) < 23)."""
+    i = log2i(size / 64) if size >= 64 else -1
+    return _TREE_CORRECTION[p][i] if 0 <= i < 23 else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +146,7 @@ def _ring_latency(op: str, sp: Span, p: int) -> float:
 
 def _tree_latency(sp: Span, p: int) -> float:
     intra, inter = _HW[sp.link]["tree"][p] * 1e-6, _HW["net"]["tree"][p] * 1e-6 + sp.hop_s
-    return _BASE["tree"][p] * 1e-6 + 2 * ((sp.per_node - 1) * intra + math.log2(sp.nodes) * inter)
+    return _BASE["tree"][p] * 1e-6 + 2 * ((sp.per_node - 1) * intra + log2i(sp.nodes) * inter)
 
 
 def _intra_ring_extra(op: str, sp: Span) -> float:
@@ -149,11 +172,15 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
         extra = _intra_ring_extra(op, sp)
         best = Cost(op, "ring", "measured curve", vol / nv + extra, extra, 0.0, "NVLink")
         if op == "all-reduce" and sp.nvls > 0:
-            t = vol / (sp.nvls * eta) + extra
+            lat = _NVLS_LAT * 1e-6 + extra
+            t = max(vol / (sp.nvls * eta) + extra, lat + vol / sp.nvls)
             if t < best.seconds:
-                best = Cost(op, "nvls", "Simple", t, extra, 0.0, "NVLink")
+                best = Cost(op, "nvls", "Simple", t, lat, 0.0, "NVLink")
         return _with_busbw(best, vol)
-    t_nv = vol / nv if sp.per_node > 1 else 0.0
+    # Across nodes the NVLink stage is pipelined chunk by chunk with the network stage, and its per-step
+    # latencies are in the NCCL latency model below: it runs at the large-message NVLink rate (the
+    # single-node curve would count the measured 8-GPU latency a second time).
+    t_nv = vol / sp.nvlink if sp.per_node > 1 else 0.0
     best: Cost | None = None
     for p, name in enumerate(PROTOCOLS):
         lat = _ring_latency(op, sp, p)
@@ -164,7 +191,7 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
             best = cand
         if op == "all-reduce":
             lat = _tree_latency(sp, p)
-            t_net = lat + size / (0.5 * sp.net * _TREE_PROTO[p])
+            t_net = lat + size / (0.5 * sp.net * _TREE_PROTO[p] * tree_correction(p, size))
             t = max(t_nv, t_net)
             if t < best.seconds:
                 best = Cost(op, "tree", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
@@ -222,7 +249,7 @@ def latency_array(op: str, n, per_node, nodes):
     ref = _BASE["ring"][2] + 2 * (_REF_RANKS - 1) * _HW["nvlink"]["ring"][2]
     ring = np.where(N > 1, ring, np.maximum(ring - ref, 0.0))
     if op == "all-reduce":
-        tree = _BASE["tree"][2] + 2 * ((r - 1) * _HW["nvlink"]["tree"][2] + np.log2(np.maximum(N, 1))
-                                       * _HW["net"]["tree"][2])
+        log2i_n = np.floor(np.log2(np.maximum(N, 1)))  # NCCL's integer log2
+        tree = _BASE["tree"][2] + 2 * ((r - 1) * _HW["nvlink"]["tree"][2] + log2i_n * _HW["net"]["tree"][2])
         ring = np.where(N > 1, np.minimum(ring, tree), ring)
     return np.where(n > 1, ring * 1e-6, 0.0)
