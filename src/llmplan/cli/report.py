@@ -88,7 +88,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
                 {"name": x.name, "group": x.group, "group_size": x.group_size, "link": x.link,
                  "bytes_per_step": x.bytes_per_step.value, "time_s": x.time_s.value, "exposed_s": x.exposed_s.value,
                  "algorithm": x.algorithm, "span": x.span, "nodes": x.nodes, "message_bytes": x.message_bytes,
-                 "calls": x.calls, "bus_bandwidth": x.bus_bandwidth, "latency_s": x.latency_s, "limit": x.limit}
+                 "calls": x.calls, "bus_bandwidth": x.bus_bandwidth, "latency_s": x.latency_s, "limit": x.limit,
+                 "hides_behind": x.hides_behind, "unhidden_s": x.unhidden_s}
                 for x in m.collectives
             ],
         }
@@ -192,7 +193,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines += ["", "communication per GPU per step"]
         rows = [(x["name"], f"{b(x['bytes_per_step'])}  {present.duration(x['exposed_s'])} exposed"
                  + (f"  [{x['algorithm']}, {x['span']}, {present.rate(x['bus_bandwidth'])} bus, "
-                    f"{present.duration(x['latency_s'])} latency]" if x.get("algorithm") else ""))
+                    f"{present.duration(x['latency_s'])} latency]" if x.get("algorithm") else "")
+                 + (f"  hides behind {x['hides_behind']}" if x.get("hides_behind") else ""))
                 for x in m["collectives"]]
         rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
         lines.append(table(rows))

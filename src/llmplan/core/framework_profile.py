@@ -84,6 +84,11 @@ class FrameworkProfile(FrozenModel):
         40_000_000, ge=0, description="parameters per gradient bucket of the DP reduction (Megatron "
         "bucket_size: max(40M, 1M·dp)); 0: one bucket per layer (FSDP units)"
     )
+    prefetch_params: int = Field(
+        0, ge=0, description="ZeRO-3/FSDP: parameters whose all-gather is issued ahead of the layer computing "
+        "(DeepSpeed stage3_prefetch_bucket_size, default 5e7); 0: the next wrapped layer (FSDP2). With equal "
+        "layers the depth does not change the exposed time: the first gather is exposed either way"
+    )
     supports_pp: bool = True
     supports_tp: bool = True
     supports_cp: bool = True

@@ -80,6 +80,8 @@ class Collective:
     bus_bandwidth: float = 0.0  # bus bandwidth reached, bytes/s (nccl-tests busbw)
     latency_s: float = 0.0  # the latency part of time_s
     limit: str = ""  # what bounds it: "NVLink", "network" or "latency"
+    hides_behind: str = ""  # the compute it overlaps with (framework profile); "" if on the critical path
+    unhidden_s: float = 0.0  # the part of exposed_s that no compute can hide (e.g. the last gradient bucket)
 
 
 @dataclass(frozen=True, slots=True)

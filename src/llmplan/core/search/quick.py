@@ -153,9 +153,11 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     dp_lat = buckets * latency_array("all-reduce", shard, dp_per_node, np.ceil(shard / dp_per_node))
     t_grads = ring * trainable * grad_b / dp_bw + dp_lat
     window = (2.0 / 3.0) * t_compute_mb if overlap else 0.0
-    t_dp = np.maximum(0.0, t_grads - window)
+    tail = t_grads / np.maximum(buckets, 1.0) if overlap else 0.0  # the last bucket cannot hide (comms.Overlap)
+    t_dp = tail + np.maximum(0.0, t_grads - tail - window)
     t_gather = np.where(zero >= 3, 1.5 * ring * stage_params * wbytes / dp_bw * m, 0.0)
-    t_dp = t_dp + np.maximum(0.0, t_gather - m * slot)
+    head = t_gather / np.maximum(3.0 * stage_layers * m, 1.0)  # the first layer's gather: nothing to hide behind
+    t_dp = t_dp + head + np.maximum(0.0, t_gather - head - m * slot)
 
     moe_layers = stage_layers * s.moe_layer_fraction
     ep_bw = bus_bandwidth(ep, tp * cp, cluster, eff)

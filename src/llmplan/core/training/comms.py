@@ -12,11 +12,29 @@ ZeRO-3 gathers the weights again for the backward (1.5× ZeRO-2's volume, Rajbha
 Each collective is a number of calls of one message size (a layer's activations, a gradient
 bucket of the framework profile's size, a layer's weights under ZeRO-3), each priced by
 ``nccl.collective`` on the group's ``placement.span`` (Megatron rank order, TP innermost, PP
-outermost). Exposure follows the framework profile: TP, EP and PP transfers sit on the critical
-path (unless ``tp_comm_overlap``); CP's ring exchange hides behind attention compute; the DP
-reduction hides behind the last micro-batch's backward when ``overlap_grad_reduce``; the
-distributed optimizer's weight all-gather behind the next forward when ``overlap_param_gather``;
-ZeRO-3 prefetches hide behind the whole forward/backward.
+outermost).
+
+Exposure follows the framework profile (``Overlap``: what compute a collective hides behind, and
+which of its calls cannot hide because nothing is left to compute beside it):
+
+- TP, EP and PP transfers sit on the critical path, TP unless ``tp_comm_overlap`` (Transformer
+  Engine userbuffers overlap them with the GEMMs).
+- CP's ring exchange of K/V hides behind the attention compute (ring attention).
+- The DP gradient reduction, bucketed (``dp_bucket_params``: DDP's 25 MiB, Megatron's
+  max(40M, 1M·dp) parameters, DeepSpeed's reduce_bucket_size, FSDP's one wrapped layer), runs
+  bucket by bucket during the last micro-batch's backward when ``overlap_grad_reduce``; the last
+  bucket is ready only when the backward ends, so its call is always exposed (PyTorch DDP notes;
+  Megatron-Core ``DistributedDataParallel`` with ``overlap_grad_reduce``).
+- The distributed optimizer's weight all-gather hides behind the next step's first forward when
+  ``overlap_param_gather`` (Megatron); the first bucket is needed before the first layer runs,
+  so its call is exposed. Without it the gather runs after the optimizer step, exposed.
+- ZeRO-3 / FSDP weight gathers are prefetched one layer (FSDP2) or one prefetch bucket
+  (DeepSpeed ``stage3_prefetch_bucket_size``) ahead, so layer i+1's gather runs during layer i's
+  compute; the first layer's gather has nothing to hide behind. With equal layers how far ahead
+  the prefetch reaches does not change what is exposed: what is left is
+  first call + max(0, remaining gather time − compute).
+
+Exposed time = unhidden calls + max(0, time − unhidden − the compute it hides behind).
 """
 
 from __future__ import annotations
@@ -44,6 +62,25 @@ class Windows:
     attention: float
     last_backward: float
     first_forward: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """What a collective hides behind (module doc): ``window`` seconds of compute, described by
+    ``behind``; ``unhidden``: "last call" (a bucketed reduction's last bucket), "first call" (a
+    prefetched gather's first unit) or "" (every call can hide)."""
+
+    window: float
+    behind: str
+    unhidden: str = ""
+
+
+def exposure(t: float, call_s: float, ov: Overlap | None) -> tuple[float, float]:
+    """(exposed seconds, of which the calls that cannot hide) for ``t`` seconds of one collective."""
+    if ov is None:
+        return t, t
+    head = min(t, call_s) if ov.unhidden and ov.window > 0 else 0.0
+    return head + max(0.0, t - head - ov.window), head
 
 
 def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
@@ -81,7 +118,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
     fabric = cl.fabric
 
     def add(name: str, group: str, size: int, stride: int, parts: tuple[tuple[Op, int, float], ...],
-            formula: str, inputs: dict[str, object], exposed_of: float | None) -> None:
+            formula: str, inputs: dict[str, object], ov: Overlap | None) -> None:
         """``parts``: (operation, calls per step, bytes per call) run on this group."""
         sp = span(size, stride, topo)
         volume = t = lat = 0.0
@@ -98,21 +135,25 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         link = "inter-node" if sp.inter_node else "intra-node"
         where = (f"{sp.nodes} nodes × {sp.per_node} GPU{'s' if sp.per_node > 1 else ''}" if sp.inter_node
                  else f"1 node, {size} GPUs")
-        exp = t if exposed_of is None else max(0.0, t - exposed_of)
+        exp, head = exposure(t, main.seconds, ov)
         bw = volume / t if t > 0 else 0.0
         algo = "+".join(sorted({f"{c.algorithm}/{c.protocol}" for c in costs}))
         bfig = Figure.of(volume, "B", formula, inputs, "nccl")
         tfig = Figure.of(t, "s", "Σ calls · (latency + bytes·k / bus bandwidth reached at the message size)",
                          {"calls": calls, "message_bytes": parts[0][2], "algorithm": algo, "span": where,
                           "bus_bandwidth_Bps": bw, "latency_s": lat, "limit": main.limit}, "nccl")
-        efig = Figure.of(exp, "s", "time" if exposed_of is None else "max(0, time − overlappable compute)",
-                         {"time_s": t, "overlappable_s": exposed_of or 0.0}, "assumption")
-        window = win.compute if exposed_of is None else exposed_of
+        efig = Figure.of(exp, "s", "time (on the critical path)" if ov is None else
+                         "unhidden calls + max(0, time − unhidden − overlappable compute)",
+                         {"time_s": t, "overlappable_s": ov.window if ov else 0.0, "unhidden_s": head,
+                          "hides_behind": ov.behind if ov else "nothing: on the critical path",
+                          "unhidden": (ov.unhidden or "none") if ov else "every call"}, "assumption")
+        window = win.compute if ov is None else ov.window
         need = Figure.of(volume / window if window > 0 else 0.0, "B/s", "bytes / compute time it could hide behind",
                          {"bytes": volume, "window_s": window}, "assumption")
         out.append(Collective(name, group, size, link, bfig, tfig, efig, need, algorithm=algo, span=where,
                               nodes=sp.nodes, message_bytes=parts[0][2], calls=calls, bus_bandwidth=bw,
-                              latency_s=lat, limit=main.limit))
+                              latency_s=lat, limit=main.limit,
+                              hides_behind=ov.behind if ov else "", unhidden_s=head if ov else exp))
 
     if lay.tp > 1:
         n_ar = 4 + (2 if recompute_fwd else 0)
@@ -124,7 +165,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         add(f"TP {kind} (per block)", "tp", lay.tp, 1, parts,
             "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
             {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs},
-            win.compute if prof.tp_comm_overlap else None)
+            Overlap(win.compute, "the GEMMs (Transformer Engine userbuffers)") if prof.tp_comm_overlap else None)
     if lay.cp > 1:
         kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
         kv_tp = kv / (1 if m.mla else min(lay.tp, m.num_kv_heads))
@@ -133,7 +174,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
             "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
             {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
-            win.attention)
+            Overlap(win.attention, "the attention compute (ring attention)"))
     if lay.pp > 1:
         rep = lay.tp if lay.sp else 1
         msg = s_loc * b * h * act / rep
@@ -163,7 +204,6 @@ def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d:
     """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer."""
     sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
     grads = trainable * grad_bytes
-    overlap = win.last_backward if tr.overlap_grad_reduce else 0.0
     size = d if expert_share < 1 else max(1, d // lay.ep)
     stride = lay.tp if size == d else lay.tp * lay.cp * lay.ep  # dp·cp groups sit just outside TP
     bucket_params = prof.dp_bucket_params or 0
@@ -172,33 +212,44 @@ def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d:
     layers = max(1, lay.max_stage_layers)
     per_layer = trainable / layers
     bucket = (bucket_params or per_layer) * grad_bytes
+    unit = f"buckets of {bucket_params / 1e6:g}M parameters" if bucket_params else "one call per layer"
+    reduce_ov = (Overlap(win.last_backward, f"the last micro-batch's backward ({prof.name}: {unit}); the last "
+                         "bucket is ready only when the backward ends", "last call")
+                 if tr.overlap_grad_reduce else None)
     inputs = {"d": d, "trainable_params": trainable, "grad_bytes": grad_bytes,
               "bucket_params": bucket_params or per_layer}
     if not sharded:
         calls, msg = _buckets(grads, bucket)
         add("DP gradient all-reduce", "dp", size, stride, (("all-reduce", calls, msg),),
-            "2(d-1)/d · gradient bytes, in buckets", inputs, overlap)
+            "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_ov)
         return
     n = min(lay.shard, size)
     if tr.zero_stage == 3:  # FSDP / ZeRO-3: per layer, gathers prefetched, reduce-scatters overlapped
         w_layer = weights / layers * weight_bytes
         add("ZeRO-3 weight all-gather (forward and backward, per layer)", "dp", n, stride,
             (("all-gather", 2 * layers, w_layer),), "2 · (n-1)/n · weight bytes, one call per layer and pass",
-            {"n": n, "params": weights, "layers": layers}, win.compute)
+            {"n": n, "params": weights, "layers": layers},
+            Overlap(win.compute, f"the previous layer's forward/backward ({prof.name} prefetches "
+                    + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params else "the next layer")
+                    + " ahead); the first layer's gather has nothing to hide behind", "first call"))
+        rs_ov = (Overlap(win.compute, f"the backward of the layers below ({prof.name}: one call per layer); the "
+                         "last layer's reduce-scatter is exposed", "last call") if tr.overlap_grad_reduce else None)
         add("ZeRO-3 gradient reduce-scatter (per layer)", "dp", n, stride,
             (("reduce-scatter", layers, per_layer * grad_bytes),), "(n-1)/n · gradient bytes, one call per layer",
-            {**inputs, "n": n}, win.compute if tr.overlap_grad_reduce else 0.0)
+            {**inputs, "n": n}, rs_ov)
     else:
         calls, msg = _buckets(grads, bucket)
         add("DP gradient reduce-scatter", "dp", n, stride, (("reduce-scatter", calls, msg),),
-            "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n}, overlap)
+            "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n}, reduce_ov)
         wcalls, wmsg = _buckets(trainable * weight_bytes, (bucket_params or per_layer) * weight_bytes)
-        gather_window = win.first_forward if prof.overlap_param_gather else 0.0
+        gather_ov = (Overlap(win.first_forward, f"the next step's first forward ({prof.name}: {unit}); the first "
+                             "bucket is needed before the first layer runs", "first call")
+                     if prof.overlap_param_gather else None)
         add("DP weight all-gather after the optimizer step", "dp", n, stride, (("all-gather", wcalls, wmsg),),
             "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable, "weight_bytes": weight_bytes},
-            gather_window)
+            gather_ov)
     replicas = size // n
     if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
         calls, msg = _buckets(grads / n, bucket / n)
         add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
-            (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n}, overlap)
+            (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n}, reduce_ov)
