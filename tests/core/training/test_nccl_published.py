@@ -65,6 +65,27 @@ def test_dgx_h100_one_node_all_gather_large():
     assert got == pytest.approx(370, rel=0.10)
 
 
+def test_dgx_a100_one_node_all_gather_large():
+    # S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #149 (8x A100 SXM4 80GB, NVSwitch): each NVLink 3 link is
+    # 25 GB/s per direction, ~20 GB/s effective with the SMs' 128 B payloads, so 12 links give 240 GB/s,
+    # "but some other bottlenecks on the GPUs limits it to ~230GB/s" -- the ring bus bandwidth of any
+    # collective. A maintainer's statement, not a log: no measured DGX A100 all-gather was found. The model:
+    # 300 GB/s x 0.82 = 246 GB/s (the 0.82 is H100's protocol share, #212; A100's 20/25 = 0.80 is the same).
+    got, algo = _busbw("all-gather", 8 * GiB, "dgx-a100")
+    assert algo == "ring"
+    assert got == pytest.approx(230, rel=0.10)
+
+
+def test_dgx_a100_multi_node_all_gather_is_bound_by_the_nodes_eight_nics():
+    # Across DGX A100 nodes a ring leaves each node through its eight HDR NICs, 24 of 25 GB/s each
+    # (S. Jeaugey, NVIDIA/nccl issue #412), whatever the collective: 8 x 24 = 192 GB/s, the all-reduce
+    # busbw A. Laddy (NVIDIA) reports measured on DGX A100 (NVIDIA/nccl issue #812). The all-gather ring has
+    # the same network stage; no measured all-gather log across DGX A100 nodes was found.
+    got, algo = _busbw("all-gather", 8 * GiB, "dgx-a100", nodes=4)
+    assert algo == "ring"
+    assert got == pytest.approx(192, rel=0.10)
+
+
 def test_dgx_a100_two_nodes_all_reduce_uses_all_eight_nics():
     # A. Laddy (NVIDIA), NVIDIA/nccl issue #812: "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards
     # and we measure 192GB/s AllReduce BusBW". One GPU's NIC would give 23.5 GB/s; the node's eight, 188.
@@ -105,6 +126,14 @@ def registry() -> list[tuple[str, str, float, str, str, object]]:
         ("nccl-dgx-a100-4node-ar-8g", "4 DGX A100 (8x HDR each), all-reduce 8 GB: busbw (GB/s)", 192.0,
          "A. Laddy (NVIDIA), NVIDIA/nccl issue #812: 192 GB/s all-reduce busbw on DGX A100 with 8x200 Gb/s IB",
          "measured", lambda: _busbw("all-reduce", 8 * GiB, "dgx-a100", nodes=4)[0]),
+        ("nccl-dgx-a100-1node-ag-8g", "DGX A100 class, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 230.0,
+         "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #149: ~230 GB/s effective NVLink 3 ring bandwidth on A100 "
+         "(a maintainer's statement; no measured DGX A100 all-gather log was found)", "published",
+         lambda: _busbw("all-gather", 8 * GiB, "dgx-a100")[0]),
+        ("nccl-dgx-a100-4node-ag-8g", "4 DGX A100 (8x HDR each), all-gather 8 GB: busbw (GB/s)", 192.0,
+         "8 HDR NICs x 24 GB/s (S. Jeaugey, NVIDIA/nccl issue #412), the 192 GB/s A. Laddy (NVIDIA) reports for "
+         "DGX A100 rings across nodes (NVIDIA/nccl issue #812; measured for all-reduce)", "published",
+         lambda: _busbw("all-gather", 8 * GiB, "dgx-a100", nodes=4)[0]),
         ("nccl-dgx-h100-1node-ag-8g", "DGX H100, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 370.0,
          "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #212 (the source of the 0.82 NVLink share)", "calibration",
          lambda: _busbw("all-gather", 8 * GiB, "dgx-h100")[0]),
