@@ -119,28 +119,30 @@ def test_two_h100_nodes_small_messages(size_mib, measured):
 def registry() -> list[tuple[str, str, float, str, str, object]]:
     azure_h200 = ("Azure AI-benchmarking-guide, ND H200 v5 results (8x H200, NVSwitch, NCCL 2.20.5), in-place "
                   "all-reduce busbw")
+    def row(key, quantity, ref, source, kind, op, node, nodes=1):
+        return key, quantity, ref, source, kind, lambda: _busbw(op, 8 * GiB, node, nodes=nodes)[0]
+
     rows = [
-        ("nccl-dgx-a100-1node-ar-8g", "DGX A100 class, 8 GPUs, all-reduce 8 GB: busbw (GB/s)", 231.58,
-         "Azure AI-benchmarking-guide, ND A100 v4 results (8x A100 SXM4 80GB, NCCL 2.18.5); ours: 0.82 of NVLink 3",
-         "measured", lambda: _busbw("all-reduce", 8 * GiB, "dgx-a100")[0]),
-        ("nccl-dgx-a100-4node-ar-8g", "4 DGX A100 (8x HDR each), all-reduce 8 GB: busbw (GB/s)", 192.0,
-         "A. Laddy (NVIDIA), NVIDIA/nccl issue #812: 192 GB/s all-reduce busbw on DGX A100 with 8x200 Gb/s IB",
-         "measured", lambda: _busbw("all-reduce", 8 * GiB, "dgx-a100", nodes=4)[0]),
-        ("nccl-dgx-a100-1node-ag-8g", "DGX A100 class, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 230.0,
-         "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #149: ~230 GB/s effective NVLink 3 ring bandwidth on A100 "
-         "(a maintainer's statement; no measured DGX A100 all-gather log was found)", "published",
-         lambda: _busbw("all-gather", 8 * GiB, "dgx-a100")[0]),
-        ("nccl-dgx-a100-4node-ag-8g", "4 DGX A100 (8x HDR each), all-gather 8 GB: busbw (GB/s)", 192.0,
-         "8 HDR NICs x 24 GB/s (S. Jeaugey, NVIDIA/nccl issue #412), the 192 GB/s A. Laddy (NVIDIA) reports for "
-         "DGX A100 rings across nodes (NVIDIA/nccl issue #812; measured for all-reduce)", "published",
-         lambda: _busbw("all-gather", 8 * GiB, "dgx-a100", nodes=4)[0]),
-        ("nccl-dgx-h100-1node-ag-8g", "DGX H100, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 370.0,
-         "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #212 (the source of the 0.82 NVLink share)", "calibration",
-         lambda: _busbw("all-gather", 8 * GiB, "dgx-h100")[0]),
-        ("nccl-dgx-h100-4node-ag-8g", "4 DGX H100 (8x NDR each), all-gather 8 GB: busbw (GB/s)", 370.0,
-         "A. Laddy (NVIDIA), NVIDIA/nccl-tests issue #290: 46-48 GB/s per NDR NIC (the source of the 0.94 "
-         "network share); NVLink 370 (#212)", "calibration",
-         lambda: _busbw("all-gather", 8 * GiB, "dgx-h100", nodes=4)[0]),
+        row("nccl-dgx-a100-1node-ar-8g", "DGX A100 class, 8 GPUs, all-reduce 8 GB: busbw (GB/s)", 231.58,
+            "Azure AI-benchmarking-guide, ND A100 v4 results (8x A100 SXM4 80GB, NCCL 2.18.5); ours: 0.82 of NVLink 3",
+            "measured", "all-reduce", "dgx-a100"),
+        row("nccl-dgx-a100-4node-ar-8g", "4 DGX A100 (8x HDR each), all-reduce 8 GB: busbw (GB/s)", 192.0,
+            "A. Laddy (NVIDIA), NVIDIA/nccl issue #812: 192 GB/s all-reduce busbw on DGX A100 with 8x200 Gb/s IB",
+            "measured", "all-reduce", "dgx-a100", 4),
+        row("nccl-dgx-a100-1node-ag-8g", "DGX A100 class, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 230.0,
+            "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #149: ~230 GB/s effective NVLink 3 ring bandwidth on A100 "
+            "(a maintainer's statement; no measured DGX A100 all-gather log was found)", "published",
+            "all-gather", "dgx-a100"),
+        row("nccl-dgx-a100-4node-ag-8g", "4 DGX A100 (8x HDR each), all-gather 8 GB: busbw (GB/s)", 192.0,
+            "8 HDR NICs x 24 GB/s (S. Jeaugey, NVIDIA/nccl issue #412), the 192 GB/s A. Laddy (NVIDIA) reports for "
+            "DGX A100 rings across nodes (NVIDIA/nccl issue #812; measured for all-reduce)", "published",
+            "all-gather", "dgx-a100", 4),
+        row("nccl-dgx-h100-1node-ag-8g", "DGX H100, 8 GPUs, all-gather 8 GB: busbw (GB/s)", 370.0,
+            "S. Jeaugey (NVIDIA), NVIDIA/nccl-tests issue #212 (the source of the 0.82 NVLink share)", "calibration",
+            "all-gather", "dgx-h100"),
+        row("nccl-dgx-h100-4node-ag-8g", "4 DGX H100 (8x NDR each), all-gather 8 GB: busbw (GB/s)", 370.0,
+            "A. Laddy (NVIDIA), NVIDIA/nccl-tests issue #290: 46-48 GB/s per NDR NIC (the source of the 0.94 "
+            "network share); NVLink 370 (#212)", "calibration", "all-gather", "dgx-h100", 4),
     ]
     for size in (4, 64, 1024, 8192):
         measured = dict([(4, 138.44), (64, 368.11), (1024, 467.58), (8192, 479.98)])[size]
