@@ -113,6 +113,17 @@ def test_chunked_loss_keeps_fp32_log_probs_only():
         (12 - 4 - 10 / 8) * logits, rel=0.02)
 
 
+def test_compiled_chunked_loss_keeps_bf16_logits():
+    """Compiled (torchtune compile_loss), Inductor saves each chunk's bf16 logits (2 B per logit) instead of
+    the fp32 log-probabilities (4 B), and the backward writes one chunk's bf16 gradient (2 B) instead of
+    three gradients (10 B): 4 + 10/8 - (2 + 2/8) = 3 B per logit fewer at the loss backward."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full", method="lora")
+    _, eager = _run("torchtune", **kw)
+    _, comp = _run("torchtune", torch_compile=True, **kw)
+    assert eager.memory.activations.value - comp.memory.activations.value == pytest.approx(
+        3.0 * 4 * 2048 * 128_256, rel=0.02)
+
+
 def test_activation_offload_moves_saved_tensors_to_the_host():
     _, off = _run("torchtune", model="meta-llama/Llama-3.2-1B", method="full", micro_batch=4, recompute="none",
                   activation_offload=False)

@@ -23,6 +23,11 @@ whose gradient is written over it in place, and the hidden states' gradient (2·
 forward and kept for the backward. The chunked loss (torchtune's LinearCrossEntropyLoss, 8 chunks)
 keeps every chunk's fp32 log-probabilities (4 B per logit) for the backward, and one chunk's bf16
 logits and fp32 copy (6 B) in the forward or its three gradients (10 B) in the backward beside them.
+Compiled (``torch_compile``: torchtune's ``compile_loss`` compiles ``compute_cross_entropy``, the chunk's
+head GEMM and cross-entropy together), Inductor's min-cut partitioner saves the smallest cut between
+forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never recomputed) and a
+per-row log-sum-exp, the fp32 upcast and softmax being recomputed inside one fused kernel; the backward
+writes one chunk's bf16 logit gradient (2 B) beside them.
 Switches (``core.training.switches``): optimizer-in-backward holds one tensor's gradient at a time;
 activation offload keeps about two blocks' saved tensors on the GPU and the rest on the host.
 Autocast's weight copies are freed layer by layer as the backward allocates the (larger, fp32)
@@ -99,6 +104,9 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         if kind == "fused_linear":
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
             loss_f = loss_b = 2 * chunk + 2 * T * h  # logits chunk (gradient in place) + hidden-state gradient
+        elif kind == "chunked" and tr.torch_compile:  # Inductor's partitioner keeps each chunk's bf16 logits
+            loss_f = 2.0 * head.logits
+            loss_b = (2 + 2 / CHUNKED_LOSS_CHUNKS) * head.logits
         elif kind == "chunked":
             loss_f = (4 + 6 / CHUNKED_LOSS_CHUNKS) * head.logits
             loss_b = (4 + 10 / CHUNKED_LOSS_CHUNKS) * head.logits
