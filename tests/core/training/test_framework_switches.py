@@ -251,3 +251,16 @@ def test_lora_pointwise_work_follows_the_adapter_code():
     assert hf.bytes == (12 * 4096 + 10 * 4096) * T
     (un,) = lora_ops("unsloth")
     assert un.name.endswith("(fused)") and un.kernels == 2
+
+
+def test_accumulated_gradients_are_held_in_every_phase():
+    """With gradient accumulation the gradients persist across micro-batches (the Trainer zeroes them only
+    after the optimizer step): the peak holds all of them, so accumulating never lowers it (it did, by
+    dropping the gradients altogether)."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", method="full", micro_batch=2, recompute="full")
+    _, one = _run(global_batch=2, **kw)
+    _, two = _run(global_batch=4, **kw)
+    grads = 1_235_814_400 * 4  # Llama-3.2-1B's parameters (tied head), fp32 gradients under AMP
+    assert two.memory.gradients.value == pytest.approx(grads, rel=0.01)
+    assert two.memory.total.value > one.memory.total.value
+
