@@ -12,9 +12,9 @@ and accumulated gradients): unsloth -24% … -10% (80 GB: 299,360 against 342,73
 +20% (80 GB: 34,130 against 28,454), and the 70B on 48 GB out of memory under Hugging Face, as published.
 
 Why the columns miss, from the code (README commit e3162dc5bf, 2025-01-14; the table dates from Dec 2024):
-- Hugging Face: transformers up to 4.47 computed ForCausalLMLoss as ``logits.float()`` then
+- Hugging Face: transformers of the table's day computed ForCausalLMLoss as ``logits.float()`` then
   ``logits[..., :-1, :].contiguous()``, a second fp32 copy of the logits (removed by transformers PR
-  #35646, 2025-01-13): 14 B per logit at the loss forward where today's code (modelled, and measured on
+  #35646, merged 2025-01-13): 14 B per logit at the loss forward where today's code (modelled, and measured on
   an H100 with transformers 5.17) holds 10. With 14 B the column comes to +4.5% … +6.9%; a plan has no
   field to name that transformers version (``training.loss`` would need an ``upcast_shifted`` value).
 - unsloth: its code (kernels/fast_lora.py LoRA_MLP saves X, e, g only and runs the SwiGLU backward in
