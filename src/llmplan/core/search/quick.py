@@ -16,7 +16,10 @@ Memory (bytes per GPU, worst pipeline stage):
 - the stages that can be the worst are sized with their own layer counts under the
   engine's split rule (uneven splits put the extra layers on the middle stages): the
   first (embedding, most in flight), the earliest middle stage with the most layers,
-  and the last (head, logits).
+  and the last (head, logits);
+- eager-kernel profiles (Hugging Face, torchtune, unsloth): the engine's phase peak with the fine-tuning
+  switches' terms, once per distinct layout (``quick_memory.eager_stage_memory``); their step time adds
+  the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
 slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
 PP traffic; then the gradient reduction not hidden behind the last backward pass

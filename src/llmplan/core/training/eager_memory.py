@@ -31,7 +31,8 @@ forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never
 per-row log-sum-exp, the fp32 upcast and softmax being recomputed inside one fused kernel; the backward
 writes one chunk's bf16 logit gradient (2 B) beside them.
 Switches (``core.training.switches``): optimizer-in-backward holds one tensor's gradient at a time;
-activation offload keeps about two blocks' saved tensors on the GPU and the rest on the host.
+activation offload keeps about two blocks' saved tensors on the GPU (one where the framework brings a
+layer input back only when it is recomputed: ``FrameworkProfile.offload_prefetch``) and the rest on the host.
 Autocast's weight copies are freed layer by layer as the backward allocates the (larger, fp32)
 gradients, so the backward phase counts the gradients alone.
 """
@@ -94,7 +95,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     kept = layers * per_block
     offloaded = 0.0
     if tr.activation_offload:
-        on_gpu = min(kept, OFFLOAD_BLOCKS_ON_GPU * per_block)
+        on_gpu = min(kept, (OFFLOAD_BLOCKS_ON_GPU if prof.offload_prefetch else 1.0) * per_block)
         kept, offloaded = on_gpu, kept - on_gpu
     blocks = kept
     kept += 8 * T  # token ids (and labels)
