@@ -114,6 +114,12 @@ class FrameworkProfile(FrozenModel):
         0.05, ge=0, lt=1, description="the LoRA dropout a plan on auto gets: the framework's default or its "
         "examples' (torchtune configs, unsloth and LLaMA-Factory: 0; the QLoRA paper and axolotl's examples: 0.05)"
     )
+    offload_prefetch: bool = Field(
+        True, description="activation offload: the backward brings the next block's saved tensors back while one "
+        "computes (torchtune's OffloadActivations, a second stream), two blocks' on the GPU; False: one layer "
+        "input brought back at a time (unsloth's offloaded gradient checkpointer and the copies LLaMA-Factory "
+        "and axolotl use)"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""

@@ -113,6 +113,17 @@ def test_chunked_loss_keeps_fp32_log_probs_only():
         (12 - 4 - 10 / 8) * logits, rel=0.02)
 
 
+def test_compiled_chunked_loss_keeps_bf16_logits():
+    """Compiled (torchtune compile_loss), Inductor saves each chunk's bf16 logits (2 B per logit) instead of
+    the fp32 log-probabilities (4 B), and the backward writes one chunk's bf16 gradient (2 B) instead of
+    three gradients (10 B): 4 + 10/8 - (2 + 2/8) = 3 B per logit fewer at the loss backward."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full", method="lora")
+    _, eager = _run("torchtune", **kw)
+    _, comp = _run("torchtune", torch_compile=True, **kw)
+    assert eager.memory.activations.value - comp.memory.activations.value == pytest.approx(
+        3.0 * 4 * 2048 * 128_256, rel=0.02)
+
+
 def test_activation_offload_moves_saved_tensors_to_the_host():
     _, off = _run("torchtune", model="meta-llama/Llama-3.2-1B", method="full", micro_batch=4, recompute="none",
                   activation_offload=False)
@@ -240,3 +251,16 @@ def test_lora_pointwise_work_follows_the_adapter_code():
     assert hf.bytes == (12 * 4096 + 10 * 4096) * T
     (un,) = lora_ops("unsloth")
     assert un.name.endswith("(fused)") and un.kernels == 2
+
+
+def test_accumulated_gradients_are_held_in_every_phase():
+    """With gradient accumulation the gradients persist across micro-batches (the Trainer zeroes them only
+    after the optimizer step): the peak holds all of them, so accumulating never lowers it (it did, by
+    dropping the gradients altogether)."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", method="full", micro_batch=2, recompute="full")
+    _, one = _run(global_batch=2, **kw)
+    _, two = _run(global_batch=4, **kw)
+    grads = 1_235_814_400 * 4  # Llama-3.2-1B's parameters (tied head), fp32 gradients under AMP
+    assert two.memory.gradients.value == pytest.approx(grads, rel=0.01)
+    assert two.memory.total.value > one.memory.total.value
+

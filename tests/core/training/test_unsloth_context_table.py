@@ -7,8 +7,21 @@ checkpointing) against "Hugging Face + FA2". Each row below is (GPU memory, unsl
 We plan it with the unsloth and hf-trainer profiles, gradient checkpointing on (recompute full), 8-bit
 AdamW (the notebooks' optim="adamw_8bit"), on a catalog GPU of that memory. Nothing was fitted to this
 table. Tolerance (the issue's): within one power-of-two step, i.e. a factor of 2 either way; the
-results, recorded 2026-11-25: unsloth -24% … -9% (80 GB: 308,108 against 342,733), Hugging Face +11% …
+results, recorded 2026-11-25 (after the blocks' backward began to count the other blocks' kept tensors
+and accumulated gradients): unsloth -24% … -10% (80 GB: 299,360 against 342,733), Hugging Face +11% …
 +20% (80 GB: 34,130 against 28,454), and the 70B on 48 GB out of memory under Hugging Face, as published.
+
+Why the columns miss, from the code (README commit e3162dc5bf, 2025-01-14; the table dates from Dec 2024):
+- Hugging Face: transformers of the table's day computed ForCausalLMLoss as ``logits.float()`` then
+  ``logits[..., :-1, :].contiguous()``, a second fp32 copy of the logits (removed by transformers PR
+  #35646, merged 2025-01-13): 14 B per logit at the loss forward where today's code (modelled, and measured on
+  an H100 with transformers 5.17) holds 10. With 14 B the column comes to +4.5% … +6.9%; a plan has no
+  field to name that transformers version (``training.loss`` would need an ``upcast_shifted`` value).
+- unsloth: its code (kernels/fast_lora.py LoRA_MLP saves X, e, g only and runs the SwiGLU backward in
+  place, writing dX over X; the offloaded checkpointer brings back one layer input at a time) counts
+  about 150 KB per token for Llama 3.1 8B where the table's slope (24 → 80 GB) implies 210-225 KB; the
+  profile's terms (the MLP's down input saved, three MLP gradients at once) come to about 240 KB. The
+  difference is not found in the code read, so the terms stay as they are.
 """
 
 import pytest

@@ -16,7 +16,10 @@ Memory (bytes per GPU, worst pipeline stage):
 - the stages that can be the worst are sized with their own layer counts under the
   engine's split rule (uneven splits put the extra layers on the middle stages): the
   first (embedding, most in flight), the earliest middle stage with the most layers,
-  and the last (head, logits).
+  and the last (head, logits);
+- eager-kernel profiles (Hugging Face, torchtune, unsloth): the engine's phase peak with the fine-tuning
+  switches' terms, once per distinct layout (``quick_memory.eager_stage_memory``); their step time adds
+  the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
 slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
 PP traffic; then the gradient reduction not hidden behind the last backward pass
@@ -33,11 +36,12 @@ from llmplan.core import bytes_per_param as facts
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.offload import offload_seconds
-from llmplan.core.search.quick_memory import stage_memory
+from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
 from llmplan.core.training.nccl import latency_array, ramp_array
 from llmplan.core.training.placement import bus_bandwidth
+from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
 
@@ -100,8 +104,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     wbytes = facts.weight_bytes(t.precision)
 
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
-    sm = stage_memory(s.spec, t, c.tp, c.pp, c.vp, c.dp, c.cp, c.ep, c.zero, c.offload, c.recompute, c.mb,
-                      c.accum, sequence_parallel, prof)
+    # eager-kernel profiles: the engine's phase peak with the switches' terms, per distinct layout
+    eager = (eager_stage_memory(s.spec, t, prof, cluster, c, sequence_parallel)
+             if prof is not None and prof.kernels != "fused" else None)
+    sm = eager.memory if eager is not None else stage_memory(
+        s.spec, t, c.tp, c.pp, c.vp, c.dp, c.cp, c.ep, c.zero, c.offload, c.recompute, c.mb, c.accum,
+        sequence_parallel, prof)
     memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
 
     # ---- the slowest stage's parameters, for the time terms ---------------------------------------
@@ -173,6 +181,10 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_opt = np.where(c.offload == 1, t_off, upd_bytes / bw_mem)
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
+    if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)
+        pcie = 0.0 if cluster.gpu.unified_memory else cluster.gpu.pcie_bandwidth * eff.pcie
+        host_s, _ = host_transfer_time(eager.host_activations * m, eager.paged_host, pcie, m * slot + bubble)
+        step = step + host_s
     tokens_step = mb * m * dp * seq
     model_flops = tokens_step * passes * (L * layer_fwd + logit_fwd)  # PaLM MFU: no recompute
     return QuickResult(

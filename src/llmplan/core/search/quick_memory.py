@@ -14,6 +14,10 @@ search and the estimate agree on what fits:
   the switches those functions branch on;
 - the CUDA context and the allocator's fragmentation: the framework profile's ``context_bytes`` and
   ``fragmentation``.
+
+Eager-kernel profiles (``eager_stage_memory``) are priced by the engine's ``memory.worst_stage`` once per
+distinct layout, with every fine-tuning switch's term (paged optimizer, activation offload,
+optimizer-in-backward, ...).
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ def _params(m: ModelSpec, tp: int, ep: int, role: int) -> tuple[StageParams, Sta
 def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero, offload, recompute, mb, accum,
                  sequence_parallel: bool, prof: FrameworkProfile | None = None) -> StageMemoryRows:
     """The engine's memory of the worst-loaded GPU for each candidate (arrays of equal length), under a
-    fused-kernel framework profile (eager profiles are priced by the engine itself: ``planner``)."""
+    fused-kernel framework profile (eager profiles: ``eager_stage_memory``)."""
     prof = prof or FrameworkProfile()
     n = len(tp)
     if not n:
@@ -180,3 +184,60 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             worse = stage_total > out[0]
             out = [np.where(worse, new, old) for new, old in zip((stage_total, w, g, o, activ), out, strict=True)]
     return StageMemoryRows(*out)
+
+
+@dataclass(frozen=True, slots=True)
+class EagerRows:
+    """The engine's memory for each candidate under an eager-kernel profile, and the host traffic its
+    switches make (activation offload, paged optimizer states beyond the GPU's free memory)."""
+
+    memory: StageMemoryRows
+    host_activations: np.ndarray  # bytes per micro-batch offloaded to pinned host memory
+    paged_host: np.ndarray  # paged optimizer states the GPU has no room for, paged in each step
+
+
+def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile, cluster, cols,
+                       sequence_parallel: bool) -> EagerRows:
+    """The engine's memory of the worst-loaded GPU under an eager-kernel profile (Hugging Face, torchtune,
+    unsloth and their configurations), for each candidate layout ``cols`` (``quick.Columns``).
+
+    Eager profiles have no Korthikanti-style per-block model: their peak is the largest of a step's phases
+    (``training.eager_memory``), with the switches' terms — paged optimizer states outside PyTorch's
+    allocator, activation offload's two blocks on the GPU, optimizer-in-backward's one gradient, ZeRO-offload
+    of the optimizer. So each distinct layout is priced by the engine's ``memory.worst_stage`` itself, once
+    (an eager profile allows only one GPU or plain data parallelism, so the distinct layouts are few); a
+    layout the engine refuses is infinite."""
+    from llmplan.core.training.layout import resolve
+    from llmplan.core.workload import ParallelLayout, Scenario
+    from llmplan.errors import LlmplanError
+
+    n = len(cols)
+    out = np.zeros((7, n))
+    if not n:
+        return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])
+    pb = count_params(m)
+    names = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "offload", "recompute", "mb", "accum")
+    keys = np.stack([getattr(cols, f) for f in names], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for k, (tp, pp, vp, dp, cp, ep, zero, off, rc, mb, accum) in enumerate(uniq.tolist()):
+        p = ParallelLayout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, virtual_stages=vp,
+                           sequence_parallel=sequence_parallel and tp > 1)
+        tr = t.model_copy(update={"micro_batch": mb, "global_batch": mb * dp * accum if t.global_batch else 0,
+                                  "zero_stage": zero, "recompute": _RECOMPUTE[rc],
+                                  "offload": (t.offload if t.offload != "none" else "cpu") if off else "none"})
+        gpus = p.gpus
+        c = (cluster.model_copy(update={"gpus_per_node": gpus, "nodes": 1}) if gpus < cluster.gpus_per_node
+             else cluster.model_copy(update={"nodes": gpus // cluster.gpus_per_node}))
+        sc = Scenario(model=m, cluster=c, workload="pretrain" if tr.method == "full" else "finetune", training=tr,
+                      parallelism=p, framework_profile=prof)
+        try:
+            sm = mem.worst_stage(sc, pb, resolve(sc))
+        except LlmplanError:
+            out[:, inverse == k] = np.array([np.inf, 0, 0, 0, 0, 0, 0])[:, None]
+            continue
+        st = sm.states
+        row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.host_activations,
+               sm.paged_host)
+        out[:, inverse == k] = np.array(row)[:, None]
+    return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])

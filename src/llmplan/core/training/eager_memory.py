@@ -11,20 +11,28 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
   (4 B) and log-softmax's fp32 output (4 B) — 10 bytes per logit;
 - loss backward: NLL's gradient and log-softmax's input gradient (fp32 each) beside the saved
   log-probabilities — 12 bytes per logit — and the head's gradient as soon as it exists;
-- backward through the blocks: the gradients accumulate while the saved tensors are freed; with
+- backward through the blocks: the gradients accumulate while the saved tensors are freed — it starts with
+  the other blocks' kept tensors and ends with every gradient, its peak the larger end; with
   checkpointing one block is recomputed at a time and holds its full saved set meanwhile; and the
   block whose backward runs holds its activation gradients at their widest, the gated MLP's: the
   down projection's input gradient, then SiLU·up's two input gradients (3 × the projections' bytes ×
   the intermediate width per token), beside the residual stream's gradient (x·h);
 - optimizer step: states and every gradient.
+Gradients accumulated over micro-batches (gradient accumulation) are alive in every phase.
 Fused linear cross-entropy (Liger) computes the head and loss in chunks and keeps neither the
 logits nor their gradient whole: one chunk of bf16 logits (rows: ``switches.liger_chunk_rows``),
 whose gradient is written over it in place, and the hidden states' gradient (2·T·h), computed in the
 forward and kept for the backward. The chunked loss (torchtune's LinearCrossEntropyLoss, 8 chunks)
 keeps every chunk's fp32 log-probabilities (4 B per logit) for the backward, and one chunk's bf16
 logits and fp32 copy (6 B) in the forward or its three gradients (10 B) in the backward beside them.
+Compiled (``torch_compile``: torchtune's ``compile_loss`` compiles ``compute_cross_entropy``, the chunk's
+head GEMM and cross-entropy together), Inductor's min-cut partitioner saves the smallest cut between
+forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never recomputed) and a
+per-row log-sum-exp, the fp32 upcast and softmax being recomputed inside one fused kernel; the backward
+writes one chunk's bf16 logit gradient (2 B) beside them.
 Switches (``core.training.switches``): optimizer-in-backward holds one tensor's gradient at a time;
-activation offload keeps about two blocks' saved tensors on the GPU and the rest on the host.
+activation offload keeps about two blocks' saved tensors on the GPU (one where the framework brings a
+layer input back only when it is recomputed: ``FrameworkProfile.offload_prefetch``) and the rest on the host.
 Autocast's weight copies are freed layer by layer as the backward allocates the (larger, fp32)
 gradients, so the backward phase counts the gradients alone.
 """
@@ -77,8 +85,9 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     h = m.hidden_size
     x = ops.residual_bytes
     persistent_grads = not prof.grads_freed_after_step or lay.accumulation > 1
-    grads_all = 0.0 if persistent_grads else st.gradients
-    if tr.optimizer_in_backward:
+    held = st.gradients if persistent_grads else 0.0  # accumulated over the micro-batches: alive in every phase
+    grads_all = st.gradients  # at the end of the backward
+    if tr.optimizer_in_backward:  # (it refuses accumulation, so nothing is held between micro-batches)
         grads_all = min(largest_grad, st.gradients)
     per_block = x * h * T if tr.recompute == "full" else ops.saved  # each block's input, or all it saves
     working = ops.saved if tr.recompute == "full" else 0.0  # the block being recomputed
@@ -86,7 +95,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     kept = layers * per_block
     offloaded = 0.0
     if tr.activation_offload:
-        on_gpu = min(kept, OFFLOAD_BLOCKS_ON_GPU * per_block)
+        on_gpu = min(kept, (OFFLOAD_BLOCKS_ON_GPU if prof.offload_prefetch else 1.0) * per_block)
         kept, offloaded = on_gpu, kept - on_gpu
     blocks = kept
     kept += 8 * T  # token ids (and labels)
@@ -99,23 +108,33 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         if kind == "fused_linear":
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
             loss_f = loss_b = 2 * chunk + 2 * T * h  # logits chunk (gradient in place) + hidden-state gradient
+        elif kind == "chunked" and tr.torch_compile:  # Inductor's partitioner keeps each chunk's bf16 logits
+            loss_f = 2.0 * head.logits
+            loss_b = (2 + 2 / CHUNKED_LOSS_CHUNKS) * head.logits
         elif kind == "chunked":
             loss_f = (4 + 6 / CHUNKED_LOSS_CHUNKS) * head.logits
             loss_b = (4 + 10 / CHUNKED_LOSS_CHUNKS) * head.logits
         else:
             loss_f = LOSS_FORWARD_BYTES.get(kind, 10.0) * head.logits
             loss_b = LOSS_BACKWARD_BYTES.get(kind, 12.0) * head.logits
-        if not persistent_grads and head.gemm.trainable:
+        if head.gemm.trainable:
             head_grad = head.gemm.n * head.gemm.k * st.grad_bytes
+    head_grad = max(head_grad, held)  # an accumulated head gradient is among the held ones
+    # the blocks' backward starts with every other block's kept tensors and the head's gradient, and ends with
+    # every gradient and no kept tensor; between, one grows as the other shrinks: the larger end is its peak
+    # (recomputing, the block in hand keeps its input among its full saved set, ``working``)
+    others = max(blocks - (per_block if tr.recompute == "full" else 0.0), 0.0)
+    start, end = others + 8 * T + head_grad, grads_all
     phases = {
-        "loss forward": kept + copies + loss_f,
+        "loss forward": held + kept + copies + loss_f,
         "loss backward": kept + copies + loss_b + head_grad,
-        "backward through the blocks": grads_all + working,
+        "backward through the blocks": max(start, end) + working,
         "optimizer step": grads_all,
     }
     phase = max(phases, key=lambda k: phases[k])
-    grads_at = {"loss backward": head_grad, "backward through the blocks": grads_all,
-                "optimizer step": grads_all}.get(phase, 0.0)
+    grads_at = {"loss forward": held, "loss backward": head_grad,
+                "backward through the blocks": end if end >= start else head_grad,
+                "optimizer step": grads_all}[phase]
     copies_at = copies if phase.startswith("loss") else 0.0
     acts = phases[phase] - grads_at - copies_at
     return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded, blocks)

@@ -110,7 +110,7 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest)
-    buffers = pk.weight_copies
+    buffers = pk.weight_copies + st.gather_buffer  # ZeRO-3 / FSDP: the gathered block (``states.model_states``)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers

@@ -117,9 +117,11 @@ def lm_head_adapter(m: ModelSpec, rank: int, tp: int = 1) -> float:
 def host_transfer_time(offloaded: float, paged: float, pcie: float, compute_s: float) -> tuple[float, float]:
     """(exposed seconds, seconds of transfer) per step for activation offload and paged optimizer states.
     Activations go down in the forward and up in the backward on a side stream: exposed only beyond the
-    compute they overlap. Paged states fault in for the update and are evicted again, serially."""
+    compute they overlap. Paged states fault in for the update and are evicted again, serially. Floats or
+    NumPy arrays (the search's quick model prices its candidates with it)."""
     if pcie <= 0:
         return 0.0, 0.0
     act = 2 * offloaded / pcie
     page = 2 * paged / pcie
-    return max(act - compute_s, 0.0) + page, act + page
+    exposed = act - compute_s
+    return exposed * (exposed > 0) + page, act + page
