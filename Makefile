@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PYTHONFAULTHANDLER := 1
 
-.PHONY: run test setup lint bench clean readme dist dist-check install-desktop
+.PHONY: run test setup lint bench clean readme dist dist-check install-desktop fuzz
 
 # Development set-up (make test, lint, bench, ...): also the desktop-file validators the packaging tests run.
 setup:
@@ -30,6 +30,14 @@ test: lint
 
 bench: setup
 	$(PY) benchmarks/run.py
+
+# Issue 17's hostile-input families, >= 10,000 inputs each through every parser they apply to (about 25 min
+# on 2 cores; ARGS="--n 1000" for a quicker look), then 100 SIGKILLs during autosaves. Exits non-zero on any
+# traceback, broken rule, input over 10 s or family over 1 GiB RSS. `make test` runs a few of each.
+fuzz: setup
+	QT_QPA_PLATFORM=$${QT_QPA_PLATFORM:-offscreen} $(PY) scripts/fuzz.py $(ARGS)
+	QT_QPA_PLATFORM=$${QT_QPA_PLATFORM:-offscreen} PYTEST_QT_API=pyside6 LLMPLAN_AUTOSAVE_KILLS=100 \
+	  $(PY) -m pytest -q -s -p no:cacheprovider --timeout=1800 tests/trust/test_autosave_kills.py
 
 # The desktop bundle (PyInstaller, about a minute): dist/llmplan/ and dist/llmplan-VERSION-linux-ARCH.tar.gz.
 # XCB=1: the X11 libraries Qt's xcb plugin links must be on the build machine to be copied into the bundle.

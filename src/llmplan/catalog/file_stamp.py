@@ -18,7 +18,10 @@ def files_stamp(paths: Iterable[Path]) -> Stamp:
     for path in paths:
         try:
             st = path.stat()
-        except OSError:  # missing or removed while we looked: absent from the stamp
-            continue
+        except OSError:
+            try:  # a dangling or looping link stays in: its reader then says why it was skipped
+                st = path.lstat()
+            except OSError:  # missing or removed while we looked: absent from the stamp
+                continue
         out.append((str(path), st.st_mtime_ns, st.st_size))
     return tuple(out)

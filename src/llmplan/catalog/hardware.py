@@ -32,6 +32,7 @@ from llmplan.catalog.hardware_files import (
     expand_apple_chip,
 )
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec
+from llmplan.core.present import one_line
 from llmplan.errors import CatalogError
 from llmplan.formats.atomic import atomic_write
 from llmplan.formats.bounded import load_json, load_toml
@@ -436,9 +437,9 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
         try:
             _add_file(b, path, f"user:{path.name}", strict=False)
         except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
-            b.problems.append(f"{path}: skipped, {_describe(exc)}")
+            b.problems.append(one_line(f"{path}: skipped, {_describe(exc)}"))
         except Exception as exc:  # a user file never stops the app
-            b.problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
+            b.problems.append(one_line(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})"))
     for node in list(b.nodes.values()):
         missing = [x for x, known in ((node.gpu_id, b.gpus), (node.network_id, b.networks)) if x not in known]
         if missing:

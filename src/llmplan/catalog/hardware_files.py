@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from llmplan.core.frozen import NumbersAreNumbers
 from llmplan.core.hardware import GpuSpec, PeakFlops
 
 MIB = 1 << 20
@@ -46,7 +47,7 @@ GPU_FIGURES = (
 )
 
 
-class _Strict(BaseModel):
+class _Strict(NumbersAreNumbers):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llmplan.core.model import ModelSpec
+from llmplan.core.present import one_line
 from llmplan.errors import CatalogError, ConfigError
 from llmplan.formats.atomic import atomic_write
 from llmplan.formats.bounded import parse_json, read_capped
@@ -167,11 +168,11 @@ def _read_dir(folder: Path, user: bool, problems: list[str]) -> list[ModelEntry]
         try:
             out.append(_read_entry(path, user))
         except (CatalogError, ConfigError, OSError) as exc:
-            problems.append(f"{path.name}: {exc}")
+            problems.append(one_line(f"{path.name}: {exc}"))
         except Exception as exc:  # a user entry never stops the app; a shipped one is a bug
             if not user:
                 raise
-            problems.append(f"{path.name}: unusable ({type(exc).__name__}: {str(exc)[:200]})")
+            problems.append(one_line(f"{path.name}: unusable ({type(exc).__name__}: {str(exc)[:200]})"))
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.core.present import one_line
 from llmplan.errors import CatalogError
 from llmplan.formats.bounded import load_toml
 from llmplan.resources_path import catalogs_dir, user_data_dir
@@ -71,7 +72,7 @@ class ProfileCatalog(Generic[P]):
                 try:
                     out[key] = self.profile(key, merged)
                 except CatalogError as exc:
-                    problems.append(f"{user}: {exc}; skipped" + (", the shipped entry is in use" if base else ""))
+                    problems.append(one_line(f"{user}: {exc}; skipped" + (", the shipped entry is in use" if base else "")))
                     continue
                 if base is not None:
                     notes.append(f"{user}: [{key}] changes the shipped {self.kind} ({', '.join(sorted(entry))})")

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.core.present import one_line
 from llmplan.core.system.settings import (
     CheckpointOptions,
     FailureRate,
@@ -146,9 +147,9 @@ def _cached_catalog(stamp: Stamp) -> tuple[SystemCatalog, tuple[str, ...]]:
             default_system_settings(catalog=candidate)
             default_system_settings(catalog=candidate, personal=True)
         except CatalogError as exc:
-            problems.append(f"{path}: skipped, {exc}")
+            problems.append(one_line(f"{path}: skipped, {exc}"))
         except Exception as exc:  # user data never stops the app: any other failure skips the file
-            problems.append(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})")
+            problems.append(one_line(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})"))
         else:
             lists, tables, catalog = new_lists, new_tables, candidate
     return catalog, tuple(problems)

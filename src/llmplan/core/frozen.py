@@ -34,7 +34,17 @@ def _is_number_type(annotation: Any) -> bool:
     if origin is Literal:
         values = get_args(annotation)
         return bool(values) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    if origin in (tuple, list):  # tuple[float, ...], list[int]: every item a number
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        return bool(args) and all(_is_number_type(a) for a in args)
     return annotation in (int, float)
+
+
+def _not_a_number(value: Any) -> bool:
+    """True/false or text where a number (or a sequence of numbers) belongs."""
+    if isinstance(value, list | tuple):
+        return any(isinstance(v, bool | str) for v in value)
+    return isinstance(value, bool | str)
 
 
 @functools.cache
@@ -43,8 +53,9 @@ def _number_fields(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
                  for name, f in cls.model_fields.items() if _is_number_type(f.annotation))
 
 
-class FrozenModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+class NumbersAreNumbers(BaseModel):
+    """Refuses true/false and text in number fields (also inside tuples/lists of numbers), naming the field;
+    used by the engine's specs and by the catalog's file schemas (a user GPU file's ``tflops.fp16 = "1e3"``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -52,7 +63,11 @@ class FrozenModel(BaseModel):
         if isinstance(data, dict):
             for name, kind in _number_fields(cls):
                 value = data.get(name)
-                if isinstance(value, bool | str):
+                if _not_a_number(value):
                     raise ValueError(f"'{name}': expected {kind}, got {value!r:.60} (true/false and text are "
                                      "not numbers)")
         return data
+
+
+class FrozenModel(NumbersAreNumbers):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)

@@ -17,8 +17,8 @@ import math
 from llmplan.core.explain import Figure
 
 __all__ = [
-    "GB", "GIB", "MemoryUnit", "count", "duration", "energy", "figure", "load", "mass_co2", "money", "params",
-    "percent", "rate", "si", "tokens_per_s",
+    "GB", "GIB", "MemoryUnit", "count", "duration", "energy", "figure", "load", "mass_co2", "money", "one_line",
+    "params", "percent", "rate", "si", "tokens_per_s",
 ]
 
 GIB = 1024**3
@@ -216,3 +216,13 @@ def figure(fig: Figure, mem: MemoryUnit, style: str = "") -> str:
     if not math.isfinite(v):
         return NOT_A_NUMBER
     return (f"{v:,.4g} {u}" if abs(v) < 10_000 else f"{v:,.0f} {u}").strip()  # never '2.5e+04'
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """Text from a file, a driver or a user (a plan, model or GPU name) made safe for one line of a terminal
+    or a single-line label: every character that is not printable becomes a visible Python-style escape
+    (ESC of a terminal colour code -> ``\\x1b``, CR/LF -> ``\\r``/``\\n``, NUL, C1 controls, bidi overrides
+    -> ``\\u202e``, U+2028, lone surrogates), so the name can neither recolour or retitle a terminal nor split or
+    reverse a label (issue 17). ``limit`` caps the length of the result ("…" marks a cut)."""
+    s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return s if limit is None or len(s) <= limit else s[: max(limit - 1, 0)] + "…"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
@@ -226,6 +227,9 @@ def parse_toml(raw: bytes | str, origin: str, *, what: str = "TOML file",
         raise error(f"{origin}: not a usable {what} ({type(exc).__name__}: a number too long or nesting "
                     "too deep)") from None
     bad = _too_long_int(data)
+    if bad < 0:
+        raise error(f"{origin}: a number that is not finite (inf, nan, or too large for a float); this is not "
+                    f"a usable {what}")
     if bad:
         raise error(f"{origin}: an integer of {bad:,} digits (at most {MAX_INT_DIGITS} are read); this is not "
                     f"a usable {what}")
@@ -233,9 +237,13 @@ def parse_toml(raw: bytes | str, origin: str, *, what: str = "TOML file",
 
 
 def _too_long_int(value: Any) -> int:
+    """Digits of the first integer longer than the reader allows; -1 for a float TOML read as inf or nan
+    (``inf``, ``nan`` and ``1e999`` are valid TOML; the JSON reader refuses the same values)."""
     stack = [value]
     while stack:
         v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return -1
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10 ** MAX_INT_DIGITS:
             return len(str(abs(v))) if abs(v).bit_length() < 14_000 else 4_300
         if isinstance(v, dict):

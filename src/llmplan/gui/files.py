@@ -14,6 +14,7 @@ deletes another's unsaved work.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -63,8 +64,11 @@ def _lock(plan: Path) -> QLockFile:
 
 
 def _remove(plan: Path) -> None:
+    """Remove a slot and its note; one that cannot go (a folder or a read-only file put in its place) stays,
+    never raising into a save or a recovery (a folder named ``<slot>.json`` raised IsADirectoryError)."""
     for p in (plan, plan.with_suffix(".json")):
-        p.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            p.unlink(missing_ok=True)
 
 
 class AutosaveSlot:

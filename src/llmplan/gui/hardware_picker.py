@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core.present import one_line
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, bound_float, bound_spin, compact
 from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
@@ -52,6 +53,7 @@ class HardwarePicker(QWidget):
         self.state = state
         self.detected: list[tuple[str, str | None, Any]] = []  # (label, catalog id, inline spec)
         self.detect_status = QLabel("Looking for this machine's GPUs…" if detect else "")
+        self.detect_status.setTextFormat(Qt.TextFormat.PlainText)  # GPU names as drivers report them
         self.detect_status.setAccessibleName("Detection status")
         self.detect_status.setWordWrap(True)  # a long list of detected GPUs must not widen the window
         self.detect_status.setVisible(detect)  # no empty row when there is nothing to say
@@ -160,7 +162,7 @@ class HardwarePicker(QWidget):
             top.setFont(0, bold)
             top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
             for label, gpu_id, spec in self.detected:
-                item = QTreeWidgetItem(top, [label, "", ""])
+                item = QTreeWidgetItem(top, [one_line(label), "", ""])
                 item.setData(0, ID_ROLE, gpu_id)
                 item.setData(0, SPEC_ROLE, spec)
                 item.setToolTip(0, "Detected on this machine")
@@ -179,7 +181,7 @@ class HardwarePicker(QWidget):
                 groups[vendor].setFlags(groups[vendor].flags() & ~Qt.ItemFlag.ItemIsSelectable)
                 groups[vendor].setExpanded(True)
             bf16 = spec.peak_flops.for_dtype("bf16")
-            item = QTreeWidgetItem(groups[vendor], [_without_vendor(spec.name), f"{spec.memory_bytes / 1024**3:.0f} GiB",
+            item = QTreeWidgetItem(groups[vendor], [one_line(_without_vendor(spec.name)), f"{spec.memory_bytes / 1024**3:.0f} GiB",
                                                     f"{bf16 / 1e12:.0f} TF" if bf16 else "—"])
             item.setData(0, ID_ROLE, spec.id)
             item.setToolTip(0, f"{spec.name}\n{spec.id}\n{spec.memory_marketing or ''} · "
@@ -258,7 +260,7 @@ class HardwarePicker(QWidget):
             gpu_id, spec = match_gpu(g)
             self.detected.append((describe_gpu(g), gpu_id, spec))
         if gpus:
-            self.detect_status.setText(f"This machine: {', '.join(lbl for lbl, _i, _s in self.detected)}")
+            self.detect_status.setText(one_line(f"This machine: {', '.join(lbl for lbl, _i, _s in self.detected)}"))
             self.detect_status.setToolTip(self.detect_status.text())
         else:  # the reasons are often a long list (every probe's): in the tooltip, so the pane keeps its width
             reasons = [str(r) for r in (getattr(report, "reasons", None) or [])] or ([problem] if problem else [])

@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter
 
-from llmplan.core.present import MemoryUnit
+from llmplan.core.present import MemoryUnit, one_line
 from llmplan.gui import backend, dialogs, files
 from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
@@ -156,7 +156,7 @@ class MainWindow(FileActions, QMainWindow):
     def _update_title(self, *_a) -> None:
         name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")
         self.setWindowModified(self.state.dirty)
-        self.setWindowTitle(f"{name}[*] — llmplan")
+        self.setWindowTitle(f"{one_line(name, 120)}[*] — llmplan")  # a plan name from a file: escaped
 
     # ---- UI state (not preferences) ----------------------------------------------------
     def _restore_ui(self) -> None:

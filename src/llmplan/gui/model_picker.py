@@ -5,6 +5,7 @@ Hub repo (fetched in the background, see ``hub_panel``), and a summary of the ch
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -148,7 +149,7 @@ class ModelPicker(QWidget):
                 continue
             size = present.params(total) if total == active else f"{present.params(total)} / {present.params(active)}"
             ctx = e.context_length or e.spec.max_position_embeddings
-            item = QTreeWidgetItem(self.list, [e.display_name, size, f"{ctx:,}", str(e.spec.num_layers)])
+            item = QTreeWidgetItem(self.list, [present.one_line(e.display_name), size, f"{ctx:,}", str(e.spec.num_layers)])
             item.setData(0, ID_ROLE, e.id)
             item.setToolTip(0, f"{e.id}\nfamily: {e.family}\nlicence: {e.license or 'unknown'}\nsource: {e.source}")
             item.setToolTip(1, "total parameters / active per token" if total != active else "parameters")
@@ -237,7 +238,7 @@ class ModelPicker(QWidget):
         mla = " · MLA" if m.mla else ""
         active = f" ({present.params(p.active)} active)" if p.active != p.total else ""
         self.arch.setText(
-            f"<b>{m.name}</b> — {present.params(p.total)} params{active}<br>"
+            f"<b>{html.escape(present.one_line(m.name))}</b> — {present.params(p.total)} params{active}<br>"
             f"{m.num_layers} layers · hidden {m.hidden_size:,} · {m.num_heads} heads "
             f"({m.num_kv_heads} KV) · head {m.head_dim} · MLP {m.intermediate_size:,}{moe}{mla}<br>"
             f"vocab {m.vocab_size:,} · context {m.max_position_embeddings:,}"

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llmplan.core.present import MemoryUnit
+from llmplan.core.present import MemoryUnit, one_line
 from llmplan.gui import report
 from llmplan.gui.backend import Outcome
 from llmplan.gui.memory_bar import MemoryBar
@@ -31,6 +31,7 @@ class VerdictBanner(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # model and GPU names inside come from files and drivers
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         font = QFont(self.font())
         self._base_size = font.pointSizeF()
@@ -44,6 +45,7 @@ class VerdictBanner(QLabel):
         font = QFont(self.font())
         font.setPointSizeF(self._base_size * (1.35 if len(text) < 70 else 1.0))  # long reasons stay readable
         self.setFont(font)
+        text = one_line(text)  # one line: a name's control characters escaped, never acted on
         self.setText(text)
         self.setAccessibleDescription(text)
         self.setStyleSheet(f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}")

@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from llmplan.core.present import one_line
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
 
@@ -68,6 +69,7 @@ class ThisMachine(QWidget):
         self.fit: Any = None
         self._fit_doc: Any = None
         self.verdict = QLabel(self)
+        self.verdict.setTextFormat(Qt.TextFormat.PlainText)  # names in it come from drivers and files
         self.verdict.setWordWrap(True)
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.verdict.setAccessibleName("This machine verdict")
@@ -127,7 +129,7 @@ class ThisMachine(QWidget):
             self.hide()
             return
         self.show()
-        self.verdict.setText(f"This machine ({self.machine.label}): checking…")
+        self.verdict.setText(one_line(f"This machine ({self.machine.label}): checking…"))
         self.request()
 
     def request(self, *_a) -> None:
@@ -162,16 +164,16 @@ class ThisMachine(QWidget):
     def _render(self, problem: str) -> None:
         fit = self.fit
         if fit is None:
-            self.verdict.setText(f"This machine ({self.machine.label}): no verdict ({problem})")
+            self.verdict.setText(one_line(f"This machine ({self.machine.label}): no verdict ({problem})"))
             self.verdict.setStyleSheet("")
             self.changes.clear()
             return
         colour = _COLOURS.get(fit.status, "")
-        self.verdict.setText(fit.verdict)
+        self.verdict.setText(one_line(fit.verdict))
         self.verdict.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}" if colour else "")
         tips = list(dict.fromkeys([*(lim.sentence for lim in fit.limits), *fit.notes, *fit.machine.notes]))
         self.verdict.setToolTip("\n".join(tips) if tips else fit.verdict)
-        self.verdict.setAccessibleDescription(fit.verdict)
+        self.verdict.setAccessibleDescription(one_line(fit.verdict))
         shown = fit.changes[:MAX_CHANGES] if not fit.fits else ()
         if not shown:
             self.changes.clear()

@@ -63,14 +63,18 @@ class Calibration:
     def from_dict(cls, data: object, where: str = "calibration") -> Calibration:
         if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
             raise InputError(f"{where} is not an llmplan calibration file; run `llmplan-cli calibrate` again")
-        if data.get("schema_version") != CALIBRATION_SCHEMA_VERSION:
+        if type(data.get("schema_version")) is not int or data["schema_version"] != CALIBRATION_SCHEMA_VERSION:
             raise InputError(f"{where} has schema_version {data.get('schema_version')!r}, this llmplan reads "
                              f"{CALIBRATION_SCHEMA_VERSION}; run `llmplan-cli calibrate` again")
         try:
             for m in data["matmul"]:  # values are used in arithmetic later: types checked here, once
-                if not isinstance(m, dict) or not _is_positive(m.get("flops_per_s")) or not isinstance(
-                        m.get("dtype"), str):
-                    raise ValueError(f"a matmul entry is not {{dtype, n, flops_per_s, ...}}: {str(m)[:80]}")
+                if not isinstance(m, dict) or not isinstance(m.get("dtype"), str) or not all(
+                        _is_positive(m.get(k)) for k in ("flops_per_s", "n", "iterations", "seconds")) or not all(
+                        isinstance(m.get(k), int) for k in ("n", "iterations")):
+                    raise ValueError(f"a matmul entry is not {{dtype, n, flops_per_s, iterations, seconds}} with "
+                                     f"positive numbers: {str(m)[:80]}")
+            if isinstance(data["copy_bytes"], bool) or not isinstance(data["copy_bytes"], int):
+                raise ValueError(f"copy_bytes is {data['copy_bytes']!r:.40}, not a whole number of bytes")
             bw = data["memory_bandwidth_bytes_per_s"]
             if bw is not None and not _is_positive(bw):
                 raise ValueError(f"memory_bandwidth_bytes_per_s is {bw!r:.40}")

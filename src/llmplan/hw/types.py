@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from llmplan.core.present import MemoryUnit
+from llmplan.core.present import MemoryUnit, one_line
 
 GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos"]
 GpuVendor = Literal["nvidia", "amd", "apple"]
@@ -24,9 +24,7 @@ MAX_NAME_CHARS = 200
 def printable_name(text: object) -> str:
     """A device name as a driver or tool reported it, safe for a terminal and a one-line label: control
     characters (ANSI escape codes, newlines) escaped, length capped."""
-    s = str(text)[:MAX_NAME_CHARS]
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
-                   for c in s)
+    return one_line(str(text)[:MAX_NAME_CHARS])
 
 
 def _plausible(value: int | None) -> int | None:
