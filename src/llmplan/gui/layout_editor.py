@@ -54,12 +54,12 @@ class LayoutEditor(QWidget):
         row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
                        "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
                        [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
-                       chars=12)))
+                       chars=10)))
         row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
                        "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
                        "full recomputes each layer in the backward pass",
                        [("none", "no recompute"), ("selective", "selective recompute"),
-                        ("full", "full recompute")], chars=15)))
+                        ("full", "full recompute")], chars=12)))
         opts.addRow(row1)
         row2 = QHBoxLayout()
         row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
@@ -99,11 +99,12 @@ class LayoutEditor(QWidget):
         self.fill_button = QPushButton("Use all GPUs")
         self.fill_button.setToolTip("Set DP so that TP·PP·CP·DP equals the GPUs of the cluster")
         self.fill_button.clicked.connect(self.fill_cluster)
-        buttons = QVBoxLayout()
+        top = QVBoxLayout()  # the buttons go under the sizes, so the pane fits a 1,024-px window
+        top.addLayout(sizes)
+        buttons = QHBoxLayout()
         buttons.addWidget(self.fill_button)
         buttons.addWidget(self.auto_button)
-        top = QHBoxLayout()
-        top.addLayout(sizes, 1)
+        buttons.addStretch(1)
         top.addLayout(buttons)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
