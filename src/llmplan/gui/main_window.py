@@ -7,6 +7,7 @@ The window owns no numbers: it wires widgets to one ``PlanState`` and shows each
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -54,6 +55,8 @@ class MainWindow(FileActions, QMainWindow):
 
         install_watch(self)  # View ▸ Watch This Machine: live telemetry beside the plan (issue 25)
         self.state.evaluated.connect(self._show)
+        if self.charts is not None:  # a redrawn chart's title and axes may need a wider column
+            self.charts.redrawn.connect(self._refit)
         self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
         self.state.undo_stack.cleanChanged.connect(self._update_title)
         self.state.file_changed.connect(self._update_title)
@@ -111,6 +114,15 @@ class MainWindow(FileActions, QMainWindow):
         self.main.setStretchFactor(1, 4)
         self.main.setStretchFactor(2, 4)
         self.setCentralWidget(self.main)
+        self._refit_timer = QTimer(self)
+        self._refit_timer.setSingleShot(True)
+        self._refit_timer.setInterval(0)
+        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.right.fit()))
+
+    def _refit(self, *_a) -> None:
+        """Re-share the columns once Qt has laid out what just changed (their needs are final then)."""
+        if not self._refit_timer.isActive():
+            self._refit_timer.start()
 
     def right_needs(self) -> list[int]:
         """Heights of the verdict and bars (at the column's width: their sentences wrap), of the figures
@@ -135,7 +147,7 @@ class MainWindow(FileActions, QMainWindow):
                      if hasattr(p, "plotItem")), default=0)  # title and axes of the widest chart
         return [max(self.models.minimumSizeHint().width(), self.hardware.minimumSizeHint().width()),
                 max(forms, self.layout_editor.minimumSizeHint().width()),
-                max(self.results.minimumSizeHint().width() + bar, int(chart) + 2 * frame)]
+                max(self.results.minimumSizeHint().width() + bar, math.ceil(chart) + 2 * frame)]
 
     def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
         act = QAction(text, self)
@@ -187,7 +199,7 @@ class MainWindow(FileActions, QMainWindow):
         self.models.show_architecture(outcome)
         if self.charts is not None:
             self.charts.request(outcome)
-        self.right.fit()  # a longer verdict or bottleneck sentence may need more of the column
+        self._refit()  # a longer verdict or sentence may need more of a column
 
     def _update_title(self, *_a) -> None:
         name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")

@@ -79,5 +79,8 @@ class FittingSplitter(QSplitter):
         else:  # the centre column gives way: its forms wrap, and only the layout editor's last pixels scroll
             sizes = list(need)
             mid = len(sizes) // 2 if self._gives_way is None else self._gives_way
-            sizes[mid] = max(PANE_MIN.width(), avail - sum(need) + need[mid])
+            sizes[mid] = avail - sum(need) + need[mid]
+            floor = PANE_MIN.width() if self.orientation() == Qt.Orientation.Horizontal else PANE_MIN.height()
+            if sizes[mid] < floor:  # a tiny window: every pane gives way in proportion, and scrolls
+                sizes = [max(1, n * avail // sum(need)) for n in need]
         self.setSizes(sizes)
