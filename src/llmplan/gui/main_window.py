@@ -97,7 +97,7 @@ class MainWindow(FileActions, QMainWindow):
         self.centre.addWidget(PaneScroll(self.layout_editor))
         # Right: the verdict and its bars (they scroll when the window is short), the figures table in a
         # pane of its own so it always shows several rows (issue 18: one row at 700 px), then the charts.
-        self.right = FittingSplitter(self.right_needs, (2, 3, 3), Qt.Orientation.Vertical, gives_way=0)
+        self.right = FittingSplitter(self.right_needs, (0, 3, 3), Qt.Orientation.Vertical, gives_way=0)
         table = self.results.table
         self.results.layout().removeWidget(table)
         rows = 5
