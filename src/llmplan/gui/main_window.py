@@ -146,7 +146,7 @@ class MainWindow(FileActions, QMainWindow):
         chart = max((p.plotItem.effectiveSizeHint(Qt.SizeHint.MinimumSize).width() for p in plots
                      if hasattr(p, "plotItem")), default=0)  # title and axes of the widest chart
         return [max(self.models.minimumSizeHint().width(), self.hardware.minimumSizeHint().width()),
-                max(forms, self.layout_editor.minimumSizeHint().width()),
+                max(forms, self.layout_editor.minimumSizeHint().width() + bar),
                 max(self.results.minimumSizeHint().width() + bar, math.ceil(chart) + 2 * frame)]
 
     def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
