@@ -1,6 +1,9 @@
 """Screenshots of the desktop app for the docs: the main window (light and dark) and each tab.
 
-    .venv/bin/python scripts/screenshots.py [OUT_DIR]        (default docs/screenshots)
+    .venv/bin/python scripts/screenshots.py [OUT_DIR] [--sizes-only]   (default docs/screenshots)
+
+The window at 1,024 × 700, 1,440 × 900 and 2,560 × 1,440 in light and dark (window-THEME-WxH.png),
+then (unless --sizes-only) the tabs, panes, charts and dialogs the docs show.
 
 Runs offscreen unless a display is set (under Xvfb: QT_QPA_PLATFORM=xcb xvfb-run -a ...).
 Uses a throw-away settings file and data dir so the person's own state is untouched.
@@ -29,6 +32,38 @@ def _settle(app, window, ms: int = 400) -> None:
         app.processEvents()
         time.sleep(0.01)
     app.processEvents()
+
+
+SIZES = ((1024, 700), (1440, 900), (2560, 1440))  # a small laptop, a common laptop, a large desktop (issue 18)
+
+
+def window_sizes(out: Path) -> list[Path]:
+    """The main window at each of ``SIZES`` in light and dark: ``window-{theme}-{W}x{H}.png``."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+    from llmplan.gui.theme import apply_theme
+
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication([])
+    written: list[Path] = []
+    for theme in ("light", "dark"):
+        apply_theme(app, theme)
+        for width, height in SIZES:
+            settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
+            w = MainWindow(settings=settings, detect=False)
+            w.resize(width, height)
+            w.show()
+            w.state.evaluate_now()
+            _settle(app, w)
+            _settle(app, w, 200)  # the columns are re-shared once the first charts are drawn
+            path = out / f"window-{theme}-{width}x{height}.png"
+            w.grab().save(str(path))
+            written.append(path)
+            w.state.undo_stack.setClean()
+            w.close()
+    return written
 
 
 def main(out: Path) -> list[Path]:
@@ -158,6 +193,10 @@ def _first_network() -> str:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-    for p in main(target):
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    target = Path(args[0]) if args else Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+    shots = window_sizes(target)
+    if "--sizes-only" not in sys.argv:  # --sizes-only: just the window at the three screen sizes
+        shots += main(target)
+    for p in shots:
         print(p)

@@ -141,6 +141,8 @@ class LimitsGroup(QGroupBox):
         self.longest.setObjectName("longest sequence that fits")
         self.largest = QLabel("—")
         self.largest.setObjectName("largest micro-batch that fits")
+        for label in (self.longest, self.largest):  # long sentences: unwrapped they pushed the tab past its
+            label.setWordWrap(True)                  # scroll area and clipped its right edge (issue 18)
         form.addRow("Longest sequence", self.longest)
         form.addRow("Largest micro-batch", self.largest)
         self._timer = QTimer(self)

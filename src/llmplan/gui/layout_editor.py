@@ -54,40 +54,44 @@ class LayoutEditor(QWidget):
         row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
                        "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
                        [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
-                       chars=12)))
+                       chars=10)))
         row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
                        "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
                        "full recomputes each layer in the backward pass",
                        [("none", "no recompute"), ("selective", "selective recompute"),
                         ("full", "full recompute")], chars=15)))
+        row2 = QHBoxLayout()  # two short rows (ZeRO, offload / recompute, SP): fits a 1,024-px window
+        row2.addWidget(row1.takeAt(row1.count() - 1).widget())
+        row1.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
+                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
+        row1.addStretch(1)
         opts.addRow(row1)
-        row2 = QHBoxLayout()
         row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
                        "Megatron sequence parallelism: norms and dropout split over the TP group"))
-        row2.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
-                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
         vs_label = QLabel("Virtual stages")
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
         vs_label.setBuddy(vs)
-        row2.addWidget(self._training_only(vs_label))
-        row2.addWidget(self._training_only(vs))
         row2.addStretch(1)
         opts.addRow(row2)
-        row3 = QHBoxLayout()  # Megatron's --decoder-first/last-pipeline-num-layers; unset: the automatic split
-        for key, text, tip in (
+        # Virtual stages, then Megatron's --decoder-first/last-pipeline-num-layers (unset: the automatic
+        # split) in a grid of two rows, so the editor fits the centre column of a 1,024-px window.
+        row3 = QGridLayout()
+        row3.addWidget(self._training_only(vs_label), 0, 0)
+        row3.addWidget(self._training_only(vs), 0, 1)
+        for row, (key, text, tip) in enumerate((
                 ("first_stage_layers", "First stage layers", "Layers on the first pipeline stage (it also holds "
                  "the embedding); automatic: the balanced split, one layer fewer at the ends when layers do not "
                  "divide evenly (Llama 3)"),
                 ("last_stage_layers", "Last stage layers", "Layers on the last pipeline stage (it also holds the "
-                 "output head and loss); automatic: as for the first stage")):
+                 "output head and loss); automatic: as for the first stage"))):
             label = QLabel(text)
             spin = bound_spin(state, f"parallelism.{key}", text, tip, 0, 100_000, special_zero="automatic",
                               none_below=True)
             label.setBuddy(spin)
-            row3.addWidget(self._training_only(label))
-            row3.addWidget(self._training_only(spin))
-        row3.addStretch(1)
+            row3.addWidget(self._training_only(label), row, 2)
+            row3.addWidget(self._training_only(spin), row, 3)
+        row3.setColumnStretch(4, 1)
         opts.addRow(row3)
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -99,11 +103,12 @@ class LayoutEditor(QWidget):
         self.fill_button = QPushButton("Use all GPUs")
         self.fill_button.setToolTip("Set DP so that TP·PP·CP·DP equals the GPUs of the cluster")
         self.fill_button.clicked.connect(self.fill_cluster)
-        buttons = QVBoxLayout()
+        top = QVBoxLayout()  # the buttons go under the sizes, so the pane fits a 1,024-px window
+        top.addLayout(sizes)
+        buttons = QHBoxLayout()
         buttons.addWidget(self.fill_button)
         buttons.addWidget(self.auto_button)
-        top = QHBoxLayout()
-        top.addLayout(sizes, 1)
+        buttons.addStretch(1)
         top.addLayout(buttons)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)

@@ -7,11 +7,12 @@ The window owns no numbers: it wires widgets to one ``PlanState`` and shows each
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QStyle
 
 from llmplan.core.present import MemoryUnit, one_line
 from llmplan.gui import backend, dialogs, files
@@ -20,6 +21,7 @@ from llmplan.gui.hardware_picker import HardwarePicker
 from llmplan.gui.importing import is_plan_file
 from llmplan.gui.layout_editor import LayoutEditor
 from llmplan.gui.model_picker import ModelPicker
+from llmplan.gui.panes import FittingSplitter, PaneScroll
 from llmplan.gui.preferences import Preferences, PreferencesDialog
 from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
@@ -53,6 +55,8 @@ class MainWindow(FileActions, QMainWindow):
 
         install_watch(self)  # View ▸ Watch This Machine: live telemetry beside the plan (issue 25)
         self.state.evaluated.connect(self._show)
+        if self.charts is not None:  # a redrawn chart's title and axes may need a wider column
+            self.charts.redrawn.connect(self._refit)
         self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
         self.state.undo_stack.cleanChanged.connect(self._update_title)
         self.state.file_changed.connect(self._update_title)
@@ -83,17 +87,26 @@ class MainWindow(FileActions, QMainWindow):
 
     # ---- construction ---------------------------------------------------------------
     def _build_splitters(self) -> None:
+        # Panes that hold forms scroll when the window is small (1,024 × 700): the workload tabs
+        # scroll inside each tab and the charts shrink, so they go in as they are.
         self.left = QSplitter(Qt.Orientation.Vertical)
-        self.left.addWidget(self.models)
-        self.left.addWidget(self.hardware)
+        self.left.addWidget(PaneScroll(self.models))
+        self.left.addWidget(PaneScroll(self.hardware))
         self.centre = QSplitter(Qt.Orientation.Vertical)
         self.centre.addWidget(self.workload)
-        self.centre.addWidget(self.layout_editor)
-        self.right = QSplitter(Qt.Orientation.Vertical)
-        self.right.addWidget(self.results)
+        self.centre.addWidget(PaneScroll(self.layout_editor))
+        # Right: the verdict and its bars (they scroll when the window is short), the figures table in a
+        # pane of its own so it always shows several rows (issue 18: one row at 700 px), then the charts.
+        self.right = FittingSplitter(self.right_needs, (0, 3, 3), Qt.Orientation.Vertical, gives_way=0)
+        table = self.results.table
+        self.results.layout().removeWidget(table)
+        rows = 5
+        table.setMinimumHeight(table.header().sizeHint().height() + rows * table.fontMetrics().height() * 5 // 4)
+        self.right.addWidget(PaneScroll(self.results))
+        self.right.addWidget(table)
         if self.charts is not None:
             self.right.addWidget(self.charts)
-        self.main = QSplitter(Qt.Orientation.Horizontal)
+        self.main = FittingSplitter(self.column_needs, (2, 3, 5))  # spare width goes mostly to results
         for w in (self.left, self.centre, self.right):
             w.setChildrenCollapsible(False)
             self.main.addWidget(w)
@@ -101,6 +114,40 @@ class MainWindow(FileActions, QMainWindow):
         self.main.setStretchFactor(1, 4)
         self.main.setStretchFactor(2, 4)
         self.setCentralWidget(self.main)
+        self._refit_timer = QTimer(self)
+        self._refit_timer.setSingleShot(True)
+        self._refit_timer.setInterval(0)
+        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.right.fit()))
+
+    def _refit(self, *_a) -> None:
+        """Re-share the columns once Qt has laid out what just changed (their needs are final then)."""
+        if not self._refit_timer.isActive():
+            self._refit_timer.start()
+
+    def right_needs(self) -> list[int]:
+        """Heights of the verdict and bars (at the column's width: their sentences wrap), of the figures
+        table (its minimum: a few rows) and of the charts (their minimum plus room for the axes)."""
+        width = self.right.width() - self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        lay = self.results.layout()
+        results = lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else lay.totalMinimumSize().height()
+        charts = [self.charts.minimumSizeHint().height() + 60] if self.charts is not None else []
+        return [max(results, lay.totalMinimumSize().height()), self.results.table.minimumHeight(), *charts]
+
+    def column_needs(self) -> list[int]:
+        """Width each column needs to show its content without scrolling sideways: the pickers, the
+        widest workload form (plus its vertical scroll bar and the tab frame) or the layout editor, and
+        the results (plus a scroll bar, as a long "This machine" list can make them scroll)."""
+        bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        pages = [self.workload.widget(i) for i in range(self.workload.count())]
+        page = self.workload.currentWidget()
+        frame = self.workload.width() - page.width() if page.width() > 0 else 8  # the tab widget's frame
+        forms = max(p.widget().minimumSizeHint().width() for p in pages) + bar + max(frame, 0)
+        plots = [self.charts.widget(i) for i in range(self.charts.count())] if self.charts is not None else []
+        chart = max((p.plotItem.effectiveSizeHint(Qt.SizeHint.MinimumSize).width() for p in plots
+                     if hasattr(p, "plotItem")), default=0)  # title and axes of the widest chart
+        return [max(self.models.minimumSizeHint().width(), self.hardware.minimumSizeHint().width()),
+                max(forms, self.layout_editor.minimumSizeHint().width() + bar),
+                max(self.results.minimumSizeHint().width() + bar, math.ceil(chart) + 2 * frame)]
 
     def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
         act = QAction(text, self)
@@ -152,6 +199,7 @@ class MainWindow(FileActions, QMainWindow):
         self.models.show_architecture(outcome)
         if self.charts is not None:
             self.charts.request(outcome)
+        self._refit()  # a longer verdict or sentence may need more of a column
 
     def _update_title(self, *_a) -> None:
         name = self.state.path.name if self.state.path else (self.state.doc.name or "Untitled plan")
@@ -169,11 +217,13 @@ class MainWindow(FileActions, QMainWindow):
         self.main.setSizes([350, 420, 510])  # defaults; a saved state below wins
         self.left.setSizes([430, 370])
         self.centre.setSizes([400, 400])
-        self.right.setSizes([440, 360])
+        self.right.setSizes([300, 200, 300])
         for name in ("main", "left", "centre", "right"):
             value = s.value(f"ui/splitter_{name}")
             if value is not None:
                 getattr(self, name).restoreState(value)
+                if isinstance(getattr(self, name), FittingSplitter):  # the person's sizes win
+                    getattr(self, name).share_on_show = False
 
     def save_ui(self) -> None:
         s = self.settings

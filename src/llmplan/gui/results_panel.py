@@ -73,6 +73,7 @@ class ResultsPanel(QWidget):
         self.step_bar = StepTimeBar(self)
         self.step_label = QLabel("Step time", self)
         self.step_label.setBuddy(self.step_bar)
+        self.step_label.setWordWrap(True)  # "Step time per GPU: … (framework) profile" fits a narrow pane
         self.table = FiguresTable(self)
         self.table.setAccessibleName("All figures")
         self.table.setColumnCount(2)

@@ -52,7 +52,10 @@ def _scrolled(inner: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidgetResizable(True)
     area.setFrameShape(QScrollArea.Shape.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # forms scroll down, never sideways
+    # Forms scroll down; sideways only if a field cannot shrink further (never clipped: issue 18).
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+    for form in inner.findChildren(QFormLayout):  # a field moves under its label when the pane is narrow
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
     area.setWidget(inner)
     return area
 
@@ -209,7 +212,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 
 def efficiency_group(state: PlanState) -> QGroupBox:
     """This plan's overrides of the catalog's achievable fractions of peak."""
-    box = QGroupBox("Efficiency (fraction of peak; lowest = the GPU's catalog default)")
+    box = QGroupBox("Efficiency (fraction of peak)")  # short: a group title never wraps
+    box.setToolTip("Achievable fractions of peak for this plan; at the lowest value each field shows "
+                   "\"catalog default\" and the GPU's catalog default applies")
     f = QFormLayout(box)
     for key, label, tip in (
             ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
