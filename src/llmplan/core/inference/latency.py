@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from llmplan.core.hardware import Efficiency
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
+from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -87,8 +88,11 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     engine = plan.engine
     flops = peak * eff.matmul
     fmt = plan.weights.format
-    if engine.prefill_quant_int8_efficiency and fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") \
-            and gpu.vendor != "apple" and gpu.peak_flops.int8:
+    quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
+    mmq = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
+    if quantised_gguf and mmq:
+        flops = mmq
+    elif quantised_gguf and engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
         flops = gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
