@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("PySide6.QtWidgets")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 
-from llmplan.hw.types import DetectedGpu, DetectionReport  # noqa: E402
+from llmplan.hw.types import DetectedGpu, DetectionReport
 
 MIB = 2**20
 
