@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QComboBox,
     QGroupBox,
     QHBoxLayout,
@@ -84,6 +85,9 @@ class MachineCards(QGroupBox):
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setMaximumHeight(110)
+        self.table.setCornerButtonEnabled(False)
+        for corner in self.table.findChildren(QAbstractButton):  # Qt's corner button: named for screen readers
+            corner.setAccessibleName("Per-card memory table corner")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName("Layer split summary")
