@@ -25,7 +25,7 @@ def install_fake_pynvml(monkeypatch):
 @pytest.fixture
 def fake_commands(monkeypatch):
     """Replace every probe's command runner: ``{argv[0]: CommandOutput}``; unknown tools are not installed."""
-    from llmplan.hw import _run, amd, apple, host, nvidia
+    from llmplan.hw import _run, amd, apple, host, intel, nvidia
 
     def install(table: dict):
         def fake_run(argv, timeout_s):
@@ -35,7 +35,7 @@ def fake_commands(monkeypatch):
             value = table[key]
             return value(argv, timeout_s) if callable(value) else value
 
-        for mod in (nvidia, amd, apple, host):
+        for mod in (nvidia, amd, apple, host, intel):
             monkeypatch.setattr(mod, "run_command", fake_run)
 
     return install

@@ -52,6 +52,8 @@ def build_fake_pynvml(recording: dict | None, init_error: NVMLError | None = Non
             raise init_error
 
     def memory(h, version=None):
+        if h.get("memory_not_supported"):
+            raise NVMLError(3)  # NVML_ERROR_NOT_SUPPORTED: unified memory (DGX Spark)
         if version:
             if rec.get("no_memory_v2") or "memory_v2" not in h:
                 raise NVMLError(13)  # NVML_ERROR_FUNCTION_NOT_FOUND on drivers before v2

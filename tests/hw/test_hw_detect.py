@@ -49,4 +49,4 @@ def test_detect_all_with_replayed_nvml_node(install_fake_pynvml, fake_commands, 
     fake_commands({})
     report = detect_all(timeout_s=2.0)
     assert len(report.gpus) == 8 and report.summary() == "8× NVIDIA H100 80GB HBM3 (79.6 GiB)"
-    assert report.reasons == ("AMD: amd-smi not installed", "AMD: rocm-smi not installed")
+    assert report.reasons == ("AMD: amd-smi not installed", "AMD: rocm-smi not installed", "Intel: xpu-smi not installed")

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
+from llmplan.cli.mixed_cards import gpu_ids, run_mixed
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
@@ -28,7 +29,8 @@ def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -
     p.add_argument("plan", nargs="?" if plan_optional else None, help="a .llmplan file")
     p.add_argument("--model", help="catalog model id, a path to a config.json / model folder / .gguf, or a "
                    "Hugging Face Hub repo: ORG/NAME[@REVISION][:QUANT] or its https://huggingface.co URL")
-    p.add_argument("--gpu", help="catalog GPU id (see: llmplan-cli catalog gpus)")
+    p.add_argument("--gpu", action="append", help="catalog GPU id (see: llmplan-cli catalog gpus); for a machine "
+                   "with different cards give one --gpu per card (or ID,ID): llama.cpp's layer split")
     p.add_argument("--gpus", type=int, help="GPUs per node (hardware.gpus_per_node)")
     p.add_argument("--nodes", type=int, help="number of nodes (hardware.nodes)")
     p.add_argument("--network", help="catalog network id between nodes (hardware.network)")
@@ -49,9 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--this-machine", action="store_true",
                    help="estimate the plan on the GPUs detected here: the fit verdict, and the nearest changes "
                    "that make it fit (docs/fit.md)")
+    p.add_argument("--tensor-split", metavar="A,B", help="with several --gpu cards: llama.cpp's --tensor-split "
+                   "shares per card (default: by each card's usable memory)")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, mixed_ok=True)
 
 
 def document_from_args(args: argparse.Namespace) -> PlanDocument:
@@ -70,6 +74,12 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     hw = {}
     for flag, field in (("gpu", "gpu"), ("gpus", "gpus_per_node"), ("nodes", "nodes"), ("network", "network")):
         value = getattr(args, flag)
+        if flag == "gpu" and value is not None:
+            ids = gpu_ids(value)
+            if len(ids) > 1 and not getattr(args, "mixed_ok", False):
+                raise InputError("several --gpu cards are estimated by `llmplan-cli estimate` (llama.cpp's layer "
+                                 "split); this command plans identical GPUs: give one --gpu and --gpus N")
+            value = ids[0]  # several cards: the first stands for the machine (cli/mixed_cards.py)
         if value is not None:
             hw[field] = value
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
@@ -175,6 +185,8 @@ def run_estimate(scenario: Scenario, doc: PlanDocument):
 
 def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
+    if len(ids := gpu_ids(args.gpu)) > 1:
+        return run_mixed(args, doc, ids)
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
     calibration_note = None

@@ -101,10 +101,25 @@ class EngineProfile(FrozenModel):
         description="fraction of the GPU's dense int8 peak the engine's quantised matmul kernels (llama.cpp MMQ) "
         "reach on a prompt, for block-quantised GGUF weights; None: dequantise and use the fp16 GEMM rate",
     )
+    prefill_quant_ops_per_sm_clock: float | None = Field(
+        None, gt=0, le=16384,
+        description="int8 operations per SM per clock the engine's quantised matmul kernels (llama.cpp MMQ) "
+        "reach on a prompt on NVIDIA GPUs with int8 mma (Turing on): they are bound by instruction issue, not "
+        "by the tensor cores; None: prefill_quant_int8_efficiency, else the fp16 GEMM rate",
+    )
+    prefill_quant_factor_apple: Curve = Field(
+        (), description="(Apple GPU generation: 1 for M1, 2 for M2 ..., fraction of the fp16 GEMM rate) the "
+        "engine's quantised matmul reaches on a prompt with its own quantised weights (MLX qmm dequantises in "
+        "the kernel); a generation takes the last point at or below it; (): the fp16 GEMM rate",
+    )
+    weight_formats: tuple[str, ...] = Field(
+        (), description="weight-format kinds the engine loads ('float', 'mlx', 'gguf', 'gptq', ...); (): any "
+        "(validation refuses the others)",
+    )
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
 
-    @field_validator("gemm_efficiency", "attention_efficiency")
+    @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")
     @classmethod
     def _curve(cls, v: Curve) -> Curve:
         sizes = [p[0] for p in v]

@@ -165,8 +165,10 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
     fraction = 1.0
     if gpu.wired_limit_bytes:
         fraction = min(1.0, gpu.wired_limit_bytes / gpu.memory_total_bytes)
+        how = {"apple": "raise it with sudo sysctl iogpu.wired_limit_mb",
+               "amd": "raise it with the BIOS UMA size or the ttm.pages_limit kernel parameter"}.get(gpu.vendor)
         notes.append(f"unified memory: the GPU may wire {gpu.wired_limit_bytes / GIB:.1f} of "
-                     f"{gpu.memory_total_bytes / GIB:.1f} GiB (raise it with sudo sysctl iogpu.wired_limit_mb)")
+                     f"{gpu.memory_total_bytes / GIB:.1f} GiB" + (f" ({how})" if how else ""))
     if m is not None and m.matched:
         entry = next(c for c in candidates if c.id == m.candidate_id)
         spec = entry.spec.model_copy(update={"memory_bytes": gpu.memory_total_bytes, "gpu_memory_fraction": fraction})
@@ -178,7 +180,7 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
                    f"--set hardware.gpu=ID (or pick it in the app) to get speed figures")
     notes.append(f"approximate: {gpu.name} is not in the catalog ({why}); memory is the device's own figure, "
                  f"speed figures are unavailable{closest}")
-    vendor = gpu.vendor if gpu.vendor in ("nvidia", "amd", "apple") else "other"
+    vendor = gpu.vendor if gpu.vendor in ("nvidia", "amd", "apple", "intel") else "other"
     spec = GpuSpec(id="local-unmatched-gpu", name=f"{gpu.name} (approximate)", vendor=vendor,
                    memory_bytes=gpu.memory_total_bytes, memory_bandwidth=_PLACEHOLDER_BANDWIDTH,
                    peak_flops=_PLACEHOLDER_FLOPS, unified_memory=gpu.unified_memory,

@@ -72,6 +72,7 @@ class MainWindow(FileActions, QMainWindow):
         self.hardware.custom_requested.connect(self.custom_gpu)
         self.hardware.detector.finished.connect(self._use_detected_gpu)
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
+        self.hardware.detector.finished.connect(lambda report, _p: self.workload.machine_cards.set_report(report))
         self.state.doc_changed.connect(self.this_machine.request)
         self.this_machine.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.layout_editor.auto_button.clicked.connect(self.auto_search)

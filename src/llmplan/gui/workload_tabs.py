@@ -24,6 +24,7 @@ from llmplan.gui import backend
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
+from llmplan.gui.machine_cards import MachineCards
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
 
@@ -110,8 +111,12 @@ def inference_form(state: PlanState) -> QWidget:
     lay.addWidget(spec)
     lay.addWidget(system_group(state, training=False))
     lay.addWidget(efficiency_group(state))
+    cards = MachineCards(state)
+    lay.addWidget(cards)
     lay.addStretch(1)
-    return _scrolled(outer)
+    area = _scrolled(outer)
+    area.machine_cards = cards
+    return area
 
 
 def training_form(state: PlanState, finetune: bool) -> QWidget:
@@ -259,7 +264,9 @@ class WorkloadTabs(QTabWidget):
         super().__init__(parent)
         self.state = state
         self.setAccessibleName("Workload")
-        self.addTab(inference_form(state), "&Inference")
+        inference = inference_form(state)
+        self.machine_cards = inference.machine_cards  # different cards in one machine (machine_cards.py)
+        self.addTab(inference, "&Inference")
         self.addTab(training_form(state, finetune=True), "Fine-&tune")
         self.addTab(training_form(state, finetune=False), "&Pre-train")
         for i, tip in enumerate(("Serve the model: memory, latency and throughput",

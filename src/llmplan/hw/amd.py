@@ -1,5 +1,12 @@
 """AMD GPUs through ``amd-smi static --json`` (ROCm 6+), else ``rocm-smi ... --json`` (older ROCm).
 
+An APU's GPU (Strix Halo's Radeon 8060S, the 780M/890M) has no memory of its own: amd-smi reports the
+BIOS UMA carve-out as its VRAM, and the amdgpu driver lets it allocate system memory as GTT besides
+(Linux: ``/sys/class/drm/cardN/device/mem_info_{vram,gtt}_total``; the GTT ceiling is ``ttm.pages_limit``,
+about half of RAM by default). ROCm reports the larger of the two as the device's memory (98,304 MiB
+with ``ttm.pages_limit=25165824`` and a 512 MB UMA on a 128 GB Strix Halo, noamsto/nix-amd-ai#42), so
+`apu_gpu` states the machine's RAM as the unified memory and that larger pool as what the GPU may use.
+
 Both tools change their JSON between releases (``"Card series"`` became ``"Card Series"``;
 amd-smi wrapped its list in ``{"gpu_data": [...]}`` and moved sizes into ``{"value", "unit"}``),
 so the parsers accept each known spelling. Parsers are pure; `probe_amd` runs the commands.
@@ -7,10 +14,13 @@ so the parsers accept each known spelling. Parsers are pure; `probe_amd` runs th
 
 from __future__ import annotations
 
+import glob
 import json
 import re
+from dataclasses import replace
 
 from llmplan.hw._run import Budget, run_command
+from llmplan.hw.host import host_memory_total
 from llmplan.hw.types import DetectedGpu, ProbeResult
 
 AMD_SMI_ARGV = ["amd-smi", "static", "--json"]
@@ -132,6 +142,63 @@ def parse_amd_smi_static_json(text: str) -> tuple[DetectedGpu, ...]:
     return tuple(gpus)
 
 
+APU_NAME = re.compile(r"radeon\s+(?:\d{3,4}[ms]|graphics)\b", re.IGNORECASE)  # "Radeon 8060S", "Radeon 780M"
+DRM = "/sys/class/drm"
+
+
+def is_apu_name(name: str) -> bool:
+    """An AMD integrated GPU's market name (Radeon 8060S/8050S, 890M/880M/780M, "AMD Radeon Graphics")."""
+    return bool(APU_NAME.search(name)) and " rx " not in f" {name.lower()} " and "pro" not in name.lower()
+
+
+def parse_sysfs_bytes(text: str) -> int | None:
+    """One number of bytes from an amdgpu sysfs file (mem_info_vram_total, mem_info_gtt_total)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def apu_gpu(gpu: DetectedGpu, vram_total: int | None, gtt_total: int | None, host_total: int | None) -> DetectedGpu:
+    """The APU's GPU as unified memory: the machine's RAM (the OS's MemTotal plus the carve-out it never
+    sees) and, as the share the GPU may use, the larger of the carve-out and the GTT pool."""
+    vram = vram_total or gpu.memory_total_bytes
+    pool = max(vram, gtt_total or 0)
+    total = (host_total + vram) if host_total else max(pool, gpu.memory_total_bytes)
+    return replace(gpu, memory_total_bytes=total, unified_memory=True, wired_limit_bytes=min(pool, total),
+                   memory_free_bytes=None, memory_used_bytes=None)
+
+
+def _read_small(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(256)
+    except OSError:
+        return ""
+
+
+def _apu_pools(vram_reported: int) -> tuple[int | None, int | None]:
+    """(VRAM carve-out, GTT size) of the DRM card whose carve-out is the one amd-smi reported, else the first."""
+    found = []
+    for dev in sorted(glob.glob(f"{DRM}/card[0-9]*/device"))[:16]:
+        vram = parse_sysfs_bytes(_read_small(f"{dev}/mem_info_vram_total"))
+        gtt = parse_sysfs_bytes(_read_small(f"{dev}/mem_info_gtt_total"))
+        if vram or gtt:
+            found.append((vram, gtt))
+    same = [f for f in found if f[0] == vram_reported]
+    return (same or found or [(None, None)])[0]
+
+
+def _with_apu_memory(result: ProbeResult) -> ProbeResult:
+    apus = [g for g in result.gpus if is_apu_name(g.name)]
+    if not apus:
+        return result
+    host = host_memory_total()
+    gpus = tuple(apu_gpu(g, *_apu_pools(g.memory_total_bytes), host) if g in apus else g for g in result.gpus)
+    return ProbeResult(gpus=gpus, reasons=result.reasons)
+
+
 def _try_tool(argv: list[str], parser, timeout_s: float) -> ProbeResult:
     out = run_command(argv, timeout_s)
     if out.reason:
@@ -154,10 +221,10 @@ def probe_amd(timeout_s: float = 3.0) -> ProbeResult:
         budget = Budget(timeout_s)
         first = _try_tool(AMD_SMI_ARGV, parse_amd_smi_static_json, timeout_s / 2)
         if first.gpus:
-            return first
+            return _with_apu_memory(first)
         second = _try_tool(ROCM_SMI_ARGV, parse_rocm_smi_json, budget.left())
         if second.gpus:
-            return second
+            return _with_apu_memory(second)
         return ProbeResult(reasons=(*first.reasons, *second.reasons))
     except Exception as exc:
         return ProbeResult(reasons=(f"AMD probe failed unexpectedly: {exc!r}",))

@@ -15,6 +15,7 @@ from llmplan.hw._run import call_with_timeout
 from llmplan.hw.amd import probe_amd
 from llmplan.hw.apple import probe_apple
 from llmplan.hw.host import probe_host
+from llmplan.hw.intel import probe_intel
 from llmplan.hw.nvidia import probe_nvidia
 from llmplan.hw.types import DetectionReport, HostInfo, ProbeResult
 
@@ -24,6 +25,7 @@ GPU_PROBES: tuple[tuple[str, GpuProbe], ...] = (
     ("NVIDIA", probe_nvidia),
     ("AMD", probe_amd),
     ("Apple", probe_apple),
+    ("Intel", probe_intel),
 )
 
 

@@ -106,6 +106,12 @@ def _read(path: str) -> str:
         return ""
 
 
+def host_memory_total() -> int | None:
+    """MemTotal of /proc/meminfo (Linux; None elsewhere), for unified-memory GPUs whose driver reports no
+    memory of their own (DGX Spark's GB10, AMD APUs)."""
+    return parse_meminfo(_read("/proc/meminfo"))[0]
+
+
 def _data_dir() -> Path:
     from llmplan.resources_path import user_data_dir
 

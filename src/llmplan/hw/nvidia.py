@@ -12,6 +12,7 @@ import platform
 from types import ModuleType
 
 from llmplan.hw._run import Budget, call_in_child, run_command
+from llmplan.hw.host import host_memory_total
 from llmplan.hw.types import DetectedGpu, MigInstance, ProbeResult
 
 MIB = 2**20
@@ -66,6 +67,7 @@ def nvidia_smi_failure_reason(returncode: int, stdout: str, stderr: str) -> str:
     return f"nvidia-smi failed (exit {returncode}): {first}"
 
 
+NVML_NOT_SUPPORTED = 3  # nvml.h NVML_ERROR_NOT_SUPPORTED
 MAX_GPUS = 4096  # GPUs in one machine (an NVL72 rack is 72)
 
 
@@ -83,10 +85,13 @@ def _str_or_none(field: str) -> str | None:
     return None if not field or field.startswith("[") else field
 
 
-def parse_nvidia_smi_csv(text: str) -> tuple[DetectedGpu, ...]:
+def parse_nvidia_smi_csv(text: str, host_memory_bytes: int | None = None) -> tuple[DetectedGpu, ...]:
     """Parse the output of ``NVIDIA_SMI_ARGV`` (one GPU a line, memory in MiB, ``[N/A]`` where unsupported).
 
-    Raises ValueError on output that is not that CSV, so the probe can say "garbage output".
+    A unified-memory GPU (DGX Spark's GB10) prints ``[N/A]`` for memory.total: NVIDIA's DGX Spark known
+    issues say to read system memory instead, so with ``host_memory_bytes`` (/proc/meminfo MemTotal) such a
+    row becomes a unified-memory GPU of that size. Raises ValueError on output that is not that CSV, so the
+    probe can say "garbage output".
     """
     gpus: list[DetectedGpu] = []
     for line_no, line in enumerate(text.splitlines(), 1):
@@ -99,14 +104,16 @@ def parse_nvidia_smi_csv(text: str) -> tuple[DetectedGpu, ...]:
             raise ValueError(f"line {line_no}: expected {len(NVIDIA_SMI_FIELDS)} columns, got {len(cols)}")
         row = dict(zip(NVIDIA_SMI_FIELDS, cols, strict=True))
         index, total = _int_or_none(row["index"]), _int_or_none(row["memory.total"])
-        if index is None or total is None:
+        unified = total is None and host_memory_bytes is not None
+        if index is None or (total is None and not unified):
             raise ValueError(f"line {line_no}: no index or memory.total in {line!r}")
         used, free = _int_or_none(row["memory.used"]), _int_or_none(row["memory.free"])
+        total_bytes = host_memory_bytes if unified else total * MIB
         mig = _str_or_none(row["mig.mode.current"])
         gpus.append(DetectedGpu(
             vendor="nvidia", name=row["name"], index=index, source="nvidia-smi",
             uuid=_str_or_none(row["uuid"]),
-            memory_total_bytes=total * MIB,
+            memory_total_bytes=total_bytes, unified_memory=unified,
             memory_used_bytes=None if used is None else used * MIB,
             memory_free_bytes=None if free is None else free * MIB,
             driver=_str_or_none(row["driver_version"]),
@@ -193,8 +200,11 @@ def _nvlink(nvml: ModuleType, handle, bus_to_index: dict[str, int]) -> tuple[int
     return up, tuple(sorted(peers)), to_switch
 
 
-def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
-    """Every GPU through NVML. Raises the module's NVMLError; the caller turns it into a reason."""
+def read_nvml(nvml: ModuleType, host_memory_bytes: int | None = None) -> tuple[DetectedGpu, ...]:
+    """Every GPU through NVML. Raises the module's NVMLError; the caller turns it into a reason.
+
+    A GPU whose memory query is not supported (NVML_ERROR_NOT_SUPPORTED on DGX Spark's unified memory)
+    gets the host's RAM (``host_memory_bytes``) and ``unified_memory``; without it the error is raised."""
     nvml.nvmlInit()
     try:
         driver = _text(_try(nvml.nvmlSystemGetDriverVersion) or "") or None
@@ -204,7 +214,13 @@ def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
         bus_to_index = {b: i for i, b in enumerate(bus_ids) if b}
         gpus = []
         for i, h in enumerate(handles):
-            total, used, free = memory_info(nvml, h)
+            unified = False
+            try:
+                total, used, free = memory_info(nvml, h)
+            except Exception as exc:
+                if getattr(exc, "value", None) != NVML_NOT_SUPPORTED or not host_memory_bytes:
+                    raise
+                total, used, free, unified = host_memory_bytes, None, None, True
             cc = _try(nvml.nvmlDeviceGetCudaComputeCapability, h)
             links_up, peers, to_switch = _nvlink(nvml, h, bus_to_index)
             mig_enabled, migs = _mig_instances(nvml, h)
@@ -212,7 +228,7 @@ def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
             gpus.append(DetectedGpu(
                 vendor="nvidia", name=_text(nvml.nvmlDeviceGetName(h)), index=i, source="nvml",
                 uuid=_text(uuid) if uuid else None,
-                memory_total_bytes=total, memory_used_bytes=used, memory_free_bytes=free,
+                memory_total_bytes=total, memory_used_bytes=used, memory_free_bytes=free, unified_memory=unified,
                 compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
                 driver=driver, cuda_version=_cuda_version_string(cuda) if cuda else None,
                 pcie_gen=_try(nvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
@@ -230,7 +246,7 @@ def read_nvml(nvml: ModuleType) -> tuple[DetectedGpu, ...]:
 def _nvml_or_reason(nvml: ModuleType) -> tuple[DetectedGpu, ...] | str:
     """In the probe process: the GPUs, or the reason NVML gave (its exception classes need not pickle)."""
     try:
-        return read_nvml(nvml)
+        return read_nvml(nvml, host_memory_total())
     except Exception as exc:
         return nvml_error_reason(exc)
 
@@ -259,7 +275,7 @@ def _probe_nvidia_smi(timeout_s: float) -> ProbeResult:
     if out.returncode != 0:
         return ProbeResult(reasons=(nvidia_smi_failure_reason(out.returncode, out.stdout, out.stderr),))
     try:
-        gpus = parse_nvidia_smi_csv(out.stdout)
+        gpus = parse_nvidia_smi_csv(out.stdout, host_memory_total())
     except ValueError as exc:
         return ProbeResult(reasons=(f"nvidia-smi printed output llmplan cannot read ({exc})",))
     return ProbeResult(gpus=gpus, reasons=() if gpus else ("nvidia-smi listed no GPU",))

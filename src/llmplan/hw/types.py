@@ -12,8 +12,8 @@ from typing import Literal
 
 from llmplan.core.present import MemoryUnit, one_line
 
-GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos"]
-GpuVendor = Literal["nvidia", "amd", "apple"]
+GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos", "xpu-smi"]
+GpuVendor = Literal["nvidia", "amd", "apple", "intel"]
 
 
 MIN_GPU_MEMORY = 1 << 20  # 1 MiB .. 1 PiB: the bounds core/hardware.py puts on a GPU's memory

@@ -18,11 +18,13 @@ acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from llmplan.core.hardware import Efficiency
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
+from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -86,9 +88,14 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     engine = plan.engine
     flops = peak * eff.matmul
     fmt = plan.weights.format
-    if engine.prefill_quant_int8_efficiency and fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") \
-            and gpu.vendor != "apple" and gpu.peak_flops.int8:
+    quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
+    mmq = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
+    if quantised_gguf and mmq:
+        flops = mmq
+    elif quantised_gguf and engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
         flops = gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
+        flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
     measured = engine.decode_bandwidth_efficiency
     if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
         measured = engine.decode_bandwidth_efficiency_apple
@@ -105,6 +112,26 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
     return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host)
+
+
+def apple_generation(name: str) -> int:
+    """1 for an M1, 2 for an M2 ... from the GPU's name ("Apple M2 Ultra 76-core GPU"); 1 when unnamed."""
+    m = re.search(r"\bM(\d+)\b", name)
+    return int(m.group(1)) if m else 1
+
+
+def curve_at_or_below(curve: tuple[tuple[float, float], ...], x: float) -> float:
+    """The value of the last (key, value) point whose key is at or below ``x`` (the first point below all)."""
+    value = curve[0][1]
+    for key, v in curve:
+        if key <= x:
+            value = v
+    return value
+
+
+def engine_quant_kind(engine) -> str:
+    """The engine's own quantised weight kind ('mlx' for MLX): the one its prompt factor applies to."""
+    return next((k for k in engine.weight_formats if k not in ("float", "gguf")), "")
 
 
 def _linear_params(spec: ModelSpec, plan: MemoryPlan) -> tuple[float, float]:

@@ -27,6 +27,7 @@ from llmplan.core.inference.memory import (
     _activation_elements_per_token,
     _weights_split,
 )
+from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
@@ -173,7 +174,10 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
-    if quant and engine.prefill_quant_int8_efficiency and g.peak_flops.int8 and not apple:
+    mmq = mmq_rate(g, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
+    if quant and mmq:
+        rate = mmq
+    elif quant and engine.prefill_quant_int8_efficiency and g.peak_flops.int8 and not apple:
         rate = g.peak_flops.int8 * engine.prefill_quant_int8_efficiency
     else:
         rate = g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul

@@ -1,0 +1,124 @@
+"""``estimate --gpu A --gpu B ...``: several different cards in one machine, split llama.cpp's way.
+
+llama.cpp (and Ollama) put a contiguous run of layers on each device in proportion to its free memory
+(``--split-mode layer``, the default); what fits nowhere stays in host RAM. The estimate is
+`llmplan.core.inference.multi_gpu.split_layers`; this module turns the command line into that call and
+its answer into per-card rows (text) or stable JSON keys (``mixed_gpus``, ``inference``, ``fits``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from llmplan.cli.report import json_text, table
+from llmplan.core import present
+from llmplan.core.inference.multi_gpu import MixedPlan, split_layers
+from llmplan.core.present import MemoryUnit
+from llmplan.errors import InputError
+from llmplan.plan.document import PlanDocument
+from llmplan.plan.overrides import apply_overrides
+from llmplan.plan.resolve import resolve
+
+SPLIT_ENGINES = ("llama-cpp", "ollama")
+
+
+def gpu_ids(values: list[str] | None) -> list[str]:
+    """``--gpu`` values as ids: repeated flags and comma-separated lists both name the machine's cards."""
+    ids = [part.strip() for v in values or [] for part in str(v).split(",")]
+    if any(not i for i in ids):
+        raise InputError("--gpu: an empty GPU id (give --gpu ID once per card, or --gpu ID,ID)")
+    return ids
+
+
+def tensor_split(text: str | None, cards: int) -> list[float] | None:
+    """``--tensor-split 3,2``: llama.cpp's relative shares per card (None: by usable memory)."""
+    if not text:
+        return None
+    try:
+        shares = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"--tensor-split {text!r}: give {cards} numbers separated by commas, e.g. 3,2") from None
+    if len(shares) != cards or any(s < 0 or s != s for s in shares) or sum(shares) <= 0:
+        raise InputError(f"--tensor-split {text!r}: give {cards} non-negative shares with a positive sum")
+    return shares
+
+
+def run_mixed(args: argparse.Namespace, doc: PlanDocument, ids: list[str]) -> int:
+    """Estimate ``doc`` on one machine holding the cards ``ids`` (device order) and print it."""
+    from llmplan.catalog.hardware import load_hardware_catalog
+
+    if doc.workload != "inference":
+        raise InputError("several different --gpu cards are for inference (llama.cpp's layer split); training "
+                         "plans need identical GPUs: give one --gpu and --gpus N")
+    if doc.hardware.nodes != 1 or doc.hardware.gpus_per_node not in (1, len(ids)):
+        raise InputError("with several --gpu cards the machine is exactly those cards: leave out --gpus/--nodes")
+    note = ""
+    if "engine" not in doc.inference.model_fields_set:
+        doc, note = apply_overrides(doc, ["inference.engine=llama-cpp"]), "engine chosen: llama.cpp, which splits layers across unequal cards"
+    cat = load_hardware_catalog()
+    specs = [cat.gpu(i).spec for i in ids]
+    scenario = resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"gpus_per_node": 1})}))
+    if scenario.inference.engine not in SPLIT_ENGINES:
+        raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; use "
+                         "--set inference.engine=llama-cpp (or ollama)")
+    plan = split_layers(scenario, specs, tensor_split(getattr(args, "tensor_split", None), len(specs)),
+                        scenario.inference.gpu_layers)
+    data = mixed_json(plan, scenario, note)
+    print(json_text(data) if args.json else mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))
+    return 0
+
+
+def mixed_json(plan: MixedPlan, scenario, note: str = "") -> dict[str, Any]:
+    inf = scenario.inference
+    tpot = plan.tpot_s
+    data: dict[str, Any] = {
+        "fits": plan.fits,
+        "workload": "inference",
+        "mixed_gpus": {
+            "split_mode": "layer",
+            "cards": [{
+                "gpu": c.gpu.id, "name": c.gpu.name, "layers": c.layers, "output_head": c.has_output,
+                "weights": c.weights, "kv_cache": c.kv_cache, "runtime": c.runtime, "total": c.total,
+                "capacity": c.capacity, "fits": c.fits, "decode_s": c.decode_s, "prefill_s": c.prefill_s,
+            } for c in plan.cards],
+            "host_layers": plan.host_layers,
+            "host_bytes": plan.host_bytes,
+        },
+        "inference": {
+            "engine": inf.engine, "weight_format": inf.weight_format, "ttft_s": plan.ttft_s, "tpot_s": tpot,
+            "tokens_per_s": inf.batch / tpot if tpot > 0 else None,
+            "tokens_per_s_per_user": 1 / tpot if tpot > 0 else None,
+            "gpu_layers": plan.gpu_layers,
+        },
+    }
+    if note:
+        data["automatic"] = note
+    return data
+
+
+def mixed_text(data: dict[str, Any], model: str, mem: MemoryUnit) -> str:
+    m, i = data["mixed_gpus"], data["inference"]
+    cards = m["cards"]
+    lines = [f"{model} — inference on {len(cards)} different GPUs in one machine "
+             f"({i['engine']}, {i['weight_format']}, layer split)"]
+    if "automatic" in data:
+        lines.append(f"({data['automatic']})")
+    short = [c["name"] for c in cards if not c["fits"]]
+    lines += ["", "FITS: every card holds its share" if data["fits"] else f"DOES NOT FIT on {', '.join(short)}", ""]
+    header = ("card", "GPU", "layers", "weights", "KV cache", "runtime", "total", "usable")
+    rows = [header] + [(str(n), c["name"], f"{c['layers']}{' + head' if c['output_head'] else ''}",
+                        mem.fmt(c["weights"]), mem.fmt(c["kv_cache"]), mem.fmt(c["runtime"]), mem.fmt(c["total"]),
+                        mem.fmt(c["capacity"])) for n, c in enumerate(cards)]
+    widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
+    lines += ["  " + "  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in
+                               enumerate(zip(r, widths, strict=True))) for r in rows]
+    host = (f"{m['host_layers']} layers + input embedding, {mem.fmt(m['host_bytes'])}" if m["host_layers"]
+            else f"input embedding only, {mem.fmt(m['host_bytes'])}")
+    lines += ["", "inference", table([
+        ("host RAM", host),
+        ("time to first token", present.duration(i["ttft_s"])),
+        ("time per output token", present.duration(i["tpot_s"])),
+        ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"] or 0)),
+    ])]
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""``estimate --gpu A --gpu B``: a machine with different cards, estimated with llama.cpp's layer split
+(core/inference/multi_gpu.py, whose rule tests/core/inference/test_multi_gpu.py checks by hand); here: the
+command line reaches it, the per-card memory is shown, and bad input gets one clear line."""
+
+import json
+
+import pytest
+
+from llmplan.catalog.engines import engine_profile
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.cli import main
+from llmplan.core.hardware import ClusterSpec
+from llmplan.core.inference.multi_gpu import split_layers
+from llmplan.core.workload import InferenceSettings, Scenario
+
+BASE = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+        "--set", "inference.weight_format=q4_k_m", "--set", "inference.prompt_tokens=4096",
+        "--set", "inference.output_tokens=256"]
+CAT = load_hardware_catalog()
+
+
+def run_json(capsys, *extra):
+    assert main([*BASE, *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_repeated_and_comma_forms_agree_and_match_the_engine(capsys):
+    a = run_json(capsys, "--gpu", "nvidia-rtx-5090-32gb", "--gpu", "nvidia-rtx-3090-24gb")
+    b = run_json(capsys, "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb")
+    assert a == b
+    cards = a["mixed_gpus"]["cards"]
+    assert [c["gpu"] for c in cards] == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
+    assert [c["layers"] for c in cards] == [46, 34] and cards[1]["output_head"]  # split by usable memory
+    assert a["fits"] and a["inference"]["engine"] == "llama-cpp" and "engine chosen" in a["automatic"]
+    # the same numbers as the engine's own call
+    spec = CAT.gpu("nvidia-rtx-5090-32gb").spec
+    from llmplan.catalog.models import load_model_catalog
+
+    model = load_model_catalog().get("meta-llama/Llama-3.1-70B").spec
+    sc = Scenario(model=model, cluster=ClusterSpec(gpu=spec), workload="inference",
+                  inference=InferenceSettings(engine="llama-cpp", weight_format="q4_k_m", prompt_tokens=4096,
+                                              output_tokens=256), engine_profile=engine_profile("llama-cpp"))
+    plan = split_layers(sc, [spec, CAT.gpu("nvidia-rtx-3090-24gb").spec])
+    assert a["inference"]["tpot_s"] == pytest.approx(plan.tpot_s, rel=1e-9)
+    assert sum(c["total"] for c in cards) == pytest.approx(sum(c.total for c in plan.cards), rel=1e-9)
+
+
+def test_text_shows_per_card_memory(capsys):
+    assert main([*BASE, "--gpu", "nvidia-rtx-5090-32gb", "--gpu", "nvidia-rtx-3090-24gb"]) == 0
+    out = capsys.readouterr().out
+    assert "FITS: every card holds its share" in out
+    assert "NVIDIA GeForce RTX 5090 32GB" in out and "34 + head" in out and "31.8 GiB" in out
+
+
+def test_tensor_split_and_what_fits_nowhere(capsys):
+    even = run_json(capsys, "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--tensor-split", "1,1")
+    assert [c["layers"] for c in even["mixed_gpus"]["cards"]] == [40, 40]
+    big, small = even["mixed_gpus"]["cards"]
+    assert small["output_head"] and small["total"] > big["total"]  # the same layers, plus the head
+    q8 = run_json(capsys, "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.weight_format=q8_0")
+    assert q8["fits"] and q8["mixed_gpus"]["host_layers"] > 0
+    assert q8["inference"]["gpu_layers"] + q8["mixed_gpus"]["host_layers"] == 80
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--gpu", "nvidia-rtx-5090-32gb", "--gpu", "nope"], "unknown GPU id 'nope'"),
+    (["--gpu", "nvidia-rtx-5090-32gb,"], "empty GPU id"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--tensor-split", "1"], "give 2 non-negative shares"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--tensor-split", "a,b"], "give 2 numbers"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.engine=vllm"], "does not split"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--gpus", "4"], "leave out --gpus"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--workload", "finetune"], "training plans need"),
+])
+def test_bad_input_is_one_line(capsys, extra, message):
+    assert main([*BASE, *extra]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_search_refuses_several_cards(capsys):
+    assert main(["search", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+                 "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb"]) != 0
+    assert "this command plans identical GPUs" in capsys.readouterr().err
