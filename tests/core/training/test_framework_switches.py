@@ -264,3 +264,18 @@ def test_accumulated_gradients_are_held_in_every_phase():
     assert two.memory.gradients.value == pytest.approx(grads, rel=0.01)
     assert two.memory.total.value > one.memory.total.value
 
+
+
+def test_offloaded_checkpointing_keeps_one_or_two_layer_inputs():
+    """torchtune's OffloadActivations prefetches the next block on a second stream (two layer inputs on the
+    GPU); unsloth's offloaded checkpointer brings one back when it recomputes it (``offload_prefetch``): the
+    difference is one layer input, x·h·T bytes, moved from the GPU to the host."""
+    from llmplan.core.engine import estimate
+
+    sc, _ = _run("torchtune", model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full",
+                 activation_offload=True, global_batch=4)
+    one = sc.model_copy(update={"framework_profile": sc.framework.model_copy(update={"offload_prefetch": False})})
+    two_e, one_e = estimate(sc), estimate(one)
+    layer_input = 2 * 4 * 2048 * 2048  # bf16 stream (torchtune's pure bf16) × tokens × hidden
+    assert one_e.memory.host_ram.value - two_e.memory.host_ram.value == pytest.approx(layer_input, rel=1e-6)
+    assert two_e.memory.total.value - one_e.memory.total.value == pytest.approx(layer_input * 1.05, rel=0.05)

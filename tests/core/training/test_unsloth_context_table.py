@@ -7,8 +7,9 @@ checkpointing) against "Hugging Face + FA2". Each row below is (GPU memory, unsl
 We plan it with the unsloth and hf-trainer profiles, gradient checkpointing on (recompute full), 8-bit
 AdamW (the notebooks' optim="adamw_8bit"), on a catalog GPU of that memory. Nothing was fitted to this
 table. Tolerance (the issue's): within one power-of-two step, i.e. a factor of 2 either way; the
-results, recorded 2026-11-25 (after the blocks' backward began to count the other blocks' kept tensors
-and accumulated gradients): unsloth -24% … -10% (80 GB: 299,360 against 342,733), Hugging Face +11% …
+results, recorded 2026-11-25 (the blocks' backward counting the other blocks' kept tensors, and unsloth's
+checkpointer bringing back one layer input at a time): unsloth -24% … -9% (80 GB: 308,108 against
+342,733), Hugging Face +11% …
 +20% (80 GB: 34,130 against 28,454), and the 70B on 48 GB out of memory under Hugging Face, as published.
 
 Why the columns miss, from the code (README commit e3162dc5bf, 2025-01-14; the table dates from Dec 2024):
