@@ -7,12 +7,16 @@ non-zero exit, never a traceback (DESIGN.md §3).
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 
-from llmplan import __version__
-from llmplan.errors import LlmplanError
+try:  # Ctrl-C while these load (a slow or busy machine): exit 130 quietly, as main() does later
+    import argparse
+    from collections.abc import Sequence
+
+    from llmplan import __version__
+    from llmplan.errors import LlmplanError
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 EXIT_BAD_INPUT = 2
 
