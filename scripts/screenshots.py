@@ -37,12 +37,26 @@ def _settle(app, window, ms: int = 400) -> None:
 SIZES = ((1024, 700), (1440, 900), (2560, 1440))  # a small laptop, a common laptop, a large desktop (issue 18)
 
 
-def window_sizes(out: Path) -> list[Path]:
-    """The main window at each of ``SIZES`` in light and dark: ``window-{theme}-{W}x{H}.png``."""
+def _fresh_window(app, width: int, height: int):
+    """A new window on the default plan with throw-away settings, shown at this size and settled."""
     from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
 
     from llmplan.gui.main_window import MainWindow
+
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings, detect=False)
+    w.resize(width, height)
+    w.show()
+    w.state.evaluate_now()
+    _settle(app, w)
+    _settle(app, w, 200)  # the columns are re-shared once the first charts are drawn
+    return w
+
+
+def window_sizes(out: Path) -> list[Path]:
+    """The main window at each of ``SIZES`` in light and dark: ``window-{theme}-{W}x{H}.png``."""
+    from PySide6.QtWidgets import QApplication
+
     from llmplan.gui.theme import apply_theme
 
     out.mkdir(parents=True, exist_ok=True)
@@ -51,13 +65,7 @@ def window_sizes(out: Path) -> list[Path]:
     for theme in ("light", "dark"):
         apply_theme(app, theme)
         for width, height in SIZES:
-            settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
-            w = MainWindow(settings=settings, detect=False)
-            w.resize(width, height)
-            w.show()
-            w.state.evaluate_now()
-            _settle(app, w)
-            _settle(app, w, 200)  # the columns are re-shared once the first charts are drawn
+            w = _fresh_window(app, width, height)
             path = out / f"window-{theme}-{width}x{height}.png"
             w.grab().save(str(path))
             written.append(path)
@@ -67,10 +75,8 @@ def window_sizes(out: Path) -> list[Path]:
 
 
 def main(out: Path) -> list[Path]:
-    from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from llmplan.gui.main_window import MainWindow
     from llmplan.gui.theme import apply_theme
 
     out.mkdir(parents=True, exist_ok=True)
@@ -78,12 +84,7 @@ def main(out: Path) -> list[Path]:
     written: list[Path] = []
     for theme in ("light", "dark"):
         apply_theme(app, theme)
-        settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
-        w = MainWindow(settings=settings, detect=False)
-        w.resize(1280, 800)
-        w.show()
-        w.state.evaluate_now()
-        _settle(app, w)
+        w = _fresh_window(app, 1280, 800)
 
         def shot(name: str, widget=None, w=w) -> None:
             _settle(app, w, 150)
@@ -101,7 +102,7 @@ def main(out: Path) -> list[Path]:
         _scroll_to(w.workload.currentWidget(), "Cluster and power")
         shot("tab-inference-cluster-power", w.workload)
         _scroll_table_to(w.results.table, "Serving start-up (cold start)")
-        shot("results-inference-beyond-gpu", w.results)
+        shot("results-inference-beyond-gpu", w.right)  # verdict, figures table (scrolled) and charts
         w.workload.setCurrentIndex(2)
         w.state.edit_many({"hardware.gpus_per_node": 8, "hardware.nodes": 4, "hardware.network":
                            _first_network(), "model.id": "meta-llama/Llama-3.1-70B",
@@ -113,7 +114,7 @@ def main(out: Path) -> list[Path]:
         _scroll_to(w.workload.currentWidget(), "Cluster and power")
         shot("tab-pretrain-cluster-power", w.workload)
         _scroll_table_to(w.results.table, "Checkpoints and failures")
-        shot("results-pretrain-beyond-gpu", w.results)
+        shot("results-pretrain-beyond-gpu", w.right)
         w.workload.currentWidget().verticalScrollBar().setValue(0)
         _scroll_table_to(w.results.table, "Model")
         w.state.edit("parallelism.tp", 3)
@@ -141,7 +142,7 @@ def main(out: Path) -> list[Path]:
         _settle(app, w)
         w.this_machine.wait_idle()
         shot("this-machine")
-        shot("results-this-machine", w.results)
+        shot("results-this-machine", w.right)
         w.state.undo_stack.setClean()
         w.close()
     return written

@@ -101,6 +101,7 @@ class MainWindow(FileActions, QMainWindow):
         self.right = FittingSplitter(self.right_needs, (0, 3, 3), Qt.Orientation.Vertical, gives_way=0)
         table = self.results.table
         self.results.layout().removeWidget(table)
+        self.results.layout().addStretch(1)  # a taller pane leaves its room below the bars, not between them
         rows = 5
         table.setMinimumHeight(table.header().sizeHint().height() + rows * table.fontMetrics().height() * 5 // 4)
         self.right.addWidget(PaneScroll(self.results))
