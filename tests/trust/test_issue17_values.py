@@ -227,5 +227,11 @@ def test_ctrl_c_during_start_up_is_quiet(tmp_path, delay):
     _out, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
         pytest.skip("the command finished before the interrupt arrived")
-    # 130 from llmplan; -SIGINT when the signal came before Python installed its handler (no output then)
-    assert b"Traceback" not in err and proc.returncode in (130, -signal.SIGINT), err.decode()[-2000:]
+    # 130 from llmplan; -SIGINT when the signal came before Python installed its handler (no output then).
+    # On a loaded machine the signal can also land while the interpreter's runpy is still locating the
+    # package, before any llmplan code runs: that traceback holds only <frozen runpy> frames, and no program
+    # can intercept it. Anything with a frame of ours (or of a library we import) must not show a traceback.
+    text = err.decode(errors="replace")
+    frames = [line for line in text.splitlines() if line.strip().startswith("File ")]
+    before_our_code = bool(frames) and all("<frozen " in f for f in frames) and text.rstrip().endswith("KeyboardInterrupt")
+    assert before_our_code or (b"Traceback" not in err and proc.returncode in (130, -signal.SIGINT)), text[-2000:]

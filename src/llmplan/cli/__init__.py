@@ -7,14 +7,34 @@ non-zero exit, never a traceback (DESIGN.md §3).
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
-try:  # Ctrl-C while these load (a slow or busy machine): exit 130 quietly, as main() does later
-    import argparse
-    from collections.abc import Sequence
 
-    from llmplan import __version__
-    from llmplan.errors import LlmplanError
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+    """Hold Ctrl-C back while modules load: an interrupt inside an extension's import (pydantic-core's
+    import of ``datetime``) surfaces as that library's panic, not as KeyboardInterrupt. A Ctrl-C that
+    came meanwhile is delivered on leaving, as a KeyboardInterrupt the caller turns into exit 130."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # Windows: no signal masks
+        yield
+        return
+    mask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+try:  # Ctrl-C while these load (a slow or busy machine): exit 130 quietly, as main() does later
+    with _ctrl_c_deferred():
+        import argparse
+        from collections.abc import Sequence
+
+        from llmplan import __version__
+        from llmplan.errors import LlmplanError
 except KeyboardInterrupt:
     raise SystemExit(130) from None
 
@@ -111,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    with _ctrl_c_deferred():  # the subcommands import the engine (pydantic, ...)
+        parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
