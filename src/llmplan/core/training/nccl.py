@@ -21,7 +21,7 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
   src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and ``ncclTopoTuneModel``, commit 5067397,
   2026-06-11). The tree's bandwidth is scaled by NCCL's ``treeCorrectionFactor`` for the message
   size (``ncclTopoGetAlgoTime``), which is what moves NCCL from the tree to the ring between
-  a few hundred KiB and a few MiB.
+  a few hundred KiB and a few MiB; LL's bus bandwidth across nodes is capped by ``llMaxBws``.
 - **NVLS** (NVLink SHARP) pays NCCL's NVLS latency, 25 µs on NVLink and no base latency (the same
   table): a call cannot finish sooner than that plus its bytes at the NVLS bandwidth.
 - **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
@@ -56,6 +56,10 @@ _NET_OVERHEAD = 1.0  # getNetOverhead(): 1 µs per step on x86 hosts, ×3 for Si
 # 4-byte flag (×0.5), LL128 120 of every 128 bytes (×0.92); the tree's all-reduce ×0.92 and its algbw
 # half its busbw.
 _RING_PROTO = (0.5, 0.92, 1.0)
+# llMaxBws (GB/s of bus bandwidth) caps LL across nodes; for multi-node NCCL indexes the row by the host CPU
+# vendor: Intel and others {39.0 for 2 nodes, 20.4 for 3 or more}, AMD {22.5, 19.0}. The presets carry no CPU
+# vendor, so NCCL's default row (not AMD) is used.
+_LL_MAX_NET = {2: 39.0e9, 4: 20.4e9}
 _TREE_PROTO = (1.0 / 3.8 * 0.92, 120.0 / 128.0 * 0.92, 0.92)
 _REF_RANKS = 8  # the fabric curves are 8-GPU all-reduces
 # tuning.cc treeCorrectionFactor[protocol][log2i(bytes >> 6)], powers of two from 64 B to 256 MiB.
@@ -133,6 +137,11 @@ def ramp(fabric: FabricSpec, size: float) -> float:
     return y0 + f * (y1 - y0)
 
 
+def _cap(p: int, bus_bw: float, nodes: int) -> float:
+    """NCCL's LL bandwidth cap across nodes (``llMaxBws``, applied to ring and tree LL bus bandwidth)."""
+    return min(bus_bw, _LL_MAX_NET[2 if nodes <= 2 else 4]) if p == 0 else bus_bw
+
+
 def _ring_latency(op: str, sp: Span, p: int) -> float:
     n, N = sp.ranks, sp.nodes
     steps = 2 * (n - 1) if op == "all-reduce" else n - 1
@@ -184,14 +193,14 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
     best: Cost | None = None
     for p, name in enumerate(PROTOCOLS):
         lat = _ring_latency(op, sp, p)
-        t_net = lat + vol / (sp.net * _RING_PROTO[p])
+        t_net = lat + vol / _cap(p, sp.net * _RING_PROTO[p], sp.nodes)
         t = max(t_nv, t_net)
         cand = Cost(op, "ring", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
         if best is None or t < best.seconds:
             best = cand
         if op == "all-reduce":
             lat = _tree_latency(sp, p)
-            t_net = lat + size / (0.5 * sp.net * _TREE_PROTO[p] * tree_correction(p, size))
+            t_net = lat + size / (0.5 * _cap(p, sp.net * _TREE_PROTO[p], sp.nodes) * tree_correction(p, size))
             t = max(t_nv, t_net)
             if t < best.seconds:
                 best = Cost(op, "tree", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
