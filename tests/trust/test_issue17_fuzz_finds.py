@@ -112,3 +112,16 @@ def test_system_doc_is_a_valid_user_preset(data_dir):
     (data_dir / "system").mkdir()
     (data_dir / "system" / "mine.toml").write_text(array_of_tables("storage", system_doc()["storage"]))
     assert not system_problems() and "my-storage" in load_system_catalog().storage
+
+
+def test_a_gguf_architecture_with_a_line_break_gives_a_one_line_error(tmp_path):
+    """Was: "the GGUF header lacks '<arch with a newline>.attention.head_count'" spread over two lines."""
+    from llmplan.errors import ConfigError
+    from llmplan.formats.gguf_header import spec_from_gguf
+    from tests.property import _gguf_bytes as g
+
+    kvs = [(k, t, "evil\n\x1b[31march" if k == "general.architecture" else v) for k, t, v in g.llama_kvs()]
+    (tmp_path / "m.gguf").write_bytes(g.header(kvs, g.llama_tensors()))
+    with pytest.raises(ConfigError) as err:
+        spec_from_gguf(tmp_path / "m.gguf")
+    assert str(err.value).isprintable() and "evil\\n\\x1b[31march" in str(err.value)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from llmplan.core.model import ModelSpec
+from llmplan.core.present import one_line
 from llmplan.errors import ConfigError
 from llmplan.formats.bounded import open_regular
 
@@ -123,7 +124,7 @@ class _Reader:
             return self.string()
         if vtype == _ARRAY:
             if depth >= MAX_ARRAY_DEPTH:
-                raise ConfigError(f"{self.path}: '{key}' nests arrays more than {MAX_ARRAY_DEPTH} deep; "
+                raise ConfigError(f"{self.path}: '{one_line(key, 200)}' nests arrays more than {MAX_ARRAY_DEPTH} deep; "
                                   "the file is corrupt")
             itype = self.scalar("<I")
             n = self.count("array items", MAX_ARRAY)
@@ -140,7 +141,7 @@ class _Reader:
                     self.value(itype, key, {}, depth + 1)
                 return None
             return [self.value(itype, key, {}, depth + 1) for _ in range(n)]
-        raise ConfigError(f"{self.path}: unknown GGUF value type {vtype} for '{key}'; the file is corrupt")
+        raise ConfigError(f"{self.path}: unknown GGUF value type {vtype} for '{one_line(key, 200)}'; the file is corrupt")
 
 
 def read_gguf_header(path: str | Path) -> GgufHeader:
@@ -171,7 +172,7 @@ def read_gguf_header_from(f: BinaryIO, p: Path) -> GgufHeader:
         name = r.string()
         n_dims = r.scalar("<I")
         if n_dims > MAX_DIMS:
-            raise ConfigError(f"{p}: tensor '{name}' claims {n_dims} dimensions; the file is corrupt")
+            raise ConfigError(f"{p}: tensor '{one_line(name, 200)}' claims {n_dims} dimensions; the file is corrupt")
         shape = tuple(r.scalar("<Q") for _ in range(n_dims))
         ttype = r.scalar("<I")
         r.scalar("<Q")  # data offset: we never read the data
@@ -196,12 +197,12 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
         if full in md:
             return md[full]
         if default is ...:
-            raise ConfigError(f"the GGUF header lacks '{full}'; it is needed to size the model")
+            raise ConfigError(f"the GGUF header lacks '{one_line(full, 200)}'; it is needed to size the model")
         return default
 
     vocab = key("vocab_size", None) or h.array_lengths.get("tokenizer.ggml.tokens")
     if vocab is None or vocab == 0:
-        raise ConfigError(f"the GGUF header has neither '{arch}.vocab_size' nor tokenizer.ggml.tokens")
+        raise ConfigError(f"the GGUF header has neither '{one_line(arch, 200)}.vocab_size' nor tokenizer.ggml.tokens")
     heads = key("attention.head_count")
     kv = key("attention.head_count_kv", heads)
     hidden = key("embedding_length")
