@@ -20,6 +20,7 @@ between batches and ``cancel()`` is checked there; a cancelled search returns wh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -30,7 +31,7 @@ from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
-from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
+from llmplan.core.search.space import RECOMPUTE_NAMES, exclusions, gpu_counts, layout_of, training_columns
 from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
@@ -70,6 +71,17 @@ def search(
                                 formats=weight_formats)
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
+    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep)
+    t = scenario.training
+    counts = gpu_counts(scenario.cluster.total_gpus, scenario.cluster.gpus_per_node, use_fewer_gpus)
+    excluded = exclusions(model_shape(scenario.model, t), counts, scenario.cluster.gpus_per_node, t.seq_len,
+                          t.global_batch)
+    return dataclasses.replace(result, excluded=excluded)
+
+
+def _search_training(scenario: Scenario, top: int, objective: Objective, refine: Refine | None, refine_count: int,
+                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...]
+                     ) -> SearchResult:
     cluster, t = scenario.cluster, scenario.training
     shape = model_shape(scenario.model, t)
     counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)

@@ -9,6 +9,11 @@ The rules are Megatron-LM's and DeepSpeed's:
   engine does, ``llmplan.core.training.stages``: the slowest stage has ⌈L/PP⌉ layers and
   sets the pace); interleaving needs a layer in every chunk (only the embedding's and the
   head's chunks may be empty) and micro-batches divisible by PP;
+- the split must be one Megatron-Core runs with its pipeline arguments (``stages.megatron_flags``):
+  the same number of layers in every chunk of a rank — even, the embedding/loss accounted as a
+  layer each, or uneven first/last stages. No 1.25 layers per chunk (80 layers over PP16 × v4),
+  no PP32 × v3 on 126 layers. The search does not write ``--pipeline-model-parallel-layout``
+  strings, which can express any split;
 - CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
 - EP divides the routed experts and the data-parallel size (experts live inside DP);
 - ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it); ZeRO needs DP·CP > 1;
@@ -23,7 +28,7 @@ import numpy as np
 
 from llmplan.core.search.quick import Columns
 from llmplan.core.search.shape import ModelShape
-from llmplan.core.training.stages import automatic_split_fits
+from llmplan.core.training.stages import automatic_split_fits, megatron_flags
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -65,9 +70,58 @@ def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> 
                 dp = rest // pp
                 eps = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
                        if e <= dp and dp % e == 0 and s.num_experts % e == 0] if s.num_experts > 1 else [1]
-                vps = [v for v in VP_CHOICES if automatic_split_fits(s.layers, pp, v)]
+                vps = [v for v in VP_CHOICES if automatic_split_fits(s.layers, pp, v)
+                       and megatron_flags(s.layers, pp, v) is not None]
                 out.extend((tp, cp, pp, dp, ep, vp) for ep in eps for vp in vps)
     return out
+
+
+def exclusions(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
+               global_batch: int) -> tuple[tuple[str, int, str], ...]:
+    """Why the search leaves layouts out: (reason, how many (tp, cp, pp, vp, dp) combinations, one
+    example), most frequent first. The rules of the module doc that the framework enforces; layouts it
+    runs but that lose on time or memory are ranked, not excluded."""
+    found: dict[str, list] = {}
+
+    def add(reason: str, example: str) -> None:
+        entry = found.setdefault(reason, [0, example])
+        entry[0] += 1
+
+    max_pp, max_dp = _layout_max("pp"), _layout_max("dp")
+    for gpus in gpu_counts:
+        for tp in TP_CHOICES:
+            if tp > _tp_limit(gpus, gpus_per_node) or gpus % tp:
+                continue
+            if not _tp_ok(s, tp):
+                add(f"TP must divide the {s.heads} attention heads and the {s.kv_heads} KV heads", f"TP{tp}")
+                continue
+            for cp in CP_CHOICES:
+                if (gpus // tp) % cp:
+                    continue
+                if cp > 1 and seq_len % (2 * cp):
+                    add(f"CP splits the sequence in 2·CP load-balanced chunks: {seq_len} tokens are not divisible "
+                        "by 2·CP", f"TP{tp} CP{cp}")
+                    continue
+                rest = gpus // (tp * cp)
+                for pp in range(max(1, -(-rest // max_dp)), min(s.layers, rest, max_pp) + 1):
+                    if rest % pp:
+                        continue
+                    dp = rest // pp
+                    if global_batch and global_batch % dp:
+                        add(f"DP must divide the global batch of {global_batch:,} sequences (the batch stays "
+                            "fixed)", f"TP{tp} PP{pp} DP{dp}" + (f" CP{cp}" if cp > 1 else ""))
+                        continue
+                    for vp in VP_CHOICES:
+                        if pp == 1 and vp > 1:
+                            continue
+                        label = f"PP{pp}" + (f"×v{vp}" if vp > 1 else "")
+                        if not automatic_split_fits(s.layers, pp, vp):
+                            add("every interleaved chunk needs a layer", f"{label} on {s.layers} layers")
+                        elif megatron_flags(s.layers, pp, vp) is None:
+                            add("Megatron-Core needs the same number of layers in every chunk of a pipeline rank "
+                                "(even split, embedding/loss counted as a layer, or uneven first/last stages)",
+                                f"{label} on {s.layers} layers ({s.layers / (pp * vp):.2f} layers per chunk)")
+    return tuple(sorted(((r, n, ex) for r, (n, ex) in found.items()), key=lambda x: -x[1]))
 
 
 def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
