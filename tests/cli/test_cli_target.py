@@ -40,7 +40,7 @@ def test_smaller_clusters_miss_the_target(capsys):
 def test_a_budget_needs_a_price_and_text_output_names_why(capsys):
     assert main([*BASE, "--budget", "5e7", "--gpu", f"{H100},nvidia-h200-sxm-141gb"]) == 0
     text = capsys.readouterr().out
-    assert "NVIDIA H100 SXM 80GB" in text and "accumulation steps" in text
+    assert "NVIDIA H100 SXM 80GB" in text and "accumulation step" in text
     assert "has no price per GPU-hour" in text  # the catalog lists no H200 price
 
 
