@@ -62,6 +62,8 @@ def test_auto_finishes_70b_on_15t_tokens_in_30_days(window, qtbot):
     dlg = window.auto_dialog
     with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
         pass  # the plain search that opening runs
+    assert "left out that the training framework cannot run" in dlg.status.text()
+    assert "Megatron-Core needs the same number of layers in every chunk" in dlg.status.toolTip()
     _pick_combo(qtbot, dlg.objective, "finish in D days")
     assert dlg.target.isVisible() and dlg.target.value() == 30.0
     dlg.target.setFocus()

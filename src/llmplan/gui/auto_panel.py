@@ -221,7 +221,11 @@ class AutoDialog(QDialog):
             return
         summary = (f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
                    f"with the full engine" + (" (cancelled)" if result.cancelled else ""))
-        self.status.setText(summary + (f". {result.note}" if result.note else ""))
+        self.status.setText(summary + (f". {result.note}" if result.note else "")
+                            + (f". {sum(n for _r, n, _e in result.excluded):,} layouts left out that the training "
+                               "framework cannot run (hover for why)" if result.excluded else ""))
+        self.status.setToolTip("\n".join(f"{n:,} × {reason}; e.g. {example}"
+                                          for reason, n, example in result.excluded))
         for r in result.best:
             item = QTreeWidgetItem(self.list, [str(r.rank), r.label(), str(r.gpus), f"{r.tokens_per_s:,.0f}",
                                                duration(r.step_time_s), self.unit.fmt(r.memory_bytes), r.why])
