@@ -63,3 +63,15 @@ def test_explain_lists_what_the_framework_cannot_run(capsys):
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["excluded"] and data["best"][0]["training"]["global_batch"] * 4096 == 2 ** 22  # Llama 2's 4M
+
+
+def test_estimate_prints_the_batch_it_trains_with_and_its_accumulation_steps(capsys):
+    args = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", H100, "--gpus", "8", "--nodes", "16",
+            "--network", "ib-ndr-400", "--workload", "pretrain"]
+    assert main(args) == 0
+    assert "global batch 1,024 (" in capsys.readouterr().out  # Llama 2's 4M tokens at 4,096, not 0
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    t = data["training"]
+    assert t["global_batch"] == 1024 and t["batch_rule"] == "published"
+    assert t["micro_batch"] * data["layout"]["dp"] * t["accumulation"] == 1024
