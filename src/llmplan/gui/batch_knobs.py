@@ -32,23 +32,29 @@ def add_batch_rows(form: QFormLayout, state: PlanState) -> QLabel:
         "(plans saved before schema 4)",
         [("published", "published for the model size"), ("per_replica", "one micro-batch per replica")],
         chars=22))
-    line = QLabel("")
-    line.setWordWrap(True)
-    line.setAccessibleName("Global batch and accumulation steps")
+    line = BatchLine()
     form.addRow("", line)
+    state.evaluated.connect(line.show_outcome)  # a bound slot: Qt disconnects it when the tab goes
+    return line
 
-    def show(outcome) -> None:
+
+class BatchLine(QLabel):
+    """"= 1,024 sequences, 4,194,304 tokens per step: micro-batch 1 × DP 8 × 128 accumulation steps (…)"."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.setWordWrap(True)
+        self.setAccessibleName("Global batch and accumulation steps")
+
+    def show_outcome(self, outcome) -> None:
         est = getattr(outcome, "estimate", None)
         compute = getattr(est, "compute", None) if est is not None else None
         gb = getattr(compute, "global_batch", None)
         if gb is None:
-            line.setText("")
+            self.setText("")
             return
         acc = compute.accumulation
         seqs, tokens = int(gb.value), int(gb.inputs["tokens_per_step"])
-        line.setText(f"= {seqs:,} sequences, {tokens:,} tokens per step: micro-batch {int(acc.inputs['micro_batch'])}"
+        self.setText(f"= {seqs:,} sequences, {tokens:,} tokens per step: micro-batch {int(acc.inputs['micro_batch'])}"
                      f" × DP {int(acc.inputs['dp'])} × {int(acc.value):,} accumulation steps ({gb.inputs['rule']})")
-        line.setToolTip(gb.formula)
-
-    state.evaluated.connect(show)
-    return line
+        self.setToolTip(gb.formula)
