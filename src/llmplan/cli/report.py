@@ -62,7 +62,13 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
     if scenario.workload != "inference":
         t = scenario.training
         out["training"] = {"method": t.method, "precision": t.precision, "optimizer": t.optimizer,
-                           "seq_len": t.seq_len, "micro_batch": t.micro_batch, "global_batch": t.global_batch,
+                           "seq_len": t.seq_len, "micro_batch": t.micro_batch,
+                           # the batch the estimate trains with (fixed in tokens or by the published rule)
+                           "global_batch": int(est.compute.global_batch.value) if est.compute and
+                           est.compute.global_batch else t.global_batch,
+                           "accumulation": int(est.compute.accumulation.value) if est.compute and
+                           est.compute.accumulation else 1,
+                           "global_batch_tokens": t.global_batch_tokens, "batch_rule": t.batch_rule,
                            "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
                            "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
                            "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
@@ -155,7 +161,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     if "training" in data:
         t = data["training"]
         lines.append(f"training: {t['method']}, {t['precision']}, {t['optimizer']}, seq {t['seq_len']:,}, "
-                     f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,}, ZeRO-{t['zero_stage']}, "
+                     f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,} "
+                     f"({t.get('accumulation', 1):,} accumulation step{'s' if t.get('accumulation', 1) != 1 else ''}), "
+                     f"ZeRO-{t['zero_stage']}, "
                      f"recompute {t['recompute']}, offload {t['offload']}")
         on = ", ".join(t.get("switches_on") or ()) or "none"
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'}, "

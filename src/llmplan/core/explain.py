@@ -18,6 +18,7 @@ from typing import NamedTuple
 # lists them all, so a source is written once here and referenced by key elsewhere.
 SOURCES: Mapping[str, str] = MappingProxyType(
     {
+        "batch-published": "Published pre-training batches by model size: Brown et al. 2020 (GPT-3) Table 2.1, Touvron et al. 2023 (Llama 2) §2.2 and §3.1, Dubey et al. 2024 (Llama 3) §3.4.1 and Table 4, DeepSeek-AI 2024 (DeepSeek-V3) §4.2",
         "checkpoint": "Tensor shapes of the Hugging Face transformers implementation of the model family",
         "zero": "Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, SC 2020, §3 and §5",
         "zero-offload": "Ren et al., ZeRO-Offload: Democratizing Billion-Scale Model Training, USENIX ATC 2021",

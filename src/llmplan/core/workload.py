@@ -27,6 +27,7 @@ Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
 Loss = Literal["auto", "fp32_logits", "upcast", "fused_linear", "chunked"]
 Batching = Literal["packed", "padded"]
+BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 
 
@@ -37,7 +38,18 @@ class TrainingSettings(FrozenModel):
     seq_len: int = Field(4096, ge=1, le=10_000_000, description="tokens per sequence")
     micro_batch: int = Field(1, ge=1, le=100_000, description="sequences per GPU per forward/backward pass")
     global_batch: int = Field(
-        0, ge=0, le=100_000_000, description="sequences per optimizer step over all replicas; 0: micro_batch·dp"
+        0, ge=0, le=100_000_000, description="sequences per optimizer step over all replicas, fixed whatever the "
+        "layout; 0: global_batch_tokens, else batch_rule"
+    )
+    global_batch_tokens: int = Field(
+        0, ge=0, le=100_000_000_000, description="tokens per optimizer step over all replicas (used when "
+        "global_batch is 0; rounded to whole sequences); 0: batch_rule"
+    )
+    batch_rule: BatchRule = Field(
+        "published", description="what a batch left at 0 means: published: the batch published runs of the "
+        "model's size used (pre-training 0.5M-63M tokens by size, fine-tuning 64 sequences; "
+        "llmplan.core.training.batch); per_replica: one micro-batch per data-parallel replica, so the batch "
+        "changes with the layout (plans saved before schema 4)"
     )
     tokens: float = Field(1e12, gt=0, le=1e17, description="tokens to train on (for time and cost)")
     recompute: Recompute = "selective"
@@ -181,6 +193,14 @@ class EfficiencyOverrides(FrozenModel):
 _DEFAULT_FRAMEWORK = FrameworkProfile()
 
 
+def _accumulates(tr: TrainingSettings) -> bool:
+    """Whether the batch may need more than one micro-batch per replica: a batch larger than a micro-batch,
+    or one in tokens or by the published rule (``training.batch``), which usually does."""
+    if tr.global_batch:
+        return tr.global_batch > tr.micro_batch
+    return bool(tr.global_batch_tokens) or tr.batch_rule == "published"
+
+
 def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> TrainingSettings:
     """``tr`` with "auto"/None resolved under ``prof``: the regime, every switch (on when the profile turns
     it on by default) and the loss (Liger's fused linear cross-entropy when Liger is on). A switch turned on
@@ -192,7 +212,7 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         value = getattr(tr, name)
         if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
             upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
-                name == "optimizer_in_backward" and (tr.global_batch > tr.micro_batch or tr.method != "full")
+                name == "optimizer_in_backward" and (_accumulates(tr) or tr.method != "full")
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")

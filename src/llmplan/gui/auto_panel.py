@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
+    QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -57,6 +58,31 @@ class SearchJob(QRunnable):
         self.signals.done.emit(result, "")
 
 
+class TargetJob(QRunnable):
+    """"Finish in D days" / "within $B": ``plan.target.target_table`` on the plan's own GPU — the same function
+    as ``llmplan-cli search --days/--budget`` — in the background."""
+
+    def __init__(self, doc, days: float | None, budget: float | None, signals: _Signals) -> None:
+        super().__init__()
+        self.doc, self.days, self.budget, self.signals = doc, days, budget, signals
+
+    def run(self) -> None:
+        from llmplan.core.engine import estimate
+        from llmplan.plan.target import target_table
+
+        try:
+            self.signals.progress.emit(0.1, "searching the smallest cluster of this GPU that meets the target…")
+            rows = target_table(self.doc, [self.doc.hardware.gpu], self.days, self.budget, refine=estimate)
+        except Exception as exc:  # a failed search is a message in the dialog, not a crash
+            self.signals.done.emit(None, str(exc))
+            return
+        self.signals.done.emit(rows, "")
+
+
+TARGET_HEADERS = ["#", "Layout", "GPUs", "Nodes", "Days", "GPU-hours", "Cost", "Energy", "Batch"]
+SEARCH_HEADERS = ["#", "Layout", "GPUs", "tokens/s", "Step", "Memory/GPU", "Why not #1"]
+
+
 class AutoDialog(QDialog):
     """Non-modal: opened with ``open()``, so tests and the window keep running."""
 
@@ -76,7 +102,20 @@ class AutoDialog(QDialog):
         self.objective = QComboBox()
         self.objective.addItem("fastest (tokens/s)", "time")
         self.objective.addItem("cheapest (USD per token)", "cost")
+        self.objective.addItem("finish in D days (fewest nodes)", "days")
+        self.objective.addItem("within a budget of $B (fastest)", "budget")
         self.objective.setAccessibleName("Search objective")
+        self.target = QDoubleSpinBox()
+        self.target.setAccessibleName("Target")
+        self.target.setRange(0.01, 1e12)
+        self.target.setDecimals(1)
+        self.target.setKeyboardTracking(False)
+        self.target.setToolTip("Days to finish the plan's training tokens, or US dollars of GPU-hours: the "
+                               "smallest number of nodes of this GPU that meets it, and its layout (the global "
+                               "batch stays fixed)")
+        self.target.setVisible(False)
+        self.objective.currentIndexChanged.connect(self._objective_changed)
+        self.target_nodes = 0
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setAccessibleName("Search progress")
@@ -84,7 +123,7 @@ class AutoDialog(QDialog):
         self.status.setWordWrap(True)
         self.list = QTreeWidget()
         self.list.setAccessibleName("Ranked layouts")
-        self.list.setHeaderLabels(["#", "Layout", "GPUs", "tokens/s", "Step", "Memory/GPU", "Why not #1"])
+        self.list.setHeaderLabels(SEARCH_HEADERS)
         self.list.setRootIsDecorated(False)
         self.list.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.list.itemDoubleClicked.connect(lambda *_: self.apply_selected())
@@ -101,6 +140,7 @@ class AutoDialog(QDialog):
         top = QHBoxLayout()
         top.addWidget(QLabel("Objective"))
         top.addWidget(self.objective)
+        top.addWidget(self.target)
         top.addWidget(self.run_button)
         top.addWidget(self.cancel_button)
         top.addStretch(1)
@@ -115,6 +155,18 @@ class AutoDialog(QDialog):
         lay.addWidget(self.list, 1)
         lay.addLayout(bottom)
         self.running = False
+
+    def _objective_changed(self, _i: int) -> None:
+        kind = self.objective.currentData()
+        self.target.setVisible(kind in ("days", "budget"))
+        if kind == "days":
+            self.target.setPrefix("")
+            self.target.setSuffix(" days")
+            self.target.setValue(30.0)
+        elif kind == "budget":
+            self.target.setPrefix("$")
+            self.target.setSuffix("")
+            self.target.setValue(10_000_000.0)
 
     def start(self) -> None:
         outcome = self.state.outcome
@@ -133,6 +185,14 @@ class AutoDialog(QDialog):
         from llmplan.core.search.policy import formats_to_try, held_knobs
 
         doc = self.state.doc
+        kind = self.objective.currentData()
+        if kind in ("days", "budget"):
+            self.list.setHeaderLabels(TARGET_HEADERS)
+            value = float(self.target.value())
+            QThreadPool.globalInstance().start(TargetJob(doc, value if kind == "days" else None,
+                                                         value if kind == "budget" else None, self._signals))
+            return
+        self.list.setHeaderLabels(SEARCH_HEADERS)
         keep = held_knobs(doc.training.model_fields_set) if outcome.scenario.workload != "inference" else ()
         QThreadPool.globalInstance().start(SearchJob(outcome.scenario, self.objective.currentData(), self._signals,
                                                      self._cancel, keep, formats_to_try(doc.inference.model_fields_set)))
@@ -151,13 +211,21 @@ class AutoDialog(QDialog):
         self.cancel_button.setEnabled(False)
         self.bar.setValue(1000)
         self.result = result
+        self.target_nodes = 0
         if result is None:
             self.status.setText(f"Search failed: {error}")
             self.finished_search.emit(None)
             return
+        if isinstance(result, tuple):  # a target's answer (TargetJob)
+            self._show_target(result)
+            return
         summary = (f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
                    f"with the full engine" + (" (cancelled)" if result.cancelled else ""))
-        self.status.setText(summary + (f". {result.note}" if result.note else ""))
+        self.status.setText(summary + (f". {result.note}" if result.note else "")
+                            + (f". {sum(n for _r, n, _e in result.excluded):,} layouts left out that the training "
+                               "framework cannot run (hover for why)" if result.excluded else ""))
+        self.status.setToolTip("\n".join(f"{n:,} × {reason}; e.g. {example}"
+                                          for reason, n, example in result.excluded))
         for r in result.best:
             item = QTreeWidgetItem(self.list, [str(r.rank), r.label(), str(r.gpus), f"{r.tokens_per_s:,.0f}",
                                                duration(r.step_time_s), self.unit.fmt(r.memory_bytes), r.why])
@@ -173,6 +241,34 @@ class AutoDialog(QDialog):
                                     else "quick model")
         self.finished_search.emit(result)
 
+    def _show_target(self, answers) -> None:
+        from llmplan.core.present import energy, money
+        from llmplan.core.search.results import SearchResult
+
+        a = answers[0]
+        r = a.row
+        if not r.meets:
+            self.result = None
+            self.status.setText(r.why)
+            self.finished_search.emit(None)
+            return
+        layout = r.layout
+        t, p = layout.training, layout.parallelism
+        accum = t.global_batch // (t.micro_batch * p.dp) if t.global_batch else 1
+        self.result = SearchResult((layout,), (), (), 0, 1, int(layout.refined), False, "time")
+        self.target_nodes = r.nodes
+        self.target_gpn = r.scenario.cluster.gpus_per_node if r.scenario is not None else 0
+        item = QTreeWidgetItem(self.list, ["1", layout.label(), f"{r.gpus:,}", f"{r.nodes:,}", f"{r.days:,.1f}",
+                                           f"{r.gpu_hours:,.0f}", money(r.cost_usd) if r.cost_usd is not None
+                                           else "no price", energy(a.energy_kwh) if a.energy_kwh else "—",
+                                           f"{t.global_batch:,} seq = mb {t.micro_batch} × DP {p.dp} × {accum}"])
+        item.setToolTip(8, f"global batch {t.global_batch:,} sequences ({t.global_batch * t.seq_len:,} tokens), "
+                           f"{accum} accumulation steps; it stays fixed whatever the layout")
+        self.list.setCurrentItem(item)
+        self.status.setText(f"The smallest cluster of {r.gpu_name} that meets the target: {r.nodes:,} nodes, "
+                            f"{r.days:,.1f} days at {layout.tokens_per_s:,.0f} tokens/s.")
+        self.finished_search.emit(self.result)
+
     def apply_selected(self) -> bool:
         """Apply the chosen row's layout and training knobs as one undoable edit."""
         item = self.list.currentItem()
@@ -185,7 +281,15 @@ class AutoDialog(QDialog):
         elif r.estimate is not None and r.estimate.inference.weight_format != self.state.doc.inference.weight_format:
             changes["inference.weight_format"] = r.estimate.inference.weight_format  # the plan left it open
         hw = self.state.doc.hardware
-        if r.gpus > hw.gpus_per_node * hw.nodes:
+        if self.target_nodes:  # a target's answer: exactly its cluster
+            changes["hardware.nodes"] = self.target_nodes
+            if self.target_gpn and self.target_gpn != hw.gpus_per_node:
+                changes["hardware.gpus_per_node"] = self.target_gpn
+            if hw.network == "none" and self.target_nodes > 1:
+                from llmplan.plan.target import DEFAULT_NETWORK
+
+                changes["hardware.network"] = DEFAULT_NETWORK
+        elif r.gpus > hw.gpus_per_node * hw.nodes:
             changes["hardware.nodes"] = -(-r.gpus // hw.gpus_per_node)
         ok = self.state.edit_many(changes, f"Apply layout {r.label()}")
         if ok:

@@ -125,13 +125,15 @@ class HardwarePicker(QWidget):
             self.detector.start()
 
     def _keep_filled(self, per_node: int, nodes: int) -> dict[str, Any]:
-        """When the layout filled the old cluster, grow or shrink DP so it fills the new one
-        (the engine requires TP·PP·DP·CP = GPUs), in the same undo step."""
+        """While the layout is automatic — it filled the old cluster, or the plan states no TP/PP/DP/CP —
+        DP follows the GPU count so that TP·PP·DP·CP fills the new cluster (the engine requires it), in the
+        same undo step. A layout the user set that used part of the cluster keeps its sizes."""
         doc = self.state.doc
         p, hw = doc.parallelism, doc.hardware
         per_replica = p.tp * p.pp * p.cp
         new_total = per_node * nodes
-        if p.gpus == hw.gpus_per_node * hw.nodes and new_total % per_replica == 0:
+        automatic = p.gpus == hw.gpus_per_node * hw.nodes or not ({"tp", "pp", "dp", "cp"} & p.model_fields_set)
+        if automatic and new_total % per_replica == 0:
             return {"parallelism.dp": new_total // per_replica}
         return {}
 
@@ -197,11 +199,22 @@ class HardwarePicker(QWidget):
         gpu_id = item.data(0, ID_ROLE)
         spec = item.data(0, SPEC_ROLE)
         if spec is not None:
-            self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None},
-                                 f"GPU: {item.text(0)}")
+            self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None,
+                                  **self._leave_preset(spec.id)}, f"GPU: {item.text(0)}")
         elif gpu_id:
-            self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None, "hardware.gpu_efficiency": None},
-                                 f"GPU: {item.text(0)}")
+            self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None, "hardware.gpu_efficiency": None,
+                                  **self._leave_preset(gpu_id)}, f"GPU: {item.text(0)}")
+
+    def _leave_preset(self, gpu_id: str | None) -> dict[str, Any]:
+        """A node preset names its GPU ("NVIDIA DGX H100"): another GPU leaves the preset (its count and
+        network stay as they are), so the plan never says DGX H100 about H200s."""
+        node_id = self.state.doc.hardware.node
+        if not node_id:
+            return {}
+        preset = next((e for e in backend.node_entries() if getattr(e, "id", None) == node_id), None)
+        if preset is not None and getattr(preset, "gpu_id", None) not in (None, gpu_id):
+            return {"hardware.node": None}
+        return {}
 
     def select(self, gpu_id: str) -> bool:
         it = self._find(gpu_id)
@@ -248,6 +261,8 @@ class HardwarePicker(QWidget):
                     changes["hardware.gpu_efficiency"] = None
                 if "hardware.network" in changes:
                     changes.update(_network_changes(changes["hardware.network"]))
+        hw = self.state.doc.hardware
+        changes.update(self._keep_filled(int(changes.get("hardware.gpus_per_node", hw.gpus_per_node)), hw.nodes))
         self.state.edit_many(changes, "Node preset")
 
     # ---- detection -------------------------------------------------------------------

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui import backend
+from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
@@ -38,7 +39,7 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout",
                   "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
                   "activation_offload", "lora_on_lm_head", "modules_to_save", "quant_base", "batching",
-                  "mean_sequence_tokens")
+                  "mean_sequence_tokens", *BATCH_FIELDS)
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
                    "draft_tokens", "draft_acceptance", "draft_cost_ratio",
@@ -185,9 +186,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "Tokens per training sequence: activation memory grows with it", 1, 10_000_000, 512))
     f.addRow("Micro-batch (sequences per GPU)", bound_spin(state, "training.micro_batch", "Micro-batch",
              "Sequences per GPU per forward/backward pass", 1, 100_000))
-    f.addRow("Global batch (sequences)", bound_spin(state, "training.global_batch", "Global batch",
-             "Sequences per optimizer step over all replicas (gradient accumulation fills the gap); "
-             "0: micro-batch × data parallel", 0, 100_000_000, 8, special_zero="micro-batch × DP"))
+    add_batch_rows(f, state)
     f.addRow("Tokens to train (billions)", bound_float(state, "training.tokens", "Tokens to train",
              "Total training tokens, for the time and cost figures", 0.001, 1e8, 3, 10, "B tokens", scale=1e-9))
     f.addRow("", bound_check(state, "training.flash_attention", "FlashAttention",

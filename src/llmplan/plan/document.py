@@ -25,7 +25,7 @@ from llmplan.core.workload import (
     Workload,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FORMAT = "llmplan"
 
 

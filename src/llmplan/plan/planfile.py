@@ -81,7 +81,22 @@ def _migrate_v2_to_v3(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
+def _migrate_v3_to_v4(old: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4 fixed the global batch while the layout changes: ``training.global_batch_tokens`` and
+    ``training.batch_rule`` (default "published": the batch published runs of the model's size used). A
+    schema-3 plan with no global batch trained one micro-batch per replica (micro_batch·dp), so it migrates
+    to the "per_replica" rule and keeps its numbers."""
+    new = dict(old)
+    training = new.get("training")
+    if (training is None or isinstance(training, dict)) and new.get("workload", "pretrain") != "inference" \
+            and not (training or {}).get("global_batch"):
+        new["training"] = {**(training or {}), "batch_rule": "per_replica"}
+    new["schema_version"] = 4
+    return new
+
+
+MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3,
+                                       3: _migrate_v3_to_v4}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

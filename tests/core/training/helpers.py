@@ -35,6 +35,8 @@ def cluster(gpus: int, per_node: int = 8, gpu: GpuSpec = A100_80GB) -> ClusterSp
 def scenario(model: ModelSpec, gpus: int, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1, sp: bool = True,
              vp: int = 1, **training: object) -> Scenario:
     dp = gpus // (tp * pp * cp)
+    # these engine tests compare layouts at one micro-batch per replica unless they set a batch
+    training.setdefault("batch_rule", "per_replica")
     workload = "finetune" if training.get("method", "full") != "full" else "pretrain"
     return Scenario(
         model=model, cluster=cluster(gpus), workload=workload,

@@ -17,7 +17,7 @@ H100 = "nvidia-h100-sxm-80gb"
 
 
 def _run(framework="hf-trainer", model=L8, gpu=H100, **kw):
-    base = dict(method="lora", micro_batch=1, global_batch=0, seq_len=2048, recompute="full", zero_stage=0, offload="none",
+    base = dict(method="lora", micro_batch=1, global_batch=0, batch_rule="per_replica", seq_len=2048, recompute="full", zero_stage=0, offload="none",
                 optimizer="adamw", framework=framework)
     base.update(kw)
     doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu), workload="finetune",

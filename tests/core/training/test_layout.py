@@ -60,7 +60,7 @@ def test_global_batch_and_context_rules():
     with pytest.raises(LayoutError, match=r"seq_len divisible by 2·cp"):
         resolve(scenario(LLAMA3_8B, 8, cp=4, seq_len=2052))
     lay = resolve(scenario(LLAMA3_8B, 8, seq_len=2048, micro_batch=2, global_batch=0))
-    assert lay.global_batch == 16 and lay.accumulation == 1  # 0 means micro_batch·dp
+    assert lay.global_batch == 16 and lay.accumulation == 1  # 0 with batch_rule per_replica: micro_batch·dp
     lay = resolve(scenario(LLAMA3_8B, 8, seq_len=2048, micro_batch=2, global_batch=64))
     assert lay.accumulation == 4
 
@@ -83,3 +83,21 @@ def test_gpu_without_a_usable_peak_is_a_clear_error():
     sc = scenario(LLAMA3_8B, 1, seq_len=1024).model_copy(update={"cluster": ClusterSpec(gpu=gpu)})
     with pytest.raises(InputError, match=r"Mystery GPU has no peak FLOP/s for bf16.*peak_flops.bf16"):
         estimate(sc)
+
+
+def test_the_published_batch_stays_fixed_while_the_layout_changes():
+    """batch_rule "published": an 8B model pre-trains with Llama 2's 4M tokens (Touvron et al. 2023 §2.2) on
+    any layout; DP 8 and DP 16 cut it into different accumulation steps, not different batches."""
+    for gpus in (8, 16):
+        lay = resolve(scenario(LLAMA3_8B, gpus, seq_len=4096, micro_batch=2, batch_rule="published"))
+        assert lay.global_batch == 1024 and lay.global_batch * lay.seq_len == 2 ** 22
+        assert lay.accumulation == 1024 // (2 * gpus)
+
+
+def test_a_batch_in_tokens_is_rounded_to_what_the_layout_can_cut_and_says_so():
+    sc = scenario(LLAMA3_8B, 24, seq_len=4096, global_batch_tokens=2 ** 22)  # DP 24 does not divide 1,024
+    lay = resolve(sc)
+    assert lay.global_batch == 1032 and lay.accumulation == 43  # the nearest multiple of 24
+    assert any("global batch rounded from 1,024 to 1,032 sequences" in w for w in estimate(sc).warnings)
+    with pytest.raises(LayoutError, match="not a multiple of 1·24"):  # in sequences it must divide exactly
+        resolve(scenario(LLAMA3_8B, 24, seq_len=4096, global_batch=1024))

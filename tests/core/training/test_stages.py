@@ -109,3 +109,20 @@ def test_in_flight_activations_follow_the_schedule():
     assert layers_in_flight(llama, 0, 16) == 16 * 3 + 16 * 4 + 15 * 3
     # its last stage: (v-1)·p + 1 = 17 passes: chunk 0 (4 layers) × 16 + chunk 1 (3 layers) × 1
     assert layers_in_flight(llama, 15, 16) == 16 * 4 + 3
+
+
+def test_megatron_flags_follow_megatron_cores_pipeline_arguments():
+    """Megatron-Core (megatron/training/arguments.py, TransformerConfig.__post_init__, main 2026-08-22):
+    the same layers in every chunk of a rank; even, account-for-embedding/loss, or uneven first/last."""
+    from llmplan.core.training.stages import megatron_flags
+
+    assert megatron_flags(80, 16, 1) == ""  # 5 per rank
+    assert megatron_flags(80, 16, 4) is None  # 1.25 layers per chunk (issue 18 item 12)
+    assert megatron_flags(126, 32, 3) is None  # 3, 4 ×30, 3 cannot be cut in 3 equal chunks per rank
+    both = "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    assert megatron_flags(126, 16, 1) == both  # Llama 3 405B: 7, 8 ×14, 7 (arXiv 2407.21783 §3.3.2)
+    assert megatron_flags(126, 16, 8) == both  # 128 / 16 = 8 per rank, one per chunk
+    assert megatron_flags(126, 16, 6) is None
+    assert megatron_flags(80, 3, 1) == "--account-for-embedding-in-pipeline-split"  # 26, 27, 27
+    assert megatron_flags(80, 6, 1) is None  # 13, 13, 13, 14, 14, 13: unequal middle ranks
+    assert megatron_flags(32, 1, 2) is None and megatron_flags(32, 1, 1) == ""

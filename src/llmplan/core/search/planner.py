@@ -20,6 +20,7 @@ between batches and ``cancel()`` is checked there; a cancelled search returns wh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -30,7 +31,8 @@ from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
 from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.shape import model_shape
-from llmplan.core.search.space import RECOMPUTE_NAMES, gpu_counts, layout_of, training_columns
+from llmplan.core.search.space import RECOMPUTE_NAMES, exclusions, gpu_counts, layout_of, training_columns
+from llmplan.core.training import batch
 from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
@@ -70,6 +72,28 @@ def search(
                                 formats=weight_formats)
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
+    scenario = fixed_batch(scenario)
+    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep)
+    t = scenario.training
+    counts = gpu_counts(scenario.cluster.total_gpus, scenario.cluster.gpus_per_node, use_fewer_gpus)
+    excluded = exclusions(model_shape(scenario.model, t), counts, scenario.cluster.gpus_per_node, t.seq_len,
+                          t.global_batch)
+    return dataclasses.replace(result, excluded=excluded)
+
+
+def fixed_batch(scenario: Scenario) -> Scenario:
+    """The scenario with its global batch in sequences, as the plan asks for it (``training.batch``): the
+    search keeps it exactly for every layout and leaves out those that cannot cut it."""
+    target = batch.target_sequences(scenario)
+    t = scenario.training
+    if not target or target == t.global_batch:
+        return scenario
+    return scenario.model_copy(update={"training": t.model_copy(update={"global_batch": target})})
+
+
+def _search_training(scenario: Scenario, top: int, objective: Objective, refine: Refine | None, refine_count: int,
+                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...]
+                     ) -> SearchResult:
     cluster, t = scenario.cluster, scenario.training
     shape = model_shape(scenario.model, t)
     counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)
@@ -315,6 +339,9 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     p = parallelism or scenario.parallelism
     t = training or scenario.training
     shape = model_shape(scenario.model, t)
+    if not t.global_batch:  # a batch in tokens or by the published rule: what the engine trains this layout with
+        gb, _note = batch.for_layout(scenario.model_copy(update={"training": t}), t, p.dp, p.pp, p.virtual_stages)
+        t = t.model_copy(update={"global_batch": gb if batch.target_sequences(scenario) else 0})
     check_layout(shape, p, t, scenario.cluster.gpus_per_node)
     accum = max(t.global_batch // (t.micro_batch * p.dp), 1) if t.global_batch else 1
     one = np.ones(1, dtype=np.int64)

@@ -71,3 +71,6 @@ class SearchResult:
     cancelled: bool
     objective: Objective
     note: str = ""  # e.g. "nothing fits without CPU offload"
+    # (reason, count, example) for the layouts left out because the framework cannot run them
+    # (``space.exclusions``), most frequent first; empty for inference
+    excluded: tuple[tuple[str, int, str], ...] = ()

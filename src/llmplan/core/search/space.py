@@ -9,6 +9,11 @@ The rules are Megatron-LM's and DeepSpeed's:
   engine does, ``llmplan.core.training.stages``: the slowest stage has ⌈L/PP⌉ layers and
   sets the pace); interleaving needs a layer in every chunk (only the embedding's and the
   head's chunks may be empty) and micro-batches divisible by PP;
+- the split must be one Megatron-Core runs with its pipeline arguments (``stages.megatron_flags``):
+  the same number of layers in every chunk of a rank — even, the embedding/loss accounted as a
+  layer each, or uneven first/last stages. No 1.25 layers per chunk (80 layers over PP16 × v4),
+  no PP32 × v3 on 126 layers. The search does not write ``--pipeline-model-parallel-layout``
+  strings, which can express any split;
 - CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
 - EP divides the routed experts and the data-parallel size (experts live inside DP);
 - ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it); ZeRO needs DP·CP > 1;
@@ -23,7 +28,7 @@ import numpy as np
 
 from llmplan.core.search.quick import Columns
 from llmplan.core.search.shape import ModelShape
-from llmplan.core.training.stages import automatic_split_fits
+from llmplan.core.training.stages import automatic_split_fits, megatron_flags
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -47,27 +52,72 @@ def _layout_max(name: str) -> int:
     return next(m.le for m in ParallelLayout.model_fields[name].metadata if getattr(m, "le", None) is not None)
 
 
-def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> list[tuple[int, ...]]:
-    """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs, within ``ParallelLayout``'s bounds (a cluster
-    the schema allows, 8 × 200,000 GPUs, gave dp 1.6 M and a validation traceback)."""
+def _grid(s: ModelShape, gpus: int, gpus_per_node: int):
+    """(tp, cp, pp, dp) with TP·CP·PP·DP = ``gpus`` within ``ParallelLayout``'s bounds and TP within its
+    node limit: the sizes before the model's and the framework's rules (a cluster the schema allows,
+    8 × 200,000 GPUs, gave dp 1.6 M and a validation traceback)."""
     max_pp, max_dp = _layout_max("pp"), _layout_max("dp")
-    out = []
     for tp in TP_CHOICES:
-        if tp > _tp_limit(gpus, gpus_per_node) or gpus % tp or not _tp_ok(s, tp):
+        if tp > _tp_limit(gpus, gpus_per_node) or gpus % tp:
             continue
         for cp in CP_CHOICES:
-            if (gpus // tp) % cp or (cp > 1 and seq_len % (2 * cp)):
+            if (gpus // tp) % cp:
                 continue
             rest = gpus // (tp * cp)
             for pp in range(max(1, -(-rest // max_dp)), min(s.layers, rest, max_pp) + 1):
-                if rest % pp:
-                    continue
-                dp = rest // pp
-                eps = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
-                       if e <= dp and dp % e == 0 and s.num_experts % e == 0] if s.num_experts > 1 else [1]
-                vps = [v for v in VP_CHOICES if automatic_split_fits(s.layers, pp, v)]
-                out.extend((tp, cp, pp, dp, ep, vp) for ep in eps for vp in vps)
+                if not rest % pp:
+                    yield tp, cp, pp, rest // pp
+
+
+def _vps(s: ModelShape, pp: int) -> list[int]:
+    return [v for v in VP_CHOICES if automatic_split_fits(s.layers, pp, v) and megatron_flags(s.layers, pp, v) is not None]
+
+
+def base_layouts(s: ModelShape, gpus: int, gpus_per_node: int, seq_len: int) -> list[tuple[int, ...]]:
+    """(tp, cp, pp, dp, ep, vp) for exactly ``gpus`` GPUs that the module doc's rules allow."""
+    out = []
+    for tp, cp, pp, dp in _grid(s, gpus, gpus_per_node):
+        if not _tp_ok(s, tp) or (cp > 1 and seq_len % (2 * cp)):
+            continue
+        eps = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+               if e <= dp and dp % e == 0 and s.num_experts % e == 0] if s.num_experts > 1 else [1]
+        out.extend((tp, cp, pp, dp, ep, vp) for ep in eps for vp in _vps(s, pp))
     return out
+
+
+def exclusions(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
+               global_batch: int) -> tuple[tuple[str, int, str], ...]:
+    """Why the search leaves layouts out: (reason, how many (tp, cp, pp, vp, dp) combinations, one
+    example), most frequent first. The rules of the module doc that the framework enforces; layouts it
+    runs but that lose on time or memory are ranked, not excluded."""
+    found: dict[str, list] = {}
+
+    def add(reason: str, example: str) -> None:
+        found.setdefault(reason, [0, example])[0] += 1
+
+    for gpus in gpu_counts:
+        for tp, cp, pp, dp in _grid(s, gpus, gpus_per_node):
+            if not _tp_ok(s, tp):
+                add(f"TP must divide the {s.heads} attention heads and the {s.kv_heads} KV heads", f"TP{tp}")
+            elif cp > 1 and seq_len % (2 * cp):
+                add(f"CP splits the sequence in 2·CP load-balanced chunks: {seq_len} tokens are not divisible by "
+                    "2·CP", f"TP{tp} CP{cp}")
+            elif global_batch and global_batch % dp:
+                add(f"DP must divide the global batch of {global_batch:,} sequences (the batch stays fixed)",
+                    f"TP{tp} PP{pp} DP{dp}" + (f" CP{cp}" if cp > 1 else ""))
+            else:
+                for vp in VP_CHOICES[1:] if pp > 1 else ():
+                    label = f"PP{pp}×v{vp} on {s.layers} layers"
+                    if not automatic_split_fits(s.layers, pp, vp):
+                        add("every interleaved chunk needs a layer", label)
+                    elif megatron_flags(s.layers, pp, vp) is None:
+                        add("Megatron-Core needs the same number of layers in every chunk of a pipeline rank "
+                            "(even split, embedding/loss counted as a layer, or uneven first/last stages)",
+                            f"{label} ({s.layers / (pp * vp):.2f} layers per chunk)")
+                if megatron_flags(s.layers, pp, 1) is None:
+                    add("Megatron-Core needs equal middle pipeline stages (even split, embedding/loss counted as "
+                        "a layer, or uneven first/last stages)", f"PP{pp} on {s.layers} layers")
+    return tuple(sorted(((r, n, ex) for r, (n, ex) in found.items()), key=lambda x: -x[1]))
 
 
 def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.training import batch
 from llmplan.core.training.stages import RULES, StageSplit, split_layers
 from llmplan.core.workload import Scenario
 from llmplan.errors import LayoutError
@@ -110,7 +111,9 @@ def resolve(sc: Scenario) -> Layout:
         )
     sp = par.sequence_parallel and tp > 1
     mb = tr.micro_batch
-    gb = tr.global_batch or mb * dp
+    gb, rounded = batch.for_layout(sc, tr, dp, pp, vp)
+    if rounded:
+        warnings.append(rounded)
     if gb % (mb * dp):
         raise LayoutError(
             f"rule global_batch = micro_batch·dp·accumulation: {gb} is not a multiple of "

@@ -209,3 +209,49 @@ def layers_in_flight(split: StageSplit, stage: int, micro_batches: int) -> int:
     if vp == 1:
         return k * chunks[0]
     return sum(chunks[(i // pp) % vp] for i in range(k))
+
+
+def megatron_flags(layers: int, pp: int, vp: int) -> str | None:
+    """The Megatron-Core arguments that run the automatic split of ``layers`` over ``pp`` × ``vp`` chunks,
+    or None when only an explicit ``--pipeline-model-parallel-layout`` string could.
+
+    Megatron-Core (megatron/training/arguments.py and TransformerConfig.__post_init__, main at
+    2026-08-22) accepts three ways to split layers over the pipeline, each with the same number of
+    layers in every virtual chunk of a rank:
+    - the even split: layers % pp == 0 and (layers / pp) % vp == 0;
+    - ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``: the
+      embedding and the loss each take one layer's place, (layers + e + l) % pp == 0 and the per-rank
+      count divisible by vp (the first chunk of the first rank, the last of the last, one layer short);
+    - ``--decoder-first/last-pipeline-num-layers``: the first and last ranks hold any multiple of vp,
+      the middle ranks an equal share, divisible by vp.
+    So 80 layers over 16 × 4 chunks (5 per rank, 1.25 per chunk) is refused, and 126 layers over
+    32 × 3 (no split above with ⌈126/32⌉ = 4 layers on the slowest rank) too; 126 over 16 × 8 runs with
+    both account-for flags (Llama 3 405B's own split, arXiv 2407.21783 §3.3.2)."""
+    if pp == 1:
+        return "" if vp == 1 else None
+    try:
+        split = split_layers(layers, pp, vp)
+    except LayoutError:
+        return None
+    totals = split.per_stage
+    middle = set(totals[1:-1])
+    if len(middle) > 1:
+        return None
+    m = next(iter(middle)) if middle else None
+    if m is not None and m % vp:
+        return None
+    first, last = split.chunks[0], split.chunks[-1]
+    if len(set(totals)) == 1 and totals[0] % vp == 0:
+        return ""
+    n = m if m is not None else max(totals)
+    one_short_first = totals[0] == n - 1 and n % vp == 0 and first[0] == n // vp - 1
+    one_short_last = totals[-1] == n - 1 and n % vp == 0 and last[-1] == n // vp - 1
+    even_first, even_last = totals[0] == n and n % vp == 0, totals[-1] == n and n % vp == 0
+    if (one_short_first or even_first) and (one_short_last or even_last) and (one_short_first or one_short_last):
+        flags = [f for f, on in (("--account-for-embedding-in-pipeline-split", one_short_first),
+                                 ("--account-for-loss-in-pipeline-split", one_short_last)) if on]
+        return " ".join(flags)
+    if all(len(set(c)) == 1 for c in (first, last)) and totals[0] > 0 and totals[-1] > 0:
+        return (f"--decoder-first-pipeline-num-layers {totals[0]} "
+                f"--decoder-last-pipeline-num-layers {totals[-1]}")
+    return None

@@ -32,6 +32,7 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.result import ComputeReport
+from llmplan.core.training import batch
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
@@ -266,4 +267,12 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
         cost_usd=cost,
         offload_time_s=offload,
         breakdown=breakdown,
+        global_batch=Figure.of(lay.global_batch, "1", "training.global_batch, else global_batch_tokens / "
+                               "seq_len, else the published batch for the model size; rounded to a multiple of "
+                               "micro-batch × DP where given in tokens",
+                               {"tokens_per_step": lay.tokens_per_step, "rule": batch.describe(sc)},
+                               "batch-published"),
+        accumulation=Figure.of(lay.accumulation, "1", "global_batch / (micro_batch · dp)",
+                               {"global_batch": lay.global_batch, "micro_batch": lay.micro_batch, "dp": lay.dp},
+                               "megatron-2021"),
     )

@@ -1,0 +1,112 @@
+"""Issue 18 item 3 with real mouse and key events: a node preset keeps the layout valid (DP follows the GPU
+count while the layout is automatic), and another GPU leaves the preset that named the old one."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSpinBox
+
+
+def _click_tab(qtbot, tabs, title: str) -> None:
+    bar = tabs.tabBar()
+    index = next(i for i in range(tabs.count()) if tabs.tabText(i).replace("&", "") == title)
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
+
+
+def _pick_combo(qtbot, combo, text: str) -> None:
+    combo.setFocus()
+    index = combo.findText(text, Qt.MatchFlag.MatchStartsWith)
+    assert index > 0, text
+    for _ in range(abs(index - combo.currentIndex())):
+        qtbot.keyClick(combo, Qt.Key.Key_Down if index > combo.currentIndex() else Qt.Key.Key_Up)
+
+
+def _click_gpu(qtbot, picker, gpu_id: str) -> None:
+    item = picker._find(gpu_id)
+    picker.tree.scrollToItem(item)
+    rect = picker.tree.visualItemRect(item)
+    qtbot.mouseClick(picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def test_node_preset_keeps_the_layout_valid_and_another_gpu_leaves_it(window, qtbot):
+    _click_tab(qtbot, window.workload, "Pre-train")
+    assert window.state.doc.workload == "pretrain"
+    _pick_combo(qtbot, window.hardware.node, "NVIDIA DGX H100")
+    doc = window.state.doc
+    assert doc.hardware.node == "dgx-h100" and doc.hardware.gpus_per_node == 8
+    assert doc.parallelism.gpus == 8  # DP followed the GPU count: no "Invalid layout … change parallelism.dp"
+    out = window.state.evaluate_now()
+    assert out.kind != "layout" and "Invalid layout" not in window.layout_editor.status.text()
+    nodes = window.hardware.findChild(QSpinBox, "hardware.nodes")
+    nodes.setFocus()
+    qtbot.keyClick(nodes, Qt.Key.Key_Up)  # 2 nodes: the automatic layout follows again
+    assert window.state.doc.hardware.nodes == 2 and window.state.doc.parallelism.gpus == 16
+    assert window.state.evaluate_now().kind != "layout"
+    _click_gpu(qtbot, window.hardware, "nvidia-h200-sxm-141gb")
+    doc = window.state.doc
+    assert doc.hardware.gpu == "nvidia-h200-sxm-141gb"
+    assert doc.hardware.node is None and window.hardware.node.currentData() is None  # not "DGX H100" any more
+    assert doc.hardware.gpus_per_node == 8 and doc.parallelism.gpus == 16  # the count stays
+
+
+def test_auto_finishes_70b_on_15t_tokens_in_30_days(window, qtbot):
+    """The nine-task flow "70B on 15T tokens in 30 days with Auto…": pick the objective and type the days with
+    the keyboard, Search, Apply: the plan gets the smallest H100 cluster and its layout, the batch fixed."""
+    _click_tab(qtbot, window.workload, "Pre-train")
+    assert window.models.select("meta-llama/Llama-3.1-70B")
+    _pick_combo(qtbot, window.hardware.node, "NVIDIA DGX H100")
+    window.state.edit_many({"training.seq_len": 8192, "training.global_batch": 2048, "training.tokens": 15e12},
+                           "Llama 3 batch")
+    window.state.evaluate_now()
+    qtbot.mouseClick(window.layout_editor.auto_button, Qt.MouseButton.LeftButton)
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        pass  # the plain search that opening runs
+    assert "left out that the training framework cannot run" in dlg.status.text()
+    assert "Megatron-Core needs the same number of layers in every chunk" in dlg.status.toolTip()
+    _pick_combo(qtbot, dlg.objective, "finish in D days")
+    assert dlg.target.isVisible() and dlg.target.value() == 30.0
+    dlg.target.setFocus()
+    dlg.target.selectAll()
+    qtbot.keyClicks(dlg.target, "30")
+    qtbot.keyClick(dlg.target, Qt.Key.Key_Return)
+    with qtbot.waitSignal(dlg.finished_search, timeout=300_000):
+        qtbot.mouseClick(dlg.run_button, Qt.MouseButton.LeftButton)
+    assert dlg.result is not None, dlg.status.text()
+    header = dlg.list.headerItem()
+    assert [header.text(i) for i in range(header.columnCount())][:8] == [
+        "#", "Layout", "GPUs", "Nodes", "Days", "GPU-hours", "Cost", "Energy"]
+    row = dlg.list.topLevelItem(0)
+    days, nodes = float(row.text(4)), int(row.text(3).replace(",", ""))
+    assert days <= 30 and nodes > 1 and "2,048 seq" in row.text(8)
+    qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
+    doc = window.state.doc
+    assert doc.hardware.nodes == nodes and doc.training.global_batch == 2048
+    assert doc.parallelism.gpus == nodes * 8
+    out = window.state.evaluate_now()
+    assert out.ok and out.estimate.compute.training_days.value <= 30 * 1.001
+    dlg.close()
+
+
+def test_batch_in_tokens_stays_fixed_and_the_tab_shows_the_accumulation_steps(window, qtbot):
+    """Type a 4M-token batch on the Pre-train tab; DP 8 then DP 16 (the node count) cut the same batch into
+    different accumulation steps, and the tab says how."""
+    from PySide6.QtWidgets import QLabel
+
+    _click_tab(qtbot, window.workload, "Pre-train")
+    _pick_combo(qtbot, window.hardware.node, "NVIDIA DGX H100")
+    tab = window.workload.currentWidget()
+    spin = next(s for s in tab.findChildren(QSpinBox, "training.global_batch_tokens"))
+    spin.setFocus()
+    spin.selectAll()
+    qtbot.keyClicks(spin, "4194304")
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert window.state.doc.training.global_batch_tokens == 4_194_304
+    line = next(w for w in tab.findChildren(QLabel) if w.accessibleName() == "Global batch and accumulation steps")
+    window.state.evaluate_now()
+    assert "= 1,024 sequences, 4,194,304 tokens per step: micro-batch 1 × DP 8 × 128 accumulation steps" in line.text()
+    nodes = window.hardware.findChild(QSpinBox, "hardware.nodes")
+    nodes.setFocus()
+    qtbot.keyClick(nodes, Qt.Key.Key_Up)
+    window.state.evaluate_now()
+    assert "= 1,024 sequences, 4,194,304 tokens per step: micro-batch 1 × DP 16 × 64 accumulation steps" in line.text()
