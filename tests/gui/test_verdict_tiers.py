@@ -45,6 +45,8 @@ def test_offloaded_plan_is_amber_and_one_click_fixes_it(window, qtbot):
     assert "tokens/s" in banner and WARN_COLOUR in _banner_colour(window)
     layers = int(banner.split("Fits with offload: ")[1].split()[0])
     assert 28 <= layers <= 35
+    bar = window.results.bar
+    assert bar.offloaded / 2**30 > 10 and "off the GPU" in bar.accessibleDescription()
     cost = window.results.cost
     assert cost.isVisible() and "Offload costs" in cost.text() and "all on the GPU" in cost.text()
     fixes = window.results.fixes
@@ -55,7 +57,7 @@ def test_offloaded_plan_is_amber_and_one_click_fixes_it(window, qtbot):
     _settle(window, qtbot)
     assert window.state.doc.hardware.gpus_per_node == 2
     assert window.results.banner.text().startswith("Fits: ") and OK_COLOUR in _banner_colour(window)
-    assert not window.results.cost.isVisible() and not fixes.isVisible()
+    assert not window.results.cost.isVisible() and not fixes.isVisible() and bar.offloaded == 0
     QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # one undo step takes it back
     _settle(window, qtbot)
     assert window.state.doc.hardware.gpus_per_node == 1

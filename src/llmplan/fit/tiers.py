@@ -35,7 +35,8 @@ from llmplan.fit.trial import summarize
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
 
-__all__ = ["PlanVerdict", "Tier", "all_on_gpu", "plan_fixes", "plan_verdict"]
+__all__ = ["AllOnGpu", "PlanVerdict", "Tier", "all_on_gpu", "is_offloaded", "offloaded_bytes", "plan_fixes",
+           "plan_verdict"]
 
 Tier = Literal["fits", "offload", "does_not_fit"]
 ROOMY_GPU_BYTES = 2**50  # a GPU with "enough" memory for the all-on-GPU comparison (1 PiB)
@@ -59,6 +60,7 @@ class PlanVerdict:
     total_layers: int | None = None
     tokens_per_s: float | None = None
     all_gpu: AllOnGpu | None = None
+    offloaded_bytes: float = 0.0  # per GPU, kept in CPU RAM (or on NVMe)
 
 
 def _tokens_per_s(est: Estimate) -> float | None:
@@ -89,18 +91,34 @@ def all_on_gpu(scenario: Scenario) -> AllOnGpu | None:
     return None if tps is None else AllOnGpu(tps, float(est.memory.total.value))
 
 
-def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None:
-    """(layers in host RAM, what is offloaded) when part of the plan lives in CPU RAM; else None."""
+def is_offloaded(scenario: Scenario, est: Estimate) -> bool:
+    """Part of the plan lives off the GPU: llama.cpp layers left in CPU RAM, or offloaded optimizer
+    states. llama.cpp's input embedding, always in host RAM and small, is not an offload; nothing on
+    unified memory (Apple) is."""
+    if scenario.cluster.gpu.unified_memory:
+        return False
     inf = est.inference
     if inf is not None:
-        if inf.gpu_layers is None or scenario.cluster.gpu.unified_memory:
-            return None
-        host = int(scenario.model.num_layers - inf.gpu_layers.value)
-        return (host, f"{host} of {scenario.model.num_layers} layers in CPU RAM") if host > 0 else None
-    if scenario.workload != "inference" and scenario.training.offload != "none":
-        where = "CPU RAM" if scenario.training.offload == "cpu" else "NVMe"
-        return None, f"optimizer states in {where} (ZeRO-Offload)"
-    return None
+        return inf.gpu_layers is not None and inf.gpu_layers.value < scenario.model.num_layers
+    return scenario.training.offload != "none"
+
+
+def offloaded_bytes(scenario: Scenario, est: Estimate) -> float:
+    """Bytes per GPU kept off the GPU (host RAM is reported per node); 0 when nothing is offloaded."""
+    if not is_offloaded(scenario, est):
+        return 0.0
+    return float(est.memory.host_ram.value + est.memory.nvme.value) / scenario.cluster.gpus_per_node
+
+
+def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None:
+    """(layers in host RAM, what is offloaded) when part of the plan lives off the GPU; else None."""
+    if not is_offloaded(scenario, est):
+        return None
+    if est.inference is not None:
+        host = int(scenario.model.num_layers - est.inference.gpu_layers.value)
+        return host, f"{host} of {scenario.model.num_layers} layers in CPU RAM"
+    where = "CPU RAM" if scenario.training.offload == "cpu" else "NVMe"
+    return None, f"optimizer states in {where} (ZeRO-Offload)"
 
 
 def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVerdict:
@@ -124,7 +142,8 @@ def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVer
         lost = max(0.0, 1 - tps / other.tokens_per_s)
         cost += (f" Offload costs {present.percent(lost, 0)} of the speed: all on the GPU it would run at "
                  f"{_about(other.tokens_per_s)} and need {unit.fmt(other.bytes_per_gpu)} per GPU.")
-    return PlanVerdict("offload", bool(m.tight), headline, cost, layers, scenario.model.num_layers, tps, other)
+    return PlanVerdict("offload", bool(m.tight), headline, cost, layers, scenario.model.num_layers, tps, other,
+                       offloaded_bytes(scenario, est))
 
 
 def plan_machine(doc: PlanDocument, scenario: Scenario) -> LocalMachine:

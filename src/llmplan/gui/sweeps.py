@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
+from llmplan.fit.tiers import offloaded_bytes
 from llmplan.gui.backend import run_estimate
 
 MAX_POINTS = 10
@@ -76,20 +77,6 @@ def _doubling(start: int, stop: int) -> list[int]:
 
 def _with(s: Scenario, section: str, **changes) -> Scenario:
     return s.model_copy(update={section: getattr(s, section).model_copy(update=changes)})
-
-
-def offloaded_bytes(s: Scenario, est: Estimate) -> float:
-    """Bytes per GPU that the plan keeps in CPU RAM: llama.cpp's layers left off the GPU, or ZeRO-Offload's
-    optimizer states (host RAM is reported per node). llama.cpp's input embedding, always in host RAM
-    and small, is not an offload; neither is anything on unified memory."""
-    if s.cluster.gpu.unified_memory:
-        return 0.0
-    inf = est.inference
-    if inf is not None:
-        offloaded = inf.gpu_layers is not None and inf.gpu_layers.value < s.model.num_layers
-    else:
-        offloaded = s.training.offload != "none"
-    return float(est.memory.host_ram.value) / s.cluster.gpus_per_node if offloaded else 0.0
 
 
 def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
