@@ -87,20 +87,22 @@ class FiguresTable(QTreeWidget):
     def fit_sentences(self) -> None:
         """Give each sentence row (spanned over both columns) the height its wrapped text needs at
         the current width: QTreeView sizes a spanned row for one column and would cut it."""
-        width = max(self.viewport().width() - 2 * SENTENCE_PAD, 50)
-        metrics = QFontMetrics(self.font())
         changed = False
         for i in range(self.topLevelItemCount()):
             item = self.topLevelItem(i)
-            if not item.data(0, SENTENCE_ROLE):
-                continue
-            rect = metrics.boundingRect(0, 0, width, 100_000, int(Qt.TextFlag.TextWordWrap), item.text(0))
-            hint = QSize(width, rect.height() + SENTENCE_PAD)
-            if item.sizeHint(0) != hint:
-                item.setSizeHint(0, hint)
-                changed = True
+            if item.data(0, SENTENCE_ROLE):
+                hint = self.sentence_hint(item.text(0))
+                if item.sizeHint(0) != hint:
+                    item.setSizeHint(0, hint)
+                    changed = True
         if changed:
             self.doItemsLayout()
+
+    def sentence_hint(self, text: str) -> QSize:
+        """The size a sentence row needs to show all of ``text`` wrapped at the current width."""
+        width = max(self.viewport().width() - 2 * SENTENCE_PAD, 50)
+        rect = QFontMetrics(self.font()).boundingRect(0, 0, width, 100_000, int(Qt.TextFlag.TextWordWrap), text)
+        return QSize(width, rect.height() + SENTENCE_PAD)
 
 
 class ResultsPanel(QWidget):
@@ -166,29 +168,44 @@ class ResultsPanel(QWidget):
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit, self.verdict.offloaded_bytes if self.verdict is not None else 0.0)
         self._show_step(est.compute)
-        section_item: QTreeWidgetItem | None = None
-        section = ""
+        self._fill_table(est, outcome)
+
+    def _fill_table(self, est, outcome: Outcome) -> None:
+        """Build every row off the view, add them at once, then span the headers and sentences:
+        spanning an item already in a shown view one at a time costs a re-layout each (~2 ms)."""
         bold = QFont(self.table.font())
         bold.setBold(True)
+        items: list[QTreeWidgetItem] = []
+        spanned: list[QTreeWidgetItem] = []
+        section = ""
         for row in report.rows(est, outcome.scenario):
             if row.section != section:
                 section = row.section
-                section_item = QTreeWidgetItem(self.table, [section, ""])
-                section_item.setFont(0, bold)
-                section_item.setFirstColumnSpanned(True)
+                header = QTreeWidgetItem([section, ""])
+                header.setFont(0, bold)
+                items.append(header)
+                spanned.append(header)
             if row.figure is None and row.section in SENTENCE_SECTIONS:  # a sentence: both columns, wrapped
-                item = QTreeWidgetItem(self.table, [f"    {row.label}: {row.text}", ""])
-                item.setFirstColumnSpanned(True)
+                item = QTreeWidgetItem([f"    {row.label}: {row.text}", ""])
                 item.setData(0, SENTENCE_ROLE, True)
+                item.setSizeHint(0, self.table.sentence_hint(item.text(0)))  # sized before it is shown
                 item.setToolTip(0, row.text)
+                items.append(item)
+                spanned.append(item)
                 continue
-            item = QTreeWidgetItem(self.table, ["    " + row.label, row.shown(self.unit)])
+            item = QTreeWidgetItem(["    " + row.label, row.shown(self.unit)])
             tip = row.tooltip()
             item.setToolTip(0, f"{row.label.strip()}\n\n{tip}" if tip else row.label.strip())  # elided labels in full
             item.setToolTip(1, tip)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        del section_item
-        self.table.fit_sentences()
+            items.append(item)
+        self.table.setUpdatesEnabled(False)
+        try:
+            self.table.addTopLevelItems(items)
+            for item in spanned:
+                item.setFirstColumnSpanned(True)
+        finally:
+            self.table.setUpdatesEnabled(True)
 
     def _show_verdict(self, outcome: Outcome) -> None:
         """The tier in the banner, what an offload costs below it, and the nearest fixes."""
