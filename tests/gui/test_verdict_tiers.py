@@ -165,3 +165,18 @@ def test_pareto_axis_has_thousands_separators(window):
     assert list(front.xData) == [64.0]
     window.charts.show_pareto([], [])
     assert window.charts.pareto_front is front and front.xData is None  # emptied, not replaced
+
+
+def test_memory_chart_rings_the_points_that_do_not_fit(window):
+    from llmplan.gui.sweeps import Series
+
+    chart = window.charts.batch_chart
+    series = Series("Memory vs batch", "concurrent sequences", "memory per GPU", (1.0, 2.0, 4.0),
+                    (60 * 2**30, 75 * 2**30, 90 * 2**30), 1.0, 80 * 2**30, fits=(True, True, False))
+    chart.draw(series, window.unit)
+    assert list(chart.no_fit.xData) == [4.0] and list(chart.no_fit.yData) == [pytest.approx(90.0)]
+    assert [label.text for _s, label in chart.legend.items] == ["memory per GPU", "does not fit in GPU memory"]
+    chart.draw(Series("Memory vs batch", "concurrent sequences", "memory per GPU", (1.0,), (60 * 2**30,), 1.0,
+                      80 * 2**30, fits=(True,)), window.unit)
+    assert chart.no_fit.xData is None or len(chart.no_fit.xData) == 0
+    assert chart.legend.items == []

@@ -1,7 +1,8 @@
 """The charts' plot items, made once per chart and moved on every redraw (``setData``, ``setValue``,
 ``setVisible``), and the number style of their axes. ``charts.ChartsPanel`` owns one of each.
 
-- ``MemoryChart``: memory per GPU against a knob; under partial offload (llama.cpp layers, ZeRO-Offload
+- ``MemoryChart``: memory per GPU against a knob, points over the capacity ringed red (legend says so);
+  under partial offload (llama.cpp layers, ZeRO-Offload
   optimizer states) also GPU + CPU RAM and a marker where offload starts: the GPU part alone falls as
   layers move to the CPU, which reads as if a longer context were cheaper (issue 18 item 4).
 - ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
@@ -111,6 +112,8 @@ class MemoryChart:
         self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
         self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
                                symbolSize=7, symbolBrush=WARN_COLOUR)
+        self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
+                                symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
         self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
                                         label="capacity", labelOpts={"position": 0.1, "color": BAD_COLOUR})
         self.capacity.setVisible(False)
@@ -120,7 +123,7 @@ class MemoryChart:
         self.note = _Note(plot)
 
     def clear(self, note: str = "") -> None:
-        for item in (self.gpu, self.total):
+        for item in (self.gpu, self.total, self.no_fit):
             item.setData([], [])
         for item in (self.capacity, self.current, self.offload):
             item.setVisible(False)
@@ -149,6 +152,12 @@ class MemoryChart:
             self.legend.addItem(self.gpu, "on the GPU")
         else:
             self.total.setData([], [])
+        bad = [(x, y / d) for x, y, ok in zip(xs, series.ys, series.fits or (True,) * len(xs), strict=True) if not ok]
+        self.no_fit.setData([x for x, _ in bad], [y for _, y in bad])
+        if bad:
+            if not offloaded:
+                self.legend.addItem(self.gpu, "memory per GPU")
+            self.legend.addItem(self.no_fit, "does not fit in GPU memory")
         self.capacity.setVisible(bool(series.capacity))
         if series.capacity:
             self.capacity.setValue(series.capacity / d)

@@ -80,7 +80,7 @@ def _with(s: Scenario, section: str, **changes) -> Scenario:
 
 
 def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys, host = [], [], []
+    xs, ys, host, fits = [], [], [], []
     if s.workload == "inference":
         current = s.inference.prompt_tokens + s.inference.output_tokens
         top = max(s.model.max_position_embeddings, current)
@@ -96,6 +96,7 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
                 xs.append(ctx)
                 ys.append(est.memory.total.value)
                 host.append(offloaded_bytes(variant, est))
+                fits.append(bool(est.memory.fits))
         x_label = "context (prompt + output tokens)"
     else:
         current = s.training.seq_len
@@ -109,14 +110,15 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
                 xs.append(seq)
                 ys.append(est.memory.total.value)
                 host.append(offloaded_bytes(variant, est))
+                fits.append(bool(est.memory.fits))
         x_label = "sequence length (tokens)"
     title = "Memory vs context length" if s.workload == "inference" else "Memory vs sequence length"
     return Series(title, x_label, "memory per GPU", tuple(xs), tuple(ys), current,
-                  s.cluster.gpu.usable_memory_bytes, tuple(host))
+                  s.cluster.gpu.usable_memory_bytes, tuple(host), tuple(fits))
 
 
 def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys, host = [], [], []
+    xs, ys, host, fits = [], [], [], []
     inference = s.workload == "inference"
     current = s.inference.batch if inference else s.training.micro_batch
     for b in _doubling(1, max(current * 4, 64 if inference else 16)):
@@ -128,8 +130,10 @@ def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
             xs.append(b)
             ys.append(est.memory.total.value)
             host.append(offloaded_bytes(variant, est))
+            fits.append(bool(est.memory.fits))
     return Series("Memory vs batch", "concurrent sequences" if inference else "micro-batch (sequences per GPU)",
-                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes, tuple(host))
+                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes, tuple(host),
+                  tuple(fits))
 
 
 def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
