@@ -15,6 +15,8 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
+from llmplan.gui.this_machine import change_title, wait_for_worker
+
 DEBOUNCE_MS = 150
 MAX_FIXES = 3
 
@@ -36,11 +38,6 @@ class _FixJob(QRunnable):
         except Exception:  # the fixes are a hint beside the verdict: a failure shows none
             fixes = ()
         self.signals.done.emit(self.generation, self.doc, fixes)
-
-
-def fix_title(sentence: str) -> str:
-    """'Use Q3_K_M weights instead of Q4_K_M: fits with…' -> 'Use Q3_K_M weights instead of Q4_K_M'."""
-    return sentence.split(": ", 1)[0].strip() or sentence
 
 
 class PlanFixes(QWidget):
@@ -119,9 +116,9 @@ class PlanFixes(QWidget):
         for i, b in enumerate(self.buttons):
             if i < len(self.fixes):
                 c = self.fixes[i]
-                b.setText(f"{i + 1}. {fix_title(c.sentence)}")
+                b.setText(f"{i + 1}. {change_title(c.sentence)}")
                 b.setToolTip(f"{c.sentence}\n\nsets: {', '.join(c.overrides)}")
-                b.setAccessibleName(fix_title(c.sentence))
+                b.setAccessibleName(change_title(c.sentence))
                 b.show()
             else:
                 b.hide()
@@ -138,15 +135,9 @@ class PlanFixes(QWidget):
             doc = apply_overrides(self._doc, change.overrides)
         except LlmplanError:
             return False
-        self.chosen.emit(doc, f"Fix: {fix_title(change.sentence)}")
+        self.chosen.emit(doc, f"Fix: {change_title(change.sentence)}")
         return True
 
     def wait_idle(self, timeout_ms: int = 20_000) -> None:
         """For tests and screenshots: until the background answer is shown."""
-        from PySide6.QtCore import QCoreApplication, QElapsedTimer
-
-        clock = QElapsedTimer()
-        clock.start()
-        while (self.busy or self._timer.isActive()) and clock.elapsed() < timeout_ms:
-            self._pool.waitForDone(50)
-            QCoreApplication.processEvents()
+        wait_for_worker(lambda: self.busy or self._timer.isActive(), self._pool, timeout_ms)
