@@ -59,3 +59,15 @@ def test_rows_that_do_not_apply_to_an_apple_gpu_are_hidden():
     assert "Cold start in all" in shown and "Power at the wall (× PUE)" in shown
     nvidia = _shown("workload=inference", "hardware.gpu=nvidia-rtx-4090-24gb")
     assert nvidia["Power per GPU"] == "450 W" and "Copy to the GPUs over PCIe" in nvidia
+
+
+def test_rows_that_do_not_apply_to_one_node_or_no_pipeline_are_hidden():
+    one_node = _shown("workload=pretrain", "training.method=full", "model.id=meta-llama/Meta-Llama-3-8B",
+                      "hardware.gpus_per_node=8", "parallelism.tp=8")
+    assert "Intra-node bytes per step" in one_node  # TP all-reduces inside the node
+    assert "Inter-node bytes per step" not in one_node and "Inter-node bandwidth to hide it" not in one_node
+    assert "Pipeline bubble" not in one_node  # PP 1: no bubble, not "0.0 %"
+    four_nodes = _shown("workload=pretrain", "training.method=full", "model.id=meta-llama/Llama-3.1-70B",
+                        "hardware.gpus_per_node=8", "hardware.nodes=4", "hardware.network=ib-ndr-400",
+                        "parallelism.tp=8", "parallelism.pp=2", "parallelism.dp=2")
+    assert "Inter-node bytes per step" in four_nodes and "Pipeline bubble" in four_nodes

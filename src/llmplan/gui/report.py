@@ -85,6 +85,8 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
         for label, fig in (("Step time", c.step_time_s), ("Throughput", c.tokens_per_s), ("MFU", c.mfu),
                            ("HFU", c.hfu), ("Pipeline bubble", c.bubble_fraction), ("FLOPs per step", c.flops_per_step),
                            ("Training time", c.training_days), ("GPU-hours", c.gpu_hours)):
+            if label == "Pipeline bubble" and fig.value == 0:
+                continue  # no pipeline (PP 1): does not apply, not "0.0 %"
             out.append(Row("Time and cost", label, fig, style="gpu_hours" if label == "GPU-hours" else ""))
         if c.cost_usd is not None:
             out.append(Row("Time and cost", "Cost", c.cost_usd))
@@ -108,11 +110,14 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
             out.append(Row("Inference", "Cost per 1M input tokens", i.cost_per_million_input))
     cm = est.communication
     if cm is not None and (cm.collectives or cm.intra_node_bytes.value or cm.inter_node_bytes.value):
+        inter = cm.inter_node_bytes.value > 0  # one node: the inter-node rows do not apply
         out.append(Row("Communication", "Intra-node bytes per step", cm.intra_node_bytes))
-        out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
+        if inter:
+            out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
         out.append(Row("Communication", "Exposed communication time", cm.exposed_time_s))
         out.append(Row("Communication", "Intra-node bandwidth to hide it", cm.intra_node_bandwidth_needed))
-        out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
+        if inter:
+            out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
             out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
             if col.algorithm:  # how NCCL runs it, and what of it the compute does not hide
