@@ -26,7 +26,6 @@ SHARED = {
     "time to first token": "Time to first token", "time per output token": "Time per output token",
     "throughput (all users)": "Throughput (all users)", "throughput per user": "Throughput per user",
     "KV cache per token": "KV cache per token", "max concurrent sequences": "Max concurrent sequences",
-    "GPU-hours": "GPU-hours",
     "job MTBF": "Mean time between failures (job)", "checkpoint interval": "Checkpoint interval",
     "goodput": "Goodput (useful share of wall time)", "effective training time": "Effective training time (with failures)",
     "cold start (load weights)": "Cold start in all",

@@ -183,7 +183,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                 ("MFU", present.percent(c["mfu"])), ("pipeline bubble", present.percent(c["bubble_fraction"])),
                 *([("offload (exposed)", present.duration(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
                 ("FLOPs per step", present.si(c["flops_per_step"], "FLOP")),
-                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", present.gpu_hours(c["gpu_hours"]))]
+                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
         if c["cost_usd"] is not None:
             rows.append(("cost", present.money(c["cost_usd"])))
         lines.append(table(rows))
@@ -203,7 +203,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("time to first token", present.duration(i["ttft_s"])), ("time per output token", present.duration(i["tpot_s"])),
             ("throughput (all users)", present.tokens_per_s(i["tokens_per_s"])),
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
-            ("max concurrent sequences", present.integer(i['max_concurrency'])),
+            ("max concurrent sequences", present.integer(i["max_concurrency"])),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
             *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
                ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
