@@ -103,6 +103,7 @@ class ChartsPanel(QTabWidget):
         self._generation = 0
         self._cancel = threading.Event()
         self._pending: Outcome | None = None
+        self._job: SweepJob | None = None
         self._requested_at = 0.0
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -147,7 +148,8 @@ class ChartsPanel(QTabWidget):
             return
         self._generation += 1
         self._cancel = threading.Event()
-        self._pool.start(SweepJob(self._generation, self._pending, self._signals, self._cancel))
+        self._job = SweepJob(self._generation, self._pending, self._signals, self._cancel)  # kept: no early GC
+        self._pool.start(self._job)
         self._pending = None
 
     def _done(self, generation: int, result: sweeps.Sweeps, _seconds: float) -> None:
@@ -159,7 +161,11 @@ class ChartsPanel(QTabWidget):
         self.redrawn.emit(time.perf_counter() - self._requested_at)
 
     def wait_idle(self, timeout_ms: int = 10_000) -> None:
-        """For tests and benchmarks: block until the pool is idle."""
+        """For tests and benchmarks: start a sweep still waiting on the debounce timer now, then block
+        until the pool is idle (so no sweep starts later, on a window that is being torn down)."""
+        if self._timer.isActive():
+            self._timer.stop()
+            self._start()
         self._pool.waitForDone(timeout_ms)
 
     # ---- drawing ------------------------------------------------------------------------

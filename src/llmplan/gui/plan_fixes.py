@@ -67,6 +67,7 @@ class PlanFixes(QWidget):
         self.fixes: tuple = ()
         self._doc: Any = None
         self._pending: Any = None
+        self._job: _FixJob | None = None
         self._heading = ""
         self._generation = 0
         self.busy = False
@@ -101,7 +102,8 @@ class PlanFixes(QWidget):
     def _start(self) -> None:
         if self._pending is None:
             return
-        self._pool.start(_FixJob(self._generation, self._pending, self._signals))
+        self._job = _FixJob(self._generation, self._pending, self._signals)  # kept: no early GC
+        self._pool.start(self._job)
         self._pending = None
 
     def _done(self, generation: int, doc: Any, fixes: tuple) -> None:
