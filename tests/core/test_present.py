@@ -86,3 +86,29 @@ def test_never_an_exponent():
     assert present.si(999.6e12, "FLOP/s") == "1,000 TFLOP/s"
     assert present.energy(999.7) == "1,000 kWh"
     assert present.duration(119.97) == "120 s"
+
+
+# Issue 18 item 7: a count of sequences read "100.0 %" for 1, "0.0 %" for 0 and "1.51e+03" for 1,511;
+# GPU-hours read "11,930,512 h".
+@pytest.mark.parametrize(("value", "text"), [(0.0, "0"), (1.0, "1"), (1511.0, "1,511"), (2_000_000.0, "2,000,000"),
+                                             (math.nan, "—")])
+def test_whole_counts(value, text):
+    assert present.integer(value) == text
+    assert present.figure(Figure(value, "1", "", ""), MemoryUnit(), "int") == text
+
+
+@pytest.mark.parametrize(("hours", "text"), [(950.0, "950 GPU-hours"), (12_345.0, "12.3 k GPU-hours"),
+                                             (11_930_512.0, "11.9 M GPU-hours"), (2.5e9, "2.5 G GPU-hours")])
+def test_gpu_hours_grow_into_k_and_m(hours, text):
+    assert present.gpu_hours(hours) == text
+    assert present.figure(Figure(hours, "h", "", ""), MemoryUnit(), "gpu_hours") == text
+
+
+@pytest.mark.parametrize(("values", "spacing", "texts"), [
+    ([0.0, 100_000.0, 300_000.0], 100_000.0, ["0", "100,000", "300,000"]),
+    ([1.5, 2.0, 2.5], 0.5, ["1.5", "2.0", "2.5"]),
+    ([0.05, 0.1], 0.05, ["0.05", "0.10"]),
+    ([-2000.0, 0.0, 2000.0], 1000.0, ["-2,000", "0", "2,000"]),
+])
+def test_axis_ticks_have_thousands_separators(values, spacing, texts):
+    assert present.axis_ticks(values, spacing) == texts

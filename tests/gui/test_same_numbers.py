@@ -20,12 +20,12 @@ EXAMPLES = resources_dir() / "examples"
 
 # CLI row label -> app row label, for every figure both show
 SHARED = {
-    "total": "Total", "capacity": "Capacity", "weights": "Weights", "activations": "Activations",
+    "total": "Total", "capacity": "Capacity", "weights": "Weights (per GPU)", "activations": "Activations",
     "step time": "Step time", "throughput (cluster)": "Throughput", "MFU": "MFU", "pipeline bubble": "Pipeline bubble",
     "training time": "Training time", "cost": "Cost",
     "time to first token": "Time to first token", "time per output token": "Time per output token",
     "throughput (all users)": "Throughput (all users)", "throughput per user": "Throughput per user",
-    "KV cache per token": "KV cache per token",
+    "KV cache per token": "KV cache per token", "max concurrent sequences": "Max concurrent sequences",
     "job MTBF": "Mean time between failures (job)", "checkpoint interval": "Checkpoint interval",
     "goodput": "Goodput (useful share of wall time)", "effective training time": "Effective training time (with failures)",
     "cold start (load weights)": "Cold start in all",
@@ -46,7 +46,7 @@ def test_cli_and_app_print_the_same_strings(plan):
     scenario, est = evaluate_plan(load_plan(EXAMPLES / plan))
     cli = _cli_rows(estimate_text(estimate_json(est, scenario)))
     app: dict[str, str] = {}
-    for r in report.rows(est):  # first occurrence: "Weights" per GPU (memory) before the inference total
+    for r in report.rows(est):
         app.setdefault(r.label, r.shown(MemoryUnit("GiB")))
     compared = 0
     for cli_label, app_label in SHARED.items():

@@ -213,7 +213,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("time to first token", present.duration(i["ttft_s"])), ("time per output token", present.duration(i["tpot_s"])),
             ("throughput (all users)", present.tokens_per_s(i["tokens_per_s"])),
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
-            ("max concurrent sequences", f"{i['max_concurrency']:,.0f}"),
+            ("max concurrent sequences", present.integer(i["max_concurrency"])),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
             *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
                ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]

@@ -17,8 +17,8 @@ import math
 from llmplan.core.explain import Figure
 
 __all__ = [
-    "GB", "GIB", "MemoryUnit", "count", "duration", "energy", "figure", "load", "mass_co2", "money", "one_line",
-    "params", "percent", "rate", "si", "tokens_per_s",
+    "GB", "GIB", "MemoryUnit", "axis_ticks", "count", "duration", "energy", "figure", "gpu_hours", "integer", "load",
+    "mass_co2", "money", "one_line", "params", "percent", "rate", "si", "tokens_per_s",
 ]
 
 GIB = 1024**3
@@ -129,6 +129,37 @@ def count(value: float) -> str:
     return f"{_g(value, 2)}" if value < 1 else (f"{value:,.1f}" if value < 1000 else f"{value:,.0f}")
 
 
+def integer(value: float) -> str:
+    """A whole count (sequences that fit, tokens): '0', '1', '1,511' (never '100.0 %' or '1.51e+03')."""
+    if not math.isfinite(value):
+        return NOT_A_NUMBER
+    return f"{round(value):,}"
+
+
+def gpu_hours(hours: float) -> str:
+    """GPU-hours as people budget them: '950 GPU-hours', '12.3 k GPU-hours', '11.9 M GPU-hours'."""
+    if not math.isfinite(hours):
+        return NOT_A_NUMBER
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(hours) >= factor:
+            return f"{_g(hours / factor)} {prefix} GPU-hours"
+    return f"{_g(hours)} GPU-hours"
+
+
+def axis_ticks(values: list[float], spacing: float) -> list[str]:
+    """Tick labels for a linear chart axis: thousands separators and as many decimals as the tick
+    spacing needs ('300,000', '2.5', '0.05'), never '300000' or '3e+05'."""
+    places = 0 if spacing <= 0 or spacing >= 1 else min(6, math.ceil(-math.log10(spacing) - 1e-9))
+    out = []
+    for v in values:
+        if not math.isfinite(v):
+            out.append("")
+            continue
+        text = f"{v:,.{places}f}"
+        out.append("0" if text.lstrip("-").strip("0.,") == "" else text)
+    return out
+
+
 def rate(bytes_per_s: float) -> str:
     """A data rate: '12.5 GB/s' (decimal, as links and drives are sold), '523 MB/s', '1.5 kB/s'."""
     if not math.isfinite(bytes_per_s):
@@ -181,10 +212,15 @@ def params(n: float) -> str:
 
 def figure(fig: Figure, mem: MemoryUnit, style: str = "") -> str:
     """A ``Figure`` in the unit a person expects for its kind. ``style`` overrides the unit's default
-    for dimensionless figures: "count" (3.3 interruptions), "load" (a share of a capacity, may exceed 100 %)."""
+    for figures whose unit does not say how to read them: "count" (3.3 interruptions), "int" (1,511
+    sequences), "load" (a share of a capacity, may exceed 100 %), "gpu_hours" (11.9 M GPU-hours)."""
     v, u = fig.value, fig.unit
     if style == "count":
         return count(v)
+    if style == "int":
+        return integer(v)
+    if style == "gpu_hours":
+        return gpu_hours(v)
     if style == "load":
         return load(v)
     if u == "B":

@@ -17,6 +17,9 @@ what the user asked for. The scale (docs/fit.md, "Distance"):
 - training speed changes (full recompute, CPU offload, smaller micro-batch, ZeRO-3): 0.05–0.1 plus the
   fraction of tokens/s lost, from the engine; LoRA instead of full: 1.0; QLoRA instead of full: 1.2,
   instead of LoRA: 0.2;
+- more GPUs in the node (only for a plan on catalog hardware, where GPUs can be added): ``0.3`` per
+  doubling (an llmplan assumption: it costs money, not quality or speed; a doubling is ranked below
+  4-bit weights and below halving the context);
 - a pair of changes: the sum.
 """
 
@@ -172,6 +175,36 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
     return groups
 
 
+MORE_GPUS_PER_DOUBLING = 0.3
+MAX_NODE_GPUS = 8  # the common server node (8-GPU HGX/DGX boards)
+
+
+def more_gpu_steps(doc: PlanDocument) -> list[list[Step]]:
+    """More GPUs in a one-node plan: 2, 4 … 8, split the way the engine splits (llama.cpp: layers;
+    other engines: tensor parallel); training: ZeRO-3 over all of them. One group (mildest first)."""
+    hw, par = doc.hardware, doc.parallelism
+    if hw.nodes != 1 or par.cp != 1 or par.ep != 1:
+        return []
+    steps: list[Step] = []
+    n, doublings = hw.gpus_per_node, 0
+    while n * 2 <= MAX_NODE_GPUS:
+        n, doublings = n * 2, doublings + 1
+        if doc.workload == "inference":
+            engine = engine_of(doc)
+            layers = engine is not None and engine.partial_offload
+            split = ("parallelism.tp=1", f"parallelism.pp={n}", "inference.gpu_layers=null") if layers else (
+                f"parallelism.tp={n}", "parallelism.pp=1")
+            how = "layers split across them" if layers else f"tensor parallel {n}"
+            sets = (f"hardware.gpus_per_node={n}", "parallelism.dp=1", *split)
+        else:
+            sets = (f"hardware.gpus_per_node={n}", "parallelism.tp=1", "parallelism.pp=1", f"parallelism.dp={n}",
+                    "training.zero_stage=3")
+            how = "ZeRO-3 shards the model states over them"
+        steps.append(Step("gpus", sets, f"Use {n} GPUs ({how}; from {hw.gpus_per_node})",
+                          MORE_GPUS_PER_DOUBLING * doublings))
+    return [steps] if steps else []
+
+
 @dataclass(frozen=True)
 class Tried:
     step: Step
@@ -202,12 +235,14 @@ def _pair(a: Step, b: Step) -> Step:
 
 def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine: LocalMachine,
                     cpu_only: bool = False, full_gpu: bool = False, max_pairs: int = 10,
-                    layout: PlanDocument | None = None, prefix: tuple[str, ...] = ()) -> tuple[FitChange, ...]:
+                    layout: PlanDocument | None = None, prefix: tuple[str, ...] = (),
+                    more_gpus: bool = False) -> tuple[FitChange, ...]:
     """Evaluate the ladder of single changes (each group until one fits), then a few pairs of the
     near misses with the mildest step of each other group; the nearest few that fit, one per kind.
     ``full_gpu``: the plan already fits with CPU offload; look for changes that put it all on the GPU.
     ``layout``/``prefix``: search from another layout of the same machine (``layout``, reached from
-    ``base`` by the ``prefix`` overrides); the changes still apply to ``base``."""
+    ``base`` by the ``prefix`` overrides); the changes still apply to ``base``. ``more_gpus``: also try
+    more GPUs in the node (a plan on catalog hardware; this machine's GPU count is what it is)."""
 
     def ok(s: FitSummary | None) -> bool:
         return s is not None and s.fits and not (full_gpu and s.mode == "offload")
@@ -215,6 +250,8 @@ def nearest_changes(base: PlanDocument, base_summary: FitSummary | None, machine
     origin = layout or base
     groups = (inference_steps(origin, cpu_only) if origin.workload == "inference"
               else training_steps(origin, machine.gpu_count))
+    if more_gpus:
+        groups += more_gpu_steps(origin)
     if prefix:
         groups = [[replace(st, overrides=prefix + st.overrides) for st in g] for g in groups]
     base_speed = speed_of(base_summary) if base_summary is not None else None

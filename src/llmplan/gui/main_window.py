@@ -48,6 +48,7 @@ class MainWindow(FileActions, QMainWindow):
         self.results = ResultsPanel()
         self.this_machine = ThisMachine(self.state)
         self.results.layout().insertWidget(1, self.this_machine)  # right under the verdict banner
+        self.results.fixes.chosen.connect(self.state.replace)  # a nearest fix: one undoable edit
         self.charts = ChartsPanel() if charts else None
         self._build_splitters()
         self._build_menus()

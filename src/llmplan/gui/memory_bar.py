@@ -3,7 +3,8 @@
 Custom-painted (one widget, no chart library): each part of
 ``MemoryBreakdown.parts()`` is a coloured segment, the capacity a vertical line; a
 bar that runs past the line is the shortfall, drawn hatched. Hover shows the part's
-``Figure.describe()``.
+``Figure.describe()``. Under partial offload the legend ends with what is kept off the GPU
+("Offloaded (off the GPU) 16.81 GiB", amber): the bar alone would show a plan that "fits".
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
-from llmplan.gui.theme import BAD_COLOUR, PART_COLOURS, PART_LABELS
+from llmplan.gui.theme import BAD_COLOUR, PART_COLOURS, PART_LABELS, WARN_COLOUR
 
 BAR_H = 26
 LEGEND_ROW_H = 18
@@ -51,9 +52,13 @@ class MemoryBar(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAccessibleName("Memory per GPU")
         self._segments: list[tuple[QRectF, str]] = []
+        self.offloaded = 0.0
 
-    def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None) -> None:
+    def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None,
+                   offloaded: float = 0.0) -> None:
+        """``offloaded``: bytes per GPU kept in CPU RAM or on NVMe (``llmplan.fit.tiers.offloaded_bytes``)."""
         self.memory = memory
+        self.offloaded = offloaded if memory is not None else 0.0
         if unit is not None:
             self.unit = unit
         self.setAccessibleDescription(self.summary())
@@ -63,7 +68,8 @@ class MemoryBar(QWidget):
         m = self.memory
         if m is None:
             return "no estimate"
-        return f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} per GPU"
+        text = f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} per GPU"
+        return text + (f", and {self.unit.fmt(self.offloaded)} off the GPU" if self.offloaded > 0 else "")
 
     def _visible_parts(self) -> list[tuple[str, float]]:
         if self.memory is None:
@@ -103,6 +109,8 @@ class MemoryBar(QWidget):
     def _paint_legend(self, p: QPainter, top: int) -> None:
         items = [(f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}", PART_COLOURS.get(key, "#888888"))
                  for key, value in self._visible_parts()]
+        if self.offloaded > 0:
+            items.append((f"Offloaded (off the GPU) {self.unit.fmt_any(self.offloaded)}", WARN_COLOUR))
         paint_legend(self, p, items, top)
 
     def mouseMoveEvent(self, event) -> None:

@@ -73,8 +73,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
     out.append(Row("Memory per GPU", "Total", m.total))
     out.append(Row("Memory per GPU", "Capacity", m.capacity))
     for key, fig in m.parts().items():
-        if fig.value > 0:
-            out.append(Row("Memory per GPU", PART_LABELS.get(key, key), fig))
+        if fig.value > 0:  # "Weights (per GPU)" beside the inference section's "Weights (whole model)"
+            label = PART_LABELS.get(key, key) + (" (per GPU)" if key == "weights" else "")
+            out.append(Row("Memory per GPU", label, fig))
     if m.host_ram.value > 0:
         out.append(Row("Memory per GPU", "Host RAM per node (offload)", m.host_ram))
     if m.nvme.value > 0:
@@ -84,7 +85,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
         for label, fig in (("Step time", c.step_time_s), ("Throughput", c.tokens_per_s), ("MFU", c.mfu),
                            ("HFU", c.hfu), ("Pipeline bubble", c.bubble_fraction), ("FLOPs per step", c.flops_per_step),
                            ("Training time", c.training_days), ("GPU-hours", c.gpu_hours)):
-            out.append(Row("Time and cost", label, fig))
+            if label == "Pipeline bubble" and fig.value == 0:
+                continue  # no pipeline (PP 1): does not apply, not "0.0 %"
+            out.append(Row("Time and cost", label, fig, style="gpu_hours" if label == "GPU-hours" else ""))
         if c.cost_usd is not None:
             out.append(Row("Time and cost", "Cost", c.cost_usd))
     if est.inference is not None:
@@ -92,26 +95,29 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
         for label, fig in (("Time to first token", i.ttft_s), ("Time per output token", i.tpot_s),
                            ("Throughput (all users)", i.tokens_per_s), ("Throughput per user", i.tokens_per_s_per_user),
                            ("Max concurrent sequences", i.max_concurrency), ("KV cache per token", i.kv_bytes_per_token),
-                           ("Weights", i.weight_bytes)):
-            out.append(Row("Inference", label, fig))
+                           ("Weights (whole model, all GPUs)", i.weight_bytes)):
+            out.append(Row("Inference", label, fig, style="int" if label == "Max concurrent sequences" else ""))
         out.append(Row("Inference", "Prefill bound by", None, i.prefill_bound))
         out.append(Row("Inference", "Decode bound by", None, i.decode_bound))
         if i.gpu_layers is not None:
-            out.append(Row("Inference", "Layers on the GPU", i.gpu_layers))
+            out.append(Row("Inference", "Layers on the GPU", i.gpu_layers, style="int"))
         fit = _context_fit(scenario)
         if fit is not None:
-            out.append(Row("Inference", "Longest context that fits", fit, style="count"))
+            out.append(Row("Inference", "Longest context that fits", fit, style="int"))
         if i.cost_per_million_output is not None:
             out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
         if i.cost_per_million_input is not None:
             out.append(Row("Inference", "Cost per 1M input tokens", i.cost_per_million_input))
     cm = est.communication
     if cm is not None and (cm.collectives or cm.intra_node_bytes.value or cm.inter_node_bytes.value):
+        inter = cm.inter_node_bytes.value > 0  # one node: the inter-node rows do not apply
         out.append(Row("Communication", "Intra-node bytes per step", cm.intra_node_bytes))
-        out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
+        if inter:
+            out.append(Row("Communication", "Inter-node bytes per step", cm.inter_node_bytes))
         out.append(Row("Communication", "Exposed communication time", cm.exposed_time_s))
         out.append(Row("Communication", "Intra-node bandwidth to hide it", cm.intra_node_bandwidth_needed))
-        out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
+        if inter:
+            out.append(Row("Communication", "Inter-node bandwidth to hide it", cm.inter_node_bandwidth_needed))
         for col in cm.collectives:
             out.append(Row("Communication", f"{col.name} ({col.link}, {col.group}={col.group_size})", col.time_s))
             if col.algorithm:  # how NCCL runs it, and what of it the compute does not hide

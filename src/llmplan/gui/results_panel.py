@@ -1,15 +1,19 @@
 """The right pane: verdict first, then memory per GPU, then every figure with its tooltip.
 
-The verdict banner is the first thing a person reads ("Fits: 61.8 of 79.6 GiB per
-GPU"); below it the stacked memory bar and a table of ``report.rows`` whose tooltips
-are each ``Figure.describe()``. When the plan cannot be estimated, the banner says
-why (the engine's message, e.g. the layout rule that is broken).
+The verdict banner is the first thing a person reads, in three tiers (``llmplan.fit.tiers``):
+green "Fits: 61.8 of 79.6 GiB per GPU"; amber "Fits with offload: 32 of 80 layers in CPU
+RAM, ~3.64 tokens/s" with what the offload costs against all on the GPU on the line below;
+red "Does not fit: needs 95.2 of 79.6 GiB per GPU". Unless it fits, the nearest fixes follow
+(``PlanFixes``), for any plan. Then the bottleneck sentence (word-wrapped, never cut), the
+stacked memory bar and a table of ``report.rows`` whose tooltips are each ``Figure.describe()``.
+When the plan cannot be estimated, the banner says why (the engine's message, e.g. the layout
+rule that is broken).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
@@ -20,9 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.core.present import MemoryUnit, one_line
+from llmplan.fit.tiers import PlanVerdict, plan_verdict
 from llmplan.gui import report
 from llmplan.gui.backend import Outcome
 from llmplan.gui.memory_bar import MemoryBar
+from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
 
@@ -51,6 +57,26 @@ class VerdictBanner(QLabel):
         self.setStyleSheet(f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}")
 
 
+SENTENCE_ROLE = Qt.ItemDataRole.UserRole + 1
+SENTENCE_PAD = 8  # px: the item's margins around wrapped text
+SENTENCE_SECTIONS = ("Bottleneck", "Warnings")  # rows that are sentences, not figures
+TIER_COLOURS = {"fits": OK_COLOUR, "offload": WARN_COLOUR, "does_not_fit": BAD_COLOUR}
+
+
+def wrapping_label(parent: QWidget, name: str) -> QLabel:
+    """A label whose whole text is always shown: it wraps at word boundaries and takes the height
+    its text needs at the width it gets (QLabel's heightForWidth), never one line of a sentence."""
+    label = QLabel(parent)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setAccessibleName(name)
+    policy = label.sizePolicy()
+    policy.setHeightForWidth(True)
+    policy.setVerticalPolicy(policy.Policy.MinimumExpanding)
+    label.setSizePolicy(policy)
+    return label
+
+
 class FiguresTable(QTreeWidget):
     """Two columns that always both show: labels get ~60 % of the width (long collective
     names are elided, full text in the tooltip), values the rest."""
@@ -58,6 +84,27 @@ class FiguresTable(QTreeWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.setColumnWidth(0, int(self.viewport().width() * 0.6))
+        self.fit_sentences()
+
+    def fit_sentences(self) -> None:
+        """Give each sentence row (spanned over both columns) the height its wrapped text needs at
+        the current width: QTreeView sizes a spanned row for one column and would cut it."""
+        changed = False
+        for i in range(self.topLevelItemCount()):
+            item = self.topLevelItem(i)
+            if item.data(0, SENTENCE_ROLE):
+                hint = self.sentence_hint(item.text(0))
+                if item.sizeHint(0) != hint:
+                    item.setSizeHint(0, hint)
+                    changed = True
+        if changed:
+            self.doItemsLayout()
+
+    def sentence_hint(self, text: str) -> QSize:
+        """The size a sentence row needs to show all of ``text`` wrapped at the current width."""
+        width = max(self.viewport().width() - 2 * SENTENCE_PAD, 50)
+        rect = QFontMetrics(self.font()).boundingRect(0, 0, width, 100_000, int(Qt.TextFlag.TextWordWrap), text)
+        return QSize(width, rect.height() + SENTENCE_PAD)
 
 
 class ResultsPanel(QWidget):
@@ -65,10 +112,12 @@ class ResultsPanel(QWidget):
         super().__init__(parent)
         self.unit = MemoryUnit()
         self.outcome: Outcome | None = None
+        self.verdict: PlanVerdict | None = None
         self.banner = VerdictBanner(self)
-        self.detail = QLabel(self)  # "this machine" line, bottleneck sentence
-        self.detail.setWordWrap(True)
-        self.detail.setAccessibleName("Verdict details")
+        self.cost = wrapping_label(self, "What the offload costs")  # offload tier only
+        self.cost.hide()
+        self.fixes = PlanFixes(self)
+        self.detail = wrapping_label(self, "Verdict details")  # the bottleneck sentence
         self.bar = MemoryBar(self)
         self.step_bar = StepTimeBar(self)
         self.step_label = QLabel("Step time", self)
@@ -83,9 +132,12 @@ class ResultsPanel(QWidget):
         self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.table.header().setStretchLastSection(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setWordWrap(True)  # the bottleneck and warning sentences wrap instead of being cut
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.banner)
+        lay.addWidget(self.cost)
+        lay.addWidget(self.fixes)
         lay.addWidget(self.detail)
         mem_label = QLabel("Memory per GPU (worst-loaded GPU)")
         mem_label.setBuddy(self.bar)
@@ -107,38 +159,74 @@ class ResultsPanel(QWidget):
         if est is None:
             title = {"layout": "Invalid layout", "internal": "Engine error"}.get(outcome.kind, "Cannot estimate")
             self.banner.show_message(f"{title}: {outcome.message}", BAD_COLOUR)
+            self.verdict = None
+            self.cost.hide()
+            self.fixes.request(outcome.doc, "none", "")
             self.detail.setText("")
             self.bar.set_memory(None)
             self._show_step(None)
             return
-        verdict = report.verdict(est, self.unit)
-        if outcome.automatic:  # core.search.policy chose knobs the plan leaves open
-            verdict += f" ({outcome.automatic})"
-        colour = (WARN_COLOUR if est.memory.tight else OK_COLOUR) if est.fits else BAD_COLOUR
-        self.banner.show_message(verdict, colour)
+        self._show_verdict(outcome)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
-        self.bar.set_memory(est.memory, self.unit)
+        self.bar.set_memory(est.memory, self.unit, self.verdict.offloaded_bytes if self.verdict is not None else 0.0)
         self._show_step(est.compute)
-        section_item: QTreeWidgetItem | None = None
-        section = ""
+        self._fill_table(est, outcome)
+
+    def _fill_table(self, est, outcome: Outcome) -> None:
+        """Build every row off the view, add them at once, then span the headers and sentences:
+        spanning an item already in a shown view one at a time costs a re-layout each (~2 ms)."""
         bold = QFont(self.table.font())
         bold.setBold(True)
-        sections: list[QTreeWidgetItem] = []
+        items: list[QTreeWidgetItem] = []
+        spanned: list[QTreeWidgetItem] = []
+        section = ""
         for row in report.rows(est, outcome.scenario):
             if row.section != section:
                 section = row.section
-                section_item = QTreeWidgetItem(self.table, [section, ""])
-                section_item.setFont(0, bold)
-                sections.append(section_item)
-            item = QTreeWidgetItem(self.table, ["    " + row.label, row.shown(self.unit)])
+                header = QTreeWidgetItem([section, ""])
+                header.setFont(0, bold)
+                items.append(header)
+                spanned.append(header)
+            if row.figure is None and row.section in SENTENCE_SECTIONS:  # a sentence: both columns, wrapped
+                item = QTreeWidgetItem([f"    {row.label}: {row.text}", ""])
+                item.setData(0, SENTENCE_ROLE, True)
+                item.setSizeHint(0, self.table.sentence_hint(item.text(0)))  # sized before it is shown
+                item.setToolTip(0, row.text)
+                items.append(item)
+                spanned.append(item)
+                continue
+            item = QTreeWidgetItem(["    " + row.label, row.shown(self.unit)])
             tip = row.tooltip()
             item.setToolTip(0, f"{row.label.strip()}\n\n{tip}" if tip else row.label.strip())  # elided labels in full
             item.setToolTip(1, tip)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        del section_item
-        for item in sections:  # after all rows: each call lays the whole tree out again (2 ms a section)
-            item.setFirstColumnSpanned(True)
+            items.append(item)
+        self.table.setUpdatesEnabled(False)
+        try:
+            self.table.addTopLevelItems(items)
+            for item in spanned:
+                item.setFirstColumnSpanned(True)
+        finally:
+            self.table.setUpdatesEnabled(True)
+
+    def _show_verdict(self, outcome: Outcome) -> None:
+        """The tier in the banner, what an offload costs below it, and the nearest fixes."""
+        est = outcome.estimate
+        if outcome.scenario is not None:
+            v = plan_verdict(outcome.scenario, est, self.unit)
+        else:  # no scenario to compare with: the memory verdict alone
+            tier = "fits" if est.fits else "does_not_fit"
+            v = PlanVerdict(tier, bool(est.memory.tight), report.verdict(est, self.unit), "")
+        self.verdict = v
+        text = v.headline + (f" ({outcome.automatic})" if outcome.automatic else "")  # knobs the policy chose
+        colour = WARN_COLOUR if v.tight else TIER_COLOURS[v.tier]
+        self.banner.show_message(text, colour)
+        self.cost.setText(v.cost)
+        self.cost.setVisible(bool(v.cost))
+        gpus = outcome.scenario.cluster.total_gpus if outcome.scenario is not None else 1
+        name = outcome.scenario.cluster.gpu.name if outcome.scenario is not None else "these GPUs"
+        self.fixes.request(outcome.doc, v.tier, f"{gpus}× {name}" if gpus > 1 else name)
 
     def _show_step(self, compute) -> None:
         """The step-time bar, titled with the framework profile the estimate used (training only)."""

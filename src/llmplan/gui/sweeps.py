@@ -1,8 +1,13 @@
 """Chart data (Qt-free): the plan's estimate re-run with one knob swept.
 
 Every point is a real ``estimate`` of a variant of the scenario; points where the
-engine refuses the variant (a layout rule, too little memory for a size) are simply
-left out. A ``Sweeps`` object is computed off the UI thread by ``charts.SweepJob``.
+engine refuses the variant (a layout rule) are simply left out. Points that run but do
+not fit in GPU memory are kept and flagged (``Series.fits``), so a chart can mark them
+instead of plotting them as valid setups (issue 18 item 10). Memory series also carry
+the bytes each point keeps in CPU RAM (``Series.host``): under llama.cpp's partial
+offload the GPU part *falls* as the context grows (layers move to the CPU), so a chart
+of GPU memory alone reads as if longer contexts were cheaper. A ``Sweeps`` object is
+computed off the UI thread by ``charts.SweepJob``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
+from llmplan.fit.tiers import offloaded_bytes
 from llmplan.gui.backend import run_estimate
 
 MAX_POINTS = 10
@@ -29,6 +35,13 @@ class Series:
     ys: tuple[float, ...]
     current_x: float | None = None
     capacity: float | None = None  # bytes: the line memory must stay under
+    host: tuple[float, ...] = ()  # memory series: bytes per GPU offloaded to CPU RAM at each point (0: none)
+    fits: tuple[bool, ...] = ()  # each point fits in GPU memory (empty: all do)
+
+    @property
+    def offload_from(self) -> float | None:
+        """The first x at which part of the plan is offloaded to CPU RAM (None: nowhere)."""
+        return next((x for x, h in zip(self.xs, self.host, strict=False) if h > 0), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +80,7 @@ def _with(s: Scenario, section: str, **changes) -> Scenario:
 
 
 def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys = [], []
+    xs, ys, host, fits = [], [], [], []
     if s.workload == "inference":
         current = s.inference.prompt_tokens + s.inference.output_tokens
         top = max(s.model.max_position_embeddings, current)
@@ -77,10 +90,13 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
         for ctx in _doubling(start, top):
             if cancelled():
                 break
-            est = _try(_with(s, "inference", prompt_tokens=ctx - s.inference.output_tokens))
+            variant = _with(s, "inference", prompt_tokens=ctx - s.inference.output_tokens)
+            est = _try(variant)
             if est is not None:
                 xs.append(ctx)
                 ys.append(est.memory.total.value)
+                host.append(offloaded_bytes(variant, est))
+                fits.append(bool(est.memory.fits))
         x_label = "context (prompt + output tokens)"
     else:
         current = s.training.seq_len
@@ -88,35 +104,43 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
         for seq in _doubling(max(top >> (MAX_POINTS - 1), 256), top):
             if cancelled():
                 break
-            est = _try(_with(s, "training", seq_len=seq))
+            variant = _with(s, "training", seq_len=seq)
+            est = _try(variant)
             if est is not None:
                 xs.append(seq)
                 ys.append(est.memory.total.value)
+                host.append(offloaded_bytes(variant, est))
+                fits.append(bool(est.memory.fits))
         x_label = "sequence length (tokens)"
     title = "Memory vs context length" if s.workload == "inference" else "Memory vs sequence length"
     return Series(title, x_label, "memory per GPU", tuple(xs), tuple(ys), current,
-                  s.cluster.gpu.usable_memory_bytes)
+                  s.cluster.gpu.usable_memory_bytes, tuple(host), tuple(fits))
 
 
 def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys = [], []
+    xs, ys, host, fits = [], [], [], []
     inference = s.workload == "inference"
     current = s.inference.batch if inference else s.training.micro_batch
     for b in _doubling(1, max(current * 4, 64 if inference else 16)):
         if cancelled():
             break
-        est = _try(_with(s, "inference", batch=b) if inference else _with(s, "training", micro_batch=b))
+        variant = _with(s, "inference", batch=b) if inference else _with(s, "training", micro_batch=b)
+        est = _try(variant)
         if est is not None:
             xs.append(b)
             ys.append(est.memory.total.value)
+            host.append(offloaded_bytes(variant, est))
+            fits.append(bool(est.memory.fits))
     return Series("Memory vs batch", "concurrent sequences" if inference else "micro-batch (sequences per GPU)",
-                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes)
+                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes, tuple(host),
+                  tuple(fits))
 
 
 def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
     """Data-parallel replicas of the plan's layout: 1, 2, 4 … replicas (more nodes as needed;
-    with no network, a bigger node of up to 8 GPUs)."""
-    xs, ys = [], []
+    with no network, a bigger node of up to 8 GPUs). Each point says whether it fits in GPU memory:
+    data parallelism replicates the model, so a layout that does not fit one replica fits none."""
+    xs, ys, fits = [], [], []
     per_replica = s.parallelism.tp * s.parallelism.pp * s.parallelism.cp
     current = s.parallelism.gpus
     for dp in _doubling(1, max(s.parallelism.dp * 8, 8)):
@@ -144,7 +168,8 @@ def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:
         if tps is not None:
             xs.append(gpus)
             ys.append(tps.value)
-    return Series("Throughput vs GPU count", "GPUs", "tokens/s", tuple(xs), tuple(ys), current)
+            fits.append(bool(est.memory.fits))
+    return Series("Throughput vs GPU count", "GPUs", "tokens/s", tuple(xs), tuple(ys), current, fits=tuple(fits))
 
 
 def roofline(s: Scenario, est: Estimate) -> Roofline:

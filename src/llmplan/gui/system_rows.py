@@ -3,8 +3,10 @@
 "Beyond the GPU": checkpoints and their write time, failures and goodput, the data the
 loader must read, host RAM and offload traffic, power, energy, cost and CO2, and for
 inference the cold start. Only the parts that apply are listed: a training plan has no
-cold start, an inference server no checkpoint interval, and offload rows appear only
-when something is offloaded. Every value is a ``Figure`` of ``llmplan.core.system``, so
+cold start, an inference server no checkpoint interval, offload rows appear only when
+something is offloaded, and a row that does not apply is hidden rather than shown as 0
+(unified memory has no PCIe copy; a GPU without a power figure, such as Apple's, no
+"Power per GPU"). Every value is a ``Figure`` of ``llmplan.core.system``, so
 its tooltip is that figure's formula, inputs and source.
 """
 
@@ -79,8 +81,9 @@ def _data_host(est: Evaluation) -> list[Row]:
 def _power(est: Evaluation, section: str, per_hour: bool) -> list[Row]:
     p = est.system.power
     suffix = " per hour" if per_hour else ""
+    per_gpu = [Row(section, "Power per GPU", p.gpu_watts)] if p.gpu_watts.value > 0 else []  # 0: no figure (Apple)
     return [
-        Row(section, "Power per GPU", p.gpu_watts),
+        *per_gpu,
         Row(section, "IT power (GPUs and their nodes)", p.it_watts),
         Row(section, "Power at the wall (× PUE)", p.facility_watts),
         Row(section, f"Energy{suffix}", p.energy_kwh),
@@ -96,6 +99,6 @@ def _cold_start(est: Evaluation) -> list[Row]:
     return [
         Row(COLD_START, "Weights to load", c.weight_bytes),
         Row(COLD_START, "Read from storage", c.storage_read_s),
-        Row(COLD_START, "Copy to the GPUs over PCIe", c.pcie_copy_s),
+        *([Row(COLD_START, "Copy to the GPUs over PCIe", c.pcie_copy_s)] if c.pcie_copy_s.value > 0 else []),
         Row(COLD_START, "Cold start in all", c.total_s),
     ]

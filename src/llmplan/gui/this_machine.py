@@ -49,6 +49,18 @@ class _FitJob(QRunnable):
         self.signals.done.emit(self.generation, self.doc, fit, problem)
 
 
+def wait_for_worker(busy, pool: QThreadPool, timeout_ms: int) -> None:
+    """Run the event loop until ``busy()`` is false (a debounced worker has answered and its answer is
+    shown) or ``timeout_ms`` passes. For tests, benchmarks and screenshots."""
+    from PySide6.QtCore import QCoreApplication, QElapsedTimer
+
+    clock = QElapsedTimer()
+    clock.start()
+    while busy() and clock.elapsed() < timeout_ms:
+        pool.waitForDone(50)
+        QCoreApplication.processEvents()
+
+
 def change_title(sentence: str) -> str:
     """'Recompute activations in full (from selective): fits with 2.8 GiB free…' ->
     'Recompute activations in full (from selective)': what to do; the result is in the tooltip."""
@@ -152,13 +164,7 @@ class ThisMachine(QWidget):
 
     def wait_idle(self, timeout_ms: int = 20_000) -> None:
         """For tests, benchmarks and screenshots: until the background answer is shown."""
-        from PySide6.QtCore import QCoreApplication, QElapsedTimer
-
-        clock = QElapsedTimer()
-        clock.start()
-        while (self.busy or self._timer.isActive()) and clock.elapsed() < timeout_ms:
-            self._pool.waitForDone(50)
-            QCoreApplication.processEvents()
+        wait_for_worker(lambda: self.busy or self._timer.isActive(), self._pool, timeout_ms)
 
     # ---- output ---------------------------------------------------------------------------
     def _render(self, problem: str) -> None:

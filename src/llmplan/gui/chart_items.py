@@ -1,0 +1,259 @@
+"""The charts' plot items, made once per chart and moved on every redraw (``setData``, ``setValue``,
+``setVisible``), and the number style of their axes. ``charts.ChartsPanel`` owns one of each.
+
+- ``MemoryChart``: memory per GPU against a knob, points over the capacity ringed red (legend says so);
+  under partial offload (llama.cpp layers, ZeRO-Offload
+  optimizer states) also GPU + CPU RAM and a marker where offload starts: the GPU part alone falls as
+  layers move to the CPU, which reads as if a longer context were cheaper (issue 18 item 4).
+- ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
+  circles off the line, named in the legend (issue 18 item 10).
+- ``RooflineChart``: the GPU's roofs and the workload's points.
+- ``NumberAxis``: linear axes with thousands separators ("300,000", issue 18 item 7).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+
+from llmplan.core.present import MemoryUnit, axis_ticks
+from llmplan.gui import sweeps
+from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
+
+NOTE_COLOUR = "#888888"
+DOT_LINE = pg.QtCore.Qt.PenStyle.DotLine
+DASH_LINE = pg.QtCore.Qt.PenStyle.DashLine
+
+
+class NumberAxis(pg.AxisItem):
+    """pyqtgraph's axis with the app's number style on linear axes: '300,000', not '300000'
+    (log axes keep pyqtgraph's own labels, or the explicit ticks ``_log_ticks`` sets)."""
+
+    def tickStrings(self, values, scale, spacing):  # pyqtgraph's name for the hook
+        if self.logMode:
+            return super().tickStrings(values, scale, spacing)
+        return axis_ticks([v * scale for v in values], spacing * scale)
+
+
+def _short(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:g}M"
+    if x >= 1024 and x % 1024 == 0:
+        return f"{x / 1024:g}k"
+    return f"{x:g}"
+
+
+def _log_ticks(plot: pg.PlotWidget, xs: tuple[float, ...]) -> None:
+    """Label a log-x axis at the swept points (1k, 2k, 4k …): pyqtgraph's own log ticks
+    crowd into unreadable minor labels over one or two decades."""
+    shown = list(xs)
+    while len(shown) > 8:
+        shown = shown[::2]
+    plot.getAxis("bottom").setTicks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
+
+
+def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
+    """Label a log-y axis at 1-2-5 steps written out ("20,000"), not pyqtgraph's "2·10⁴"
+    minor labels that crowd each other."""
+    lo, hi = min(ys), max(ys)
+    if lo <= 0:
+        return
+    ticks = []
+    for exp in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**exp
+            if lo / 1.5 <= v <= hi * 1.5:
+                ticks.append((math.log10(v), f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    plot.getAxis("left").setTicks([ticks, []])
+
+
+def _vline(plot: pg.PlotWidget, colour: str = NOTE_COLOUR, label: str | None = None) -> pg.InfiniteLine:
+    line = pg.InfiniteLine(angle=90, pen=pg.mkPen(colour, style=DOT_LINE), label=label,  # label mid-height:
+                           labelOpts={"position": 0.5, "color": colour} if label else None)  # clear of the legend
+    line.setVisible(False)
+    plot.addItem(line, ignoreBounds=True)
+    return line
+
+
+def _set_vline(line: pg.InfiniteLine, x: float | None) -> None:
+    """Move a vertical marker on a log-x chart to ``x`` (hidden for None)."""
+    line.setVisible(bool(x))
+    if x:
+        line.setValue(math.log10(x))
+
+
+class _Note:
+    """A sentence in the middle of an empty chart, so empty never looks like broken (one item, toggled)."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self.plot = plot
+        self.item = pg.TextItem("", color=NOTE_COLOUR, anchor=(0.5, 0.5))
+        self.item.setVisible(False)
+        plot.addItem(self.item, ignoreBounds=True)
+
+    def show(self, text: str) -> None:
+        (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
+        self.item.setText(text)
+        self.item.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+        self.item.setVisible(True)
+
+    def hide(self) -> None:
+        self.item.setVisible(False)
+
+
+class MemoryChart:
+    """Memory per GPU against one knob: the GPU part, GPU + CPU RAM where something is offloaded,
+    the capacity, the plan's own value and where offload starts; items made once, moved on redraw."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self.plot = plot
+        self.legend = plot.addLegend(offset=(10, 10))
+        self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
+        self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
+                               symbolSize=7, symbolBrush=WARN_COLOUR)
+        self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
+                                symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
+        self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
+                                        label="capacity", labelOpts={"position": 0.1, "color": BAD_COLOUR})
+        self.capacity.setVisible(False)
+        plot.addItem(self.capacity)
+        self.current = _vline(plot)
+        self.offload = _vline(plot, WARN_COLOUR, "offload starts")
+        self.note = _Note(plot)
+
+    def clear(self, note: str = "") -> None:
+        for item in (self.gpu, self.total, self.no_fit):
+            item.setData([], [])
+        for item in (self.capacity, self.current, self.offload):
+            item.setVisible(False)
+        self.legend.clear()
+        if note:
+            self.note.show(note)
+        else:
+            self.note.hide()
+
+    def draw(self, series: sweeps.Series | None, unit: MemoryUnit) -> None:
+        self.plot.setLabel("left", f"{unit.name} per GPU")
+        if series is None or not series.xs:
+            self.clear()
+            return
+        self.note.hide()
+        self.plot.setTitle(series.name)
+        self.plot.setLabel("bottom", series.x_label)
+        d = unit.divisor
+        xs = list(series.xs)
+        self.gpu.setData(xs, [y / d for y in series.ys])
+        self.legend.clear()
+        offloaded = any(h > 0 for h in series.host)
+        if offloaded:  # the total keeps growing with the knob while the GPU part may fall
+            self.total.setData(xs, [(y + h) / d for y, h in zip(series.ys, series.host, strict=True)])
+            self.legend.addItem(self.total, "GPU + CPU RAM (offloaded)")
+            self.legend.addItem(self.gpu, "on the GPU")
+        else:
+            self.total.setData([], [])
+        bad = [(x, y / d) for x, y, ok in zip(xs, series.ys, series.fits or (True,) * len(xs), strict=True) if not ok]
+        self.no_fit.setData([x for x, _ in bad], [y for _, y in bad])
+        if bad:
+            if not offloaded:
+                self.legend.addItem(self.gpu, "memory per GPU")
+            self.legend.addItem(self.no_fit, "does not fit in GPU memory")
+        self.capacity.setVisible(bool(series.capacity))
+        if series.capacity:
+            self.capacity.setValue(series.capacity / d)
+        _set_vline(self.current, series.current_x)
+        _set_vline(self.offload, series.offload_from if offloaded else None)
+        _log_ticks(self.plot, series.xs)
+
+
+class ThroughputChart:
+    """Tokens/s against GPU count: setups that fit on a line of filled dots; setups that do not fit in
+    GPU memory as hollow red circles off the line (their speed is not reachable), named in the legend."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self.plot = plot
+        self.legend = plot.addLegend(offset=(-10, -10))  # bottom right: throughput grows to the top right
+        self.fit = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[2], width=2), symbol="o", symbolSize=7,
+                             symbolBrush=STAGE_COLOURS[2], connect="finite")
+        self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=None,
+                                symbolPen=pg.mkPen(BAD_COLOUR, width=2))
+        self.current = _vline(plot)
+        self.note = _Note(plot)
+
+    def clear(self, note: str = "") -> None:
+        self.fit.setData([], [])
+        self.no_fit.setData([], [])
+        self.current.setVisible(False)
+        self.legend.clear()
+        if note:
+            self.note.show(note)
+        else:
+            self.note.hide()
+
+    def draw(self, series: sweeps.Series | None) -> None:
+        if series is None or not series.xs:
+            self.clear()
+            return
+        self.note.hide()
+        fits = series.fits or (True,) * len(series.xs)
+        xs = list(series.xs)
+        good = any(fits)
+        self.fit.setData(xs if good else [], [y if ok else math.nan for y, ok in zip(series.ys, fits, strict=True)]
+                         if good else [])  # NaN: a gap in the line where a setup does not fit
+        bad = [(x, y) for x, y, ok in zip(xs, series.ys, fits, strict=True) if not ok]
+        self.no_fit.setData([x for x, _ in bad], [y for _, y in bad])
+        self.legend.clear()
+        if bad:
+            if good:
+                self.legend.addItem(self.fit, "fits in GPU memory")
+            self.legend.addItem(self.no_fit, "does not fit in GPU memory (not reachable)")
+        _log_ticks(self.plot, series.xs)
+        _log_ticks_y(self.plot, series.ys)
+        _set_vline(self.current, series.current_x)
+
+
+class RooflineChart:
+    """The GPU's roofs (bandwidth slope, compute ceiling) and up to three workload points with labels."""
+
+    COLOURS = (STAGE_COLOURS[1], STAGE_COLOURS[3], STAGE_COLOURS[2])
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self.plot = plot
+        self.roof = plot.plot([], [], pen=pg.mkPen(NOTE_COLOUR, width=2))
+        self.points = [plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=c) for c in self.COLOURS]
+        self.labels = [pg.TextItem("", color=c, anchor=(0, 1)) for c in self.COLOURS]
+        for label in self.labels:
+            label.setVisible(False)
+            plot.addItem(label)
+        self.note = _Note(plot)
+
+    def clear(self, note: str = "") -> None:
+        self.roof.setData([], [])
+        for point, label in zip(self.points, self.labels, strict=True):
+            point.setData([], [])
+            label.setVisible(False)
+        if note:
+            self.note.show(note)
+        else:
+            self.note.hide()
+
+    def draw(self, roof: sweeps.Roofline | None) -> None:
+        if roof is None or roof.peak_flops <= 0:
+            self.clear()
+            return
+        self.note.hide()
+        ridge = roof.peak_flops / roof.bandwidth
+        xs = [ridge / 1000, ridge, ridge * 1000]
+        tera = 1e12  # FLOP/s shown in TFLOP/s, the unit GPU datasheets use
+        self.roof.setData(xs, [min(x * roof.bandwidth, roof.peak_flops) / tera for x in xs])
+        shown = [(label, x, y / tera) for label, x, y in roof.points if x > 0 and y > 0]
+        for i, (point, text) in enumerate(zip(self.points, self.labels, strict=True)):
+            if i < len(shown):
+                label, x, y = shown[i]
+                point.setData([x], [y])
+                text.setText(label)
+                text.setPos(math.log10(x), math.log10(y))
+                text.setVisible(True)
+            else:
+                point.setData([], [])
+                text.setVisible(False)
