@@ -132,9 +132,9 @@ class MainWindow(FileActions, QMainWindow):
         self._action(m, "&Quit", self.close, K.Quit)
         e = self.menuBar().addMenu("&Edit")
         undo = self.state.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcut(QKeySequence(K.Undo))
+        undo.setShortcuts(K.Undo)  # every platform binding (Ctrl+Z, Alt+Backspace)
         redo = self.state.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcut(QKeySequence(K.Redo))
+        redo.setShortcuts(K.Redo)  # Ctrl+Y and Ctrl+Shift+Z
         e.addAction(undo)
         e.addAction(redo)
         self.undo_action, self.redo_action = undo, redo
