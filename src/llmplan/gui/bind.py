@@ -96,15 +96,15 @@ class UndoRouter(QObject):
         return False
 
 
-_ROUTER = UndoRouter()
-
-
 def route_undo(widget: QAbstractSpinBox | QComboBox) -> None:
-    """Let Ctrl+Z / Ctrl+Shift+Z reach the plan's undo stack from this field (see ``UndoRouter``)."""
-    widget.installEventFilter(_ROUTER)
+    """Let Ctrl+Z / Ctrl+Shift+Z reach the plan's undo stack from this field (see ``UndoRouter``). The
+    filter is the widget's child, so it dies with it (a module-level QObject outlived QApplication and
+    crashed the interpreter's exit)."""
+    router = UndoRouter(widget)
+    widget.installEventFilter(router)
     edit = widget.lineEdit()
     if edit is not None:
-        edit.installEventFilter(_ROUTER)
+        edit.installEventFilter(router)
 
 
 def _follow(state: PlanState, widget: QWidget, path: str, show) -> None:
