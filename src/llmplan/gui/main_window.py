@@ -53,12 +53,12 @@ class MainWindow(FileActions, QMainWindow):
 
         install_watch(self)  # View ▸ Watch This Machine: live telemetry beside the plan (issue 25)
         self.state.evaluated.connect(self._show)
-        self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        self.state.edit_refused.connect(self.say)
         self.state.undo_stack.cleanChanged.connect(self._update_title)
         self.state.file_changed.connect(self._update_title)
         self.models.import_requested.connect(self.import_model)
-        self.models.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
-        self.hardware.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.models.message.connect(self.say)
+        self.hardware.message.connect(self.say)
         self.catalog_notice = QLabel()
         self.catalog_notice.setAccessibleName("Catalog problems")
         self.statusBar().addPermanentWidget(self.catalog_notice)
@@ -69,7 +69,7 @@ class MainWindow(FileActions, QMainWindow):
         self.hardware.detector.finished.connect(self._use_detected_gpu)
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
         self.state.doc_changed.connect(self.this_machine.request)
-        self.this_machine.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.this_machine.message.connect(self.say)
         self.layout_editor.auto_button.clicked.connect(self.auto_search)
         self.autosave_slot = files.AutosaveSlot()
         self._autosave = QTimer(self)
@@ -184,9 +184,9 @@ class MainWindow(FileActions, QMainWindow):
 
     # ---- models and hardware ------------------------------------------------------------
     def import_model(self) -> None:
-        paths = dialogs.open_paths(self, "Import model", dialogs.MODEL_FILTER)
+        paths = dialogs.open_paths(self, "Import model", dialogs.MODEL_FILTER, str(self.start_folder()))
         if paths:
-            self.models.import_paths(paths)
+            self.import_files(paths)
 
     def custom_gpu(self) -> None:
         from llmplan.gui.custom_gpu import CustomGpuDialog
@@ -257,8 +257,7 @@ class MainWindow(FileActions, QMainWindow):
         if problems:
             n = len(problems)
             self.catalog_notice.setText(f"⚠ {n} catalog file{'s' if n > 1 else ''} skipped")
-            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use (also: llmplan-cli catalog "
-                                           "problems):\n" + "\n".join(problems))
+            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems))
 
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running
@@ -296,7 +295,7 @@ class MainWindow(FileActions, QMainWindow):
         if plans:
             self.open_path(plans[0])
         if models:
-            self.models.import_paths(models)
+            self.import_files(models)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_save():

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
+from llmplan.gui.wording import for_app
 
 DEBOUNCE_MS = 120
 MAX_CHANGES = 3
@@ -170,7 +171,7 @@ class ThisMachine(QWidget):
         self.verdict.setText(fit.verdict)
         self.verdict.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}" if colour else "")
         tips = list(dict.fromkeys([*(lim.sentence for lim in fit.limits), *fit.notes, *fit.machine.notes]))
-        self.verdict.setToolTip("\n".join(tips) if tips else fit.verdict)
+        self.verdict.setToolTip(for_app("\n".join(tips)) if tips else fit.verdict)  # no command-line hints
         self.verdict.setAccessibleDescription(fit.verdict)
         shown = fit.changes[:MAX_CHANGES] if not fit.fits else ()
         if not shown:

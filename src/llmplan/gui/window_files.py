@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from llmplan.formats.atomic import atomic_write
 from llmplan.gui import backend, dialogs, files, report
+from llmplan.gui.wording import for_app
 from llmplan.plan.document import PlanDocument
 
 
@@ -46,9 +47,53 @@ class FileActions:
     def open_dialog(self) -> None:
         if not self.maybe_save():
             return
-        paths = dialogs.open_paths(self, "Open plan", dialogs.PLAN_FILTER)
+        paths = dialogs.open_paths(self, "Open plan", dialogs.PLAN_FILTER, str(self.start_folder()))
         if paths:
             self.open_path(paths[0], ask=False)
+
+    def start_folder(self) -> Path:
+        """Where file dialogs start: the folder last opened from or saved to, else Documents, else home
+        (never "/", where Qt's dialog starts without one)."""
+        return files.start_folder(self.settings.value("ui/last_folder"))
+
+    def remember_folder(self, path: Path) -> None:
+        folder = Path(path).parent if not Path(path).is_dir() else Path(path)
+        self.settings.setValue("ui/last_folder", str(folder))
+
+    # ---- messages ----------------------------------------------------------------------------
+    def say(self, message: str, ms: int = 8000) -> None:
+        """A passing status line, in the app's words (``wording.for_app``)."""
+        self.statusBar().showMessage(for_app(message), ms)
+
+    def notices(self):
+        """The closable banner above the model list: problems stay until dismissed (``notice``)."""
+        banner = getattr(self, "_notices", None)
+        if banner is None:
+            from llmplan.gui.notice import NoticeBanner
+
+            banner = self._notices = NoticeBanner()
+            self.models.layout().insertWidget(0, banner)
+        return banner
+
+    # ---- models ------------------------------------------------------------------------------
+    def import_files(self, paths: list[Path]) -> None:
+        """Import model files (the Import… dialog, a drop, a file given at start): each good one becomes the
+        plan's model as one undo step with what its file says (a GGUF's weight format); each bad one is a
+        line in the banner that stays until dismissed."""
+        from llmplan.gui.importing import import_model
+
+        for path in paths:
+            try:
+                imported = import_model(path, self.state.doc.inference.engine)
+            except Exception as exc:
+                name = Path(path).name
+                text = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ").removeprefix(f"{name}: ")
+                self.notices().add(f"Could not import {name}: {text}")
+                continue
+            self.remember_folder(Path(path))
+            self.models.reload(refresh=True)
+            if self.state.edit_many(imported.changes, f"Import {imported.ref.name}"):
+                self.say(imported.note)
 
     def open_path(self, path: Path, ask: bool = True) -> bool:
         if ask and not self.maybe_save():
@@ -61,6 +106,7 @@ class FileActions:
             return False
         self.state.load(doc, Path(path))
         self._add_recent(Path(path))
+        self.remember_folder(Path(path))
         self.statusBar().showMessage(f"Opened {path}", 5000)
         return True
 
@@ -70,7 +116,7 @@ class FileActions:
         return self._write(self.state.path)
 
     def save_as(self) -> bool:
-        suggested = str(self.state.path or Path.home() / f"{self.state.doc.name or 'plan'}.llmplan")
+        suggested = str(self.state.path or self.start_folder() / f"{files.safe_stem(self.state.doc.name)}.llmplan")
         path = dialogs.save_path(self, "Save plan", suggested, dialogs.PLAN_FILTER)
         if path is None:
             return False
@@ -86,6 +132,7 @@ class FileActions:
             return False
         self.state.mark_saved(path)
         self._add_recent(path)
+        self.remember_folder(path)
         self.autosave_slot.clear()
         self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
@@ -111,7 +158,7 @@ class FileActions:
             try:
                 self.autosave_slot.write(self.state.doc, self.state.path)
             except Exception as exc:  # autosave failing must never interrupt work
-                self.statusBar().showMessage(f"Autosave failed: {exc}", 8000)
+                self.say(f"Autosave failed: {exc}")
 
     def offer_recovery(self) -> None:
         """Offered at every start, also when a plan was opened from the command line or by a
@@ -124,10 +171,9 @@ class FileActions:
         if found is None:
             return
         opened = self.state.path
-        where = f" from {found.origin.name}" if found.origin else ""
         instead = f" instead of {opened.name}" if opened and opened != found.origin else ""
-        answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover the "
-                             f"unsaved plan{where}{instead}?", ("Yes", "No"))
+        answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover "
+                             f"{found.describe()}{instead}?", ("Yes", "No"))
         if answer == "Yes":
             self.state.load(found.doc, found.origin)
             self.state.undo_stack.resetClean()  # recovered work is unsaved
