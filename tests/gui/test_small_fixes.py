@@ -108,3 +108,43 @@ def test_when_saved(days, expected):
     now = datetime(2026, 11, 25, 20, 0)
     at = datetime(2026, 11, 25 - days, 18, 2).timestamp()
     assert files.when_saved(at, now) == expected
+
+
+def test_sequence_parallel_is_hidden_on_the_inference_tab(window):
+    from PySide6.QtWidgets import QCheckBox
+
+    box = window.findChild(QCheckBox, "parallelism.sequence_parallel")
+    window.state.edit("workload", "pretrain")
+    assert box.isVisibleTo(window)
+    window.state.edit("workload", "inference")
+    assert not box.isVisibleTo(window)
+
+
+@pytest.mark.parametrize("key,stored", [("matmul", "5.0"), ("matmul", "fast"), ("network", "nan"),
+                                        ("memory_bandwidth", "-0.2"), ("theme", "purple"), ("memory_unit", "KB")])
+def test_a_bad_stored_preference_falls_back_with_a_notice(qtbot, settings, fake_dialogs, key, stored):
+    from llmplan.gui.main_window import MainWindow
+    from llmplan.gui.preferences import Preferences
+    from llmplan.plan.planfile import dumps_plan, loads_plan
+
+    settings.setValue(f"prefs/{key}", stored)
+    settings.sync()
+    w = MainWindow(settings=settings, detect=False, charts=False)
+    qtbot.addWidget(w)
+    w.show()
+    assert getattr(w.prefs, key) == getattr(Preferences(), key)
+    banner = w.notices()
+    assert banner.isVisible() and f"Preference {key}" in banner.text.text() and stored in banner.text.text()
+    out = w.state.evaluate_now()
+    assert out.ok, out.message
+    assert loads_plan(dumps_plan(w.state.doc)) == w.state.doc  # the plan can be saved and reopened
+    assert Preferences.load(settings) == w.prefs  # the fallback was stored: the next start is clean
+    w.state.undo_stack.setClean()
+
+
+def test_good_preferences_load_quietly(settings):
+    from llmplan.gui.preferences import Preferences
+
+    Preferences("GB", "dark", 0.5, 0.8, 0.0).save(settings)
+    problems: list[str] = []
+    assert Preferences.load(settings, problems) == Preferences("GB", "dark", 0.5, 0.8, 0.0) and not problems

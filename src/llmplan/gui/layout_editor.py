@@ -62,8 +62,8 @@ class LayoutEditor(QWidget):
                         ("full", "full recompute")], chars=15)))
         opts.addRow(row1)
         row2 = QHBoxLayout()
-        row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
-                       "Megatron sequence parallelism: norms and dropout split over the TP group"))
+        row2.addWidget(self._training_only(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
+                       "Megatron sequence parallelism: norms and dropout split over the TP group")))
         row2.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
                        "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
         vs_label = QLabel("Virtual stages")

@@ -34,7 +34,8 @@ class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
         super().__init__()
         self.settings = settings or QSettings("llmplan", "llmplan")
-        self.prefs = Preferences.load(self.settings)
+        pref_problems: list[str] = []
+        self.prefs = Preferences.load(self.settings, pref_problems)  # bad stored values fall back, with a notice
         self.unit = MemoryUnit(self.prefs.memory_unit)
         self.state = PlanState(self.default_doc(), self)
         self.setAcceptDrops(True)
@@ -79,6 +80,10 @@ class MainWindow(FileActions, QMainWindow):
         QApplication.styleHints().colorSchemeChanged.connect(self._os_colour_scheme_changed)
         self._restore_ui()
         self._update_title()
+        for problem in pref_problems:
+            self.notices().add(problem)
+        if pref_problems:
+            self.prefs.save(self.settings)  # the next start reads good values
         self.state.evaluate_now()
 
     # ---- construction ---------------------------------------------------------------
