@@ -59,8 +59,8 @@ def open_paths(parent: QWidget | None, title: str, filters: str, folder: str = "
     return [Path(p) for p in paths]
 
 
-def open_folder(parent: QWidget | None, title: str) -> Path | None:
-    path = QFileDialog.getExistingDirectory(parent, title)
+def open_folder(parent: QWidget | None, title: str, folder: str = "") -> Path | None:
+    path = QFileDialog.getExistingDirectory(parent, title, folder)
     return Path(path) if path else None
 
 

@@ -192,29 +192,78 @@ class FileActions:
             return None
         return out.estimate
 
+    def export_header(self) -> list[tuple[str, str]]:
+        """What was planned, at the top of every export (``report.header``)."""
+        out = self.state.outcome
+        return report.header(self.state.doc, out.scenario if out else None, backend.version())
+
+    def _export_target(self, title: str, name: str, filters: str) -> Path | None:
+        stem = files.safe_stem(self.state.doc.name if self.state.doc.name != "Untitled plan" else "llmplan-report")
+        path = dialogs.save_path(self, title, str(self.start_folder() / f"{stem}{name}"), filters)
+        if path is not None:
+            self.remember_folder(path)
+        return path
+
     def export_markdown(self) -> None:
         est = self._estimate_or_complain()
         if est is None:
             return
-        path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
+        path = self._export_target("Export report", ".md", "Markdown (*.md)")
         if path:
-            self._export_text(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
-                                                               self.state.doc.notes))
+            self._export_file(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
+                                                               self.state.doc.notes, self.export_header()))
 
     def export_csv(self) -> None:
         est = self._estimate_or_complain()
         if est is None:
             return
-        path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
+        path = self._export_target("Export figures", ".csv", "CSV (*.csv)")
         if path:
-            self._export_text(path, lambda: report.as_csv(est))
+            self._export_file(path, lambda: report.as_csv(est, self.unit, self.export_header()))
 
-    def _export_text(self, path: Path, make) -> bool:
-        """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder
-        or a full disk is a dialog with the reason, not a traceback."""
+    def _chart_pngs(self) -> list[tuple[str, bytes]]:
+        if self.charts is None:
+            return []
+        from llmplan.gui.export import chart_pngs
+
+        return [(title, png) for _tab, title, png in chart_pngs(self.charts)]
+
+    def export_html(self) -> None:
+        """A one-file HTML report with the charts embedded; opens in any browser and prints."""
+        est = self._estimate_or_complain()
+        if est is None:
+            return
+        path = self._export_target("Export report as HTML", ".html", "HTML (*.html *.htm)")
+        if path:
+            from llmplan.gui.report_html import as_html
+
+            self._export_file(path, lambda: as_html(est, self.unit, self.state.doc.name, self.export_header(),
+                                                    self._chart_pngs(), self.state.doc.notes))
+
+    def export_pdf(self) -> None:
+        """The same report as a PDF, printed by Qt (``gui.export.pdf_bytes``)."""
+        est = self._estimate_or_complain()
+        if est is None:
+            return
+        path = self._export_target("Export report as PDF", ".pdf", "PDF (*.pdf)")
+        if path:
+            from llmplan.gui.export import pdf_bytes
+            from llmplan.gui.report_html import as_html
+
+            def make() -> bytes:
+                charts = self._chart_pngs()
+                page = as_html(est, self.unit, self.state.doc.name, self.export_header(), charts,
+                               self.state.doc.notes, embed=False)
+                return pdf_bytes(page, [png for _t, png in charts])
+
+            self._export_file(path, make)
+
+    def _export_file(self, path: Path, make) -> bool:
+        """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder, a
+        full disk or anything else that goes wrong is a dialog with the reason, never a traceback."""
         try:
             atomic_write(path, make())
-        except (OSError, UnicodeEncodeError) as exc:
+        except Exception as exc:
             dialogs.error(self, "Cannot export", f"{path}: {getattr(exc, 'strerror', None) or exc}")
             return False
         self.statusBar().showMessage(f"Wrote {path}", 5000)
@@ -223,13 +272,14 @@ class FileActions:
     def export_charts(self) -> None:
         if self.charts is None:
             return
-        folder = dialogs.open_folder(self, "Export charts to folder")
+        folder = dialogs.open_folder(self, "Export charts to folder", str(self.start_folder()))
         if folder:
             try:
                 written = self.charts.export_png(folder)
-            except OSError as exc:
-                dialogs.error(self, "Cannot export", f"{folder}: {exc.strerror or exc}")
+            except Exception as exc:
+                dialogs.error(self, "Cannot export", f"{folder}: {getattr(exc, 'strerror', None) or exc}")
                 return
+            self.remember_folder(folder)
             self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
 
     def copy_text(self) -> None:
