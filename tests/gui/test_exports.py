@@ -132,3 +132,12 @@ def test_exported_axis_titles_clear_their_tick_labels(window, qtbot):
     need = text + axis.style["tickTextOffset"][0] + max(0, axis.style["tickLength"]) \
         + 0.8 * axis.label.boundingRect().height()
     assert axis.width() >= need - 1.0
+
+
+def test_an_unnamed_plan_is_titled_by_what_it_plans():
+    from llmplan.gui.report import title_of
+
+    head = [("Plan", "Untitled plan"), ("Model", "Llama 3 8B (meta-llama/Meta-Llama-3-8B)"),
+            ("GPUs", "NVIDIA H100 SXM 80GB × 8")]
+    assert title_of(head) == "Llama 3 8B on NVIDIA H100 SXM 80GB × 8"
+    assert title_of([("Plan", "mine"), *head[1:]]) == "mine"

@@ -168,6 +168,16 @@ def header(doc: Any, scenario: Scenario | None, version: str, when: datetime | N
             ("Exported", when.strftime("%Y-%m-%d %H:%M UTC"))]
 
 
+def title_of(head: list[tuple[str, str]]) -> str:
+    """The report's title: the plan's name, or for an unnamed plan what it plans ("Llama 3 8B on H100 × 8")."""
+    fields = dict(head)
+    name = fields.get("Plan", "")
+    if name and name != "Untitled plan":
+        return name
+    model = fields.get("Model", "model").split(" (")[0]
+    return f"{model} on {fields.get('GPUs', 'GPUs')}"
+
+
 def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "") -> str:
     lines = [title] if title else []
     lines.append(verdict(est, unit))

@@ -197,6 +197,9 @@ class FileActions:
         out = self.state.outcome
         return report.header(self.state.doc, out.scenario if out else None, backend.version())
 
+    def _export_title(self) -> str:
+        return report.title_of(self.export_header())
+
     def _export_target(self, title: str, name: str, filters: str) -> Path | None:
         stem = files.safe_stem(self.state.doc.name if self.state.doc.name != "Untitled plan" else "llmplan-report")
         path = dialogs.save_path(self, title, str(self.start_folder() / f"{stem}{name}"), filters)
@@ -210,7 +213,7 @@ class FileActions:
             return
         path = self._export_target("Export report", ".md", "Markdown (*.md)")
         if path:
-            self._export_file(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
+            self._export_file(path, lambda: report.as_markdown(est, self.unit, self._export_title(),
                                                                self.state.doc.notes, self.export_header()))
 
     def export_csv(self) -> None:
@@ -237,7 +240,7 @@ class FileActions:
         if path:
             from llmplan.gui.report_html import as_html
 
-            self._export_file(path, lambda: as_html(est, self.unit, self.state.doc.name, self.export_header(),
+            self._export_file(path, lambda: as_html(est, self.unit, self._export_title(), self.export_header(),
                                                     self._chart_pngs(), self.state.doc.notes))
 
     def export_pdf(self) -> None:
@@ -252,7 +255,7 @@ class FileActions:
 
             def make() -> bytes:
                 charts = self._chart_pngs()
-                page = as_html(est, self.unit, self.state.doc.name, self.export_header(), charts,
+                page = as_html(est, self.unit, self._export_title(), self.export_header(), charts,
                                self.state.doc.notes, embed=False)
                 return pdf_bytes(page, [png for _t, png in charts])
 
