@@ -11,17 +11,13 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from test_user_flows import TINY_CONFIG  # the tiny Llama config the other drop tests use
 
 from llmplan.gui.importing import config_name, unique_id
 
 gguf = pytest.importorskip("gguf")
 
-TINY_CONFIG = {
-    "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "hidden_size": 512,
-    "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 1376,
-    "max_position_embeddings": 2048, "tie_word_embeddings": False, "rms_norm_eps": 1e-5,
-}
-# Its size by hand: embeddings and head 2 x 32,000 x 512 = 32,768,000; per layer q, o 512 x 512, k, v 512 x 256,
+# TINY_CONFIG's size by hand: embeddings and head 2 x 32,000 x 512 = 32,768,000; per layer q, o 512 x 512, k, v 512 x 256,
 # MLP 3 x 512 x 1,376, two norms of 512 = 2,900,992, x 4 layers = 11,603,968; final norm 512: 44,372,480 -> "44M".
 
 

@@ -207,22 +207,22 @@ class FileActions:
             self.remember_folder(path)
         return path
 
-    def export_markdown(self) -> None:
+    def _export(self, title: str, suffix: str, filters: str, make) -> None:
+        """Ask where, then write ``make(estimate)`` there (``_export_file``); nothing to export is a dialog."""
         est = self._estimate_or_complain()
         if est is None:
             return
-        path = self._export_target("Export report", ".md", "Markdown (*.md)")
+        path = self._export_target(title, suffix, filters)
         if path:
-            self._export_file(path, lambda: report.as_markdown(est, self.unit, self._export_title(),
-                                                               self.state.doc.notes, self.export_header()))
+            self._export_file(path, lambda: make(est))
+
+    def export_markdown(self) -> None:
+        self._export("Export report", ".md", "Markdown (*.md)", lambda est: report.as_markdown(
+            est, self.unit, self._export_title(), self.state.doc.notes, self.export_header()))
 
     def export_csv(self) -> None:
-        est = self._estimate_or_complain()
-        if est is None:
-            return
-        path = self._export_target("Export figures", ".csv", "CSV (*.csv)")
-        if path:
-            self._export_file(path, lambda: report.as_csv(est, self.unit, self.export_header()))
+        self._export("Export figures", ".csv", "CSV (*.csv)",
+                     lambda est: report.as_csv(est, self.unit, self.export_header()))
 
     def _chart_pngs(self) -> list[tuple[str, bytes]]:
         if self.charts is None:
@@ -231,35 +231,27 @@ class FileActions:
 
         return [(title, png) for _tab, title, png in chart_pngs(self.charts)]
 
+    def _report_html(self, est, embed: bool) -> tuple[str, list[tuple[str, bytes]]]:
+        from llmplan.gui.report_html import as_html
+
+        charts = self._chart_pngs()
+        return as_html(est, self.unit, self._export_title(), self.export_header(), charts, self.state.doc.notes,
+                       embed=embed), charts
+
     def export_html(self) -> None:
         """A one-file HTML report with the charts embedded; opens in any browser and prints."""
-        est = self._estimate_or_complain()
-        if est is None:
-            return
-        path = self._export_target("Export report as HTML", ".html", "HTML (*.html *.htm)")
-        if path:
-            from llmplan.gui.report_html import as_html
-
-            self._export_file(path, lambda: as_html(est, self.unit, self._export_title(), self.export_header(),
-                                                    self._chart_pngs(), self.state.doc.notes))
+        self._export("Export report as HTML", ".html", "HTML (*.html *.htm)",
+                     lambda est: self._report_html(est, embed=True)[0])
 
     def export_pdf(self) -> None:
         """The same report as a PDF, printed by Qt (``gui.export.pdf_bytes``)."""
-        est = self._estimate_or_complain()
-        if est is None:
-            return
-        path = self._export_target("Export report as PDF", ".pdf", "PDF (*.pdf)")
-        if path:
-            from llmplan.gui.export import pdf_bytes
-            from llmplan.gui.report_html import as_html
+        from llmplan.gui.export import pdf_bytes
 
-            def make() -> bytes:
-                charts = self._chart_pngs()
-                page = as_html(est, self.unit, self._export_title(), self.export_header(), charts,
-                               self.state.doc.notes, embed=False)
-                return pdf_bytes(page, [png for _t, png in charts])
+        def make(est) -> bytes:
+            page, charts = self._report_html(est, embed=False)
+            return pdf_bytes(page, [png for _t, png in charts])
 
-            self._export_file(path, make)
+        self._export("Export report as PDF", ".pdf", "PDF (*.pdf)", make)
 
     def _export_file(self, path: Path, make) -> bool:
         """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder, a
