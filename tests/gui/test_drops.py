@@ -155,3 +155,20 @@ def test_unique_id_reuses_the_same_config_only():
     assert unique_id("m", {"a": 1}, taken) == "user/m"
     assert unique_id("m", {"a": 2}, taken) == "user/m-2"
     assert unique_id("m", {"a": 3}, taken) == "user/m-3"
+
+
+@pytest.mark.parametrize("name", ["huge.gguf", "config.json", "model.safetensors.index.json"])
+def test_a_2_gb_sparse_file_is_refused_quickly_in_the_banner(window, isolated, name):
+    import time
+
+    big = isolated / name
+    with open(big, "wb") as f:
+        f.truncate(2 * 1024**3)  # sparse: no disk used, but 2 GB to a reader
+    if name.endswith("index.json"):
+        (isolated / "config.json").unlink(missing_ok=True)
+    before = window.state.doc
+    t0 = time.perf_counter()
+    drop(window, [big])
+    assert time.perf_counter() - t0 < 5.0
+    assert window.state.doc == before
+    assert f"Could not import {name}" in window.notices().text.text()

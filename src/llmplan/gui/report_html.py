@@ -56,6 +56,7 @@ def as_html(est: Estimate | Evaluation, unit: MemoryUnit, title: str, head: Sequ
         out.append("<h2>Charts</h2>")
     for i, (name, png) in enumerate(charts):
         src = f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}" if embed else image_name(i)
-        out.append(f"<p><b>{e(name)}</b><br><img src='{src}' width='600' alt='{e(name)}'></p>")
+        # no caption: each picture carries its title, and a caption can be split from it by a page break
+        out.append(f"<p><img src='{src}' width='600' alt='{e(name)}' title='{e(name)}'></p>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
