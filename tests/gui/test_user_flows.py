@@ -146,7 +146,7 @@ def test_export_report_csv_and_text(window, isolated, fake_dialogs):
     window.export_csv()
     csv_text = (isolated / "r.csv").read_text("utf-8")
     total = window.state.outcome.estimate.memory.total.value
-    assert repr(total) in csv_text  # raw bytes, not a rounded GiB
+    assert repr(total / 2**30) in csv_text  # full precision GiB (exact: a power-of-two divisor), not rounded text
     window.copy_text()
     assert window.results.banner.text() in QApplication.clipboard().text()
     fake_dialogs.folder_result = isolated
