@@ -14,6 +14,22 @@ from pydantic import Field, field_validator
 from llmplan.core.frozen import FrozenModel
 
 Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
+WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf")  # core.quant.WeightFormat.kind
+_KIND_NAMES = {"float": "fp16/bf16/fp32", "fp8": "fp8", "int8": "int8/w8a8", "gptq": "GPTQ", "awq": "AWQ",
+               "bnb": "bitsandbytes nf4/fp4", "mlx": "MLX quantized (mlx-4bit, mlx-8bit)", "gguf": "GGUF (q4_k_m, q8_0 …)"}
+
+
+def check_weight_format(profile: EngineProfile, weight_format: str) -> str | None:
+    """Why ``profile`` cannot load ``weight_format`` (one sentence naming what it does load), or None."""
+    from llmplan.core.quant import parse_weight_format
+
+    if not profile.weight_formats:
+        return None
+    kind = parse_weight_format(weight_format).kind
+    if kind in profile.weight_formats:
+        return None
+    loads = ", ".join(_KIND_NAMES[k] for k in profile.weight_formats)
+    return f"{profile.name} does not load {weight_format} weights; it loads {loads}"
 
 
 class EngineProfile(FrozenModel):
@@ -113,11 +129,19 @@ class EngineProfile(FrozenModel):
         "the kernel); a generation takes the last point at or below it; (): the fp16 GEMM rate",
     )
     weight_formats: tuple[str, ...] = Field(
-        (), description="weight-format kinds the engine loads ('float', 'mlx', 'gguf', 'gptq', ...); (): any "
-        "(validation refuses the others)",
+        (), description="kinds of inference.weight_format the engine loads (float, fp8, int8, gptq, awq, bnb, mlx, "
+        "gguf: see core.quant.WeightFormat.kind); (): any"
     )
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
+
+    @field_validator("weight_formats")
+    @classmethod
+    def _kinds(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [k for k in v if k not in WEIGHT_FORMAT_KINDS]
+        if unknown:
+            raise ValueError(f"unknown weight format kind {', '.join(unknown)}; use {', '.join(WEIGHT_FORMAT_KINDS)}")
+        return v
 
     @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")
     @classmethod

@@ -41,6 +41,17 @@ GGML_TYPES = {
     19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32",
     27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4",
 }
+# llama.cpp ``enum llama_ftype`` (include/llama.h): the preset llama-quantize wrote, stored as
+# ``general.file_type``; bit 1024 (LLAMA_FTYPE_GUESSED) marks a type llama.cpp inferred. Cross-checked
+# against the gguf package's ``LlamaFileType`` in the tests. 4-6 and 33-35 were removed upstream.
+LLAMA_FTYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
+    36: "TQ1_0", 37: "TQ2_0",
+}
+LLAMA_FTYPE_GUESSED = 1024
 # value type -> struct format for scalars
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
@@ -240,10 +251,41 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if v is not None}
 
 
+def weight_format_of(h: GgufHeader) -> str | None:
+    """The file's weight format as ``inference.weight_format`` spells it (``q4_k_m``): the preset in
+    ``general.file_type`` when llmplan knows it, else the ggml type holding most of the blocks' 2-D
+    weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format."""
+    from llmplan.core.quant_ggml import parse_gguf_name
+
+    ftype = h.metadata.get("general.file_type")
+    if isinstance(ftype, int) and not isinstance(ftype, bool):
+        name = LLAMA_FTYPES.get(ftype & ~LLAMA_FTYPE_GUESSED)
+        if name and parse_gguf_name(name):
+            return name.lower()
+    by_type: dict[str, int] = {}
+    for t in h.tensors:
+        if t.name.startswith("blk.") and len(t.shape) >= 2:
+            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.numel
+    if by_type:
+        name = max(by_type, key=by_type.__getitem__)
+        if parse_gguf_name(name):
+            return name.lower()
+    return None
+
+
+def name_of(h: GgufHeader) -> str | None:
+    """``general.name`` as the file states it (one line, at most 200 characters), or None."""
+    name = h.metadata.get("general.name")
+    if not isinstance(name, str):
+        return None
+    name = " ".join(name.split())[:200]
+    return name or None
+
+
 def spec_from_gguf(path: str | Path, name: str | None = None) -> ModelSpec:
     """ModelSpec from a .gguf file's header (llama-family architectures are exact, others approximate)."""
     from llmplan.formats.hf_config import spec_from_config
 
     h = read_gguf_header(path)
-    default = str(h.metadata.get("general.name") or Path(path).stem)
+    default = name_of(h) or Path(path).stem
     return spec_from_config(config_from_gguf(h), name=name or default)

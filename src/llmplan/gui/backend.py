@@ -175,7 +175,9 @@ def evaluate(doc: PlanDocument) -> Outcome:
         kind, msg = "input", _validation_text(exc)
     except Exception as exc:  # a bug in the engine must not take the window down
         kind, msg = "internal", f"internal error in the engine: {type(exc).__name__}: {exc}"
-    return Outcome(doc, scenario, None, kind, msg, time.perf_counter() - t0)
+    from llmplan.gui.wording import for_app
+
+    return Outcome(doc, scenario, None, kind, for_app(msg), time.perf_counter() - t0)
 
 
 # ---- defaults ------------------------------------------------------------------------

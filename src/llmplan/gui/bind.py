@@ -4,6 +4,13 @@
 pushes an undoable edit when the user changes it, and follows the document when it
 changes elsewhere (undo, open, Auto) without echoing an edit back. Every knob in the
 workload tabs and the layout editor is one such line.
+
+Keyboard undo: a spin box's line edit claims Ctrl+Z for its own text history, so before
+this the window's Undo never ran while a knob had focus (issue 18). ``UndoRouter`` lets
+Undo/Redo through to the plan's history whenever the field shows its committed value (the
+edit was finished with Enter or Tab); only a number being typed keeps the line edit's own
+undo. Every change of one field is pushed with the field as its merge key, so ten clicks on
+an arrow, or three numbers typed in a row, are one undo step (``state.EditCommand``).
 """
 
 from __future__ import annotations
@@ -12,8 +19,10 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -62,6 +71,42 @@ def compact(combo: QComboBox, chars: int = 10) -> QComboBox:
     return combo
 
 
+def typing_pending(widget: QWidget) -> bool:
+    """True while the field holds text the person is still typing (not yet committed by Enter/Tab)."""
+    if isinstance(widget, QAbstractSpinBox):
+        return widget.lineEdit().text() != widget.textFromValue(widget.value()) and not (
+            widget.specialValueText() and widget.value() == widget.minimum()
+            and widget.lineEdit().text() == widget.specialValueText())
+    if isinstance(widget, QComboBox) and widget.isEditable():
+        return widget.lineEdit().isModified()
+    return False
+
+
+class UndoRouter(QObject):
+    """Event filter: Undo/Redo shortcuts pressed in a committed field go to the window's actions
+    (the plan's history) instead of the field's line-edit text history."""
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and (
+                event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo)):
+            field = obj.parent() if not isinstance(obj, (QAbstractSpinBox, QComboBox)) else obj
+            if isinstance(field, QWidget) and not typing_pending(field):
+                event.ignore()  # not claimed: the shortcut (Edit ▸ Undo / Redo) runs
+                return True
+        return False
+
+
+def route_undo(widget: QAbstractSpinBox | QComboBox) -> None:
+    """Let Ctrl+Z / Ctrl+Shift+Z reach the plan's undo stack from this field (see ``UndoRouter``). The
+    filter is the widget's child, so it dies with it (a module-level QObject outlived QApplication and
+    crashed the interpreter's exit)."""
+    router = UndoRouter(widget)
+    widget.installEventFilter(router)
+    edit = widget.lineEdit()
+    if edit is not None:
+        edit.installEventFilter(router)
+
+
 def _follow(state: PlanState, widget: QWidget, path: str, show) -> None:
     def refresh(_doc: Any = None) -> None:
         widget.blockSignals(True)
@@ -102,13 +147,16 @@ def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: i
     def changed(v: int) -> None:
         value = None if (none_below and v <= lo) else int(v)
         changes = {path: value, **(also(value) if also else {})}
-        if not state.edit_many(changes, f"Set {label}"):  # refused: show the document's value again
+        ok = (state.edit_many(changes, f"Set {label}", merge=path) if also else
+              state.edit(path, value, f"Set {label}", merge=path))
+        if not ok:  # refused: show the document's value again
             w.blockSignals(True)
             show(state.get(path))
             w.blockSignals(False)
 
     _follow(state, w, path, show)
     w.valueChanged.connect(changed)
+    route_undo(w)
     return w
 
 
@@ -133,13 +181,14 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
     def changed(v: float) -> None:
         # decimal division: 512 GB/s is 512e9 bytes/s in the plan file, not 511999999999.99994
         value = None if (none_text and v <= lo) else float(Decimal(repr(v)) / Decimal(repr(scale)))
-        if not state.edit(path, value, f"Set {label}"):
+        if not state.edit(path, value, f"Set {label}", merge=path):
             w.blockSignals(True)
             show(state.get(path))
             w.blockSignals(False)
 
     _follow(state, w, path, show)
     w.valueChanged.connect(changed)
+    route_undo(w)
     return w
 
 
@@ -178,7 +227,7 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
         if i < 0:
             return
         value = w.itemData(i)
-        if not state.edit(path, value, f"Set {label}"):
+        if not state.edit(path, value, f"Set {label}", merge=path):
             w.blockSignals(True)
             show(state.get(path))
             w.blockSignals(False)
@@ -188,7 +237,9 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
     if editable:
         def typed() -> None:
             text = w.currentText().strip().lower()
-            if text and text != str(state.get(path)) and not state.edit(path, text, f"Set {label}"):
+            if text and text != str(state.get(path)) and not state.edit(path, text, f"Set {label}", merge=path):
                 show(state.get(path))
+            w.lineEdit().setModified(False)
         w.lineEdit().editingFinished.connect(typed)
+    route_undo(w)
     return w

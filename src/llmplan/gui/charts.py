@@ -222,19 +222,13 @@ class ChartsPanel(QTabWidget):
             self.pareto_legend.addItem(self.pareto_ranked, "ranked layouts (full engine)")
 
     def export_png(self, folder: Path) -> list[Path]:
-        """One PNG per chart, each written atomically (``llmplan.formats.atomic``). Raises OSError."""
-        from pyqtgraph.exporters import ImageExporter
-
+        """One PNG per chart (``gui.export.chart_pngs``), each written atomically. Raises OSError."""
         from llmplan.formats.atomic import atomic_write
-        from llmplan.gui.files import png_bytes
+        from llmplan.gui.export import chart_pngs
 
-        self.draw_all()
         out = []
-        for i in range(self.count()):
-            widget = self.widget(i)
-            path = folder / f"chart-{i + 1}-{self.tabText(i).lower().replace(' ', '-')}.png"
-            exporter = ImageExporter(widget.getPlotItem())
-            exporter.parameters()["width"] = 900
-            atomic_write(path, png_bytes(exporter.export(toBytes=True)))
+        for i, (tab, _title, png) in enumerate(chart_pngs(self)):
+            path = folder / f"chart-{i + 1}-{tab.lower().replace(' ', '-')}.png"
+            atomic_write(path, png)
             out.append(path)
         return out

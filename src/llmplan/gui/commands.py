@@ -5,6 +5,10 @@ The GUI never mutates a ``PlanDocument`` (it is frozen); every user action becom
 Qt undo stack only wraps these records (``state.EditCommand``), so undo/redo logic is
 testable without Qt, in the spirit of Orange3's and glue's command objects.
 
+``merged`` joins two consecutive records of one field into one (ten clicks on a spin
+box's arrow are one undo step, as in Qt's ``QUndoCommand.mergeWith`` contract); a merge
+that ends where it began is a no-op and leaves the history.
+
 Paths are the plan file's dotted field names (``parallelism.tp``, ``training.seq_len``,
 ``hardware.gpu``): the same contract the CLI's ``--set`` uses (DESIGN.md §3).
 """
@@ -70,6 +74,17 @@ class Edit:
     def of(cls, doc: PlanDocument, path: str, new: Any, text: str = "") -> Edit:
         return cls(path, get_path(doc, path), new, text or f"Set {path}")
 
+    def merged(self, later: Edit | Replace) -> Edit | None:
+        """This edit followed by ``later`` as one edit (the first old value, the last new one), or None
+        when they cannot be one step (another field, or a whole-document change)."""
+        if not isinstance(later, Edit) or later.path != self.path:
+            return None
+        return Edit(self.path, self.old, later.new, self.text)
+
+    @property
+    def is_noop(self) -> bool:
+        return self.old == self.new
+
 
 @dataclass(frozen=True, slots=True)
 class Replace:
@@ -84,3 +99,13 @@ class Replace:
 
     def inverse(self) -> Replace:
         return Replace(self.new, self.old, self.text)
+
+    def merged(self, later: Edit | Replace) -> Replace | None:
+        """Two whole-document steps as one: from the first old document to the last new one."""
+        if not isinstance(later, Replace):
+            return None
+        return Replace(self.old, later.new, self.text)
+
+    @property
+    def is_noop(self) -> bool:
+        return self.old == self.new

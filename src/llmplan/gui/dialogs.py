@@ -3,7 +3,8 @@
 Modal ``exec()`` hangs an offscreen test run (TOOLCHAIN.md gotcha 2), so tests
 monkeypatch these few functions (``ask``, ``inform``, ``error``, ``open_paths``,
 ``save_path``) instead of clicking real dialogs. Nothing else in the GUI calls
-``QMessageBox``/``QFileDialog`` directly.
+``QMessageBox``/``QFileDialog`` directly. Message texts pass through ``wording.for_app``:
+no dialog tells a person to run a command.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QMessageBox, QWidget
+
+from llmplan.gui.wording import for_app
 
 PLAN_FILTER = "llmplan plans (*.llmplan);;All files (*)"
 MODEL_FILTER = ("Model descriptions (config.json *.json *.gguf *.safetensors.index.json);;"
@@ -21,17 +24,20 @@ shown: list[tuple[str, str, str]] = []
 
 
 def error(parent: QWidget | None, title: str, text: str) -> None:
+    text = for_app(text)
     shown.append(("error", title, text))
     QMessageBox.critical(parent, title, text)
 
 
 def inform(parent: QWidget | None, title: str, text: str) -> None:
+    text = for_app(text)
     shown.append(("info", title, text))
     QMessageBox.information(parent, title, text)
 
 
 def ask(parent: QWidget | None, title: str, text: str, buttons: tuple[str, ...] = ("Save", "Discard", "Cancel")) -> str:
     """The name of the button the person chose ('Cancel' when the box is closed)."""
+    text = for_app(text)
     shown.append(("ask", title, text))
     box = QMessageBox(parent)
     box.setWindowTitle(title)
@@ -53,8 +59,8 @@ def open_paths(parent: QWidget | None, title: str, filters: str, folder: str = "
     return [Path(p) for p in paths]
 
 
-def open_folder(parent: QWidget | None, title: str) -> Path | None:
-    path = QFileDialog.getExistingDirectory(parent, title)
+def open_folder(parent: QWidget | None, title: str, folder: str = "") -> Path | None:
+    path = QFileDialog.getExistingDirectory(parent, title, folder)
     return Path(path) if path else None
 
 

@@ -20,6 +20,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QLockFile
@@ -114,10 +115,51 @@ class Recovery:
     path: Path
     lock: QLockFile | None = field(default=None, repr=False)
 
+    def describe(self, now: datetime | None = None) -> str:
+        """'the unsaved plan “70B on 4090” (mine.llmplan), autosaved today at 14:05': which plan, and when."""
+        name = f"“{self.doc.name}”" if self.doc.name else "an untitled plan"
+        where = f" ({self.origin.name})" if self.origin else ", never saved to a file"
+        return f"the unsaved plan {name}{where}, {when_saved(_mtime(self.path), now)}"
+
     def discard(self) -> None:
         _remove(self.path)
         if self.lock is not None:
             self.lock.unlock()
+
+
+def when_saved(mtime: float, now: datetime | None = None) -> str:
+    """'autosaved today at 14:05', 'autosaved yesterday at 09:30' or 'autosaved on 2026-11-20 at 18:02'."""
+    if mtime <= 0:
+        return "autosaved at an unknown time"
+    at = datetime.fromtimestamp(mtime)
+    now = now or datetime.now()
+    days = (now.date() - at.date()).days
+    day = "today" if days == 0 else "yesterday" if days == 1 else f"on {at:%Y-%m-%d}"
+    return f"autosaved {day} at {at:%H:%M}"
+
+
+def start_folder(last: object) -> Path:
+    """The folder a file dialog opens in: ``last`` when it is still a folder, else Documents (platformdirs),
+    else the home folder."""
+    if isinstance(last, str) and last:
+        p = Path(last)
+        if p.is_absolute() and p.is_dir():
+            return p
+    try:
+        import platformdirs
+
+        docs = Path(platformdirs.user_documents_dir())
+        if docs.is_dir():
+            return docs
+    except Exception:  # no Documents folder known on this system
+        pass
+    return Path.home()
+
+
+def safe_stem(name: str | None) -> str:
+    """A plan name as a file name: no separators or control characters, at most 100 characters."""
+    stem = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', "-", (name or "").strip()).strip(" .-")[:100]
+    return stem or "plan"
 
 
 def _mtime(path: Path) -> float:

@@ -5,10 +5,19 @@ Accepted: a config.json, a model folder (its config.json), a safetensors index
 only, through ``llmplan.formats.gguf_header``). The model joins the
 user catalog when there is one, and the plan keeps the config inline as well, so a
 shared plan still opens on a machine without that catalog entry.
+
+What the file says wins over where it lies (issue 18): a GGUF is named by its
+``general.name`` and brings its weight format (``general.file_type``: a Q4_K_M file plans as
+q4_k_m, not bf16); a config.json is named by its ``_name_or_path``, else its model type and
+size ("llama-8.0B"), never by its folder ("drop", "snapshots"). Two different models that
+would share a name get distinct ids (``user/llama-8.0B``, ``user/llama-8.0B-2``), so one
+import never overwrites another; importing the same config again reuses its entry.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,49 +25,131 @@ from llmplan.errors import ConfigError
 from llmplan.plan.document import ModelRef
 
 PLAN_SUFFIX = ".llmplan"
+MAX_NAME = 120
 
 
 def is_plan_file(path: Path) -> bool:
     return path.suffix.lower() == PLAN_SUFFIX
 
 
-def config_from_path(path: Path) -> tuple[dict[str, Any], str]:
-    """(config dict, display name) for any accepted model file or folder."""
+@dataclass(frozen=True)
+class ModelFile:
+    """What one model file says: its config, its own name, and (GGUF) the format its weights are stored in."""
+
+    config: dict[str, Any]
+    name: str
+    weight_format: str | None = None
+
+
+@dataclass(frozen=True)
+class Imported:
+    """An imported model: the plan fields to set as one undo step, and a status sentence."""
+
+    ref: ModelRef
+    note: str
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+def read_model_file(path: Path) -> ModelFile:
+    """The config, name and weight format of any accepted model file or folder."""
     from llmplan.formats.hf_config import load_config_file
 
-    name = path.name if path.is_dir() else path.parent.name or path.stem
     if path.suffix.lower() == ".gguf":
-        return _gguf_config(path), path.stem
-    if path.name.endswith(".safetensors.index.json"):
+        from llmplan.formats import gguf_header
+
+        header = gguf_header.read_gguf_header(path)
+        config = dict(gguf_header.config_from_gguf(header))
+        return ModelFile(config, gguf_header.name_of(header) or path.stem, gguf_header.weight_format_of(header))
+    if path.is_dir():
+        path = path / "config.json"
+    elif path.name.endswith(".safetensors.index.json"):
         beside = path.parent / "config.json"
         if not beside.is_file():
             raise ConfigError(f"{path.name}: a safetensors index lists tensors but not the architecture; "
                               "put the model's config.json beside it and drop that folder")
-        return load_config_file(beside), name
-    return load_config_file(path), name
+        path = beside
+    config = load_config_file(path)
+    return ModelFile(config, config_name(config))
 
 
-def _gguf_config(path: Path) -> dict[str, Any]:
-    from llmplan.formats import gguf_header
-
-    return dict(gguf_header.config_from_gguf(gguf_header.read_gguf_header(path)))
-
-
-def import_model(path: str | Path) -> tuple[ModelRef, str]:
-    """(the plan's model reference, a status sentence). Raises ConfigError when unusable."""
-    p = Path(path)
-    config, name = config_from_path(p)
+def config_name(config: dict[str, Any]) -> str:
+    """A config.json's own name: the last part of ``_name_or_path`` (the Hub repo or folder it was saved
+    from), else its model type and size, e.g. ``llama-8.0B``."""
+    raw = config.get("_name_or_path")
+    if isinstance(raw, str):
+        tail = re.split(r"[/\\]", raw.strip().rstrip("/\\"))[-1]
+        tail = " ".join(tail.split())[:MAX_NAME]
+        if tail and tail not in (".", ".."):
+            return tail
+    from llmplan.core.params import count_params
     from llmplan.formats.hf_config import spec_from_config
 
-    spec_from_config(config, name=name)  # refuse an unusable config before it goes anywhere
-    model_id = f"user/{name}"
+    spec = spec_from_config(config, name="imported model")
+    kind = str(config.get("model_type") or spec.model_type or "model")[:40]
+    total = count_params(spec).total
+    size = f"{total / 1e9:.1f}B" if total >= 1e9 else f"{total / 1e6:.0f}M" if total >= 1e6 else f"{total / 1e3:.0f}K"
+    return f"{kind}-{size}"
+
+
+def unique_id(name: str, config: dict[str, Any], taken: dict[str, Any]) -> str:
+    """``user/<name>``, or ``user/<name>-2``, ``-3``… when that id holds another model. ``taken`` maps
+    ids (lower case) to their stored configs; the same config keeps its id (a re-import, not a copy)."""
+    base = f"user/{name}"
+    candidate, n = base, 1
+    while candidate.lower() in taken and taken[candidate.lower()] != config:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _taken_ids() -> dict[str, Any]:
+    try:
+        from llmplan.catalog.models import load_model_catalog
+
+        return {e.id.lower(): e.config for e in load_model_catalog(refresh=True).entries}
+    except Exception:  # no catalog: nothing to collide with
+        return {}
+
+
+def _engine_for(weight_format: str, engine: str | None) -> str | None:
+    """llama.cpp when the plan's engine cannot load the file's format (a GGUF dropped on an MLX plan)."""
+    if not engine:
+        return None
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.core.engine_profile import check_weight_format
+
+    try:
+        return "llama.cpp" if check_weight_format(engine_profile(engine), weight_format) else None
+    except Exception:
+        return None
+
+
+def import_model(path: str | Path, engine: str | None = None) -> Imported:
+    """The plan changes for a model file; ``engine`` is the plan's, replaced by llama.cpp when it cannot
+    load the file's weights. Raises ConfigError (or another LlmplanError) when unusable."""
+    p = Path(path)
+    found = read_model_file(p)
+    from llmplan.formats.hf_config import spec_from_config
+
+    spec_from_config(found.config, name=found.name)  # refuse an unusable config before it goes anywhere
+    model_id = unique_id(found.name, found.config, _taken_ids())
+    name = model_id.removeprefix("user/")
     note = f"Imported {name} from {p.name}"
     try:
         from llmplan.catalog.models import save_user_model
     except ImportError:
         save_user_model = None
     if save_user_model is not None:
-        entry = save_user_model(config, name, model_id=model_id, source=f"imported from {p.name}")
+        entry = save_user_model(found.config, name, model_id=model_id, source=f"imported from {p.name}")
         model_id = entry.id
         note += " (added to your models)"
-    return ModelRef(id=model_id, name=name, config=config), note
+    ref = ModelRef(id=model_id, name=name, config=found.config)
+    changes: dict[str, Any] = {"model": ref}
+    if found.weight_format:
+        changes["inference.weight_format"] = found.weight_format
+        note += f"; weights {found.weight_format}"
+        other = _engine_for(found.weight_format, engine)
+        if other:
+            changes["inference.engine"] = other
+            note += f", served by {other}"
+    return Imported(ref, note, changes)

@@ -66,8 +66,8 @@ class LayoutEditor(QWidget):
                        "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
         row1.addStretch(1)
         opts.addRow(row1)
-        row2.addWidget(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
-                       "Megatron sequence parallelism: norms and dropout split over the TP group"))
+        row2.addWidget(self._training_only(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
+                       "Megatron sequence parallelism: norms and dropout split over the TP group")))
         vs_label = QLabel("Virtual stages")
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)

@@ -36,7 +36,8 @@ class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
         super().__init__()
         self.settings = settings or QSettings("llmplan", "llmplan")
-        self.prefs = Preferences.load(self.settings)
+        pref_problems: list[str] = []
+        self.prefs = Preferences.load(self.settings, pref_problems)  # bad stored values fall back, with a notice
         self.unit = MemoryUnit(self.prefs.memory_unit)
         self.state = PlanState(self.default_doc(), self)
         self.setAcceptDrops(True)
@@ -58,12 +59,12 @@ class MainWindow(FileActions, QMainWindow):
         self.state.evaluated.connect(self._show)
         if self.charts is not None:  # a redrawn chart's title and axes may need a wider column
             self.charts.redrawn.connect(self._refit)
-        self.state.edit_refused.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        self.state.edit_refused.connect(self.say)
         self.state.undo_stack.cleanChanged.connect(self._update_title)
         self.state.file_changed.connect(self._update_title)
         self.models.import_requested.connect(self.import_model)
-        self.models.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
-        self.hardware.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.models.message.connect(self.say)
+        self.hardware.message.connect(self.say)
         self.catalog_notice = QLabel()
         self.catalog_notice.setAccessibleName("Catalog problems")
         self.statusBar().addPermanentWidget(self.catalog_notice)
@@ -75,7 +76,7 @@ class MainWindow(FileActions, QMainWindow):
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
         self.hardware.detector.finished.connect(lambda report, _p: self.workload.machine_cards.set_report(report))
         self.state.doc_changed.connect(self.this_machine.request)
-        self.this_machine.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.this_machine.message.connect(self.say)
         self.layout_editor.auto_button.clicked.connect(self.auto_search)
         self.autosave_slot = files.AutosaveSlot()
         self._autosave = QTimer(self)
@@ -85,6 +86,10 @@ class MainWindow(FileActions, QMainWindow):
         QApplication.styleHints().colorSchemeChanged.connect(self._os_colour_scheme_changed)
         self._restore_ui()
         self._update_title()
+        for problem in pref_problems:
+            self.notices().add(problem)
+        if pref_problems:
+            self.prefs.save(self.settings)  # the next start reads good values
         self.state.evaluate_now()
 
     # ---- construction ---------------------------------------------------------------
@@ -175,16 +180,18 @@ class MainWindow(FileActions, QMainWindow):
         self._action(m, "&Import Model…", self.import_model, "Ctrl+I")
         exp = m.addMenu("&Export")
         self._action(exp, "Report (&Markdown)…", self.export_markdown, "Ctrl+E")
-        self._action(exp, "Breakdown (&CSV)…", self.export_csv)
+        self._action(exp, "Report (&HTML, charts included)…", self.export_html)
+        self._action(exp, "Report (P&DF)…", self.export_pdf)
+        self._action(exp, "Figures (&CSV)…", self.export_csv)
         self._action(exp, "Charts (&PNG)…", self.export_charts)
         self._action(m, "&Copy Report as Text", self.copy_text, "Ctrl+Shift+C")
         m.addSeparator()
         self._action(m, "&Quit", self.close, K.Quit)
         e = self.menuBar().addMenu("&Edit")
         undo = self.state.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcut(QKeySequence(K.Undo))
+        undo.setShortcuts(K.Undo)  # every platform binding (Ctrl+Z, Alt+Backspace)
         redo = self.state.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcut(QKeySequence(K.Redo))
+        redo.setShortcuts(K.Redo)  # Ctrl+Y and Ctrl+Shift+Z
         e.addAction(undo)
         e.addAction(redo)
         self.undo_action, self.redo_action = undo, redo
@@ -237,9 +244,9 @@ class MainWindow(FileActions, QMainWindow):
 
     # ---- models and hardware ------------------------------------------------------------
     def import_model(self) -> None:
-        paths = dialogs.open_paths(self, "Import model", dialogs.MODEL_FILTER)
+        paths = dialogs.open_paths(self, "Import model", dialogs.MODEL_FILTER, str(self.start_folder()))
         if paths:
-            self.models.import_paths(paths)
+            self.import_files(paths)
 
     def custom_gpu(self) -> None:
         from llmplan.gui.custom_gpu import CustomGpuDialog
@@ -310,8 +317,7 @@ class MainWindow(FileActions, QMainWindow):
         if problems:
             n = len(problems)
             self.catalog_notice.setText(f"⚠ {n} catalog file{'s' if n > 1 else ''} skipped")
-            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use (also: llmplan-cli catalog "
-                                           "problems):\n" + "\n".join(problems))
+            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems))
 
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running
@@ -349,7 +355,7 @@ class MainWindow(FileActions, QMainWindow):
         if plans:
             self.open_path(plans[0])
         if models:
-            self.models.import_paths(models)
+            self.import_files(models)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_save():

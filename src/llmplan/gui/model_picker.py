@@ -6,7 +6,6 @@ Hub repo (fetched in the background, see ``hub_panel``), and a summary of the ch
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -265,16 +264,3 @@ class ModelPicker(QWidget):
         self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
         self.arch_dialog.open()
 
-    def import_paths(self, paths: list[Path]) -> None:
-        """Import model files (from the dialog or a drop); the last good one becomes the plan's model."""
-        from llmplan.gui.importing import import_model
-
-        for path in paths:
-            try:
-                ref, note = import_model(path)
-            except Exception as exc:
-                self.message.emit(f"Could not import {path.name}: {exc}")
-                continue
-            self.reload(refresh=True)
-            self.state.edit("model", ref, f"Import {ref.name}")
-            self.message.emit(note)

@@ -2,14 +2,23 @@
 
 Preferences live under the ``prefs/`` group of QSettings, window geometry and splitter
 positions under ``ui/`` (``main_window``), so resetting one never touches the other.
+
+The settings file is text anyone (or an older build) may have written: every value is
+checked on load, and one that is not a number, not finite, or out of range (a matmul
+efficiency of 5.0 gave an MFU of 260% and a plan that could not be reopened) falls back to
+its default with a notice naming the key, the stored value and what was used instead.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QWidget
+
+MEMORY_UNITS = ("GiB", "GB")
+THEMES = ("system", "light", "dark")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,15 +30,34 @@ class Preferences:
     network: float = 0.0
 
     @classmethod
-    def load(cls, s: QSettings) -> Preferences:
+    def load(cls, s: QSettings, problems: list[str] | None = None) -> Preferences:
+        """The stored preferences; a bad value falls back to its default and is described in ``problems``."""
+        problems = [] if problems is None else problems
         d = cls()
-        return cls(
-            memory_unit=str(s.value("prefs/memory_unit", d.memory_unit)),
-            theme=str(s.value("prefs/theme", d.theme)),
-            matmul=float(s.value("prefs/matmul", d.matmul)),
-            memory_bandwidth=float(s.value("prefs/memory_bandwidth", d.memory_bandwidth)),
-            network=float(s.value("prefs/network", d.network)),
-        )
+
+        def choice(key: str, allowed: tuple[str, ...]) -> str:
+            raw = s.value(f"prefs/{key}", getattr(d, key))
+            if isinstance(raw, str) and raw in allowed:
+                return raw
+            problems.append(f"Preference {key} = {str(raw)[:40]!r} is not one of {', '.join(allowed)}; "
+                            f"using {getattr(d, key)}")
+            return getattr(d, key)
+
+        def fraction(key: str) -> float:
+            raw = s.value(f"prefs/{key}", getattr(d, key))
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                value = math.nan
+            if math.isfinite(value) and 0.0 <= value <= 1.0:
+                return value
+            problems.append(f"Preference {key} efficiency = {str(raw)[:40]!r} is not a fraction between 0 and 1; "
+                            "using the catalog default")
+            return getattr(d, key)
+
+        return cls(memory_unit=choice("memory_unit", MEMORY_UNITS), theme=choice("theme", THEMES),
+                   matmul=fraction("matmul"), memory_bandwidth=fraction("memory_bandwidth"),
+                   network=fraction("network"))
 
     def save(self, s: QSettings) -> None:
         for key in ("memory_unit", "theme", "matmul", "memory_bandwidth", "network"):

@@ -1,13 +1,24 @@
 """The estimate as rows of explained figures (Qt-free): what the results table shows,
-what "Export report" writes (Markdown, CSV) and what "Copy as text" copies. One list,
-so the three never disagree. Every value is a ``Figure`` straight from ``estimate``.
+what "Export report" writes (Markdown, CSV, HTML) and what "Copy as text" copies. One list,
+so they never disagree. Every value is a ``Figure`` straight from ``estimate``.
+
+Every export opens with the same ``header``: plan name, model, GPU × count, workload,
+layout, engine or framework, app version and date, so a colleague who only gets the file
+knows what was planned (issue 18: an export said "Untitled plan" and nothing else). The CSV
+is one header row and one row per plan, numbers as numbers with the unit in the column
+name (``inference_weights_gib`` = 15.0, not "7.62 B"), so plans exported one after another
+paste under each other in a spreadsheet.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from llmplan.core import present
 from llmplan.core.explain import Figure
@@ -133,6 +144,46 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
     return out
 
 
+WORKLOADS = {"pretrain": "pre-training", "finetune": "fine-tuning", "inference": "inference"}
+
+
+def header(doc: Any, scenario: Scenario | None, version: str, when: datetime | None = None) -> list[tuple[str, str]]:
+    """(label, value) pairs that say what was planned; ``scenario`` (the resolved plan) names the model,
+    GPU and profiles as the catalogs spell them, the document alone gives ids."""
+    when = when or datetime.now(UTC)
+    model = scenario.model.name if scenario is not None else (doc.model.name or doc.model.id or "custom model")
+    if doc.model.id and doc.model.id != model:
+        model = f"{model} ({doc.model.id})"
+    hw = doc.hardware
+    gpus = hw.gpus_per_node * hw.nodes
+    gpu = scenario.cluster.gpu.name if scenario is not None else (hw.gpu or "custom GPU")
+    nodes = f" ({hw.nodes} nodes × {hw.gpus_per_node})" if hw.nodes > 1 else ""
+    par = scenario.parallelism if scenario is not None else doc.parallelism
+    layout = " · ".join(f"{k.upper()} {getattr(par, k)}" for k in ("tp", "pp", "dp", "cp", "ep")
+                        if getattr(par, k) > 1 or k == "dp") or "one GPU"
+    if doc.workload == "inference":
+        runtime = ("Engine", scenario.engine_profile.name if scenario is not None and scenario.engine_profile
+                   else doc.inference.engine)
+        work = f"inference, {doc.inference.weight_format} weights, batch {doc.inference.batch:,}"
+    else:
+        prof = scenario.framework_profile if scenario is not None else None
+        runtime = ("Framework", prof.name if prof is not None else doc.training.framework)
+        work = f"{WORKLOADS.get(doc.workload, doc.workload)}, {doc.training.method}, {doc.training.seq_len:,}-token sequences"
+    return [("Plan", doc.name or "Untitled plan"), ("Model", model), ("GPUs", f"{gpu} × {gpus:,}{nodes}"),
+            ("Workload", work), ("Layout", layout), runtime, ("llmplan version", version),
+            ("Exported", when.strftime("%Y-%m-%d %H:%M UTC"))]
+
+
+def title_of(head: list[tuple[str, str]]) -> str:
+    """The report's title: the plan's name, or for an unnamed plan what it plans ("Llama 3 8B on H100 × 8")."""
+    fields = dict(head)
+    name = fields.get("Plan", "")
+    if name and name != "Untitled plan":
+        return name
+    model = fields.get("Model", "model").split(" (")[0]
+    return f"{model} on {fields.get('GPUs', 'GPUs')}"
+
+
 def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "") -> str:
     lines = [title] if title else []
     lines.append(verdict(est, unit))
@@ -145,8 +196,16 @@ def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "") -> st
     return "\n".join(lines) + "\n"
 
 
-def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes: str = "") -> str:
-    out = [f"# {title or 'llmplan report'}", "", f"**{verdict(est, unit)}**", ""]
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes: str = "",
+                head: list[tuple[str, str]] | None = None) -> str:
+    out = [f"# {title or 'llmplan report'}", ""]
+    if head:
+        out += ["| | |", "|---|---|", *(f"| {_md(k)} | {_md(v)} |" for k, v in head), ""]
+    out += [f"**{verdict(est, unit)}**", ""]
     if notes:
         out += [notes, ""]
     section = ""
@@ -159,14 +218,59 @@ def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes:
     return "\n".join(out) + "\n"
 
 
-def as_csv(est: Estimate | Evaluation) -> str:
-    """Raw SI values (bytes, seconds...) so a spreadsheet can compute with them."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["section", "figure", "value", "unit", "formula", "source"])
+# core unit -> (column suffix, factor from the core's SI value); memory follows the person's unit
+_CSV_UNITS = {"s": ("s", 1.0), "h": ("h", 1.0), "B/s": ("gb_per_s", 1e-9), "FLOP": ("flop", 1.0),
+              "FLOP/s": ("tflop_per_s", 1e-12), "tokens/s": ("tokens_per_s", 1.0), "USD": ("usd", 1.0),
+              "W": ("w", 1.0), "J": ("j", 1.0), "kWh": ("kwh", 1.0), "params": ("params", 1.0)}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def csv_columns(est: Estimate | Evaluation, unit: MemoryUnit) -> list[tuple[str, Any]]:
+    """(column name with its unit, value) for every figure: numbers as numbers (memory in the person's unit,
+    rates per second, ratios as fractions, counts as counts), sentences as text."""
+    cols: list[tuple[str, Any]] = [("parameters_total_count", est.params.total)]
+    if est.params.active != est.params.total:
+        cols.append(("parameters_active_count", est.params.active))
+    warnings: list[str] = []
     for r in rows(est):
-        if r.figure is not None:
-            w.writerow([r.section, r.label, repr(r.figure.value), r.figure.unit, r.figure.formula, r.figure.source])
+        if r.section == "Warnings":
+            warnings.append(r.text)
+            continue
+        name = slug(f"{r.section} {r.label}")
+        if r.figure is None:
+            if r.section != "Model":
+                cols.append((f"{name}_text" if r.section != "Bottleneck" else "bottleneck_text",
+                             r.text if r.section != "Bottleneck" else f"{r.label}: {r.text}"))
+            continue
+        fig = r.figure
+        if fig.unit == "B":
+            suffix, value = unit.name.lower(), unit.value(fig.value)
+        elif fig.unit == "1":
+            suffix, value = ("count", fig.value) if r.style == "count" else ("fraction", fig.value)
         else:
-            w.writerow([r.section, r.label, r.text, "", "", ""])
+            suffix, factor = _CSV_UNITS.get(fig.unit, (slug(fig.unit), 1.0))
+            value = fig.value * factor
+        cols.append((f"{name}_{suffix}", value if math.isfinite(value) else ""))
+    if warnings:
+        cols.append(("warnings_text", " | ".join(warnings)))
+    return cols
+
+
+def as_csv(est: Estimate | Evaluation, unit: MemoryUnit | None = None, head: list[tuple[str, str]] | None = None) -> str:
+    """One header row and one data row: the ``header`` fields, then every figure with its unit in the column
+    name. Numbers are written as Python writes floats (round-trip exact); a spreadsheet reads them as numbers."""
+    unit = unit or MemoryUnit()
+    cols = [(slug(k), v) for k, v in (head or [])] + csv_columns(est, unit)
+    seen: dict[str, int] = {}
+    names = []
+    for name, _ in cols:  # two collectives of one kind on different links: keep both columns
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(names)
+    w.writerow([repr(v) if isinstance(v, float) else v for _, v in cols])
     return buf.getvalue()

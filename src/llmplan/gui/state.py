@@ -23,13 +23,41 @@ from llmplan.plan.document import PlanDocument
 DEBOUNCE_MS = 30
 
 
-class EditCommand(QUndoCommand):
-    """Adapter: a Qt undo command around a Qt-free edit record."""
+_MERGE_IDS: dict[str, int] = {}
 
-    def __init__(self, state: PlanState, record: Edit | Replace) -> None:
+
+def merge_id(key: str | None) -> int:
+    """A stable positive id per merge key (a plan field): ``QUndoStack`` merges a pushed command into
+    the one on top only when both report the same ``id()``; -1 never merges."""
+    if not key:
+        return -1
+    return _MERGE_IDS.setdefault(key, len(_MERGE_IDS) + 1)
+
+
+class EditCommand(QUndoCommand):
+    """Adapter: a Qt undo command around a Qt-free edit record. Commands with the same ``merge``
+    key (the field an editor is bound to) merge when pushed one after another, so a burst of
+    changes to one knob (spin-arrow clicks, typed numbers) is one undo step; another field, a
+    model pick or a save in between starts a new one (Qt never merges across the clean state)."""
+
+    def __init__(self, state: PlanState, record: Edit | Replace, merge: str | None = None) -> None:
         super().__init__(record.text)
         self._state = state
         self._record = record
+        self._merge = merge
+
+    def id(self) -> int:
+        return merge_id(self._merge)
+
+    def mergeWith(self, other: QUndoCommand) -> bool:
+        if not isinstance(other, EditCommand) or other._merge != self._merge or self._merge is None:
+            return False
+        joined = self._record.merged(other._record)
+        if joined is None:
+            return False
+        self._record = joined
+        self.setObsolete(joined.is_noop)  # back where it started: the step leaves the history
+        return True
 
     def redo(self) -> None:
         self._state._set_doc(self._record.apply(self._state.doc))
@@ -66,8 +94,9 @@ class PlanState(QObject):
         return not self.undo_stack.isClean()
 
     # ---- editing ------------------------------------------------------------------
-    def edit(self, path: str, value: Any, text: str = "") -> bool:
-        """Set one field as an undoable edit; False (and ``edit_refused``) when invalid."""
+    def edit(self, path: str, value: Any, text: str = "", merge: str | None = None) -> bool:
+        """Set one field as an undoable edit; False (and ``edit_refused``) when invalid. Edits with the
+        same ``merge`` key in a row are one undo step (the bound editors pass their field)."""
         if self.get(path) == value:
             return True
         record = Edit.of(self.doc, path, value, text)
@@ -76,10 +105,10 @@ class PlanState(QObject):
         except Exception as exc:
             self.edit_refused.emit(str(exc))
             return False
-        self.undo_stack.push(EditCommand(self, record))
+        self.undo_stack.push(EditCommand(self, record, merge))
         return True
 
-    def edit_many(self, changes: dict[str, Any], text: str) -> bool:
+    def edit_many(self, changes: dict[str, Any], text: str, merge: str | None = None) -> bool:
         """Several fields as one undo step (apply an Auto result, pick a model...)."""
         new = self.doc
         try:
@@ -90,7 +119,7 @@ class PlanState(QObject):
             return False
         if new == self.doc:
             return True
-        self.undo_stack.push(EditCommand(self, Replace(self.doc, new, text)))
+        self.undo_stack.push(EditCommand(self, Replace(self.doc, new, text), merge))
         return True
 
     def replace(self, doc: PlanDocument, text: str = "Replace plan") -> None:

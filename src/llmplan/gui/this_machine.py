@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from llmplan.core.present import one_line
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
+from llmplan.gui.wording import for_app
 
 DEBOUNCE_MS = 120
 MAX_CHANGES = 3
@@ -178,7 +179,7 @@ class ThisMachine(QWidget):
         self.verdict.setText(one_line(fit.verdict))
         self.verdict.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}" if colour else "")
         tips = list(dict.fromkeys([*(lim.sentence for lim in fit.limits), *fit.notes, *fit.machine.notes]))
-        self.verdict.setToolTip("\n".join(tips) if tips else fit.verdict)
+        self.verdict.setToolTip(for_app("\n".join(tips)) if tips else fit.verdict)  # no command-line hints
         self.verdict.setAccessibleDescription(one_line(fit.verdict))
         shown = fit.changes[:MAX_CHANGES] if not fit.fits else ()
         if not shown:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from llmplan.formats.atomic import atomic_write
 from llmplan.gui import backend, dialogs, files, report
+from llmplan.gui.wording import for_app
 from llmplan.plan.document import PlanDocument
 
 
@@ -46,9 +47,53 @@ class FileActions:
     def open_dialog(self) -> None:
         if not self.maybe_save():
             return
-        paths = dialogs.open_paths(self, "Open plan", dialogs.PLAN_FILTER)
+        paths = dialogs.open_paths(self, "Open plan", dialogs.PLAN_FILTER, str(self.start_folder()))
         if paths:
             self.open_path(paths[0], ask=False)
+
+    def start_folder(self) -> Path:
+        """Where file dialogs start: the folder last opened from or saved to, else Documents, else home
+        (never "/", where Qt's dialog starts without one)."""
+        return files.start_folder(self.settings.value("ui/last_folder"))
+
+    def remember_folder(self, path: Path) -> None:
+        folder = Path(path).parent if not Path(path).is_dir() else Path(path)
+        self.settings.setValue("ui/last_folder", str(folder))
+
+    # ---- messages ----------------------------------------------------------------------------
+    def say(self, message: str, ms: int = 8000) -> None:
+        """A passing status line, in the app's words (``wording.for_app``)."""
+        self.statusBar().showMessage(for_app(message), ms)
+
+    def notices(self):
+        """The closable banner above the model list: problems stay until dismissed (``notice``)."""
+        banner = getattr(self, "_notices", None)
+        if banner is None:
+            from llmplan.gui.notice import NoticeBanner
+
+            banner = self._notices = NoticeBanner()
+            self.models.layout().insertWidget(0, banner)
+        return banner
+
+    # ---- models ------------------------------------------------------------------------------
+    def import_files(self, paths: list[Path]) -> None:
+        """Import model files (the Import… dialog, a drop, a file given at start): each good one becomes the
+        plan's model as one undo step with what its file says (a GGUF's weight format); each bad one is a
+        line in the banner that stays until dismissed."""
+        from llmplan.gui.importing import import_model
+
+        for path in paths:
+            try:
+                imported = import_model(path, self.state.doc.inference.engine)
+            except Exception as exc:
+                name = Path(path).name
+                text = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ").removeprefix(f"{name}: ")
+                self.notices().add(f"Could not import {name}: {text}")
+                continue
+            self.remember_folder(Path(path))
+            self.models.reload(refresh=True)
+            if self.state.edit_many(imported.changes, f"Import {imported.ref.name}"):
+                self.say(imported.note)
 
     def open_path(self, path: Path, ask: bool = True) -> bool:
         if ask and not self.maybe_save():
@@ -61,6 +106,7 @@ class FileActions:
             return False
         self.state.load(doc, Path(path))
         self._add_recent(Path(path))
+        self.remember_folder(Path(path))
         self.statusBar().showMessage(f"Opened {path}", 5000)
         return True
 
@@ -70,7 +116,7 @@ class FileActions:
         return self._write(self.state.path)
 
     def save_as(self) -> bool:
-        suggested = str(self.state.path or Path.home() / f"{self.state.doc.name or 'plan'}.llmplan")
+        suggested = str(self.state.path or self.start_folder() / f"{files.safe_stem(self.state.doc.name)}.llmplan")
         path = dialogs.save_path(self, "Save plan", suggested, dialogs.PLAN_FILTER)
         if path is None:
             return False
@@ -86,6 +132,7 @@ class FileActions:
             return False
         self.state.mark_saved(path)
         self._add_recent(path)
+        self.remember_folder(path)
         self.autosave_slot.clear()
         self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
@@ -111,7 +158,7 @@ class FileActions:
             try:
                 self.autosave_slot.write(self.state.doc, self.state.path)
             except Exception as exc:  # autosave failing must never interrupt work
-                self.statusBar().showMessage(f"Autosave failed: {exc}", 8000)
+                self.say(f"Autosave failed: {exc}")
 
     def offer_recovery(self) -> None:
         """Offered at every start, also when a plan was opened from the command line or by a
@@ -124,10 +171,9 @@ class FileActions:
         if found is None:
             return
         opened = self.state.path
-        where = f" from {found.origin.name}" if found.origin else ""
         instead = f" instead of {opened.name}" if opened and opened != found.origin else ""
-        answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover the "
-                             f"unsaved plan{where}{instead}?", ("Yes", "No"))
+        answer = dialogs.ask(self, "Recover plan", "llmplan did not close cleanly last time. Recover "
+                             f"{found.describe()}{instead}?", ("Yes", "No"))
         if answer == "Yes":
             self.state.load(found.doc, found.origin)
             self.state.undo_stack.resetClean()  # recovered work is unsaved
@@ -146,29 +192,73 @@ class FileActions:
             return None
         return out.estimate
 
-    def export_markdown(self) -> None:
+    def export_header(self) -> list[tuple[str, str]]:
+        """What was planned, at the top of every export (``report.header``)."""
+        out = self.state.outcome
+        return report.header(self.state.doc, out.scenario if out else None, backend.version())
+
+    def _export_title(self) -> str:
+        return report.title_of(self.export_header())
+
+    def _export_target(self, title: str, name: str, filters: str) -> Path | None:
+        stem = files.safe_stem(self.state.doc.name if self.state.doc.name != "Untitled plan" else "llmplan-report")
+        path = dialogs.save_path(self, title, str(self.start_folder() / f"{stem}{name}"), filters)
+        if path is not None:
+            self.remember_folder(path)
+        return path
+
+    def _export(self, title: str, suffix: str, filters: str, make) -> None:
+        """Ask where, then write ``make(estimate)`` there (``_export_file``); nothing to export is a dialog."""
         est = self._estimate_or_complain()
         if est is None:
             return
-        path = dialogs.save_path(self, "Export report", "llmplan-report.md", "Markdown (*.md)")
+        path = self._export_target(title, suffix, filters)
         if path:
-            self._export_text(path, lambda: report.as_markdown(est, self.unit, self.state.doc.name,
-                                                               self.state.doc.notes))
+            self._export_file(path, lambda: make(est))
+
+    def export_markdown(self) -> None:
+        self._export("Export report", ".md", "Markdown (*.md)", lambda est: report.as_markdown(
+            est, self.unit, self._export_title(), self.state.doc.notes, self.export_header()))
 
     def export_csv(self) -> None:
-        est = self._estimate_or_complain()
-        if est is None:
-            return
-        path = dialogs.save_path(self, "Export breakdown", "llmplan-breakdown.csv", "CSV (*.csv)")
-        if path:
-            self._export_text(path, lambda: report.as_csv(est))
+        self._export("Export figures", ".csv", "CSV (*.csv)",
+                     lambda est: report.as_csv(est, self.unit, self.export_header()))
 
-    def _export_text(self, path: Path, make) -> bool:
-        """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder
-        or a full disk is a dialog with the reason, not a traceback."""
+    def _chart_pngs(self) -> list[tuple[str, bytes]]:
+        if self.charts is None:
+            return []
+        from llmplan.gui.export import chart_pngs
+
+        return [(title, png) for _tab, title, png in chart_pngs(self.charts)]
+
+    def _report_html(self, est, embed: bool) -> tuple[str, list[tuple[str, bytes]]]:
+        from llmplan.gui.report_html import as_html
+
+        charts = self._chart_pngs()
+        return as_html(est, self.unit, self._export_title(), self.export_header(), charts, self.state.doc.notes,
+                       embed=embed), charts
+
+    def export_html(self) -> None:
+        """A one-file HTML report with the charts embedded; opens in any browser and prints."""
+        self._export("Export report as HTML", ".html", "HTML (*.html *.htm)",
+                     lambda est: self._report_html(est, embed=True)[0])
+
+    def export_pdf(self) -> None:
+        """The same report as a PDF, printed by Qt (``gui.export.pdf_bytes``)."""
+        from llmplan.gui.export import pdf_bytes
+
+        def make(est) -> bytes:
+            page, charts = self._report_html(est, embed=False)
+            return pdf_bytes(page, [png for _t, png in charts])
+
+        self._export("Export report as PDF", ".pdf", "PDF (*.pdf)", make)
+
+    def _export_file(self, path: Path, make) -> bool:
+        """Write an export atomically, like every writer (``llmplan.formats.atomic``); an unwritable folder, a
+        full disk or anything else that goes wrong is a dialog with the reason, never a traceback."""
         try:
             atomic_write(path, make())
-        except (OSError, UnicodeEncodeError) as exc:
+        except Exception as exc:
             dialogs.error(self, "Cannot export", f"{path}: {getattr(exc, 'strerror', None) or exc}")
             return False
         self.statusBar().showMessage(f"Wrote {path}", 5000)
@@ -177,13 +267,14 @@ class FileActions:
     def export_charts(self) -> None:
         if self.charts is None:
             return
-        folder = dialogs.open_folder(self, "Export charts to folder")
+        folder = dialogs.open_folder(self, "Export charts to folder", str(self.start_folder()))
         if folder:
             try:
                 written = self.charts.export_png(folder)
-            except OSError as exc:
-                dialogs.error(self, "Cannot export", f"{folder}: {exc.strerror or exc}")
+            except Exception as exc:
+                dialogs.error(self, "Cannot export", f"{folder}: {getattr(exc, 'strerror', None) or exc}")
                 return
+            self.remember_folder(folder)
             self.statusBar().showMessage(f"Wrote {len(written)} PNG files to {folder}", 5000)
 
     def copy_text(self) -> None:

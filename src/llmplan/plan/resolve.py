@@ -141,8 +141,13 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
     if doc.workload != "inference":
         return None
     from llmplan.catalog.engines import engine_profile
+    from llmplan.core.engine_profile import check_weight_format
 
-    return engine_profile(doc.inference.engine)
+    prof = engine_profile(doc.inference.engine)
+    why = check_weight_format(prof, doc.inference.weight_format)
+    if why:
+        raise PlanFileError(f"inference.weight_format: {why} (change inference.engine or the weight format)")
+    return prof
 
 
 def resolve_framework_profile(doc: PlanDocument) -> Any:

@@ -1,0 +1,45 @@
+"""Issue 18 item 11: an engine accepts only the weight formats it loads (catalog data, checked in plan.resolve)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from llmplan.catalog.engines import engine_profile
+from llmplan.core.engine_profile import EngineProfile, check_weight_format
+from llmplan.errors import PlanFileError
+from llmplan.gui.backend import default_plan
+from llmplan.gui.commands import set_path
+from llmplan.plan.resolve import resolve
+
+
+def _plan(engine: str, fmt: str):
+    doc = set_path(default_plan(), "workload", "inference")
+    return set_path(set_path(doc, "inference.engine", engine), "inference.weight_format", fmt)
+
+
+def test_mlx_refuses_a_gguf_preset_naming_what_it_loads():
+    with pytest.raises(PlanFileError) as err:
+        resolve(_plan("mlx", "q4_k_m"))
+    text = str(err.value)
+    assert text.startswith("inference.weight_format: MLX (mlx-lm) does not load q4_k_m")
+    assert "mlx-4bit" in text and "fp16/bf16/fp32" in text
+
+
+@pytest.mark.parametrize("engine,fmt", [("mlx", "mlx-4bit"), ("mlx", "bf16"), ("llama.cpp", "q4_k_m"),
+                                        ("llama.cpp", "f16"), ("ollama", "q8_0"), ("vllm", "awq-4bit"),
+                                        ("vllm", "q4_k_m"), ("tgi", "gptq-4bit")])
+def test_formats_the_engine_loads_resolve(engine, fmt):
+    assert resolve(_plan(engine, fmt)).engine_profile is not None
+
+
+@pytest.mark.parametrize("engine,fmt", [("llama.cpp", "mlx-4bit"), ("llama.cpp", "awq-4bit"), ("ollama", "nf4"),
+                                        ("tgi", "q4_k_m"), ("mlx", "gptq-4bit")])
+def test_formats_the_engine_does_not_load_are_refused(engine, fmt):
+    assert check_weight_format(engine_profile(engine), fmt) is not None
+
+
+def test_no_list_means_any_format_and_unknown_kinds_are_refused():
+    assert check_weight_format(EngineProfile(), "mlx-4bit") is None
+    with pytest.raises(ValidationError):
+        EngineProfile(weight_formats=("safetensors",))
