@@ -17,4 +17,20 @@ if "LLMPLAN_DATA_DIR" not in os.environ:
     os.environ["LLMPLAN_DATA_DIR"] = _data_dir
     atexit.register(shutil.rmtree, _data_dir, True)
 
+import gc
+
+import pytest
+
 from tests.fake_hub import fake_hub  # noqa: F401  (fixture: a local fake Hugging Face Hub, tests/fake_hub.py)
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collected_on_the_main_thread():
+    """Once a window has switched Python's automatic collection off (llmplan.gui.main_thread_gc: a
+    collection in a worker thread would destroy widgets there), tests without an event loop for its
+    timer still get the collections that are due, on this, the main thread."""
+    yield
+    if not gc.isenabled():
+        from llmplan.gui.main_thread_gc import collect_due
+
+        collect_due()

@@ -67,3 +67,7 @@ def window(qtbot, settings, fake_dialogs):
     w.state.undo_stack.setClean()  # closing must not prompt
     if w.charts is not None:
         w.charts.wait_idle()
+    for worker in (w.results.fixes, w.this_machine):  # nothing of this window still computing in a thread
+        pool = getattr(worker, "_pool", None)
+        if pool is not None:
+            pool.waitForDone(60_000)

@@ -54,7 +54,7 @@ def test_csv_has_numbers_and_units_in_the_header(window, qtbot, isolated, fake_d
     assert len(table) == 1
     row = table[0]
     i = out.estimate.inference
-    assert float(row["inference_weights_gib"]) == pytest.approx(i.weight_bytes.value / 2**30, rel=1e-12)
+    assert float(row["inference_weights_whole_model_all_gpus_gib"]) == pytest.approx(i.weight_bytes.value / 2**30, rel=1e-12)
     assert float(row["inference_throughput_all_users_tokens_per_s"]) == pytest.approx(i.tokens_per_s.value,
                                                                                         rel=1e-12)
     assert float(row["inference_time_to_first_token_s"]) == pytest.approx(i.ttft_s.value, rel=1e-12)

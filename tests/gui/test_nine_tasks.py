@@ -54,8 +54,12 @@ def test_70b_q4_k_m_with_llama_cpp(window, words, row, capacity_gib):
     doc = window.state.doc
     assert (doc.workload, doc.inference.engine, doc.inference.weight_format) == ("inference", "llama-cpp", "q4_k_m")
     text = shown(window)
-    assert text.startswith("Fits"), text
-    assert number(text, r"of ([0-9.]+) GiB per GPU") == pytest.approx(capacity_gib, abs=0.05)
+    if capacity_gib < 40:  # 42.5 GB of weights on a 24 GB card: llama.cpp keeps some layers in CPU RAM (amber tier)
+        assert text.startswith("Fits with offload:"), text
+        assert 0 < number(text, r": ([0-9]+) of 80 layers in CPU RAM") < 80
+    else:
+        assert text.startswith("Fits:"), text
+        assert number(text, r"of ([0-9.]+) GiB per GPU") == pytest.approx(capacity_gib, abs=0.05)
     load = window.results.value_of("Weights to load")  # the whole model read at start-up
     assert number(load, r"([0-9.,]+) GiB") * 1024**3 / 1e9 == pytest.approx(42.5, rel=0.04), load
 

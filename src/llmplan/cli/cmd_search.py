@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     refine = None if args.quick else estimate
     if target_table.wanted(args):
         gpus = target_table.gpu_list(args)
-        args.gpu = gpus[0] if gpus else None
+        args.gpu = [gpus[0]] if gpus else None  # --gpu is repeatable (a list): the first type builds the plan
         if args.model and not args.gpu:
             args.overrides = ["hardware.gpu=nvidia-h100-sxm-80gb", *args.overrides]  # replaced per GPU type
         return target_table.run(document_from_args(args), args, refine, gpus)

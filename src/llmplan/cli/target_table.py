@@ -28,8 +28,10 @@ def wanted(args: argparse.Namespace) -> bool:
 
 
 def gpu_list(args: argparse.Namespace) -> list[str]:
-    """``--gpu a,b,c`` in target mode: the GPU types to compare (default: the catalog's training GPUs)."""
-    return [g.strip() for g in (args.gpu or "").split(",") if g.strip()]
+    """``--gpu a,b,c`` (or ``--gpu a --gpu b``) in target mode: the GPU types to compare (default: the
+    catalog's training GPUs)."""
+    values = [args.gpu] if isinstance(args.gpu, str) else (args.gpu or [])
+    return [g.strip() for v in values for g in str(v).split(",") if g.strip()]
 
 
 def answer_json(a: TargetAnswer) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
 from llmplan.gui.importing import is_plan_file
 from llmplan.gui.layout_editor import LayoutEditor
+from llmplan.gui.main_thread_gc import install as collect_garbage_on_this_thread
 from llmplan.gui.model_picker import ModelPicker
 from llmplan.gui.panes import FittingSplitter, PaneScroll
 from llmplan.gui.preferences import Preferences, PreferencesDialog
@@ -35,6 +36,7 @@ from llmplan.plan.document import PlanDocument
 class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
         super().__init__()
+        collect_garbage_on_this_thread()  # never in a worker: it would destroy widgets there (main_thread_gc)
         self.settings = settings or QSettings("llmplan", "llmplan")
         pref_problems: list[str] = []
         self.prefs = Preferences.load(self.settings, pref_problems)  # bad stored values fall back, with a notice

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from llmplan.gui.this_machine import change_title, wait_for_worker
 
@@ -61,6 +61,10 @@ class PlanFixes(QWidget):
             b.setAccessibleName(f"Fix {i + 1}")
             b.setStyleSheet("QPushButton { text-align: left; text-decoration: underline; padding: 1px 4px; }")
             b.clicked.connect(lambda _c=False, i=i: self.apply(i))
+            # a long fix never widens the results pane (no sideways scrolling at 1,024 px): it is elided to the
+            # pane's width, the whole sentence in its tooltip and accessible name
+            b.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+            b.setProperty("full_text", "")
             b.hide()
             lay.addWidget(b)
             self.buttons.append(b)
@@ -118,12 +122,22 @@ class PlanFixes(QWidget):
         for i, b in enumerate(self.buttons):
             if i < len(self.fixes):
                 c = self.fixes[i]
-                b.setText(f"{i + 1}. {change_title(c.sentence)}")
+                b.setProperty("full_text", f"{i + 1}. {change_title(c.sentence)}")
+                self._elide(b)
                 b.setToolTip(f"{c.sentence}\n\nsets: {', '.join(c.overrides)}")
                 b.setAccessibleName(change_title(c.sentence))
                 b.show()
             else:
                 b.hide()
+
+    def _elide(self, b: QPushButton) -> None:
+        room = max(self.width() - 24, 40)  # the layout's margins and the button's padding
+        b.setText(b.fontMetrics().elidedText(str(b.property("full_text") or ""), Qt.TextElideMode.ElideRight, room))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        for b in self.buttons:
+            self._elide(b)
 
     def apply(self, index: int) -> bool:
         """Emit the plan with fix ``index`` applied."""

@@ -6,7 +6,7 @@ Every export opens with the same ``header``: plan name, model, GPU × count, wor
 layout, engine or framework, app version and date, so a colleague who only gets the file
 knows what was planned (issue 18: an export said "Untitled plan" and nothing else). The CSV
 is one header row and one row per plan, numbers as numbers with the unit in the column
-name (``inference_weights_gib`` = 15.0, not "7.62 B"), so plans exported one after another
+name (``inference_weights_whole_model_all_gpus_gib`` = 15.0, not "7.62 B"), so plans exported one after another
 paste under each other in a spreadsheet.
 """
 
