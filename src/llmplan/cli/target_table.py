@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from llmplan.cli.mixed_cards import gpu_ids
 from llmplan.core import present
 from llmplan.errors import InputError
 from llmplan.plan.document import PlanDocument
@@ -29,9 +30,8 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def gpu_list(args: argparse.Namespace) -> list[str]:
     """``--gpu a,b,c`` (or ``--gpu a --gpu b``) in target mode: the GPU types to compare (default: the
-    catalog's training GPUs)."""
-    values = [args.gpu] if isinstance(args.gpu, str) else (args.gpu or [])
-    return [g.strip() for v in values for g in str(v).split(",") if g.strip()]
+    catalog's training GPUs). The same parsing as a mixed-card machine's ``--gpu`` values."""
+    return gpu_ids(args.gpu)
 
 
 def answer_json(a: TargetAnswer) -> dict[str, Any]:
