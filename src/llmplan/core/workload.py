@@ -25,7 +25,7 @@ Recompute = Literal["none", "selective", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
-Loss = Literal["auto", "fp32_logits", "upcast", "fused_linear", "chunked"]
+Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "fused_linear", "chunked"]
 Batching = Literal["packed", "padded"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
@@ -79,7 +79,8 @@ class TrainingSettings(FrozenModel):
         "auto", description="how the loss treats the logits; auto: the framework's (upcast for Hugging Face, "
         "fp32_logits for Megatron, fused_linear with Liger); fused_linear: a chunked fused linear cross-entropy "
         "(Liger, unsloth) that never materialises the logits; chunked: the head and an fp32 cross-entropy run "
-        "over 8 chunks of the tokens (torchtune's LinearCrossEntropyLoss)",
+        "over 8 chunks of the tokens (torchtune's LinearCrossEntropyLoss); upcast_shifted: upcast as transformers "
+        "did until PR #35646 (merged 2025-01-13, after 4.48.0), with a second, shifted fp32 copy of the logits",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "

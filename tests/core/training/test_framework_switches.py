@@ -113,6 +113,21 @@ def test_chunked_loss_keeps_fp32_log_probs_only():
         (12 - 4 - 10 / 8) * logits, rel=0.02)
 
 
+def test_shifted_upcast_holds_a_second_fp32_copy_of_the_logits():
+    """transformers until PR #35646 (huggingface/transformers, merged 2025-01-13): ForCausalLMLoss did
+    ``logits.float()`` then ``logits[..., :-1, :].contiguous()``, so the loss forward held bf16 (2 B), fp32 (4 B),
+    the shifted fp32 copy (4 B) and the log-probabilities (4 B): 14 B per logit against 10 today. Both then hold
+    12 B in the loss backward (two fp32 gradients beside the log-probabilities), today's peak: the peak moves to
+    the forward and rises by 14 - 12 = 2 B per logit (LoRA, recomputed blocks; exact to rounding)."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full", method="lora")
+    _, now = _run(**kw)
+    _, old = _run(loss="upcast_shifted", **kw)
+    assert now.memory.activations.value > 0
+    assert old.memory.activations.value - now.memory.activations.value == pytest.approx(2.0 * 4 * 2048 * 128_256,
+                                                                                        rel=1e-6)
+    assert old.compute.step_time_s.value > now.compute.step_time_s.value  # the copy and its slice backward
+
+
 def test_compiled_chunked_loss_keeps_bf16_logits():
     """Compiled (torchtune compile_loss), Inductor saves each chunk's bf16 logits (2 B per logit) instead of
     the fp32 log-probabilities (4 B), and the backward writes one chunk's bf16 gradient (2 B) instead of

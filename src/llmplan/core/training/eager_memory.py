@@ -8,7 +8,9 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
   checkpointing only each block's input), the final norm's and head's inputs, autocast's 16-bit
   copies of fp32 weights (saved for the backward, or cached until the forward ends), and the
   loss's logits: transformers' ForCausalLMLoss keeps the bf16 logits (2 B), their fp32 copy
-  (4 B) and log-softmax's fp32 output (4 B) — 10 bytes per logit;
+  (4 B) and log-softmax's fp32 output (4 B) — 10 bytes per logit; transformers until PR #35646
+  (merged 2025-01-13, loss ``upcast_shifted``) also made ``logits[..., :-1, :].contiguous()``, a second
+  fp32 copy alive beside the first while the loss ran — 14 bytes per logit;
 - loss backward: NLL's gradient and log-softmax's input gradient (fp32 each) beside the saved
   log-probabilities — 12 bytes per logit — and the head's gradient as soon as it exists;
 - backward through the blocks: the gradients accumulate while the saved tensors are freed — it starts with
@@ -49,8 +51,11 @@ from llmplan.core.training.states import StateBytes
 from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
 from llmplan.core.workload import TrainingSettings
 
-LOSS_FORWARD_BYTES = {"upcast": 10.0, "fp32_logits": 6.0}  # per logit: (bf16 + fp32 copy +) fp32 log-probs
-LOSS_BACKWARD_BYTES = {"upcast": 12.0, "fp32_logits": 12.0}
+# per logit: (bf16 + fp32 copy + the shifted fp32 copy +) fp32 log-probs
+LOSS_FORWARD_BYTES = {"upcast": 10.0, "upcast_shifted": 14.0, "fp32_logits": 6.0}
+# NLL's and log-softmax's fp32 input gradients beside the saved log-probs; the shifted loss's slice backward
+# (a zero-filled fp32 gradient, 4 B, and the shifted gradient copied in) comes after them and holds 8 B
+LOSS_BACKWARD_BYTES = {"upcast": 12.0, "upcast_shifted": 12.0, "fp32_logits": 12.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,16 @@ class EagerPeak:
     phases: dict[str, float]  # transient bytes of each phase, for the explanation
     offloaded: float = 0.0  # saved activations held in host memory (activation offload)
     blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
+
+
+def loss_bytes_per_logit(kind: str, compiled: bool) -> tuple[float, float]:
+    """Bytes per logit the loss holds at its forward and at its backward (module doc), for every loss but
+    Liger's fused linear one (whose chunk does not scale with the logits)."""
+    if kind == "chunked" and compiled:  # Inductor's partitioner keeps each chunk's bf16 logits
+        return 2.0, 2 + 2 / CHUNKED_LOSS_CHUNKS
+    if kind == "chunked":
+        return 4 + 6 / CHUNKED_LOSS_CHUNKS, 4 + 10 / CHUNKED_LOSS_CHUNKS
+    return LOSS_FORWARD_BYTES.get(kind, 10.0), LOSS_BACKWARD_BYTES.get(kind, 12.0)
 
 
 def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
@@ -108,15 +123,9 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         if kind == "fused_linear":
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
             loss_f = loss_b = 2 * chunk + 2 * T * h  # logits chunk (gradient in place) + hidden-state gradient
-        elif kind == "chunked" and tr.torch_compile:  # Inductor's partitioner keeps each chunk's bf16 logits
-            loss_f = 2.0 * head.logits
-            loss_b = (2 + 2 / CHUNKED_LOSS_CHUNKS) * head.logits
-        elif kind == "chunked":
-            loss_f = (4 + 6 / CHUNKED_LOSS_CHUNKS) * head.logits
-            loss_b = (4 + 10 / CHUNKED_LOSS_CHUNKS) * head.logits
         else:
-            loss_f = LOSS_FORWARD_BYTES.get(kind, 10.0) * head.logits
-            loss_b = LOSS_BACKWARD_BYTES.get(kind, 12.0) * head.logits
+            per_f, per_b = loss_bytes_per_logit(kind, bool(tr.torch_compile))
+            loss_f, loss_b = per_f * head.logits, per_b * head.logits
         if head.gemm.trainable:
             head_grad = head.gemm.n * head.gemm.k * st.grad_bytes
     head_grad = max(head_grad, held)  # an accumulated head gradient is among the held ones

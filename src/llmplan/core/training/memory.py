@@ -17,10 +17,10 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
-from llmplan.core.training.eager_memory import eager_peak
+from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
-from llmplan.core.training.ops import head_ops, layer_ops
+from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
 from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
@@ -206,6 +206,15 @@ def stage_name(lay: Layout, sm: StageMemory) -> str:
     return f"pipeline stage {sm.index + 1} of {lay.pp} ({held})"
 
 
+def _loss_terms(tr, prof: FrameworkProfile) -> str:
+    """The loss in effect and what it holds per logit, for the explanation (``eager_memory`` module doc)."""
+    kind = loss_kind(tr, prof)
+    if kind == "fused_linear":
+        return "fused_linear: one chunk of bf16 logits + the hidden states' gradient"
+    fwd, bwd = loss_bytes_per_logit(kind, bool(tr.torch_compile))
+    return f"{kind}: {fwd:g} B per logit in the forward, {bwd:g} B in the backward"
+
+
 def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     tr = sc.training
     st = sm.states
@@ -243,7 +252,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         a = Figure.of(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
                       "the head's inputs + the loss's logits at the peak phase",
                       {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
-                       "head_and_loss": sm.extra_activations, "recompute": tr.recompute,
+                       "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
+                       "recompute": tr.recompute,
                        "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
     else:
         a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",

@@ -343,8 +343,11 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
     loss = loss_kind(tr, prof)
-    if loss in ("upcast", "chunked"):  # chunked: the same upcast, a chunk at a time
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 1 if loss == "upcast" else 8, 1.0))
+    if loss in ("upcast", "upcast_shifted", "chunked"):  # chunked: the same upcast, a chunk at a time
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 8 if loss == "chunked" else 1, 1.0))
+    if loss == "upcast_shifted":  # .contiguous() of the shifted fp32 logits: read 4 B, write 4 B; its backward
+        # (SliceBackward) writes a zero-filled fp32 gradient and copies the shifted one into it: 12 B, 1.5x
+        ew.append(Elementwise("shifted logits .contiguous() copy", 8 * logits, 1, 1.5))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
