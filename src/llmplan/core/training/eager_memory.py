@@ -37,6 +37,12 @@ activation offload keeps about two blocks' saved tensors on the GPU (one where t
 layer input back only when it is recomputed: ``FrameworkProfile.offload_prefetch``) and the rest on the host.
 Autocast's weight copies are freed layer by layer as the backward allocates the (larger, fp32)
 gradients, so the backward phase counts the gradients alone.
+Under ZeRO-3 (FSDP2, as torchtune's distributed recipes shard every block with ``fully_shard``) a GPU
+holds, beside its shards, one block gathered with its unsharded gradients (``states.model_states``) and
+a second block's all-gather issued ahead of it (``prefetched_gather``). The reduce-scatter input of the
+block before, which FSDP2 keeps until the next block's post-backward, is the size of the head's
+gradient that the blocks' backward starts with (below) at the first block, and no larger than the
+gathered block's gradients after it.
 """
 
 from __future__ import annotations
@@ -67,6 +73,18 @@ class EagerPeak:
     phases: dict[str, float]  # transient bytes of each phase, for the explanation
     offloaded: float = 0.0  # saved activations held in host memory (activation offload)
     blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
+
+
+def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkProfile) -> float:
+    """Bytes of the all-gather FSDP2 keeps ahead of the block computing: in the forward the current block's
+    all-gather output stays until the next block's copy-out (its implicit prefetch overlaps the two), in
+    the backward ``_backward_prefetch`` gathers the next block in reverse post-forward order while this
+    one runs (torch.distributed.fsdp ``FSDPParamGroup.wait_for_unshard`` and ``_backward_prefetch``): one
+    block's weights (``block_bytes`` for its ``block_params``). A profile with a prefetch budget (DeepSpeed's
+    ``stage3_prefetch_bucket_size``) holds at most that many parameters ahead."""
+    if prof.prefetch_params and block_params > prof.prefetch_params:
+        return block_bytes * prof.prefetch_params / block_params
+    return block_bytes
 
 
 def loss_bytes_per_logit(kind: str, compiled: bool) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
-from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit
+from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit, prefetched_gather
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
@@ -110,7 +110,7 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest)
-    buffers = pk.weight_copies + st.gather_buffer  # ZeRO-3 / FSDP: the gathered block (``states.model_states``)
+    buffers = pk.weight_copies + _gathered_blocks(tr, prof, sp, st, trainable, layers)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
@@ -125,6 +125,23 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
                        pk.activations - pk.blocks, buffers, overhead, pk.gradients, pk.phase,
                        pk.offloaded, paged_host, paged)
+
+
+def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
+                     layers: int) -> float:
+    """ZeRO-3 / FSDP under an eager profile: the block gathered with its unsharded gradients, and the next
+    block's all-gather issued ahead (``eager_memory.prefetched_gather``). A full fine-tune gathers the
+    trained weights (``states.model_states``); LoRA gathers the frozen base in its stored format and the
+    adapters, and only the adapters have gradients."""
+    if not st.gather_buffer:
+        return 0.0
+    if tr.method == "full":
+        weights, gathered = sp.largest_layer * st.weight_bytes, st.gather_buffer
+    else:
+        adapters = trainable / max(layers, 1)
+        weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
+        gathered = weights + adapters * st.grad_bytes
+    return gathered + prefetched_gather(sp.largest_layer, weights, prof)
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
@@ -264,8 +281,13 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     if not sm.buffers:
         b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
     elif sm.phase:
+        inputs = {"phase": sm.phase, "method": tr.method}
+        if st.gather_buffer:  # ZeRO-3 / FSDP2 (``_gathered_blocks``)
+            inputs.update(block_params=sm.params.largest_layer, zero_stage=3)
         b = Figure.of(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
-                      "dequantised matrix", {"phase": sm.phase, "method": tr.method}, "hf-eager")
+                      "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
+                                              "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
+                      inputs, "hf-eager")
     else:
         b = Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
                       "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
