@@ -193,7 +193,10 @@ def test_efficiency_comes_from_measurements_where_they_exist(cat):
     assert cat.efficiency_for("nvidia-h200-sxm-141gb").matmul == pytest.approx(0.801)
     assert cat.efficiency_for("amd-mi300x-192gb").matmul == pytest.approx(0.601)
     assert cat.efficiency_basis_for("nvidia-a100-sxm4-80gb")["matmul"].basis == "measured"
-    fallback = cat.efficiency_basis_for("nvidia-rtx-4090-24gb")
+    # zzc0721/torch-performance-test-data: RTX 4090 bf16 torch.mm 162.4 of 165.2 TFLOP/s (the lowest stock row)
+    assert cat.efficiency_basis_for("nvidia-rtx-4090-24gb")["matmul"].basis == "measured"
+    assert cat.efficiency_for("nvidia-rtx-4090-24gb").matmul == pytest.approx(162.39 / 165.2, abs=1e-3)
+    fallback = cat.efficiency_basis_for("nvidia-rtx-a6000-48gb")
     assert fallback["matmul"].basis == "assumption" and fallback["matmul"].value == 0.6
     with pytest.raises(CatalogError):
         cat.efficiency_for("no-such-gpu")

@@ -7,9 +7,9 @@ activation offload (two blocks on the GPU), optimizer-in-backward (one gradient 
 states and ZeRO-offload of the optimizer are counted by the same code; its step time adds the engine's
 host-transfer term (``switches.host_transfer_time``). Over the grid below (4 profiles × full/LoRA/QLoRA ×
 paged × activation offload × bf16 states × recompute, 1 and 2 GPUs with ZeRO 0-2 and CPU offload, 4k
-and 64k tokens) memory agreed to rounding and the step time to 0.936-1.015 of the engine's (measured
-2026-11-25; the lowest are full fine-tunes on two H100 under ZeRO-2, where the quick model's gradient
-reduce-scatter is the sync grid's vectorised copy, 5-6% short there too, ``tests/core/search/test_sync_grid.py``). The bounds: the
+and 64k tokens) memory agreed to rounding and the step time to 0.973-1.045 of the engine's (measured
+2026-11-27, after the RTX 4090's measured matmul rate and the quick model's exposed ZeRO-1/2 weight all-gather
+for profiles that do not overlap it; the extremes are full fine-tunes on two GPUs under ZeRO-1/2). The bounds: the
 issue's 2% on memory, the sync grid's 0.93-1.05 on time, and every fit verdict the same.
 """
 

@@ -4,9 +4,9 @@ Sources (pytorch/torchtune README.md):
 - "Memory and training speed", added in commit 30b8519e8 (2024-09-24, #1664), still in bd2a0fc7 (2026-04-23):
   Llama 3.1, batch size 2, no gradient accumulation, a dataset packed to 2,048 tokens, torch.compile on; the
   recipe configs recipes/configs/llama3_1/{8B_full_single_device, 8B_lora_single_device,
-  8B_qlora_single_device, 70B_lora}.yaml (bf16; LinearCrossEntropyLoss; activation checkpointing on; the
-  full config: PagedAdamW8bit with optimizer_in_bwd; LoRA on q, v, output_proj and the MLP, rank 8, 16 for
-  70B; 70B on 8 A100 under FSDP2; the 70B full row ("Uses CPU offload with fused optimizer") is
+  8B_qlora_single_device, 70B_lora}.yaml (bf16; chunked cross-entropy; activation checkpointing on; the
+  full config: PagedAdamW8bit with optimizer_in_bwd; LoRA rank 8 on q and v (8B LoRA), on q, k, v, output_proj
+  and the MLP (8B QLoRA), rank 16 on q, k and v (70B); 70B on 8 A100 under FSDP2; the 70B full row ("Uses CPU offload with fused optimizer") is
   recipes/configs/llama3_1/70B_full.yaml at 30b8519e8: torch.optim.AdamW(fused=True), fsdp_cpu_offload: True
   (FSDP2's CPUOffloadPolicy: parameters, gradients and optimizer states on the host, the step on the CPU),
   tok_embeddings and output sharded as their own units (custom_sharded_layers), no optimizer_in_bwd in the
@@ -77,9 +77,11 @@ def _rows() -> dict[str, tuple[float, str, str, int, dict]]:
     rows["3b-qlora"] = (4.6, L3, A100, 1, dict(_3B_LORA, method="qlora"))
     rows["8b-full-4090"] = (18.9, L8, RTX4090, 1, dict(_31, method="full", optimizer="adam8bit",
                                                       paged_optimizer=True, optimizer_in_backward=True))
-    rows["8b-lora-4090"] = (16.2, L8, RTX4090, 1, dict(_31, method="lora", lora_rank=8, lora_targets=TUNE_LORA))
-    rows["8b-qlora-4090"] = (7.4, L8, RTX4090, 1, dict(_31, method="qlora", lora_rank=8, lora_targets=TUNE_LORA))
-    rows["70b-lora-8xa100"] = (27.6, L70, A100, 8, dict(_31, method="lora", lora_rank=16, lora_targets=TUNE_LORA))
+    rows["8b-lora-4090"] = (16.2, L8, RTX4090, 1, dict(_31, method="lora", lora_rank=8, lora_targets=("q", "v")))
+    rows["8b-qlora-4090"] = (7.4, L8, RTX4090, 1, dict(_31, method="qlora", lora_rank=8,
+                                                       lora_targets=("q", "k", "v", "o", "gate", "up", "down")))
+    rows["70b-lora-8xa100"] = (27.6, L70, A100, 8, dict(_31, method="lora", lora_rank=16,
+                                                        lora_targets=("q", "k", "v")))
     rows["70b-full-offload-8xa100"] = (13.9, L70, A100, 8, dict(_31, method="full", optimizer="adamw",
                                                                 optimizer_in_backward=False, offload="cpu",
                                                                 offload_params=True))

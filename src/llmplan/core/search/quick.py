@@ -163,6 +163,13 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     window = (2.0 / 3.0) * t_compute_mb if overlap else 0.0
     tail = t_grads / np.maximum(buckets, 1.0) if overlap else 0.0  # the last bucket cannot hide (comms.Overlap)
     t_dp = tail + np.maximum(0.0, t_grads - tail - window)
+    if prof is not None and not prof.overlap_param_gather:  # ZeRO-1/2: the updated weights are all-gathered
+        # after the optimizer step, on the critical path (comms.py); only the gradients' reduce-scatter hides
+        w_prof = facts.weight_bytes(t.precision, prof.params_are_master, t.regime)
+        t_rs = 0.5 * ring * trainable * grad_b / dp_bw + dp_lat
+        rs_tail = t_rs / np.maximum(buckets, 1.0) if overlap else 0.0
+        t_ag = 0.5 * ring * trainable * w_prof / dp_bw
+        t_dp = np.where((zero >= 1) & (zero <= 2), rs_tail + np.maximum(0.0, t_rs - rs_tail - window) + t_ag, t_dp)
     t_gather = np.where(zero >= 3, 1.5 * ring * stage_params * wbytes / dp_bw * m, 0.0)
     head = t_gather / np.maximum(3.0 * stage_layers * m, 1.0)  # the first layer's gather: nothing to hide behind
     t_dp = t_dp + head + np.maximum(0.0, t_gather - head - m * slot)

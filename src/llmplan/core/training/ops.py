@@ -264,8 +264,12 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
             ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
     drop = 9 if (tr.lora_dropout or 0) > 0 else 0
     for k_in, n_out in _adapted_widths(m, lay, tr):
-        if compiled:
+        if compiled and drop:
             ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
+            continue
+        if compiled:  # p = 0: nn.Identity, no dropped copy; out + scale·lora_B(...) is one kernel (2 + 2 + 2 B), its
+            # backward the scale on the incoming gradient (2 + 2 B: 2/3 of the forward's bytes)
+            ew.append(Elementwise("LoRA scale, add (fused)", 6 * n_out * T, 1, 2 / 3))
             continue
         # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
         # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after

@@ -1,0 +1,102 @@
+"""Tokens per second of torchtune's published runs, with the achieved band pinned (issue 26).
+
+Sources (pytorch/torchtune README.md), the same runs as test_torchtune_profiles_table.py, whose ROWS give
+each run's settings:
+- "Optimization flags" (commit 1814feb17, 2024-11-18): Llama 3.2 3B on an A100, batch 2 × 4,096,
+  "Tokens Per Second" per row. The "Baseline" row (unpacked, padded to each batch's longest) is left out:
+  its padding is not stated.
+- "Memory and training speed" (commit 30b8519e8, 2024-09-24): Llama 3.1, batch 2 × 2,048 packed, compile on,
+  "Tokens/sec" measured over one epoch. The recipes log ``tokens_per_second_per_gpu``; the 70B rows can only
+  be totals over the 8 A100: 3,497 tokens/s per GPU for the 70B LoRA would need 6 × 70.6e9 × 3,497 =
+  1.5 PFLOP/s on a 312 TFLOP/s GPU. So they are compared with llmplan's cluster tokens/s. The A6000 rows are
+  left out, as in the memory test (settings not stated; no measured matmul rate for the A6000 either).
+
+Nothing is fitted to these rows. What changed for them (2026-11-27), each from code or a microbenchmark:
+the RTX 4090's matmul efficiency (0.6 assumed → 0.983, its measured bf16 torch.mm rate: 162.4 of
+165.2 TFLOP/s, zzc0721/torch-performance-test-data), the compiled LoRA adapter without dropout (no dropped
+copy: torchtune's LoRALinear uses nn.Identity for p = 0) and the 8B LoRA run's adapters (q and v only,
+recipes/configs/llama3_1/8B_lora_single_device.yaml). 8B LoRA on the 4090: 1,383 → 2,394 tokens/s.
+
+Results (2026-11-27), error of llmplan against the published figure: 3B on an A100 +3.3% (packed), −9.0%
+(+ compile), −10.8% (+ chunked CE), −10.6% (+ checkpointing), −11.8% (+ optimizer in backward), −11.7%
+(+ activation offload), −12.1% (LoRA), −11.2% (QLoRA); 8B on a 4090 −22.1% (full), −22.3% (LoRA), −14.9%
+(QLoRA); 70B on 8 A100 +7.3% (LoRA), +29.1% (full with CPU offload). Median |error| 11.7%.
+
+Where the misses come from (not changed, stated):
+- 8B LoRA on a 4090 (−22%): 3,083 tokens/s with checkpointing is 4.6e10 FLOP per token × 3,083 = 142
+  TFLOP/s averaged over the whole step, 86% of the 4090's dense bf16 rate, above the 130 TFLOP/s the
+  kernel-rate model gives its GEMMs (the H100 sweep's share and sustained-clock factor applied to the
+  4090's measured rate, ``kernel_rates``) before any other kernel runs.
+- 8B full on a 4090 (−22%): 0.9 s of the 3.2 s step is the paged 8-bit optimizer states crossing PCIe twice
+  (``switches.host_transfer_time``); without it the step would be 2.3 s (+7%).
+- 70B full with CPU offload (+29%): the CPU AdamW step over 8.8e9 parameters per GPU is priced at the
+  default host's memory roofline (docs/offload.md: a lower bound).
+Tolerance: the issue's median |error| ≤ 20%; each row pinned to its recorded error ± 3 points, so that a
+change to the time model shows here and the docstring is updated with it.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from llmplan.core.engine import estimate
+from llmplan.core.workload import ParallelLayout, TrainingSettings
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.resolve import resolve
+
+from .test_torchtune_profiles_table import ROWS
+
+# row: (published tokens/s, recorded error of llmplan's tokens/s)
+SPEED = {
+    "3b-packed": (7075, 0.033),
+    "3b-compile": (8998, -0.090),
+    "3b-chunked-ce": (9174, -0.108),
+    "3b-checkpointing": (7210, -0.106),
+    "3b-optimizer-in-backward": (7309, -0.118),
+    "3b-activation-offload": (7301, -0.117),
+    "3b-lora": (8210, -0.121),
+    "3b-qlora": (8035, -0.112),
+    "8b-full-4090": (1650, -0.221),
+    "8b-lora-4090": (3083, -0.223),
+    "8b-qlora-4090": (2413, -0.149),
+    "70b-lora-8xa100": (3497, 0.073),
+    "70b-full-offload-8xa100": (1568, 0.291),
+}
+
+
+def _tokens_per_s(name: str) -> float:
+    _, model, gpu, n, kw = ROWS[name]
+    t = TrainingSettings(framework="torchtune", micro_batch=2, global_batch=2 * n, zero_stage=3 if n > 1 else 0, **kw)
+    sc = resolve(PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu, gpus_per_node=n),
+                              workload="pretrain" if t.method == "full" else "finetune", training=t,
+                              parallelism=ParallelLayout(dp=n)))
+    return estimate(sc).compute.tokens_per_s.value  # all GPUs together
+
+
+@pytest.fixture(scope="module")
+def errors() -> dict[str, float]:
+    return {name: _tokens_per_s(name) / published - 1 for name, (published, _) in SPEED.items()}
+
+
+def test_every_speed_row_has_a_memory_row():
+    assert set(SPEED) == set(ROWS)
+
+
+def test_median_error_within_the_issues_twenty_percent(errors):
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.20, errors
+
+
+@pytest.mark.parametrize("name", SPEED)
+def test_each_row_stays_in_its_recorded_band(errors, name):
+    assert errors[name] == pytest.approx(SPEED[name][1], abs=0.03), f"{name}: {errors[name]:+.1%}"
+
+
+def test_each_flag_moves_the_speed_the_published_way(errors):
+    """Compile speeds the packed run up, checkpointing slows it down, LoRA is faster than the full run it
+    replaces (README: +27%, −21%, +12% from the row before)."""
+    tps = {name: SPEED[name][0] * (1 + errors[name]) for name in SPEED}
+    assert tps["3b-compile"] > tps["3b-packed"]
+    assert tps["3b-checkpointing"] < tps["3b-chunked-ce"]
+    assert tps["3b-lora"] > tps["3b-activation-offload"]
