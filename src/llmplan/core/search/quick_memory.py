@@ -39,7 +39,8 @@ from llmplan.core.training.states import model_states
 from llmplan.core.workload import TrainingSettings
 
 ROLES = ("only", "first", "middle", "last")
-_RECOMPUTE = ("none", "selective", "full")
+# the codes of Columns.recompute; the search enumerates 0-2, selective_op (3) only where a plan keeps it
+RECOMPUTE_NAMES = ("none", "selective", "full", "selective_op")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +114,16 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     sp_rows = sequence_parallel & (tp > 1)
     kv_rows = (tp > 1) & (m.num_kv_heads % np.maximum(tp, 1) != 0) if m.mla is None else np.zeros(n, bool)
     per_layer, emb, logits, work, buffers = (np.zeros(n) for _ in range(5))
-    keys = sp_rows * 12 + kv_rows * 6 + recompute * 2 + (pp > 1)
+    keys = sp_rows * 16 + kv_rows * 8 + recompute * 2 + (pp > 1)
     for key in np.unique(keys):
         idx = np.nonzero(keys == key)[0]
-        sp, kv, rc, piped = bool(key // 12), bool(key // 6 % 2), int(key // 2 % 3), int(key % 2)
+        sp, kv, rc, piped = bool(key // 16), bool(key // 8 % 2), int(key // 2 % 4), int(key % 2)
         view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
-        tr = t.model_copy(update={"recompute": _RECOMPUTE[rc]})
+        tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[rc]})
         per_layer[idx] = act.average_layer_bytes(m, view, tr) + mem.lora_activation_bytes(view, tr)
         emb[idx] = act.embedding_bytes(m, view, tr)
         logits[idx] = act.logits_bytes(m, view)
-        if rc == 2:
+        if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
             work[idx] = act.average_layer_bytes(m, view, tr, "none")
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
@@ -224,7 +225,7 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
         p = ParallelLayout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, virtual_stages=vp,
                            sequence_parallel=sequence_parallel and tp > 1)
         tr = t.model_copy(update={"micro_batch": mb, "global_batch": mb * dp * accum if t.global_batch else 0,
-                                  "zero_stage": zero, "recompute": _RECOMPUTE[rc],
+                                  "zero_stage": zero, "recompute": RECOMPUTE_NAMES[rc],
                                   "offload": (t.offload if t.offload != "none" else "cpu") if off else "none"})
         gpus = p.gpus
         c = (cluster.model_copy(update={"gpus_per_node": gpus, "nodes": 1}) if gpus < cluster.gpus_per_node

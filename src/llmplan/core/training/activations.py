@@ -13,12 +13,14 @@ the fp32 log-sum-exp per head and token.
 Tensor parallelism splits the tensors inside attention and the MLP by t; sequence
 parallelism also splits the "replicated" ones (norms, dropout masks, block inputs); context
 parallelism splits the sequence. Selective recompute drops the s×s terms; full recompute
-keeps only each block's input (2·sbh, /t with sequence parallelism).
+keeps only each block's input (2·sbh, /t with sequence parallelism); torchtitan's operator-level
+selective checkpointing keeps what ``selective_op`` lists.
 """
 
 from __future__ import annotations
 
 from llmplan.core.model import ModelSpec
+from llmplan.core.training import selective_op
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.stages import warmup_chunks
 from llmplan.core.workload import TrainingSettings
@@ -36,6 +38,8 @@ def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "de
     sb = s * b
     if rc == "full":
         return 2 * sb * h / rep
+    if rc == "selective_op":
+        return selective_op.layer_bytes(m, lay, tr)
     drop = tr.dropout > 0
     replicated = 2 * sb * h * 4 + (2 * sb * h if drop else 0)  # 2 norm inputs, QKV and MLP inputs, 2 masks
     split = 0.0

@@ -91,8 +91,8 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         extra += act.embedding_bytes(m, lay, tr) * flight
     if stage in ("last", "only"):
         extra += act.logits_bytes(m, lay)
-    if tr.recompute == "full" and layers:  # the block being recomputed holds its full activations meanwhile
-        extra += act.average_layer_bytes(m, lay, tr, "none")
+    if tr.recompute in ("full", "selective_op") and layers:  # the block being recomputed holds its full
+        extra += act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
     buffers += dequant_buffer(m, lay, tr)
