@@ -33,6 +33,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
+from llmplan.core.training.ops import loss_kind
 from llmplan.core.training.shard import StageParams, stage_params
 from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
 from llmplan.core.training.states import model_states
@@ -113,7 +114,8 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     # ---- per-block activations and buffers: the engine's functions, grouped by their switches ----
     sp_rows = sequence_parallel & (tp > 1)
     kv_rows = (tp > 1) & (m.num_kv_heads % np.maximum(tp, 1) != 0) if m.mla is None else np.zeros(n, bool)
-    per_layer, emb, logits, work, buffers = (np.zeros(n) for _ in range(5))
+    per_layer, emb, logits, work, buffers, loss = (np.zeros(n) for _ in range(6))
+    loss_name = loss_kind(t, prof)
     keys = sp_rows * 16 + kv_rows * 8 + recompute * 2 + (pp > 1)
     for key in np.unique(keys):
         idx = np.nonzero(keys == key)[0]
@@ -123,6 +125,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         per_layer[idx] = act.average_layer_bytes(m, view, tr) + mem.lora_activation_bytes(view, tr)
         emb[idx] = act.embedding_bytes(m, view, tr)
         logits[idx] = act.logits_bytes(m, view)
+        loss[idx] = act.loss_peak_bytes(m, view, loss_name)
         if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
             work[idx] = act.average_layer_bytes(m, view, tr, "none")
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
@@ -166,7 +169,9 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         trainable = total if full else adapters[te_inv] * layers
         frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
         activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
-        activ = activ + np.where((role == 0) | (role == 3), logits, 0.0) + np.where(layers > 0, work, 0.0)
+        working = np.where(layers > 0, work, 0.0)  # last stage: the loss's backward or the first recompute
+        last = (role == 0) | (role == 3)
+        activ = activ + np.where(last, logits + np.maximum(loss, working), working)
         w, g, o, gather = (np.zeros(n) for _ in range(4))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):

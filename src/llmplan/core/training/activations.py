@@ -97,6 +97,18 @@ def logits_bytes(m: ModelSpec, lay: Layout) -> float:
     return 4 * s * lay.micro_batch * m.hidden_size / rep + 4 * s * lay.micro_batch * m.vocab_size / lay.tp
 
 
+def loss_peak_bytes(m: ModelSpec, lay: Layout, loss: str) -> float:
+    """Last stage: what the loss holds at its backward beyond ``logits_bytes``' fp32 logits. An upcast loss
+    (torchtitan's ``cross_entropy(pred.flatten(0, 1).float(), labels)``, pytorch/torchtitan train.py at
+    9dec370a) runs log_softmax on an fp32 copy and keeps its fp32 output; log_softmax's backward then holds
+    that output, its incoming gradient and the input gradient at once: 12 B per logit, 8 more than counted.
+    It is not at the same moment as a recomputed block's working set (the caller takes the larger). Other
+    losses: nothing beyond the 4 B."""
+    if loss != "upcast":
+        return 0.0
+    return 8 * lay.seq_len / lay.cp * lay.micro_batch * m.vocab_size / lay.tp
+
+
 def embedding_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> float:
     """First stage: int64 token ids (8·sb) and the embedding dropout mask when dropout > 0."""
     s = lay.seq_len / lay.cp

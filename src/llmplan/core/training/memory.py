@@ -20,7 +20,7 @@ from llmplan.core.training import activations as act
 from llmplan.core.training.eager_memory import eager_peak
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
-from llmplan.core.training.ops import head_ops, layer_ops
+from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
 from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
@@ -89,10 +89,13 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     extra = 0.0
     if stage in ("first", "only"):
         extra += act.embedding_bytes(m, lay, tr) * flight
-    if stage in ("last", "only"):
-        extra += act.logits_bytes(m, lay)
+    work = 0.0
     if tr.recompute in ("full", "selective_op") and layers:  # the block being recomputed holds its full
-        extra += act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
+        work = act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
+    if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
+        extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
+    else:
+        extra += work
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
     buffers += dequant_buffer(m, lay, tr)
