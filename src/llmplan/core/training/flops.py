@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
-from llmplan.core.training import selective_op
+from llmplan.core.training import selective_op as sop
 from llmplan.core.workload import TrainingSettings
 
 
@@ -38,7 +38,10 @@ class TokenFlops:
         return self.block_matmul + self.head + self.attention + self.adapters
 
 
-def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0) -> TokenFlops:
+def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,
+                selective_op: bool = False) -> TokenFlops:
+    """``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
+    parameter groups again, and an estimate's budget is a fraction of a millisecond)."""
     block = head = 0.0
     ratio = m.moe.experts_per_token / m.moe.num_experts if m.moe else 1.0
     for g in pb.groups:
@@ -60,7 +63,8 @@ def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: 
     full = m.full_attention_layer_count
     window = min(seq_len, m.sliding_window or seq_len)
     attn = 2.0 * m.num_heads * (d_qk + d_v) * (full * seq_len + m.sliding_layer_count * window)
-    return TokenFlops(block, head, attn, 2.0 * adapter_params, selective_op.recomputed_flops_per_token(pb))
+    op = sop.recomputed_flops_per_token(pb) if selective_op else 0.0
+    return TokenFlops(block, head, attn, 2.0 * adapter_params, op)
 
 
 @dataclass(frozen=True, slots=True)
