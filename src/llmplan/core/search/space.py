@@ -38,7 +38,6 @@ VP_CHOICES = (1, 2, 3, 4, 6, 8)
 MB_CHOICES = (1, 2, 4, 8, 16, 32)
 
 
-
 def _tp_ok(s: ModelShape, tp: int) -> bool:
     return s.heads % tp == 0 and (s.kv_heads % tp == 0 or tp % s.kv_heads == 0)
 
