@@ -241,3 +241,23 @@ def test_llama2_70b_selective_op_at_batch_2_does_not_fit_an_a100():
     cause an OOM error when selective activation checkpointing is used', so the table gives batch 1."""
     assert not _titan(L2_70B, "selective_op", 2, 4096, 64)().fits
     assert _estimate("titan-a100-llama2-70b-op").fits
+
+
+def test_the_upcast_loss_holds_12_bytes_per_logit_at_its_backward():
+    """torchtitan's loss (cross_entropy over pred.float(), train.py at 9dec370a): log_softmax's backward holds its
+    fp32 output, the incoming gradient and the input gradient, 12 B per logit; Megatron's fp32-logit loss is
+    counted at 4 B. By hand for Llama 3 8B, 2 × 8,192 tokens on one of 8 GPUs, no recompute (so no recomputed
+    block's working set to compare with): 8 B × 2 × 8,192 × 128,256 more, exact up to the 5% fragmentation."""
+
+    def run(loss: str) -> Estimate:
+        tr = TrainingSettings(framework="fsdp2", seq_len=8192, micro_batch=2, global_batch=16, recompute="none",
+                              zero_stage=3, loss=loss)
+        doc = PlanDocument(model=ModelRef(id=L3_8B), workload="pretrain", training=tr,
+                           hardware=HardwareRef(gpu="nvidia-a100-sxm4-80gb", gpus_per_node=8, nodes=1,
+                                                network="ib-hdr-200"), parallelism=ParallelLayout(dp=8))
+        return estimate(evaluate_plan(doc)[0])
+
+    upcast, fp32 = run("upcast"), run("fp32_logits")
+    extra = 8 * 2 * 8192 * 128256
+    assert upcast.memory.activations.value - fp32.memory.activations.value == pytest.approx(extra, rel=1e-9)
+    assert upcast.memory.total.value - fp32.memory.total.value == pytest.approx(extra * 1.05, rel=1e-9)
