@@ -222,6 +222,46 @@ def _published_run_rows() -> list[Reference]:
             for key, c in CASES.items()]
 
 
+def _fsdp_run(key: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training import test_fsdp_runs as t
+
+        return t.ours(key)
+
+    return compute
+
+
+def _fsdp_run_rows() -> list[Reference]:
+    """torchtitan's A100/H100 rows and OPT-175B; ``rel_tol``: the widest side of the band the test asserts."""
+    from tests.core.training.test_fsdp_runs import ROWS
+
+    return [Reference(key, "Training throughput (FSDP runs)", r.quantity, r.reference, r.unit, r.source,
+                      _fsdp_run(key), rel_tol=max(abs(r.band[0]), abs(r.band[1])), kind="measured")
+            for key, r in ROWS.items()]
+
+
+def _fsdp_memory(key: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_fsdp_runs import _estimate
+
+        return _estimate(key).memory.total.value / GIB
+
+    return compute
+
+
+def _fsdp_memory_rows() -> list[Reference]:
+    """torchtitan's H100 memory column (reserved bytes) + the FSDP2 profile's CUDA context."""
+    from llmplan.catalog.frameworks import framework_profile
+    from tests.core.training.test_fsdp_runs import H100_MEMORY, ROWS
+
+    context = framework_profile("fsdp2").context_bytes / GIB
+    return [Reference(f"{key}-memory", "Training memory (FSDP runs)",
+                      ROWS[key].quantity.replace("tokens/s per GPU", "peak reserved + context (GiB)"),
+                      gib + context, "GiB", f"{ROWS[key].source}; Memory(GiB) column {gib} (max reserved) + the "
+                      f"profile's {context:g} GiB CUDA context", _fsdp_memory(key), rel_tol=0.10, kind="measured")
+            for key, gib in H100_MEMORY.items()]
+
+
 # ---- collectives: published nccl-tests bus bandwidths ------------------------------------------------
 
 def _nccl_rows() -> list[Reference]:
@@ -382,5 +422,5 @@ def _decode_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _nccl_rows() + _hf_rows() + _gguf_rows()
+                 + _fsdp_run_rows() + _fsdp_memory_rows() + _nccl_rows() + _hf_rows() + _gguf_rows()
                  + _kv_rows() + _decode_rows())

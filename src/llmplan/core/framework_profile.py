@@ -95,6 +95,10 @@ class FrameworkProfile(FrozenModel):
     supports_tp: bool = True
     supports_cp: bool = True
     supports_ep: bool = True
+    selective_op: bool = Field(
+        False, description="runs operator-level selective activation checkpointing (training.recompute = "
+        "\"selective_op\"): torchtitan's ac_mode selective, selective_ac_option op"
+    )
     regime: RegimeKind = Field(
         "amp", description="the precision regime a plan on \"auto\" gets: amp (fp32 master weights) or pure (the "
         "model's 16-bit dtype throughout, torchtune's dtype: bf16)"

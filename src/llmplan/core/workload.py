@@ -21,7 +21,7 @@ from llmplan.core.model import ModelSpec
 Workload = Literal["pretrain", "finetune", "inference"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Optimizer = Literal["sgd", "momentum", "adamw", "adam8bit", "adafactor", "lion", "muon"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "selective_op", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
@@ -271,7 +271,27 @@ class Scenario(FrozenModel):
         if self.workload == "pretrain" and self.training.method != "full":
             raise ValueError("pre-training trains every weight: set training.method to 'full'")
         t = self.training
+        if t.recompute == "selective_op":
+            _check_selective_op(self)
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
                              f"({t.seq_len}), the longest sequence a padded batch is padded to")
         return self
+
+
+def _check_selective_op(sc: Scenario) -> None:
+    """Operator-level selective checkpointing is torchtitan's policy for its dense Llama blocks
+    (``core.training.selective_op``); the other frameworks have no such option, and the policy's
+    every-second-matmul rule is modelled for the projections of dense blocks (not routers and experts)."""
+    prof, m = sc.framework, sc.model
+    if not prof.selective_op:
+        raise ValueError(f"training.recompute: selective_op is torchtitan's operator-level checkpointing; the "
+                         f"{prof.name} profile has none (set recompute to none, selective or full, or "
+                         "training.framework to fsdp2)")
+    if sc.training.method != "full":
+        raise ValueError("training.recompute: selective_op is modelled for full training (torchtitan trains every "
+                         "weight); set recompute to full or none for LoRA")
+    if m.is_moe or m.mla:
+        raise ValueError(f"training.recompute: selective_op is modelled for dense attention and MLP blocks; "
+                         f"{m.name} has {'experts' if m.is_moe else 'latent attention'} (set recompute "
+                         "to full or none)")

@@ -30,6 +30,17 @@ SIZES = (
     ("ep", "EP", "Expert parallel: MoE experts spread over this many GPUs (within data parallel)"),
 )
 
+RECOMPUTE_TIPS = {
+    "none": "Keep every activation the backward needs: fastest, most memory",
+    "selective": "Korthikanti et al. 2022: recompute only the attention scores (nothing to recompute with "
+                 "FlashAttention, which never stores them)",
+    "selective_op": "torchtitan's per-operator checkpointing (FSDP2 profile): keep the attention output and "
+                    "every second matmul's output, recompute the rest in the backward (about a third of each "
+                    "layer's matmuls run twice)",
+    "full": "Keep only each layer's input and run the whole layer's forward again in the backward "
+            "(about a third more compute)",
+}
+
 
 class LayoutEditor(QWidget):
     def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
@@ -56,10 +67,11 @@ class LayoutEditor(QWidget):
                        [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
                        chars=10)))
         row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
-                       "Activation recomputation (Korthikanti et al. 2022): selective recomputes attention, "
-                       "full recomputes each layer in the backward pass",
+                       "Activation recomputation: what the backward pass computes again instead of keeping it "
+                       "from the forward (hover an entry for what each keeps)",
                        [("none", "no recompute"), ("selective", "selective recompute"),
-                        ("full", "full recompute")], chars=15)))
+                        ("selective_op", "per-op selective"), ("full", "full recompute")], chars=15,
+                       item_tips=RECOMPUTE_TIPS)))
         row2 = QHBoxLayout()  # two short rows (ZeRO, offload / recompute, SP): fits a 1,024-px window
         row2.addWidget(row1.takeAt(row1.count() - 1).widget())
         row1.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",

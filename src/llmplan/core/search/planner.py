@@ -220,9 +220,13 @@ def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
         mask &= cols.mb == t.micro_batch
     if "zero_stage" in keep:
         mask &= cols.zero == t.zero_stage
-    if "recompute" in keep:
-        mask &= cols.recompute == RECOMPUTE_NAMES.index(t.recompute)
-    return cols.take(np.nonzero(mask)[0])
+    op_level = "recompute" in keep and t.recompute == "selective_op"
+    if "recompute" in keep:  # selective_op is not enumerated: the layouts enumerated with full recompute, relabelled
+        mask &= cols.recompute == RECOMPUTE_NAMES.index("full" if op_level else t.recompute)
+    held = cols.take(np.nonzero(mask)[0])
+    if op_level:
+        held = dataclasses.replace(held, recompute=np.full(len(held), RECOMPUTE_NAMES.index("selective_op")))
+    return held
 
 
 def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],

@@ -36,7 +36,7 @@ from llmplan.core import bytes_per_param as facts
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.offload import offload_seconds
-from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
+from llmplan.core.search.quick_memory import RECOMPUTE_NAMES, eager_stage_memory, stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
 from llmplan.core.training.nccl import latency_array, ramp_array
@@ -57,7 +57,7 @@ class Columns:
     ep: np.ndarray
     zero: np.ndarray
     offload: np.ndarray  # 0 none, 1 cpu
-    recompute: np.ndarray  # 0 none, 1 selective, 2 full
+    recompute: np.ndarray  # 0 none, 1 selective, 2 full, 3 selective_op (quick_memory.RECOMPUTE_NAMES)
     mb: np.ndarray
     accum: np.ndarray
 
@@ -139,7 +139,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     # Group bandwidths from the engine's placement (Megatron order tp, cp, dp, pp; NICs shared per node)
     tp_bw = bus_bandwidth(tp, 1, cluster, eff)
     act_bytes = tokens_mb * h * 2
-    n_tp_coll = 4 + 2 * (c.recompute == 2)
+    n_tp_coll = 4 + 2 * (c.recompute == 2) + (c.recompute == 3)  # selective_op: all-gathers again, not the RS
     tp_bw = np.where(tp <= gpn, tp_bw * ramp_array(cluster.fabric, act_bytes), tp_bw)  # message-size ramp
     tp_nodes = np.ceil(tp / gpn)
     t_tp_lat = stage_layers * n_tp_coll * latency_array("all-reduce", tp, np.minimum(tp, gpn), tp_nodes)
@@ -220,13 +220,16 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
         shape = timing.OpShape(int(tp), int(cp), int(ep), int(mb), t.seq_len, bool(sequence_parallel and tp > 1),
                                bool(kv_rep))
-        tr = t.model_copy(update={"recompute": ("none", "selective", "full")[int(rc)], "micro_batch": int(mb)})
+        tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[int(rc)], "micro_batch": int(mb)})
         fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
         idx = inverse == k
         layer = fwd + rest
         layer_gpu[idx], layer_host[idx] = layer.gpu, layer.host(prof)
         head_gpu[idx], head_host[idx] = head.gpu, head.host(prof)
         rec[idx] = fwd.gpu if rc == 2 else (fwd.attention if rc == 1 and not t.flash_attention else 0.0)
+        if rc == 3:  # selective_op: what its backward runs beyond the plain backward's
+            rec[idx] = rest.gpu - timing.layer_and_head(m, shape, tr.model_copy(update={"recompute": "none"}),
+                                                        prof, r)[1].gpu
     gpu = stage_layers * layer_gpu + head_gpu / pp
     host = stage_layers * layer_host + head_host / pp
     return np.maximum(gpu, host), stage_layers * rec, r.gemm

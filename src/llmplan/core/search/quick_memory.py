@@ -33,13 +33,15 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
+from llmplan.core.training.ops import loss_kind
 from llmplan.core.training.shard import StageParams, stage_params
 from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
 from llmplan.core.training.states import model_states
 from llmplan.core.workload import TrainingSettings
 
 ROLES = ("only", "first", "middle", "last")
-_RECOMPUTE = ("none", "selective", "full")
+# the codes of Columns.recompute; the search enumerates 0-2, selective_op (3) only where a plan keeps it
+RECOMPUTE_NAMES = ("none", "selective", "full", "selective_op")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +114,19 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     # ---- per-block activations and buffers: the engine's functions, grouped by their switches ----
     sp_rows = sequence_parallel & (tp > 1)
     kv_rows = (tp > 1) & (m.num_kv_heads % np.maximum(tp, 1) != 0) if m.mla is None else np.zeros(n, bool)
-    per_layer, emb, logits, work, buffers = (np.zeros(n) for _ in range(5))
-    keys = sp_rows * 12 + kv_rows * 6 + recompute * 2 + (pp > 1)
+    per_layer, emb, logits, work, buffers, loss = (np.zeros(n) for _ in range(6))
+    loss_name = loss_kind(t, prof)
+    keys = sp_rows * 16 + kv_rows * 8 + recompute * 2 + (pp > 1)
     for key in np.unique(keys):
         idx = np.nonzero(keys == key)[0]
-        sp, kv, rc, piped = bool(key // 12), bool(key // 6 % 2), int(key // 2 % 3), int(key % 2)
+        sp, kv, rc, piped = bool(key // 16), bool(key // 8 % 2), int(key // 2 % 4), int(key % 2)
         view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
-        tr = t.model_copy(update={"recompute": _RECOMPUTE[rc]})
+        tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[rc]})
         per_layer[idx] = act.average_layer_bytes(m, view, tr) + mem.lora_activation_bytes(view, tr)
         emb[idx] = act.embedding_bytes(m, view, tr)
         logits[idx] = act.logits_bytes(m, view)
-        if rc == 2:
+        loss[idx] = act.loss_peak_bytes(m, view, loss_name)
+        if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
             work[idx] = act.average_layer_bytes(m, view, tr, "none")
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
@@ -165,7 +169,9 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         trainable = total if full else adapters[te_inv] * layers
         frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
         activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
-        activ = activ + np.where((role == 0) | (role == 3), logits, 0.0) + np.where(layers > 0, work, 0.0)
+        working = np.where(layers > 0, work, 0.0)  # last stage: the loss's backward or the first recompute
+        last = (role == 0) | (role == 3)
+        activ = activ + np.where(last, logits + np.maximum(loss, working), working)
         w, g, o, gather = (np.zeros(n) for _ in range(4))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):
@@ -224,7 +230,7 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
         p = ParallelLayout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, virtual_stages=vp,
                            sequence_parallel=sequence_parallel and tp > 1)
         tr = t.model_copy(update={"micro_batch": mb, "global_batch": mb * dp * accum if t.global_batch else 0,
-                                  "zero_stage": zero, "recompute": _RECOMPUTE[rc],
+                                  "zero_stage": zero, "recompute": RECOMPUTE_NAMES[rc],
                                   "offload": (t.offload if t.offload != "none" else "cpu") if off else "none"})
         gpus = p.gpus
         c = (cluster.model_copy(update={"gpus_per_node": gpus, "nodes": 1}) if gpus < cluster.gpus_per_node

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from llmplan.core.search.quick import Columns
+from llmplan.core.search.quick_memory import RECOMPUTE_NAMES
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training.stages import automatic_split_fits, megatron_flags
 from llmplan.core.workload import ParallelLayout, TrainingSettings
@@ -35,7 +36,6 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 CP_CHOICES = (1, 2, 4, 8, 16)
 VP_CHOICES = (1, 2, 3, 4, 6, 8)
 MB_CHOICES = (1, 2, 4, 8, 16, 32)
-RECOMPUTE_NAMES = ("none", "selective", "full")  # the codes of Columns.recompute
 
 
 def _tp_ok(s: ModelShape, tp: int) -> bool:

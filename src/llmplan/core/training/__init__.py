@@ -41,7 +41,7 @@ def estimate_training(sc: Scenario) -> Estimate:
 
     full = tr.method == "full"
     adapters = 0.0 if full else adapter_params(pb, m, None, tr.lora_rank, tr.lora_targets)
-    tf = token_flops(m, pb, lay.seq_len, adapters)
+    tf = token_flops(m, pb, lay.seq_len, adapters, tr.recompute == "selective_op")
     sf = step_flops(tf, lay.tokens_per_step, tr)
     st = sm.states
     opt_params = sm.trainable / st.shard_dense if (tr.zero_stage >= 1 or tr.distributed_optimizer) else sm.trainable

@@ -13,12 +13,14 @@ the fp32 log-sum-exp per head and token.
 Tensor parallelism splits the tensors inside attention and the MLP by t; sequence
 parallelism also splits the "replicated" ones (norms, dropout masks, block inputs); context
 parallelism splits the sequence. Selective recompute drops the s×s terms; full recompute
-keeps only each block's input (2·sbh, /t with sequence parallelism).
+keeps only each block's input (2·sbh, /t with sequence parallelism); torchtitan's operator-level
+selective checkpointing keeps what ``selective_op`` lists.
 """
 
 from __future__ import annotations
 
 from llmplan.core.model import ModelSpec
+from llmplan.core.training import selective_op
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.stages import warmup_chunks
 from llmplan.core.workload import TrainingSettings
@@ -36,6 +38,8 @@ def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "de
     sb = s * b
     if rc == "full":
         return 2 * sb * h / rep
+    if rc == "selective_op":
+        return selective_op.layer_bytes(m, lay, tr)
     drop = tr.dropout > 0
     replicated = 2 * sb * h * 4 + (2 * sb * h if drop else 0)  # 2 norm inputs, QKV and MLP inputs, 2 masks
     split = 0.0
@@ -91,6 +95,18 @@ def logits_bytes(m: ModelSpec, lay: Layout) -> float:
     s = lay.seq_len / lay.cp
     rep = lay.tp if lay.sp else 1
     return 4 * s * lay.micro_batch * m.hidden_size / rep + 4 * s * lay.micro_batch * m.vocab_size / lay.tp
+
+
+def loss_peak_bytes(m: ModelSpec, lay: Layout, loss: str) -> float:
+    """Last stage: what the loss holds at its backward beyond ``logits_bytes``' fp32 logits. An upcast loss
+    (torchtitan's ``cross_entropy(pred.flatten(0, 1).float(), labels)``, pytorch/torchtitan train.py at
+    9dec370a) runs log_softmax on an fp32 copy and keeps its fp32 output; log_softmax's backward then holds
+    that output, its incoming gradient and the input gradient at once: 12 B per logit, 8 more than counted.
+    It is not at the same moment as a recomputed block's working set (the caller takes the larger). Other
+    losses: nothing beyond the 4 B."""
+    if loss != "upcast":
+        return 0.0
+    return 8 * lay.seq_len / lay.cp * lay.micro_batch * m.vocab_size / lay.tp
 
 
 def embedding_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> float:

@@ -156,11 +156,16 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                               hides_behind=ov.behind if ov else "", unhidden_s=head if ov else exp))
 
     if lay.tp > 1:
-        n_ar = 4 + (2 if recompute_fwd else 0)
+        # operator-level selective checkpointing keeps the reduce-scatter outputs but runs the all-gathers (and
+        # all-reduces, which its save list does not name) again (``selective_op``)
+        op_ac = tr.recompute == "selective_op"
+        n_ar = 4 + (2 if recompute_fwd or op_ac else 0)
         msg = s_loc * b * h * act  # one block's activations: the all-reduce buffer
         calls = n_ar * L * mbs
+        rs_calls = (4 + (2 if recompute_fwd else 0)) * L * mbs
         parts: tuple[tuple[Op, int, float], ...] = (
-            (("all-gather", calls, msg), ("reduce-scatter", calls, msg)) if lay.sp else (("all-reduce", calls, msg),))
+            (("all-gather", calls, msg), ("reduce-scatter", rs_calls, msg)) if lay.sp else
+            (("all-reduce", calls, msg),))
         kind = "all-gather + reduce-scatter" if lay.sp else "all-reduce"
         add(f"TP {kind} (per block)", "tp", lay.tp, 1, parts,
             "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",

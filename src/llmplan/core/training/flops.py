@@ -8,8 +8,9 @@ sliding layers). Backward: twice the forward for trained weights (input and weig
 gradients); frozen weights (LoRA/QLoRA) need only the input gradient (1×).
 
 Model FLOPs exclude recomputation (PaLM App. B, Korthikanti §5); hardware FLOPs add the
-recomputed forward (full: every block; selective: QKᵀ and AV again; FlashAttention's
-backward recomputes QKᵀ, half the attention forward).
+recomputed forward (full: every block; selective: QKᵀ and AV again; selective_op: every second
+matmul of each block, ``selective_op``; FlashAttention's backward recomputes QKᵀ, half the
+attention forward).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
+from llmplan.core.training import selective_op as sop
 from llmplan.core.workload import TrainingSettings
 
 
@@ -29,13 +31,17 @@ class TokenFlops:
     head: float  # output projection
     attention: float  # QKᵀ and AV
     adapters: float  # LoRA adapters (2·r·(in+out) per targeted projection)
+    op_recomputed: float = 0.0  # block matmuls torchtitan's operator-level checkpointing runs again
 
     @property
     def forward(self) -> float:
         return self.block_matmul + self.head + self.attention + self.adapters
 
 
-def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0) -> TokenFlops:
+def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,
+                selective_op: bool = False) -> TokenFlops:
+    """``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
+    parameter groups again, and an estimate's budget is a fraction of a millisecond)."""
     block = head = 0.0
     ratio = m.moe.experts_per_token / m.moe.num_experts if m.moe else 1.0
     for g in pb.groups:
@@ -57,7 +63,8 @@ def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: 
     full = m.full_attention_layer_count
     window = min(seq_len, m.sliding_window or seq_len)
     attn = 2.0 * m.num_heads * (d_qk + d_v) * (full * seq_len + m.sliding_layer_count * window)
-    return TokenFlops(block, head, attn, 2.0 * adapter_params)
+    op = sop.recomputed_flops_per_token(pb) if selective_op else 0.0
+    return TokenFlops(block, head, attn, 2.0 * adapter_params, op)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,9 @@ def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings) -> StepFlops
     elif tr.recompute == "selective" and not tr.flash_attention:
         extra = tf.attention
         how = "+ QKᵀ and AV again (selective recompute)"
+    elif tr.recompute == "selective_op":
+        extra = tf.op_recomputed + (0.0 if tr.flash_attention else tf.attention)
+        how = "+ every second block matmul again (operator-level selective checkpointing)"
     else:
         extra = 0.0
         how = "no recompute"

@@ -89,10 +89,13 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     extra = 0.0
     if stage in ("first", "only"):
         extra += act.embedding_bytes(m, lay, tr) * flight
-    if stage in ("last", "only"):
-        extra += act.logits_bytes(m, lay)
-    if tr.recompute == "full" and layers:  # the block being recomputed holds its full activations meanwhile
-        extra += act.average_layer_bytes(m, lay, tr, "none")
+    work = 0.0
+    if tr.recompute in ("full", "selective_op") and layers:  # the block being recomputed holds its full
+        work = act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
+    if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
+        extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
+    else:
+        extra += work
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
     buffers = st.gather_buffer + comm_buffers(m, lay)
     buffers += dequant_buffer(m, lay, tr)

@@ -5,7 +5,8 @@ gradient, and the weight gradient where the weight trains); flash attention its 
 of peak at its length and head size; each elementwise kernel its bytes at the achievable
 bandwidth. The GPU cannot run kernels faster than the host issues them: a micro-batch takes
 max(GPU time, launches × launch cost) — the host-bound case of small models and eager code.
-Recompute adds the forward again (full: every block; selective without flash: attention).
+Recompute adds the forward again (full: every block; selective without flash: attention;
+selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels).
 QLoRA dequantises each NF4 weight before every use (forward, recompute, input gradient).
 """
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training import kernel_rates as kr
-from llmplan.core.training.ops import BACKWARD_FACTOR, HeadOps, LayerOps
+from llmplan.core.training.ops import BACKWARD_FACTOR, Gemm, HeadOps, LayerOps
+from llmplan.core.training.selective_op import recomputed_gemms
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,9 @@ class Rates:
     elem_bytes: float  # GEMM operand bytes
 
 
-def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool) -> tuple[float, float]:
-    gemms = ops.gemms if isinstance(ops, LayerOps) else (ops.gemm, *ops.extra)
+def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
+               only: tuple[Gemm, ...] | None = None) -> tuple[float, float]:
+    gemms = only if only is not None else ops.gemms if isinstance(ops, LayerOps) else (ops.gemm, *ops.extra)
     t = calls = 0.0
     for g in gemms:
         if not backward:
@@ -88,6 +91,18 @@ def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
     n_q = sum(g.count for g in ops.gemms if g.quantised) * 2  # absmax and 4-bit dequantise kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
+
+
+def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
+    """What operator-level selective checkpointing runs again in the backward (``selective_op``): the
+    matmuls it did not keep and every elementwise kernel of the forward; the attention core too when it
+    is not a fused SDPA kernel (whose output the policy keeps)."""
+    gemm, calls = _gemm_pass(ops, r, False, recomputed_gemms(ops.gemms))
+    attn = 0.0 if ops.flash else layer_forward(ops, r).attention
+    ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
+    launches = sum(e.kernels for e in ops.elementwise)
+    # no weight casts: FSDP2 (the one profile with this policy) recomputes with the bf16 weights it gathered
+    return PartTimes(gemm, attn, ew, 0.0, 0.0, 0.0, launches, calls)
 
 
 def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:

@@ -111,6 +111,8 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
         rest = rest + fwd
     elif tr.recompute == "selective" and not tr.flash_attention:
         rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
+    elif tr.recompute == "selective_op":
+        rest = rest + ot.selective_op_recompute(ops, r)
     head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes), r)  # type: ignore[arg-type]
     return fwd, rest, head
 
