@@ -230,7 +230,8 @@ def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray 
     (2·(p-s-1) + (v-1)·p + 1)/v chunk passes interleaved (Megatron's warm-up; p·(1 + (p-1)/(p·v))
     on the first stage, Korthikanti et al. 2022 §4.2.3)."""
     one_f_one_b = np.minimum(m, pp - stage)
-    interleaved = (2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp
+    # a step has m·v chunk forwards; m = p runs them all first (stages.warmup_chunks)
+    interleaved = np.where(m == pp, m * vp, np.minimum(2 * (pp - stage - 1) + (vp - 1) * pp + 1, m * vp)) / vp
     return np.where(pp == 1, 1.0, np.where(vp > 1, interleaved, one_f_one_b))
 
 
