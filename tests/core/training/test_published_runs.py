@@ -11,12 +11,16 @@ case. Results recorded 2026-11-25 (with the network model of issue 23):
 | Korthikanti 2022 Table 5, 1T (TP8 PP64, 512 A100), MFU | 56.3% | 54.4% | -3.4% |
 | BLOOM-176B (TP4 PP12 DP8, 384 A100), TFLOP/s per GPU | ~150 | 168.4 | +12.3% |
 | MT-NLG 530B (TP8 PP35 DP8, 2,240 A100), MFU | 30.2% | 37.2% | +23.0% |
-| Llama 3 405B (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 33.2% | -19.0% |
+| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 49.4% | +14.9% (does not fit: 81.9 GiB) |
+| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 44.9% | +9.5% |
+| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 55.6% | +46.3% (causal count: +4.4%) |
 
-MT-NLG (2021, DeepSpeed's pipeline engine) ran slower than the model of a Megatron-Core stack says,
-and Llama 3 405B faster; the issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for
-the first three rows. The last two are pinned at the band they fall in, so a change that moves them
-is seen.
+The Llama 3 rows (recorded 2026-11-27) run with the settings the paper states in §3.3.2 (the
+``llama3-meta`` profile and no activation checkpointing; test_llama3_405b.py says which and why).
+MT-NLG (2021, DeepSpeed's pipeline engine) ran slower than the model of a Megatron-Core stack says.
+The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti, BLOOM and
+the 16,384-GPU Llama 3 row; the others are pinned at the band they fall in, so a change that moves
+them is seen.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class Case:
     unit: str
     source: str
     tolerance: float  # relative, as asserted (the issue's target where it is met; the pinned band where not)
+    fits: bool = True  # what the engine says of the run's memory (the 8K-GPU Llama 3 row is 2.3 GiB over)
 
 
 CASES = {
@@ -61,9 +66,18 @@ CASES = {
         "Llama 3 70B on 64 A100 80GB with torchtitan (FSDP2, local batch 1, seq 8,192, full AC): tokens/s per GPU",
         331.0, "tokens/s", "pytorch/torchtitan docs/performance.md, 'Llama 3 performance numbers' table (64 A100 "
         "80GB, FSDP2): 70B, batch 1, full activation checkpointing, 331 WPS, 51.7% MFU", 0.15),
-    "llama3-405b-mfu": Case(
-        "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192): MFU", 0.41, "1",
-        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 (38-43%)", 0.22),
+    "llama3-405b-8k-gpus-mfu": Case(
+        "Llama 3 405B on 8,192 H100 (TP8 PP16 DP64, seq 8,192, 32 sequences per DP rank, §3.3.2 settings): MFU",
+        0.43, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 1 (430 TFLOP/s, 43%)",
+        0.16, fits=False),
+    "llama3-405b-16k-gpus-mfu": Case(
+        "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192, 16 sequences per DP rank, §3.3.2 settings): MFU",
+        0.41, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 2 (400 TFLOP/s, 41%)",
+        0.10),
+    "llama3-405b-128k-context-mfu": Case(
+        "Llama 3 405B on 16,384 H100 (TP8 CP16 PP16 DP8, seq 131,072, §3.3.2 settings): MFU, full s×s attention "
+        "FLOPs (PaLM's count)", 0.38, "1",
+        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 3 (380 TFLOP/s, 38%)", 0.50),
 }
 
 
@@ -95,9 +109,10 @@ def _run(case: str):
                                                 network="ib-hdr-200"), parallelism=ParallelLayout(dp=64))
         return evaluate_plan(doc)[1]
     else:
-        from .test_llama3_405b import _meta_run
+        from .test_llama3_405b import table4_run
 
-        return estimate(_meta_run(vp=8))
+        return estimate(table4_run({"llama3-405b-8k-gpus-mfu": "8k-gpus", "llama3-405b-16k-gpus-mfu": "16k-gpus",
+                                    "llama3-405b-128k-context-mfu": "16k-gpus-128k-context"}[case]))
     return estimate(sc.model_copy(update={"efficiency": A100}))
 
 
@@ -119,10 +134,10 @@ def test_published_run_within_its_tolerance(case):
     c = CASES[case]
     value = ours(case)
     assert value == pytest.approx(c.reference, rel=c.tolerance), f"{case}: ours {value:.4g} vs {c.reference}"
-    assert _run(case).fits
+    assert _run(case).fits is c.fits
 
 
-def test_mt_nlg_over_and_llama3_under_as_recorded():
-    """The two runs outside the issue's targets stay on the side they were recorded on (module doc)."""
-    assert ours("mt-nlg-530b-mfu") > CASES["mt-nlg-530b-mfu"].reference * 1.1
-    assert ours("llama3-405b-mfu") < CASES["llama3-405b-mfu"].reference * 0.9
+def test_runs_outside_the_target_stay_over_as_recorded():
+    """The runs outside the issue's targets stay on the side they were recorded on (module doc)."""
+    for case in ("mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-128k-context-mfu"):
+        assert ours(case) > CASES[case].reference * 1.1, case
