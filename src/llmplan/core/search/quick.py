@@ -225,16 +225,6 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     return np.maximum(gpu, host), stage_layers * rec, r.gemm
 
 
-def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray | float) -> np.ndarray:
-    """Micro-batches of activations stage ``stage`` holds at its peak: min(m, p-s) for 1F1B;
-    (2·(p-s-1) + (v-1)·p + 1)/v chunk passes interleaved (Megatron's warm-up; p·(1 + (p-1)/(p·v))
-    on the first stage, Korthikanti et al. 2022 §4.2.3)."""
-    one_f_one_b = np.minimum(m, pp - stage)
-    # a step has m·v chunk forwards; m = p runs them all first (stages.warmup_chunks)
-    interleaved = np.where(m == pp, m * vp, np.minimum(2 * (pp - stage - 1) + (vp - 1) * pp + 1, m * vp)) / vp
-    return np.where(pp == 1, 1.0, np.where(vp > 1, interleaved, one_f_one_b))
-
-
 def _span(s: ModelShape, seq: float) -> float:
     """Keys a query attends to, averaged over layers (sliding-window layers see at most the window)."""
     if not s.sliding_window:
