@@ -89,6 +89,11 @@ class FrameworkProfile(FrozenModel):
         "(Megatron-Core, Liu et al. 2023); all-gather: every K/V all-gathered before the attention and the "
         "gradients reduce-scattered after, on the critical path (Llama 3, arXiv 2407.21783 §3.3.2)"
     )
+    zero2_with_pp: bool = Field(
+        False, description="gradient sharding (ZeRO-2) runs under pipeline parallelism: Llama 3's FSDP, which "
+        "\"shards optimizer states and gradients\" beside PP16 (arXiv 2407.21783 §3.3.2); False: DeepSpeed's and "
+        "Megatron's rule, ZeRO ≤ 1 with pp > 1"
+    )
     dp_bucket_params: int = Field(
         40_000_000, ge=0, description="parameters per gradient bucket of the DP reduction (Megatron "
         "bucket_size: max(40M, 1M·dp)); 0: one bucket per layer (FSDP units)"
