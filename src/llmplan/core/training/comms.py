@@ -18,8 +18,11 @@ Exposure follows the framework profile (``Overlap``: what compute a collective h
 which of its calls cannot hide because nothing is left to compute beside it):
 
 - TP, EP and PP transfers sit on the critical path, TP unless ``tp_comm_overlap`` (Transformer
-  Engine userbuffers overlap them with the GEMMs).
-- CP's ring exchange of K/V hides behind the attention compute (ring attention).
+  Engine userbuffers overlap them with the GEMMs), PP unless ``pp_comm_overlap`` (asynchronous
+  point-to-point behind the stage's compute, as Llama 3 ran it: arXiv 2407.21783 §3.3.2).
+- CP's ring exchange of K/V hides behind the attention compute (ring attention); with
+  ``cp_comm = "all-gather"`` K/V are all-gathered and their gradients reduce-scattered on the
+  critical path, the same bytes (Llama 3's CP, §3.3.2: "exposed in the critical path").
 - The DP gradient reduction, bucketed (``dp_bucket_params``: DDP's 25 MiB, Megatron's
   max(40M, 1M·dp) parameters, DeepSpeed's reduce_bucket_size, FSDP's one wrapped layer), runs
   bucket by bucket during the last micro-batch's backward when ``overlap_grad_reduce``; the last
