@@ -82,6 +82,20 @@ class FrameworkProfile(FrozenModel):
         False, description="TP collectives overlap the GEMMs (Megatron --tp-comm-overlap, Transformer Engine "
         "userbuffers); False: they sit on the critical path"
     )
+    pp_comm_overlap: bool = Field(
+        False, description="pipeline send/receive runs asynchronously behind the stage's compute (Llama 3's "
+        "asynchronous point-to-point, arXiv 2407.21783 §3.3.2); False: each transfer waits on the critical path"
+    )
+    cp_comm: Literal["ring", "all-gather"] = Field(
+        "ring", description="context parallelism: ring: K/V passed around the ring behind the attention compute "
+        "(Megatron-Core, Liu et al. 2023); all-gather: every K/V all-gathered before the attention and the "
+        "gradients reduce-scattered after, on the critical path (Llama 3, arXiv 2407.21783 §3.3.2)"
+    )
+    zero2_with_pp: bool = Field(
+        False, description="gradient sharding (ZeRO-2) runs under pipeline parallelism: Llama 3's FSDP, which "
+        "\"shards optimizer states and gradients\" beside PP16 (arXiv 2407.21783 §3.3.2); False: DeepSpeed's and "
+        "Megatron's rule, ZeRO ≤ 1 with pp > 1"
+    )
     dp_bucket_params: int = Field(
         40_000_000, ge=0, description="parameters per gradient bucket of the DP reduction (Megatron "
         "bucket_size: max(40M, 1M·dp)); 0: one bucket per layer (FSDP units)"

@@ -6,9 +6,10 @@ batch 2,048), 400 TFLOP/s per GPU = 41% BF16 MFU on H100 80GB. §3.3.2: an inter
 and one Transformer layer fewer on the first and the last stage, so that the first model chunk of
 the first stage holds only the embedding and the last chunk of the last stage only the output
 head and loss — which (our reading; the paper gives no number) means one-layer chunks: (126 + 2)
-/ 16 = 8 chunks per stage, v = 8. Not published, so assumed: full activation recomputation
-(without any the engine needs ~94 GiB per GPU), a ZeRO-1-style sharded optimizer, and the
-app's H100 matmul efficiency 0.801 (catalogs/systems/efficiency.toml: Bekman's "Maximum
+/ 16 = 8 chunks per stage, v = 8. The first tests run the Megatron profile with full activation
+recomputation and a ZeRO-1-style sharded optimizer (what the app's example plan does); the Table 4
+tests at the end run what §3.3.2 states (no recomputation, FSDP sharding the gradients) under the
+``llama3-meta`` profile. Both use the app's H100 matmul efficiency 0.801 (catalogs/systems/efficiency.toml: Bekman's "Maximum
 Achievable Matmul FLOPS" table, H100 SXM 792.1 of 989 TFLOP/s); other efficiencies default.
 Tolerance: 15% on MFU, as for the Narayanan et al. 2021 rows (test_narayanan_2021).
 """
@@ -63,6 +64,85 @@ def test_fewer_chunks_fit_too_but_bubble_more():
 
 
 def test_without_recomputation_it_does_not_fit():
-    # The engine keeps every block's activations of up to p·(1 + (p-1)/(p·v)) micro-batches on the busiest
-    # stage: ~94 GiB at v = 8. Meta did not state its recomputation policy; this documents the gap.
+    # Megatron profile, ZeRO-1: 16 micro-batches of 8 layers' activations (63.6 GiB) + whole fp32 gradients
+    # (11.9 GiB): 87.1 GiB at v = 8. Meta's run shards the gradients too (test_table4_16k_row_... below).
     assert not estimate(_meta_run(vp=8, recompute="none")).fits
+
+
+# --- Table 4 as the paper describes the runs (§3.3.2), under the ``llama3-meta`` framework profile ---------------
+# Stated there and used here: no activation checkpointing at 8K ("we could pre-train Llama 3 on sequences of 8K
+# tokens without activation checkpointing"); FSDP that "shards optimizer states and gradients" but keeps the weights
+# gathered from forward to backward (ZeRO-2); FP32 gradient accumulation and FP32 reduce-scatter; asynchronous
+# pipeline point-to-point; all-gather context parallelism with its latency "exposed in the critical path"; the
+# interleaved schedule with one-layer edge chunks (v = 8, as above). Not stated, so not used: TP overlap (off). The
+# 128K row's recomputation is not stated: it runs with none, like the 8K rows (it fits: the same 8,192 tokens per
+# GPU). Table 4 prints DP 4 for that row, but 8 × 16 × 16 × 4 = 8,192 GPUs and 4 × 16 × 131,072 = 8.4M tokens, not
+# the row's 16,384 GPUs and 16M tokens; DP 8 gives both.
+TABLE4 = {  # row: (GPUs, CP, DP, sequence, sequences per DP rank, published BF16 MFU)
+    "8k-gpus": (8192, 1, 64, 8192, 32, 0.43),
+    "16k-gpus": (16384, 1, 128, 8192, 16, 0.41),
+    "16k-gpus-128k-context": (16384, 16, 8, 131072, 16, 0.38),
+}
+
+
+def table4_run(row: str) -> Scenario:
+    from llmplan.catalog.frameworks import load_framework_profiles
+
+    gpus, cp, dp, seq, per_dp, _ = TABLE4[row]
+    prof = load_framework_profiles()["llama3-meta"]
+    return Scenario(
+        model=LLAMA_405B, cluster=ClusterSpec(gpu=H100, gpus_per_node=8, nodes=gpus // 8, network=ROCE_400),
+        training=TrainingSettings(framework=prof.id, seq_len=seq, global_batch=per_dp * dp, recompute="none",
+                                  zero_stage=2),
+        parallelism=ParallelLayout(tp=8, pp=16, dp=dp, cp=cp, virtual_stages=8), efficiency=Efficiency(matmul=0.801),
+        framework_profile=prof,
+    )
+
+
+def causal_mfu(row: str) -> float:
+    """MFU with QKᵀ and AV counted over the causal half of the s×s square. The engine counts the full square, as
+    PaLM's formula (6N + 12·L·H·Q·T), which the paper cites for MFU; at 131,072 tokens that doubles the attention
+    FLOPs and is most of the total, so this count is shown beside it (test_the_128k_row_depends_on_the_flop_count)."""
+    e = estimate(table4_run(row))
+    seq = TABLE4[row][3]
+    attention = 2.0 * LLAMA_405B.num_heads * 2 * LLAMA_405B.head_dim * LLAMA_405B.num_layers * seq * 3  # fwd+bwd
+    model = e.compute.flops_per_step.value
+    tokens = e.compute.flops_per_step.inputs["tokens_per_step"]
+    return e.compute.mfu.value * (model - tokens * attention / 2) / model
+
+
+def test_table4_16k_row_within_10_percent_with_the_papers_settings():
+    e = estimate(table4_run("16k-gpus"))
+    assert e.fits
+    # 44.9% against 41%: +9.5% (issue 15's target: 10%)
+    assert e.compute.mfu.value == pytest.approx(0.41, rel=0.10)
+
+
+def test_table4_8k_row_is_fast_and_just_over_capacity():
+    # 49.4% against 43% (+14.9%); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
+    # stage hold 2·14 + 7·16 + 1 = 141 one-layer chunk passes, against 128 at 16 micro-batches. The paper's "we
+    # proactively deallocate tensors" is not modelled (the engine's 1 GiB context + 5% fragmentation are its own
+    # assumptions), so the miss is pinned, not explained away.
+    e = estimate(table4_run("8k-gpus"))
+    assert not e.fits and e.memory.total.value < 1.04 * H100.memory_bytes
+    assert 0.43 * 1.10 < e.compute.mfu.value < 0.43 * 1.16
+
+
+def test_the_128k_row_depends_on_the_flop_count():
+    e = estimate(table4_run("16k-gpus-128k-context"))
+    assert e.fits
+    # the engine's (PaLM's) count: 55.6% against 38% (+46%); the causal count: 39.7% (+4.4%). Pinned both ways.
+    assert 0.38 * 1.40 < e.compute.mfu.value < 0.38 * 1.52
+    assert causal_mfu("16k-gpus-128k-context") == pytest.approx(0.38, rel=0.10)
+    cp = [c for c in e.communication.collectives if c.group == "cp"]
+    assert cp and cp[0].exposed_s.value == pytest.approx(cp[0].time_s.value)  # all-gather CP: on the critical path
+
+
+def test_stated_settings_move_the_16k_row_as_expected():
+    """Each stated setting, taken back one at a time, changes the 16K row the way its description says."""
+    sc = table4_run("16k-gpus")
+    base = estimate(sc)
+    no_async_p2p = sc.model_copy(update={"framework_profile": sc.framework.model_copy(update={"pp_comm_overlap": False})})
+    assert estimate(no_async_p2p).compute.step_time_s.value > base.compute.step_time_s.value
+    grads_unsharded = sc.model_copy(update={"training": sc.training.model_copy(update={"zero_stage": 1})})
+    assert not estimate(grads_unsharded).fits  # fp32 gradients whole: +11.8 GiB

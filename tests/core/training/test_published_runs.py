@@ -11,12 +11,19 @@ case. Results recorded 2026-11-25 (with the network model of issue 23):
 | Korthikanti 2022 Table 5, 1T (TP8 PP64, 512 A100), MFU | 56.3% | 54.4% | -3.4% |
 | BLOOM-176B (TP4 PP12 DP8, 384 A100), TFLOP/s per GPU | ~150 | 168.4 | +12.3% |
 | MT-NLG 530B (TP8 PP35 DP8, 2,240 A100), MFU | 30.2% | 37.2% | +23.0% |
-| Llama 3 405B (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 33.2% | -19.0% |
+| MT-NLG 530B, 280 / 350 / 420 DGX A100, TFLOP/s per GPU with recompute | 126 / 121 / 113 | 154.5 / 149.5 / 144.9 | +22.6% / +23.6% / +28.2% |
+| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 49.4% | +14.9% (does not fit: 81.9 GiB) |
+| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 44.9% | +9.5% |
+| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 55.6% | +46.3% (causal count: +4.4%) |
 
+The Llama 3 rows (recorded 2026-11-27) run with the settings the paper states in §3.3.2 (the
+``llama3-meta`` profile and no activation checkpointing; test_llama3_405b.py says which and why).
 MT-NLG (2021, DeepSpeed's pipeline engine) ran slower than the model of a Megatron-Core stack says,
-and Llama 3 405B faster; the issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for
-the first three rows. The last two are pinned at the band they fall in, so a change that moves them
-is seen.
+while the same model and layout under Megatron-LM ran as the engine says
+(test_mt_nlg_gap_is_the_framework_not_the_layout).
+The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti, BLOOM and
+the 16,384-GPU Llama 3 row; the others are pinned at the band they fall in, so a change that moves
+them is seen.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ class Case:
     unit: str
     source: str
     tolerance: float  # relative, as asserted (the issue's target where it is met; the pinned band where not)
+    fits: bool = True  # what the engine says of the run's memory (the 8K-GPU Llama 3 row is 2.3 GiB over)
 
 
 CASES = {
@@ -57,13 +65,27 @@ CASES = {
         "MT-NLG 530B on 2,240 A100 (TP8 PP35 DP8, batch 1,920, full recompute): MFU", 0.302, "1",
         "Chowdhery et al. 2022, PaLM (arXiv:2204.02311), Table 3 (MT-NLG's MFU); Smith et al. 2022 "
         "(arXiv:2201.11990) §3 for the layout", 0.25),
+    **{f"mt-nlg-530b-{nodes}-nodes-tflops": Case(
+        f"MT-NLG 530B on {nodes} DGX A100 (TP8 PP35 DP{nodes // 35}, batch 1,920, full recompute): TFLOP/s per GPU "
+        "counting the recompute", tflops, "TFLOP/s",
+        f"Smith et al. 2022 (arXiv:2201.11990) §2.4: {step} s per iteration, {tflops} TFLOP/s per GPU on {nodes} "
+        "DGX A100 servers", 0.30) for nodes, step, tflops in ((280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113))},
     "torchtitan-llama3-70b-tps": Case(
         "Llama 3 70B on 64 A100 80GB with torchtitan (FSDP2, local batch 1, seq 8,192, full AC): tokens/s per GPU",
         331.0, "tokens/s", "pytorch/torchtitan docs/performance.md, 'Llama 3 performance numbers' table (64 A100 "
         "80GB, FSDP2): 70B, batch 1, full activation checkpointing, 331 WPS, 51.7% MFU", 0.15),
-    "llama3-405b-mfu": Case(
-        "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192): MFU", 0.41, "1",
-        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 (38-43%)", 0.22),
+    "llama3-405b-8k-gpus-mfu": Case(
+        "Llama 3 405B on 8,192 H100 (TP8 PP16 DP64, seq 8,192, 32 sequences per DP rank, §3.3.2 settings): MFU",
+        0.43, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 1 (430 TFLOP/s, 43%)",
+        0.16, fits=False),
+    "llama3-405b-16k-gpus-mfu": Case(
+        "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192, 16 sequences per DP rank, §3.3.2 settings): MFU",
+        0.41, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 2 (400 TFLOP/s, 41%)",
+        0.10),
+    "llama3-405b-128k-context-mfu": Case(
+        "Llama 3 405B on 16,384 H100 (TP8 CP16 PP16 DP8, seq 131,072, §3.3.2 settings): MFU, full s×s attention "
+        "FLOPs (PaLM's count)", 0.38, "1",
+        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 3 (380 TFLOP/s, 38%)", 0.50),
 }
 
 
@@ -83,6 +105,11 @@ def _run(case: str):
         sc = scenario(gpt(20480, 128, 105), 2240, tp=8, pp=35, sp=False, seq_len=2048, micro_batch=1,
                       global_batch=1920, recompute="full", flash_attention=False, zero_stage=1, dropout=0.1,
                       precision="bf16")
+    elif case.startswith("mt-nlg-530b-") and case.endswith("-nodes-tflops"):
+        gpus = _gpus(case)
+        sc = scenario(gpt(20480, 128, 105), gpus, tp=8, pp=35, sp=False, seq_len=2048, micro_batch=1,
+                      global_batch=1920, recompute="full", flash_attention=False, zero_stage=1, dropout=0.1,
+                      precision="bf16")
     elif case == "torchtitan-llama3-70b-tps":
         from llmplan.core.workload import ParallelLayout, TrainingSettings
         from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
@@ -95,9 +122,10 @@ def _run(case: str):
                                                 network="ib-hdr-200"), parallelism=ParallelLayout(dp=64))
         return evaluate_plan(doc)[1]
     else:
-        from .test_llama3_405b import _meta_run
+        from .test_llama3_405b import table4_run
 
-        return estimate(_meta_run(vp=8))
+        return estimate(table4_run({"llama3-405b-8k-gpus-mfu": "8k-gpus", "llama3-405b-16k-gpus-mfu": "16k-gpus",
+                                    "llama3-405b-128k-context-mfu": "16k-gpus-128k-context"}[case]))
     return estimate(sc.model_copy(update={"efficiency": A100}))
 
 
@@ -111,6 +139,8 @@ def ours(case: str) -> float:
 
 
 def _gpus(case: str) -> int:
+    if case.startswith("mt-nlg-530b-") and case.endswith("-nodes-tflops"):
+        return 8 * int(case.split("-")[3])
     return {"bloom-176b-tflops": 384}[case]
 
 
@@ -119,10 +149,28 @@ def test_published_run_within_its_tolerance(case):
     c = CASES[case]
     value = ours(case)
     assert value == pytest.approx(c.reference, rel=c.tolerance), f"{case}: ours {value:.4g} vs {c.reference}"
-    assert _run(case).fits
+    assert _run(case).fits is c.fits
 
 
-def test_mt_nlg_over_and_llama3_under_as_recorded():
-    """The two runs outside the issue's targets stay on the side they were recorded on (module doc)."""
-    assert ours("mt-nlg-530b-mfu") > CASES["mt-nlg-530b-mfu"].reference * 1.1
-    assert ours("llama3-405b-mfu") < CASES["llama3-405b-mfu"].reference * 0.9
+def test_runs_outside_the_target_stay_over_as_recorded():
+    """The runs outside the issue's targets stay on the side they were recorded on (module doc)."""
+    for case in ("mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-128k-context-mfu",
+                 "mt-nlg-530b-280-nodes-tflops", "mt-nlg-530b-350-nodes-tflops", "mt-nlg-530b-420-nodes-tflops"):
+        assert ours(case) > CASES[case].reference * 1.1, case
+
+
+def test_mt_nlg_gap_is_the_framework_not_the_layout():
+    """The same 529.6B model and TP8 PP35 layout ran at 163 TFLOP/s per GPU under Megatron-LM (Narayanan et al.
+    2021, Table 1: 2,520 GPUs, batch 2,520), where the engine is 3.8% under, and at 126 under DeepSpeed's
+    pipeline engine with Megatron's tensor slicing (MT-NLG, 2,240 GPUs, batch 1,920), where it is 23% over. The
+    engine prices both layouts within 2% of each other (154.5 and 156.8), so the gap is what the 2021 DeepSpeed stack lost, not a
+    term of the layout (docs/training.md, "MT-NLG 530B is 23% fast")."""
+    from .test_narayanan_2021 import ROWS, predicted_tflops
+
+    megatron_lm = predicted_tflops(next(r for r in ROWS if r[0] == 529.6))
+    mt_nlg = ours("mt-nlg-530b-280-nodes-tflops")
+    assert mt_nlg == pytest.approx(megatron_lm, rel=0.02)  # 154.5 vs 156.8
+    assert megatron_lm == pytest.approx(163, rel=0.05) and mt_nlg > 126 * 1.2
+    # measured, 280 -> 420 nodes: -10.3% per GPU; the engine's bubble (34/m with m = 240, 192, 160) gives -6.2%
+    drop = ours("mt-nlg-530b-420-nodes-tflops") / mt_nlg
+    assert 113 / 126 < drop < 0.95

@@ -103,12 +103,17 @@ def test_in_flight_activations_follow_the_schedule():
     assert warmup_chunks(4, 2, 0, 8) == 11 and warmup_chunks(4, 2, 3, 8) == 5
     even = split_layers(32, 4, 2)
     assert layers_in_flight(even, 0, 8) == 11 * 4 == 8 * 4 * (1 + 3 / 8)
-    # Llama 3 405B, PP16 × v2, 16 micro-batches: the first stage's 47 passes are chunk 0 (3 layers) for
+    # Llama 3 405B, PP16 × v2, 32 micro-batches: the first stage's 47 passes are chunk 0 (3 layers) for
     # micro-batches 0-15, chunk 1 (4 layers) for 0-15, then chunk 0 for 16-30: 48 + 64 + 45 = 157
     llama = split_layers(126, 16, 2)
-    assert layers_in_flight(llama, 0, 16) == 16 * 3 + 16 * 4 + 15 * 3
+    assert layers_in_flight(llama, 0, 32) == 16 * 3 + 16 * 4 + 15 * 3
     # its last stage: (v-1)·p + 1 = 17 passes: chunk 0 (4 layers) × 16 + chunk 1 (3 layers) × 1
-    assert layers_in_flight(llama, 15, 16) == 16 * 4 + 3
+    assert layers_in_flight(llama, 15, 32) == 16 * 4 + 3
+    # 16 micro-batches = p: Megatron-LM runs every forward first (schedules.py, num_microbatches ==
+    # pipeline_parallel_size) and a step has only 16 · 2 chunk passes, on every stage: 48 + 64 = 112
+    assert layers_in_flight(llama, 0, 16) == layers_in_flight(llama, 15, 16) == 16 * 7
+    # fewer micro-batches than the warm-up (m·v = 24 < 2·15 + 16 + 1): capped at m·v
+    assert warmup_chunks(16, 2, 0, 12) == 24
 
 
 def test_megatron_flags_follow_megatron_cores_pipeline_arguments():

@@ -146,9 +146,14 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw + t_tp_lat
     cp_bw = bus_bandwidth(cp, tp, cluster, eff, p2p=True)
     cp_bytes = stage_layers * 3 * (cp - 1) * tokens_mb * 2 * kv * 2 / tp
-    t_cp_mb = np.maximum(0.0, cp_bytes / cp_bw - stage_layers * passes * attn_fwd * tokens_mb / (tp * peak))
+    profile = prof or FrameworkProfile()
+    # ring CP hides behind the attention; all-gather CP (profile.cp_comm) is on the critical path (comms.py)
+    hidden_cp = 0.0 if profile.cp_comm == "all-gather" else stage_layers * passes * attn_fwd * tokens_mb / (tp * peak)
+    t_cp_mb = np.maximum(0.0, cp_bytes / cp_bw - hidden_cp)
     pp_bw = bus_bandwidth(pp, tp * cp * dp, cluster, eff, p2p=True)
     t_pp_mb = np.where(pp > 1, 2 * vp * act_bytes / tp / pp_bw, 0.0)
+    if profile.pp_comm_overlap:  # asynchronous point-to-point: only what the stage's compute cannot cover
+        t_pp_mb = np.maximum(0.0, t_pp_mb - t_compute_mb)
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + t_tp_mb + t_cp_mb + t_pp_mb
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
@@ -233,15 +238,6 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     gpu = stage_layers * layer_gpu + head_gpu / pp
     host = stage_layers * layer_host + head_host / pp
     return np.maximum(gpu, host), stage_layers * rec, r.gemm
-
-
-def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray | float) -> np.ndarray:
-    """Micro-batches of activations stage ``stage`` holds at its peak: min(m, p-s) for 1F1B;
-    (2·(p-s-1) + (v-1)·p + 1)/v chunk passes interleaved (Megatron's warm-up; p·(1 + (p-1)/(p·v))
-    on the first stage, Korthikanti et al. 2022 §4.2.3)."""
-    one_f_one_b = np.minimum(m, pp - stage)
-    interleaved = (2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp
-    return np.where(pp == 1, 1.0, np.where(vp > 1, interleaved, one_f_one_b))
 
 
 def _span(s: ModelShape, seq: float) -> float:

@@ -16,7 +16,8 @@ The rules are Megatron-LM's and DeepSpeed's:
   strings, which can express any split;
 - CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
 - EP divides the routed experts and the data-parallel size (experts live inside DP);
-- ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it); ZeRO needs DP·CP > 1;
+- ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it), except ZeRO-2 under a profile
+  whose ``zero2_with_pp`` says so (Llama 3's FSDP beside PP); ZeRO needs DP·CP > 1;
 - the global batch (sequences) = micro-batch · accumulation · DP.
 """
 
@@ -121,8 +122,10 @@ def exclusions(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq
 
 
 def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
-                     global_batch: int, offload: bool, flash_attention: bool = True) -> Columns:
-    """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only)."""
+                     global_batch: int, offload: bool, flash_attention: bool = True,
+                     zero2_with_pp: bool = False) -> Columns:
+    """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only);
+    ``zero2_with_pp``: the framework profile's (module doc)."""
     rows = [b for n in gpu_counts for b in base_layouts(s, n, gpus_per_node, seq_len)]
     if not rows:
         return _empty()
@@ -142,7 +145,7 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
         ok = mb == mb.min()  # no batch given: one micro-batch per replica per step
         accum = np.ones_like(mb)
     ok &= (zero == 0) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
-    ok &= (pp == 1) | (zero <= 1)
+    ok &= (pp == 1) | (zero <= (2 if zero2_with_pp else 1))
     ok &= (vp == 1) | (accum % pp == 0)
     keep = np.nonzero(ok)[0]
     one = np.ones(len(keep), dtype=np.int64)
@@ -173,7 +176,7 @@ def gpu_counts(total_gpus: int, gpus_per_node: int, use_fewer: bool) -> list[int
     return sorted(c for c in counts if c <= total_gpus)
 
 
-def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
+def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = False) -> None:
     """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break."""
     from llmplan.errors import LayoutError
 
@@ -192,8 +195,9 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int) -> None:
          f"pp·virtual_stages = {p.pp * p.virtual_stages} chunks of the {s.layers} layers"),
         (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
          "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
-        (p.pp == 1 or t.zero_stage <= 1, "training.zero_stage 2 and 3 do not combine with pipeline "
-                                         "parallelism (pp > 1); use zero_stage 0 or 1"),
+        (p.pp == 1 or t.zero_stage <= (2 if zero2_with_pp else 1),
+         "training.zero_stage 2 and 3 do not combine with pipeline parallelism (pp > 1); use zero_stage 0 or 1"
+         + (" (2 under this framework)" if zero2_with_pp else "")),
         (not t.global_batch or t.global_batch % (t.micro_batch * p.dp) == 0,
          f"training.global_batch ({t.global_batch}) must be a multiple of micro_batch·dp "
          f"({t.micro_batch}·{p.dp})"),

@@ -18,8 +18,11 @@ Exposure follows the framework profile (``Overlap``: what compute a collective h
 which of its calls cannot hide because nothing is left to compute beside it):
 
 - TP, EP and PP transfers sit on the critical path, TP unless ``tp_comm_overlap`` (Transformer
-  Engine userbuffers overlap them with the GEMMs).
-- CP's ring exchange of K/V hides behind the attention compute (ring attention).
+  Engine userbuffers overlap them with the GEMMs), PP unless ``pp_comm_overlap`` (asynchronous
+  point-to-point behind the stage's compute, as Llama 3 ran it: arXiv 2407.21783 §3.3.2).
+- CP's ring exchange of K/V hides behind the attention compute (ring attention); with
+  ``cp_comm = "all-gather"`` K/V are all-gathered and their gradients reduce-scattered on the
+  critical path, the same bytes (Llama 3's CP, §3.3.2: "exposed in the critical path").
 - The DP gradient reduction, bucketed (``dp_bucket_params``: DDP's 25 MiB, Megatron's
   max(40M, 1M·dp) parameters, DeepSpeed's reduce_bucket_size, FSDP's one wrapped layer), runs
   bucket by bucket during the last micro-batch's backward when ``overlap_grad_reduce``; the last
@@ -176,17 +179,25 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         kv_tp = kv / (1 if m.mla else min(lay.tp, m.num_kv_heads))
         passes = 3 + (1 if recompute_fwd else 0)  # K,V forward; K,V and dK,dV backward
         msg = 2 * s_loc * b * kv_tp * act
-        add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
-            "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
-            {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
-            Overlap(win.attention, "the attention compute (ring attention)"))
+        if prof.cp_comm == "all-gather":  # Llama 3: gather K/V (and recompute's), reduce-scatter dK/dV; exposed
+            gathers = (passes - 1) * L * mbs
+            add("CP all-gather of K/V, reduce-scatter of their gradients", "cp", lay.cp, lay.tp,
+                (("all-gather", gathers, msg * lay.cp), ("reduce-scatter", L * mbs, msg * lay.cp)),
+                "(cp-1)/cp · 2·s·b·kv_width·2 B · (gathers + 1 reduce-scatter) · blocks · micro-batches",
+                {"gathers": passes - 1, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs}, None)
+        else:
+            add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
+                "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
+                {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
+                Overlap(win.attention, "the attention compute (ring attention)"))
     if lay.pp > 1:
         rep = lay.tp if lay.sp else 1
         msg = s_loc * b * h * act / rep
         add("PP send/receive of activations", "pp", lay.pp, lay.tp * lay.cp * lay.dp,
             (("p2p", 2 * lay.vp * mbs, msg),),
             "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
-            {"v": lay.vp, "s": s_loc, "b": b, "h": h, "micro_batches": mbs}, None)
+            {"v": lay.vp, "s": s_loc, "b": b, "h": h, "micro_batches": mbs},
+            Overlap(win.compute, "the stage's compute (asynchronous point-to-point)") if prof.pp_comm_overlap else None)
     if lay.ep > 1 and moe_layers_on_gpu > 0 and m.moe:
         k = m.moe.experts_per_token
         n_a2a = 4 + (2 if recompute_fwd else 0)

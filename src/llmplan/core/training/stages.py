@@ -186,13 +186,20 @@ def warmup_chunks(pp: int, vp: int, stage: int, micro_batches: int) -> int:
 
     1F1B (v = 1): min(m, p - s). Interleaved (Megatron's schedule): 2·(p-s-1) + (v-1)·p warm-up
     forwards plus the first steady-state one; on the first stage that is p·v + p - 1 chunks, i.e.
-    p·(1 + (p-1)/(p·v)) stages' worth (Korthikanti et al. 2022 §4.2.3).
+    p·(1 + (p-1)/(p·v)) stages' worth (Korthikanti et al. 2022 §4.2.3). A step has only m·v chunk
+    forwards, so no stage holds more: Megatron-LM's forward_backward_pipelining_with_interleaving
+    caps the warm-up at m·v and, when m = p, runs every forward before the first backward
+    (core/pipeline_parallel/schedules.py: ``num_warmup_microbatches = min(..., total_num_microbatches)``
+    and the ``num_microbatches == pipeline_parallel_size`` case). Llama 3 405B at 16,384 GPUs is such a
+    step: 16 micro-batches on 16 stages (arXiv 2407.21783, Table 4).
     """
     if pp == 1:
         return 1
     if vp == 1:
         return min(micro_batches, pp - stage)
-    return 2 * (pp - stage - 1) + (vp - 1) * pp + 1
+    if micro_batches == pp:
+        return micro_batches * vp
+    return min(2 * (pp - stage - 1) + (vp - 1) * pp + 1, micro_batches * vp)
 
 
 def layers_in_flight(split: StageSplit, stage: int, micro_batches: int) -> int:
