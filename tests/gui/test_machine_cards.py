@@ -58,7 +58,7 @@ def test_add_two_cards_and_see_the_split(llama70b, qtbot):
     assert cards.card_ids() == ["nvidia-rtx-5090-32gb"] and cards.table.rowCount() == 0
 
 
-def test_a_detected_mixed_machine_fills_the_list(llama70b):
+def test_a_detected_mixed_machine_is_one_click_away(llama70b):
     cards = llama70b.workload.machine_cards
     report = DetectionReport(gpus=(
         DetectedGpu(vendor="nvidia", name="NVIDIA GeForce RTX 5090", memory_total_bytes=32607 * MIB,
@@ -67,11 +67,11 @@ def test_a_detected_mixed_machine_fills_the_list(llama70b):
                     memory_free_bytes=None, index=1, source="nvml"),
     ), host=None)
     cards.set_report(report)
-    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
-    assert cards.detect_button.isEnabled() and cards.table.rowCount() == 2
-    cards.set_cards([])
+    assert cards.card_ids() == []  # detection alone leaves the plan as it is
+    assert cards.detect_button.isEnabled()
     QTest.mouseClick(cards.detect_button, Qt.MouseButton.LeftButton)
-    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"] and cards.table.rowCount() == 2
+    assert llama70b.state.doc.hardware.card_ids() == cards.card_ids()  # the plan's hardware.cards
 
 
 def test_training_plans_get_the_reason(llama70b):
@@ -79,3 +79,21 @@ def test_training_plans_get_the_reason(llama70b):
     cards.set_cards(["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"])
     llama70b.state.edit("workload", "finetune")
     assert "identical GPUs" in cards.summary.text()
+
+
+def test_cards_are_saved_with_the_plan_and_reopen_with_the_same_numbers(llama70b, tmp_path):
+    """Schema 5: the list is the plan's hardware.cards; save, then open the file: the same split, and undo
+    takes a card edit back like any other edit."""
+    cards = llama70b.workload.machine_cards
+    pick(cards, "nvidia-rtx-5090-32gb")
+    pick(cards, "nvidia-rtx-3090-24gb")
+    before = [[cards.table.item(r, k).text() for k in range(5)] for r in range(2)]
+    summary = cards.summary.text()
+    path = tmp_path / "two-cards.llmplan"
+    assert llama70b._write(path)
+    llama70b.state.undo_stack.undo()
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb"]
+    assert llama70b.open_path(path, ask=False)
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
+    assert [[cards.table.item(r, k).text() for k in range(5)] for r in range(2)] == before
+    assert cards.summary.text() == summary

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.mixed_cards import gpu_ids, run_mixed
+from llmplan.cli.mixed_cards import gpu_ids, run_mixed, tensor_split, with_cards
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
@@ -186,9 +186,16 @@ def run_estimate(scenario: Scenario, doc: PlanDocument):
 def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
     if len(ids := gpu_ids(args.gpu)) > 1:
-        return run_mixed(args, doc, ids)
+        doc = with_cards(doc, ids, tensor_split(args.tensor_split, len(ids)))
+    elif args.tensor_split and doc.hardware.cards:
+        split = tensor_split(args.tensor_split, len(doc.hardware.card_ids()))
+        doc = doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"tensor_split": tuple(split)})})
+    elif args.tensor_split:
+        raise InputError("--tensor-split needs several cards: give one --gpu per card")
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
+    if doc.hardware.cards:
+        return run_mixed(args, doc)
     calibration_note = None
     if args.calibration is not None:
         doc, calibration_note = measured.calibrated_document(doc, args.calibration)
