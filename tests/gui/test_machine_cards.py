@@ -97,3 +97,40 @@ def test_cards_are_saved_with_the_plan_and_reopen_with_the_same_numbers(llama70b
     assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
     assert [[cards.table.item(r, k).text() for k in range(5)] for r in range(2)] == before
     assert cards.summary.text() == summary
+
+
+def test_this_machine_all_cards_entry_plans_on_every_detected_card(llama70b, tmp_path):
+    """Recorded detection of a mixed machine (two RTX 3090s from NVML, an RTX 4090 from nvidia-smi, as in
+    tests/fit/test_fit_mixed_cards.py): the GPU list's "This machine" offers "All 3 cards", which puts every
+    card in the plan; the cards pane and the verdict line then show the three-way layer split."""
+    import dataclasses
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hw"))
+    from hw_fixtures import build_fake_pynvml, data_text
+
+    from llmplan.hw.nvidia import parse_nvidia_smi_csv, read_nvml
+
+    nvml = build_fake_pynvml(json.loads(data_text("nvml_2xrtx3090_nvlink.json")))
+    r4090 = [dataclasses.replace(g, index=2) for g in parse_nvidia_smi_csv(data_text("nvidia_smi_rtx4090.csv"))]
+    w = llama70b
+    w.hardware.detector.finished.emit(DetectionReport(gpus=(*read_nvml(nvml), *r4090), host=None), "")
+    w.this_machine.wait_idle()
+    top = w.hardware.tree.topLevelItem(0)
+    entry = next(top.child(i) for i in range(top.childCount()) if top.child(i).text(0).startswith("All "))
+    assert entry.text(0) == "All 3 cards (layer split)"
+    w.hardware.tree.setCurrentItem(entry)
+    ids = ["nvidia-rtx-3090-24gb", "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"]
+    assert w.state.doc.hardware.card_ids() == ids
+    cards = w.workload.machine_cards
+    assert cards.card_ids() == ids and cards.table.rowCount() == 3
+    assert [cards.table.item(r, 1).text() for r in range(3)] == ["27", "27", "26 + head"]
+    w.this_machine.wait_idle()
+    assert "layers 27 + 27 + 26" in w.this_machine.verdict.text()
+    shot = os.environ.get("LLMPLAN_SCREENSHOT_DIR")
+    if shot:
+        w.resize(1400, 1000)
+        w.workload.widget(0).ensureWidgetVisible(cards)
+        w.grab().save(os.path.join(shot, "this-machine-all-cards.png"))

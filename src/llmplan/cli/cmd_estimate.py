@@ -251,6 +251,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         raise InputError("--this-machine: detection found neither a GPU nor host facts; "
                          "run `llmplan-cli detect` to see why")
     fit = fit_this_machine(doc, machine)
+    if fit.local_plan is not None and fit.local_plan.hardware.cards:  # every card of a mixed machine
+        return _this_machine_cards(args, fit, note)
     if fit.current is not None and fit.local_plan is not None:
         scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
     else:
@@ -265,4 +267,27 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if not here and not args.json:
         print("(The plan cannot run on this machine; the estimate below is of the plan as written.)")
     _print(args, data, est, after=fit_text(fit) + (f"\n  Note: {note}" if note else ""))
+    return 0
+
+
+def _this_machine_cards(args: argparse.Namespace, fit, note: str | None) -> int:
+    """``--this-machine`` on different cards: the layer split over all of them, then the verdict."""
+    from llmplan.cli.fit_report import fit_json, fit_text
+    from llmplan.cli.mixed_cards import mixed_json, mixed_text
+    from llmplan.core.present import MemoryUnit
+    from llmplan.plan.evaluate import estimate_cards
+
+    plan, scenario = estimate_cards(fit.local_plan)
+    if args.save:
+        save_plan(fit.local_plan, args.save)
+    data = mixed_json(plan, scenario)
+    data["this_machine"] = dict(fit_json(fit), estimated_here=True)
+    if note:
+        data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]
+    if args.json:
+        print(json_text(data))
+        return 0
+    print(mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))
+    print()
+    print(fit_text(fit) + (f"\n  Note: {note}" if note else ""))
     return 0
