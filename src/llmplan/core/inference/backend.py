@@ -13,14 +13,21 @@ compute buffer as MTLBuffers (ggml-metal's log line "allocated buffer, size = ..
 only those against ``recommendedMaxWorkingSetSize``), and its shader library is a few MB of host memory.
 Vulkan and SYCL (Level Zero) keep pipelines / kernel modules built from SPIR-V, not a fat binary resident in
 device memory. The numbers per back-end are data in the engine profile (``backend_context_bytes``).
+
+The same back-end decides which kernels multiply a prompt by block-quantised weights (``quant_prompt_rate``):
+CUDA's MMQ at a rate per SM per clock (``core.inference.mmq``), else a measured share of the GPU's dense fp16
+matrix peak for that back-end and GPU family (``prefill_quant_share``: ROCm's MMQ on RDNA 3 and CDNA, Vulkan's
+cooperative-matrix shaders, SYCL on Xe2), else the shared fraction of int8 peak.
 """
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Literal
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.mmq import mmq_rate
 from llmplan.errors import InputError
 
 Backend = Literal["cuda", "rocm", "vulkan", "sycl", "metal"]
@@ -59,3 +66,21 @@ def runtime_context_bytes(engine: EngineProfile, backend: Backend) -> int:
         if name == backend:
             return int(size)
     return engine.cuda_context_bytes
+
+
+def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
+    """FLOP/s of the engine's quantised-weight prompt kernels on ``gpu`` under ``backend`` (None: the engine
+    dequantises and uses the fp16 GEMM rate). First CUDA's MMQ rate, then the first ``prefill_quant_share``
+    row for this back-end whose pattern matches the GPU's catalog id, then the shared int8 share."""
+    if backend == "cuda" and engine.prefill_quant_ops_per_sm_clock:
+        rate = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock)
+        if rate:
+            return rate
+    for name, pattern, share in engine.prefill_quant_share:
+        if name == backend and fnmatchcase(gpu.id, pattern):
+            peak = gpu.peak_flops.for_dtype("fp16")
+            if peak:
+                return peak * share
+    if engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
+        return gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    return None

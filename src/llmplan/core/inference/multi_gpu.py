@@ -22,14 +22,13 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
-from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.backend import backend_of, quant_prompt_rate, runtime_context_bytes
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
     _activation_elements_per_token,
     _weights_split,
 )
-from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
@@ -177,11 +176,9 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
-    mmq = mmq_rate(g, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
-    if quant and mmq:
-        rate = mmq
-    elif quant and engine.prefill_quant_int8_efficiency and g.peak_flops.int8 and not apple:
-        rate = g.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    quant_rate = quant_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) if quant else None
+    if quant_rate:
+        rate = quant_rate
     else:
         rate = g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
     if rate <= 0:
