@@ -191,7 +191,9 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
     if gpu.wired_limit_bytes:
         fraction = min(1.0, gpu.wired_limit_bytes / gpu.memory_total_bytes)
         how = {"apple": "raise it with sudo sysctl iogpu.wired_limit_mb",
-               "amd": "raise it with the BIOS UMA size or the ttm.pages_limit kernel parameter"}.get(gpu.vendor)
+               "amd": "raise it with the BIOS UMA size or the ttm.pages_limit kernel parameter",
+               "intel": "Intel's compute runtime: 94 % of the shared pool less 450 MiB; the pool is half the RAM on "
+                        "Windows, all of it on Linux"}.get(gpu.vendor)
         notes.append(f"unified memory: the GPU may wire {gpu.wired_limit_bytes / GIB:.1f} of "
                      f"{gpu.memory_total_bytes / GIB:.1f} GiB" + (f" ({how})" if how else ""))
     if m is not None and m.matched:
