@@ -25,7 +25,7 @@ import glob
 import json
 import re
 
-from llmplan.hw._run import run_command
+from llmplan.hw._run import read_small, run_command
 from llmplan.hw.types import DetectedGpu
 
 GIB = 1 << 30
@@ -87,21 +87,13 @@ def parse_win32_video_controllers(text: str, ram_bytes: int | None, first_index:
     return tuple(gpus)
 
 
-def _read_small(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(1024)
-    except OSError:
-        return ""
-
-
 def probe_igpu(system: str, ram_bytes: int | None, timeout_s: float, first_index: int = 0) -> tuple[DetectedGpu, ...]:
     """The integrated Intel GPU of this machine (Linux sysfs, Windows WMI); () when none or unknown RAM."""
     if not ram_bytes:
         return ()
     if system == "Linux":
         for dev in sorted(glob.glob(f"{DRM}/card[0-9]*/device"))[:16]:
-            gpu = igpu_from_uevent(_read_small(f"{dev}/uevent"), ram_bytes, first_index)
+            gpu = igpu_from_uevent(read_small(f"{dev}/uevent"), ram_bytes, first_index)
             if gpu is not None:
                 return (gpu,)
         return ()
