@@ -134,3 +134,22 @@ def test_this_machine_all_cards_entry_plans_on_every_detected_card(llama70b, tmp
         w.resize(1400, 1000)
         w.workload.widget(0).ensureWidgetVisible(cards)
         w.grab().save(os.path.join(shot, "this-machine-all-cards.png"))
+
+
+def test_backend_choice_changes_the_runtime_context(llama70b):
+    """Inference tab, "GPU back-end": Vulkan on an RTX 5090 drops llama.cpp's 300 MiB CUDA context (engines.toml,
+    backend_context_bytes) from the plan's overhead, as `--set inference.backend=vulkan` does; Metal on an NVIDIA
+    card is refused with the back-ends it runs."""
+    from PySide6.QtWidgets import QComboBox
+
+    w = llama70b
+    w.state.edit("hardware.gpu", "nvidia-rtx-5090-32gb")
+    combo = next(c for c in w.workload.findChildren(QComboBox) if c.accessibleName() == "GPU back-end")
+    before = w.state.evaluate_now().estimate.memory.overhead.value
+    combo.setCurrentIndex(combo.findData("vulkan"))
+    assert w.state.doc.inference.backend == "vulkan"
+    after = w.state.evaluate_now().estimate.memory.overhead.value
+    assert before - after == 300 * MIB
+    combo.setCurrentIndex(combo.findData("metal"))
+    outcome = w.state.evaluate_now()
+    assert outcome.estimate is None and "cuda (CUDA), vulkan (Vulkan)" in outcome.message
