@@ -2,8 +2,9 @@
 
 llama.cpp (and Ollama) put a contiguous run of layers on each device in proportion to its free memory
 (``--split-mode layer``, the default); what fits nowhere stays in host RAM. The estimate is
-`llmplan.core.inference.multi_gpu.split_layers` through ``plan.evaluate.estimate_cards``; this module turns the command line into that call and
-its answer into per-card rows (text) or stable JSON keys (``mixed_gpus``, ``inference``, ``fits``). The cards
+`llmplan.core.inference.multi_gpu.split_layers` through ``plan.evaluate.estimate_cards``; this module turns
+the command line into that call and its answer into per-card rows (text) or stable JSON keys (``mixed_gpus``,
+``inference``, ``fits``). The cards
 are the plan's ``hardware.cards`` (schema 5), so ``--save`` writes them and the saved plan reopens to the same
 numbers.
 """
