@@ -58,7 +58,7 @@ def test_add_two_cards_and_see_the_split(llama70b, qtbot):
     assert cards.card_ids() == ["nvidia-rtx-5090-32gb"] and cards.table.rowCount() == 0
 
 
-def test_a_detected_mixed_machine_fills_the_list(llama70b):
+def test_a_detected_mixed_machine_is_one_click_away(llama70b):
     cards = llama70b.workload.machine_cards
     report = DetectionReport(gpus=(
         DetectedGpu(vendor="nvidia", name="NVIDIA GeForce RTX 5090", memory_total_bytes=32607 * MIB,
@@ -67,11 +67,11 @@ def test_a_detected_mixed_machine_fills_the_list(llama70b):
                     memory_free_bytes=None, index=1, source="nvml"),
     ), host=None)
     cards.set_report(report)
-    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
-    assert cards.detect_button.isEnabled() and cards.table.rowCount() == 2
-    cards.set_cards([])
+    assert cards.card_ids() == []  # detection alone leaves the plan as it is
+    assert cards.detect_button.isEnabled()
     QTest.mouseClick(cards.detect_button, Qt.MouseButton.LeftButton)
-    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"] and cards.table.rowCount() == 2
+    assert llama70b.state.doc.hardware.card_ids() == cards.card_ids()  # the plan's hardware.cards
 
 
 def test_training_plans_get_the_reason(llama70b):
@@ -79,3 +79,77 @@ def test_training_plans_get_the_reason(llama70b):
     cards.set_cards(["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"])
     llama70b.state.edit("workload", "finetune")
     assert "identical GPUs" in cards.summary.text()
+
+
+def test_cards_are_saved_with_the_plan_and_reopen_with_the_same_numbers(llama70b, tmp_path):
+    """Schema 5: the list is the plan's hardware.cards; save, then open the file: the same split, and undo
+    takes a card edit back like any other edit."""
+    cards = llama70b.workload.machine_cards
+    pick(cards, "nvidia-rtx-5090-32gb")
+    pick(cards, "nvidia-rtx-3090-24gb")
+    before = [[cards.table.item(r, k).text() for k in range(5)] for r in range(2)]
+    summary = cards.summary.text()
+    path = tmp_path / "two-cards.llmplan"
+    assert llama70b._write(path)
+    llama70b.state.undo_stack.undo()
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb"]
+    assert llama70b.open_path(path, ask=False)
+    assert cards.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
+    assert [[cards.table.item(r, k).text() for k in range(5)] for r in range(2)] == before
+    assert cards.summary.text() == summary
+
+
+def test_this_machine_all_cards_entry_plans_on_every_detected_card(llama70b, tmp_path):
+    """Recorded detection of a mixed machine (two RTX 3090s from NVML, an RTX 4090 from nvidia-smi, as in
+    tests/fit/test_fit_mixed_cards.py): the GPU list's "This machine" offers "All 3 cards", which puts every
+    card in the plan; the cards pane and the verdict line then show the three-way layer split."""
+    import dataclasses
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hw"))
+    from hw_fixtures import build_fake_pynvml, data_text
+
+    from llmplan.hw.nvidia import parse_nvidia_smi_csv, read_nvml
+
+    nvml = build_fake_pynvml(json.loads(data_text("nvml_2xrtx3090_nvlink.json")))
+    r4090 = [dataclasses.replace(g, index=2) for g in parse_nvidia_smi_csv(data_text("nvidia_smi_rtx4090.csv"))]
+    w = llama70b
+    w.hardware.detector.finished.emit(DetectionReport(gpus=(*read_nvml(nvml), *r4090), host=None), "")
+    w.this_machine.wait_idle()
+    top = w.hardware.tree.topLevelItem(0)
+    entry = next(top.child(i) for i in range(top.childCount()) if top.child(i).text(0).startswith("All "))
+    assert entry.text(0) == "All 3 cards (layer split)"
+    w.hardware.tree.setCurrentItem(entry)
+    ids = ["nvidia-rtx-3090-24gb", "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"]
+    assert w.state.doc.hardware.card_ids() == ids
+    cards = w.workload.machine_cards
+    assert cards.card_ids() == ids and cards.table.rowCount() == 3
+    assert [cards.table.item(r, 1).text() for r in range(3)] == ["27", "27", "26 + head"]
+    w.this_machine.wait_idle()
+    assert "layers 27 + 27 + 26" in w.this_machine.verdict.text()
+    shot = os.environ.get("LLMPLAN_SCREENSHOT_DIR")
+    if shot:
+        w.resize(1400, 1000)
+        w.workload.widget(0).ensureWidgetVisible(cards)
+        w.grab().save(os.path.join(shot, "this-machine-all-cards.png"))
+
+
+def test_backend_choice_changes_the_runtime_context(llama70b):
+    """Inference tab, "GPU back-end": Vulkan on an RTX 5090 drops llama.cpp's 300 MiB CUDA context (engines.toml,
+    backend_context_bytes) from the plan's overhead, as `--set inference.backend=vulkan` does; Metal on an NVIDIA
+    card is refused with the back-ends it runs."""
+    from PySide6.QtWidgets import QComboBox
+
+    w = llama70b
+    w.state.edit("hardware.gpu", "nvidia-rtx-5090-32gb")
+    combo = next(c for c in w.workload.findChildren(QComboBox) if c.accessibleName() == "GPU back-end")
+    before = w.state.evaluate_now().estimate.memory.overhead.value
+    combo.setCurrentIndex(combo.findData("vulkan"))
+    assert w.state.doc.inference.backend == "vulkan"
+    after = w.state.evaluate_now().estimate.memory.overhead.value
+    assert before - after == 300 * MIB
+    combo.setCurrentIndex(combo.findData("metal"))
+    outcome = w.state.evaluate_now()
+    assert outcome.estimate is None and "cuda (CUDA), vulkan (Vulkan)" in outcome.message

@@ -100,7 +100,7 @@ def test_v0_draft_migrates():
     old = {"format": "llmplan", "schema_version": 0, "model": {"id": "m"}, "workload": "training",
            "hardware": {"gpu": "nvidia-a100-sxm-80gb", "gpu_count": 4}, "layout": {"tp": 2, "dp": 2}}
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == SCHEMA_VERSION == 4
+    assert doc.schema_version == SCHEMA_VERSION == 5
     assert doc.parallelism.tp == 2 and doc.parallelism.dp == 2
     assert doc.hardware.gpus_per_node == 4 and doc.hardware.nodes == 1
     assert doc.workload == "pretrain"
@@ -111,7 +111,7 @@ def test_schema_1_plan_migrates_and_keeps_following_the_catalog():
     old = json.loads(_minimal())
     old["schema_version"] = 1
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == 4 and doc.hardware.gpu_efficiency is None
+    assert doc.schema_version == 5 and doc.hardware.gpu_efficiency is None
 
 
 def test_missing_and_folder_paths(tmp_path):
@@ -148,7 +148,7 @@ def test_schema_2_plan_migrates_to_the_megatron_profile_and_keeps_its_numbers():
     old = {"format": "llmplan", "schema_version": 2, "model": {"id": "m"}, "workload": "finetune",
            "training": {"method": "lora"}}
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == 4 and doc.training.framework == "megatron"
+    assert doc.schema_version == 5 and doc.training.framework == "megatron"
     fresh = loads_plan(json.dumps({**old, "schema_version": 3}))
     assert fresh.training.framework == "auto"
 
@@ -163,7 +163,7 @@ def test_schema_3_plan_keeps_one_micro_batch_per_replica_and_its_numbers():
            "workload": "pretrain", "hardware": {"gpu": "nvidia-h100-sxm-80gb", "gpus_per_node": 8},
            "training": {"seq_len": 4096, "recompute": "full"}, "parallelism": {"dp": 8}}
     doc = loads_plan(json.dumps(old))
-    assert doc.schema_version == 4 and doc.training.batch_rule == "per_replica"
+    assert doc.schema_version == 5 and doc.training.batch_rule == "per_replica"
     e = estimate(resolve(doc))
     assert e.compute.global_batch.value == 8  # micro-batch 1 × DP 8, as schema 3 estimated it
     fresh = estimate(resolve(loads_plan(json.dumps({**old, "schema_version": 4}))))

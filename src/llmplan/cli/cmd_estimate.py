@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.mixed_cards import gpu_ids, run_mixed
+from llmplan.cli.mixed_cards import gpu_ids, run_mixed, tensor_split, with_cards
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.workload import Scenario
@@ -186,9 +186,16 @@ def run_estimate(scenario: Scenario, doc: PlanDocument):
 def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
     if len(ids := gpu_ids(args.gpu)) > 1:
-        return run_mixed(args, doc, ids)
+        doc = with_cards(doc, ids, tensor_split(args.tensor_split, len(ids)))
+    elif args.tensor_split and doc.hardware.cards:
+        split = tensor_split(args.tensor_split, len(doc.hardware.card_ids()))
+        doc = doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"tensor_split": tuple(split)})})
+    elif args.tensor_split:
+        raise InputError("--tensor-split needs several cards: give one --gpu per card")
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
+    if doc.hardware.cards:
+        return run_mixed(args, doc)
     calibration_note = None
     if args.calibration is not None:
         doc, calibration_note = measured.calibrated_document(doc, args.calibration)
@@ -244,6 +251,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         raise InputError("--this-machine: detection found neither a GPU nor host facts; "
                          "run `llmplan-cli detect` to see why")
     fit = fit_this_machine(doc, machine)
+    if fit.local_plan is not None and fit.local_plan.hardware.cards:  # every card of a mixed machine
+        return _this_machine_cards(args, fit, note)
     if fit.current is not None and fit.local_plan is not None:
         scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
     else:
@@ -258,4 +267,27 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if not here and not args.json:
         print("(The plan cannot run on this machine; the estimate below is of the plan as written.)")
     _print(args, data, est, after=fit_text(fit) + (f"\n  Note: {note}" if note else ""))
+    return 0
+
+
+def _this_machine_cards(args: argparse.Namespace, fit, note: str | None) -> int:
+    """``--this-machine`` on different cards: the layer split over all of them, then the verdict."""
+    from llmplan.cli.fit_report import fit_json, fit_text
+    from llmplan.cli.mixed_cards import mixed_json, mixed_text
+    from llmplan.core.present import MemoryUnit
+    from llmplan.plan.evaluate import estimate_cards
+
+    plan, scenario = estimate_cards(fit.local_plan)
+    if args.save:
+        save_plan(fit.local_plan, args.save)
+    data = mixed_json(plan, scenario)
+    data["this_machine"] = dict(fit_json(fit), estimated_here=True)
+    if note:
+        data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]
+    if args.json:
+        print(json_text(data))
+        return 0
+    print(mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))
+    print()
+    print(fit_text(fit) + (f"\n  Note: {note}" if note else ""))
     return 0

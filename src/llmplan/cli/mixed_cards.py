@@ -2,8 +2,11 @@
 
 llama.cpp (and Ollama) put a contiguous run of layers on each device in proportion to its free memory
 (``--split-mode layer``, the default); what fits nowhere stays in host RAM. The estimate is
-`llmplan.core.inference.multi_gpu.split_layers`; this module turns the command line into that call and
-its answer into per-card rows (text) or stable JSON keys (``mixed_gpus``, ``inference``, ``fits``).
+`llmplan.core.inference.multi_gpu.split_layers` through ``plan.evaluate.estimate_cards``; this module turns
+the command line into that call and its answer into per-card rows (text) or stable JSON keys (``mixed_gpus``,
+``inference``, ``fits``). The cards
+are the plan's ``hardware.cards`` (schema 5), so ``--save`` writes them and the saved plan reopens to the same
+numbers.
 """
 
 from __future__ import annotations
@@ -11,16 +14,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pydantic import ValidationError
+
 from llmplan.cli.report import json_text, table
 from llmplan.core import present
-from llmplan.core.inference.multi_gpu import MixedPlan, split_layers
+from llmplan.core.inference.multi_gpu import MixedPlan
 from llmplan.core.present import MemoryUnit
 from llmplan.errors import InputError
-from llmplan.plan.document import PlanDocument
+from llmplan.plan.document import CardRef, HardwareRef, PlanDocument
+from llmplan.plan.evaluate import estimate_cards
 from llmplan.plan.overrides import apply_overrides
-from llmplan.plan.resolve import resolve
-
-SPLIT_ENGINES = ("llama-cpp", "ollama")
+from llmplan.plan.planfile import save_plan
+from llmplan.plan.validation import describe_validation_error
 
 
 def gpu_ids(values: list[str] | None) -> list[str]:
@@ -44,26 +49,43 @@ def tensor_split(text: str | None, cards: int) -> list[float] | None:
     return shares
 
 
-def run_mixed(args: argparse.Namespace, doc: PlanDocument, ids: list[str]) -> int:
-    """Estimate ``doc`` on one machine holding the cards ``ids`` (device order) and print it."""
-    from llmplan.catalog.hardware import load_hardware_catalog
+def with_cards(doc: PlanDocument, ids: list[str], split: list[float] | None) -> PlanDocument:
+    """``doc`` on one machine holding the cards ``ids`` (device order): ``hardware.cards`` with neighbouring
+    identical ids counted together, and ``hardware.tensor_split``."""
+    cards: list[CardRef] = []
+    for i in ids:
+        if cards and cards[-1].gpu == i:
+            cards[-1] = cards[-1].model_copy(update={"count": cards[-1].count + 1})
+        else:
+            cards.append(CardRef(gpu=i))
+    if doc.hardware.nodes != 1 or doc.hardware.gpus_per_node not in (1, len(ids)):
+        raise InputError("with several --gpu cards the machine is exactly those cards: leave out --gpus/--nodes")
+    hw = doc.hardware.model_copy(update={"gpu": ids[0], "gpu_spec": None, "gpu_efficiency": None,
+                                         "gpus_per_node": 1})
+    try:
+        hw = HardwareRef.model_validate({**hw.model_dump(exclude_unset=True), "cards": cards, "tensor_split": split})
+    except ValidationError as exc:
+        raise InputError(f"hardware: {describe_validation_error(exc)}") from None
+    return doc.model_copy(update={"hardware": hw})
 
+
+def mixed_document(doc: PlanDocument) -> tuple[PlanDocument, str]:
+    """The plan with the engine the split needs (llama.cpp when the plan does not name one) and that note."""
     if doc.workload != "inference":
         raise InputError("several different --gpu cards are for inference (llama.cpp's layer split); training "
                          "plans need identical GPUs: give one --gpu and --gpus N")
-    if doc.hardware.nodes != 1 or doc.hardware.gpus_per_node not in (1, len(ids)):
-        raise InputError("with several --gpu cards the machine is exactly those cards: leave out --gpus/--nodes")
-    note = ""
-    if "engine" not in doc.inference.model_fields_set:
-        doc, note = apply_overrides(doc, ["inference.engine=llama-cpp"]), "engine chosen: llama.cpp, which splits layers across unequal cards"
-    cat = load_hardware_catalog()
-    specs = [cat.gpu(i).spec for i in ids]
-    scenario = resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"gpus_per_node": 1})}))
-    if scenario.inference.engine not in SPLIT_ENGINES:
-        raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; use "
-                         "--set inference.engine=llama-cpp (or ollama)")
-    plan = split_layers(scenario, specs, tensor_split(getattr(args, "tensor_split", None), len(specs)),
-                        scenario.inference.gpu_layers)
+    if "engine" in doc.inference.model_fields_set:
+        return doc, ""
+    return (apply_overrides(doc, ["inference.engine=llama-cpp"]),
+            "engine chosen: llama.cpp, which splits layers across unequal cards")
+
+
+def run_mixed(args: argparse.Namespace, doc: PlanDocument) -> int:
+    """Estimate ``doc``, a plan with ``hardware.cards``, and print it (and save it with ``--save``)."""
+    doc, note = mixed_document(doc)
+    plan, scenario = estimate_cards(doc)
+    if getattr(args, "save", None):
+        save_plan(doc, args.save)
     data = mixed_json(plan, scenario, note)
     print(json_text(data) if args.json else mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))
     return 0

@@ -44,7 +44,12 @@ class EngineProfile(FrozenModel):
     cuda_context_bytes: int = Field(
         512 * 2**20, ge=0,
         description="CUDA context and kernels resident per GPU; ~0.3-0.6 GiB on CUDA 12 with lazy loading "
-        "(NVIDIA CUDA C++ Programming Guide, 'Lazy Loading'); 0 on Apple Metal",
+        "(NVIDIA CUDA C++ Programming Guide, 'Lazy Loading'); the figure for every back-end that "
+        "backend_context_bytes does not name",
+    )
+    backend_context_bytes: tuple[tuple[str, int], ...] = Field(
+        (), description="(back-end, bytes) where the GPU runtime keeps other than cuda_context_bytes per GPU: "
+        "Metal, Vulkan and SYCL hold no CUDA-style context (core/inference/backend.py)",
     )
     framework_bytes: int = Field(0, ge=0, description="allocator reserve, CUDA graphs, sampler buffers per GPU")
     kv_block_tokens: int = Field(1, ge=1, le=4096, description="cache allocation granularity in tokens")
@@ -123,6 +128,11 @@ class EngineProfile(FrozenModel):
         "reach on a prompt on NVIDIA GPUs with int8 mma (Turing on): they are bound by instruction issue, not "
         "by the tensor cores; None: prefill_quant_int8_efficiency, else the fp16 GEMM rate",
     )
+    prefill_quant_share: tuple[tuple[str, str, float], ...] = Field(
+        (), description="(back-end, GPU catalog id pattern, fraction of the GPU's dense fp16 matrix peak) the "
+        "engine's quantised-weight prompt kernels reach there, measured; the first matching row wins; a GPU no "
+        "row matches keeps prefill_quant_int8_efficiency (core/inference/backend.py)",
+    )
     prefill_quant_factor_apple: Curve = Field(
         (), description="(Apple GPU generation: 1 for M1, 2 for M2 ..., fraction of the fp16 GEMM rate) the "
         "engine's quantised matmul reaches on a prompt with its own quantised weights (MLX qmm dequantises in "
@@ -141,6 +151,26 @@ class EngineProfile(FrozenModel):
         unknown = [k for k in v if k not in WEIGHT_FORMAT_KINDS]
         if unknown:
             raise ValueError(f"unknown weight format kind {', '.join(unknown)}; use {', '.join(WEIGHT_FORMAT_KINDS)}")
+        return v
+
+    @field_validator("backend_context_bytes")
+    @classmethod
+    def _backends(cls, v: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+        known = ("cuda", "rocm", "vulkan", "sycl", "metal")  # core.inference.backend.BACKENDS
+        bad = [name for name, size in v if name not in known or size < 0]
+        if bad or len({name for name, _ in v}) != len(v):
+            raise ValueError(f"give each back-end once ({', '.join(known)}) with bytes >= 0"
+                             + (f"; not {', '.join(map(str, bad))}" if bad else ""))
+        return v
+
+    @field_validator("prefill_quant_share")
+    @classmethod
+    def _shares(cls, v: tuple[tuple[str, str, float], ...]) -> tuple[tuple[str, str, float], ...]:
+        known = ("cuda", "rocm", "vulkan", "sycl", "metal")
+        for name, pattern, share in v:
+            if name not in known or not pattern or not 0 < share <= 1:
+                raise ValueError(f"prefill_quant_share: each row is [back-end ({', '.join(known)}), GPU id pattern, "
+                                 f"share in (0, 1]]; not [{name!r}, {pattern!r}, {share}]")
         return v
 
     @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")

@@ -134,6 +134,10 @@ class InferenceSettings(FrozenModel):
     prompt_tokens: int = Field(1024, ge=1, le=100_000_000)
     output_tokens: int = Field(256, ge=1, le=100_000_000)
     engine: str = Field("vllm", min_length=1, description="engine profile id (vllm, llama.cpp, ...)")
+    backend: Literal["auto", "cuda", "rocm", "vulkan", "sycl", "metal"] = Field(
+        "auto", description="GPU back-end of a local engine (llama.cpp, Ollama); auto: the GPU vendor's own "
+        "(CUDA, ROCm, SYCL, Metal)"
+    )
     weight_file_bytes: int | None = Field(
         None, gt=0, le=1 << 50, description="bytes of the weight files as stored (a GGUF file's size, from the "
         "Hub's file list); the tensors keep the format's proportions; None: computed from weight_format"

@@ -1,7 +1,8 @@
 """Does this plan fit *this* machine? The detected GPUs as a plan's hardware, and the verdict.
 
 ``local_hardware(report)`` turns a ``DetectionReport`` into one ``LocalMachine``: the GPUs
-grouped (mixed GPUs: the largest group, said so), matched to the hardware catalog, with
+grouped (mixed GPUs: the largest group for training, said so; every card, in device order, in
+``LocalMachine.cards`` for inference with llama.cpp's layer split), matched to the hardware catalog, with
 the memory the device itself reported. What cannot be known is not invented: a GPU the
 catalog lacks gets a spec with its reported memory and ``speed_known=False`` (its speed
 figures are placeholders the verdict never prints).
@@ -63,6 +64,12 @@ class LocalMachine:
     notes: tuple[str, ...] = ()
     no_gpu_reason: str | None = None
     calibration: CalibratedFractions | None = None  # this GPU's measured fractions of peak (llmplan-cli calibrate)
+    cards: tuple[GpuSpec, ...] = ()  # every detected card in device order when they differ (mixed); () otherwise
+    cards_label: str = ""  # "NVIDIA GeForce RTX 5090 32GB + NVIDIA GeForce RTX 3090 24GB"
+
+    @property
+    def cards_speed_known(self) -> bool:
+        return not any(c.id.startswith("local-unmatched-gpu") for c in self.cards)
 
 
 @dataclass(frozen=True)
@@ -154,8 +161,26 @@ def _group(gpus: tuple[DetectedGpu, ...]) -> tuple[list[DetectedGpu], str | None
     if len(ordered) == 1:
         return chosen, None
     others = ", ".join(f"{len(grp)}× {grp[0].name}" for grp in ordered[1:])
-    return chosen, (f"mixed GPUs: the plan uses the largest group ({len(chosen)}× {chosen[0].name}); "
-                    f"{others} left out (llmplan models identical GPUs)")
+    return chosen, (f"mixed GPUs: inference uses every card (llama.cpp's layer split); training uses the "
+                    f"largest group ({len(chosen)}× {chosen[0].name}), {others} left out (training needs "
+                    "identical GPUs)")
+
+
+def _all_cards(gpus: tuple[DetectedGpu, ...], candidates: list) -> tuple[tuple[GpuSpec, ...], str]:
+    """Every detected card's spec in device order, and a label naming them (MIG cards: none, a job cannot
+    span MIG instances of different cards)."""
+    if any(g.mig_enabled for g in gpus):
+        return (), ""
+    ordered = sorted(gpus, key=lambda g: g.index)
+    specs = tuple(spec if spec.id != "local-unmatched-gpu" else spec.model_copy(
+        update={"id": f"local-unmatched-gpu-{g.index}"}) for g in ordered for spec in [_spec_for(g, candidates)[0]])
+    counts: list[list] = []
+    for spec in specs:
+        if counts and counts[-1][0] == spec.name:
+            counts[-1][1] += 1
+        else:
+            counts.append([spec.name, 1])
+    return specs, " + ".join(f"{n}× {name}" if n > 1 else name for name, n in counts)
 
 
 def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, bool, list[str]]:
@@ -166,7 +191,9 @@ def _spec_for(gpu: DetectedGpu, candidates: list) -> tuple[GpuSpec, str | None, 
     if gpu.wired_limit_bytes:
         fraction = min(1.0, gpu.wired_limit_bytes / gpu.memory_total_bytes)
         how = {"apple": "raise it with sudo sysctl iogpu.wired_limit_mb",
-               "amd": "raise it with the BIOS UMA size or the ttm.pages_limit kernel parameter"}.get(gpu.vendor)
+               "amd": "raise it with the BIOS UMA size or the ttm.pages_limit kernel parameter",
+               "intel": "Intel's compute runtime: 94 % of the shared pool less 450 MiB; the pool is half the RAM on "
+                        "Windows, all of it on Linux"}.get(gpu.vendor)
         notes.append(f"unified memory: the GPU may wire {gpu.wired_limit_bytes / GIB:.1f} of "
                      f"{gpu.memory_total_bytes / GIB:.1f} GiB" + (f" ({how})" if how else ""))
     if m is not None and m.matched:
@@ -234,9 +261,10 @@ def local_hardware(report: DetectionReport, calibration: Calibration | None = No
         if why:
             notes.append(why)
     label = f"{count}× {spec.name}" if count > 1 else spec.name
+    cards, cards_label = _all_cards(report.gpus, candidates) if mixed else ((), "")
     return LocalMachine(gpu=spec, gpu_count=count, label=label, catalog_id=catalog_id, speed_known=speed_known,
                         host_ram_bytes=ram_avail, host_ram_total_bytes=ram_total, notes=tuple(notes),
-                        calibration=fractions)
+                        calibration=fractions, cards=cards, cards_label=cards_label)
 
 
 def fit_this_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from llmplan.errors import LlmplanError
 from llmplan.fit.changes import best_per_kind, nearest_changes
 from llmplan.fit.local import FitLimit, FitSummary, LocalFit, LocalMachine
+from llmplan.fit.mixed import mixed_fit, splits_here
 from llmplan.fit.trial import (
     cpu_spec,
     engine_of,
@@ -38,6 +39,11 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
         return _failed(machine, f"This machine: the plan cannot be evaluated: {exc}", notes)
     if machine.gpu is None:
         return _no_gpu(doc, machine, notes, model.max_position_embeddings)
+    if splits_here(doc, machine):  # different cards, an inference plan: every card, llama.cpp's layer split
+        return mixed_fit(doc, machine, notes)
+    if machine.cards and doc.workload == "inference":
+        notes.append(f"{doc.inference.engine} needs identical GPUs: --set inference.engine=llama-cpp uses every "
+                     f"card ({machine.cards_label})")
     doc, calibration_note = apply_calibration(doc, machine.calibration)  # before re-pointing: layout-independent
     if calibration_note:
         notes.append(calibration_note)

@@ -41,6 +41,7 @@ class Outcome:
     message: str
     elapsed_s: float
     automatic: str = ""  # what the default policy chose for the user, e.g. "auto: full recompute"
+    cards: Any = None  # MixedPlan: the layer split over the plan's hardware.cards (inference), else None
 
     @property
     def ok(self) -> bool:
@@ -149,6 +150,20 @@ def _validation_text(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else first["msg"]
 
 
+def cards_split(doc: PlanDocument) -> Any:
+    """The layer split over the plan's different cards (``plan.evaluate.estimate_cards``) for an inference
+    plan with ``hardware.cards`` and an engine that splits layers; None otherwise or when it cannot be
+    estimated (the Inference tab's cards pane then says why)."""
+    if not doc.hardware.cards or doc.workload != "inference":
+        return None
+    from llmplan.plan.evaluate import estimate_cards
+
+    try:
+        return estimate_cards(doc)[0]
+    except LlmplanError:
+        return None
+
+
 def evaluate(doc: PlanDocument) -> Outcome:
     """Resolve and estimate one plan (``llmplan.plan.evaluate``, the same pipeline as the CLI);
     every failure becomes a sentence, never an exception."""
@@ -166,7 +181,8 @@ def evaluate(doc: PlanDocument) -> Outcome:
         scenario = resolve(doc)
         choice = automatic_choice(doc, scenario)
         est = evaluate_scenario(choice.scenario, doc.system)
-        return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label())
+        return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label(),
+                       cards_split(doc))
     except LayoutError as exc:
         kind, msg = "layout", str(exc)
     except LlmplanError as exc:

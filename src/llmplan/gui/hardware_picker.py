@@ -31,6 +31,7 @@ from llmplan.gui.state import PlanState
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SPEC_ROLE = Qt.ItemDataRole.UserRole + 1
+CARDS_ROLE = Qt.ItemDataRole.UserRole + 2  # every detected card, for "All N cards"
 THIS_MACHINE = "This machine"
 
 
@@ -168,6 +169,12 @@ class HardwarePicker(QWidget):
                 item.setData(0, ID_ROLE, gpu_id)
                 item.setData(0, SPEC_ROLE, spec)
                 item.setToolTip(0, "Detected on this machine")
+            ids = self.detected_card_ids()
+            if len(set(ids)) > 1:  # different cards: one entry plans on all of them (llama.cpp's layer split)
+                item = QTreeWidgetItem(top, [f"All {len(ids)} cards (layer split)", "", ""])
+                item.setData(0, CARDS_ROLE, ids)
+                item.setToolTip(0, "Every detected card in one plan: inference with llama.cpp or Ollama splits the "
+                                   "layers across them (Inference tab, Cards in this machine)")
             top.setExpanded(True)
         groups: dict[str, QTreeWidgetItem] = {}
         for e in backend.gpu_entries():
@@ -198,7 +205,19 @@ class HardwarePicker(QWidget):
             return
         gpu_id = item.data(0, ID_ROLE)
         spec = item.data(0, SPEC_ROLE)
-        if spec is not None:
+        cards = item.data(0, CARDS_ROLE)
+        if cards:
+            grouped: list[dict[str, Any]] = []
+            for i in cards:
+                if grouped and grouped[-1]["gpu"] == i:
+                    grouped[-1]["count"] += 1
+                else:
+                    grouped.append({"gpu": i, "count": 1})
+            self.state.edit_many({"hardware.gpu": cards[0], "hardware.gpu_spec": None, "hardware.gpu_efficiency": None,
+                                  "hardware.gpus_per_node": 1, "hardware.nodes": 1, "hardware.cards": grouped,
+                                  "hardware.tensor_split": None, **self._leave_preset(cards[0])},
+                                 "GPU: this machine's cards")
+        elif spec is not None:
             self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None,
                                   **self._leave_preset(spec.id)}, f"GPU: {item.text(0)}")
         elif gpu_id:
@@ -282,6 +301,11 @@ class HardwarePicker(QWidget):
             self.detect_status.setText("No GPU found on this machine" + (" (hover for why)" if reasons else ""))
             self.detect_status.setToolTip("\n".join(["Why no GPU was found:", *reasons]) if reasons else "")
         self.refill()
+
+    def detected_card_ids(self) -> list[str]:
+        """Catalog ids of every detected card in device order ([] when any is not in the catalog)."""
+        ids = [gpu_id for _label, gpu_id, spec in self.detected if gpu_id and spec is None]
+        return ids if len(ids) == len(self.detected) else []
 
     def detected_gpu(self) -> tuple[str | None, Any]:
         """The first detected GPU usable in a plan (catalog id, inline spec), if any."""

@@ -1,10 +1,10 @@
 """The Inference tab's "Cards in this machine": different GPUs in one box, split llama.cpp's way.
 
 A machine with, say, an RTX 5090 and an RTX 3090 runs one model with llama.cpp's layer split (each card a
-contiguous run of layers in proportion to its memory; what fits nowhere in host RAM). The plan's hardware
-is identical GPUs, so this list is the app's own state beside the plan, not saved in the plan file; the
-numbers are `llmplan.core.inference.multi_gpu.split_layers`, the same call as ``llmplan-cli estimate
---gpu A --gpu B``. Detection fills the list when it finds different cards in this machine.
+contiguous run of layers in proportion to its memory; what fits nowhere in host RAM). The list is the plan's
+``hardware.cards`` (schema 5): every change is an undoable edit, it is saved with the plan and reopens with
+it; the numbers are ``plan.evaluate.estimate_cards``, the same call as ``llmplan-cli estimate --gpu A --gpu
+B`` and as a saved plan opened by the CLI. Detection fills the list when it finds different cards here.
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ def detected_card_ids(report: Any) -> list[str]:
     return ids
 
 
+def _catalog_name(catalog: Any, gpu_id: str) -> str:
+    try:
+        return catalog.gpu(gpu_id).spec.name
+    except LlmplanError:  # a plan's card this catalog lacks and without an inline spec: show its id
+        return gpu_id
+
+
 class MachineCards(QGroupBox):
     """Add, remove or take the detected cards; per-card layers and memory below."""
 
@@ -59,8 +66,8 @@ class MachineCards(QGroupBox):
         self.state = state
         self.detected: list[str] = []
         self.setToolTip("Different GPUs in one machine, e.g. an RTX 5090 and an RTX 3090: llama.cpp and Ollama "
-                        "give each a run of layers in proportion to its memory (--split-mode layer). Kept by the "
-                        "app, not in the plan file; the same numbers as `llmplan-cli estimate --gpu A --gpu B`.")
+                        "give each a run of layers in proportion to its memory (--split-mode layer). Saved in the "
+                        "plan file (hardware.cards); the same numbers as `llmplan-cli estimate --gpu A --gpu B`.")
         self.pick = QComboBox()
         self.pick.setAccessibleName("GPU to add")
         for entry in backend.gpu_entries():
@@ -107,43 +114,56 @@ class MachineCards(QGroupBox):
         self.add_button.clicked.connect(lambda: self.add(self.pick.currentData()))
         self.remove_button.clicked.connect(self.remove_selected)
         self.detect_button.clicked.connect(lambda: self.set_cards(self.detected))
-        state.doc_changed.connect(lambda _doc: self.refresh())
-        self.refresh()
+        state.doc_changed.connect(lambda _doc: self._sync())
+        self._sync()
 
-    # ---- the list ---------------------------------------------------------------------------------------
+    # ---- the list: the plan's hardware.cards ---------------------------------------------------------------
     def card_ids(self) -> list[str]:
-        return [self.cards.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.cards.count())]
+        return self.state.doc.hardware.card_ids()
 
     def add(self, gpu_id: str | None) -> None:
-        if not gpu_id:
-            return
-        name = backend.hardware_catalog().gpu(gpu_id).spec.name
-        self.cards.addItem(name)
-        self.cards.item(self.cards.count() - 1).setData(Qt.ItemDataRole.UserRole, gpu_id)
-        self.refresh()
+        if gpu_id:
+            self.set_cards([*self.card_ids(), gpu_id])
 
     def remove_selected(self) -> None:
-        row = self.cards.currentRow()
-        if row >= 0:
-            self.cards.takeItem(row)
-            self.refresh()
+        row, ids = self.cards.currentRow(), self.card_ids()
+        if 0 <= row < len(ids):
+            self.set_cards(ids[:row] + ids[row + 1:])
 
     def set_cards(self, ids: list[str]) -> None:
-        self.cards.clear()
+        """Make ``ids`` (device order) the plan's cards, as one undoable edit; neighbouring identical cards
+        are counted together, and an entry keeps its inline spec while its GPU stays."""
+        specs = {c.gpu: c.gpu_spec for c in self.state.doc.hardware.cards if c.gpu_spec is not None}
+        cards: list[dict[str, Any]] = []
         for i in ids:
-            self.add(i)
+            if cards and cards[-1]["gpu"] == i:
+                cards[-1]["count"] += 1
+            else:
+                cards.append({"gpu": i, "count": 1, **({"gpu_spec": specs[i].model_dump()} if i in specs else {})})
+        self.state.edit_many({"hardware.cards": cards, "hardware.tensor_split": None}, "Cards in this machine")
+
+    def _sync(self) -> None:
+        """The list widget from the plan (after an edit, undo, open or new plan)."""
+        names = {c.gpu: c.gpu_spec.name for c in self.state.doc.hardware.cards if c.gpu_spec is not None}
+        catalog = backend.hardware_catalog()
+        ids = self.card_ids()
+        if [self.cards.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.cards.count())] != ids:
+            self.cards.clear()
+            for i in ids:
+                name = names.get(i) or _catalog_name(catalog, i)
+                self.cards.addItem(name)
+                self.cards.item(self.cards.count() - 1).setData(Qt.ItemDataRole.UserRole, i)
         self.refresh()
 
     def set_report(self, report: Any) -> None:
-        """Detection's report: its cards become the "Use detected" list, and fill an empty list when they
-        are different models (a mixed machine; identical GPUs are the plan's own hardware)."""
+        """Detection's report: its cards become the "Use detected" list. The plan is not changed here (the
+        list is the plan's hardware, and a plan just opened must not turn modified): the "Use detected"
+        button, or choosing "This machine" as the GPU, puts a mixed machine's cards in the plan."""
         try:
             self.detected = detected_card_ids(report) if report is not None else []
         except Exception:  # a broken user catalog or an odd report must not break the tab
             self.detected = []
         self.detect_button.setEnabled(len(self.detected) > 1)
-        if len(set(self.detected)) > 1 and not self.card_ids():
-            self.set_cards(self.detected)
 
     # ---- the answer -------------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -168,7 +188,7 @@ class MachineCards(QGroupBox):
             for k, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(f"weights {mem.fmt(c.weights)} + KV cache {mem.fmt(c.kv_cache)} + runtime "
-                                f"{mem.fmt(c.runtime)} (CUDA context, compute buffer{', logits' if c.has_output else ''})")
+                                f"{mem.fmt(c.runtime)} (runtime context, compute buffer{', logits' if c.has_output else ''})")
                 if k:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, k, item)
@@ -179,17 +199,15 @@ class MachineCards(QGroupBox):
         self.changed.emit()
 
     def _split(self, ids: list[str]):
-        from llmplan.core.inference.multi_gpu import split_layers
-        from llmplan.plan.resolve import resolve
+        from llmplan.plan.evaluate import estimate_cards
 
         doc = self.state.doc
         if doc.workload != "inference":
             raise LlmplanError("The layer split is for inference; training plans need identical GPUs.")
-        hw = doc.hardware.model_copy(update={"gpu": ids[0], "gpu_spec": None, "gpu_efficiency": None, "node": None,
-                                             "gpus_per_node": 1, "nodes": 1})
-        scenario = resolve(doc.model_copy(update={"hardware": hw}))
-        profile = scenario.engine_profile
-        if profile is None or not profile.partial_offload:
-            raise LlmplanError("Pick llama.cpp or Ollama as the engine: they split layers across different cards.")
-        cat = backend.hardware_catalog()
-        return split_layers(scenario, [cat.gpu(i).spec for i in ids], None, scenario.inference.gpu_layers)
+        try:
+            return estimate_cards(doc)[0]
+        except LlmplanError as exc:
+            if "does not split layers" in str(exc):
+                raise LlmplanError("Pick llama.cpp or Ollama as the engine: they split layers across different "
+                                   "cards.") from None
+            raise

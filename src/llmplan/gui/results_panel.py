@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llmplan.core import present
 from llmplan.core.present import MemoryUnit, one_line
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
 from llmplan.gui import report
@@ -213,6 +214,9 @@ class ResultsPanel(QWidget):
     def _show_verdict(self, outcome: Outcome) -> None:
         """The tier in the banner, what an offload costs below it, and the nearest fixes."""
         est = outcome.estimate
+        if outcome.cards is not None:
+            self._show_cards_verdict(outcome)
+            return
         if outcome.scenario is not None:
             v = plan_verdict(outcome.scenario, est, self.unit)
         else:  # no scenario to compare with: the memory verdict alone
@@ -227,6 +231,29 @@ class ResultsPanel(QWidget):
         gpus = outcome.scenario.cluster.total_gpus if outcome.scenario is not None else 1
         name = outcome.scenario.cluster.gpu.name if outcome.scenario is not None else "these GPUs"
         self.fixes.request(outcome.doc, v.tier, f"{gpus}× {name}" if gpus > 1 else name)
+
+    def _show_cards_verdict(self, outcome: Outcome) -> None:
+        """A plan on different cards: the banner is the layer split's verdict (``outcome.cards``); the figures
+        below stay those of one card of the plan's GPU, and the line under the banner says so."""
+        split = outcome.cards
+        layers = " + ".join(str(c.layers) for c in split.cards)
+        n = len(split.cards)
+        speed = f", ~{present.tokens_per_s(1 / split.tpot_s)}" if split.tpot_s > 0 else ""
+        if not split.fits:
+            short = ", ".join(c.gpu.name for c in split.cards if not c.fits)
+            tier, text = "does_not_fit", f"Does not fit on {n} cards: {short} overflows"
+        elif split.host_layers:
+            tier, text = "offload", (f"Fits with offload on {n} cards: layers {layers}, {split.host_layers} of "
+                                     f"{split.host_layers + split.gpu_layers} in CPU RAM{speed}")
+        else:
+            tier, text = "fits", f"Fits on {n} cards: layers {layers}{speed}"
+        self.verdict = PlanVerdict(tier, False, text, "")
+        self.banner.show_message(text, TIER_COLOURS[tier])
+        gpu = outcome.scenario.cluster.gpu.name if outcome.scenario is not None else "the plan's GPU"
+        self.cost.setText(f"Each card's layers and memory: Inference tab, Cards in this machine. The figures below "
+                          f"are for one {gpu}.")
+        self.cost.setVisible(True)
+        self.fixes.request(outcome.doc, "none", "")  # the fixes search plans identical GPUs
 
     def _show_step(self, compute) -> None:
         """The step-time bar, titled with the framework profile the estimate used (training only)."""

@@ -40,7 +40,7 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
                   "activation_offload", "lora_on_lm_head", "modules_to_save", "quant_base", "batching",
                   "mean_sequence_tokens", *BATCH_FIELDS)
-INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine",
+INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine", "backend",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
                    "draft_tokens", "draft_acceptance", "draft_cost_ratio",
                    "weight_file_bytes")  # set from a Hub file (model.hub.file_bytes), shown in the model summary
@@ -79,9 +79,15 @@ def inference_form(state: PlanState) -> QWidget:
     engines = backend.engine_choices()
     f.addRow("Engine", bound_combo(state, "inference.engine", "Serving engine",
              "Serving engine profile from the engine catalog (catalogs/engines.toml and your own engines.toml): "
-             "its GPU memory reservation, CUDA context and framework bytes, KV block size and decode speed",
+             "its GPU memory reservation, runtime context and framework bytes, KV block size and decode speed",
              [(key, name) for key, name, _src in engines], aliases=backend.engine_aliases(),
              item_tips={key: f"{name} ({key}); source: {src}" for key, name, src in engines}, chars=14))
+    f.addRow("GPU back-end", bound_combo(state, "inference.backend", "GPU back-end",
+             "The GPU API llama.cpp and Ollama run on: automatic is the vendor's own (CUDA on NVIDIA, ROCm on AMD, "
+             "SYCL on Intel, Metal on Apple); Vulkan runs on NVIDIA, AMD and Intel. It sets the runtime context "
+             "counted per GPU and the prompt kernels' speed (docs/inference.md)",
+             [("auto", "automatic"), ("cuda", "CUDA"), ("rocm", "ROCm (HIP)"), ("vulkan", "Vulkan"),
+              ("sycl", "SYCL"), ("metal", "Metal")], chars=14))
     f.addRow("GPU memory utilisation", bound_float(state, "inference.gpu_memory_utilization",
              "GPU memory utilisation", "vLLM's --gpu-memory-utilization: the share of GPU memory the "
              "engine may take; at the minimum it uses the engine's default", 0.0, 1.0, 2, 0.05,

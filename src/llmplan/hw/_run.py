@@ -21,6 +21,15 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+def read_small(path: str, limit: int = 1024) -> str:
+    """The first ``limit`` characters of a small sysfs file; "" when it cannot be read (never raises)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class CommandOutput:
     """A command that ran: its exit status and text. ``reason`` is set when it did not run."""

@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import replace
 
-from llmplan.hw._run import Budget, run_command
+from llmplan.hw._run import Budget, read_small, run_command
 from llmplan.hw.host import host_memory_total
 from llmplan.hw.types import DetectedGpu, ProbeResult
 
@@ -170,20 +170,12 @@ def apu_gpu(gpu: DetectedGpu, vram_total: int | None, gtt_total: int | None, hos
                    memory_free_bytes=None, memory_used_bytes=None)
 
 
-def _read_small(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(256)
-    except OSError:
-        return ""
-
-
 def _apu_pools(vram_reported: int) -> tuple[int | None, int | None]:
     """(VRAM carve-out, GTT size) of the DRM card whose carve-out is the one amd-smi reported, else the first."""
     found = []
     for dev in sorted(glob.glob(f"{DRM}/card[0-9]*/device"))[:16]:
-        vram = parse_sysfs_bytes(_read_small(f"{dev}/mem_info_vram_total"))
-        gtt = parse_sysfs_bytes(_read_small(f"{dev}/mem_info_gtt_total"))
+        vram = parse_sysfs_bytes(read_small(f"{dev}/mem_info_vram_total", 256))
+        gtt = parse_sysfs_bytes(read_small(f"{dev}/mem_info_gtt_total", 256))
         if vram or gtt:
             found.append((vram, gtt))
     same = [f for f in found if f[0] == vram_reported]

@@ -17,7 +17,7 @@ from llmplan.hw.apple import probe_apple
 from llmplan.hw.host import probe_host
 from llmplan.hw.intel import probe_intel
 from llmplan.hw.nvidia import probe_nvidia
-from llmplan.hw.types import DetectionReport, HostInfo, ProbeResult
+from llmplan.hw.types import INTEGRATED_SOURCES, DetectionReport, HostInfo, ProbeResult
 
 GpuProbe = Callable[[float], ProbeResult]
 
@@ -67,6 +67,10 @@ def detect_all(timeout_s: float = 5.0, probes: tuple[tuple[str, GpuProbe], ...] 
         res: ProbeResult = outcome.value
         gpus.extend(res.gpus)
         reasons.extend(f"{label}: {r}" for r in res.reasons)
+    integrated = [g for g in gpus if g.source in INTEGRATED_SOURCES]
+    if integrated and len(integrated) < len(gpus):  # a laptop's dGPU runs the model, not its Intel graphics
+        gpus = [g for g in gpus if g.source not in INTEGRATED_SOURCES]
+        reasons.append(f"Intel: {integrated[0].name} left out: a discrete GPU is present")
     host_outcome = host_box.get("outcome")
     host = host_outcome.value if host_outcome is not None and isinstance(host_outcome.value, HostInfo) else None
     if host is None:

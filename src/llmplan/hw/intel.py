@@ -1,4 +1,5 @@
-"""Intel GPUs (Arc B-series, Arc Pro, Data Center GPU Max) through ``xpu-smi discovery``.
+"""Intel GPUs (Arc B-series, Arc Pro, Data Center GPU Max) through ``xpu-smi discovery``, and the integrated
+GPU (``hw.intel_igpu``: Linux sysfs, Windows WMI), which XPU Manager does not list.
 
 ``xpu-smi discovery -j`` lists the devices (``{"device_list": [{"device_id", "device_name", ...}]}``)
 without their memory; ``xpu-smi discovery -d N -j`` gives one device's properties, among them
@@ -8,8 +9,11 @@ Parsers are pure; `probe_intel` runs the commands, each bounded, and never raise
 
 from __future__ import annotations
 
+import platform
+
 from llmplan.hw._run import Budget, run_command
 from llmplan.hw.amd import load_tool_json
+from llmplan.hw.intel_igpu import probe_igpu
 from llmplan.hw.types import DetectedGpu, ProbeResult
 
 XPU_SMI_LIST_ARGV = ["xpu-smi", "discovery", "-j"]
@@ -62,9 +66,29 @@ def parse_xpu_smi_device(text: str, default_index: int = 0) -> DetectedGpu | Non
 
 
 def probe_intel(timeout_s: float = 3.0) -> ProbeResult:
-    """Every Intel GPU xpu-smi lists, or the reason there is none. Never raises."""
+    """Every Intel GPU xpu-smi lists and the integrated one, or the reason there is none. Never raises."""
     try:
         budget = Budget(timeout_s)
+        found = _probe_xpu_smi(budget)
+        igpu = probe_igpu(platform.system(), _ram_total(), max(budget.left(), 0.1), len(found.gpus))
+        if igpu:
+            return ProbeResult(gpus=(*found.gpus, *igpu), reasons=found.reasons if found.gpus else ())
+        return found
+    except Exception as exc:
+        return ProbeResult(reasons=(f"Intel probe failed unexpectedly: {exc!r}",))
+
+
+def _ram_total() -> int | None:
+    from llmplan.hw.host import _windows_memory, host_memory_total
+
+    if platform.system() == "Windows":
+        return _windows_memory()[0]
+    return host_memory_total()
+
+
+def _probe_xpu_smi(budget: Budget) -> ProbeResult:
+    """The discrete GPUs XPU Manager lists."""
+    try:
         listing = run_command(XPU_SMI_LIST_ARGV, budget.left())
         if listing.reason:
             return ProbeResult(reasons=(listing.reason,))
@@ -92,4 +116,4 @@ def probe_intel(timeout_s: float = 3.0) -> ProbeResult:
             reasons.append("xpu-smi listed no GPU")
         return ProbeResult(gpus=tuple(gpus), reasons=tuple(reasons))
     except Exception as exc:
-        return ProbeResult(reasons=(f"Intel probe failed unexpectedly: {exc!r}",))
+        return ProbeResult(reasons=(f"xpu-smi probe failed unexpectedly: {exc!r}",))

@@ -12,7 +12,8 @@ from typing import Literal
 
 from llmplan.core.present import MemoryUnit, one_line
 
-GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos", "xpu-smi"]
+GpuSource = Literal["nvml", "nvidia-smi", "rocm-smi", "amd-smi", "macos", "xpu-smi", "sysfs", "wmi"]
+INTEGRATED_SOURCES = ("sysfs", "wmi")  # Intel integrated graphics (hw/intel_igpu.py)
 GpuVendor = Literal["nvidia", "amd", "apple", "intel"]
 
 

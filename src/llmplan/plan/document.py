@@ -25,7 +25,7 @@ from llmplan.core.workload import (
     Workload,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FORMAT = "llmplan"
 
 
@@ -66,6 +66,17 @@ class ModelRef(FrozenModel):
         return self
 
 
+MAX_CARDS = 16  # llama.cpp's GGML_CUDA_MAX_DEVICES
+
+
+class CardRef(FrozenModel):
+    """One kind of card in a machine of different cards (``hardware.cards``), in device order."""
+
+    gpu: str = Field(min_length=1, description="catalog GPU id")
+    count: int = Field(1, ge=1, le=MAX_CARDS, description="how many of this card, next to each other in device order")
+    gpu_spec: GpuSpec | None = Field(None, description="the card's full spec, inline (wins over the id)")
+
+
 class HardwareRef(FrozenModel):
     gpu: str = Field("nvidia-h100-sxm-80gb", min_length=1, description="catalog GPU id")
     gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
@@ -93,6 +104,33 @@ class HardwareRef(FrozenModel):
         "None: the node preset's, else the one the GPU implies"
     )
     price_per_gpu_hour: float | None = Field(None, ge=0, description="USD; None: the catalog's price")
+    cards: tuple[CardRef, ...] = Field(
+        (), description="several different cards in one machine, in device order (inference with llama.cpp's "
+        "layer split, schema 5); (): gpus_per_node × nodes identical 'gpu'"
+    )
+    tensor_split: tuple[float, ...] | None = Field(
+        None, description="llama.cpp's --tensor-split: a relative share per card of 'cards' (counts expanded); "
+        "None: by each card's usable memory"
+    )
+
+    @model_validator(mode="after")
+    def _cards(self) -> HardwareRef:
+        n = sum(c.count for c in self.cards)
+        if n > MAX_CARDS:
+            raise ValueError(f"cards: {n} cards in one machine; llama.cpp splits across at most {MAX_CARDS}")
+        if self.cards and self.nodes != 1:
+            raise ValueError("cards describe one machine: set nodes to 1 (or clear cards for a cluster)")
+        if self.tensor_split is not None:
+            if not self.cards:
+                raise ValueError("tensor_split needs cards (one share per card)")
+            if len(self.tensor_split) != n or any(not 0 <= x < 1e12 for x in self.tensor_split) \
+                    or sum(self.tensor_split) <= 0:
+                raise ValueError(f"tensor_split: give {n} non-negative shares (one per card) with a positive sum")
+        return self
+
+    def card_ids(self) -> list[str]:
+        """The machine's cards one by one, in device order ([] when the plan has identical GPUs)."""
+        return [c.gpu for c in self.cards for _ in range(c.count)]
 
 
 class SystemOptions(FrozenModel):

@@ -50,3 +50,23 @@ def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     system report included. User errors raise ``LlmplanError``."""
     scenario = automatic_choice(doc, resolve(doc)).scenario
     return scenario, evaluate_scenario(scenario, doc.system)
+
+
+SPLIT_ENGINES = ("llama-cpp", "ollama")
+
+
+def estimate_cards(doc: PlanDocument):
+    """llama.cpp's layer split of a plan with ``hardware.cards`` (a machine of different cards) and the
+    scenario it used: one call for the CLI, a saved plan and the app's "Cards in this machine"."""
+    from llmplan.core.inference.multi_gpu import split_layers
+    from llmplan.errors import InputError
+    from llmplan.plan.resolve import resolve_cards
+
+    specs = resolve_cards(doc)
+    scenario = resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(
+        update={"gpus_per_node": 1, "nodes": 1, "cards": (), "tensor_split": None})}))
+    if scenario.inference.engine not in SPLIT_ENGINES:
+        raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; use "
+                         "--set inference.engine=llama-cpp (or ollama)")
+    split = list(doc.hardware.tensor_split) if doc.hardware.tensor_split is not None else None
+    return split_layers(scenario, specs, split, scenario.inference.gpu_layers), scenario

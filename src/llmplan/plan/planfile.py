@@ -95,8 +95,15 @@ def _migrate_v3_to_v4(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+def _migrate_v4_to_v5(old: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 added a machine of different cards (``hardware.cards``, ``hardware.tensor_split``) and the
+    local engines' GPU back-end (``inference.backend``, default "auto"). A schema-4 plan has identical GPUs
+    and no back-end, which is what the defaults mean: its numbers do not change."""
+    return {**old, "schema_version": 5}
+
+
 MIGRATIONS: Mapping[int, Migration] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3,
-                                       3: _migrate_v3_to_v4}
+                                       3: _migrate_v3_to_v4, 4: _migrate_v4_to_v5}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

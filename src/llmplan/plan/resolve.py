@@ -69,6 +69,16 @@ def resolve_gpu(doc: PlanDocument) -> GpuSpec:
     return _hardware_catalog().gpu(doc.hardware.gpu).spec
 
 
+def resolve_cards(doc: PlanDocument) -> list[GpuSpec]:
+    """The specs of a machine of different cards (``hardware.cards``), one per card in device order: each
+    entry's inline spec, else the catalog's ([] for a plan of identical GPUs)."""
+    specs = []
+    for card in doc.hardware.cards:
+        spec = card.gpu_spec if card.gpu_spec is not None else _hardware_catalog().gpu(card.gpu).spec
+        specs += [spec] * card.count
+    return specs
+
+
 def resolve_network(doc: PlanDocument) -> NetworkSpec:
     hw = doc.hardware
     if hw.network_spec is not None:
@@ -228,6 +238,9 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         updates["intra_node_bandwidth"] = resolve_intra_node_bandwidth(doc)
     if hw.host_memory_bandwidth is None and doc.workload != "inference" and doc.training.offload != "none":
         updates["host_memory_bandwidth"] = resolve_host_memory_bandwidth(doc)
+    if any(c.gpu_spec is None for c in hw.cards):
+        updates["cards"] = tuple(c if c.gpu_spec is not None else c.model_copy(
+            update={"gpu_spec": _hardware_catalog().gpu(c.gpu).spec}) for c in hw.cards)
     if updates:
         hw = hw.model_copy(update=updates)
     return doc.model_copy(update={"model": model, "hardware": hw})

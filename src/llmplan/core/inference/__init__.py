@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure, total, zero
+from llmplan.core.inference.backend import backend_of, runtime_context_bytes
 from llmplan.core.inference.latency import SPECULATIVE, PhaseTime, prefill_time, rates, time_per_output_token
 from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, plan_memory
 from llmplan.core.params import count_params
@@ -49,8 +50,11 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
     buffers = Figure.of(p.logits, "B", formula="batch × vocab × 4 B (fp32 logits for sampling)",
                         inputs={"batch": inf.batch, "vocab": s.model.vocab_size, "bytes": LOGIT_BYTES},
                         source="assumption")
-    overhead = Figure.of(p.overhead, "B", formula="CUDA context + engine framework memory (engine profile)",
-                         inputs={"engine": p.engine.id, "cuda_context": p.engine.cuda_context_bytes,
+    backend = backend_of(s.cluster.gpu, inf.backend)
+    overhead = Figure.of(p.overhead, "B", formula="runtime context of the back-end + engine framework memory "
+                         "(engine profile)",
+                         inputs={"engine": p.engine.id, "backend": backend,
+                                 "runtime_context": runtime_context_bytes(p.engine, backend),
                                  "framework": p.engine.framework_bytes}, source=p.engine.source or "assumption")
     parts = {"weights": weights, "kv_cache": kv, "activations": acts, "buffers": buffers, "overhead": overhead}
     gpu = s.cluster.gpu

@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 
 from llmplan.core.hardware import Efficiency
+from llmplan.core.inference.backend import backend_of, quant_prompt_rate
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
-from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -89,11 +89,10 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     flops = peak * eff.matmul
     fmt = plan.weights.format
     quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
-    mmq = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
-    if quantised_gguf and mmq:
-        flops = mmq
-    elif quantised_gguf and engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
-        flops = gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    quant_rate = quant_prompt_rate(engine, gpu, backend_of(gpu, scenario.inference.backend)) if quantised_gguf \
+        else None
+    if quant_rate:
+        flops = quant_rate
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
     measured = engine.decode_bandwidth_efficiency

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.inference.backend import backend_of, runtime_context_bytes
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
 from llmplan.core.params import TensorGroup
 from llmplan.core.quant import QuantizedWeights, quantized_weights, stored_as
@@ -126,7 +127,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     chunk = min(chunk, inf.batch * inf.prompt_tokens)
     activations = chunk * _activation_elements_per_token(scenario, tp) * ACT_BYTES
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
-    overhead = float(engine.cuda_context_bytes + engine.framework_bytes)
+    overhead = float(runtime_context_bytes(engine, backend_of(gpu, inf.backend)) + engine.framework_bytes)
 
     def gpu_part(n_layers: int) -> tuple[float, float, float]:
         layer_frac = n_layers / L

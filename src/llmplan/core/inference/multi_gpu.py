@@ -5,7 +5,8 @@ llama.cpp gives each GPU a contiguous run of layers in proportion to ``--tensor-
 each device's free memory (llama.cpp ``llama_model_load_from_file``: "split by free memory"); the
 first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head goes with the last layer's
 device when every layer is offloaded, and the input embedding always stays in host RAM. Every GPU
-holds its layers' weights and KV cache plus its own CUDA context and compute buffer.
+holds its layers' weights and KV cache plus its own runtime context (CUDA, HIP; none on Metal, Vulkan or
+SYCL: ``core.inference.backend``) and compute buffer.
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
 KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_layer_s``),
@@ -21,13 +22,13 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.backend import backend_of, quant_prompt_rate, runtime_context_bytes
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
     _activation_elements_per_token,
     _weights_split,
 )
-from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
@@ -45,7 +46,7 @@ class CardShare:
     has_output: bool
     weights: float
     kv_cache: float
-    runtime: float  # CUDA context + compute buffer (+ logits on the output card)
+    runtime: float  # runtime context (CUDA, HIP) + compute buffer (+ logits on the output card)
     capacity: float
     decode_s: float
     prefill_s: float
@@ -117,7 +118,8 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
     buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
-    runtime = float(engine.cuda_context_bytes + engine.framework_bytes) + buffer
+    runtime = [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
+               for g in gpus]
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
 
     def shares(n: int) -> list[tuple[int, bool, float, float, float]]:
@@ -129,7 +131,7 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
         for i, c in enumerate(counts):
             has_out = n == L and i == last_dev
             w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0)
-            out.append((c, has_out, w, kv_layer * c, runtime + (logits if has_out else 0.0)))
+            out.append((c, has_out, w, kv_layer * c, runtime[i] + (logits if has_out else 0.0)))
         return out
 
     def fits(n: int) -> bool:
@@ -174,11 +176,9 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
-    mmq = mmq_rate(g, engine.prefill_quant_ops_per_sm_clock) if engine.prefill_quant_ops_per_sm_clock else None
-    if quant and mmq:
-        rate = mmq
-    elif quant and engine.prefill_quant_int8_efficiency and g.peak_flops.int8 and not apple:
-        rate = g.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    quant_rate = quant_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) if quant else None
+    if quant_rate:
+        rate = quant_rate
     else:
         rate = g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
     if rate <= 0:

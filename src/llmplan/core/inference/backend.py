@@ -1,0 +1,86 @@
+"""Which GPU back-end a local engine runs on, and the device memory its runtime takes beyond buffers.
+
+llama.cpp (and Ollama) build one ggml back-end per GPU API: CUDA on NVIDIA, HIP/ROCm on AMD, SYCL on Intel,
+Metal on Apple, and Vulkan on any of the first three. ``inference.backend = "auto"`` takes the vendor's own
+API; a plan may name another (``vulkan`` on an AMD or Intel card), and a back-end the card cannot run is
+refused with the ones it can.
+
+Why the runtime context differs: the CUDA driver keeps a context per process and GPU (the module's code for
+the kernels it loads, the local-memory and printf heaps), which nvidia-smi shows beside llama.cpp's own
+buffers; HIP's runtime loads the compiled code objects of the kernels into device memory the same way. Metal
+has no such per-process device reservation: llama.cpp's Metal back-end allocates its weights, KV cache and
+compute buffer as MTLBuffers (ggml-metal's log line "allocated buffer, size = ... MiB, ( used / max )" counts
+only those against ``recommendedMaxWorkingSetSize``), and its shader library is a few MB of host memory.
+Vulkan and SYCL (Level Zero) keep pipelines / kernel modules built from SPIR-V, not a fat binary resident in
+device memory. The numbers per back-end are data in the engine profile (``backend_context_bytes``).
+
+The same back-end decides which kernels multiply a prompt by block-quantised weights (``quant_prompt_rate``):
+CUDA's MMQ at a rate per SM per clock (``core.inference.mmq``), else a measured share of the GPU's dense fp16
+matrix peak for that back-end and GPU family (``prefill_quant_share``: ROCm's MMQ on RDNA 3 and CDNA, Vulkan's
+cooperative-matrix shaders, SYCL on Xe2), else the shared fraction of int8 peak.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.mmq import mmq_rate
+from llmplan.errors import InputError
+
+Backend = Literal["cuda", "rocm", "vulkan", "sycl", "metal"]
+BACKENDS: tuple[Backend, ...] = ("cuda", "rocm", "vulkan", "sycl", "metal")
+BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm (HIP)", "vulkan": "Vulkan", "sycl": "SYCL", "metal": "Metal"}
+# The vendor's own API first (what "auto" picks); then the others llama.cpp builds for that vendor's GPUs.
+_RUNS_ON: dict[str, tuple[Backend, ...]] = {
+    "nvidia": ("cuda", "vulkan"),
+    "amd": ("rocm", "vulkan"),
+    "intel": ("sycl", "vulkan"),
+    "apple": ("metal",),
+}
+
+
+def backends_for(gpu: GpuSpec) -> tuple[Backend, ...]:
+    """The back-ends ``gpu`` runs, its vendor's own first (other vendors: Vulkan)."""
+    return _RUNS_ON.get(gpu.vendor, ("vulkan",))
+
+
+def backend_of(gpu: GpuSpec, chosen: str = "auto") -> Backend:
+    """The back-end a plan's ``inference.backend`` means on ``gpu``; InputError when the card cannot run it."""
+    choices = backends_for(gpu)
+    if chosen == "auto":
+        return choices[0]
+    if chosen not in choices:
+        names = ", ".join(f"{c} ({BACKEND_NAMES[c]})" for c in choices)
+        raise InputError(f"inference.backend = {chosen!r} does not run on {gpu.name}; it runs {names} "
+                         "(or 'auto': the vendor's own)")
+    return chosen  # type: ignore[return-value]  # checked against the tuple of Backend literals above
+
+
+def runtime_context_bytes(engine: EngineProfile, backend: Backend) -> int:
+    """Device memory the engine's GPU runtime keeps per GPU beyond its buffers, on ``backend``: the
+    profile's figure for that back-end, else its CUDA context figure."""
+    for name, size in engine.backend_context_bytes:
+        if name == backend:
+            return int(size)
+    return engine.cuda_context_bytes
+
+
+def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
+    """FLOP/s of the engine's quantised-weight prompt kernels on ``gpu`` under ``backend`` (None: the engine
+    dequantises and uses the fp16 GEMM rate). First CUDA's MMQ rate, then the first ``prefill_quant_share``
+    row for this back-end whose pattern matches the GPU's catalog id, then the shared int8 share."""
+    if backend == "cuda" and engine.prefill_quant_ops_per_sm_clock:
+        rate = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock)
+        if rate:
+            return rate
+    for name, pattern, share in engine.prefill_quant_share:
+        if name == backend and fnmatchcase(gpu.id, pattern):
+            peak = gpu.peak_flops.for_dtype("fp16")
+            if peak:
+                return peak * share
+    if engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
+        return gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    return None
