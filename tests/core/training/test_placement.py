@@ -61,8 +61,10 @@ def test_nccl_picks_tree_for_small_messages_on_many_nodes_and_ring_for_large():
     sp = span(32, 8, cl, eff)  # a DP group of one GPU per node over 32 nodes (one leaf)
     small, large = collective("all-reduce", 1 << 20, sp, cl.fabric), collective("all-reduce", 1 << 30, sp, cl.fabric)
     assert small.algorithm == "tree" and large.algorithm == "ring"
-    # ring latency of 62 network steps at NCCL's 14 µs (Simple) is what the tree avoids
-    assert large.latency_s == pytest.approx(8.4e-6 + 62 * 14e-6, rel=1e-9)
+    # ring latency of 62 network steps at NCCL's 14 µs (Simple) is what the tree avoids; NCCL multiplies a
+    # multi-node Simple ring all-reduce's latency by 1.4 on Ampere and later ("plateau effect of ring",
+    # ncclTopoGetAlgoTime)
+    assert large.latency_s == pytest.approx(1.4 * (8.4e-6 + 62 * 14e-6), rel=1e-9)
 
 
 def test_one_node_collectives_use_nvls_on_hopper_and_rings_on_ampere():
