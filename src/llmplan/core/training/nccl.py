@@ -25,7 +25,7 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
   chosen by the host CPU vendor, as is the per-step network overhead), LL128 and the tree per channel
   (``perChMax*Bws`` times the channels of NCCL's graph, ``placement.channels``), and a Simple ring
   all-reduce's latency is ×1.4 (NCCL's "plateau effect of ring", ``ncclTopoGetAlgoTime``).
-- **NVLS-tree** across Hopper/Blackwell NVSwitch nodes (all-reduce): the least of the NVLS, network
+- **NVLS-tree** across NVSwitch nodes with NVLS (Hopper or later; all-reduce): the least of the NVLS, network
   (doubled on two nodes) and per-channel bandwidths, 25 µs + 2·log2i(N)·20.9 µs of latency (``_nvls_tree``).
 - **NVLS** (NVLink SHARP) pays NCCL's NVLS latency, 25 µs on NVLink and no base latency (the same
   table): a call cannot finish sooner than that plus its bytes at the NVLS bandwidth.
