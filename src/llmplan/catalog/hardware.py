@@ -104,6 +104,7 @@ class NodeEntry:
     host_memory_bandwidth: float | None = None  # theoretical bytes/s of the node's DRAM; None: the default host
     host_memory_bandwidth_source: SourceRef | None = None
     fabric_id: str | None = None  # None: the GPU's default fabric
+    host_cpu_vendor: str | None = None  # "intel", "amd", "arm"; None: unknown
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ class HardwareCatalog:
                 network=network.spec_for(per_node),
                 fabric=self.fabric_for(self.gpu(gpu_id).spec, node.id if node else None),
                 host_memory_bandwidth=self.host_memory_bandwidth_for(node.id if node else None),
+                host_cpu_vendor=node.host_cpu_vendor if node else None,
             )
         except ValidationError as exc:
             raise CatalogError(f"invalid cluster: {_first_error(exc)}") from None
@@ -407,6 +409,7 @@ def _node_entry(n: NodeFileEntry, file: HardwareFile, origin: str, strict: bool)
                                               f"node {n.id!r} host_memory_bandwidth", strict)
         if n.host_memory_bandwidth_gbs else None,
         fabric_id=n.fabric,
+        host_cpu_vendor=n.host_cpu_vendor,
     )
 
 

@@ -286,6 +286,9 @@ class NodeFileEntry(_Strict):
         None, gt=0, description="theoretical host DRAM bandwidth: sockets × channels × MT/s × 8 B, in GB/s"
     )
     host_memory_bandwidth_source: str | None = Field(None, description="source key of the CPU/memory figure")
+    host_cpu_vendor: Literal["intel", "amd", "arm"] | None = Field(
+        None, description="the host CPU's vendor: NCCL and RCCL pick their LL bandwidth cap and network "
+        "overhead by it (AMD hosts get lower caps); None: unknown, NCCL's default row")
     source: str | None = None
     notes: str = ""
 

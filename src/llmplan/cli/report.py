@@ -202,7 +202,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         rows = [(x["name"], f"{b(x['bytes_per_step'])}  {present.duration(x['exposed_s'])} exposed"
                  + (f"  [{x['algorithm']}, {x['span']}, {present.rate(x['bus_bandwidth'])} bus, "
                     f"{present.duration(x['latency_s'])} latency]" if x.get("algorithm") else "")
-                 + (f"  hides behind {x['hides_behind']}" if x.get("hides_behind") else ""))
+                 + (f"  hides behind {x['hides_behind']}" if x.get("hides_behind") else "  on the critical path"))
                 for x in m["collectives"]]
         rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
         lines.append(table(rows))

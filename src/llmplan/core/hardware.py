@@ -217,6 +217,10 @@ class ClusterSpec(FrozenModel):
     nvme_write_bandwidth: float | None = Field(
         None, gt=0, description="one node's NVMe offload drives, write, bytes/s; None: unknown"
     )
+    host_cpu_vendor: Literal["intel", "amd", "arm"] | None = Field(
+        None, description="the host CPU's vendor (node preset): NCCL/RCCL cap LL bandwidth across nodes and "
+        "price each network step by it; None: unknown, NCCL's default (non-AMD) row"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:

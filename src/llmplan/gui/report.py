@@ -37,13 +37,19 @@ class Row:
     label: str
     figure: Figure | None
     text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
-    style: str = ""  # "count" or "load" for dimensionless figures (see present.figure)
+    style: str = ""  # "count" or "load" for dimensionless figures (see present.figure); "sentence": text row
 
     def shown(self, unit: MemoryUnit) -> str:
         return present.figure(self.figure, unit, self.style) if self.figure is not None else self.text
 
     def tooltip(self) -> str:
         return self.figure.describe() if self.figure is not None else self.text
+
+
+def hidden_behind(col) -> str:
+    """What compute a collective overlaps with (the framework profile's overlap), or that it sits on the
+    critical path: shown as its own row so the reader need not hover for it."""
+    return col.hides_behind or "nothing: on the critical path (every call is exposed)"
 
 
 def system_rows(est: Evaluation) -> list[Row]:
@@ -135,6 +141,8 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
                 how = (f"↳ exposed · {col.algorithm}, {col.span}, {present.si(col.bytes_per_step.value, 'B')} per step, "
                        f"{present.rate(col.bus_bandwidth)} bus, {present.duration(col.latency_s)} latency")
                 out.append(Row("Communication", how, col.exposed_s))
+                out.append(Row("Communication", f"↳ {col.name} hides behind", None, hidden_behind(col),
+                               style="sentence"))
     system = est.system if isinstance(est, Evaluation) else None
     if system is not None:
         out.extend(system_rows(est))

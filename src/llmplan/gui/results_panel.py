@@ -189,7 +189,8 @@ class ResultsPanel(QWidget):
                 header.setFont(0, bold)
                 items.append(header)
                 spanned.append(header)
-            if row.figure is None and row.section in SENTENCE_SECTIONS:  # a sentence: both columns, wrapped
+            if row.figure is None and (row.section in SENTENCE_SECTIONS or row.style == "sentence"):
+                # a sentence: both columns, wrapped
                 item = QTreeWidgetItem([f"    {row.label}: {row.text}", ""])
                 item.setData(0, SENTENCE_ROLE, True)
                 item.setSizeHint(0, self.table.sentence_hint(item.text(0)))  # sized before it is shown

@@ -122,6 +122,12 @@ def resolve_host_memory_bandwidth(doc: PlanDocument) -> float | None:
     return _hardware_catalog().host_memory_bandwidth_for(hw.node)
 
 
+def resolve_host_cpu_vendor(doc: PlanDocument) -> str | None:
+    """The node preset's host CPU vendor (NCCL's LL cap and network overhead depend on it); None without one."""
+    node = doc.hardware.node
+    return _hardware_catalog().node(node).host_cpu_vendor if node else None
+
+
 def resolve_nvme_bandwidth(doc: PlanDocument, personal: bool = False) -> tuple[float | None, float | None]:
     """Read and write bytes/s of one node's NVMe offload drives (``system.offload_storage`` or the
     catalog's default, a data centre's or a personal machine's), for plans that offload to NVMe;
@@ -204,7 +210,8 @@ def resolve(doc: PlanDocument) -> Scenario:
                               price_per_gpu_hour=hw.price_per_gpu_hour,
                               intra_node_bandwidth=resolve_intra_node_bandwidth(doc),
                               host_memory_bandwidth=resolve_host_memory_bandwidth(doc),
-                              nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write)
+                              nvme_read_bandwidth=nvme_read, nvme_write_bandwidth=nvme_write,
+                              host_cpu_vendor=resolve_host_cpu_vendor(doc))
         return Scenario(model=model, cluster=cluster, workload=doc.workload, training=doc.training,
                         inference=resolve_inference(doc), parallelism=doc.parallelism,
                         efficiency=doc.efficiency.apply(hw.gpu_efficiency or default_efficiency(gpu)),

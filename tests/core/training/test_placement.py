@@ -61,8 +61,10 @@ def test_nccl_picks_tree_for_small_messages_on_many_nodes_and_ring_for_large():
     sp = span(32, 8, cl, eff)  # a DP group of one GPU per node over 32 nodes (one leaf)
     small, large = collective("all-reduce", 1 << 20, sp, cl.fabric), collective("all-reduce", 1 << 30, sp, cl.fabric)
     assert small.algorithm == "tree" and large.algorithm == "ring"
-    # ring latency of 62 network steps at NCCL's 14 µs (Simple) is what the tree avoids
-    assert large.latency_s == pytest.approx(8.4e-6 + 62 * 14e-6, rel=1e-9)
+    # ring latency of 62 network steps at NCCL's 14 µs (Simple) is what the tree avoids; NCCL multiplies a
+    # multi-node Simple ring all-reduce's latency by 1.4 on Ampere and later ("plateau effect of ring",
+    # ncclTopoGetAlgoTime)
+    assert large.latency_s == pytest.approx(1.4 * (8.4e-6 + 62 * 14e-6), rel=1e-9)
 
 
 def test_one_node_collectives_use_nvls_on_hopper_and_rings_on_ampere():
@@ -92,3 +94,24 @@ def test_quick_model_bandwidth_matches_the_engine_placement():
 def test_crossing_rule():
     assert not crosses_nodes(8, 1, 8) and crosses_nodes(16, 1, 8) and crosses_nodes(2, 8, 8)
     assert not crosses_nodes(1, 64, 8)
+
+
+def test_nccl_graph_channels_and_per_channel_caps():
+    # NCCL's ring graph on an 8-GPU node: one channel per NIC, at least one per rank; the logs show 16 runtime
+    # channels (twice the graph's 8) on 8-NIC H100 nodes (NVIDIA/nccl #1453) and on 4-NIC ones (#1357).
+    cl, eff = _dgx(2)
+    full = span(16, 1, cl, eff)
+    assert (full.channels, full.arch, full.amd_host) == (8, 2, False)  # Hopper row, Intel Xeon host
+    four = cl.model_copy(update={"network": NetworkSpec(id="x4", nics_per_node=4, nic_bandwidth=50e9)})
+    assert span(16, 1, four, eff).channels == 8
+    # one rank per node: one channel, doubled (ncclTopoDupChannels) when it carries >= 25 GB/s
+    assert span(2, 8, cl, eff).channels == 2  # one NDR NIC: 47 GB/s
+    assert span(2, 8, *_dgx(2, "dgx-a100")).channels == 1  # one HDR NIC: 23.5 GB/s
+    assert span(8, 1, cl, eff).channels == 0  # inside a node: no network channels
+    # tuning.cc: LL128 on a ring is capped at channels × perChMaxRingLL128Bws[Hopper] = 8 × 36.7 GB/s, under
+    # the NICs' 376 × 0.92 = 346 GB/s
+    from llmplan.core.training.nccl import _ring_bw, _tree_bw
+
+    assert _ring_bw(1, full) == pytest.approx(8 * 36.7e9)
+    assert _tree_bw(2, full) == pytest.approx(8 * 41.4e9)  # perChMaxTreeBws[Hopper][2 nodes]
+    assert _tree_bw(1, full) == pytest.approx(8 * 36.7e9)  # perChMaxTreeLL128Bws[Hopper][2 nodes]

@@ -21,7 +21,12 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
   src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and ``ncclTopoTuneModel``, commit 5067397,
   2026-06-11). The tree's bandwidth is scaled by NCCL's ``treeCorrectionFactor`` for the message
   size (``ncclTopoGetAlgoTime``), which is what moves NCCL from the tree to the ring between
-  a few hundred KiB and a few MiB; LL's bus bandwidth across nodes is capped by ``llMaxBws``.
+  a few hundred KiB and a few MiB; LL's bus bandwidth across nodes is capped by ``llMaxBws`` (its row
+  chosen by the host CPU vendor, as is the per-step network overhead), LL128 and the tree per channel
+  (``perChMax*Bws`` times the channels of NCCL's graph, ``placement.channels``), and a Simple ring
+  all-reduce's latency is ×1.4 (NCCL's "plateau effect of ring", ``ncclTopoGetAlgoTime``).
+- **NVLS-tree** across NVSwitch nodes with NVLS (Hopper or later; all-reduce): the least of the NVLS, network
+  (doubled on two nodes) and per-channel bandwidths, 25 µs + 2·log2i(N)·20.9 µs of latency (``_nvls_tree``).
 - **NVLS** (NVLink SHARP) pays NCCL's NVLS latency, 25 µs on NVLink and no base latency (the same
   table): a call cannot finish sooner than that plus its bytes at the NVLS bandwidth.
 - **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
@@ -51,15 +56,25 @@ _HW = {  # hwLatencies[link][algorithm][protocol]
     "net": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)},
 }
 _NVLS_LAT = 25.0  # hwLatencies[NVLINK][NVLS][Simple]; baseLatencies[NVLS] are 0
-_NET_OVERHEAD = 1.0  # getNetOverhead(): 1 µs per step on x86 hosts, ×3 for Simple
+_NVLS_TREE_LAT = (25.0, 20.9)  # hwLatencies[NVLINK][NVLS_TREE][Simple], hwLatencies[NET][NVLS_TREE][Simple]
+_NET_OVERHEAD = {False: 1.0, True: 2.0}  # getNetOverhead(): µs per step, 2 on AMD hosts, 1 otherwise; ×3 for Simple
+_PLATEAU = (1.9, 1.4)  # ncclTopoGetAlgoTime: ring/Simple all-reduce latency × this across nodes (compCap < 80, ≥ 80)
 # Bandwidth factor per protocol (ncclTopoTuneModel's model refinements): LL sends 8-byte lines with a
 # 4-byte flag (×0.5), LL128 120 of every 128 bytes (×0.92); the tree's all-reduce ×0.92 and its algbw
 # half its busbw.
 _RING_PROTO = (0.5, 0.92, 1.0)
 # llMaxBws (GB/s of bus bandwidth) caps LL across nodes; for multi-node NCCL indexes the row by the host CPU
-# vendor: Intel and others {39.0 for 2 nodes, 20.4 for 3 or more}, AMD {22.5, 19.0}. The presets carry no CPU
-# vendor, so NCCL's default row (not AMD) is used.
-_LL_MAX_NET = {2: 39.0e9, 4: 20.4e9}
+# vendor: Intel and others {39.0 for 2 nodes, 20.4 for 3 or more}, AMD {22.5, 19.0}. RCCL's tuning.cc has the
+# same rows and the same rule (ROCm/rccl src/graph/tuning.cc, llMaxBws and index1, commit 0cbce2a7). The node
+# preset's ``host_cpu_vendor`` picks the row; unknown hosts get the default one.
+_LL_MAX_NET = {False: (39.0e9, 20.4e9), True: (22.5e9, 19.0e9)}
+# Per-channel caps (GB/s), rows by compute capability (Volta, Ampere, Hopper, Blackwell), columns by nodes
+# (1, 2, 3 or more): perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws.
+_PER_CH_RING_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (40.0, 40.0, 40.0))
+_PER_CH_TREE_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
+_PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+_PER_CH_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+_MAX_NVLS_ARITY = 32  # NCCL_MAX_NVLS_ARITY (src/include/device.h): NVLS heads, one channel each
 _TREE_PROTO = (1.0 / 3.8 * 0.92, 120.0 / 128.0 * 0.92, 0.92)
 _REF_RANKS = 8  # the fabric curves are 8-GPU all-reduces
 # tuning.cc treeCorrectionFactor[protocol][log2i(bytes >> 6)], powers of two from 64 B to 256 MiB.
@@ -94,6 +109,9 @@ class Span:
     link: str  # "nvlink" or "pcie": what the intra-node hops are
     hop_s: float = 0.0  # extra switch latency per network step (tiers crossed), seconds
     nvls: float = 0.0  # achieved NVLS all-reduce bus bandwidth, bytes/s (0: none)
+    channels: int = 0  # NCCL's graph channels for the group's rings across nodes (0: unknown, no per-channel caps)
+    arch: int = -1  # NCCL's compute-capability row: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell; -1 not NVIDIA
+    amd_host: bool = False  # AMD host CPUs: NCCL's (and RCCL's) lower LL cap and 2 µs network overhead
 
     @property
     def inter_node(self) -> bool:
@@ -137,9 +155,37 @@ def ramp(fabric: FabricSpec, size: float) -> float:
     return y0 + f * (y1 - y0)
 
 
-def _cap(p: int, bus_bw: float, nodes: int) -> float:
-    """NCCL's LL bandwidth cap across nodes (``llMaxBws``, applied to ring and tree LL bus bandwidth)."""
-    return min(bus_bw, _LL_MAX_NET[2 if nodes <= 2 else 4]) if p == 0 else bus_bw
+def _col(nodes: int) -> int:
+    """NCCL's node-count column of its per-channel tables (``index2``): 1 node, 2 nodes, 3 or more."""
+    return min(nodes, 3) - 1
+
+
+def _per_channel(table, sp: Span) -> float:
+    """``channels × table[arch][nodes]`` in bytes/s; infinite where the channels or the GPU are unknown."""
+    if sp.channels <= 0 or sp.arch < 0:
+        return math.inf
+    return sp.channels * table[sp.arch][_col(sp.nodes)] * 1e9
+
+
+def _ring_bw(p: int, sp: Span) -> float:
+    """The ring's network bus bandwidth per protocol as ``ncclTopoTuneModel`` refines it: LL ×0.5 under
+    ``llMaxBws``, LL128 ×0.92 under its per-channel cap, Simple the NIC share itself."""
+    if p == 0:
+        return min(sp.net * _RING_PROTO[0], _LL_MAX_NET[sp.amd_host][0 if sp.nodes <= 2 else 1])
+    if p == 1:
+        return min(sp.net * _RING_PROTO[1], _per_channel(_PER_CH_RING_LL128, sp))
+    return sp.net
+
+
+def _tree_bw(p: int, sp: Span) -> float:
+    """The tree all-reduce's bus bandwidth: ×0.92 under ``perChMaxTreeBw``, then LL /3.8 under ``llMaxBws``,
+    LL128 ×120/128 under ``perChMaxTreeLL128Bw``."""
+    base = min(sp.net * _TREE_PROTO[2], _per_channel(_PER_CH_TREE, sp))
+    if p == 0:
+        return min(base / 3.8, _LL_MAX_NET[sp.amd_host][0 if sp.nodes <= 2 else 1])
+    if p == 1:
+        return min(base * 120.0 / 128.0, _per_channel(_PER_CH_TREE_LL128, sp))
+    return base
 
 
 def _ring_latency(op: str, sp: Span, p: int) -> float:
@@ -148,7 +194,7 @@ def _ring_latency(op: str, sp: Span, p: int) -> float:
     inter_steps = 0 if N == 1 else (2 * (N - 1) if op == "all-reduce" else N - 1)
     intra = _HW[sp.link]["ring"][p]
     if N > 1:
-        intra = max(intra, _NET_OVERHEAD * (3 if p == 2 else 1))
+        intra = max(intra, _NET_OVERHEAD[sp.amd_host] * (3 if p == 2 else 1))
     inter = (_HW["net"]["ring"][p] if sp.per_node > 1 else _HW["net"]["tree"][p]) * 1e-6 + sp.hop_s
     return _BASE["ring"][p] * 1e-6 + (steps - inter_steps) * intra * 1e-6 + inter_steps * inter
 
@@ -193,21 +239,48 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
     best: Cost | None = None
     for p, name in enumerate(PROTOCOLS):
         lat = _ring_latency(op, sp, p)
-        t_net = lat + vol / _cap(p, sp.net * _RING_PROTO[p], sp.nodes)
+        if p == 2 and op == "all-reduce" and sp.arch >= 0 and size / (2 * max(sp.channels, 1) * n) >= 64:
+            lat *= _PLATEAU[sp.arch >= 1]  # NCCL's "plateau effect of ring" (runtime channels: twice the graph's)
+        t_net = lat + vol / _ring_bw(p, sp)
         t = max(t_nv, t_net)
         cand = Cost(op, "ring", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
         if best is None or t < best.seconds:
             best = cand
         if op == "all-reduce":
             lat = _tree_latency(sp, p)
-            t_net = lat + size / (0.5 * _cap(p, sp.net * _TREE_PROTO[p], sp.nodes) * tree_correction(p, size))
+            t_net = lat + size / (0.5 * _tree_bw(p, sp) * tree_correction(p, size))
             t = max(t_nv, t_net)
             if t < best.seconds:
                 best = Cost(op, "tree", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
     assert best is not None
+    if op == "all-reduce":
+        nvls_tree = _nvls_tree(size, vol, sp, fabric)
+        if nvls_tree is not None and nvls_tree.seconds < best.seconds:
+            best = nvls_tree
     if best.latency_s > best.seconds - best.latency_s:
         best = Cost(best.op, best.algorithm, best.protocol, best.seconds, best.latency_s, 0.0, "latency")
     return _with_busbw(best, vol)
+
+
+def _nvls_tree(size: float, vol: float, sp: Span, fabric: FabricSpec) -> Cost | None:
+    """NCCL's NVLS_TREE all-reduce across nodes (Hopper and later NVSwitch nodes): NVLink SHARP reduces inside
+    each node, a tree of the nodes' NICs joins them, NVLS multicasts the result back. ``ncclTopoTuneModel``:
+    per NVLS channel (one per NVLS head, a GPU with its NIC) the bus bandwidth is the least of the NVLS
+    bandwidth, the network's (doubled on two nodes, where each byte crosses the network once per direction)
+    and ``perChMaxNVLSTreeBw``; latency hwLatencies[NVLINK][NVLS_TREE] + 2·log2i(N)·hwLatencies[NET][NVLS_TREE]
+    (no base latency). The NVLS stage ramps with the message size as the single-node NVLS call does (the fabric
+    curve's shape)."""
+    if sp.nvls <= 0 or sp.per_node < 2 or sp.arch < 2:
+        return None
+    heads = min(sp.per_node, _MAX_NVLS_ARITY)
+    cap = heads * _PER_CH_NVLS_TREE[sp.arch][_col(sp.nodes)] * 1e9
+    bw = min(sp.nvls, sp.net * (2 if sp.nodes <= 2 else 1), cap)
+    if bw <= 0:
+        return None
+    lat = (_NVLS_TREE_LAT[0] + 2 * log2i(sp.nodes) * _NVLS_TREE_LAT[1]) * 1e-6 + 2 * log2i(sp.nodes) * sp.hop_s
+    t = max(vol / (bw * ramp(fabric, size)), lat + vol / bw)
+    limit = "network" if bw == sp.net * (2 if sp.nodes <= 2 else 1) else "NVLink"
+    return Cost("all-reduce", "nvls-tree", "Simple", t, lat, 0.0, "latency" if lat > t - lat else limit)
 
 
 def _point_to_point(op: str, size: float, sp: Span, nv: float, vol: float) -> Cost:
@@ -252,7 +325,7 @@ def latency_array(op: str, n, per_node, nodes):
     n, r, N = (np.asarray(x, dtype=float) for x in (n, per_node, nodes))
     steps = 2 * (n - 1) if op == "all-reduce" else n - 1
     inter_steps = np.where(N > 1, 2 * (N - 1) if op == "all-reduce" else N - 1, 0.0)
-    intra = np.where(N > 1, max(_HW["nvlink"]["ring"][2], 3 * _NET_OVERHEAD), _HW["nvlink"]["ring"][2])
+    intra = np.where(N > 1, max(_HW["nvlink"]["ring"][2], 3 * _NET_OVERHEAD[False]), _HW["nvlink"]["ring"][2])
     inter = np.where(r > 1, _HW["net"]["ring"][2], _HW["net"]["tree"][2])
     ring = _BASE["ring"][2] + (steps - inter_steps) * intra + inter_steps * inter
     ref = _BASE["ring"][2] + 2 * (_REF_RANKS - 1) * _HW["nvlink"]["ring"][2]

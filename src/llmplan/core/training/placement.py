@@ -37,14 +37,41 @@ class Topology:
     link: str  # "nvlink" or "pcie"
     nvlink: float  # achieved NVLink bus bandwidth per GPU
     nvls: float  # achieved NVLS all-reduce bus bandwidth (0: none)
+    nics: int = 0  # NICs per node
+    arch: int = -1  # NCCL's compute-capability row (``nccl_arch``)
+    amd_host: bool = False
+
+
+def nccl_arch(cluster: ClusterSpec) -> int:
+    """NCCL's compute-capability row of its tuning tables: 0 Volta, 1 Ampere (8.x), 2 Hopper (9.x), 3 Blackwell
+    (10 and later); -1 for GPUs NCCL does not drive (RCCL's own tuning differs beyond the LL cap)."""
+    cc = cluster.gpu.compute_capability
+    if cluster.gpu.vendor != "nvidia" or not cc:
+        return -1
+    major = int(cc.split(".")[0])
+    return 3 if major >= 10 else 2 if major >= 9 else 1 if major >= 8 else 0
 
 
 def topology(cluster: ClusterSpec, eff: Efficiency) -> Topology:
     net, fabric, gpn = cluster.network, cluster.fabric, cluster.gpus_per_node
     link = "pcie" if fabric.kind == "pcie" else "nvlink"
+    nics = net.nics_per_node or (gpn if net.bandwidth_per_gpu > 0 else 0)
     return Topology(gpn, net.node_bandwidth(gpn) * eff.network, net.nodes_per_leaf, net.oversubscription,
                     net.rail_optimized, net.latency_s, link, cluster.intra_bandwidth * eff.intra_node,
-                    cluster.intra_bandwidth * fabric.nvls_share)
+                    cluster.intra_bandwidth * fabric.nvls_share, nics, nccl_arch(cluster),
+                    cluster.host_cpu_vendor == "amd")
+
+
+def channels(per_node: int, share: float, topo: Topology) -> int:
+    """The channels of NCCL's ring graph for a group with ``per_node`` ranks on each node and ``share`` bytes/s
+    of its NICs: one per NIC the group reaches and at least one per rank (NCCL's search gives 8 on 8-GPU nodes
+    with 8 or with 4 NICs: 16 runtime channels, twice the graph's, in the logs of NVIDIA/nccl issues #1453 and
+    #1357), doubled when there are at most 4 of at least 25 GB/s each (``ncclTopoDupChannels``)."""
+    reached = max(1, round(topo.nics * per_node / topo.gpus_per_node)) if topo.nics else 1
+    ch = max(per_node, reached)
+    if ch <= 4 and share / ch >= 25e9:
+        ch *= 2
+    return ch
 
 
 def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficiency | None = None) -> Span:
@@ -63,8 +90,10 @@ def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficienc
             hops += 2  # leaf -> spine -> leaf
         elif not topo.rail_optimized:
             hops += 2
-    nvls = topo.nvls if per_node == size else 0.0
-    return Span(size, per_node, nodes, topo.nvlink, share, nic, topo.link, hops * topo.latency_s, nvls)
+    nvls = topo.nvls if per_node == size or (nodes > 1 and per_node > 1) else 0.0
+    ch = channels(per_node, share, topo) if nodes > 1 else 0
+    return Span(size, per_node, nodes, topo.nvlink, share, nic, topo.link, hops * topo.latency_s, nvls, ch,
+                topo.arch, topo.amd_host)
 
 
 def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
