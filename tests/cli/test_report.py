@@ -86,3 +86,12 @@ def test_text_labels_units_in_gib_or_gb():
     assert "FITS: 50.00 GiB of 80.00 GiB per GPU" in text
     assert "optimizer" in text and "20.00 GiB" in text
     assert "53.69 GB of 85.90 GB" in estimate_text(data, decimal=True)
+
+
+def test_text_prints_gpu_hours_in_the_app_style():
+    """Issue 18 item 7: GPU-hours read as people budget them, the same text as the app's results table
+    (``core.present.gpu_hours``), not a bare "576"."""
+    sc = _scenario()
+    text = estimate_text(estimate_json(_estimate(sc), sc))
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("GPU-hours"))
+    assert line.split()[-2:] == ["576", "GPU-hours"], line

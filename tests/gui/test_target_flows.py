@@ -79,6 +79,7 @@ def test_auto_finishes_70b_on_15t_tokens_in_30_days(window, qtbot):
     row = dlg.list.topLevelItem(0)
     days, nodes = float(row.text(4)), int(row.text(3).replace(",", ""))
     assert days <= 30 and nodes > 1 and "2,048 seq" in row.text(8)
+    assert row.text(5).endswith((" k GPU-hours", " M GPU-hours")), row.text(5)  # core.present.gpu_hours
     qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
     doc = window.state.doc
     assert doc.hardware.nodes == nodes and doc.training.global_batch == 2048

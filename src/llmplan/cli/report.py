@@ -192,7 +192,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                 ("MFU", present.percent(c["mfu"])), ("pipeline bubble", present.percent(c["bubble_fraction"])),
                 *([("offload (exposed)", present.duration(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
                 ("FLOPs per step", present.si(c["flops_per_step"], "FLOP")),
-                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", present.gpu_hours(c["gpu_hours"]))]
         if c["cost_usd"] is not None:
             rows.append(("cost", present.money(c["cost_usd"])))
         lines.append(table(rows))
