@@ -22,9 +22,10 @@ def _pick_combo(qtbot, combo, text: str) -> None:
 
 
 def _click_gpu(qtbot, picker, gpu_id: str) -> None:
-    item = picker._find(gpu_id)
-    picker.tree.scrollToItem(item)
-    rect = picker.tree.visualItemRect(item)
+    index = picker.index_of(gpu_id)
+    assert index.isValid(), gpu_id
+    picker.tree.scrollTo(index)
+    rect = picker.tree.visualRect(index)
     qtbot.mouseClick(picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
 
 

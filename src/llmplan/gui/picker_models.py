@@ -1,0 +1,250 @@
+"""Item models behind the model and GPU pickers: the catalog rows are built once, and typing in a search
+box or changing a filter only re-runs a ``QSortFilterProxyModel`` over them (issue 18: lists of more than
+a few dozen rows use a model with a proxy instead of rebuilding a ``QTreeWidget`` on every key).
+
+- ``ModelRows`` (a table model over the model catalog) and ``ModelFilter`` (words, family, licence and
+  size class; sorting by a column's ``SORT_ROLE``, so "70 B" sorts after "8 B"). The "Hub: ORG/NAME" row
+  is the source's first row while the search text names a Hub repo; the filter always keeps it, and it
+  stays on top whichever way the list is sorted.
+- ``gpu_tree`` (the "This machine" group, then the catalog grouped by vendor) and ``GpuFilter``
+  (recursive: a vendor group shows while one of its GPUs matches; detected GPUs always show).
+- ``walk``: every row of a model, depth-first, as column-0 indexes (the pickers' lookups and the tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from PySide6.QtGui import QFont, QStandardItem, QStandardItemModel
+
+ID_ROLE = Qt.ItemDataRole.UserRole  # catalog id of a model or GPU
+HUB_ROLE = Qt.ItemDataRole.UserRole + 1  # the search text, on the "Hub: ORG/NAME" row
+SPEC_ROLE = Qt.ItemDataRole.UserRole + 2  # a detected GPU's inline spec (no catalog id)
+SORT_ROLE = Qt.ItemDataRole.UserRole + 3  # what a column sorts by
+HAY_ROLE = Qt.ItemDataRole.UserRole + 4  # lower-case words a GPU row is found by; None: a group header
+ALWAYS_ROLE = Qt.ItemDataRole.UserRole + 5  # shown whatever the search (this machine's GPUs)
+
+MODEL_HEADERS = ("Model", "Params", "Context", "Layers")
+GPU_HEADERS = ("GPU", "Memory", "BF16")
+THIS_MACHINE = "This machine"
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def walk(model: QAbstractItemModel, parent: Index | None = None) -> Iterator[QModelIndex]:
+    """Every row under ``parent`` (default: the whole model), parents before their children."""
+    parent = parent if parent is not None else QModelIndex()
+    for row in range(model.rowCount(parent)):
+        index = model.index(row, 0, parent)
+        yield index
+        if model.hasChildren(index):
+            yield from walk(model, index)
+
+
+# ---- models -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    """One catalog model as the picker shows it; ``model_id`` "" and ``hub`` set for the Hub row."""
+
+    model_id: str
+    cells: tuple[str, str, str, str]
+    sort_keys: tuple[Any, Any, Any, Any]
+    tips: tuple[str, str]
+    hay: str = ""  # lower-case id, name and family: what the search words must all be in
+    family: str = ""
+    licence: str = ""
+    total: int = 0
+    hub: str = ""
+
+
+def hub_row(text: str, label: str, repo: str) -> ModelRow:
+    return ModelRow("", (f"Hub: {label}", "", "", ""), ("", 0, 0, 0),
+                    (f"Fetch {repo} from the Hugging Face Hub (needs the network; Enter or click)", ""), hub=text)
+
+
+class ModelRows(QAbstractTableModel):
+    """The model catalog, one row per entry, and the Hub row on top while there is one."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[ModelRow] = []
+        self._hub: ModelRow | None = None
+        self._italic = QFont()
+        self._italic.setItalic(True)
+
+    def set_rows(self, rows: Sequence[ModelRow]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def set_hub(self, row: ModelRow | None) -> None:
+        """Show, change or remove the Hub row (row 0) without touching the catalog rows."""
+        if self._hub is not None and row is not None:
+            self._hub = row
+            self.dataChanged.emit(self.index(0, 0), self.index(0, len(MODEL_HEADERS) - 1))
+        elif self._hub is not None:
+            self.beginRemoveRows(QModelIndex(), 0, 0)
+            self._hub = None
+            self.endRemoveRows()
+        elif row is not None:
+            self.beginInsertRows(QModelIndex(), 0, 0)
+            self._hub = row
+            self.endInsertRows()
+
+    def row_at(self, row: int) -> ModelRow:
+        if self._hub is not None:
+            return self._hub if row == 0 else self._rows[row - 1]
+        return self._rows[row]
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's own default)
+        return 0 if parent.isValid() else len(self._rows) + (self._hub is not None)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(MODEL_HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return MODEL_HEADERS[section]
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        r, col = self.row_at(index.row()), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return r.cells[col]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return (r.tips[col] if col < len(r.tips) else "") or None
+        if role == ID_ROLE:
+            return r.model_id or None
+        if role == HUB_ROLE:
+            return r.hub or None
+        if role == SORT_ROLE:
+            return r.sort_keys[col]
+        if role == Qt.ItemDataRole.FontRole and r.hub and col == 0:
+            return self._italic
+        return None
+
+
+class ModelFilter(QSortFilterProxyModel):
+    """Keeps the rows whose id, name and family hold every search word and that match the family,
+    licence and size-class filters; the Hub row always."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setSortRole(SORT_ROLE)
+        self._words: tuple[str, ...] = ()
+        self._family: str | None = None
+        self._licence: str | None = None
+        self._size = (0.0, float("inf"))
+
+    def set_criteria(self, words: Sequence[str], family: str | None, licence: str | None,
+                     size: tuple[float, float]) -> None:
+        self.beginFilterChange()
+        self._words, self._family, self._licence, self._size = tuple(words), family, licence, size
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        r = self.sourceModel().row_at(source_row)
+        if r.hub:
+            return True
+        lo, hi = self._size
+        return (all(w in r.hay for w in self._words) and self._family in (None, r.family)
+                and self._licence in (None, r.licence) and lo <= r.total < hi)
+
+    def lessThan(self, left: Index, right: Index) -> bool:
+        ascending = self.sortOrder() == Qt.SortOrder.AscendingOrder
+        if left.data(HUB_ROLE):  # the Hub row stays first in either order
+            return ascending
+        if right.data(HUB_ROLE):
+            return not ascending
+        return left.data(SORT_ROLE) < right.data(SORT_ROLE)
+
+
+# ---- GPUs -------------------------------------------------------------------------------------------
+def _cell(text: str, tip: str = "") -> QStandardItem:
+    item = QStandardItem(text)
+    item.setEditable(False)
+    if tip:
+        item.setToolTip(tip)
+    return item
+
+
+def _group(name: str, bold: QFont) -> QStandardItem:
+    """A header row ("This machine", "NVIDIA"): bold, not selectable, found by no search word."""
+    item = _cell(name)
+    item.setFont(bold)
+    item.setSelectable(False)
+    return item
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRow:
+    group: str  # the vendor group it is listed under
+    gpu_id: str
+    cells: tuple[str, str, str]
+    tip: str
+    hay: str
+
+
+def gpu_tree(detected: Sequence[tuple[str, str | None, Any]], rows: Sequence[GpuRow], bold: QFont,
+             parent=None) -> QStandardItemModel:
+    """The picker's tree: "This machine" with each detected GPU (label, catalog id, inline spec), then one
+    group per vendor in catalog order."""
+    model = QStandardItemModel(0, len(GPU_HEADERS), parent)
+    model.setHorizontalHeaderLabels(list(GPU_HEADERS))
+    if detected:
+        top = _group(THIS_MACHINE, bold)
+        top.setData(True, ALWAYS_ROLE)
+        for label, gpu_id, spec in detected:
+            item = _cell(label, "Detected on this machine")
+            item.setData(gpu_id, ID_ROLE)
+            item.setData(spec, SPEC_ROLE)
+            item.setData(True, ALWAYS_ROLE)
+            top.appendRow([item, _cell(""), _cell("")])
+        model.appendRow([top, _cell(""), _cell("")])
+    groups: dict[str, QStandardItem] = {}
+    for r in rows:
+        if r.group not in groups:
+            groups[r.group] = _group(r.group, bold)
+            model.appendRow([groups[r.group], _cell(""), _cell("")])
+        first = _cell(r.cells[0], r.tip)
+        first.setData(r.gpu_id, ID_ROLE)
+        first.setData(r.hay, HAY_ROLE)
+        groups[r.group].appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
+    return model
+
+
+class GpuFilter(QSortFilterProxyModel):
+    """Keeps the GPUs whose id, name and vendor hold every search word, the groups that still hold one,
+    and this machine's GPUs whatever the search."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setRecursiveFilteringEnabled(True)  # a group is shown while one of its rows is
+        self._words: tuple[str, ...] = ()
+
+    def set_words(self, words: Sequence[str]) -> None:
+        self.beginFilterChange()
+        self._words = tuple(words)
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        index = self.sourceModel().index(source_row, 0, source_parent)
+        if index.data(ALWAYS_ROLE):
+            return True
+        hay = index.data(HAY_ROLE)
+        return hay is not None and all(w in hay for w in self._words)
