@@ -2,7 +2,7 @@
 catalog grouped by vendor with search, GPUs per node, nodes, node and network presets,
 price, and a custom-GPU dialog.
 
-The GPU list is a ``QTreeView`` over ``picker_models.gpu_tree`` through a ``GpuFilter`` proxy:
+The GPU list is a ``QTreeView`` over ``picker_models.GpuTree`` through a ``GpuFilter`` proxy:
 the tree is built when the catalog loads and when detection answers; the search box only
 re-runs the proxy.
 """
@@ -31,7 +31,7 @@ from llmplan.core.present import one_line
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, bound_float, bound_spin, compact
 from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
-from llmplan.gui.picker_models import ALWAYS_ROLE, ID_ROLE, SPEC_ROLE, GpuFilter, GpuRow, gpu_tree, walk
+from llmplan.gui.picker_models import ALWAYS_ROLE, ID_ROLE, SPEC_ROLE, GpuFilter, GpuRow, GpuTree, walk
 from llmplan.gui.state import PlanState
 
 
@@ -70,7 +70,9 @@ class HardwarePicker(QWidget):
         self.search.setAccessibleName("Search GPUs")
         self._following = False  # the list is being moved to the plan's GPU: not a pick
         self._catalog = None  # the hardware catalog the tree was built from
+        self.gpus = GpuTree(self)
         self.proxy = GpuFilter(self)
+        self.proxy.setSourceModel(self.gpus)
         self.tree = QTreeView()
         self.tree.setModel(self.proxy)
         self.tree.setAccessibleName("GPUs")
@@ -176,14 +178,11 @@ class HardwarePicker(QWidget):
                 f"{spec.name}\n{spec.id}\n{spec.memory_marketing or ''} · {spec.memory_bandwidth / 1e9:,.0f} GB/s"
                 f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s", f"{spec.id} {spec.name} {spec.vendor}".lower()))
         detected = [(one_line(label), gpu_id, spec) for label, gpu_id, spec in self.detected]
-        old = self.proxy.sourceModel()
         self._following = True
         try:
-            self.proxy.setSourceModel(gpu_tree(detected, rows, bold, self))
+            self.gpus.fill(detected, rows, bold)
         finally:
             self._following = False
-        if old is not None:
-            old.deleteLater()
         self.refilter()
 
     def refilter(self) -> None:

@@ -6,7 +6,7 @@ a few dozen rows use a model with a proxy instead of rebuilding a ``QTreeWidget`
   size class; sorting by a column's ``SORT_ROLE``, so "70 B" sorts after "8 B"). The "Hub: ORG/NAME" row
   is the source's first row while the search text names a Hub repo; the filter always keeps it, and it
   stays on top whichever way the list is sorted.
-- ``gpu_tree`` (the "This machine" group, then the catalog grouped by vendor) and ``GpuFilter``
+- ``GpuTree`` (the "This machine" group, then the catalog grouped by vendor) and ``GpuFilter``
   (recursive: a vendor group shows while one of its GPUs matches; detected GPUs always show).
 - ``walk``: every row of a model, depth-first, as column-0 indexes (the pickers' lookups and the tests).
 """
@@ -200,32 +200,36 @@ class GpuRow:
     hay: str
 
 
-def gpu_tree(detected: Sequence[tuple[str, str | None, Any]], rows: Sequence[GpuRow], bold: QFont,
-             parent=None) -> QStandardItemModel:
-    """The picker's tree: "This machine" with each detected GPU (label, catalog id, inline spec), then one
-    group per vendor in catalog order."""
-    model = QStandardItemModel(0, len(GPU_HEADERS), parent)
-    model.setHorizontalHeaderLabels(list(GPU_HEADERS))
-    if detected:
-        top = _group(THIS_MACHINE, bold)
-        top.setData(True, ALWAYS_ROLE)
-        for label, gpu_id, spec in detected:
-            item = _cell(label, "Detected on this machine")
-            item.setData(gpu_id, ID_ROLE)
-            item.setData(spec, SPEC_ROLE)
-            item.setData(True, ALWAYS_ROLE)
-            top.appendRow([item, _cell(""), _cell("")])
-        model.appendRow([top, _cell(""), _cell("")])
-    groups: dict[str, QStandardItem] = {}
-    for r in rows:
-        if r.group not in groups:
-            groups[r.group] = _group(r.group, bold)
-            model.appendRow([groups[r.group], _cell(""), _cell("")])
-        first = _cell(r.cells[0], r.tip)
-        first.setData(r.gpu_id, ID_ROLE)
-        first.setData(r.hay, HAY_ROLE)
-        groups[r.group].appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
-    return model
+class GpuTree(QStandardItemModel):
+    """The picker's tree: "This machine" with each detected GPU, then one group per vendor in catalog
+    order. ``fill`` replaces the rows and keeps the columns, so the view's column sizing stays."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(0, len(GPU_HEADERS), parent)
+        self.setHorizontalHeaderLabels(list(GPU_HEADERS))
+
+    def fill(self, detected: Sequence[tuple[str, str | None, Any]], rows: Sequence[GpuRow], bold: QFont) -> None:
+        """``detected``: (label, catalog id, inline spec) of each GPU found on this machine."""
+        self.removeRows(0, self.rowCount())
+        if detected:
+            top = _group(THIS_MACHINE, bold)
+            top.setData(True, ALWAYS_ROLE)
+            for label, gpu_id, spec in detected:
+                item = _cell(label, "Detected on this machine")
+                item.setData(gpu_id, ID_ROLE)
+                item.setData(spec, SPEC_ROLE)
+                item.setData(True, ALWAYS_ROLE)
+                top.appendRow([item, _cell(""), _cell("")])
+            self.appendRow([top, _cell(""), _cell("")])
+        groups: dict[str, QStandardItem] = {}
+        for r in rows:
+            if r.group not in groups:
+                groups[r.group] = _group(r.group, bold)
+                self.appendRow([groups[r.group], _cell(""), _cell("")])
+            first = _cell(r.cells[0], r.tip)
+            first.setData(r.gpu_id, ID_ROLE)
+            first.setData(r.hay, HAY_ROLE)
+            groups[r.group].appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
 
 
 class GpuFilter(QSortFilterProxyModel):
