@@ -196,7 +196,8 @@ class HardwarePicker(QWidget):
             self.proxy.set_words(self.search.text().lower().split())
         finally:
             self._following = False
-        self.tree.expandAll()
+        for row in range(self.proxy.rowCount()):  # the groups stay open (only they have rows under them)
+            self.tree.expand(self.proxy.index(row, 0))
         self._follow(self.state.doc)
 
     # ---- selection -------------------------------------------------------------------

@@ -19,7 +19,6 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractItemModel,
-    QAbstractTableModel,
     QModelIndex,
     QPersistentModelIndex,
     QSortFilterProxyModel,
@@ -72,71 +71,53 @@ def hub_row(text: str, label: str, repo: str) -> ModelRow:
                     (f"Fetch {repo} from the Hugging Face Hub (needs the network; Enter or click)", ""), hub=text)
 
 
-class ModelRows(QAbstractTableModel):
-    """The model catalog, one row per entry, and the Hub row on top while there is one."""
+class ModelRows(QStandardItemModel):
+    """The model catalog, one row per entry, and the Hub row on top while there is one. The cells live in
+    Qt's own item model (the view asks for them thousands of times per layout: a Python ``data()`` made
+    each keystroke slower than the old widget); ``row_at`` keeps the rows for the filter."""
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+        super().__init__(0, len(MODEL_HEADERS), parent)
+        self.setHorizontalHeaderLabels(list(MODEL_HEADERS))
         self._rows: list[ModelRow] = []
         self._hub: ModelRow | None = None
-        self._italic = QFont()
-        self._italic.setItalic(True)
+
+    @staticmethod
+    def _items(r: ModelRow) -> list[QStandardItem]:
+        items = []
+        for col, text in enumerate(r.cells):
+            item = _cell(text, r.tips[col] if col < len(r.tips) else "")
+            item.setData(r.sort_keys[col], SORT_ROLE)
+            items.append(item)
+        items[0].setData(r.model_id or None, ID_ROLE)
+        if r.hub:
+            items[0].setData(r.hub, HUB_ROLE)
+            font = items[0].font()
+            font.setItalic(True)
+            items[0].setFont(font)
+        return items
 
     def set_rows(self, rows: Sequence[ModelRow]) -> None:
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
+        self.removeRows(0, self.rowCount())
+        self._rows, self._hub = list(rows), None
+        for r in self._rows:
+            self.appendRow(self._items(r))
 
     def set_hub(self, row: ModelRow | None) -> None:
         """Show, change or remove the Hub row (row 0) without touching the catalog rows."""
-        if self._hub is not None and row is not None:
-            self._hub = row
-            self.dataChanged.emit(self.index(0, 0), self.index(0, len(MODEL_HEADERS) - 1))
-        elif self._hub is not None:
-            self.beginRemoveRows(QModelIndex(), 0, 0)
+        if self._hub == row:
+            return
+        if self._hub is not None:
             self._hub = None
-            self.endRemoveRows()
-        elif row is not None:
-            self.beginInsertRows(QModelIndex(), 0, 0)
+            self.removeRows(0, 1)
+        if row is not None:
             self._hub = row
-            self.endInsertRows()
+            self.insertRow(0, self._items(row))
 
     def row_at(self, row: int) -> ModelRow:
         if self._hub is not None:
             return self._hub if row == 0 else self._rows[row - 1]
         return self._rows[row]
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's own default)
-        return 0 if parent.isValid() else len(self._rows) + (self._hub is not None)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(MODEL_HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return MODEL_HEADERS[section]
-        return None
-
-    def flags(self, index: Index) -> Qt.ItemFlag:
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        r, col = self.row_at(index.row()), index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            return r.cells[col]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return (r.tips[col] if col < len(r.tips) else "") or None
-        if role == ID_ROLE:
-            return r.model_id or None
-        if role == HUB_ROLE:
-            return r.hub or None
-        if role == SORT_ROLE:
-            return r.sort_keys[col]
-        if role == Qt.ItemDataRole.FontRole and r.hub and col == 0:
-            return self._italic
-        return None
 
 
 class ModelFilter(QSortFilterProxyModel):
@@ -167,9 +148,9 @@ class ModelFilter(QSortFilterProxyModel):
 
     def lessThan(self, left: Index, right: Index) -> bool:
         ascending = self.sortOrder() == Qt.SortOrder.AscendingOrder
-        if left.data(HUB_ROLE):  # the Hub row stays first in either order
+        if left.siblingAtColumn(0).data(HUB_ROLE):  # the Hub row stays first in either order
             return ascending
-        if right.data(HUB_ROLE):
+        if right.siblingAtColumn(0).data(HUB_ROLE):
             return not ascending
         return left.data(SORT_ROLE) < right.data(SORT_ROLE)
 
@@ -202,34 +183,49 @@ class GpuRow:
 
 class GpuTree(QStandardItemModel):
     """The picker's tree: "This machine" with each detected GPU, then one group per vendor in catalog
-    order. ``fill`` replaces the rows and keeps the columns, so the view's column sizing stays."""
+    order. ``fill`` replaces the rows and keeps the columns, so the view's column sizing stays.
+    ``match`` says, per (group row, row), what the filter needs without asking Qt for item data: True
+    (always shown), False (a vendor header: shown through its GPUs) or the words a GPU is found by."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(0, len(GPU_HEADERS), parent)
         self.setHorizontalHeaderLabels(list(GPU_HEADERS))
+        self.match: dict[tuple[int, int], str | bool] = {}
 
     def fill(self, detected: Sequence[tuple[str, str | None, Any]], rows: Sequence[GpuRow], bold: QFont) -> None:
         """``detected``: (label, catalog id, inline spec) of each GPU found on this machine."""
         self.removeRows(0, self.rowCount())
+        self.match = {}
+        tops: list[tuple[QStandardItem, bool]] = []  # each group built whole, then added: one insert each
         if detected:
             top = _group(THIS_MACHINE, bold)
             top.setData(True, ALWAYS_ROLE)
-            for label, gpu_id, spec in detected:
+            for i, (label, gpu_id, spec) in enumerate(detected):
                 item = _cell(label, "Detected on this machine")
                 item.setData(gpu_id, ID_ROLE)
                 item.setData(spec, SPEC_ROLE)
                 item.setData(True, ALWAYS_ROLE)
                 top.appendRow([item, _cell(""), _cell("")])
-            self.appendRow([top, _cell(""), _cell("")])
+                self.match[(0, i)] = True
+            tops.append((top, True))
         groups: dict[str, QStandardItem] = {}
         for r in rows:
             if r.group not in groups:
                 groups[r.group] = _group(r.group, bold)
-                self.appendRow([groups[r.group], _cell(""), _cell("")])
+                tops.append((groups[r.group], False))
+            group = groups[r.group]
             first = _cell(r.cells[0], r.tip)
             first.setData(r.gpu_id, ID_ROLE)
             first.setData(r.hay, HAY_ROLE)
-            groups[r.group].appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
+            self.match[(len(tops) - 1 if group is tops[-1][0] else _row_of(tops, group), group.rowCount())] = r.hay
+            group.appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
+        for row, (top, always) in enumerate(tops):
+            self.match[(-1, row)] = always
+            self.appendRow([top, _cell(""), _cell("")])
+
+
+def _row_of(tops: list[tuple[QStandardItem, bool]], group: QStandardItem) -> int:
+    return next(i for i, (top, _always) in enumerate(tops) if top is group)
 
 
 class GpuFilter(QSortFilterProxyModel):
@@ -247,8 +243,7 @@ class GpuFilter(QSortFilterProxyModel):
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
-        index = self.sourceModel().index(source_row, 0, source_parent)
-        if index.data(ALWAYS_ROLE):
-            return True
-        hay = index.data(HAY_ROLE)
-        return hay is not None and all(w in hay for w in self._words)
+        how = self.sourceModel().match.get((source_parent.row() if source_parent.isValid() else -1, source_row))
+        if isinstance(how, bool) or how is None:
+            return bool(how)
+        return all(w in how for w in self._words)
