@@ -2,7 +2,11 @@
 box or changing a filter only re-runs a ``QSortFilterProxyModel`` over them (issue 18: lists of more than
 a few dozen rows use a model with a proxy instead of rebuilding a ``QTreeWidget`` on every key).
 
-- ``ModelRows`` (a table model over the model catalog) and ``ModelFilter`` (words, family, licence and
+Both keep their cells in ``QStandardItemModel`` items, which Qt reads without calling Python (a Python
+``data()`` is asked thousands of times per layout and made a keystroke slower than the old widget); only
+the filters' ``filterAcceptsRow`` (once per row and filter change) is Python, reading plain Python rows.
+
+- ``ModelRows`` (one row per catalog model) and ``ModelFilter`` (words, family, licence and
   size class; sorting by a column's ``SORT_ROLE``, so "70 B" sorts after "8 B"). The "Hub: ORG/NAME" row
   is the source's first row while the search text names a Hub repo; the filter always keeps it, and it
   stays on top whichever way the list is sorted.
