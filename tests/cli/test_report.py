@@ -64,6 +64,7 @@ def test_training_json_has_every_documented_key():
     assert set(MEMORY_KEYS) | {"total"} == set(data["memory_per_gpu"])
     assert data["memory_per_gpu"]["total"] == sum(data["memory_per_gpu"][k] for k in MEMORY_KEYS) == 50 * GiB
     assert data["gpu_memory_bytes"] == 80 * GiB and data["fits"] is True
+    assert data["verdict"]["tier"] == "fits" and data["verdict"]["offload_cost"] is None  # all on the GPU
     assert {"flops_per_step", "step_time_s", "tokens_per_s", "mfu"} <= set(data["compute"])
     assert data["communication"]["collectives"][0]["bytes_per_step"] == 1e9
     assert data["inference"] is None and data["layout"]["chosen_by"] == "auto"
