@@ -212,24 +212,20 @@ class GpuTree(QStandardItemModel):
                 top.appendRow([item, _cell(""), _cell("")])
                 self.match[(0, i)] = True
             tops.append((top, True))
-        groups: dict[str, QStandardItem] = {}
+        groups: dict[str, int] = {}  # vendor label -> its row among the top-level rows
         for r in rows:
             if r.group not in groups:
-                groups[r.group] = _group(r.group, bold)
-                tops.append((groups[r.group], False))
-            group = groups[r.group]
+                groups[r.group] = len(tops)
+                tops.append((_group(r.group, bold), False))
+            group = tops[groups[r.group]][0]
             first = _cell(r.cells[0], r.tip)
             first.setData(r.gpu_id, ID_ROLE)
             first.setData(r.hay, HAY_ROLE)
-            self.match[(len(tops) - 1 if group is tops[-1][0] else _row_of(tops, group), group.rowCount())] = r.hay
+            self.match[(groups[r.group], group.rowCount())] = r.hay
             group.appendRow([first, _cell(r.cells[1]), _cell(r.cells[2])])
         for row, (top, always) in enumerate(tops):
             self.match[(-1, row)] = always
             self.appendRow([top, _cell(""), _cell("")])
-
-
-def _row_of(tops: list[tuple[QStandardItem, bool]], group: QStandardItem) -> int:
-    return next(i for i, (top, _always) in enumerate(tops) if top is group)
 
 
 class GpuFilter(QSortFilterProxyModel):
