@@ -90,3 +90,19 @@ def test_json_explains_each_collective_and_takes_an_inline_network(capsys):
     tp = next(c for c in colls if c["group"] == "tp")
     assert tp["span"] == "1 node, 8 GPUs" and tp["limit"] == "NVLink" and tp["calls"] > 0
     assert all(c["latency_s"] >= 0 and c["message_bytes"] > 0 for c in colls)
+
+
+def test_an_offloaded_plan_says_fits_with_offload(capsys):
+    """Issue 18: Llama-3-70B Q4_K_M with llama.cpp on one RTX 4090 keeps about 32 of its 80 layers in CPU
+    RAM (tests/fit/test_tiers.py has the figures and their sources; tolerance there: 45–52 layers on the
+    GPU). The CLI printed a plain "FITS"; it now says the app's tier, and --json carries it."""
+    args = ["estimate", "--model", "meta-llama/Meta-Llama-3-70B", "--gpu", "nvidia-rtx-4090-24gb", "--workload",
+            "inference", "--set", "inference.engine=llama.cpp", "--set", "inference.weight_format=q4_k_m"]
+    assert main(args) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "FITS" in ln)
+    assert line.startswith("FITS WITH OFFLOAD (") and " of 80 layers in CPU RAM, ~" in line, line
+    assert main([*args, "--json"]) == 0
+    v = json.loads(capsys.readouterr().out)["verdict"]
+    assert v["tier"] == "offload" and 28 <= v["layers_in_cpu_ram"] <= 35
+    assert v["headline"].startswith("Fits with offload: ") and "Offload costs" in v["offload_cost"]
+    assert 12 <= v["tokens_per_s_all_on_gpu"] <= 25

@@ -2,6 +2,7 @@
 ``search --explain``: the layouts left out and why (issue 18 items 2 and 12)."""
 
 import json
+import re
 
 from llmplan.cli import main
 
@@ -41,6 +42,9 @@ def test_a_budget_needs_a_price_and_text_output_names_why(capsys):
     assert main([*BASE, "--budget", "5e7", "--gpu", f"{H100},nvidia-h200-sxm-141gb"]) == 0
     text = capsys.readouterr().out
     assert "NVIDIA H100 SXM 80GB" in text and "accumulation step" in text
+    h100 = next(line for line in text.splitlines() if line.startswith("NVIDIA H100 SXM 80GB"))
+    # GPU-hours as the app prints them (core.present.gpu_hours): "4.52 M GPU-hours", not "4.52 M" or 4,520,000
+    assert re.search(r" \d+(\.\d+)? [kMG] GPU-hours ", h100), h100
     assert "has no price per GPU-hour" in text  # the catalog lists no H200 price
 
 

@@ -64,6 +64,7 @@ def test_training_json_has_every_documented_key():
     assert set(MEMORY_KEYS) | {"total"} == set(data["memory_per_gpu"])
     assert data["memory_per_gpu"]["total"] == sum(data["memory_per_gpu"][k] for k in MEMORY_KEYS) == 50 * GiB
     assert data["gpu_memory_bytes"] == 80 * GiB and data["fits"] is True
+    assert data["verdict"]["tier"] == "fits" and data["verdict"]["offload_cost"] is None  # all on the GPU
     assert {"flops_per_step", "step_time_s", "tokens_per_s", "mfu"} <= set(data["compute"])
     assert data["communication"]["collectives"][0]["bytes_per_step"] == 1e9
     assert data["inference"] is None and data["layout"]["chosen_by"] == "auto"
@@ -86,3 +87,12 @@ def test_text_labels_units_in_gib_or_gb():
     assert "FITS: 50.00 GiB of 80.00 GiB per GPU" in text
     assert "optimizer" in text and "20.00 GiB" in text
     assert "53.69 GB of 85.90 GB" in estimate_text(data, decimal=True)
+
+
+def test_text_prints_gpu_hours_in_the_app_style():
+    """Issue 18 item 7: GPU-hours read as people budget them, the same text as the app's results table
+    (``core.present.gpu_hours``), not a bare "576"."""
+    sc = _scenario()
+    text = estimate_text(estimate_json(_estimate(sc), sc))
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("GPU-hours"))
+    assert line.split()[-2:] == ["576", "GPU-hours"], line

@@ -5,28 +5,21 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QTreeView
+
+from llmplan.gui.picker_models import walk
 
 
-def _rows(tree: QTreeWidget) -> list[QTreeWidgetItem]:
-    out = []
-    for i in range(tree.topLevelItemCount()):
-        top = tree.topLevelItem(i)
-        out.append(top)
-        out += [top.child(j) for j in range(top.childCount())]
-    return out
-
-
-def click_row(tree: QTreeWidget, text: str) -> None:
-    """Scroll to the row whose first column reads ``text`` and click it."""
-    item = next((it for it in _rows(tree) if it.text(0).strip() == text), None)
-    assert item is not None, f"no row {text!r} in {tree.accessibleName()}"
-    tree.scrollToItem(item)
+def click_row(tree: QTreeView, text: str) -> None:
+    """Scroll to the shown row whose first column reads ``text`` and click it."""
+    index = next((i for i in walk(tree.model()) if i.data().strip() == text), None)
+    assert index is not None, f"no row {text!r} in {tree.accessibleName()}"
+    tree.scrollTo(index)
     QTest.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
-                     tree.visualItemRect(item).center())
+                     tree.visualRect(index).center())
 
 
-def search_and_click(search, tree: QTreeWidget, words: str, row: str) -> None:
+def search_and_click(search, tree: QTreeView, words: str, row: str) -> None:
     """Type ``words`` into a picker's search box (replacing what is there), then click ``row``."""
     search.setFocus()
     QTest.keyClick(search, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from llmplan.core.present import one_line
+from llmplan.gui.picker_models import walk
 from llmplan.hw.host import parse_meminfo
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
 from llmplan.hw.types import DetectionReport, HostInfo
@@ -65,7 +66,7 @@ def test_names_with_control_characters_show_escaped_on_one_line(window, isolated
     _single_line(window.windowTitle(), "window title")
 
     window.models.search.setText("evil")
-    rows = [window.models.list.topLevelItem(i).text(0) for i in range(window.models.list.topLevelItemCount())]
+    rows = [i.data() for i in walk(window.models.list.model())]
     assert rows, "the user model is not listed"
     _single_line(rows[0], "model picker row")
     qtbot.waitUntil(lambda: SHOWN in window.models.arch.text(), timeout=20_000)
@@ -73,7 +74,7 @@ def test_names_with_control_characters_show_escaped_on_one_line(window, isolated
     _single_line(arch_first_line, "architecture line")
 
     window.hardware.search.setText("evil")
-    gpu_rows = [item.text(0) for item in _all_items(window.hardware.tree)]
+    gpu_rows = [i.data() for i in walk(window.hardware.tree.model())]
     _single_line(next(r for r in gpu_rows if "evil" in r), "hardware picker row")
 
     total, available = parse_meminfo((HW / "proc_meminfo.txt").read_text(encoding="utf-8"))
@@ -83,7 +84,7 @@ def test_names_with_control_characters_show_escaped_on_one_line(window, isolated
     window.hardware.detector.finished.emit(DetectionReport(gpus=(evil_gpu,), host=host), "")
     window.this_machine.wait_idle()
     _single_line(window.hardware.detect_status.text(), "detection line")
-    _single_line(next(r for r in (i.text(0) for i in _all_items(window.hardware.tree)) if SHOWN in r),
+    _single_line(next(r for r in (i.data() for i in walk(window.hardware.tree.model())) if SHOWN in r),
                  "This machine row")
     _single_line(window.this_machine.verdict.text(), "this-machine verdict")
 
@@ -91,14 +92,6 @@ def test_names_with_control_characters_show_escaped_on_one_line(window, isolated
     qtbot.waitUntil(lambda: SHOWN in window.results.banner.text(), timeout=20_000)
     _single_line(window.results.banner.text(), "verdict banner")
     assert window.grab().save(str(isolated / "escaped-names.png"))  # looked at by eye when this test was written
-
-
-def _all_items(tree):
-    stack = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
-    while stack:
-        item = stack.pop()
-        yield item
-        stack.extend(item.child(i) for i in range(item.childCount()))
 
 
 def test_one_line_escapes_every_control_character():

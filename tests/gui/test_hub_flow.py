@@ -27,8 +27,8 @@ def hub(fake_hub, tmp_path):
 def test_paste_repo_id_and_press_enter_fills_the_plan(window, qtbot, hub):
     models = window.models
     qtbot.keyClicks(models.search, "acme/tiny")
-    first = models.list.topLevelItem(0)
-    assert first.text(0) == "Hub: acme/tiny"
+    first = models.list.model().index(0, 0)
+    assert first.data() == "Hub: acme/tiny"
     start = time.monotonic()
     qtbot.keyClick(models.search, Qt.Key.Key_Return)
     assert models.hub.isVisible() and models.hub.busy

@@ -118,10 +118,11 @@ def test_this_machine_all_cards_entry_plans_on_every_detected_card(llama70b, tmp
     w = llama70b
     w.hardware.detector.finished.emit(DetectionReport(gpus=(*read_nvml(nvml), *r4090), host=None), "")
     w.this_machine.wait_idle()
-    top = w.hardware.tree.topLevelItem(0)
-    entry = next(top.child(i) for i in range(top.childCount()) if top.child(i).text(0).startswith("All "))
-    assert entry.text(0) == "All 3 cards (layer split)"
-    w.hardware.tree.setCurrentItem(entry)
+    from llmplan.gui.picker_models import walk
+    view = w.hardware.tree
+    entry = next(i for i in walk(view.model()) if str(i.data()).startswith("All "))
+    assert entry.data() == "All 3 cards (layer split)"
+    view.setCurrentIndex(entry)
     ids = ["nvidia-rtx-3090-24gb", "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"]
     assert w.state.doc.hardware.card_ids() == ids
     cards = w.workload.machine_cards

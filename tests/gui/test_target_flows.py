@@ -22,9 +22,10 @@ def _pick_combo(qtbot, combo, text: str) -> None:
 
 
 def _click_gpu(qtbot, picker, gpu_id: str) -> None:
-    item = picker._find(gpu_id)
-    picker.tree.scrollToItem(item)
-    rect = picker.tree.visualItemRect(item)
+    index = picker.index_of(gpu_id)
+    assert index.isValid(), gpu_id
+    picker.tree.scrollTo(index)
+    rect = picker.tree.visualRect(index)
     qtbot.mouseClick(picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
 
 
@@ -79,6 +80,7 @@ def test_auto_finishes_70b_on_15t_tokens_in_30_days(window, qtbot):
     row = dlg.list.topLevelItem(0)
     days, nodes = float(row.text(4)), int(row.text(3).replace(",", ""))
     assert days <= 30 and nodes > 1 and "2,048 seq" in row.text(8)
+    assert row.text(5).endswith((" k GPU-hours", " M GPU-hours")), row.text(5)  # core.present.gpu_hours
     qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
     doc = window.state.doc
     assert doc.hardware.nodes == nodes and doc.training.global_batch == 2048

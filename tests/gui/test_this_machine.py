@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from llmplan.hw.host import parse_meminfo
 from llmplan.hw.nvidia import parse_nvidia_smi_csv
@@ -53,7 +54,11 @@ def _value(doc, path: str):
 
 def test_detected_machine_is_listed_and_judged(detected):
     w = detected
-    assert w.hardware.tree.topLevelItem(0).text(0) == "This machine"
+    tree = w.hardware.tree
+    top = tree.model().index(0, 0)
+    assert top.data() == "This machine" and tree.isExpanded(top)
+    detected = top.model().index(0, 0, top)
+    assert "RTX 4090" in detected.data() and detected.data(Qt.ItemDataRole.ToolTipRole) == "Detected on this machine"
     assert "RTX 4090" in w.hardware.detect_status.text()
     tm = w.this_machine
     assert tm.isVisibleTo(w) and tm.fit is not None

@@ -20,6 +20,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
+from llmplan.fit.tiers import plan_verdict
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
@@ -46,7 +47,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
         "memory_per_gpu": memory,
         "worst_gpu": mem.worst_gpu,
         "gpu_memory_bytes": mem.capacity.value,
-        "fits": memory["total"] <= mem.capacity.value, "tight": mem.tight,
+        "fits": memory["total"] <= mem.capacity.value, "tight": mem.tight, "verdict": _verdict(scenario, est),
         "headroom_bytes": mem.capacity.value - memory["total"],
         "host_ram_per_node_bytes": mem.host_ram.value,
         "nvme_per_node_bytes": mem.nvme.value,
@@ -116,6 +117,15 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
     return out
 
 
+def _verdict(scenario: Scenario, est: Estimate | Evaluation) -> dict[str, Any]:
+    """The app's verdict tier (``fit.tiers.plan_verdict``): a plan that runs with layers or optimizer states
+    in CPU RAM is "offload", not a plain fit (issue 18: 70B Q4_K_M on a 4090 printed "FITS")."""
+    v = plan_verdict(scenario, est, MemoryUnit())
+    return {"tier": v.tier, "headline": v.headline, "offload_cost": v.cost or None,
+            "layers_in_cpu_ram": v.offloaded_layers,
+            "tokens_per_s_all_on_gpu": v.all_gpu.tokens_per_s if v.all_gpu is not None else None}
+
+
 # ---- human output ---------------------------------------------------------------------------
 
 
@@ -173,6 +183,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
+    tier = data.get("verdict") or {}
+    if data["fits"] and tier.get("tier") == "offload":  # "32 of 80 layers in CPU RAM, ~3.64 tokens/s"
+        verdict = f"FITS WITH OFFLOAD ({tier['headline'].split(': ', 1)[-1]})"
     mem = data["memory_per_gpu"]
     where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""
     lines += ["", f"{verdict}: {b(mem['total'])} of {b(data['gpu_memory_bytes'])} per GPU{where}", "",
@@ -192,7 +205,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                 ("MFU", present.percent(c["mfu"])), ("pipeline bubble", present.percent(c["bubble_fraction"])),
                 *([("offload (exposed)", present.duration(c["exposed_offload_s"]))] if c.get("exposed_offload_s") else []),
                 ("FLOPs per step", present.si(c["flops_per_step"], "FLOP")),
-                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", f"{c['gpu_hours']:,.0f}")]
+                ("training time", present.duration(c["training_days"] * 86400)), ("GPU-hours", present.gpu_hours(c["gpu_hours"]))]
         if c["cost_usd"] is not None:
             rows.append(("cost", present.money(c["cost_usd"])))
         lines.append(table(rows))

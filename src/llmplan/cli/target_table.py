@@ -64,23 +64,19 @@ def run(doc: PlanDocument, args: argparse.Namespace, refine, gpus: list[str]) ->
                                     f"within {present.money(args.budget)}" if args.budget is not None else "") if w)
     print(f"{doc.name or doc.model.id or 'model'} — {doc.workload}, {tokens:,.0f} tokens {want}; "
           "per GPU type the smallest cluster that does it, cheapest first")
-    print(f"{'GPU':<40} {'nodes':>6} {'GPUs':>8} {'days':>7} {'GPU-hours':>11} {'cost':>13} {'energy':>9}  layout")
+    print(f"{'GPU':<40} {'nodes':>6} {'GPUs':>8} {'days':>7} {'GPU-hours':>17} {'cost':>13} {'energy':>9}  layout")
     for a in rows:
         r = a.row
         if not r.meets:
-            print(f"{_name(r.gpu_name):<40} {'—':>6} {'—':>8} {'':>7} {'':>11} {'':>13} {'':>9}  {r.why}")
+            print(f"{_name(r.gpu_name):<40} {'—':>6} {'—':>8} {'':>7} {'':>17} {'':>13} {'':>9}  {r.why}")
             continue
         cost = present.money(r.cost_usd) if r.cost_usd is not None else "no price"
         kwh = present.energy(a.energy_kwh) if a.energy_kwh is not None else "—"
         t, p = r.layout.training, r.layout.parallelism
         accum = t.global_batch // (t.micro_batch * p.dp)
-        print(f"{_name(r.gpu_name):<40} {r.nodes:>6,} {r.gpus:>8,} {r.days:>7,.1f} {_hours(r.gpu_hours):>11} {cost:>13} "
+        print(f"{_name(r.gpu_name):<40} {r.nodes:>6,} {r.gpus:>8,} {r.days:>7,.1f} {present.gpu_hours(r.gpu_hours):>17} {cost:>13} "
               f"{kwh:>9}  {r.layout.label()}, {accum} accumulation step{'s' if accum != 1 else ''}")
     return 0
-
-
-def _hours(h: float) -> str:
-    return f"{h / 1e6:,.2f} M" if h >= 1e6 else (f"{h / 1e3:,.1f} k" if h >= 1e3 else f"{h:,.0f}")
 
 
 def _name(name: str) -> str:

@@ -242,7 +242,7 @@ class AutoDialog(QDialog):
         self.finished_search.emit(result)
 
     def _show_target(self, answers) -> None:
-        from llmplan.core.present import energy, money
+        from llmplan.core.present import energy, gpu_hours, money
         from llmplan.core.search.results import SearchResult
 
         a = answers[0]
@@ -259,7 +259,7 @@ class AutoDialog(QDialog):
         self.target_nodes = r.nodes
         self.target_gpn = r.scenario.cluster.gpus_per_node if r.scenario is not None else 0
         item = QTreeWidgetItem(self.list, ["1", layout.label(), f"{r.gpus:,}", f"{r.nodes:,}", f"{r.days:,.1f}",
-                                           f"{r.gpu_hours:,.0f}", money(r.cost_usd) if r.cost_usd is not None
+                                           gpu_hours(r.gpu_hours), money(r.cost_usd) if r.cost_usd is not None
                                            else "no price", energy(a.energy_kwh) if a.energy_kwh else "—",
                                            f"{t.global_batch:,} seq = mb {t.micro_batch} × DP {p.dp} × {accum}"])
         item.setToolTip(8, f"global batch {t.global_batch:,} sequences ({t.global_batch * t.seq_len:,} tokens), "

@@ -1,15 +1,20 @@
 """The hardware picker: "This machine" (from background detection) at the top, the GPU
 catalog grouped by vendor with search, GPUs per node, nodes, node and network presets,
 price, and a custom-GPU dialog.
+
+The GPU list is a ``QTreeView`` over ``picker_models.GpuTree`` through a ``GpuFilter`` proxy:
+the tree is built when the catalog loads and when detection answers; the search box only
+re-runs the proxy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -17,8 +22,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QTreeWidget,
-    QTreeWidgetItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -27,12 +31,17 @@ from llmplan.core.present import one_line
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, bound_float, bound_spin, compact
 from llmplan.gui.detection import Detector, describe_gpu, gpus_of, match_gpu
+from llmplan.gui.picker_models import (
+    ALWAYS_ROLE,
+    CARDS_ROLE,
+    ID_ROLE,
+    SPEC_ROLE,
+    GpuFilter,
+    GpuRow,
+    GpuTree,
+    walk,
+)
 from llmplan.gui.state import PlanState
-
-ID_ROLE = Qt.ItemDataRole.UserRole
-SPEC_ROLE = Qt.ItemDataRole.UserRole + 1
-CARDS_ROLE = Qt.ItemDataRole.UserRole + 2  # every detected card, for "All N cards"
-THIS_MACHINE = "This machine"
 
 
 def _network_changes(network_id: str) -> dict[str, Any]:
@@ -68,10 +77,17 @@ class HardwarePicker(QWidget):
         self.search.setPlaceholderText("Search GPUs…")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search GPUs")
-        self.tree = QTreeWidget()
+        self._following = False  # the list is being moved to the plan's GPU: not a pick
+        self._catalog = None  # the hardware catalog the tree was built from
+        self.gpus = GpuTree(self)
+        self.proxy = GpuFilter(self)
+        self.proxy.setSourceModel(self.gpus)
+        self.tree = QTreeView()
+        self.tree.setModel(self.proxy)
         self.tree.setAccessibleName("GPUs")
         self.tree.setIndentation(10)
-        self.tree.setHeaderLabels(["GPU", "Memory", "BF16"])
+        self.tree.setUniformRowHeights(True)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         hdr = self.tree.header()
         hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         hdr.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -113,8 +129,8 @@ class HardwarePicker(QWidget):
         lay.addWidget(self.spinner)
         lay.addWidget(self.tree, 1)
         lay.addLayout(form)
-        self.search.textChanged.connect(self.refill)
-        self.tree.currentItemChanged.connect(self._picked)
+        self.search.textChanged.connect(self.refilter)
+        self.tree.selectionModel().currentChanged.connect(self._picked)
         self.network.currentIndexChanged.connect(self._network_picked)
         self.node.currentIndexChanged.connect(self._node_picked)
         state.doc_changed.connect(self._follow)
@@ -155,57 +171,53 @@ class HardwarePicker(QWidget):
         self.node.blockSignals(False)
 
     def refill(self) -> None:
-        words = self.search.text().lower().split()
-        self.tree.blockSignals(True)
-        self.tree.clear()
+        """Build the tree: this machine's GPUs (once detection answers), then the catalog by vendor."""
         bold = QFont(self.tree.font())
         bold.setBold(True)
-        if self.detected:
-            top = QTreeWidgetItem(self.tree, [THIS_MACHINE, "", ""])
-            top.setFont(0, bold)
-            top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
-            for label, gpu_id, spec in self.detected:
-                item = QTreeWidgetItem(top, [one_line(label), "", ""])
-                item.setData(0, ID_ROLE, gpu_id)
-                item.setData(0, SPEC_ROLE, spec)
-                item.setToolTip(0, "Detected on this machine")
-            ids = self.detected_card_ids()
-            if len(set(ids)) > 1:  # different cards: one entry plans on all of them (llama.cpp's layer split)
-                item = QTreeWidgetItem(top, [f"All {len(ids)} cards (layer split)", "", ""])
-                item.setData(0, CARDS_ROLE, ids)
-                item.setToolTip(0, "Every detected card in one plan: inference with llama.cpp or Ollama splits the "
-                                   "layers across them (Inference tab, Cards in this machine)")
-            top.setExpanded(True)
-        groups: dict[str, QTreeWidgetItem] = {}
-        for e in backend.gpu_entries():
+        rows = []
+        self._catalog = backend.hardware_catalog()
+        for e in self._catalog.gpus:
             spec = getattr(e, "spec", e)
-            hay = f"{spec.id} {spec.name} {spec.vendor}".lower()
-            if not all(w in hay for w in words):
-                continue
             vendor = str(getattr(e, "vendor", spec.vendor))
-            if vendor not in groups:
-                groups[vendor] = QTreeWidgetItem(self.tree, [vendor.upper() if len(vendor) <= 4 else vendor.title(),
-                                                             "", ""])
-                groups[vendor].setFont(0, bold)
-                groups[vendor].setFlags(groups[vendor].flags() & ~Qt.ItemFlag.ItemIsSelectable)
-                groups[vendor].setExpanded(True)
             bf16 = spec.peak_flops.for_dtype("bf16")
-            item = QTreeWidgetItem(groups[vendor], [one_line(_without_vendor(spec.name)), f"{spec.memory_bytes / 1024**3:.0f} GiB",
-                                                    f"{bf16 / 1e12:.0f} TF" if bf16 else "—"])
-            item.setData(0, ID_ROLE, spec.id)
-            item.setToolTip(0, f"{spec.name}\n{spec.id}\n{spec.memory_marketing or ''} · "
-                               f"{spec.memory_bandwidth / 1e9:,.0f} GB/s"
-                               f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s")
-        self.tree.blockSignals(False)
+            rows.append(GpuRow(
+                vendor.upper() if len(vendor) <= 4 else vendor.title(), spec.id,
+                (one_line(_without_vendor(spec.name)), f"{spec.memory_bytes / 1024**3:.0f} GiB",
+                 f"{bf16 / 1e12:.0f} TF" if bf16 else "—"),
+                f"{spec.name}\n{spec.id}\n{spec.memory_marketing or ''} · {spec.memory_bandwidth / 1e9:,.0f} GB/s"
+                f"\ndense BF16: {bf16 / 1e12:.0f} TFLOP/s", f"{spec.id} {spec.name} {spec.vendor}".lower()))
+        detected = [(one_line(label), gpu_id, spec) for label, gpu_id, spec in self.detected]
+        self._following = True
+        try:
+            ids = self.detected_card_ids()
+            self.gpus.fill(detected, rows, bold, ids if len(set(ids)) > 1 else ())
+        finally:
+            self._following = False
+        self.refilter()
+
+    def refilter(self) -> None:
+        """Show the GPUs that hold every search word (the groups they are in stay open). A GPU saved to the
+        user catalog since the tree was built (Custom GPU…, or a file) is added first."""
+        if backend.hardware_catalog() is not self._catalog:  # cached: a new object only when a user file changed
+            self.refill()
+            return
+        self._following = True
+        try:
+            self.proxy.set_words(self.search.text().lower().split())
+        finally:
+            self._following = False
+        for row in range(self.proxy.rowCount()):  # the groups stay open (only they have rows under them)
+            self.tree.expand(self.proxy.index(row, 0))
         self._follow(self.state.doc)
 
     # ---- selection -------------------------------------------------------------------
-    def _picked(self, item: QTreeWidgetItem | None, _prev=None) -> None:
-        if item is None:
+    def _picked(self, index: QModelIndex, _prev: QModelIndex | None = None) -> None:
+        if self._following or not index.isValid():
             return
-        gpu_id = item.data(0, ID_ROLE)
-        spec = item.data(0, SPEC_ROLE)
-        cards = item.data(0, CARDS_ROLE)
+        index = index.siblingAtColumn(0)
+        gpu_id = index.data(ID_ROLE)
+        spec = index.data(SPEC_ROLE)
+        cards = index.data(CARDS_ROLE)
         if cards:
             grouped: list[dict[str, Any]] = []
             for i in cards:
@@ -219,10 +231,10 @@ class HardwarePicker(QWidget):
                                  "GPU: this machine's cards")
         elif spec is not None:
             self.state.edit_many({"hardware.gpu": spec.id, "hardware.gpu_spec": spec, "hardware.gpu_efficiency": None,
-                                  **self._leave_preset(spec.id)}, f"GPU: {item.text(0)}")
+                                  **self._leave_preset(spec.id)}, f"GPU: {index.data()}")
         elif gpu_id:
             self.state.edit_many({"hardware.gpu": gpu_id, "hardware.gpu_spec": None, "hardware.gpu_efficiency": None,
-                                  **self._leave_preset(gpu_id)}, f"GPU: {item.text(0)}")
+                                  **self._leave_preset(gpu_id)}, f"GPU: {index.data()}")
 
     def _leave_preset(self, gpu_id: str | None) -> dict[str, Any]:
         """A node preset names its GPU ("NVIDIA DGX H100"): another GPU leaves the preset (its count and
@@ -236,24 +248,26 @@ class HardwarePicker(QWidget):
         return {}
 
     def select(self, gpu_id: str) -> bool:
-        it = self._find(gpu_id)
-        if it is not None:
-            self.tree.setCurrentItem(it)
-        return it is not None
+        index = self.index_of(gpu_id)
+        if index.isValid():
+            self.tree.setCurrentIndex(index)
+        return index.isValid()
 
-    def _find(self, gpu_id: str) -> QTreeWidgetItem | None:
-        for i in range(self.tree.topLevelItemCount()):
-            group = self.tree.topLevelItem(i)
-            for j in range(group.childCount()):
-                if group.child(j).data(0, ID_ROLE) == gpu_id and group.text(0) != THIS_MACHINE:
-                    return group.child(j)
-        return None
+    def index_of(self, gpu_id: str | None) -> QModelIndex:
+        """The shown catalog row of a GPU (not its "This machine" row); invalid when the search hides it."""
+        return next((i for i in walk(self.proxy) if gpu_id and i.data(ID_ROLE) == gpu_id
+                     and not i.data(ALWAYS_ROLE)), QModelIndex())
 
     def _follow(self, doc) -> None:
-        self.tree.blockSignals(True)
-        it = self._find(doc.hardware.gpu)
-        self.tree.setCurrentItem(it) if it is not None else self.tree.clearSelection()
-        self.tree.blockSignals(False)
+        index = self.index_of(doc.hardware.gpu)
+        self._following = True
+        try:
+            if index.isValid():
+                self.tree.setCurrentIndex(index)
+            else:  # no current row either: a click on any row is then a pick
+                self.tree.selectionModel().clear()
+        finally:
+            self._following = False
         for combo, value in ((self.network, doc.hardware.network), (self.node, doc.hardware.node)):
             combo.blockSignals(True)
             i = combo.findData(value)

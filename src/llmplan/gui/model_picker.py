@@ -1,21 +1,25 @@
 """The model picker: searchable catalog with family/size/licence filters, Import… and
 drag-and-drop of model files, a "Hub: ORG/NAME" row when the search text names a Hugging Face
 Hub repo (fetched in the background, see ``hub_panel``), and a summary of the chosen architecture.
+
+The list is a ``QTreeView`` over ``picker_models.ModelRows`` through a ``ModelFilter`` proxy: the
+rows are built when the catalog loads, and the search box and filters only re-run the proxy. A
+click on a column header sorts by it (sizes as numbers); the Hub row stays on top.
 """
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
-    QTreeWidget,
-    QTreeWidgetItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -25,12 +29,11 @@ from llmplan.core.params import count_params
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, compact
 from llmplan.gui.hub_panel import HubPanel
+from llmplan.gui.picker_models import HUB_ROLE, ID_ROLE, ModelFilter, ModelRow, ModelRows, hub_row, walk
 from llmplan.gui.state import PlanState
 
 SIZES = (("any size", 0, float("inf")), ("< 3 B", 0, 3e9), ("3–15 B", 3e9, 15e9), ("15–80 B", 15e9, 80e9),
          ("> 80 B", 80e9, float("inf")))
-ID_ROLE = Qt.ItemDataRole.UserRole
-HUB_ROLE = Qt.ItemDataRole.UserRole + 1  # the search text, on the "Hub: ORG/NAME" row
 
 
 class ModelPicker(QWidget):
@@ -42,6 +45,7 @@ class ModelPicker(QWidget):
         self.state = state
         self._entries: list = []
         self._params: dict[str, tuple[int, int]] = {}
+        self._following = False  # the list is being moved to the plan's model: not a pick
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search models, or paste a Hub repo (ORG/NAME, URL)…")
         self.search.setClearButtonEnabled(True)
@@ -54,11 +58,17 @@ class ModelPicker(QWidget):
             self.size.addItem(text)
         self.licence = compact(ElidedCombo(), 11)  # "any licence" whole
         self.licence.setAccessibleName("Licence filter")
-        self.list = QTreeWidget()
+        self.rows = ModelRows(self)
+        self.proxy = ModelFilter(self)
+        self.proxy.setSourceModel(self.rows)
+        self.list = QTreeView()
+        self.list.setModel(self.proxy)
         self.list.setAccessibleName("Models")
-        self.list.setHeaderLabels(["Model", "Params", "Context", "Layers"])
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
+        self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.list.setSortingEnabled(True)
+        self.list.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # catalog order until a header is clicked
         hdr = self.list.header()
         hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for c in (1, 2, 3):
@@ -97,9 +107,9 @@ class ModelPicker(QWidget):
         self.family.currentIndexChanged.connect(self.refilter)
         self.size.currentIndexChanged.connect(self.refilter)
         self.licence.currentIndexChanged.connect(self.refilter)
-        self.list.currentItemChanged.connect(self._picked)
-        self.list.itemActivated.connect(self._activated)
-        self.list.itemClicked.connect(self._activated)
+        self.list.selectionModel().currentChanged.connect(self._picked)
+        self.list.activated.connect(self._activated)
+        self.list.clicked.connect(self._activated)
         self.search.returnPressed.connect(self._enter)
         state.doc_changed.connect(self._follow)
         self.reload()
@@ -118,6 +128,7 @@ class ModelPicker(QWidget):
             combo.addItems(values)
             combo.setCurrentIndex(max(combo.findText(current), 0))
             combo.blockSignals(False)
+        self._fill()
         self.refilter()
 
     def params_of(self, entry) -> tuple[int, int]:
@@ -129,44 +140,45 @@ class ModelPicker(QWidget):
                 self._params[entry.id] = (0, 0)
         return self._params[entry.id]
 
+    def _row(self, e) -> ModelRow:
+        total, active = self.params_of(e)
+        size = present.params(total) if total == active else f"{present.params(total)} / {present.params(active)}"
+        ctx = e.context_length or e.spec.max_position_embeddings
+        name = present.one_line(e.display_name)
+        return ModelRow(e.id, (name, size, f"{ctx:,}", str(e.spec.num_layers)),
+                        (name.lower(), total, ctx, e.spec.num_layers),
+                        (f"{e.id}\nfamily: {e.family}\nlicence: {e.license or 'unknown'}\nsource: {e.source}",
+                         "total parameters / active per token" if total != active else "parameters"),
+                        f"{e.id} {e.display_name} {e.family}".lower(), e.family, e.license or "unknown", total)
+
+    def _fill(self) -> None:
+        """Every catalog row, built once per catalog load (the filters only re-run the proxy)."""
+        self._following = True
+        try:
+            self.rows.set_rows([self._row(e) for e in self._entries])
+        finally:
+            self._following = False
+
     def refilter(self) -> None:
-        words = self.search.text().lower().split()
-        family = self.family.currentText() if self.family.currentIndex() > 0 else None
-        licence = self.licence.currentText() if self.licence.currentIndex() > 0 else None
         _t, lo, hi = SIZES[max(self.size.currentIndex(), 0)]
-        self.list.blockSignals(True)
-        self.list.clear()
-        self._hub_row(self.search.text())
-        for e in self._entries:
-            hay = f"{e.id} {e.display_name} {e.family}".lower()
-            if not all(w in hay for w in words) or (family and e.family != family):
-                continue
-            if licence and (e.license or "unknown") != licence:
-                continue
-            total, active = self.params_of(e)
-            if not lo <= total < hi:
-                continue
-            size = present.params(total) if total == active else f"{present.params(total)} / {present.params(active)}"
-            ctx = e.context_length or e.spec.max_position_embeddings
-            item = QTreeWidgetItem(self.list, [present.one_line(e.display_name), size, f"{ctx:,}", str(e.spec.num_layers)])
-            item.setData(0, ID_ROLE, e.id)
-            item.setToolTip(0, f"{e.id}\nfamily: {e.family}\nlicence: {e.license or 'unknown'}\nsource: {e.source}")
-            item.setToolTip(1, "total parameters / active per token" if total != active else "parameters")
-        self.list.blockSignals(False)
+        self._following = True
+        try:
+            self._hub_row(self.search.text())
+            self.proxy.set_criteria(self.search.text().lower().split(),
+                                    self.family.currentText() if self.family.currentIndex() > 0 else None,
+                                    self.licence.currentText() if self.licence.currentIndex() > 0 else None, (lo, hi))
+        finally:
+            self._following = False
         self._follow(self.state.doc)
 
     def _hub_row(self, text: str) -> None:
         from llmplan.formats.hub_ref import looks_like_hub_ref, parse_hub_ref
 
         if not looks_like_hub_ref(text):
+            self.rows.set_hub(None)
             return
         ref = parse_hub_ref(text)
-        item = QTreeWidgetItem(self.list, [f"Hub: {ref.label()}", "", "", ""])
-        item.setData(0, HUB_ROLE, text.strip())
-        font = item.font(0)
-        font.setItalic(True)
-        item.setFont(0, font)
-        item.setToolTip(0, f"Fetch {ref.repo} from the Hugging Face Hub (needs the network; Enter or click)")
+        self.rows.set_hub(hub_row(text.strip(), ref.label(), ref.repo))
 
     # ---- selection ------------------------------------------------------------------
     def _enter(self) -> None:
@@ -174,14 +186,15 @@ class ModelPicker(QWidget):
         text = self.search.text().strip()
         if any(e.id == text for e in self._entries):
             self.select(text)
-        elif self.list.topLevelItemCount() and self.list.topLevelItem(0).data(0, HUB_ROLE):
+        elif self.proxy.rowCount() and self.proxy.index(0, 0).data(HUB_ROLE):
             self.hub.fetch(text)
-        elif self.list.topLevelItemCount() == 1:
-            self.list.setCurrentItem(self.list.topLevelItem(0))
+        elif self.proxy.rowCount() == 1:
+            self.list.setCurrentIndex(self.proxy.index(0, 0))
 
-    def _activated(self, item: QTreeWidgetItem | None, _column: int = 0) -> None:
-        if item is not None and item.data(0, HUB_ROLE) and not self.hub.busy:
-            self.hub.fetch(item.data(0, HUB_ROLE))
+    def _activated(self, index: QModelIndex) -> None:
+        hub = index.siblingAtColumn(0).data(HUB_ROLE) if index.isValid() else None
+        if hub and not self.hub.busy:
+            self.hub.fetch(hub)
 
     def _edit_hub_architecture(self, config: dict, name: str, problem: str) -> None:
         """A Hub config llmplan cannot size: the editor opens on it, naming what is missing."""
@@ -191,22 +204,25 @@ class ModelPicker(QWidget):
         self.arch_dialog.accepted_model.connect(lambda r: self.state.edit("model", r, f"Custom model {r.name}"))
         self.arch_dialog.open()
 
-    def _picked(self, item: QTreeWidgetItem | None, _prev=None) -> None:
-        if item is None or item.data(0, HUB_ROLE):
+    def _picked(self, index: QModelIndex, _prev: QModelIndex | None = None) -> None:
+        if self._following or not index.isValid():
             return
-        model_id = item.data(0, ID_ROLE)
+        index = index.siblingAtColumn(0)
+        model_id = index.data(ID_ROLE)
         if model_id and (model_id != self.state.doc.model.id or self.state.doc.model.config):
             from llmplan.plan.document import ModelRef
 
-            self.state.edit("model", ModelRef(id=model_id), f"Model: {item.text(0)}")
+            self.state.edit("model", ModelRef(id=model_id), f"Model: {index.data()}")
+
+    def index_of(self, model_id: str | None) -> QModelIndex:
+        """The shown row of a catalog model (invalid when the filters hide it, or for no id)."""
+        return next((i for i in walk(self.proxy) if model_id and i.data(ID_ROLE) == model_id), QModelIndex())
 
     def select(self, model_id: str) -> bool:
-        for i in range(self.list.topLevelItemCount()):
-            item = self.list.topLevelItem(i)
-            if item.data(0, ID_ROLE) == model_id:
-                self.list.setCurrentItem(item)
-                return True
-        return False
+        index = self.index_of(model_id)
+        if index.isValid():
+            self.list.setCurrentIndex(index)
+        return index.isValid()
 
     def _follow(self, doc) -> None:
         hub = doc.model.hub
@@ -216,15 +232,16 @@ class ModelPicker(QWidget):
 
             self._auto_fetched = hub  # a plan that names only a Hub repo: read it in the background, once
             self.hub.fetch_ref(HubRef(hub.repo, hub.revision or hub.commit, hub.file))
-        self.list.blockSignals(True)
-        self.list.setCurrentItem(None)
-        for i in range(self.list.topLevelItemCount()):
-            item = self.list.topLevelItem(i)
-            if item.data(0, ID_ROLE) == doc.model.id:
-                self.list.setCurrentItem(item)
-                self.list.scrollToItem(item)
-                break
-        self.list.blockSignals(False)
+        index = self.index_of(doc.model.id)
+        self._following = True
+        try:
+            if index.isValid():
+                self.list.setCurrentIndex(index)
+                self.list.scrollTo(index)
+            else:
+                self.list.selectionModel().clear()
+        finally:
+            self._following = False
 
     def show_architecture(self, outcome: backend.Outcome) -> None:
         s = outcome.scenario

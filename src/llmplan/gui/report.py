@@ -28,6 +28,7 @@ from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
+from llmplan.fit.tiers import PlanVerdict, plan_verdict
 from llmplan.gui.theme import PART_LABELS
 
 
@@ -58,8 +59,24 @@ def system_rows(est: Evaluation) -> list[Row]:
     return rows_of(est)
 
 
-def verdict(est: Estimate | Evaluation, unit: MemoryUnit) -> str:
-    """'Fits: 61.8 of 79.6 GiB per GPU' or 'Does not fit: needs 95.2 of 79.6 GiB per GPU'."""
+def tier_of(scenario: Scenario | None, est: Estimate | Evaluation, unit: MemoryUnit) -> PlanVerdict | None:
+    """The verdict tier the window's banner shows for ``est`` (``fit.tiers.plan_verdict``), for the exports:
+    without it a report said "Fits" for a plan that keeps half its layers in CPU RAM (issue 18). None
+    when there is no resolved plan to judge (the memory verdict alone is then all there is)."""
+    if scenario is None:
+        return None
+    try:
+        return plan_verdict(scenario, est, unit)
+    except LlmplanError:
+        return None
+
+
+def verdict(est: Estimate | Evaluation, unit: MemoryUnit, tier: PlanVerdict | None = None) -> str:
+    """The tier's headline ('Fits with offload: 32 of 80 layers in CPU RAM, ~3.6 tokens/s') when there is
+    one; else the memory verdict, 'Fits: 61.8 of 79.6 GiB per GPU' or 'Does not fit: needs 95.2 of 79.6 GiB
+    per GPU'."""
+    if tier is not None:
+        return tier.headline
     m = est.memory
     used, cap = unit.value(m.total.value), unit.fmt(m.capacity.value)
     if m.tight:
@@ -192,9 +209,11 @@ def title_of(head: list[tuple[str, str]]) -> str:
     return f"{model} on {fields.get('GPUs', 'GPUs')}"
 
 
-def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "") -> str:
+def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "", tier: PlanVerdict | None = None) -> str:
     lines = [title] if title else []
-    lines.append(verdict(est, unit))
+    lines.append(verdict(est, unit, tier))
+    if tier is not None and tier.cost:
+        lines.append(tier.cost)
     section = ""
     for r in rows(est):
         if r.section != section:
@@ -209,11 +228,13 @@ def _md(text: str) -> str:
 
 
 def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes: str = "",
-                head: list[tuple[str, str]] | None = None) -> str:
+                head: list[tuple[str, str]] | None = None, tier: PlanVerdict | None = None) -> str:
     out = [f"# {title or 'llmplan report'}", ""]
     if head:
         out += ["| | |", "|---|---|", *(f"| {_md(k)} | {_md(v)} |" for k, v in head), ""]
-    out += [f"**{verdict(est, unit)}**", ""]
+    out += [f"**{verdict(est, unit, tier)}**", ""]
+    if tier is not None and tier.cost:
+        out += [tier.cost, ""]
     if notes:
         out += [notes, ""]
     section = ""
@@ -236,10 +257,14 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def csv_columns(est: Estimate | Evaluation, unit: MemoryUnit) -> list[tuple[str, Any]]:
+def csv_columns(est: Estimate | Evaluation, unit: MemoryUnit, tier: PlanVerdict | None = None) -> list[tuple[str, Any]]:
     """(column name with its unit, value) for every figure: numbers as numbers (memory in the person's unit,
-    rates per second, ratios as fractions, counts as counts), sentences as text."""
-    cols: list[tuple[str, Any]] = [("parameters_total_count", est.params.total)]
+    rates per second, ratios as fractions, counts as counts), sentences as text. The verdict comes first:
+    its tier as a word a spreadsheet can filter on (fits, offload, does_not_fit) and its sentence."""
+    tier_name = tier.tier if tier is not None else ("fits" if est.memory.fits else "does_not_fit")
+    text = verdict(est, unit, tier) + (f" {tier.cost}" if tier is not None and tier.cost else "")
+    cols: list[tuple[str, Any]] = [("verdict_tier_text", tier_name), ("verdict_text", text),
+                                   ("parameters_total_count", est.params.total)]
     if est.params.active != est.params.total:
         cols.append(("parameters_active_count", est.params.active))
     warnings: list[str] = []
@@ -267,11 +292,12 @@ def csv_columns(est: Estimate | Evaluation, unit: MemoryUnit) -> list[tuple[str,
     return cols
 
 
-def as_csv(est: Estimate | Evaluation, unit: MemoryUnit | None = None, head: list[tuple[str, str]] | None = None) -> str:
+def as_csv(est: Estimate | Evaluation, unit: MemoryUnit | None = None, head: list[tuple[str, str]] | None = None,
+           tier: PlanVerdict | None = None) -> str:
     """One header row and one data row: the ``header`` fields, then every figure with its unit in the column
     name. Numbers are written as Python writes floats (round-trip exact); a spreadsheet reads them as numbers."""
     unit = unit or MemoryUnit()
-    cols = [(slug(k), v) for k, v in (head or [])] + csv_columns(est, unit)
+    cols = [(slug(k), v) for k, v in (head or [])] + csv_columns(est, unit, tier)
     seen: dict[str, int] = {}
     names = []
     for name, _ in cols:  # two collectives of one kind on different links: keep both columns

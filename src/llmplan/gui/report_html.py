@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
+from llmplan.fit.tiers import PlanVerdict
 from llmplan.gui.report import rows, verdict
 
 STYLE = ("body { font-family: sans-serif; font-size: 10pt; } h1 { font-size: 16pt; } h2 { font-size: 12pt; "
@@ -31,14 +32,17 @@ def image_name(i: int) -> str:
 
 
 def as_html(est: Estimate | Evaluation, unit: MemoryUnit, title: str, head: Sequence[tuple[str, str]],
-            charts: Sequence[tuple[str, bytes]] = (), notes: str = "", embed: bool = True) -> str:
+            charts: Sequence[tuple[str, bytes]] = (), notes: str = "", embed: bool = True,
+            tier: PlanVerdict | None = None) -> str:
     """The report page. ``charts`` are (title, PNG bytes); with ``embed`` they are data URIs (a
     self-contained .html file), without it ``image_name(i)`` references for ``QTextDocument``."""
     e = html.escape
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title or 'llmplan report')}</title>",
            f"<style>{STYLE}</style></head><body>", f"<h1>{e(title or 'llmplan report')}</h1>", "<table>"]
     out += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in head]
-    out += ["</table>", f"<p class='verdict'>{e(verdict(est, unit))}</p>"]
+    out += ["</table>", f"<p class='verdict'>{e(verdict(est, unit, tier))}</p>"]
+    if tier is not None and tier.cost:
+        out.append(f"<p>{e(tier.cost)}</p>")
     if notes:
         out.append(f"<p>{e(notes)}</p>")
     section = ""

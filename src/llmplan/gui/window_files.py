@@ -197,6 +197,11 @@ class FileActions:
         out = self.state.outcome
         return report.header(self.state.doc, out.scenario if out else None, backend.version())
 
+    def export_tier(self, est):
+        """The verdict tier of the estimate being exported, the one the banner shows (``report.tier_of``)."""
+        out = self.state.outcome
+        return report.tier_of(out.scenario if out else None, est, self.unit)
+
     def _export_title(self) -> str:
         return report.title_of(self.export_header())
 
@@ -218,11 +223,11 @@ class FileActions:
 
     def export_markdown(self) -> None:
         self._export("Export report", ".md", "Markdown (*.md)", lambda est: report.as_markdown(
-            est, self.unit, self._export_title(), self.state.doc.notes, self.export_header()))
+            est, self.unit, self._export_title(), self.state.doc.notes, self.export_header(), self.export_tier(est)))
 
     def export_csv(self) -> None:
         self._export("Export figures", ".csv", "CSV (*.csv)",
-                     lambda est: report.as_csv(est, self.unit, self.export_header()))
+                     lambda est: report.as_csv(est, self.unit, self.export_header(), self.export_tier(est)))
 
     def _chart_pngs(self) -> list[tuple[str, bytes]]:
         if self.charts is None:
@@ -236,7 +241,7 @@ class FileActions:
 
         charts = self._chart_pngs()
         return as_html(est, self.unit, self._export_title(), self.export_header(), charts, self.state.doc.notes,
-                       embed=embed), charts
+                       embed=embed, tier=self.export_tier(est)), charts
 
     def export_html(self) -> None:
         """A one-file HTML report with the charts embedded; opens in any browser and prints."""
@@ -280,5 +285,5 @@ class FileActions:
     def copy_text(self) -> None:
         est = self._estimate_or_complain()
         if est is not None:
-            QApplication.clipboard().setText(report.as_text(est, self.unit, self.state.doc.name))
+            QApplication.clipboard().setText(report.as_text(est, self.unit, self.state.doc.name, self.export_tier(est)))
             self.statusBar().showMessage("Report copied", 3000)
