@@ -22,13 +22,19 @@ Memory (bytes per GPU, worst pipeline stage):
   the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
 slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
-PP traffic; then the gradient reduction not hidden behind the last backward pass
-(NCCL ring volumes 2(n-1)/n), the expert all-to-alls, and the optimizer update.
+PP traffic; then the expert all-to-alls, and two terms that are the engine's own functions:
+- data parallelism (``_data_parallel``): every collective of ``comms.data_parallel_calls`` — gradient
+  buckets, the distributed optimizer's gather, ZeRO-3's per-layer gathers and reduce-scatters, hybrid
+  sharding — priced by ``nccl`` (latency included, which at thousands of ranks is most of a ZeRO-3
+  gather) once per distinct group and message, then hidden behind each row's compute windows by
+  ``comms.exposed``, as the estimate does;
+- the optimizer's pass (``op_time.optimizer_time``) over the worst-loaded stage's states.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,8 +45,11 @@ from llmplan.core.search.offload import offload_seconds
 from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
+from llmplan.core.training.comms import data_parallel_times, exposed
 from llmplan.core.training.nccl import latency_array, ramp_array
-from llmplan.core.training.placement import bus_bandwidth
+from llmplan.core.training.op_time import optimizer_time
+from llmplan.core.training.placement import bus_bandwidth, topology
+from llmplan.core.training.stages import split_layers
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -95,7 +104,6 @@ class QuickResult:
 def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSettings, eff: Efficiency,
              sequence_parallel: bool = True, prof: FrameworkProfile | None = None) -> QuickResult:
     f = np.float64
-    overlap = bool(getattr(t, "overlap_grad_reduce", True))
     tp, pp, vp, dp, cp, ep = (x.astype(f) for x in (c.tp, c.pp, c.vp, c.dp, c.cp, c.ep))
     mb, m = c.mb.astype(f), c.accum.astype(f)
     L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
@@ -121,7 +129,6 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     shard = dp * cp
     zero = c.zero
     grad_b = facts.grad_bytes(t.precision, t.fp32_grad_accumulation)
-    master = facts.master_bytes(t.precision)
     trainable = stage_params * (s.trainable_params / s.total_params)
     q, kv = float(s.q_width), float(s.kv_width)
     span = _span(s, seq)
@@ -154,31 +161,17 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
     bubble = np.where(slots > m, (slots - m) * slot, 0.0)  # no bubble, even where a row is priced infinite
 
-    dp_bw = bus_bandwidth(shard, tp, cluster, eff)
-    ring = 2 * (shard - 1) / shard
-    dp_per_node = np.where(tp >= gpn, 1.0, np.clip(np.floor(gpn / tp), 1.0, shard))
-    buckets = np.ceil(trainable / np.maximum(40e6, 1e6 * shard))  # Megatron's default bucket (profile)
-    dp_lat = buckets * latency_array("all-reduce", shard, dp_per_node, np.ceil(shard / dp_per_node))
-    t_grads = ring * trainable * grad_b / dp_bw + dp_lat
-    window = (2.0 / 3.0) * t_compute_mb if overlap else 0.0
-    tail = t_grads / np.maximum(buckets, 1.0) if overlap else 0.0  # the last bucket cannot hide (comms.Overlap)
-    t_dp = tail + np.maximum(0.0, t_grads - tail - window)
-    t_gather = np.where(zero >= 3, 1.5 * ring * stage_params * wbytes / dp_bw * m, 0.0)
-    head = t_gather / np.maximum(3.0 * stage_layers * m, 1.0)  # the first layer's gather: nothing to hide behind
-    t_dp = t_dp + head + np.maximum(0.0, t_gather - head - m * slot)
+    t_dp = _data_parallel(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
     moe_layers = stage_layers * s.moe_layer_fraction
     ep_bw = bus_bandwidth(ep, tp * cp, cluster, eff)
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 
-    opt_b = facts.optimizer_state_bytes(t.optimizer, 1.0)  # per parameter, for the update's traffic
-    upd_bytes = trainable * (2 * (opt_b + master) + grad_b + wbytes)
-    upd_bytes = np.where(zero >= 1, upd_bytes / shard, upd_bytes)
-    bw_mem = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
+    opt_b = facts.optimizer_state_bytes(t.optimizer, 1.0)  # per parameter, for the offloaded update's traffic
     t_off = offload_seconds(trainable, stage_params, shard, zero, tp * pp * dp * cp, m, t_compute_mb, c.recompute,
                             opt_b, grad_b, wbytes, cluster, eff, t)  # search/offload.py
-    t_opt = np.where(c.offload == 1, t_off, upd_bytes / bw_mem)
+    t_opt = np.where(c.offload == 1, t_off, _optimizer_pass(sm, zero, t, cluster, eff))
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)
@@ -195,6 +188,118 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     )
 
 
+def _data_parallel(sm, c: Columns, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings,
+                   prof: FrameworkProfile | None, t_compute_mb: np.ndarray, accum: np.ndarray) -> np.ndarray:
+    """Exposed data-parallel seconds per step, as the estimate prices them: each distinct group and message
+    (ZeRO stage, the worst-loaded stage's parameters) by the engine's ``comms.data_parallel_times`` once,
+    then hidden row by row with ``comms.exposed`` behind the windows the estimate gives them
+    (``training.estimate_training``: the step's compute, the last micro-batch's backward, its forward)."""
+    prof = prof or FrameworkProfile()
+    n = len(c.tp)
+    if not n:
+        return np.zeros(0)
+    d = c.dp * c.cp
+    shard = np.full(n, t.shard_group) if t.shard_group else d
+    share = np.divide(sm.expert, sm.params, out=np.zeros(n), where=sm.params > 0)
+    keys = np.stack([c.tp, c.cp, c.ep, d, shard, _slowest_rows(m.num_layers, c.pp, c.vp), c.zero, sm.trainable,
+                     sm.params, share, sm.grad_bytes, sm.weight_bytes], axis=1).astype(np.float64)
+    first, inverse = _distinct_rows(keys)
+    cache = _DP_CACHE.get(cluster, eff, t, prof)
+    priced = []
+    for tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb in keys[first].tolist():
+        key = (tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb)
+        hit = cache.times.get(key)
+        if hit is None:
+            hit = cache.times[key] = data_parallel_times(cache.topo, cluster.fabric, cache.zero(int(zero)), prof,
+                                                         int(tp), int(cp), int(ep), int(dd), int(sh), int(lay),
+                                                         trainable, params, gb, wb, es)
+        priced.append(hit)
+    width = max((len(p) for p in priced), default=0)
+    if not width:
+        return np.zeros(n)
+    shape = (len(priced), width)
+    secs, call, kind, unhidden = np.zeros(shape), np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape, bool)
+    for u, calls in enumerate(priced):
+        for j, (sec, call_s, window, hide) in enumerate(calls):
+            secs[u, j], call[u, j], kind[u, j], unhidden[u, j] = sec, call_s, _WINDOWS.index(window), hide
+    bwd = (2.0 if t.method == "full" else 1.0) / (3.0 if t.method == "full" else 2.0)
+    windows = np.stack([np.zeros(n), accum * t_compute_mb, t_compute_mb * bwd, t_compute_mb * (1 - bwd)])
+    rows = np.arange(n)
+    out = np.zeros(n)
+    for j in range(width):
+        k = kind[inverse, j]
+        out += exposed(secs[inverse, j], call[inverse, j], windows[k, rows], unhidden[inverse, j])[0]
+    return out
+
+
+def _distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one row per distinct row of ``keys``, each row's distinct index), exactly: each column is
+    numbered by its distinct values and the numbers are combined column by column into one integer
+    (1-D ``np.unique`` is far faster than ``np.unique(axis=0)`` over rows of floats)."""
+    code = np.zeros(len(keys), np.int64)
+    for col in keys.T:
+        values, number = np.unique(col, return_inverse=True)
+        code = code * len(values) + number.reshape(-1)
+        if code.max(initial=0) > 2**40:  # renumber before the product could overflow
+            code = np.unique(code, return_inverse=True)[1].reshape(-1)
+    _u, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+class _DpCache:
+    """Priced data-parallel collectives of one (cluster, efficiency, training, profile), kept while the
+    search evaluates its batches with the same objects (looked up by identity: hashing the pydantic
+    models field by field would cost more than the pricing)."""
+
+    def __init__(self) -> None:
+        self.objects: tuple = ()
+        self.times: dict = {}
+        self.topo = None
+        self._zero: dict = {}
+
+    def get(self, cluster, eff, t, prof) -> _DpCache:
+        objects = (cluster, eff, t, prof)
+        if len(self.objects) != 4 or any(a is not b for a, b in zip(objects, self.objects, strict=True)):
+            self.objects, self.times, self._zero = objects, {}, {}
+            self.topo = topology(cluster, eff)
+        return self
+
+    def zero(self, stage: int) -> TrainingSettings:
+        """The training settings at this ZeRO stage (the plan's own for the other knobs)."""
+        if stage not in self._zero:
+            t = self.objects[2]
+            self._zero[stage] = t if t.zero_stage == stage else t.model_copy(update={"zero_stage": stage})
+        return self._zero[stage]
+
+
+_DP_CACHE = _DpCache()
+_WINDOWS = ("", "compute", "last_backward", "first_forward")  # comms.Windows' fields a DP collective hides behind
+
+
+def _optimizer_pass(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency) -> np.ndarray:
+    """The optimizer's pass over its states on the GPU, as the estimate prices it (``op_time.optimizer_time``
+    on the worst-loaded stage's trainable parameters, after ZeRO sharding)."""
+    sharded = (zero >= 1) | bool(t.distributed_optimizer)
+    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+    separate = sm.master_bytes > 0
+    master = np.where(separate, sm.master_bytes, sm.weight_bytes)
+    # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
+    return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
+                          True, cluster.gpu.memory_bandwidth * eff.memory_bandwidth)
+
+
+@lru_cache(maxsize=4096)
+def _slowest(layers: int, pp: int, vp: int) -> int:
+    """The slowest pipeline stage's layers under the engine's split (``stages.split_layers``)."""
+    return split_layers(layers, pp, vp).slowest
+
+
+def _slowest_rows(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    keys = pp.astype(np.int64) * 4096 + vp
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]
+
+
 def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: ClusterSpec, eff: Efficiency,
               c: Columns, sequence_parallel: bool, stage_layers: np.ndarray, pp: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -203,23 +308,20 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     ``timing.layer_and_head``, then spread over the rows as the engine composes it (the slowest stage's
     blocks + the head's share, never faster than the host issues its kernels)."""
     prof = prof or FrameworkProfile()
-    n = len(c.tp)
     r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
-    layer_gpu, layer_host, head_gpu, head_host, rec = (np.zeros(n) for _ in range(5))
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    for k, (tp, cp, ep, mb, rc) in enumerate(uniq.tolist()):
+    first, inverse = _distinct_rows(keys)
+    per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed
+    for k, (tp, cp, ep, mb, rc) in enumerate(keys[first].tolist()):
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
         shape = timing.OpShape(int(tp), int(cp), int(ep), int(mb), t.seq_len, bool(sequence_parallel and tp > 1),
                                bool(kv_rep))
         tr = t.model_copy(update={"recompute": ("none", "selective", "full")[int(rc)], "micro_batch": int(mb)})
         fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
-        idx = inverse == k
         layer = fwd + rest
-        layer_gpu[idx], layer_host[idx] = layer.gpu, layer.host(prof)
-        head_gpu[idx], head_host[idx] = head.gpu, head.host(prof)
-        rec[idx] = fwd.gpu if rc == 2 else (fwd.attention if rc == 1 and not t.flash_attention else 0.0)
+        per_key[k] = (layer.gpu, layer.host(prof), head.gpu, head.host(prof),
+                      fwd.gpu if rc == 2 else (fwd.attention if rc == 1 and not t.flash_attention else 0.0))
+    layer_gpu, layer_host, head_gpu, head_host, rec = (per_key[inverse, i] for i in range(5))
     gpu = stage_layers * layer_gpu + head_gpu / pp
     host = stage_layers * layer_host + head_host / pp
     return np.maximum(gpu, host), stage_layers * rec, r.gemm

@@ -67,6 +67,19 @@ class StageMemoryRows:
     grads: np.ndarray
     optimizer: np.ndarray  # master weights + optimizer states
     activations: np.ndarray
+    # what the engine's step time reads of that stage (``training.estimate_training``): its parameters,
+    # experts among them, trainable ones, and the states' bytes per parameter and dense sharding group
+    params: np.ndarray
+    expert: np.ndarray
+    trainable: np.ndarray
+    weight_bytes: np.ndarray
+    grad_bytes: np.ndarray
+    master_bytes: np.ndarray
+    optimizer_bytes: np.ndarray
+    shard_dense: np.ndarray
+
+
+_FIELDS = 13  # StageMemoryRows' arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +117,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     prof = prof or FrameworkProfile()
     n = len(tp)
     if not n:
-        return StageMemoryRows(*(np.zeros(0) for _ in range(5)))
+        return StageMemoryRows(*(np.zeros(0) for _ in range(_FIELDS)))
     L = m.num_layers
     full = t.method == "full"
     pb = count_params(m)
@@ -166,7 +179,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
         activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
         activ = activ + np.where((role == 0) | (role == 3), logits, 0.0) + np.where(layers > 0, work, 0.0)
-        w, g, o, gather = (np.zeros(n) for _ in range(4))
+        w, g, o, gather, wb, gb, mb_, ob, sd = (np.zeros(n) for _ in range(9))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):
             idx = np.nonzero(z_keys == zk)[0]
@@ -176,13 +189,16 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             fz = frozen if full else frozen[idx]
             st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full, prof)
             w[idx], g[idx], o[idx], gather[idx] = st.weights, st.gradients, st.master + st.optimizer, st.gather_buffer
+            wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx] = (st.weight_bytes, st.grad_bytes, st.master_bytes,
+                                                            st.optimizer_bytes, st.shard_dense)
         allocated = w + g + o + activ + buffers + gather
         stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes, -np.inf)
+        row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd)
         if out is None:
-            out = [stage_total, w, g, o, activ]
+            out = list(row)
         else:
             worse = stage_total > out[0]
-            out = [np.where(worse, new, old) for new, old in zip((stage_total, w, g, o, activ), out, strict=True)]
+            out = [np.where(worse, new, old) for new, old in zip(row, out, strict=True)]
     return StageMemoryRows(*out)
 
 
@@ -212,9 +228,9 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
     from llmplan.errors import LlmplanError
 
     n = len(cols)
-    out = np.zeros((7, n))
+    out = np.zeros((_FIELDS + 2, n))
     if not n:
-        return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])
+        return EagerRows(StageMemoryRows(*out[:_FIELDS]), out[_FIELDS], out[_FIELDS + 1])
     pb = count_params(m)
     names = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "offload", "recompute", "mb", "accum")
     keys = np.stack([getattr(cols, f) for f in names], axis=1)
@@ -234,10 +250,12 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
         try:
             sm = mem.worst_stage(sc, pb, resolve(sc))
         except LlmplanError:
-            out[:, inverse == k] = np.array([np.inf, 0, 0, 0, 0, 0, 0])[:, None]
+            out[:, inverse == k] = 0.0
+            out[0, inverse == k] = np.inf
             continue
         st = sm.states
-        row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.host_activations,
-               sm.paged_host)
+        row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.params.total,
+               sm.params.expert, sm.trainable, st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes,
+               st.shard_dense, sm.host_activations, sm.paged_host)
         out[:, inverse == k] = np.array(row)[:, None]
-    return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])
+    return EagerRows(StageMemoryRows(*out[:_FIELDS]), out[_FIELDS], out[_FIELDS + 1])

@@ -79,8 +79,21 @@ def exposure(t: float, call_s: float, ov: Overlap | None) -> tuple[float, float]
     """(exposed seconds, of which the calls that cannot hide) for ``t`` seconds of one collective."""
     if ov is None:
         return t, t
-    head = min(t, call_s) if ov.unhidden and ov.window > 0 else 0.0
-    return head + max(0.0, t - head - ov.window), head
+    return exposed(t, call_s, ov.window, bool(ov.unhidden))
+
+
+def exposed(t, call_s, window, unhidden):
+    """(exposed seconds, unhidden seconds) of a collective of ``t`` seconds whose first or last call takes
+    ``call_s`` and that hides behind ``window`` seconds of compute: unhidden calls + max(0, t − unhidden −
+    window). Floats (the estimate) or NumPy arrays of rows (the search's quick model, where ``unhidden`` may
+    be an array too): one formula for both."""
+    if hasattr(t, "shape") or hasattr(window, "shape"):
+        import numpy as np
+
+        head = np.where(np.logical_and(unhidden, window > 0), np.minimum(t, call_s), 0.0)
+        return head + np.maximum(0.0, t - head - window), head
+    head = min(t, call_s) if unhidden and window > 0 else 0.0
+    return head + max(0.0, t - head - window), head
 
 
 def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
@@ -121,16 +134,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             formula: str, inputs: dict[str, object], ov: Overlap | None) -> None:
         """``parts``: (operation, calls per step, bytes per call) run on this group."""
         sp = span(size, stride, topo)
-        volume = t = lat = 0.0
-        calls = 0
-        costs = []
-        for op, n_calls, msg in parts:
-            c = collective(op, msg, sp, fabric)
-            costs.append(c)
-            calls += n_calls
-            volume += n_calls * msg * bus_factor(op, size)
-            t += n_calls * c.seconds
-            lat += n_calls * c.latency_s
+        costs, calls, volume, t, lat = _price(parts, sp, fabric)
         main = costs[0]
         link = "inter-node" if sp.inter_node else "intra-node"
         where = (f"{sp.nodes} nodes × {sp.per_node} GPU{'s' if sp.per_node > 1 else ''}" if sp.inter_node
@@ -193,63 +197,125 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             {"n": n_a2a, "ep": lay.ep, "k": k, "moe_blocks": moe_layers_on_gpu, "micro_batches": mbs}, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
-        _data_parallel(tr, prof, lay, d, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share,
-                       win, add)
+        for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
+                                     trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share):
+            add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
+                Overlap(getattr(win, c.window), c.behind, c.unhidden) if c.window else None)
     return tuple(out)
 
 
-def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d: int, trainable: float,
-                   weights: float, grad_bytes: float, weight_bytes: float, expert_share: float, win: Windows,
-                   add) -> None:
-    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer."""
+def _price(parts: tuple[tuple[Op, int, float], ...], sp, fabric) -> tuple[list, int, float, float, float]:
+    """(each part's per-call cost, calls, bus volume, seconds, latency seconds) of ``parts`` —
+    (operation, calls per step, bytes per call) — on the group ``sp``."""
+    volume = t = lat = 0.0
+    calls = 0
+    costs = []
+    for op, n_calls, msg in parts:
+        c = collective(op, msg, sp, fabric)
+        costs.append(c)
+        calls += n_calls
+        volume += n_calls * msg * bus_factor(op, sp.ranks)
+        t += n_calls * c.seconds
+        lat += n_calls * c.latency_s
+    return costs, calls, volume, t, lat
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One data-parallel collective before it is priced: ``parts`` (operation, calls per step, bytes per
+    call) on a group of ``size`` ranks ``stride`` apart; it hides behind the compute window named
+    ``window`` (a field of ``Windows``; "" when it sits on the critical path), which ``behind`` describes;
+    ``unhidden`` as in ``Overlap``."""
+
+    name: str
+    size: int
+    stride: int
+    parts: tuple[tuple[Op, int, float], ...]
+    formula: str
+    inputs: dict
+    window: str
+    behind: str = ""
+    unhidden: str = ""
+
+
+def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int,
+                        d: int, shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
+                        weight_bytes: float, expert_share: float) -> tuple[tuple[float, float, str, bool], ...]:
+    """(seconds per step, seconds of its first call, window, whether one call cannot hide) of each
+    data-parallel collective, priced as the estimate prices it (``data_parallel_calls`` on ``nccl``),
+    before the compute windows are known: the search's quick model applies ``exposed`` to its rows.
+    ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric."""
+    if d <= 1 or trainable <= 0:
+        return ()
+    out = []
+    for c in data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights, grad_bytes,
+                                 weight_bytes, expert_share):
+        costs, _calls, _volume, t, _lat = _price(c.parts, span(c.size, c.stride, topo), fabric)
+        out.append((t, costs[0].seconds, c.window, bool(c.unhidden)))
+    return tuple(out)
+
+
+def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int, d: int,
+                        shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
+                        weight_bytes: float, expert_share: float) -> tuple[Call, ...]:
+    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer.
+    ``d``: data-parallel ranks (dp·cp); ``shard``: the ZeRO/FSDP group; ``layers``: the slowest stage's;
+    ``trainable``/``weights``: parameters on one GPU."""
+    out: list[Call] = []
     sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
     grads = trainable * grad_bytes
-    size = d if expert_share < 1 else max(1, d // lay.ep)
-    stride = lay.tp if size == d else lay.tp * lay.cp * lay.ep  # dp·cp groups sit just outside TP
+    size = d if expert_share < 1 else max(1, d // ep)
+    stride = tp if size == d else tp * cp * ep  # dp·cp groups sit just outside TP
     bucket_params = prof.dp_bucket_params or 0
     if bucket_params and prof.id == "megatron":
         bucket_params = max(bucket_params, 1_000_000 * d)  # Megatron: max(40M, 1M·dp) parameters
-    layers = max(1, lay.max_stage_layers)
+    layers = max(1, layers)
     per_layer = trainable / layers
     bucket = (bucket_params or per_layer) * grad_bytes
     unit = f"buckets of {bucket_params / 1e6:g}M parameters" if bucket_params else "one call per layer"
-    reduce_ov = (Overlap(win.last_backward, f"the last micro-batch's backward ({prof.name}: {unit}); the last "
-                         "bucket is ready only when the backward ends", "last call")
-                 if tr.overlap_grad_reduce else None)
+    reduce_window = "last_backward" if tr.overlap_grad_reduce else ""
+    reduce_behind = (f"the last micro-batch's backward ({prof.name}: {unit}); the last bucket is ready only when "
+                     "the backward ends")
     inputs = {"d": d, "trainable_params": trainable, "grad_bytes": grad_bytes,
               "bucket_params": bucket_params or per_layer}
     if not sharded:
         calls, msg = _buckets(grads, bucket)
-        add("DP gradient all-reduce", "dp", size, stride, (("all-reduce", calls, msg),),
-            "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_ov)
-        return
-    n = min(lay.shard, size)
+        out.append(Call("DP gradient all-reduce", size, stride, (("all-reduce", calls, msg),),
+                        "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_window, reduce_behind, "last call"))
+        return tuple(out)
+    n = min(shard, size)
     if tr.zero_stage == 3:  # FSDP / ZeRO-3: per layer, gathers prefetched, reduce-scatters overlapped
         w_layer = weights / layers * weight_bytes
-        add("ZeRO-3 weight all-gather (forward and backward, per layer)", "dp", n, stride,
-            (("all-gather", 2 * layers, w_layer),), "2 · (n-1)/n · weight bytes, one call per layer and pass",
-            {"n": n, "params": weights, "layers": layers},
-            Overlap(win.compute, f"the previous layer's forward/backward ({prof.name} prefetches "
-                    + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params else "the next layer")
-                    + " ahead); the first layer's gather has nothing to hide behind", "first call"))
-        rs_ov = (Overlap(win.compute, f"the backward of the layers below ({prof.name}: one call per layer); the "
-                         "last layer's reduce-scatter is exposed", "last call") if tr.overlap_grad_reduce else None)
-        add("ZeRO-3 gradient reduce-scatter (per layer)", "dp", n, stride,
-            (("reduce-scatter", layers, per_layer * grad_bytes),), "(n-1)/n · gradient bytes, one call per layer",
-            {**inputs, "n": n}, rs_ov)
+        out.append(Call("ZeRO-3 weight all-gather (forward and backward, per layer)", n, stride,
+                        (("all-gather", 2 * layers, w_layer),),
+                        "2 · (n-1)/n · weight bytes, one call per layer and pass",
+                        {"n": n, "params": weights, "layers": layers}, "compute",
+                        f"the previous layer's forward/backward ({prof.name} prefetches "
+                        + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params
+                           else "the next layer")
+                        + " ahead); the first layer's gather has nothing to hide behind", "first call"))
+        out.append(Call("ZeRO-3 gradient reduce-scatter (per layer)", n, stride,
+                        (("reduce-scatter", layers, per_layer * grad_bytes),),
+                        "(n-1)/n · gradient bytes, one call per layer", {**inputs, "n": n},
+                        "compute" if tr.overlap_grad_reduce else "",
+                        f"the backward of the layers below ({prof.name}: one call per layer); the last layer's "
+                        "reduce-scatter is exposed", "last call"))
     else:
         calls, msg = _buckets(grads, bucket)
-        add("DP gradient reduce-scatter", "dp", n, stride, (("reduce-scatter", calls, msg),),
-            "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n}, reduce_ov)
+        out.append(Call("DP gradient reduce-scatter", n, stride, (("reduce-scatter", calls, msg),),
+                        "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n},
+                        reduce_window, reduce_behind, "last call"))
         wcalls, wmsg = _buckets(trainable * weight_bytes, (bucket_params or per_layer) * weight_bytes)
-        gather_ov = (Overlap(win.first_forward, f"the next step's first forward ({prof.name}: {unit}); the first "
-                             "bucket is needed before the first layer runs", "first call")
-                     if prof.overlap_param_gather else None)
-        add("DP weight all-gather after the optimizer step", "dp", n, stride, (("all-gather", wcalls, wmsg),),
-            "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable, "weight_bytes": weight_bytes},
-            gather_ov)
+        out.append(Call("DP weight all-gather after the optimizer step", n, stride, (("all-gather", wcalls, wmsg),),
+                        "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable,
+                                                                "weight_bytes": weight_bytes},
+                        "first_forward" if prof.overlap_param_gather else "",
+                        f"the next step's first forward ({prof.name}: {unit}); the first bucket is needed before "
+                        "the first layer runs", "first call"))
     replicas = size // n
     if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
         calls, msg = _buckets(grads / n, bucket / n)
-        add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
-            (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n}, reduce_ov)
+        out.append(Call("DP all-reduce of gradient shards across replicas (hybrid sharding)", replicas, stride * n,
+                        (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n},
+                        reduce_window, reduce_behind, "last call"))
+    return tuple(out)
