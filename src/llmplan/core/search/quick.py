@@ -35,18 +35,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
-from llmplan.core import bytes_per_param as facts
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
-from llmplan.core.search.offload import offload_seconds
 from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
 from llmplan.core.training.comms import data_parallel_times, exposed
 from llmplan.core.training.nccl import latency_array, ramp_array
+from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.op_time import optimizer_time
 from llmplan.core.training.placement import bus_bandwidth, topology
 from llmplan.core.training.stages import split_layers
@@ -109,7 +109,6 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
     gpn = cluster.gpus_per_node
     stage_layers = np.ceil(L / pp)
-    wbytes = facts.weight_bytes(t.precision)
 
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
     # eager-kernel profiles: the engine's phase peak with the switches' terms, per distinct layout
@@ -120,16 +119,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
         sequence_parallel, prof)
     memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
 
-    # ---- the slowest stage's parameters, for the time terms ---------------------------------------
-    per_layer = s.layer_split / tp + s.layer_replicated + s.layer_expert / (ep * tp)
-    first = s.first_split / tp + s.first_replicated
-    last = s.last_split / tp + s.last_replicated + (s.first_split / tp if s.tied else 0.0)
-    ends = np.where(pp == 1, first + s.last_split / tp + s.last_replicated, np.maximum(first, last))
-    stage_params = stage_layers * per_layer + ends  # the slowest stage, with the heavier end (for time)
-    shard = dp * cp
     zero = c.zero
-    grad_b = facts.grad_bytes(t.precision, t.fp32_grad_accumulation)
-    trainable = stage_params * (s.trainable_params / s.total_params)
     q, kv = float(s.q_width), float(s.kv_width)
     span = _span(s, seq)
     tokens_mb = mb * seq / cp
@@ -168,10 +158,8 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 
-    opt_b = facts.optimizer_state_bytes(t.optimizer, 1.0)  # per parameter, for the offloaded update's traffic
-    t_off = offload_seconds(trainable, stage_params, shard, zero, tp * pp * dp * cp, m, t_compute_mb, c.recompute,
-                            opt_b, grad_b, wbytes, cluster, eff, t)  # search/offload.py
-    t_opt = np.where(c.offload == 1, t_off, _optimizer_pass(sm, zero, t, cluster, eff))
+    t_opt = np.where(c.offload == 1, _offload(sm, c, t, cluster, eff, t_compute_mb, m),
+                     _optimizer_pass(sm, zero, t, cluster, eff))
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)
@@ -286,6 +274,36 @@ def _optimizer_pass(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterS
     # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
     return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
                           True, cluster.gpu.memory_bandwidth * eff.memory_bandwidth)
+
+
+def _offload(sm, c: Columns, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,
+             accum: np.ndarray) -> np.ndarray:
+    """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
+    ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
+    states and the estimate's windows (the step's compute, one micro-batch's backward)."""
+    out = np.zeros(len(c.tp))
+    rows = np.nonzero(c.offload == 1)[0]
+    if not len(rows):
+        return out
+    full = t.method == "full"
+    bwd = (2.0 if full else 1.0) / (3.0 if full else 2.0)
+    keys = c.zero[rows] * 3 + c.recompute[rows]
+    for key in np.unique(keys):
+        idx = rows[keys == key]
+        tr = t.model_copy(update={"zero_stage": int(key // 3), "recompute": ("none", "selective", "full")[key % 3],
+                                  "offload": t.offload if t.offload != "none" else "cpu"})
+        gpus = c.tp[idx] * c.pp[idx] * c.dp[idx] * c.cp[idx]
+        st = SimpleNamespace(optimizer_bytes=sm.optimizer_bytes[idx], grad_bytes=sm.grad_bytes[idx],
+                             shard_dense=sm.shard_dense[idx], shard_expert=sm.shard_expert[idx],
+                             offloaded_weights=sm.offloaded_weights[idx])
+        share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \
+            if full else 0.0
+        mb_s = t_compute_mb[idx]
+        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff),
+                           SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
+                           accum[idx] * mb_s, mb_s * bwd)
+        out[idx] = off.exposed_s
+    return out
 
 
 @lru_cache(maxsize=4096)

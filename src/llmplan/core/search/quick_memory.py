@@ -77,9 +77,11 @@ class StageMemoryRows:
     master_bytes: np.ndarray
     optimizer_bytes: np.ndarray
     shard_dense: np.ndarray
+    shard_expert: np.ndarray
+    offloaded_weights: np.ndarray  # ZeRO-3 parameter offload: the partition fetched every pass
 
 
-_FIELDS = 13  # StageMemoryRows' arrays
+_FIELDS = 15  # StageMemoryRows' arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +181,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
         activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
         activ = activ + np.where((role == 0) | (role == 3), logits, 0.0) + np.where(layers > 0, work, 0.0)
-        w, g, o, gather, wb, gb, mb_, ob, sd = (np.zeros(n) for _ in range(9))
+        w, g, o, gather, wb, gb, mb_, ob, sd, se, fetched = (np.zeros(n) for _ in range(11))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):
             idx = np.nonzero(z_keys == zk)[0]
@@ -189,11 +191,12 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             fz = frozen if full else frozen[idx]
             st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full, prof)
             w[idx], g[idx], o[idx], gather[idx] = st.weights, st.gradients, st.master + st.optimizer, st.gather_buffer
-            wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx] = (st.weight_bytes, st.grad_bytes, st.master_bytes,
-                                                            st.optimizer_bytes, st.shard_dense)
+            wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx], se[idx], fetched[idx] = (
+                st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes, st.shard_dense, st.shard_expert,
+                st.offloaded_weights)
         allocated = w + g + o + activ + buffers + gather
         stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes, -np.inf)
-        row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd)
+        row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd, se, fetched)
         if out is None:
             out = list(row)
         else:
@@ -256,6 +259,6 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
         st = sm.states
         row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.params.total,
                sm.params.expert, sm.trainable, st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes,
-               st.shard_dense, sm.host_activations, sm.paged_host)
+               st.shard_dense, st.shard_expert, st.offloaded_weights, sm.host_activations, sm.paged_host)
         out[:, inverse == k] = np.array(row)[:, None]
     return EagerRows(StageMemoryRows(*out[:_FIELDS]), out[_FIELDS], out[_FIELDS + 1])
