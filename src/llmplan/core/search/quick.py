@@ -22,34 +22,29 @@ Memory (bytes per GPU, worst pipeline stage):
   the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
 slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
-PP traffic; then the expert all-to-alls, and two terms that are the engine's own functions:
-- data parallelism (``_data_parallel``): every collective of ``comms.data_parallel_calls`` — gradient
-  buckets, the distributed optimizer's gather, ZeRO-3's per-layer gathers and reduce-scatters, hybrid
-  sharding — priced by ``nccl`` (latency included, which at thousands of ranks is most of a ZeRO-3
-  gather) once per distinct group and message, then hidden behind each row's compute windows by
-  ``comms.exposed``, as the estimate does;
-- the optimizer's pass (``op_time.optimizer_time``) over the worst-loaded stage's states.
+PP traffic; then the expert all-to-alls, and three terms that are the engine's own functions called on
+arrays (``quick_time.py``): the data-parallel collectives, the optimizer's pass and CPU offload.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from types import SimpleNamespace
 
 import numpy as np
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
+from llmplan.core.search.quick_time import (
+    data_parallel_seconds,
+    distinct_rows,
+    offload_seconds,
+    optimizer_seconds,
+)
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
-from llmplan.core.training.comms import data_parallel_times, exposed
 from llmplan.core.training.nccl import latency_array, ramp_array
-from llmplan.core.training.offload_time import offload_time
-from llmplan.core.training.op_time import optimizer_time
-from llmplan.core.training.placement import bus_bandwidth, topology
-from llmplan.core.training.stages import split_layers
+from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -151,15 +146,15 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
     bubble = np.where(slots > m, (slots - m) * slot, 0.0)  # no bubble, even where a row is priced infinite
 
-    t_dp = _data_parallel(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
+    t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
     moe_layers = stage_layers * s.moe_layer_fraction
     ep_bw = bus_bandwidth(ep, tp * cp, cluster, eff)
     a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
     t_ep = m * a2a
 
-    t_opt = np.where(c.offload == 1, _offload(sm, c, t, cluster, eff, t_compute_mb, m),
-                     _optimizer_pass(sm, zero, t, cluster, eff))
+    t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m),
+                     optimizer_seconds(sm, zero, t, cluster, eff))
 
     step = m * slot + bubble + t_dp + t_ep + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)
@@ -176,148 +171,6 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     )
 
 
-def _data_parallel(sm, c: Columns, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings,
-                   prof: FrameworkProfile | None, t_compute_mb: np.ndarray, accum: np.ndarray) -> np.ndarray:
-    """Exposed data-parallel seconds per step, as the estimate prices them: each distinct group and message
-    (ZeRO stage, the worst-loaded stage's parameters) by the engine's ``comms.data_parallel_times`` once,
-    then hidden row by row with ``comms.exposed`` behind the windows the estimate gives them
-    (``training.estimate_training``: the step's compute, the last micro-batch's backward, its forward)."""
-    prof = prof or FrameworkProfile()
-    n = len(c.tp)
-    if not n:
-        return np.zeros(0)
-    d = c.dp * c.cp
-    shard = np.full(n, t.shard_group) if t.shard_group else d
-    share = np.divide(sm.expert, sm.params, out=np.zeros(n), where=sm.params > 0)
-    keys = np.stack([c.tp, c.cp, c.ep, d, shard, _slowest_rows(m.num_layers, c.pp, c.vp), c.zero, sm.trainable,
-                     sm.params, share, sm.grad_bytes, sm.weight_bytes], axis=1).astype(np.float64)
-    first, inverse = _distinct_rows(keys)
-    cache = _DP_CACHE.get(cluster, eff, t, prof)
-    priced = []
-    for tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb in keys[first].tolist():
-        key = (tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb)
-        hit = cache.times.get(key)
-        if hit is None:
-            hit = cache.times[key] = data_parallel_times(cache.topo, cluster.fabric, cache.zero(int(zero)), prof,
-                                                         int(tp), int(cp), int(ep), int(dd), int(sh), int(lay),
-                                                         trainable, params, gb, wb, es)
-        priced.append(hit)
-    width = max((len(p) for p in priced), default=0)
-    if not width:
-        return np.zeros(n)
-    shape = (len(priced), width)
-    secs, call, kind, unhidden = np.zeros(shape), np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape, bool)
-    for u, calls in enumerate(priced):
-        for j, (sec, call_s, window, hide) in enumerate(calls):
-            secs[u, j], call[u, j], kind[u, j], unhidden[u, j] = sec, call_s, _WINDOWS.index(window), hide
-    bwd = (2.0 if t.method == "full" else 1.0) / (3.0 if t.method == "full" else 2.0)
-    windows = np.stack([np.zeros(n), accum * t_compute_mb, t_compute_mb * bwd, t_compute_mb * (1 - bwd)])
-    rows = np.arange(n)
-    out = np.zeros(n)
-    for j in range(width):
-        k = kind[inverse, j]
-        out += exposed(secs[inverse, j], call[inverse, j], windows[k, rows], unhidden[inverse, j])[0]
-    return out
-
-
-def _distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one row per distinct row of ``keys``, each row's distinct index), exactly: each column is
-    numbered by its distinct values and the numbers are combined column by column into one integer
-    (1-D ``np.unique`` is far faster than ``np.unique(axis=0)`` over rows of floats)."""
-    code = np.zeros(len(keys), np.int64)
-    for col in keys.T:
-        values, number = np.unique(col, return_inverse=True)
-        code = code * len(values) + number.reshape(-1)
-        if code.max(initial=0) > 2**40:  # renumber before the product could overflow
-            code = np.unique(code, return_inverse=True)[1].reshape(-1)
-    _u, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
-
-
-class _DpCache:
-    """Priced data-parallel collectives of one (cluster, efficiency, training, profile), kept while the
-    search evaluates its batches with the same objects (looked up by identity: hashing the pydantic
-    models field by field would cost more than the pricing)."""
-
-    def __init__(self) -> None:
-        self.objects: tuple = ()
-        self.times: dict = {}
-        self.topo = None
-        self._zero: dict = {}
-
-    def get(self, cluster, eff, t, prof) -> _DpCache:
-        objects = (cluster, eff, t, prof)
-        if len(self.objects) != 4 or any(a is not b for a, b in zip(objects, self.objects, strict=True)):
-            self.objects, self.times, self._zero = objects, {}, {}
-            self.topo = topology(cluster, eff)
-        return self
-
-    def zero(self, stage: int) -> TrainingSettings:
-        """The training settings at this ZeRO stage (the plan's own for the other knobs)."""
-        if stage not in self._zero:
-            t = self.objects[2]
-            self._zero[stage] = t if t.zero_stage == stage else t.model_copy(update={"zero_stage": stage})
-        return self._zero[stage]
-
-
-_DP_CACHE = _DpCache()
-_WINDOWS = ("", "compute", "last_backward", "first_forward")  # comms.Windows' fields a DP collective hides behind
-
-
-def _optimizer_pass(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency) -> np.ndarray:
-    """The optimizer's pass over its states on the GPU, as the estimate prices it (``op_time.optimizer_time``
-    on the worst-loaded stage's trainable parameters, after ZeRO sharding)."""
-    sharded = (zero >= 1) | bool(t.distributed_optimizer)
-    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
-    separate = sm.master_bytes > 0
-    master = np.where(separate, sm.master_bytes, sm.weight_bytes)
-    # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
-    return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
-                          True, cluster.gpu.memory_bandwidth * eff.memory_bandwidth)
-
-
-def _offload(sm, c: Columns, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,
-             accum: np.ndarray) -> np.ndarray:
-    """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
-    ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
-    states and the estimate's windows (the step's compute, one micro-batch's backward)."""
-    out = np.zeros(len(c.tp))
-    rows = np.nonzero(c.offload == 1)[0]
-    if not len(rows):
-        return out
-    full = t.method == "full"
-    bwd = (2.0 if full else 1.0) / (3.0 if full else 2.0)
-    keys = c.zero[rows] * 3 + c.recompute[rows]
-    for key in np.unique(keys):
-        idx = rows[keys == key]
-        tr = t.model_copy(update={"zero_stage": int(key // 3), "recompute": ("none", "selective", "full")[key % 3],
-                                  "offload": t.offload if t.offload != "none" else "cpu"})
-        gpus = c.tp[idx] * c.pp[idx] * c.dp[idx] * c.cp[idx]
-        st = SimpleNamespace(optimizer_bytes=sm.optimizer_bytes[idx], grad_bytes=sm.grad_bytes[idx],
-                             shard_dense=sm.shard_dense[idx], shard_expert=sm.shard_expert[idx],
-                             offloaded_weights=sm.offloaded_weights[idx])
-        share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \
-            if full else 0.0
-        mb_s = t_compute_mb[idx]
-        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff),
-                           SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
-                           accum[idx] * mb_s, mb_s * bwd)
-        out[idx] = off.exposed_s
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _slowest(layers: int, pp: int, vp: int) -> int:
-    """The slowest pipeline stage's layers under the engine's split (``stages.split_layers``)."""
-    return split_layers(layers, pp, vp).slowest
-
-
-def _slowest_rows(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
-    keys = pp.astype(np.int64) * 4096 + vp
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]
-
-
 def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: ClusterSpec, eff: Efficiency,
               c: Columns, sequence_parallel: bool, stage_layers: np.ndarray, pp: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -328,7 +181,7 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     prof = prof or FrameworkProfile()
     r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute], axis=1)
-    first, inverse = _distinct_rows(keys)
+    first, inverse = distinct_rows(keys)
     per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed
     for k, (tp, cp, ep, mb, rc) in enumerate(keys[first].tolist()):
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0

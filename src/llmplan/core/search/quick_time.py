@@ -1,0 +1,179 @@
+"""The search's step-time terms that are the engine's own functions, called on arrays of candidate layouts
+(the counterpart of ``quick_memory.py`` for time). Nothing here is a formula of its own:
+
+- data parallelism: every collective of ``comms.data_parallel_calls`` (gradient buckets, the distributed
+  optimizer's gather, ZeRO-3's per-layer gathers and reduce-scatters, hybrid sharding), priced by the NCCL
+  model (``comms.data_parallel_times``, latency included: at thousands of ranks it is most of a ZeRO-3
+  gather) once per distinct group and message, then hidden behind each layout's compute windows by
+  ``comms.exposed``, the windows the estimate gives them;
+- the optimizer's pass over its states: ``op_time.optimizer_time``;
+- CPU offload: ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute).
+
+Each reads the worst-loaded pipeline stage's parameters and state bytes from ``quick_memory`` (what the
+estimate reads from ``memory.worst_stage``). ``c`` is a ``quick.Columns``, ``sm`` a
+``quick_memory.StageMemoryRows``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from types import SimpleNamespace
+
+import numpy as np
+
+from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.training.comms import data_parallel_times, exposed
+from llmplan.core.training.offload_time import offload_time
+from llmplan.core.training.op_time import optimizer_time
+from llmplan.core.training.placement import topology
+from llmplan.core.training.stages import split_layers
+from llmplan.core.workload import TrainingSettings
+
+
+def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings,
+                          prof: FrameworkProfile | None, t_compute_mb: np.ndarray, accum: np.ndarray) -> np.ndarray:
+    """Exposed data-parallel seconds per step, as the estimate prices them: each distinct group and message
+    (ZeRO stage, the worst-loaded stage's parameters) by the engine's ``comms.data_parallel_times`` once,
+    then hidden row by row with ``comms.exposed`` behind the windows the estimate gives them
+    (``training.estimate_training``: the step's compute, the last micro-batch's backward, its forward)."""
+    prof = prof or FrameworkProfile()
+    n = len(c.tp)
+    if not n:
+        return np.zeros(0)
+    d = c.dp * c.cp
+    shard = np.full(n, t.shard_group) if t.shard_group else d
+    share = np.divide(sm.expert, sm.params, out=np.zeros(n), where=sm.params > 0)
+    keys = np.stack([c.tp, c.cp, c.ep, d, shard, _slowest_rows(m.num_layers, c.pp, c.vp), c.zero, sm.trainable,
+                     sm.params, share, sm.grad_bytes, sm.weight_bytes], axis=1).astype(np.float64)
+    first, inverse = distinct_rows(keys)
+    cache = _dp_prices(cluster, eff, t, prof)
+    priced = []
+    for tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb in keys[first].tolist():
+        key = (tp, cp, ep, dd, sh, lay, zero, trainable, params, es, gb, wb)
+        hit = cache.times.get(key)
+        if hit is None:
+            hit = cache.times[key] = data_parallel_times(cache.topo, cluster.fabric, cache.zero(int(zero)), prof,
+                                                         int(tp), int(cp), int(ep), int(dd), int(sh), int(lay),
+                                                         trainable, params, gb, wb, es)
+        priced.append(hit)
+    width = max((len(p) for p in priced), default=0)
+    if not width:
+        return np.zeros(n)
+    shape = (len(priced), width)
+    secs, call, kind, unhidden = np.zeros(shape), np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape, bool)
+    for u, calls in enumerate(priced):
+        for j, (sec, call_s, window, hide) in enumerate(calls):
+            secs[u, j], call[u, j], kind[u, j], unhidden[u, j] = sec, call_s, _WINDOWS.index(window), hide
+    bwd = (2.0 if t.method == "full" else 1.0) / (3.0 if t.method == "full" else 2.0)
+    windows = np.stack([np.zeros(n), accum * t_compute_mb, t_compute_mb * bwd, t_compute_mb * (1 - bwd)])
+    rows = np.arange(n)
+    out = np.zeros(n)
+    for j in range(width):
+        k = kind[inverse, j]
+        out += exposed(secs[inverse, j], call[inverse, j], windows[k, rows], unhidden[inverse, j])[0]
+    return out
+
+
+def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one row per distinct row of ``keys``, each row's distinct index), exactly: each column is
+    numbered by its distinct values and the numbers are combined column by column into one integer
+    (1-D ``np.unique`` is far faster than ``np.unique(axis=0)`` over rows of floats)."""
+    code = np.zeros(len(keys), np.int64)
+    for col in keys.T:
+        values, number = np.unique(col, return_inverse=True)
+        code = code * len(values) + number.reshape(-1)
+        if code.max(initial=0) > 2**40:  # renumber before the product could overflow
+            code = np.unique(code, return_inverse=True)[1].reshape(-1)
+    _u, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+class _DpPrices:
+    """Priced data-parallel collectives of one (cluster, efficiency, training, profile), kept while the
+    search evaluates its batches with the same objects (found by identity: hashing the pydantic models
+    field by field would cost more than the pricing). It holds the objects, so their ids stay theirs."""
+
+    def __init__(self, cluster, eff, t, prof) -> None:
+        self.objects = (cluster, eff, t, prof)
+        self.topo = topology(cluster, eff)
+        self.times: dict = {}
+        self._zero: dict = {}
+
+    def zero(self, stage: int) -> TrainingSettings:
+        """The training settings at this ZeRO stage (the plan's own for the other knobs)."""
+        if stage not in self._zero:
+            t = self.objects[2]
+            self._zero[stage] = t if t.zero_stage == stage else t.model_copy(update={"zero_stage": stage})
+        return self._zero[stage]
+
+
+_DP_PRICES: dict[tuple[int, ...], _DpPrices] = {}  # searches in worker threads each get their own entry
+
+
+def _dp_prices(cluster, eff, t, prof) -> _DpPrices:
+    objects = (cluster, eff, t, prof)
+    key = tuple(id(o) for o in objects)
+    hit = _DP_PRICES.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit.objects, objects, strict=True)):
+        if len(_DP_PRICES) >= 16:
+            _DP_PRICES.clear()
+        hit = _DP_PRICES[key] = _DpPrices(*objects)
+    return hit
+
+
+_WINDOWS = ("", "compute", "last_backward", "first_forward")  # comms.Windows' fields a DP collective hides behind
+
+
+def optimizer_seconds(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency) -> np.ndarray:
+    """The optimizer's pass over its states on the GPU, as the estimate prices it (``op_time.optimizer_time``
+    on the worst-loaded stage's trainable parameters, after ZeRO sharding)."""
+    sharded = (zero >= 1) | bool(t.distributed_optimizer)
+    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+    separate = sm.master_bytes > 0
+    master = np.where(separate, sm.master_bytes, sm.weight_bytes)
+    # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
+    return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
+                          True, cluster.gpu.memory_bandwidth * eff.memory_bandwidth)
+
+
+def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,
+                    accum: np.ndarray) -> np.ndarray:
+    """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
+    ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
+    states and the estimate's windows (the step's compute, one micro-batch's backward)."""
+    out = np.zeros(len(c.tp))
+    rows = np.nonzero(c.offload == 1)[0]
+    if not len(rows):
+        return out
+    full = t.method == "full"
+    bwd = (2.0 if full else 1.0) / (3.0 if full else 2.0)
+    keys = c.zero[rows] * 3 + c.recompute[rows]
+    for key in np.unique(keys):
+        idx = rows[keys == key]
+        tr = t.model_copy(update={"zero_stage": int(key // 3), "recompute": ("none", "selective", "full")[key % 3],
+                                  "offload": t.offload if t.offload != "none" else "cpu"})
+        gpus = c.tp[idx] * c.pp[idx] * c.dp[idx] * c.cp[idx]
+        st = SimpleNamespace(optimizer_bytes=sm.optimizer_bytes[idx], grad_bytes=sm.grad_bytes[idx],
+                             shard_dense=sm.shard_dense[idx], shard_expert=sm.shard_expert[idx],
+                             offloaded_weights=sm.offloaded_weights[idx])
+        share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \
+            if full else 0.0
+        mb_s = t_compute_mb[idx]
+        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff),
+                           SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
+                           accum[idx] * mb_s, mb_s * bwd)
+        out[idx] = off.exposed_s
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _slowest(layers: int, pp: int, vp: int) -> int:
+    """The slowest pipeline stage's layers under the engine's split (``stages.split_layers``)."""
+    return split_layers(layers, pp, vp).slowest
+
+
+def _slowest_rows(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    keys = pp.astype(np.int64) * 4096 + vp
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]
