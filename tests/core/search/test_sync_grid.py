@@ -10,8 +10,8 @@ in two layouts (dp = 8; tp 2 × pp 2 × dp 2, with ep 2 for the MoE model, full 
 2). Memory: the quick model calls the engine's own functions (``search/quick_memory.py``), so every
 cell must agree within 2% (measured: to rounding). Tokens/s: the quick model's compute is the
 engine's per-operation model (``timing.layer_and_head``, priced once per distinct per-GPU shape), its
-data-parallel collectives, optimizer pass and offload the engine's functions too; its TP, CP, PP and EP
-terms and the bubble are vectorised copies of the engine's. Within 5% in every cell (measured
+context- and data-parallel collectives, optimizer pass and offload the engine's functions too; its TP,
+PP and EP terms and the bubble are vectorised copies of the engine's. Within 5% in every cell (measured
 1.000-1.033 on 2026-11-27: the DP-only cells to rounding, the MoE TP 2 × PP 2 × EP 2 cells up to 3.3%
 from the expert all-to-all; before the DP term was the engine's, 0.940-1.037, the dense ZeRO-3 fp8 cells
 5-6% low). The search still re-checks its finalists with the full engine and
@@ -96,7 +96,7 @@ def test_training_quick_model_is_the_engines_memory(kind, name):
         mem = q.memory[0] / e.memory.total.value
         tps = q.tokens_per_s[0] / e.compute.tokens_per_s.value
         assert abs(mem - 1) <= 0.02, (prec, method, opt, zero, mem)
-        # compute, DP collectives and the optimizer are the engine's functions; TP/PP/EP and the bubble
+        # compute, CP/DP collectives and the optimizer are the engine's functions; TP/PP/EP and the bubble
         # vectorised copies: 1.000-1.033 over this grid (2026-11-27)
         assert abs(tps - 1) <= 0.05, (prec, method, opt, zero, tps)
         cells += 1

@@ -22,8 +22,9 @@ Memory (bytes per GPU, worst pipeline stage):
   the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
 Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
 slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
-PP traffic; then the expert all-to-alls, and three terms that are the engine's own functions called on
-arrays (``quick_time.py``): the data-parallel collectives, the optimizer's pass and CPU offload.
+PP traffic; then the expert all-to-alls, and terms that are the engine's own functions called on arrays
+(``quick_time.py``): the context-parallel K/V exchange, the data-parallel collectives, the optimizer's pass
+and CPU offload.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
 from llmplan.core.search.quick_time import (
+    context_parallel_seconds,
     data_parallel_seconds,
     distinct_rows,
     offload_seconds,
@@ -115,7 +117,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
 
     zero = c.zero
-    q, kv = float(s.q_width), float(s.kv_width)
+    q = float(s.q_width)
     span = _span(s, seq)
     tokens_mb = mb * seq / cp
 
@@ -125,7 +127,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     logit_fwd = 2.0 * h * s.vocab
     passes = 3.0 if t.method == "full" else 2.0  # frozen weights need no weight gradient
     # the engine's per-operation model (timing.layer_and_head), once per distinct per-GPU shape
-    t_compute_mb, t_recompute_mb, peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
+    t_compute_mb, t_recompute_mb, _peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
                                                    stage_layers, pp)
 
     # Group bandwidths from the engine's placement (Megatron order tp, cp, dp, pp; NICs shared per node)
@@ -136,9 +138,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     tp_nodes = np.ceil(tp / gpn)
     t_tp_lat = stage_layers * n_tp_coll * latency_array("all-reduce", tp, np.minimum(tp, gpn), tp_nodes)
     t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw + t_tp_lat
-    cp_bw = bus_bandwidth(cp, tp, cluster, eff, p2p=True)
-    cp_bytes = stage_layers * 3 * (cp - 1) * tokens_mb * 2 * kv * 2 / tp
-    t_cp_mb = np.maximum(0.0, cp_bytes / cp_bw - stage_layers * passes * attn_fwd * tokens_mb / (tp * peak))
+    t_cp_mb = context_parallel_seconds(c, s.spec, cluster, eff, t, t_compute_mb, m) / m  # the engine's, per step
     pp_bw = bus_bandwidth(pp, tp * cp * dp, cluster, eff, p2p=True)
     t_pp_mb = np.where(pp > 1, 2 * vp * act_bytes / tp / pp_bw, 0.0)
     slots = m + (pp - 1) / vp

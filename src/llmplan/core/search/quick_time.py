@@ -6,6 +6,7 @@
   model (``comms.data_parallel_times``, latency included: at thousands of ranks it is most of a ZeRO-3
   gather) once per distinct group and message, then hidden behind each layout's compute windows by
   ``comms.exposed``, the windows the estimate gives them;
+- context parallelism's K/V exchange: ``comms.context_parallel_call``, priced and hidden the same way;
 - the optimizer's pass over its states: ``op_time.optimizer_time``;
 - CPU offload: ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute).
 
@@ -23,7 +24,10 @@ import numpy as np
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
-from llmplan.core.training.comms import data_parallel_times, exposed
+from llmplan.core.params import count_params
+from llmplan.core.training.comms import call_time, context_parallel_call, data_parallel_times, exposed
+from llmplan.core.training.flops import token_flops
+from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.op_time import optimizer_time
 from llmplan.core.training.placement import topology
@@ -73,6 +77,38 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
         k = kind[inverse, j]
         out += exposed(secs[inverse, j], call[inverse, j], windows[k, rows], unhidden[inverse, j])[0]
     return out
+
+
+def context_parallel_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings,
+                             t_compute_mb: np.ndarray, accum: np.ndarray) -> np.ndarray:
+    """Exposed seconds per step of the context-parallel K/V exchange, as the estimate prices it: the engine's
+    ``comms.context_parallel_call`` priced by ``nccl`` once per distinct (tp, cp, micro-batch, recompute) for
+    one block and micro-batch (its calls are that many times blocks × micro-batches), hidden by
+    ``comms.exposed`` behind the step's attention compute (the estimate's window: the step's compute × the
+    attention's share of the forward FLOPs, ``flops.token_flops``)."""
+    n = len(c.tp)
+    out = np.zeros(n)
+    rows = np.nonzero(c.cp > 1)[0]
+    if not len(rows):
+        return out
+    topo = _dp_prices(cluster, eff, t, None).topo
+    keys = np.stack([c.tp[rows], c.cp[rows], c.mb[rows], c.recompute[rows]], axis=1)
+    first, inverse = distinct_rows(keys)
+    unit = np.zeros((len(first), 2))  # seconds for one block and micro-batch, seconds of one call
+    for k, (tp, cp, mb, rc) in enumerate(keys[first].tolist()):
+        tr = t if t.recompute == _RECOMPUTE[rc] else t.model_copy(update={"recompute": _RECOMPUTE[rc]})
+        unit[k] = call_time(context_parallel_call(m, tr, tp, cp, mb, t.seq_len, 1, 1), topo, cluster.fabric)
+    pb = count_params(m)
+    adapters = 0.0 if t.method == "full" else adapter_params(pb, m, None, t.lora_rank, t.lora_targets)
+    tf = token_flops(m, pb, t.seq_len, adapters)
+    share = tf.attention / tf.forward if tf.forward else 0.0
+    layers = _slowest_rows(m.num_layers, c.pp[rows], c.vp[rows])
+    secs = unit[inverse, 0] * layers * accum[rows]
+    out[rows] = exposed(secs, unit[inverse, 1], accum[rows] * t_compute_mb[rows] * share, False)[0]
+    return out
+
+
+_RECOMPUTE = ("none", "selective", "full")
 
 
 def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -171,14 +171,8 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs},
             Overlap(win.compute, "the GEMMs (Transformer Engine userbuffers)") if prof.tp_comm_overlap else None)
     if lay.cp > 1:
-        kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
-        kv_tp = kv / (1 if m.mla else min(lay.tp, m.num_kv_heads))
-        passes = 3 + (1 if recompute_fwd else 0)  # K,V forward; K,V and dK,dV backward
-        msg = 2 * s_loc * b * kv_tp * act
-        add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
-            "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
-            {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
-            Overlap(win.attention, "the attention compute (ring attention)"))
+        c = context_parallel_call(m, tr, lay.tp, lay.cp, b, lay.seq_len, L, mbs)
+        add(c.name, "cp", c.size, c.stride, c.parts, c.formula, c.inputs, Overlap(win.attention, c.behind))
     if lay.pp > 1:
         rep = lay.tp if lay.sp else 1
         msg = s_loc * b * h * act / rep
@@ -238,6 +232,27 @@ class Call:
     unhidden: str = ""
 
 
+def context_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, micro_batch: int, seq_len: int,
+                          layers: int, micro_batches: int) -> Call:
+    """The context-parallel ring exchange of K/V (ring attention), hidden behind the attention compute:
+    per block and micro-batch, K and V forward, then K, V and their gradients backward (and K, V again
+    when full recompute re-runs the forward), each a p2p send of this rank's K/V shard to the next."""
+    kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+    kv_tp = kv / (1 if m.mla else min(tp, m.num_kv_heads))
+    passes = 3 + (1 if tr.recompute == "full" else 0)  # K,V forward; K,V and dK,dV backward
+    msg = 2 * (seq_len / cp) * micro_batch * kv_tp * 2.0  # bf16/fp16 on the wire
+    return Call("CP ring exchange of K/V", cp, tp, (("p2p", passes * (cp - 1) * layers * micro_batches, msg),),
+                "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
+                {"passes": passes, "cp": cp, "kv_width": kv_tp, "blocks": layers, "micro_batches": micro_batches},
+                "attention", "the attention compute (ring attention)")
+
+
+def call_time(c: Call, topo, fabric) -> tuple[float, float]:
+    """(seconds per step, seconds of its first call) of ``c`` as the estimate prices it (``nccl``)."""
+    costs, _calls, _volume, t, _lat = _price(c.parts, span(c.size, c.stride, topo), fabric)
+    return t, costs[0].seconds
+
+
 def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int,
                         d: int, shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
                         weight_bytes: float, expert_share: float) -> tuple[tuple[float, float, str, bool], ...]:
@@ -247,12 +262,9 @@ def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfi
     ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric."""
     if d <= 1 or trainable <= 0:
         return ()
-    out = []
-    for c in data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights, grad_bytes,
-                                 weight_bytes, expert_share):
-        costs, _calls, _volume, t, _lat = _price(c.parts, span(c.size, c.stride, topo), fabric)
-        out.append((t, costs[0].seconds, c.window, bool(c.unhidden)))
-    return tuple(out)
+    return tuple((*call_time(c, topo, fabric), c.window, bool(c.unhidden))
+                 for c in data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights,
+                                              grad_bytes, weight_bytes, expert_share))
 
 
 def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int, d: int,
