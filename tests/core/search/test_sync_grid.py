@@ -9,12 +9,11 @@ Training: every (model kind × bf16/fp8 × full/LoRA/QLoRA × optimizer × ZeRO 
 in two layouts (dp = 8; tp 2 × pp 2 × dp 2, with ep 2 for the MoE model, full recompute, micro-batch
 2). Memory: the quick model calls the engine's own functions (``search/quick_memory.py``), so every
 cell must agree within 2% (measured: to rounding). Tokens/s: the quick model's compute is the
-engine's per-operation model (``timing.layer_and_head``, priced once per distinct per-GPU shape), its
-context- and data-parallel collectives, optimizer pass and offload the engine's functions too; its TP,
-PP and EP terms and the bubble are vectorised copies of the engine's. Within 5% in every cell (measured
-1.000-1.033 on 2026-11-27: the DP-only cells to rounding, the MoE TP 2 × PP 2 × EP 2 cells up to 3.3%
-from the expert all-to-all; before the DP term was the engine's, 0.940-1.037, the dense ZeRO-3 fp8 cells
-5-6% low). The search still re-checks its finalists with the full engine and
+engine's per-operation model (``timing.layer_and_head``, priced once per distinct per-GPU shape), and
+its TP, CP, PP, EP and DP collectives, optimizer pass and offload are the engine's functions too
+(``search/quick_time.py``). The issue asks for 5%; the test holds 1e-6, because the two are the same
+functions (measured to rounding on 2026-11-27; with the quick model's own copies of the communication
+terms the same grid was 0.940-1.037, the dense ZeRO-3 fp8 cells 5-6% low). The search still re-checks its finalists with the full engine and
 says "no layout fits" only after the engine checked the most memory-frugal layouts
 (``planner.FRUGAL_CHECKS``).
 """
@@ -96,8 +95,6 @@ def test_training_quick_model_is_the_engines_memory(kind, name):
         mem = q.memory[0] / e.memory.total.value
         tps = q.tokens_per_s[0] / e.compute.tokens_per_s.value
         assert abs(mem - 1) <= 0.02, (prec, method, opt, zero, mem)
-        # compute, CP/DP collectives and the optimizer are the engine's functions; TP/PP/EP and the bubble
-        # vectorised copies: 1.000-1.033 over this grid (2026-11-27)
-        assert abs(tps - 1) <= 0.05, (prec, method, opt, zero, tps)
+        assert abs(tps - 1) <= 1e-6, (prec, method, opt, zero, tps)  # the engine's functions (module doc)
         cells += 1
     assert cells == 2 * 3 * 7 * (2 if layout.pp > 1 else 4)

@@ -6,12 +6,12 @@ Before, the quick model priced ZeRO-3's weight gathers by bandwidth alone, once 
 them behind its own window: at thousands of ranks NCCL's ring latency (one network step per node) is most
 of each gather, so target search found 70B on 8,192 H100 with ZeRO-3 in 21.6 days where the engine says
 69.2 days for that layout (2026-11-27). Its data-parallel term is now the engine's own
-(``comms.data_parallel_calls`` priced by ``nccl``, hidden by ``comms.exposed``), and its optimizer pass
-``op_time.optimizer_time``. Tolerances (the issue's): step time within 5%, memory within 2%, and the
-exposed DP time within 5% of the engine's. Measured on this grid (2026-11-27): memory and the DP term
-equal to rounding, step time 0.962-1.000 of the engine's (the rest is the TP, PP and EP terms, still
-vectorised copies: the MoE layouts' expert all-to-all). On the code before, the DP-only ZeRO-0 cells
-already failed. These are two llmplan models checked against each other, not a published table.
+(``comms.data_parallel_calls`` priced by ``nccl``, hidden by ``comms.exposed``), as are its TP, CP, PP
+and EP traffic and its optimizer pass (``search/quick_time.py``). Tolerances: the issue's, step time within
+5% and memory within 2%, and the exposed DP time within 5% of the engine's. Measured on this grid
+(2026-11-27): all three equal to rounding. With only the DP term shared, the step time was 0.962-1.000
+(the MoE layouts' expert all-to-all); on the code before, the DP-only ZeRO-0 cells already failed. These
+are two llmplan models checked against each other, not a published table.
 """
 
 from __future__ import annotations

@@ -1,30 +1,21 @@
 """The search's quick model: memory and step time of many layouts at once, with NumPy.
 
-Every candidate is a row of integer arrays (tp, pp, vp, dp, cp, ep, zero, offload,
-recompute, micro-batch, accumulation steps). The formulas are the published ones, kept
-first-order so thousands of layouts cost milliseconds; the full engine
-(``llmplan.core.engine``) then re-estimates the short list.
+Every candidate is a row of integer arrays (tp, pp, vp, dp, cp, ep, zero, offload, recompute,
+micro-batch, accumulation steps). Nothing here is a formula of its own: every term is the training
+engine's function, evaluated once per distinct per-GPU shape or group and spread over the rows, so
+thousands of layouts cost milliseconds and each agrees with ``llmplan.core.engine.estimate`` of that
+layout (the sync tests: to rounding). The full engine still re-estimates the short list.
 
-Memory (bytes per GPU, worst pipeline stage):
-- model states: weights, gradients, Adam moments and fp32 master weights, divided by
-  ZeRO stage over the data-parallel (× context-parallel) group (Rajbhandari et al. 2020, §5);
-  ZeRO-3 also holds two gathered layers (the one in use and the prefetched next one);
-- activations per layer per token: the Korthikanti et al. (2022, Table 2) count
-  generalised to GQA and gated MLPs, divided by TP with sequence parallelism; full
-  recompute keeps only each layer's input; 1F1B keeps min(pp, m) micro-batches in
-  flight on the first stage, interleaving adds (pp-1)/(pp·v) (§4.2.3);
-- the stages that can be the worst are sized with their own layer counts under the
-  engine's split rule (uneven splits put the extra layers on the middle stages): the
-  first (embedding, most in flight), the earliest middle stage with the most layers,
-  and the last (head, logits);
-- eager-kernel profiles (Hugging Face, torchtune, unsloth): the engine's phase peak with the fine-tuning
-  switches' terms, once per distinct layout (``quick_memory.eager_stage_memory``); their step time adds
-  the engine's PCIe term for activation offload and paged optimizer states (``switches.host_transfer_time``).
-Time per step (Narayanan et al. 2021, §3): (m + (pp-1)/v) micro-batch slots of the
-slowest stage (⌈L/pp⌉ layers: an uneven split costs time), each its FLOPs at the achievable matmul rate plus its exposed TP and
-PP traffic; then the expert all-to-alls, and terms that are the engine's own functions called on arrays
-(``quick_time.py``): the context-parallel K/V exchange, the data-parallel collectives, the optimizer's pass
-and CPU offload.
+Memory (``quick_memory.py``): the worst-loaded pipeline stage's model states, activations, buffers and
+overhead from the engine's ``states``, ``activations`` and ``memory`` on arrays; eager-kernel profiles
+(Hugging Face, torchtune, unsloth) the engine's per-phase peak with the fine-tuning switches' terms, once
+per distinct layout (``quick_memory.eager_stage_memory``).
+
+Time per step, composed as the estimate composes it (Narayanan et al. 2021, §3): (m + (pp-1)/v)
+micro-batch slots of the slowest stage (the engine's split), each its compute (``timing.layer_and_head``)
+plus its share of the exposed TP, CP, PP and EP traffic; then the exposed data-parallel collectives, the
+optimizer's pass or the offload path, and (eager profiles) the host transfers
+(``switches.host_transfer_time``). The traffic, optimizer and offload terms are in ``quick_time.py``.
 """
 
 from __future__ import annotations
@@ -40,13 +31,13 @@ from llmplan.core.search.quick_time import (
     context_parallel_seconds,
     data_parallel_seconds,
     distinct_rows,
+    inner_seconds,
     offload_seconds,
     optimizer_seconds,
+    slowest_stage_layers,
 )
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
-from llmplan.core.training.nccl import latency_array, ramp_array
-from llmplan.core.training.placement import bus_bandwidth
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -101,11 +92,10 @@ class QuickResult:
 def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSettings, eff: Efficiency,
              sequence_parallel: bool = True, prof: FrameworkProfile | None = None) -> QuickResult:
     f = np.float64
-    tp, pp, vp, dp, cp, ep = (x.astype(f) for x in (c.tp, c.pp, c.vp, c.dp, c.cp, c.ep))
+    pp, vp, dp = (x.astype(f) for x in (c.pp, c.vp, c.dp))
     mb, m = c.mb.astype(f), c.accum.astype(f)
     L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
-    gpn = cluster.gpus_per_node
-    stage_layers = np.ceil(L / pp)
+    stage_layers = slowest_stage_layers(s.spec.num_layers, c.pp, c.vp).astype(f)  # the engine's split
 
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
     # eager-kernel profiles: the engine's phase peak with the switches' terms, per distinct layout
@@ -119,7 +109,6 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     zero = c.zero
     q = float(s.q_width)
     span = _span(s, seq)
-    tokens_mb = mb * seq / cp
 
     # ---- time ------------------------------------------------------------------------------------
     attn_fwd = 4.0 * span * q  # QK^T and AV per token per layer (Narayanan et al. eq. 3, no causal halving)
@@ -130,42 +119,30 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_compute_mb, t_recompute_mb, _peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
                                                    stage_layers, pp)
 
-    # Group bandwidths from the engine's placement (Megatron order tp, cp, dp, pp; NICs shared per node)
-    tp_bw = bus_bandwidth(tp, 1, cluster, eff)
-    act_bytes = tokens_mb * h * 2
-    n_tp_coll = 4 + 2 * (c.recompute == 2)
-    tp_bw = np.where(tp <= gpn, tp_bw * ramp_array(cluster.fabric, act_bytes), tp_bw)  # message-size ramp
-    tp_nodes = np.ceil(tp / gpn)
-    t_tp_lat = stage_layers * n_tp_coll * latency_array("all-reduce", tp, np.minimum(tp, gpn), tp_nodes)
-    t_tp_mb = stage_layers * n_tp_coll * 2 * (tp - 1) / tp * act_bytes / tp_bw + t_tp_lat
-    t_cp_mb = context_parallel_seconds(c, s.spec, cluster, eff, t, t_compute_mb, m) / m  # the engine's, per step
-    pp_bw = bus_bandwidth(pp, tp * cp * dp, cluster, eff, p2p=True)
-    t_pp_mb = np.where(pp > 1, 2 * vp * act_bytes / tp / pp_bw, 0.0)
+    # TP, CP, PP and EP traffic per step, as the engine prices and hides it (quick_time.py); it stretches
+    # with the compute by the bubble, as in the estimate ((compute + exposed inner traffic) × (1 + bubble))
+    t_tp, t_pp, t_ep = inner_seconds(c, s.spec, cluster, eff, t, prof, sequence_parallel, t_compute_mb, m)
+    t_cp = context_parallel_seconds(c, s.spec, cluster, eff, t, t_compute_mb, m)
     slots = m + (pp - 1) / vp
-    slot = t_compute_mb + t_tp_mb + t_cp_mb + t_pp_mb
+    slot = t_compute_mb + (t_tp + t_cp + t_pp + t_ep) / m
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
     bubble = np.where(slots > m, (slots - m) * slot, 0.0)  # no bubble, even where a row is priced infinite
 
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
-    moe_layers = stage_layers * s.moe_layer_fraction
-    ep_bw = bus_bandwidth(ep, tp * cp, cluster, eff)
-    a2a = moe_layers * 4 * (ep - 1) / ep * tokens_mb * s.experts_per_token * h * 2 / tp / ep_bw
-    t_ep = m * a2a
-
     t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m),
                      optimizer_seconds(sm, zero, t, cluster, eff))
 
-    step = m * slot + bubble + t_dp + t_ep + t_opt
+    step = m * slot + bubble + t_dp + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)
         pcie = 0.0 if cluster.gpu.unified_memory else cluster.gpu.pcie_bandwidth * eff.pcie
-        host_s, _ = host_transfer_time(eager.host_activations * m, eager.paged_host, pcie, m * slot + bubble)
+        host_s, _ = host_transfer_time(eager.host_activations * m, eager.paged_host, pcie, m * t_compute_mb)
         step = step + host_s
     tokens_step = mb * m * dp * seq
     model_flops = tokens_step * passes * (L * layer_fwd + logit_fwd)  # PaLM MFU: no recompute
     return QuickResult(
         memory=memory, weights=weights, grads=grads, optimizer=opt, activations=acts, step_time=step,
-        compute=compute, bubble=bubble, tp_comm=m * (t_tp_mb + t_cp_mb), pp_comm=m * t_pp_mb, dp_comm=t_dp,
+        compute=compute, bubble=bubble, tp_comm=t_tp + t_cp, pp_comm=t_pp, dp_comm=t_dp,
         ep_comm=t_ep, recompute=m * t_recompute_mb, optimizer_time=t_opt, tokens_per_step=tokens_step,
         model_flops=model_flops,
     )

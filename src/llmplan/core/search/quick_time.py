@@ -6,7 +6,9 @@
   model (``comms.data_parallel_times``, latency included: at thousands of ranks it is most of a ZeRO-3
   gather) once per distinct group and message, then hidden behind each layout's compute windows by
   ``comms.exposed``, the windows the estimate gives them;
-- context parallelism's K/V exchange: ``comms.context_parallel_call``, priced and hidden the same way;
+- context parallelism's K/V exchange (``comms.context_parallel_call``), and the tensor-parallel, pipeline
+  and expert-parallel traffic (``tensor_parallel_call``, ``pipeline_call``, ``expert_parallel_call``),
+  priced and hidden the same way;
 - the optimizer's pass over its states: ``op_time.optimizer_time``;
 - CPU offload: ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute).
 
@@ -25,12 +27,20 @@ import numpy as np
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.params import count_params
-from llmplan.core.training.comms import call_time, context_parallel_call, data_parallel_times, exposed
+from llmplan.core.training.comms import (
+    call_time,
+    context_parallel_call,
+    data_parallel_times,
+    expert_parallel_call,
+    exposed,
+    pipeline_call,
+    tensor_parallel_call,
+)
 from llmplan.core.training.flops import token_flops
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.op_time import optimizer_time
-from llmplan.core.training.placement import topology
+from llmplan.core.training.placement import span_stride, topology
 from llmplan.core.training.stages import split_layers
 from llmplan.core.workload import TrainingSettings
 
@@ -48,7 +58,7 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
     d = c.dp * c.cp
     shard = np.full(n, t.shard_group) if t.shard_group else d
     share = np.divide(sm.expert, sm.params, out=np.zeros(n), where=sm.params > 0)
-    keys = np.stack([c.tp, c.cp, c.ep, d, shard, _slowest_rows(m.num_layers, c.pp, c.vp), c.zero, sm.trainable,
+    keys = np.stack([c.tp, c.cp, c.ep, d, shard, slowest_stage_layers(m.num_layers, c.pp, c.vp), c.zero, sm.trainable,
                      sm.params, share, sm.grad_bytes, sm.weight_bytes], axis=1).astype(np.float64)
     first, inverse = distinct_rows(keys)
     cache = _dp_prices(cluster, eff, t, prof)
@@ -98,17 +108,77 @@ def context_parallel_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: Tra
     for k, (tp, cp, mb, rc) in enumerate(keys[first].tolist()):
         tr = t if t.recompute == _RECOMPUTE[rc] else t.model_copy(update={"recompute": _RECOMPUTE[rc]})
         unit[k] = call_time(context_parallel_call(m, tr, tp, cp, mb, t.seq_len, 1, 1), topo, cluster.fabric)
+    # (few distinct keys: tp × cp × micro-batch × recompute)
     pb = count_params(m)
     adapters = 0.0 if t.method == "full" else adapter_params(pb, m, None, t.lora_rank, t.lora_targets)
     tf = token_flops(m, pb, t.seq_len, adapters)
     share = tf.attention / tf.forward if tf.forward else 0.0
-    layers = _slowest_rows(m.num_layers, c.pp[rows], c.vp[rows])
+    layers = slowest_stage_layers(m.num_layers, c.pp[rows], c.vp[rows])
     secs = unit[inverse, 0] * layers * accum[rows]
     out[rows] = exposed(secs, unit[inverse, 1], accum[rows] * t_compute_mb[rows] * share, False)[0]
     return out
 
 
 _RECOMPUTE = ("none", "selective", "full")
+
+
+def inner_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings, prof: FrameworkProfile | None,
+                  sequence_parallel: bool, t_compute_mb: np.ndarray, accum: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exposed seconds per step of tensor-parallel, pipeline and expert-parallel traffic (TP, PP, EP), as the
+    estimate prices them: the engine's ``comms.tensor_parallel_call``, ``pipeline_call`` and
+    ``expert_parallel_call`` priced by ``nccl`` once per distinct shape. TP and PP calls are priced for one
+    block and one micro-batch and scaled (their calls are that many times blocks × micro-batches); the
+    all-to-all's call count is rounded by the engine, so it is priced with the row's own micro-batches. TP
+    hides behind the step's compute where the profile overlaps it (``comms.exposed``)."""
+    prof = prof or FrameworkProfile()
+    n = len(c.tp)
+    tp_s, pp_s, ep_s = np.zeros(n), np.zeros(n), np.zeros(n)
+    cache = _dp_prices(cluster, eff, t, prof)  # kept over the search's batches
+    layers = slowest_stage_layers(m.num_layers, c.pp, c.vp)
+    zeros = np.zeros(0, dtype=np.int64)
+
+    def priced(kind: str, rows: np.ndarray, cols: list[np.ndarray], make) -> np.ndarray:
+        """(seconds, seconds of one call) of ``make(*key)`` for each row, priced once per distinct key."""
+        keys = np.stack([x[rows] for x in cols], axis=1) if len(rows) else zeros.reshape(0, len(cols))
+        first, inverse = distinct_rows(keys)
+        unit = np.zeros((len(first), 2))
+        for u, k in enumerate(keys[first].tolist()):
+            hit = cache.times.get((kind, *k))
+            if hit is None:
+                hit = cache.times[(kind, *k)] = call_time(make(*k), cache.topo, cluster.fabric)
+            unit[u] = hit
+        return unit[inverse]
+
+    def training(rc: int) -> TrainingSettings:
+        return t if t.recompute == _RECOMPUTE[rc] else t.model_copy(update={"recompute": _RECOMPUTE[rc]})
+
+    rows = np.nonzero(c.tp > 1)[0]
+    if len(rows):
+        sp = bool(sequence_parallel)
+        unit = priced("tp", rows, [c.tp, c.cp, c.mb, c.recompute], lambda tp, cp, mb, rc: tensor_parallel_call(
+            m, training(rc), tp, cp, sp, mb, t.seq_len, 1, 1))
+        secs = unit[:, 0] * layers[rows] * accum[rows]
+        window = accum[rows] * t_compute_mb[rows] if prof.tp_comm_overlap else np.zeros(len(rows))
+        tp_s[rows] = exposed(secs, unit[:, 1], window, False)[0]
+    rows = np.nonzero(c.pp > 1)[0]
+    if len(rows):
+        sp_rows = (c.tp > 1) & bool(sequence_parallel)
+        stride = span_stride(c.tp * c.cp * c.dp, cluster.gpus_per_node)  # the same span: priced once
+        # priced for one chunk boundary and micro-batch: its calls are 2 · v · micro-batches
+        unit = priced("pp", rows, [c.tp, c.cp, stride, c.pp, c.mb, sp_rows], lambda tp, cp, st, pp, mb, sp:
+                      pipeline_call(m, tp, cp, st, pp, 1, bool(sp), mb, t.seq_len, 1))
+        pp_s[rows] = unit[:, 0] * c.vp[rows] * accum[rows]
+    moe = m.moe_layer_count / m.num_layers * layers
+    rows = np.nonzero((c.ep > 1) & (moe > 0))[0] if m.moe else zeros
+    if len(rows):
+        sp_rows = (c.tp > 1) & bool(sequence_parallel)
+        unit = priced("ep", rows, [c.tp, c.cp, c.ep, sp_rows, c.mb, c.recompute, moe, accum],
+                      lambda tp, cp, ep, sp, mb, rc, moe_l, mbs: expert_parallel_call(
+                          m, training(int(rc)), int(tp), int(cp), int(ep), bool(sp), int(mb), t.seq_len, moe_l,
+                          int(mbs)))
+        ep_s[rows] = unit[:, 0]
+    return tp_s, pp_s, ep_s
 
 
 def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +196,7 @@ def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _DpPrices:
-    """Priced data-parallel collectives of one (cluster, efficiency, training, profile), kept while the
+    """Priced collectives of one (cluster, efficiency, training, profile), kept while the
     search evaluates its batches with the same objects (found by identity: hashing the pydantic models
     field by field would cost more than the pricing). It holds the objects, so their ids stay theirs."""
 
@@ -209,7 +279,8 @@ def _slowest(layers: int, pp: int, vp: int) -> int:
     return split_layers(layers, pp, vp).slowest
 
 
-def _slowest_rows(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+def slowest_stage_layers(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """The slowest pipeline stage's layers of each row (``_slowest``): the layers whose time every step takes."""
     keys = pp.astype(np.int64) * 4096 + vp
     uniq, inverse = np.unique(keys, return_inverse=True)
     return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]

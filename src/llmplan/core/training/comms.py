@@ -119,13 +119,9 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                  weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
                  win: Windows) -> tuple[Collective, ...]:
     out: list[Collective] = []
-    s_loc = lay.seq_len / lay.cp
     b = lay.micro_batch
-    h = m.hidden_size
-    act = 2.0  # bf16/fp16 activations on the wire
     mbs = lay.accumulation
     L = lay.max_stage_layers  # the slowest stage's blocks: its traffic is on the step's critical path
-    recompute_fwd = tr.recompute == "full"
 
     topo = topology(cl, eff)
     fabric = cl.fabric
@@ -160,35 +156,18 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                               hides_behind=ov.behind if ov else "", unhidden_s=head if ov else exp))
 
     if lay.tp > 1:
-        n_ar = 4 + (2 if recompute_fwd else 0)
-        msg = s_loc * b * h * act  # one block's activations: the all-reduce buffer
-        calls = n_ar * L * mbs
-        parts: tuple[tuple[Op, int, float], ...] = (
-            (("all-gather", calls, msg), ("reduce-scatter", calls, msg)) if lay.sp else (("all-reduce", calls, msg),))
-        kind = "all-gather + reduce-scatter" if lay.sp else "all-reduce"
-        add(f"TP {kind} (per block)", "tp", lay.tp, 1, parts,
-            "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
-            {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs},
+        c = tensor_parallel_call(m, tr, lay.tp, lay.cp, lay.sp, b, lay.seq_len, L, mbs)
+        add(c.name, "tp", c.size, c.stride, c.parts, c.formula, c.inputs,
             Overlap(win.compute, "the GEMMs (Transformer Engine userbuffers)") if prof.tp_comm_overlap else None)
     if lay.cp > 1:
         c = context_parallel_call(m, tr, lay.tp, lay.cp, b, lay.seq_len, L, mbs)
         add(c.name, "cp", c.size, c.stride, c.parts, c.formula, c.inputs, Overlap(win.attention, c.behind))
     if lay.pp > 1:
-        rep = lay.tp if lay.sp else 1
-        msg = s_loc * b * h * act / rep
-        add("PP send/receive of activations", "pp", lay.pp, lay.tp * lay.cp * lay.dp,
-            (("p2p", 2 * lay.vp * mbs, msg),),
-            "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
-            {"v": lay.vp, "s": s_loc, "b": b, "h": h, "micro_batches": mbs}, None)
+        c = pipeline_call(m, lay.tp, lay.cp, lay.tp * lay.cp * lay.dp, lay.pp, lay.vp, lay.sp, b, lay.seq_len, mbs)
+        add(c.name, "pp", c.size, c.stride, c.parts, c.formula, c.inputs, None)
     if lay.ep > 1 and moe_layers_on_gpu > 0 and m.moe:
-        k = m.moe.experts_per_token
-        n_a2a = 4 + (2 if recompute_fwd else 0)
-        rep = lay.tp if lay.sp else 1
-        msg = s_loc * b * k * h * act / rep
-        calls = max(1, round(n_a2a * moe_layers_on_gpu * mbs))
-        add("EP all-to-all of tokens", "ep", lay.ep, lay.tp * lay.cp, (("all-to-all", calls, msg),),
-            "n · (ep-1)/ep · s·b·k·h·2 B · MoE blocks · micro-batches",
-            {"n": n_a2a, "ep": lay.ep, "k": k, "moe_blocks": moe_layers_on_gpu, "micro_batches": mbs}, None)
+        c = expert_parallel_call(m, tr, lay.tp, lay.cp, lay.ep, lay.sp, b, lay.seq_len, moe_layers_on_gpu, mbs)
+        add(c.name, "ep", c.size, c.stride, c.parts, c.formula, c.inputs, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
         for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
@@ -232,6 +211,53 @@ class Call:
     unhidden: str = ""
 
 
+_ACT = 2.0  # bf16/fp16 activations on the wire
+
+
+def tensor_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, sp: bool, micro_batch: int,
+                         seq_len: int, layers: int, micro_batches: int) -> Call:
+    """Tensor parallelism's collectives: per block and micro-batch 2 all-reduces of the block's activations
+    forward and 2 backward, 2 more when full recompute re-runs the forward; with sequence parallelism each
+    is an all-gather plus a reduce-scatter. On the critical path unless the profile overlaps them with the
+    GEMMs (the caller's ``Overlap``)."""
+    n_ar = 4 + (2 if tr.recompute == "full" else 0)
+    s_loc = seq_len / cp
+    msg = s_loc * micro_batch * m.hidden_size * _ACT  # one block's activations: the all-reduce buffer
+    calls = n_ar * layers * micro_batches
+    parts: tuple[tuple[Op, int, float], ...] = (
+        (("all-gather", calls, msg), ("reduce-scatter", calls, msg)) if sp else (("all-reduce", calls, msg),))
+    kind = "all-gather + reduce-scatter" if sp else "all-reduce"
+    return Call(f"TP {kind} (per block)", tp, 1, parts, "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
+                {"n": n_ar, "t": tp, "s": s_loc, "b": micro_batch, "h": m.hidden_size, "blocks": layers,
+                 "micro_batches": micro_batches}, "compute", "the GEMMs (Transformer Engine userbuffers)")
+
+
+def pipeline_call(m: ModelSpec, tp: int, cp: int, stride: int, pp: int, vp: int, sp: bool, micro_batch: int,
+                  seq_len: int, micro_batches: int) -> Call:
+    """Pipeline parallelism's sends: each micro-batch's activations forward and their gradient backward at
+    each of the ``vp`` chunk boundaries of a rank, a tensor-parallel shard of them with sequence parallelism.
+    On the critical path. ``stride``: tp·cp·dp, the distance between a PP group's ranks."""
+    s_loc = seq_len / cp
+    msg = s_loc * micro_batch * m.hidden_size * _ACT / (tp if sp else 1)
+    return Call("PP send/receive of activations", pp, stride, (("p2p", 2 * vp * micro_batches, msg),),
+                "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
+                {"v": vp, "s": s_loc, "b": micro_batch, "h": m.hidden_size, "micro_batches": micro_batches}, "")
+
+
+def expert_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, ep: int, sp: bool, micro_batch: int,
+                         seq_len: int, moe_layers: float, micro_batches: int) -> Call:
+    """Expert parallelism's all-to-alls: per MoE block and micro-batch, tokens to their experts and back,
+    forward and backward (and again when full recompute re-runs the forward), each token k times.
+    On the critical path."""
+    k = m.moe.experts_per_token if m.moe else 1
+    n_a2a = 4 + (2 if tr.recompute == "full" else 0)
+    msg = (seq_len / cp) * micro_batch * k * m.hidden_size * _ACT / (tp if sp else 1)
+    calls = max(1, round(n_a2a * moe_layers * micro_batches))
+    return Call("EP all-to-all of tokens", ep, tp * cp, (("all-to-all", calls, msg),),
+                "n · (ep-1)/ep · s·b·k·h·2 B · MoE blocks · micro-batches",
+                {"n": n_a2a, "ep": ep, "k": k, "moe_blocks": moe_layers, "micro_batches": micro_batches}, "")
+
+
 def context_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, micro_batch: int, seq_len: int,
                           layers: int, micro_batches: int) -> Call:
     """The context-parallel ring exchange of K/V (ring attention), hidden behind the attention compute:
@@ -240,7 +266,7 @@ def context_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, 
     kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
     kv_tp = kv / (1 if m.mla else min(tp, m.num_kv_heads))
     passes = 3 + (1 if tr.recompute == "full" else 0)  # K,V forward; K,V and dK,dV backward
-    msg = 2 * (seq_len / cp) * micro_batch * kv_tp * 2.0  # bf16/fp16 on the wire
+    msg = 2 * (seq_len / cp) * micro_batch * kv_tp * _ACT
     return Call("CP ring exchange of K/V", cp, tp, (("p2p", passes * (cp - 1) * layers * micro_batches, msg),),
                 "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
                 {"passes": passes, "cp": cp, "kv_width": kv_tp, "blocks": layers, "micro_batches": micro_batches},

@@ -67,6 +67,15 @@ def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficienc
     return Span(size, per_node, nodes, topo.nvlink, share, nic, topo.link, hops * topo.latency_s, nvls)
 
 
+def span_stride(stride, gpus_per_node):
+    """The part of a stride ``span`` reads: any stride of a whole node or more puts one rank on each node, so
+    ``span(size, stride) == span(size, span_stride(stride, gpus_per_node))`` (ints or NumPy arrays). The search
+    prices each distinct group once by it."""
+    import numpy as np
+
+    return np.minimum(stride, gpus_per_node)
+
+
 def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
     """Whether a group of ``size`` ranks ``stride`` apart leaves its node."""
     return size > 1 and stride * size > gpus_per_node
