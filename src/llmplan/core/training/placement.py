@@ -83,7 +83,8 @@ def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
 
 def bus_bandwidth(size, stride, cluster: ClusterSpec, eff: Efficiency, p2p: bool = False):
     """Large-message bus bandwidth of groups (``size``, ``stride``: ints or NumPy arrays), for the search's
-    quick model: the same placement and NIC sharing as ``span``, without latency or message-size effects.
+    explanations (why TP stays in a node): the same placement and NIC sharing as ``span``, without latency
+    or message-size effects.
     ``p2p``: point-to-point exchanges (CP ring, PP), which leave the node through one rank's NIC share."""
     import numpy as np
 
