@@ -26,6 +26,7 @@ import numpy as np
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import eager_stage_memory, stage_memory
 from llmplan.core.search.quick_time import (
     context_parallel_seconds,
@@ -38,6 +39,8 @@ from llmplan.core.search.quick_time import (
 )
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
+from llmplan.core.training.flops import step_flops, token_flops
+from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -94,7 +97,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     f = np.float64
     pp, vp, dp = (x.astype(f) for x in (c.pp, c.vp, c.dp))
     mb, m = c.mb.astype(f), c.accum.astype(f)
-    L, h, seq = s.layers, float(s.hidden), float(t.seq_len)
+    seq = float(t.seq_len)
     stage_layers = slowest_stage_layers(s.spec.num_layers, c.pp, c.vp).astype(f)  # the engine's split
 
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
@@ -107,14 +110,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     memory, weights, grads, opt, acts = sm.total, sm.weights, sm.grads, sm.optimizer, sm.activations
 
     zero = c.zero
-    q = float(s.q_width)
-    span = _span(s, seq)
+    # the engine's FLOPs per token (``flops.token_flops``): model FLOPs for MFU, attention's share for CP
+    pb = count_params(s.spec)
+    adapters = 0.0 if t.method == "full" else adapter_params(pb, s.spec, None, t.lora_rank, t.lora_targets)
+    tf = token_flops(s.spec, pb, t.seq_len, adapters)
 
     # ---- time ------------------------------------------------------------------------------------
-    attn_fwd = 4.0 * span * q  # QK^T and AV per token per layer (Narayanan et al. eq. 3, no causal halving)
-    layer_fwd = 2.0 * s.layer_active_matmul + attn_fwd
-    logit_fwd = 2.0 * h * s.vocab
-    passes = 3.0 if t.method == "full" else 2.0  # frozen weights need no weight gradient
     # the engine's per-operation model (timing.layer_and_head), once per distinct per-GPU shape
     t_compute_mb, t_recompute_mb, _peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
                                                    stage_layers, pp)
@@ -122,7 +123,8 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     # TP, CP, PP and EP traffic per step, as the engine prices and hides it (quick_time.py); it stretches
     # with the compute by the bubble, as in the estimate ((compute + exposed inner traffic) × (1 + bubble))
     t_tp, t_pp, t_ep = inner_seconds(c, s.spec, cluster, eff, t, prof, sequence_parallel, t_compute_mb, m)
-    t_cp = context_parallel_seconds(c, s.spec, cluster, eff, t, t_compute_mb, m)
+    t_cp = context_parallel_seconds(c, s.spec, cluster, eff, t, t_compute_mb, m,
+                                    tf.attention / tf.forward if tf.forward else 0.0)
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + (t_tp + t_cp + t_pp + t_ep) / m
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
@@ -139,7 +141,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
         host_s, _ = host_transfer_time(eager.host_activations * m, eager.paged_host, pcie, m * t_compute_mb)
         step = step + host_s
     tokens_step = mb * m * dp * seq
-    model_flops = tokens_step * passes * (L * layer_fwd + logit_fwd)  # PaLM MFU: no recompute
+    model_flops = tokens_step * step_flops(tf, 1.0, t).model  # the estimate's model FLOPs (PaLM MFU: no recompute)
     return QuickResult(
         memory=memory, weights=weights, grads=grads, optimizer=opt, activations=acts, step_time=step,
         compute=compute, bubble=bubble, tp_comm=t_tp + t_cp, pp_comm=t_pp, dp_comm=t_dp,
@@ -173,19 +175,3 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     gpu = stage_layers * layer_gpu + head_gpu / pp
     host = stage_layers * layer_host + head_host / pp
     return np.maximum(gpu, host), stage_layers * rec, r.gemm
-
-
-def _in_flight(pp: np.ndarray, vp: np.ndarray, m: np.ndarray, stage: np.ndarray | float) -> np.ndarray:
-    """Micro-batches of activations stage ``stage`` holds at its peak: min(m, p-s) for 1F1B;
-    (2·(p-s-1) + (v-1)·p + 1)/v chunk passes interleaved (Megatron's warm-up; p·(1 + (p-1)/(p·v))
-    on the first stage, Korthikanti et al. 2022 §4.2.3)."""
-    one_f_one_b = np.minimum(m, pp - stage)
-    interleaved = (2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp
-    return np.where(pp == 1, 1.0, np.where(vp > 1, interleaved, one_f_one_b))
-
-
-def _span(s: ModelShape, seq: float) -> float:
-    """Keys a query attends to, averaged over layers (sliding-window layers see at most the window)."""
-    if not s.sliding_window:
-        return seq
-    return (1 - s.sliding_fraction) * seq + s.sliding_fraction * min(seq, float(s.sliding_window))

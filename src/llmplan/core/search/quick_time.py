@@ -26,7 +26,6 @@ import numpy as np
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
-from llmplan.core.params import count_params
 from llmplan.core.training.comms import (
     call_time,
     context_parallel_call,
@@ -36,8 +35,6 @@ from llmplan.core.training.comms import (
     pipeline_call,
     tensor_parallel_call,
 )
-from llmplan.core.training.flops import token_flops
-from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.op_time import optimizer_time
 from llmplan.core.training.placement import span_stride, topology
@@ -90,12 +87,12 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
 
 
 def context_parallel_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettings,
-                             t_compute_mb: np.ndarray, accum: np.ndarray) -> np.ndarray:
+                             t_compute_mb: np.ndarray, accum: np.ndarray, attention_share: float) -> np.ndarray:
     """Exposed seconds per step of the context-parallel K/V exchange, as the estimate prices it: the engine's
     ``comms.context_parallel_call`` priced by ``nccl`` once per distinct (tp, cp, micro-batch, recompute) for
     one block and micro-batch (its calls are that many times blocks × micro-batches), hidden by
     ``comms.exposed`` behind the step's attention compute (the estimate's window: the step's compute × the
-    attention's share of the forward FLOPs, ``flops.token_flops``)."""
+    attention's share of the forward FLOPs, ``flops.token_flops``, given as ``attention_share``)."""
     n = len(c.tp)
     out = np.zeros(n)
     rows = np.nonzero(c.cp > 1)[0]
@@ -109,13 +106,9 @@ def context_parallel_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: Tra
         tr = t if t.recompute == _RECOMPUTE[rc] else t.model_copy(update={"recompute": _RECOMPUTE[rc]})
         unit[k] = call_time(context_parallel_call(m, tr, tp, cp, mb, t.seq_len, 1, 1), topo, cluster.fabric)
     # (few distinct keys: tp × cp × micro-batch × recompute)
-    pb = count_params(m)
-    adapters = 0.0 if t.method == "full" else adapter_params(pb, m, None, t.lora_rank, t.lora_targets)
-    tf = token_flops(m, pb, t.seq_len, adapters)
-    share = tf.attention / tf.forward if tf.forward else 0.0
     layers = slowest_stage_layers(m.num_layers, c.pp[rows], c.vp[rows])
     secs = unit[inverse, 0] * layers * accum[rows]
-    out[rows] = exposed(secs, unit[inverse, 1], accum[rows] * t_compute_mb[rows] * share, False)[0]
+    out[rows] = exposed(secs, unit[inverse, 1], accum[rows] * t_compute_mb[rows] * attention_share, False)[0]
     return out
 
 
