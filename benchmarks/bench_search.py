@@ -5,7 +5,9 @@
 1. GPT-3 175B shape (96 layers, h 12288, 96 heads, seq 2048, Brown et al. 2020 Table 2.1) on
    1,024 A100 80GB (128 nodes of 8, HDR InfiniBand), global batch 1,536 sequences;
 2. Llama 3.1 405B (its config.json) on 16,384 H100 (2,048 nodes of 8, 400 Gb/s per GPU),
-   seq 8,192, global batch 2,048 sequences (16M tokens, Llama 3 paper Table 4).
+   seq 8,192, global batch 2,048 sequences (16M tokens, Llama 3 paper Table 4);
+3. Llama 3.1 8B (its config.json) LoRA with the Hugging Face Trainer (an eager-kernel profile: plain data
+   parallelism, memory from the engine's per-phase peak) on one node of 8 H100, seq 4,096, 64 sequences.
 First the quick model alone, then the whole search with the full engine re-estimating the short list,
 as the app and the CLI run it.
 """
@@ -20,9 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from core.search.specs import A100_80GB, H100_80GB, LLAMA_405B, NDR_IB, cluster, gpt
+from llmplan.catalog.frameworks import load_framework_profiles
 from llmplan.core.engine import estimate
 from llmplan.core.search import search
 from llmplan.core.workload import Scenario, TrainingSettings
+
+# Llama 3.1 8B config.json (meta-llama/Llama-3.1-8B): hidden 4096, 32 layers, 32 heads, 8 KV heads,
+# intermediate 14336, vocab 128256.
+LLAMA_8B = LLAMA_405B.model_copy(update={"name": "Llama 3.1 8B", "hidden_size": 4096, "num_layers": 32,
+                                         "num_heads": 32, "intermediate_size": 14336})
 
 
 def _time(fn, repeat: int = 5) -> float:
@@ -42,6 +50,10 @@ def _cases() -> dict[str, Scenario]:
         "Llama 3.1 405B on 16,384 H100": Scenario(
             model=LLAMA_405B, cluster=cluster(H100_80GB, 8, 2048, NDR_IB),
             training=TrainingSettings(seq_len=8192, global_batch=2048)),
+        "Llama 3.1 8B LoRA, Hugging Face Trainer, on 8 H100": Scenario(
+            model=LLAMA_8B, cluster=cluster(H100_80GB, 8, 1), workload="finetune",
+            framework_profile=load_framework_profiles()["hf-trainer"],
+            training=TrainingSettings(method="lora", seq_len=4096, global_batch=64, framework="hf-trainer")),
     }
 
 

@@ -79,3 +79,17 @@ def test_estimate_prints_the_batch_it_trains_with_and_its_accumulation_steps(cap
     t = data["training"]
     assert t["global_batch"] == 1024 and t["batch_rule"] == "published"
     assert t["micro_batch"] * data["layout"]["dp"] * t["accumulation"] == 1024
+
+
+def test_target_mode_keeps_the_zero_stage_the_user_set(capsys):
+    """``--set training.zero_stage=3`` holds ZeRO-3 in every layout target mode tries, as ``search`` without a
+    target and ``estimate`` hold a knob the user set (``cmd_estimate.kept_knobs``); without it the search
+    chooses the stage (ZeRO-2 for this case, 2026-11-27) and the micro-batch (2), so the held values show."""
+    assert main([*BASE, "--days", "30", "--gpu", H100, "--set", "training.zero_stage=3", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["meets"] and row["layout"]["zero_stage"] == 3
+    assert main([*BASE, "--days", "30", "--gpu", H100, "--json"]) == 0
+    free = json.loads(capsys.readouterr().out)["rows"][0]
+    assert free["layout"]["zero_stage"] != 3  # the search's own choice differs, so the test above can fail
+    assert main([*BASE, "--days", "30", "--gpu", H100, "--set", "training.micro_batch=1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["layout"]["micro_batch"] == 1

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from llmplan.cli.cmd_estimate import kept_knobs
 from llmplan.cli.mixed_cards import gpu_ids
 from llmplan.core import present
 from llmplan.errors import InputError
@@ -55,7 +56,7 @@ def run(doc: PlanDocument, args: argparse.Namespace, refine, gpus: list[str]) ->
     if args.tokens is not None and args.tokens <= 0:
         raise InputError("--tokens must be positive")
     tokens = args.tokens or doc.training.tokens
-    rows = target_table(doc, gpus, args.days, args.budget, tokens, refine, args.max_gpus)
+    rows = target_table(doc, gpus, args.days, args.budget, tokens, refine, args.max_gpus, kept_knobs(args))
     if args.json:
         print(json.dumps({"days": args.days, "budget_usd": args.budget, "tokens": tokens,
                           "rows": [answer_json(a) for a in rows]}, indent=2))

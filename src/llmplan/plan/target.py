@@ -72,14 +72,16 @@ def template_for(doc: PlanDocument, gpu_id: str) -> Scenario:
 
 def target_table(doc: PlanDocument, gpu_ids: Sequence[str] = (), days: float | None = None,
                  budget: float | None = None, tokens: float | None = None,
-                 refine: Callable | None = None, max_gpus: int = 1_000_000) -> tuple[TargetAnswer, ...]:
+                 refine: Callable | None = None, max_gpus: int = 1_000_000,
+                 keep: tuple[str, ...] = ()) -> tuple[TargetAnswer, ...]:
     """For each GPU (default: ``training_gpu_ids``) the smallest cluster that trains ``tokens`` within the
-    targets, ranked by cost, with the energy of the run from the plan's system options."""
+    targets, ranked by cost, with the energy of the run from the plan's system options. ``keep``: the
+    training knobs the plan states (ZeRO stage, micro-batch, recompute, offload), held by every search."""
     if doc.workload == "inference":
         raise InputError("a training target needs a training workload: --workload pretrain or finetune")
     ids = list(gpu_ids) or training_gpu_ids()
     templates = [template_for(doc, g) for g in ids]
-    rows = rank_targets(templates, days, budget, tokens, refine, max_gpus)
+    rows = rank_targets(templates, days, budget, tokens, refine, max_gpus, keep)
     out = []
     for r in rows:
         kwh = None

@@ -9,10 +9,11 @@ Training: every (model kind × bf16/fp8 × full/LoRA/QLoRA × optimizer × ZeRO 
 in two layouts (dp = 8; tp 2 × pp 2 × dp 2, with ep 2 for the MoE model, full recompute, micro-batch
 2). Memory: the quick model calls the engine's own functions (``search/quick_memory.py``), so every
 cell must agree within 2% (measured: to rounding). Tokens/s: the quick model's compute is the
-engine's per-operation model (``timing.layer_and_head``, priced once per distinct per-GPU shape), its
-communication, bubble and optimizer terms vectorised copies of the engine's: within 5% in every cell
-but the dense ZeRO-3 fp8 ones, which are 5-6% low (measured 0.940-1.037 after the network model of
-issue 23, 2026-11-25). The search still re-checks its finalists with the full engine and
+engine's per-operation model (``timing.layer_and_head``, priced once per distinct per-GPU shape), and
+its TP, CP, PP, EP and DP collectives, optimizer pass and offload are the engine's functions too
+(``search/quick_time.py``). The issue asks for 5%; the test holds 1e-6, because the two are the same
+functions (measured to rounding on 2026-11-27; with the quick model's own copies of the communication
+terms the same grid was 0.940-1.037, the dense ZeRO-3 fp8 cells 5-6% low). The search still re-checks its finalists with the full engine and
 says "no layout fits" only after the engine checked the most memory-frugal layouts
 (``planner.FRUGAL_CHECKS``).
 """
@@ -94,9 +95,6 @@ def test_training_quick_model_is_the_engines_memory(kind, name):
         mem = q.memory[0] / e.memory.total.value
         tps = q.tokens_per_s[0] / e.compute.tokens_per_s.value
         assert abs(mem - 1) <= 0.02, (prec, method, opt, zero, mem)
-        # compute is the engine's per-operation model; communication, bubble and optimizer are vectorised
-        # copies of the engine's terms: 0.940-1.037 over this grid (2026-11-25); the ZeRO-3 fp8 cells are the
-        # furthest (6%: the quick model's parameter all-gather), every other cell within 5%
-        assert 0.93 <= tps <= 1.05, (prec, method, opt, zero, tps)
+        assert abs(tps - 1) <= 1e-6, (prec, method, opt, zero, tps)  # the engine's functions (module doc)
         cells += 1
     assert cells == 2 * 3 * 7 * (2 if layout.pp > 1 else 4)

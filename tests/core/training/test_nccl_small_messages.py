@@ -12,7 +12,7 @@ integer log2 of the node count.
 import pytest
 
 from llmplan.catalog.hardware import load_hardware_catalog
-from llmplan.core.training.nccl import collective, latency_array, log2i, tree_correction
+from llmplan.core.training.nccl import collective, log2i, tree_correction
 from llmplan.core.training.placement import span
 
 
@@ -81,14 +81,6 @@ def test_tree_correction_factor_is_nccl_table():
     assert tree_correction(0, 256 * 1024) == 0.4
     assert tree_correction(2, 4 * 2**20) == 0.7
     assert tree_correction(2, 2**34) == 1.0
-
-
-def test_quick_model_latency_matches_engine_for_small_calls():
-    # The search's vectorised latency uses the same constants: Simple ring or tree, whichever is lower.
-    import numpy as np
-
-    lat = latency_array("all-reduce", np.array([24.0]), np.array([8.0]), np.array([3.0]))[0]
-    assert lat * 1e6 == pytest.approx(8.4 + 2 * (7 * 4.0 + 1 * 14.0), rel=1e-6)
 
 
 def test_nvls_pays_nccl_nvls_latency():

@@ -245,9 +245,8 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
             cols = cols.take(np.arange(start))
             break
         idx = np.arange(start, min(start + _BATCH, n))
-        part = evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
-                        scenario.parallelism.sequence_parallel, scenario.framework)
-        parts.append(_engine_priced(cols.take(idx), part, scenario))
+        parts.append(evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
+                              scenario.parallelism.sequence_parallel, scenario.framework))
         report(0.8 * min(start + _BATCH, n) / max(n, 1), f"evaluated {min(start + _BATCH, n):,} of {n:,} layouts")
     if not parts:
         return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework), cancelled
@@ -271,27 +270,6 @@ def _supported(cols: Columns, scenario: Scenario) -> Columns:
         if not getattr(prof, flag):
             keep &= col == 1
     return cols if keep.all() else cols.take(np.nonzero(keep)[0])
-
-
-def _engine_priced(cols: Columns, res: QuickResult, scenario: Scenario) -> QuickResult:
-    """Eager-kernel profiles (Hugging Face) keep no Korthikanti-style array model: their memory is the
-    maximum over a step's phases of what the modeling code saves. The candidates they allow are few (one
-    GPU or plain data parallel), so each is priced by the engine itself: memory and step time are the
-    estimate's, never a second model's. Fused profiles are returned as they are."""
-    if scenario.framework.kernels != "eager" or not len(cols):
-        return res
-    from llmplan.core.engine import estimate
-
-    memory, step = res.memory.copy(), res.step_time.copy()
-    for i in range(len(cols)):
-        p, t = layout_of(cols, i, scenario.training, scenario.parallelism.sequence_parallel)
-        try:
-            e = estimate(scenario_for(scenario, p, t))
-        except LlmplanError:
-            memory[i], step[i] = np.inf, np.inf
-            continue
-        memory[i], step[i] = e.memory.total.value, e.compute.step_time_s.value
-    return QuickResult(**{f: getattr(res, f) for f in QuickResult.__slots__} | {"memory": memory, "step_time": step})
 
 
 def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
@@ -352,8 +330,7 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
                    ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
                    recompute=one * RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
-    res = _engine_priced(cols, evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel,
-                                        scenario.framework), scenario.model_copy(update={"parallelism": p}))
+    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel, scenario.framework)
     base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
     ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)
     assert ranked is not None  # without refine, _ranked always returns a layout

@@ -69,6 +69,21 @@ class StageMemoryRows:
     grads: np.ndarray
     optimizer: np.ndarray  # master weights + optimizer states
     activations: np.ndarray
+    # what the engine's step time reads of that stage (``training.estimate_training``): its parameters,
+    # experts among them, trainable ones, and the states' bytes per parameter and dense sharding group
+    params: np.ndarray
+    expert: np.ndarray
+    trainable: np.ndarray
+    weight_bytes: np.ndarray
+    grad_bytes: np.ndarray
+    master_bytes: np.ndarray
+    optimizer_bytes: np.ndarray
+    shard_dense: np.ndarray
+    shard_expert: np.ndarray
+    offloaded_weights: np.ndarray  # ZeRO-3 parameter offload: the partition fetched every pass
+
+
+_FIELDS = 15  # StageMemoryRows' arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +121,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     prof = prof or FrameworkProfile()
     n = len(tp)
     if not n:
-        return StageMemoryRows(*(np.zeros(0) for _ in range(5)))
+        return StageMemoryRows(*(np.zeros(0) for _ in range(_FIELDS)))
     L = m.num_layers
     full = t.method == "full"
     pb = count_params(m)
@@ -172,7 +187,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         working = np.where(layers > 0, work, 0.0)  # last stage: the loss's backward or the first recompute
         last = (role == 0) | (role == 3)
         activ = activ + np.where(last, logits + np.maximum(loss, working), working)
-        w, g, o, gather = (np.zeros(n) for _ in range(4))
+        w, g, o, gather, wb, gb, mb_, ob, sd, se, fetched = (np.zeros(n) for _ in range(11))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):
             idx = np.nonzero(z_keys == zk)[0]
@@ -182,13 +197,17 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             fz = frozen if full else frozen[idx]
             st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full, prof)
             w[idx], g[idx], o[idx], gather[idx] = st.weights, st.gradients, st.master + st.optimizer, st.gather_buffer
+            wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx], se[idx], fetched[idx] = (
+                st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes, st.shard_dense, st.shard_expert,
+                st.offloaded_weights)
         allocated = w + g + o + activ + buffers + gather
         stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes, -np.inf)
+        row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd, se, fetched)
         if out is None:
-            out = [stage_total, w, g, o, activ]
+            out = list(row)
         else:
             worse = stage_total > out[0]
-            out = [np.where(worse, new, old) for new, old in zip((stage_total, w, g, o, activ), out, strict=True)]
+            out = [np.where(worse, new, old) for new, old in zip(row, out, strict=True)]
     return StageMemoryRows(*out)
 
 
@@ -218,9 +237,9 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
     from llmplan.errors import LlmplanError
 
     n = len(cols)
-    out = np.zeros((7, n))
+    out = np.zeros((_FIELDS + 2, n))
     if not n:
-        return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])
+        return EagerRows(StageMemoryRows(*out[:_FIELDS]), out[_FIELDS], out[_FIELDS + 1])
     pb = count_params(m)
     names = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "offload", "recompute", "mb", "accum")
     keys = np.stack([getattr(cols, f) for f in names], axis=1)
@@ -240,10 +259,12 @@ def eager_stage_memory(m: ModelSpec, t: TrainingSettings, prof: FrameworkProfile
         try:
             sm = mem.worst_stage(sc, pb, resolve(sc))
         except LlmplanError:
-            out[:, inverse == k] = np.array([np.inf, 0, 0, 0, 0, 0, 0])[:, None]
+            out[:, inverse == k] = 0.0
+            out[0, inverse == k] = np.inf
             continue
         st = sm.states
-        row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.host_activations,
-               sm.paged_host)
+        row = (sm.total, st.weights, sm.gradients, st.master + st.optimizer, sm.activations, sm.params.total,
+               sm.params.expert, sm.trainable, st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes,
+               st.shard_dense, st.shard_expert, st.offloaded_weights, sm.host_activations, sm.paged_host)
         out[:, inverse == k] = np.array(row)[:, None]
-    return EagerRows(StageMemoryRows(*out[:5]), out[5], out[6])
+    return EagerRows(StageMemoryRows(*out[:_FIELDS]), out[_FIELDS], out[_FIELDS + 1])

@@ -71,9 +71,10 @@ def _figures(r: RankedLayout, tokens: float, price: float | None) -> tuple[float
     return seconds / _SECONDS_PER_DAY, hours, None if price is None else hours * price
 
 
-def _best(sc: Scenario, refine: Callable[[Scenario], Estimate] | None) -> RankedLayout | None:
+def _best(sc: Scenario, refine: Callable[[Scenario], Estimate] | None, keep: tuple[str, ...] = ()
+          ) -> RankedLayout | None:
     try:
-        res = search(sc, top=1, objective="time", refine=refine, use_fewer_gpus=False)
+        res = search(sc, top=1, objective="time", refine=refine, use_fewer_gpus=False, keep=keep)
     except LlmplanError:
         return None
     return res.best[0] if res.best else None
@@ -81,10 +82,11 @@ def _best(sc: Scenario, refine: Callable[[Scenario], Estimate] | None) -> Ranked
 
 def meet_target(template: Scenario, days: float | None = None, budget: float | None = None,
                 tokens: float | None = None, refine: Callable[[Scenario], Estimate] | None = None,
-                max_gpus: int = MAX_GPUS) -> TargetRow:
+                max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = ()) -> TargetRow:
     """The smallest node count of ``template``'s cluster (its GPU, GPUs per node, network) whose best
     layout meets ``days`` and ``budget`` for ``tokens`` (default: the plan's training.tokens); see the
-    module doc. ``refine``: the full engine, which re-estimates the chosen layout."""
+    module doc. ``refine``: the full engine, which re-estimates the chosen layout; ``keep``: training
+    knobs the search holds at the plan's values (``planner.search``), as a layout search would."""
     if days is None and budget is None:
         raise LlmplanError("a target needs --days or --budget (or both)")
     if (days is not None and days <= 0) or (budget is not None and budget <= 0):
@@ -111,7 +113,7 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
 
     def at(nodes: int, with_engine: bool) -> tuple[RankedLayout | None, Scenario]:
         sc = sc0.model_copy(update={"cluster": c.model_copy(update={"nodes": nodes})})
-        return _best(sc, refine if with_engine else None), sc
+        return _best(sc, refine if with_engine else None, keep), sc
 
     def ok(r: RankedLayout) -> bool:
         d, _h, cost = _figures(r, total, price)
@@ -144,8 +146,8 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
 
 def rank_targets(templates: Sequence[Scenario], days: float | None = None, budget: float | None = None,
                  tokens: float | None = None, refine: Callable[[Scenario], Estimate] | None = None,
-                 max_gpus: int = MAX_GPUS) -> tuple[TargetRow, ...]:
+                 max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = ()) -> tuple[TargetRow, ...]:
     """``meet_target`` for each GPU type, those that meet it first, cheapest first (then fastest);
     unpriced GPUs after the priced ones."""
-    rows = [meet_target(t, days, budget, tokens, refine, max_gpus) for t in templates]
+    rows = [meet_target(t, days, budget, tokens, refine, max_gpus, keep) for t in templates]
     return tuple(sorted(rows, key=lambda r: (not r.meets, r.cost_usd is None, r.cost_usd or 0.0, r.days)))

@@ -82,8 +82,21 @@ def exposure(t: float, call_s: float, ov: Overlap | None) -> tuple[float, float]
     """(exposed seconds, of which the calls that cannot hide) for ``t`` seconds of one collective."""
     if ov is None:
         return t, t
-    head = min(t, call_s) if ov.unhidden and ov.window > 0 else 0.0
-    return head + max(0.0, t - head - ov.window), head
+    return exposed(t, call_s, ov.window, bool(ov.unhidden))
+
+
+def exposed(t, call_s, window, unhidden):
+    """(exposed seconds, unhidden seconds) of a collective of ``t`` seconds whose first or last call takes
+    ``call_s`` and that hides behind ``window`` seconds of compute: unhidden calls + max(0, t − unhidden −
+    window). Floats (the estimate) or NumPy arrays of rows (the search's quick model, where ``unhidden`` may
+    be an array too): one formula for both."""
+    if hasattr(t, "shape") or hasattr(window, "shape"):
+        import numpy as np
+
+        head = np.where(np.logical_and(unhidden, window > 0), np.minimum(t, call_s), 0.0)
+        return head + np.maximum(0.0, t - head - window), head
+    head = min(t, call_s) if unhidden and window > 0 else 0.0
+    return head + max(0.0, t - head - window), head
 
 
 def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
@@ -109,13 +122,9 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                  weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
                  win: Windows) -> tuple[Collective, ...]:
     out: list[Collective] = []
-    s_loc = lay.seq_len / lay.cp
     b = lay.micro_batch
-    h = m.hidden_size
-    act = 2.0  # bf16/fp16 activations on the wire
     mbs = lay.accumulation
     L = lay.max_stage_layers  # the slowest stage's blocks: its traffic is on the step's critical path
-    recompute_fwd = tr.recompute == "full"
 
     topo = topology(cl, eff)
     fabric = cl.fabric
@@ -124,16 +133,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             formula: str, inputs: dict[str, object], ov: Overlap | None) -> None:
         """``parts``: (operation, calls per step, bytes per call) run on this group."""
         sp = span(size, stride, topo)
-        volume = t = lat = 0.0
-        calls = 0
-        costs = []
-        for op, n_calls, msg in parts:
-            c = collective(op, msg, sp, fabric)
-            costs.append(c)
-            calls += n_calls
-            volume += n_calls * msg * bus_factor(op, size)
-            t += n_calls * c.seconds
-            lat += n_calls * c.latency_s
+        costs, calls, volume, t, lat = _price(parts, sp, fabric)
         main = costs[0]
         link = "inter-node" if sp.inter_node else "intra-node"
         where = (f"{sp.nodes} nodes × {sp.per_node} GPU{'s' if sp.per_node > 1 else ''}" if sp.inter_node
@@ -159,113 +159,223 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                               hides_behind=ov.behind if ov else "", unhidden_s=head if ov else exp))
 
     if lay.tp > 1:
-        # operator-level selective checkpointing keeps the reduce-scatter outputs but runs the all-gathers (and
-        # all-reduces, which its save list does not name) again (``selective_op``)
-        op_ac = tr.recompute == "selective_op"
-        n_ar = 4 + (2 if recompute_fwd or op_ac else 0)
-        msg = s_loc * b * h * act  # one block's activations: the all-reduce buffer
-        calls = n_ar * L * mbs
-        rs_calls = (4 + (2 if recompute_fwd else 0)) * L * mbs
-        parts: tuple[tuple[Op, int, float], ...] = (
-            (("all-gather", calls, msg), ("reduce-scatter", rs_calls, msg)) if lay.sp else
-            (("all-reduce", calls, msg),))
-        kind = "all-gather + reduce-scatter" if lay.sp else "all-reduce"
-        add(f"TP {kind} (per block)", "tp", lay.tp, 1, parts,
-            "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
-            {"n": n_ar, "t": lay.tp, "s": s_loc, "b": b, "h": h, "blocks": L, "micro_batches": mbs},
+        c = tensor_parallel_call(m, tr, lay.tp, lay.cp, lay.sp, b, lay.seq_len, L, mbs)
+        add(c.name, "tp", c.size, c.stride, c.parts, c.formula, c.inputs,
             Overlap(win.compute, "the GEMMs (Transformer Engine userbuffers)") if prof.tp_comm_overlap else None)
     if lay.cp > 1:
-        kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
-        kv_tp = kv / (1 if m.mla else min(lay.tp, m.num_kv_heads))
-        passes = 3 + (1 if recompute_fwd else 0)  # K,V forward; K,V and dK,dV backward
-        msg = 2 * s_loc * b * kv_tp * act
-        if prof.cp_comm == "all-gather":  # Llama 3: gather K/V (and recompute's), reduce-scatter dK/dV; exposed
-            gathers = (passes - 1) * L * mbs
-            add("CP all-gather of K/V, reduce-scatter of their gradients", "cp", lay.cp, lay.tp,
-                (("all-gather", gathers, msg * lay.cp), ("reduce-scatter", L * mbs, msg * lay.cp)),
-                "(cp-1)/cp · 2·s·b·kv_width·2 B · (gathers + 1 reduce-scatter) · blocks · micro-batches",
-                {"gathers": passes - 1, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs}, None)
-        else:
-            add("CP ring exchange of K/V", "cp", lay.cp, lay.tp, (("p2p", passes * (lay.cp - 1) * L * mbs, msg),),
-                "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
-                {"passes": passes, "cp": lay.cp, "kv_width": kv_tp, "blocks": L, "micro_batches": mbs},
-                Overlap(win.attention, "the attention compute (ring attention)"))
+        c = context_parallel_call(m, tr, lay.tp, lay.cp, b, lay.seq_len, L, mbs, prof.cp_comm)
+        add(c.name, "cp", c.size, c.stride, c.parts, c.formula, c.inputs,
+            Overlap(getattr(win, c.window), c.behind) if c.window else None)
     if lay.pp > 1:
-        rep = lay.tp if lay.sp else 1
-        msg = s_loc * b * h * act / rep
-        add("PP send/receive of activations", "pp", lay.pp, lay.tp * lay.cp * lay.dp,
-            (("p2p", 2 * lay.vp * mbs, msg),),
-            "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
-            {"v": lay.vp, "s": s_loc, "b": b, "h": h, "micro_batches": mbs},
-            Overlap(win.compute, "the stage's compute (asynchronous point-to-point)") if prof.pp_comm_overlap else None)
+        c = pipeline_call(m, lay.tp, lay.cp, lay.tp * lay.cp * lay.dp, lay.pp, lay.vp, lay.sp, b, lay.seq_len, mbs,
+                          prof.pp_comm_overlap)
+        add(c.name, "pp", c.size, c.stride, c.parts, c.formula, c.inputs,
+            Overlap(getattr(win, c.window), c.behind) if c.window else None)
     if lay.ep > 1 and moe_layers_on_gpu > 0 and m.moe:
-        k = m.moe.experts_per_token
-        n_a2a = 4 + (2 if recompute_fwd else 0)
-        rep = lay.tp if lay.sp else 1
-        msg = s_loc * b * k * h * act / rep
-        calls = max(1, round(n_a2a * moe_layers_on_gpu * mbs))
-        add("EP all-to-all of tokens", "ep", lay.ep, lay.tp * lay.cp, (("all-to-all", calls, msg),),
-            "n · (ep-1)/ep · s·b·k·h·2 B · MoE blocks · micro-batches",
-            {"n": n_a2a, "ep": lay.ep, "k": k, "moe_blocks": moe_layers_on_gpu, "micro_batches": mbs}, None)
+        c = expert_parallel_call(m, tr, lay.tp, lay.cp, lay.ep, lay.sp, b, lay.seq_len, moe_layers_on_gpu, mbs)
+        add(c.name, "ep", c.size, c.stride, c.parts, c.formula, c.inputs, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
-        _data_parallel(tr, prof, lay, d, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share,
-                       win, add)
+        for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
+                                     trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share):
+            add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
+                Overlap(getattr(win, c.window), c.behind, c.unhidden) if c.window else None)
     return tuple(out)
 
 
-def _data_parallel(tr: TrainingSettings, prof: FrameworkProfile, lay: Layout, d: int, trainable: float,
-                   weights: float, grad_bytes: float, weight_bytes: float, expert_share: float, win: Windows,
-                   add) -> None:
-    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer."""
+def _price(parts: tuple[tuple[Op, int, float], ...], sp, fabric) -> tuple[list, int, float, float, float]:
+    """(each part's per-call cost, calls, bus volume, seconds, latency seconds) of ``parts`` —
+    (operation, calls per step, bytes per call) — on the group ``sp``."""
+    volume = t = lat = 0.0
+    calls = 0
+    costs = []
+    for op, n_calls, msg in parts:
+        c = collective(op, msg, sp, fabric)
+        costs.append(c)
+        calls += n_calls
+        volume += n_calls * msg * bus_factor(op, sp.ranks)
+        t += n_calls * c.seconds
+        lat += n_calls * c.latency_s
+    return costs, calls, volume, t, lat
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One data-parallel collective before it is priced: ``parts`` (operation, calls per step, bytes per
+    call) on a group of ``size`` ranks ``stride`` apart; it hides behind the compute window named
+    ``window`` (a field of ``Windows``; "" when it sits on the critical path), which ``behind`` describes;
+    ``unhidden`` as in ``Overlap``."""
+
+    name: str
+    size: int
+    stride: int
+    parts: tuple[tuple[Op, int, float], ...]
+    formula: str
+    inputs: dict
+    window: str
+    behind: str = ""
+    unhidden: str = ""
+
+
+_ACT = 2.0  # bf16/fp16 activations on the wire
+
+
+def tensor_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, sp: bool, micro_batch: int,
+                         seq_len: int, layers: int, micro_batches: int) -> Call:
+    """Tensor parallelism's collectives: per block and micro-batch 2 all-reduces of the block's activations
+    forward and 2 backward, 2 more when full recompute re-runs the forward (``selective_op``: its all-gathers
+    or all-reduces only); with sequence parallelism each is an all-gather plus a reduce-scatter. On the critical path unless the profile overlaps them with the
+    GEMMs (the caller's ``Overlap``)."""
+    # operator-level selective checkpointing keeps the reduce-scatter outputs but runs the all-gathers (and
+    # all-reduces, which its save list does not name) again (``selective_op``)
+    full = tr.recompute == "full"
+    n_ar = 4 + (2 if full or tr.recompute == "selective_op" else 0)
+    s_loc = seq_len / cp
+    msg = s_loc * micro_batch * m.hidden_size * _ACT  # one block's activations: the all-reduce buffer
+    calls = n_ar * layers * micro_batches
+    rs_calls = (4 + (2 if full else 0)) * layers * micro_batches
+    parts: tuple[tuple[Op, int, float], ...] = (
+        (("all-gather", calls, msg), ("reduce-scatter", rs_calls, msg)) if sp else (("all-reduce", calls, msg),))
+    kind = "all-gather + reduce-scatter" if sp else "all-reduce"
+    return Call(f"TP {kind} (per block)", tp, 1, parts, "n · 2(t-1)/t · s·b·h·2 B · blocks · micro-batches",
+                {"n": n_ar, "t": tp, "s": s_loc, "b": micro_batch, "h": m.hidden_size, "blocks": layers,
+                 "micro_batches": micro_batches}, "compute", "the GEMMs (Transformer Engine userbuffers)")
+
+
+def pipeline_call(m: ModelSpec, tp: int, cp: int, stride: int, pp: int, vp: int, sp: bool, micro_batch: int,
+                  seq_len: int, micro_batches: int, overlap: bool = False) -> Call:
+    """Pipeline parallelism's sends: each micro-batch's activations forward and their gradient backward at
+    each of the ``vp`` chunk boundaries of a rank, a tensor-parallel shard of them with sequence parallelism.
+    On the critical path unless the profile sends asynchronously (``overlap``: ``pp_comm_overlap``, behind the
+    stage's compute). ``stride``: tp·cp·dp, the distance between a PP group's ranks."""
+    s_loc = seq_len / cp
+    msg = s_loc * micro_batch * m.hidden_size * _ACT / (tp if sp else 1)
+    return Call("PP send/receive of activations", pp, stride, (("p2p", 2 * vp * micro_batches, msg),),
+                "2 (activation + gradient) · v · s·b·h·2 B / t_sp · micro-batches",
+                {"v": vp, "s": s_loc, "b": micro_batch, "h": m.hidden_size, "micro_batches": micro_batches},
+                "compute" if overlap else "", "the stage's compute (asynchronous point-to-point)" if overlap else "")
+
+
+def expert_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, ep: int, sp: bool, micro_batch: int,
+                         seq_len: int, moe_layers: float, micro_batches: int) -> Call:
+    """Expert parallelism's all-to-alls: per MoE block and micro-batch, tokens to their experts and back,
+    forward and backward (and again when full recompute re-runs the forward), each token k times.
+    On the critical path."""
+    k = m.moe.experts_per_token if m.moe else 1
+    n_a2a = 4 + (2 if tr.recompute == "full" else 0)
+    msg = (seq_len / cp) * micro_batch * k * m.hidden_size * _ACT / (tp if sp else 1)
+    calls = max(1, round(n_a2a * moe_layers * micro_batches))
+    return Call("EP all-to-all of tokens", ep, tp * cp, (("all-to-all", calls, msg),),
+                "n · (ep-1)/ep · s·b·k·h·2 B · MoE blocks · micro-batches",
+                {"n": n_a2a, "ep": ep, "k": k, "moe_blocks": moe_layers, "micro_batches": micro_batches}, "")
+
+
+def context_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, micro_batch: int, seq_len: int,
+                          layers: int, micro_batches: int, cp_comm: str = "ring") -> Call:
+    """The context-parallel ring exchange of K/V (ring attention), hidden behind the attention compute:
+    per block and micro-batch, K and V forward, then K, V and their gradients backward (and K, V again
+    when full recompute re-runs the forward), each a p2p send of this rank's K/V shard to the next.
+    ``cp_comm = "all-gather"`` (the profile's; Llama 3, arXiv 2407.21783 §3.3.2): K/V (and recompute's) are
+    all-gathered and their gradients reduce-scattered once, the same bytes, on the critical path."""
+    kv = (m.num_kv_heads * m.head_dim if not m.mla else m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+    kv_tp = kv / (1 if m.mla else min(tp, m.num_kv_heads))
+    passes = 3 + (1 if tr.recompute == "full" else 0)  # K,V forward; K,V and dK,dV backward
+    msg = 2 * (seq_len / cp) * micro_batch * kv_tp * _ACT
+    if cp_comm == "all-gather":
+        gathers = passes - 1
+        return Call("CP all-gather of K/V, reduce-scatter of their gradients", cp, tp,
+                    (("all-gather", gathers * layers * micro_batches, msg * cp),
+                     ("reduce-scatter", layers * micro_batches, msg * cp)),
+                    "(cp-1)/cp · 2·s·b·kv_width·2 B · (gathers + 1 reduce-scatter) · blocks · micro-batches",
+                    {"gathers": gathers, "cp": cp, "kv_width": kv_tp, "blocks": layers,
+                     "micro_batches": micro_batches}, "")
+    return Call("CP ring exchange of K/V", cp, tp, (("p2p", passes * (cp - 1) * layers * micro_batches, msg),),
+                "passes · (cp-1) · 2·(s/cp)·b·kv_width·2 B · blocks · micro-batches",
+                {"passes": passes, "cp": cp, "kv_width": kv_tp, "blocks": layers, "micro_batches": micro_batches},
+                "attention", "the attention compute (ring attention)")
+
+
+def call_time(c: Call, topo, fabric) -> tuple[float, float]:
+    """(seconds per step, seconds of its first call) of ``c`` as the estimate prices it (``nccl``)."""
+    costs, _calls, _volume, t, _lat = _price(c.parts, span(c.size, c.stride, topo), fabric)
+    return t, costs[0].seconds
+
+
+def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int,
+                        d: int, shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
+                        weight_bytes: float, expert_share: float) -> tuple[tuple[float, float, str, bool], ...]:
+    """(seconds per step, seconds of its first call, window, whether one call cannot hide) of each
+    data-parallel collective, priced as the estimate prices it (``data_parallel_calls`` on ``nccl``),
+    before the compute windows are known: the search's quick model applies ``exposed`` to its rows.
+    ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric."""
+    if d <= 1 or trainable <= 0:
+        return ()
+    return tuple((*call_time(c, topo, fabric), c.window, bool(c.unhidden))
+                 for c in data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights,
+                                              grad_bytes, weight_bytes, expert_share))
+
+
+def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int, d: int,
+                        shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
+                        weight_bytes: float, expert_share: float) -> tuple[Call, ...]:
+    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer.
+    ``d``: data-parallel ranks (dp·cp); ``shard``: the ZeRO/FSDP group; ``layers``: the slowest stage's;
+    ``trainable``/``weights``: parameters on one GPU."""
+    out: list[Call] = []
     sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
     grads = trainable * grad_bytes
-    size = d if expert_share < 1 else max(1, d // lay.ep)
-    stride = lay.tp if size == d else lay.tp * lay.cp * lay.ep  # dp·cp groups sit just outside TP
+    size = d if expert_share < 1 else max(1, d // ep)
+    stride = tp if size == d else tp * cp * ep  # dp·cp groups sit just outside TP
     bucket_params = prof.dp_bucket_params or 0
     if bucket_params and prof.id == "megatron":
         bucket_params = max(bucket_params, 1_000_000 * d)  # Megatron: max(40M, 1M·dp) parameters
-    layers = max(1, lay.max_stage_layers)
+    layers = max(1, layers)
     per_layer = trainable / layers
     bucket = (bucket_params or per_layer) * grad_bytes
     unit = f"buckets of {bucket_params / 1e6:g}M parameters" if bucket_params else "one call per layer"
-    reduce_ov = (Overlap(win.last_backward, f"the last micro-batch's backward ({prof.name}: {unit}); the last "
-                         "bucket is ready only when the backward ends", "last call")
-                 if tr.overlap_grad_reduce else None)
+    reduce_window = "last_backward" if tr.overlap_grad_reduce else ""
+    reduce_behind = (f"the last micro-batch's backward ({prof.name}: {unit}); the last bucket is ready only when "
+                     "the backward ends")
     inputs = {"d": d, "trainable_params": trainable, "grad_bytes": grad_bytes,
               "bucket_params": bucket_params or per_layer}
     if not sharded:
         calls, msg = _buckets(grads, bucket)
-        add("DP gradient all-reduce", "dp", size, stride, (("all-reduce", calls, msg),),
-            "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_ov)
-        return
-    n = min(lay.shard, size)
+        out.append(Call("DP gradient all-reduce", size, stride, (("all-reduce", calls, msg),),
+                        "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_window, reduce_behind, "last call"))
+        return tuple(out)
+    n = min(shard, size)
     if tr.zero_stage == 3:  # FSDP / ZeRO-3: per layer, gathers prefetched, reduce-scatters overlapped
         w_layer = weights / layers * weight_bytes
-        add("ZeRO-3 weight all-gather (forward and backward, per layer)", "dp", n, stride,
-            (("all-gather", 2 * layers, w_layer),), "2 · (n-1)/n · weight bytes, one call per layer and pass",
-            {"n": n, "params": weights, "layers": layers},
-            Overlap(win.compute, f"the previous layer's forward/backward ({prof.name} prefetches "
-                    + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params else "the next layer")
-                    + " ahead); the first layer's gather has nothing to hide behind", "first call"))
-        rs_ov = (Overlap(win.compute, f"the backward of the layers below ({prof.name}: one call per layer); the "
-                         "last layer's reduce-scatter is exposed", "last call") if tr.overlap_grad_reduce else None)
-        add("ZeRO-3 gradient reduce-scatter (per layer)", "dp", n, stride,
-            (("reduce-scatter", layers, per_layer * grad_bytes),), "(n-1)/n · gradient bytes, one call per layer",
-            {**inputs, "n": n}, rs_ov)
+        out.append(Call("ZeRO-3 weight all-gather (forward and backward, per layer)", n, stride,
+                        (("all-gather", 2 * layers, w_layer),),
+                        "2 · (n-1)/n · weight bytes, one call per layer and pass",
+                        {"n": n, "params": weights, "layers": layers}, "compute",
+                        f"the previous layer's forward/backward ({prof.name} prefetches "
+                        + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params
+                           else "the next layer")
+                        + " ahead); the first layer's gather has nothing to hide behind", "first call"))
+        out.append(Call("ZeRO-3 gradient reduce-scatter (per layer)", n, stride,
+                        (("reduce-scatter", layers, per_layer * grad_bytes),),
+                        "(n-1)/n · gradient bytes, one call per layer", {**inputs, "n": n},
+                        "compute" if tr.overlap_grad_reduce else "",
+                        f"the backward of the layers below ({prof.name}: one call per layer); the last layer's "
+                        "reduce-scatter is exposed", "last call"))
     else:
         calls, msg = _buckets(grads, bucket)
-        add("DP gradient reduce-scatter", "dp", n, stride, (("reduce-scatter", calls, msg),),
-            "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n}, reduce_ov)
+        out.append(Call("DP gradient reduce-scatter", n, stride, (("reduce-scatter", calls, msg),),
+                        "(n-1)/n · gradient bytes, in buckets, n = sharding group", {**inputs, "n": n},
+                        reduce_window, reduce_behind, "last call"))
         wcalls, wmsg = _buckets(trainable * weight_bytes, (bucket_params or per_layer) * weight_bytes)
-        gather_ov = (Overlap(win.first_forward, f"the next step's first forward ({prof.name}: {unit}); the first "
-                             "bucket is needed before the first layer runs", "first call")
-                     if prof.overlap_param_gather else None)
-        add("DP weight all-gather after the optimizer step", "dp", n, stride, (("all-gather", wcalls, wmsg),),
-            "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable, "weight_bytes": weight_bytes},
-            gather_ov)
+        out.append(Call("DP weight all-gather after the optimizer step", n, stride, (("all-gather", wcalls, wmsg),),
+                        "(n-1)/n · weight bytes, in buckets", {"n": n, "params": trainable,
+                                                                "weight_bytes": weight_bytes},
+                        "first_forward" if prof.overlap_param_gather else "",
+                        f"the next step's first forward ({prof.name}: {unit}); the first bucket is needed before "
+                        "the first layer runs", "first call"))
     replicas = size // n
     if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
         calls, msg = _buckets(grads / n, bucket / n)
-        add("DP all-reduce of gradient shards across replicas (hybrid sharding)", "dp", replicas, stride * n,
-            (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n}, reduce_ov)
+        out.append(Call("DP all-reduce of gradient shards across replicas (hybrid sharding)", replicas, stride * n,
+                        (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n},
+                        reduce_window, reduce_behind, "last call"))
+    return tuple(out)

@@ -302,36 +302,3 @@ def _point_to_point(op: str, size: float, sp: Span, nv: float, vol: float) -> Co
 def _with_busbw(c: Cost, vol: float) -> Cost:
     return Cost(c.op, c.algorithm, c.protocol, c.seconds, c.latency_s, vol / c.seconds if c.seconds else 0.0,
                 c.limit)
-
-
-def ramp_array(fabric: FabricSpec, sizes):
-    """``ramp`` over a NumPy array of message sizes (the search's quick model)."""
-    import numpy as np
-
-    sizes = np.asarray(sizes, dtype=float)
-    if not fabric.ramp_bytes:
-        return np.ones_like(sizes)
-    xs, ys = np.log(np.asarray(fabric.ramp_bytes)), np.asarray(fabric.ramp_share)
-    inside = np.interp(np.log(np.maximum(sizes, 1.0)), xs, ys)
-    below = ys[0] * sizes / fabric.ramp_bytes[0]
-    return np.where(sizes <= fabric.ramp_bytes[0], below, np.where(sizes >= fabric.ramp_bytes[-1], 1.0, inside))
-
-
-def latency_array(op: str, n, per_node, nodes):
-    """Latency of one call (Simple protocol; the tree when cheaper for an all-reduce) over arrays of group
-    shapes, for the search's quick model: the same NCCL constants as ``collective``."""
-    import numpy as np
-
-    n, r, N = (np.asarray(x, dtype=float) for x in (n, per_node, nodes))
-    steps = 2 * (n - 1) if op == "all-reduce" else n - 1
-    inter_steps = np.where(N > 1, 2 * (N - 1) if op == "all-reduce" else N - 1, 0.0)
-    intra = np.where(N > 1, max(_HW["nvlink"]["ring"][2], 3 * _NET_OVERHEAD[False]), _HW["nvlink"]["ring"][2])
-    inter = np.where(r > 1, _HW["net"]["ring"][2], _HW["net"]["tree"][2])
-    ring = _BASE["ring"][2] + (steps - inter_steps) * intra + inter_steps * inter
-    ref = _BASE["ring"][2] + 2 * (_REF_RANKS - 1) * _HW["nvlink"]["ring"][2]
-    ring = np.where(N > 1, ring, np.maximum(ring - ref, 0.0))
-    if op == "all-reduce":
-        log2i_n = np.floor(np.log2(np.maximum(N, 1)))  # NCCL's integer log2
-        tree = _BASE["tree"][2] + 2 * ((r - 1) * _HW["nvlink"]["tree"][2] + log2i_n * _HW["net"]["tree"][2])
-        ring = np.where(N > 1, np.minimum(ring, tree), ring)
-    return np.where(n > 1, ring * 1e-6, 0.0)

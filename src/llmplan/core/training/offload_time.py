@@ -94,6 +94,25 @@ def cpu_update_bytes(precision: str, optimizer_bytes: float, grad_bytes: float) 
     return 2 * (MASTER_BYTES + optimizer_bytes) + grad_bytes + copy
 
 
+def _larger(a, b):
+    """max(a, b) of floats or NumPy arrays (the search's quick model calls ``offload_time`` on arrays of
+    candidate layouts, one call per ZeRO stage and recompute setting)."""
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        import numpy as np
+
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _smaller(a, b):
+    """min(a, b) of floats or NumPy arrays (see ``_larger``)."""
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
 def params_updated_per_gpu(sc: Scenario, st: StateBytes, trainable: float, expert_share: float) -> float:
     """Trainable parameters whose optimizer state this GPU owns (its ZeRO partition, or all of them)."""
     tr = sc.training
@@ -107,7 +126,10 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
     """The offload path's time per optimizer step (module doc); ``NONE`` without offload.
 
     ``compute_s`` is one GPU's compute time per step, ``backward_per_mb_s`` one micro-batch's
-    backward (the window the gradient copy hides behind).
+    backward (the window the gradient copy hides behind). The per-layout figures (``lay.gpus``,
+    ``lay.accumulation``, ``st``'s bytes, ``trainable``, ``expert_share`` and the two times) may be NumPy
+    arrays of candidate layouts of one ZeRO stage and recompute setting: the search's quick model prices
+    offload with this function (``search.quick._offload``).
     """
     tr, cl, eff = sc.training, sc.cluster, sc.efficiency
     if tr.offload == "none":
@@ -115,7 +137,7 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
     notes: list[str] = []
     n = params_updated_per_gpu(sc, st, trainable, expert_share)
     per_param = cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes)
-    gpus_on_node = max(1, min(cl.gpus_per_node, lay.gpus))
+    gpus_on_node = _larger(1, _smaller(cl.gpus_per_node, lay.gpus))
     host_bw = (cl.host_memory_bandwidth or 0.0) * eff.host_memory_bandwidth
     cpu = per_param * n * gpus_on_node / host_bw if host_bw else 0.0
     if not host_bw:
@@ -132,9 +154,9 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
 
     copies = lay.accumulation if tr.zero_stage >= 2 else 1  # ZeRO-2/3 move each micro-batch's partition
     grad_one = over_pcie(st.grad_bytes * n)
-    grad_exposed = copies * max(0.0, grad_one - backward_per_mb_s)
+    grad_exposed = copies * _larger(0.0, grad_one - backward_per_mb_s)
     fetched = st.offloaded_weights
-    param_back = 0.0 if fetched else over_pcie(copy_bytes * n)
+    param_back = over_pcie(copy_bytes * n) * (fetched == 0)  # fetched parameters come back every pass instead
     passes = lay.accumulation * (3 if tr.recompute == "full" else 2)  # forward, backward (+ recomputed forward)
     fetch = over_pcie(fetched * passes)
     nvme = 0.0
@@ -143,9 +165,9 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
         if read and write:
             states = (MASTER_BYTES + st.optimizer_bytes) * n * gpus_on_node
             nvme = states / read + states / write
-            fetch = max(fetch, fetched * gpus_on_node * passes / read)
+            fetch = _larger(fetch, fetched * gpus_on_node * passes / read)
         else:
             notes.append("NVMe offload drive bandwidth unknown: their reads and writes are not charged; "
                          "choose system.offload_storage")
-    return OffloadTime(cpu, copies * grad_one, grad_exposed, param_back, fetch, max(0.0, fetch - compute_s), nvme,
+    return OffloadTime(cpu, copies * grad_one, grad_exposed, param_back, fetch, _larger(0.0, fetch - compute_s), nvme,
                        per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes))

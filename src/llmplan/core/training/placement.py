@@ -96,6 +96,15 @@ def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficienc
                 topo.arch, topo.amd_host)
 
 
+def span_stride(stride, gpus_per_node):
+    """The part of a stride ``span`` reads: any stride of a whole node or more puts one rank on each node, so
+    ``span(size, stride) == span(size, span_stride(stride, gpus_per_node))`` (ints or NumPy arrays). The search
+    prices each distinct group once by it."""
+    import numpy as np
+
+    return np.minimum(stride, gpus_per_node)
+
+
 def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
     """Whether a group of ``size`` ranks ``stride`` apart leaves its node."""
     return size > 1 and stride * size > gpus_per_node
@@ -103,7 +112,8 @@ def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
 
 def bus_bandwidth(size, stride, cluster: ClusterSpec, eff: Efficiency, p2p: bool = False):
     """Large-message bus bandwidth of groups (``size``, ``stride``: ints or NumPy arrays), for the search's
-    quick model: the same placement and NIC sharing as ``span``, without latency or message-size effects.
+    explanations (why TP stays in a node): the same placement and NIC sharing as ``span``, without latency
+    or message-size effects.
     ``p2p``: point-to-point exchanges (CP ring, PP), which leave the node through one rank's NIC share."""
     import numpy as np
 
