@@ -49,16 +49,15 @@ class VerdictBanner(QLabel):
 
     def show_message(self, text: str, colour: str) -> None:
         size = self._base_size * (1.35 if len(text) < 70 else 1.0)  # long reasons stay readable
-        if self.font().pointSizeF() != size:
-            font = QFont(self.font())
+        sheet = f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}"
+        if self.font().pointSizeF() != size or self.styleSheet() != sheet:  # setting them re-polishes the label:
+            font = QFont(self.font())  # only when the tier or the text size changes, not on every knob change
             font.setPointSizeF(size)
             self.setFont(font)
+            self.setStyleSheet(sheet)
         text = one_line(text)  # one line: a name's control characters escaped, never acted on
         self.setText(text)
         self.setAccessibleDescription(text)
-        sheet = f"QLabel {{ color: white; background: {colour}; border-radius: 6px; }}"
-        if self.styleSheet() != sheet:  # a new style sheet re-polishes the label: only when the tier changes
-            self.setStyleSheet(sheet)
 
 
 SENTENCE_ROLE = Qt.ItemDataRole.UserRole + 1
