@@ -96,7 +96,12 @@ def _files() -> list[Path]:
 
 
 def _shipped_files() -> list[Path]:
-    return sorted((catalogs_dir() / "system").glob("*.toml"))
+    return list(_shipped_listing())
+
+
+@functools.cache  # the shipped folder's files do not come and go while the app runs (their edits still
+def _shipped_listing() -> tuple[Path, ...]:  # show: files_stamp reads their sizes and times on every load)
+    return tuple(sorted((catalogs_dir() / "system").glob("*.toml")))
 
 
 def _user_files() -> list[Path]:
