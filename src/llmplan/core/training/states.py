@@ -126,8 +126,8 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
 
 # The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
 # ZeRO stage and offload setting): these keep it working on floats and arrays alike. NumPy is not
-# imported for the engine's floats (it is a fifth of the app's start-up): an array exists only if the
-# caller has imported NumPy already.
+# imported for the engine's floats (its import, 0.2–0.4 s on the 2-core dev VM, was a large part of the
+# app's start-up): an array exists only if the caller has imported NumPy already.
 def _array(x) -> bool:
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.ndarray)
