@@ -82,7 +82,8 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
 
 class ChartsPanel(QTabWidget):
     """The chart tabs. pyqtgraph and the plots are made only after the window's first paint
-    (``_build_plots``, about a third of the app's start-up: issue 18, start to first paint ≤ 1.5 s);
+    (``_build_plots``: importing pyqtgraph and making the plots took about 0.7 s of CPU before the first
+    paint on the 2-core dev VM; issue 18 asks for start to first paint ≤ 1.5 s);
     until then each tab is an empty page. Anything that needs a plot builds them first, and so does
     reading one of the plot attributes (``__getattr__``)."""
 
