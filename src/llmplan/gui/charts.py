@@ -17,6 +17,7 @@ pyqtgraph's PNG ImageExporter (its SVG exporter is broken in 0.14, TOOLCHAIN.md 
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ TABS = (("Length", "Memory vs sequence length", "tokens", "GiB per GPU", True, F
         ("GPUs", "Throughput vs GPU count", "GPUs", "tokens/s", True, True),
         ("Roofline", "Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "TFLOP/s per GPU", True, True),
         ("Pareto", "Auto-planner: Pareto front", "GPUs", "tokens/s", False, False))
+_LIBRARIES = ("numpy", "pyqtgraph")  # what the plots import, one at a time (``ChartsPanel._build_step``)
 # What ``ChartsPanel._build_plots`` makes: asking for one of them before builds the plots at once.
 _PLOT_PARTS = frozenset({"seq_plot", "batch_plot", "gpus_plot", "roof_plot", "pareto_plot", "seq_chart",
                          "batch_chart", "gpus_chart", "roof_chart", "_pareto_hint", "pareto_legend", "pareto_front",
@@ -130,7 +132,19 @@ class ChartsPanel(QTabWidget):
         super().paintEvent(event)
         if not self._built and not self._build_queued:  # the window is on screen: build right after
             self._build_queued = True
-            QTimer.singleShot(0, self, self._build_plots)
+            QTimer.singleShot(0, self, lambda: self._build_step(0))
+
+    def _build_step(self, step: int) -> None:
+        """Import NumPy, then pyqtgraph, then make the plots, one step per pass of the event loop: what
+        the person does meanwhile (a key, a click, a Hub answer) waits for one step (0.2-0.3 s on the
+        2-core dev VM), not for all three."""
+        if self._built:
+            return
+        if step < len(_LIBRARIES):
+            importlib.import_module(_LIBRARIES[step])
+            QTimer.singleShot(0, self, lambda: self._build_step(step + 1))
+            return
+        self._build_plots()
 
     def _build_plots(self) -> None:
         if self._built:
