@@ -7,6 +7,7 @@ through ``importlib.resources`` first, so an installed app never reads the sourc
 
 from __future__ import annotations
 
+import functools
 import os
 from importlib import resources
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@functools.cache  # where the shipped data lives does not change while the process runs; every estimate asks
 def _locate(name: str) -> Path:
     packaged = resources.files("llmplan") / name
     if packaged.is_dir():

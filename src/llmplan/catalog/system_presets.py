@@ -96,7 +96,12 @@ def _files() -> list[Path]:
 
 
 def _shipped_files() -> list[Path]:
-    return sorted((catalogs_dir() / "system").glob("*.toml"))
+    return list(_shipped_listing())
+
+
+@functools.cache  # the shipped folder's files do not come and go while the app runs (their edits still
+def _shipped_listing() -> tuple[Path, ...]:  # show: files_stamp reads their sizes and times on every load)
+    return tuple(sorted((catalogs_dir() / "system").glob("*.toml")))
 
 
 def _user_files() -> list[Path]:
@@ -197,8 +202,32 @@ def default_system_settings(*, storage: str | None = None, data_storage: str | N
     The numeric keywords are the plan's own values (a user's electricity price, a fixed
     checkpoint interval...); when given they replace the preset's number and the source
     says "set by the user".
+
+    The result is kept per catalog and arguments (``_SETTINGS``): the app asks for the same settings on
+    every knob change, and building them validates a dozen models. A changed catalog file gives a new
+    catalog object, so nothing stale is returned.
     """
     cat = catalog or load_system_catalog()
+    key = (storage, data_storage, offload_storage, failures, pue, electricity_price, grid_intensity, price_per_kwh,
+           kg_co2_per_kwh, async_save, interval_s, restart_overhead_s, pretokenized, personal)
+    kept = _SETTINGS.get(key)
+    if kept is not None and kept[0] is cat:
+        return kept[1]
+    settings = _settings(cat, personal, storage, data_storage, offload_storage, failures, pue, electricity_price,
+                         grid_intensity, price_per_kwh, kg_co2_per_kwh, async_save, interval_s, restart_overhead_s,
+                         pretokenized)
+    if len(_SETTINGS) >= 64:
+        _SETTINGS.clear()
+    _SETTINGS[key] = (cat, settings)
+    return settings
+
+
+_SETTINGS: dict[tuple, tuple[SystemCatalog, SystemSettings]] = {}  # default_system_settings' results
+
+
+def _settings(cat: SystemCatalog, personal: bool, storage, data_storage, offload_storage, failures, pue,
+              electricity_price, grid_intensity, price_per_kwh, kg_co2_per_kwh, async_save, interval_s,
+              restart_overhead_s, pretokenized) -> SystemSettings:
     d = cat.defaults_for(personal)
     power_t, pipe_t, host_t, ckpt_t = (cat.tables[k] for k in ("gpu_power", "pipeline", "host", "checkpoint"))
     if personal and "personal_overhead_watts_per_gpu" in power_t:

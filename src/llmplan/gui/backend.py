@@ -180,7 +180,7 @@ def evaluate(doc: PlanDocument) -> Outcome:
     try:
         scenario = resolve(doc)
         choice = automatic_choice(doc, scenario)
-        est = evaluate_scenario(choice.scenario, doc.system)
+        est = evaluate_scenario(choice.scenario, doc.system, choice.estimate)  # the policy's estimate, reused
         return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label(),
                        cards_split(doc))
     except LayoutError as exc:

@@ -107,8 +107,13 @@ def route_undo(widget: QAbstractSpinBox | QComboBox) -> None:
         edit.installEventFilter(router)
 
 
-def _follow(state: PlanState, widget: QWidget, path: str, show) -> None:
+def _follow(state: PlanState, widget: QWidget, path: str, show, showing=None) -> None:
+    """Show the field's value now and after every document change. ``showing(value)``: True when the
+    widget already shows ``value``; then it is left alone (a knob change refreshes every bound widget,
+    about 120, and most of them show a field that did not change)."""
     def refresh(_doc: Any = None) -> None:
+        if showing is not None and showing(state.get(path)):
+            return
         widget.blockSignals(True)
         try:
             show(state.get(path))
@@ -144,6 +149,9 @@ def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: i
     def show(v: Any) -> None:
         w.setValue(lo if v is None else int(v))
 
+    def showing(v: Any) -> bool:
+        return w.value() == (lo if v is None else int(v))
+
     def changed(v: int) -> None:
         value = None if (none_below and v <= lo) else int(v)
         changes = {path: value, **(also(value) if also else {})}
@@ -154,7 +162,7 @@ def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: i
             show(state.get(path))
             w.blockSignals(False)
 
-    _follow(state, w, path, show)
+    _follow(state, w, path, show, showing)
     w.valueChanged.connect(changed)
     route_undo(w)
     return w
@@ -178,6 +186,9 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
     def show(v: Any) -> None:
         w.setValue(lo if v is None else float(v) * scale)
 
+    def showing(v: Any) -> bool:  # exactly: a value the box would round is set again
+        return w.value() == (lo if v is None else float(v) * scale)
+
     def changed(v: float) -> None:
         # decimal division: 512 GB/s is 512e9 bytes/s in the plan file, not 511999999999.99994
         value = None if (none_text and v <= lo) else float(Decimal(repr(v)) / Decimal(repr(scale)))
@@ -186,7 +197,7 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
             show(state.get(path))
             w.blockSignals(False)
 
-    _follow(state, w, path, show)
+    _follow(state, w, path, show, showing)
     w.valueChanged.connect(changed)
     route_undo(w)
     return w
@@ -195,7 +206,7 @@ def bound_float(state: PlanState, path: str, label: str, tip: str, lo: float, hi
 def bound_check(state: PlanState, path: str, label: str, tip: str) -> QCheckBox:
     w = QCheckBox(label)
     _decorate(w, path, label, tip)
-    _follow(state, w, path, lambda v: w.setChecked(bool(v)))
+    _follow(state, w, path, lambda v: w.setChecked(bool(v)), lambda v: w.isChecked() == bool(v))
     w.toggled.connect(lambda on: state.edit(path, bool(on), f"{'Enable' if on else 'Disable'} {label}"))
     return w
 
@@ -223,6 +234,9 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
             i = w.count() - 1
         w.setCurrentIndex(i)
 
+    def showing(v: Any) -> bool:
+        return w.currentIndex() >= 0 and w.currentData() == v
+
     def changed(i: int) -> None:
         if i < 0:
             return
@@ -232,7 +246,7 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
             show(state.get(path))
             w.blockSignals(False)
 
-    _follow(state, w, path, show)
+    _follow(state, w, path, show, showing)
     w.currentIndexChanged.connect(changed)
     if editable:
         def typed() -> None:

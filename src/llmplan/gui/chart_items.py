@@ -30,6 +30,13 @@ class NumberAxis(pg.AxisItem):
     """pyqtgraph's axis with the app's number style on linear axes: '300,000', not '300000'
     (log axes keep pyqtgraph's own labels, or the explicit ticks ``_log_ticks`` sets)."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # pyqtgraph reserves 30 px for the labels until they are drawn, then narrows only by more than 10 px:
+        # a chart whose first drawing already holds data ("150") kept 30 px, one drawn empty first got the
+        # labels' own width. Starting from 0, the first labels drawn set the width in either order.
+        self.textWidth = 0
+
     def tickStrings(self, values, scale, spacing):  # pyqtgraph's name for the hook
         if self.logMode:
             return super().tickStrings(values, scale, spacing)

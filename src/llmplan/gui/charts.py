@@ -17,21 +17,34 @@ pyqtgraph's PNG ImageExporter (its SVG exporter is broken in 0.14, TOOLCHAIN.md 
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from llmplan.core.present import MemoryUnit
 from llmplan.gui import sweeps
 from llmplan.gui.backend import Outcome
-from llmplan.gui.chart_items import MemoryChart, NumberAxis, RooflineChart, ThroughputChart
-from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, restyle_plot
+from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, configure_pyqtgraph, restyle_plot
 
 SWEEP_DEBOUNCE_MS = 60
+# The tabs, their chart titles and axes: (tab, title, x label, y label, log x, log y).
+TABS = (("Length", "Memory vs sequence length", "tokens", "GiB per GPU", True, False),
+        ("Batch", "Memory vs batch", "sequences", "GiB per GPU", True, False),
+        ("GPUs", "Throughput vs GPU count", "GPUs", "tokens/s", True, True),
+        ("Roofline", "Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "TFLOP/s per GPU", True, True),
+        ("Pareto", "Auto-planner: Pareto front", "GPUs", "tokens/s", False, False))
+_LIBRARIES = ("numpy", "pyqtgraph")  # what the plots import, one at a time (``ChartsPanel._build_step``)
+# What ``ChartsPanel._build_plots`` makes: asking for one of them before builds the plots at once.
+_PLOT_PARTS = frozenset({"seq_plot", "batch_plot", "gpus_plot", "roof_plot", "pareto_plot", "seq_chart",
+                         "batch_chart", "gpus_chart", "roof_chart", "_pareto_hint", "pareto_legend", "pareto_front",
+                         "pareto_ranked", "pareto_chosen"})
+
+
 class _Signals(QObject):
     done = Signal(int, object, float)  # generation, Sweeps, seconds
 
@@ -51,7 +64,11 @@ class SweepJob(QRunnable):
             self.signals.done.emit(self.generation, result, time.perf_counter() - t0)
 
 
-def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) -> pg.PlotWidget:
+def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) -> Any:
+    import pyqtgraph as pg
+
+    from llmplan.gui.chart_items import NumberAxis
+
     w = pg.PlotWidget(axisItems={"left": NumberAxis("left"), "bottom": NumberAxis("bottom")})
     w.setTitle(title)
     w.setLabel("bottom", x)
@@ -66,36 +83,24 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
 
 
 class ChartsPanel(QTabWidget):
+    """The chart tabs. pyqtgraph and the plots are made only after the window's first paint
+    (``_build_plots``: importing pyqtgraph and making the plots took about 0.7 s of CPU before the first
+    paint on the 2-core dev VM; issue 18 asks for start to first paint ≤ 1.5 s);
+    until then each tab is an empty page. Anything that needs a plot builds them first, and so does
+    reading one of the plot attributes (``__getattr__``)."""
+
     redrawn = Signal(float)  # seconds from request to redraw
+    built = Signal()  # the plots exist now: their titles and axes may need a wider column
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.unit = MemoryUnit()
         self.setAccessibleName("Charts")
-        self.seq_plot = _plot("Memory vs sequence length", "tokens", "GiB per GPU", log_x=True)
-        self.batch_plot = _plot("Memory vs batch", "sequences", "GiB per GPU", log_x=True)
-        self.gpus_plot = _plot("Throughput vs GPU count", "GPUs", "tokens/s", log_x=True, log_y=True)
-        self.roof_plot = _plot("Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "TFLOP/s per GPU",
-                               log_x=True, log_y=True)
-        self.pareto_plot = _plot("Auto-planner: Pareto front", "GPUs", "tokens/s")
-        self.seq_chart = MemoryChart(self.seq_plot)
-        self.batch_chart = MemoryChart(self.batch_plot)
-        self.gpus_chart = ThroughputChart(self.gpus_plot)
-        self.roof_chart = RooflineChart(self.roof_plot)
-        self._pareto_hint = pg.TextItem("Run Auto… in the layout editor to see the Pareto front", anchor=(0.5, 0.5))
-        self._pareto_hint.setPos(0.5, 0.5)
-        self.pareto_plot.addItem(self._pareto_hint)
-        self.pareto_legend = self.pareto_plot.addLegend(offset=(-10, -10))  # bottom right: the best sit top right
-        self.pareto_front = self.pareto_plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[3], width=2), symbol="s",
-                                                  symbolSize=7, symbolBrush=STAGE_COLOURS[3])
-        self.pareto_ranked = self.pareto_plot.plot([], [], pen=None, symbol="o", symbolSize=8,
-                                                   symbolBrush=STAGE_COLOURS[0])
-        self.pareto_chosen = self.pareto_plot.plot([], [], pen=None, symbol="star", symbolSize=18,
-                                                   symbolBrush=BAD_COLOUR)
-        for w, name in ((self.seq_plot, "Length"), (self.batch_plot, "Batch"), (self.gpus_plot, "GPUs"),
-                        (self.roof_plot, "Roofline"), (self.pareto_plot, "Pareto")):
-            i = self.addTab(w, name)
-            self.setTabToolTip(i, w.plotItem.titleLabel.text)
+        self._built = False
+        self._build_queued = False
+        for name, title, *_rest in TABS:
+            i = self.addTab(QWidget(), name)
+            self.setTabToolTip(i, title)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = _Signals()  # no Qt parent: the worker keeps it alive if this widget goes first
@@ -113,10 +118,83 @@ class ChartsPanel(QTabWidget):
         self.busy = False
         self._stale: set = set()
         self._pareto_for: tuple | None = None
+        self._cleared = ""  # the note of the last ``clear`` of every chart, for plots built after it
         self.currentChanged.connect(self._draw_current)
+
+    def __getattr__(self, name: str) -> Any:
+        """A plot part asked for before the plots exist: build them now (tests, exports)."""
+        if name in _PLOT_PARTS and not self.__dict__.get("_built", True):
+            self._build_plots()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if not self._built and not self._build_queued:  # the window is on screen: build right after
+            self._build_queued = True
+            QTimer.singleShot(0, self, lambda: self._build_step(0))
+
+    def _build_step(self, step: int) -> None:
+        """Import NumPy, then pyqtgraph, then make the plots, one step per pass of the event loop: what
+        the person does meanwhile (a key, a click, a Hub answer) waits for one step (0.2-0.3 s on the
+        2-core dev VM), not for all three."""
+        if self._built:
+            return
+        if step < len(_LIBRARIES):
+            importlib.import_module(_LIBRARIES[step])
+            QTimer.singleShot(0, self, lambda: self._build_step(step + 1))
+            return
+        self._build_plots()
+
+    def _build_plots(self) -> None:
+        if self._built:
+            return
+        self._built = True
+        import pyqtgraph as pg
+
+        from llmplan.gui.chart_items import MemoryChart, RooflineChart, ThroughputChart
+
+        configure_pyqtgraph(pg)
+        plots = [_plot(title, x, y, log_x, log_y) for _name, title, x, y, log_x, log_y in TABS]
+        self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot, self.pareto_plot = plots
+        self.seq_chart = MemoryChart(self.seq_plot)
+        self.batch_chart = MemoryChart(self.batch_plot)
+        self.gpus_chart = ThroughputChart(self.gpus_plot)
+        self.roof_chart = RooflineChart(self.roof_plot)
+        self._pareto_hint = pg.TextItem("Run Auto… in the layout editor to see the Pareto front", anchor=(0.5, 0.5))
+        self._pareto_hint.setPos(0.5, 0.5)
+        self.pareto_plot.addItem(self._pareto_hint)
+        self.pareto_legend = self.pareto_plot.addLegend(offset=(-10, -10))  # bottom right: the best sit top right
+        self.pareto_front = self.pareto_plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[3], width=2), symbol="s",
+                                                  symbolSize=7, symbolBrush=STAGE_COLOURS[3])
+        self.pareto_ranked = self.pareto_plot.plot([], [], pen=None, symbol="o", symbolSize=8,
+                                                   symbolBrush=STAGE_COLOURS[0])
+        self.pareto_chosen = self.pareto_plot.plot([], [], pen=None, symbol="star", symbolSize=18,
+                                                   symbolBrush=BAD_COLOUR)
+        current = self.currentIndex()
+        self.blockSignals(True)  # swapping the pages is not the user changing tabs
+        try:
+            for i, ((name, title, *_rest), plot) in enumerate(zip(TABS, plots, strict=True)):
+                empty = self.widget(i)
+                self.removeTab(i)
+                self.insertTab(i, plot, name)
+                self.setTabToolTip(i, title)
+                empty.deleteLater()
+            self.setCurrentIndex(max(current, 0))
+        finally:
+            self.blockSignals(False)
+        if self._cleared:
+            for chart in (self.seq_chart, self.batch_chart, self.gpus_chart, self.roof_chart):
+                chart.clear(self._cleared)
+        if self.last is not None:
+            self._stale = {self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot}
+            self._draw_current()
+        self.built.emit()
 
     def restyle(self) -> None:
         """Recolour every chart for the current theme (Preferences → Theme, or the OS switching)."""
+        if not self._built:  # they take the theme's colours when they are made
+            return
         for plot in (self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot, self.pareto_plot):
             restyle_plot(plot)
 
@@ -134,9 +212,12 @@ class ChartsPanel(QTabWidget):
             self._pending = None
             self._generation += 1  # a sweep still running for the old plan is now stale
             self.last = None
-            for chart in (self.seq_chart, self.batch_chart, self.gpus_chart, self.roof_chart):
-                chart.clear("No estimate: the verdict above says what to fix")  # no stale curves
+            self._cleared = "No estimate: the verdict above says what to fix"
+            if self._built:
+                for chart in (self.seq_chart, self.batch_chart, self.gpus_chart, self.roof_chart):
+                    chart.clear(self._cleared)  # no stale curves
             return
+        self._cleared = ""
         self._pending = outcome
         self._requested_at = time.perf_counter()
         self._cancel.set()  # the running sweep is now stale
@@ -156,6 +237,7 @@ class ChartsPanel(QTabWidget):
         if generation != self._generation:
             return
         self.last = result
+        self._build_plots()
         self.draw(result)
         self.busy = self._timer.isActive() or self._pending is not None
         self.redrawn.emit(time.perf_counter() - self._requested_at)
@@ -172,12 +254,13 @@ class ChartsPanel(QTabWidget):
     def draw(self, s: sweeps.Sweeps) -> None:
         """Draw only the chart that is showing (the others are drawn when their tab is
         opened): a quarter of the drawing work per knob change."""
+        self._build_plots()
         self._stale = {self.seq_plot, self.batch_plot, self.gpus_plot, self.roof_plot}
         self._draw_current()
 
     def _draw_current(self, *_a) -> None:
         s, plot = self.last, self.currentWidget()
-        if s is None or plot not in self._stale:
+        if s is None or not self._built or plot not in self._stale:
             return
         self._stale.discard(plot)
         if plot is self.seq_plot:
@@ -191,6 +274,7 @@ class ChartsPanel(QTabWidget):
 
     def draw_all(self) -> None:
         """Every chart now (before exporting them all)."""
+        self._build_plots()
         current = self.currentIndex()
         for i in range(self.count()):
             self.setCurrentIndex(i)

@@ -172,14 +172,14 @@ class LayoutEditor(QWidget):
             self._set_status(f"Invalid layout: {outcome.message}", BAD_COLOUR)
         else:
             self._show_gpu_count(outcome.doc)
-        mem, stages = "", ()
+        mem = ""
+        self.grid.stage_memory_text = ()
         if outcome.estimate is not None:
-            m = outcome.estimate.memory
-            mem = f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} (worst-loaded GPU)"
-            stages = tuple(f"{self.unit.fmt(b)} of {self.unit.fmt(m.capacity.value)}"
-                           for b in backend.stage_memory(outcome.scenario))
+            m, unit, scenario = outcome.estimate.memory, self.unit, outcome.scenario
+            mem = f"{unit.fmt(m.total.value)} of {unit.fmt(m.capacity.value)} (worst-loaded GPU)"
+            self.grid.set_stage_memory(lambda: tuple(f"{unit.fmt(b)} of {unit.fmt(m.capacity.value)}"
+                                                     for b in backend.stage_memory(scenario)))
         self.grid.memory_text = mem
-        self.grid.stage_memory_text = stages
 
     def fill_cluster(self) -> None:
         doc = self.state.doc

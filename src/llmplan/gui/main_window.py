@@ -61,6 +61,7 @@ class MainWindow(FileActions, QMainWindow):
         self.state.evaluated.connect(self._show)
         if self.charts is not None:  # a redrawn chart's title and axes may need a wider column
             self.charts.redrawn.connect(self._refit)
+            self.charts.built.connect(self._charts_built)
         self.state.edit_refused.connect(self.say)
         self.state.undo_stack.cleanChanged.connect(self._update_title)
         self.state.file_changed.connect(self._update_title)
@@ -128,6 +129,13 @@ class MainWindow(FileActions, QMainWindow):
         self._refit_timer.setSingleShot(True)
         self._refit_timer.setInterval(0)
         self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.right.fit()))
+
+    def _charts_built(self) -> None:
+        """The charts are made after the first paint (``ChartsPanel``): the columns and the right-hand
+        panes are shared out again as if they had been there when the window was first shown."""
+        self.main.reshare()
+        self.right.reshare()
+        self._refit()
 
     def _refit(self, *_a) -> None:
         """Re-share the columns once Qt has laid out what just changed (their needs are final then)."""

@@ -52,6 +52,8 @@ class FittingSplitter(QSplitter):
         self._needs, self._weights = needs, weights
         self._gives_way = gives_way  # the pane that shrinks below its need when all cannot fit (default: middle)
         self.share_on_show = True  # no sizes saved from an earlier session: share them out when first shown
+        self._shared = False  # the sizes are still that first share (not restored, not dragged since)
+        self.splitterMoved.connect(self._dragged)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -62,12 +64,23 @@ class FittingSplitter(QSplitter):
         super().resizeEvent(event)
         self.fit()
 
+    def _dragged(self, *_a) -> None:
+        self._shared = False
+
+    def reshare(self) -> None:
+        """Share the sizes out again as the first show did, if they are still that share: a pane whose
+        needs change after the first paint (the charts are made then) gets the same sizes as if it had been
+        there from the start. Sizes restored from an earlier session or dragged by the user are kept."""
+        if self._shared:
+            self.fit(force=True)
+
     def fit(self, force: bool = False) -> None:
         sizes, need = self.sizes(), self._needs()
         if len(sizes) != len(need):
             return
         if force:
             self.share_on_show = False
+            self._shared = True
         elif all(s >= n for s, n in zip(sizes, need, strict=True)):
             return
         length = self.width() if self.orientation() == Qt.Orientation.Horizontal else self.height()

@@ -40,11 +40,13 @@ class EditCommand(QUndoCommand):
     changes to one knob (spin-arrow clicks, typed numbers) is one undo step; another field, a
     model pick or a save in between starts a new one (Qt never merges across the clean state)."""
 
-    def __init__(self, state: PlanState, record: Edit | Replace, merge: str | None = None) -> None:
+    def __init__(self, state: PlanState, record: Edit | Replace, merge: str | None = None,
+                 checked: tuple[PlanDocument, PlanDocument] | None = None) -> None:
         super().__init__(record.text)
         self._state = state
         self._record = record
         self._merge = merge
+        self._checked = checked  # (document, the record applied to it) when the caller has validated it
 
     def id(self) -> int:
         return merge_id(self._merge)
@@ -60,6 +62,10 @@ class EditCommand(QUndoCommand):
         return True
 
     def redo(self) -> None:
+        checked, self._checked = self._checked, None
+        if checked is not None and checked[0] is self._state.doc:  # the first redo, right after validation
+            self._state._set_doc(checked[1])
+            return
         self._state._set_doc(self._record.apply(self._state.doc))
 
     def undo(self) -> None:
@@ -101,11 +107,11 @@ class PlanState(QObject):
             return True
         record = Edit.of(self.doc, path, value, text)
         try:
-            record.apply(self.doc)  # validate before it enters the history
+            new = record.apply(self.doc)  # validate before it enters the history
         except Exception as exc:
             self.edit_refused.emit(str(exc))
             return False
-        self.undo_stack.push(EditCommand(self, record, merge))
+        self.undo_stack.push(EditCommand(self, record, merge, (self.doc, new)))  # redo reuses the checked doc
         return True
 
     def edit_many(self, changes: dict[str, Any], text: str, merge: str | None = None) -> bool:

@@ -7,6 +7,8 @@ not apply (QLoRA double quantisation in a LoRA plan) looks it.
 
 from __future__ import annotations
 
+import sys
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
@@ -77,13 +79,23 @@ def apply_theme(app: QApplication, theme: str) -> None:
     on take the matching colours; ``restyle_plot`` recolours existing ones."""
     app.setStyle("Fusion")
     app.setPalette(_dark_palette() if resolved_theme(theme) == "dark" else _light_palette())
-    try:
-        import pyqtgraph as pg
+    global _THEMED
+    _THEMED = True
+    pg = sys.modules.get("pyqtgraph")  # not imported for this: the charts import it after the first paint
+    if pg is not None:
+        configure_pyqtgraph(pg)
 
-        background, foreground = chart_colours()
-        pg.setConfigOptions(background=background, foreground=foreground, antialias=True)
-    except ImportError:  # charts are optional for the rest of the window
-        pass
+
+_THEMED = False  # apply_theme has run: plots made from now on take its colours
+
+
+def configure_pyqtgraph(pg) -> None:
+    """pyqtgraph's defaults for plots made from now on, once a theme is applied: the theme's chart colours,
+    antialiased (``apply_theme``; the charts call this when they import pyqtgraph, after the first paint)."""
+    if not _THEMED:
+        return
+    background, foreground = chart_colours()
+    pg.setConfigOptions(background=background, foreground=foreground, antialias=True)
 
 
 def restyle_plot(plot) -> None:

@@ -11,9 +11,8 @@ expert-data-parallel group (dp·cp/ep).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-
-import numpy as np
 
 from llmplan.core import bytes_per_param as facts
 from llmplan.core.framework_profile import FrameworkProfile
@@ -126,13 +125,26 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
 
 
 # The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
-# ZeRO stage and offload setting): these two keep it working on floats and arrays alike.
+# ZeRO stage and offload setting): these keep it working on floats and arrays alike. NumPy is not
+# imported for the engine's floats (its import, 0.2–0.4 s on the 2-core dev VM, was a large part of the
+# app's start-up): an array exists only if the caller has imported NumPy already.
+def _array(x) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
 def _ratio(a, b):
     """a / b, and 0 where b is 0."""
-    if isinstance(b, np.ndarray):
+    if _array(b):
+        import numpy as np
+
         return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b != 0)
     return a / b if b else 0.0
 
 
 def _at_least_one(x):
-    return np.maximum(x, 1) if isinstance(x, np.ndarray) else max(1, x)
+    if _array(x):
+        import numpy as np
+
+        return np.maximum(x, 1)
+    return max(1, x)
