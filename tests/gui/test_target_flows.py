@@ -112,3 +112,26 @@ def test_batch_in_tokens_stays_fixed_and_the_tab_shows_the_accumulation_steps(wi
     qtbot.keyClick(nodes, Qt.Key.Key_Up)
     window.state.evaluate_now()
     assert "= 1,024 sequences, 4,194,304 tokens per step: micro-batch 1 × DP 16 × 64 accumulation steps" in line.text()
+
+
+def test_auto_target_holds_the_zero_stage_the_plan_states(qapp):
+    """Auto…'s "finish in D days" runs the same target search as ``llmplan-cli search --days`` and, like it,
+    holds the training knobs the plan states: a plan that says ZeRO-3 gets a ZeRO-3 answer (the free search
+    picks ZeRO-1 for this 1B run, so the test can fail)."""
+    from llmplan.core.search.policy import held_knobs
+    from llmplan.gui.auto_panel import TargetJob, _Signals
+    from llmplan.gui.backend import default_plan
+    from llmplan.plan.overrides import apply_overrides
+
+    doc = apply_overrides(default_plan(), ("workload=pretrain", "training.method=full", "training.tokens=20e9",
+                                           "model.id=meta-llama/Llama-3.2-1B", "training.zero_stage=3",
+                                           "hardware.gpu=nvidia-h100-sxm-80gb"))
+    answers = []
+    signals = _Signals()
+    signals.done.connect(lambda rows, err: answers.append((rows, err)))
+    for keep in ((), held_knobs(doc.training.model_fields_set)):
+        TargetJob(doc, 2.0, None, signals, keep).run()  # the worker's body, on this thread
+    (free, err_free), (held, err_held) = answers
+    assert not err_free and not err_held
+    assert free[0].row.layout.training.zero_stage != 3
+    assert held[0].row.layout.training.zero_stage == 3

@@ -140,7 +140,9 @@ def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVer
     cost = f"{used:,.1f} of {cap} per GPU on the GPU."
     if other is not None and tps:
         lost = max(0.0, 1 - tps / other.tokens_per_s)
-        cost += (f" Offload costs {present.percent(lost, 0)} of the speed: all on the GPU it would run at "
+        costs = (f"Offload costs {present.percent(lost, 0)} of the speed" if lost >= 0.005 else
+                 "Offload costs almost no speed (under 1%)")  # "0 %" reads as a mistake
+        cost += (f" {costs}: all on the GPU it would run at "
                  f"{_about(other.tokens_per_s)} and need {unit.fmt(other.bytes_per_gpu)} per GPU.")
     return PlanVerdict("offload", bool(m.tight), headline, cost, layers, scenario.model.num_layers, tps, other,
                        offloaded_bytes(scenario, est))

@@ -62,9 +62,11 @@ class TargetJob(QRunnable):
     """"Finish in D days" / "within $B": ``plan.target.target_table`` on the plan's own GPU — the same function
     as ``llmplan-cli search --days/--budget`` — in the background."""
 
-    def __init__(self, doc, days: float | None, budget: float | None, signals: _Signals) -> None:
+    def __init__(self, doc, days: float | None, budget: float | None, signals: _Signals,
+                 keep: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.doc, self.days, self.budget, self.signals = doc, days, budget, signals
+        self.keep = keep  # the training knobs the plan states, held as ``search --days`` holds them
 
     def run(self) -> None:
         from llmplan.core.engine import estimate
@@ -72,7 +74,8 @@ class TargetJob(QRunnable):
 
         try:
             self.signals.progress.emit(0.1, "searching the smallest cluster of this GPU that meets the target…")
-            rows = target_table(self.doc, [self.doc.hardware.gpu], self.days, self.budget, refine=estimate)
+            rows = target_table(self.doc, [self.doc.hardware.gpu], self.days, self.budget, refine=estimate,
+                                keep=self.keep)
         except Exception as exc:  # a failed search is a message in the dialog, not a crash
             self.signals.done.emit(None, str(exc))
             return
@@ -186,14 +189,14 @@ class AutoDialog(QDialog):
 
         doc = self.state.doc
         kind = self.objective.currentData()
+        keep = held_knobs(doc.training.model_fields_set) if outcome.scenario.workload != "inference" else ()
         if kind in ("days", "budget"):
             self.list.setHeaderLabels(TARGET_HEADERS)
             value = float(self.target.value())
             QThreadPool.globalInstance().start(TargetJob(doc, value if kind == "days" else None,
-                                                         value if kind == "budget" else None, self._signals))
+                                                         value if kind == "budget" else None, self._signals, keep))
             return
         self.list.setHeaderLabels(SEARCH_HEADERS)
-        keep = held_knobs(doc.training.model_fields_set) if outcome.scenario.workload != "inference" else ()
         QThreadPool.globalInstance().start(SearchJob(outcome.scenario, self.objective.currentData(), self._signals,
                                                      self._cancel, keep, formats_to_try(doc.inference.model_fields_set)))
 
