@@ -20,7 +20,16 @@ _HOME = {"quick_layout": "planner", "scenario_for": "planner", "search": "planne
          "RankedLayout": "results", "SearchResult": "results", "layout_of": "space"}
 
 
+def _module(home: str) -> Any:
+    """One of this package's own modules, each named by a constant (plan files never name code to import)."""
+    if home == "planner":
+        return importlib.import_module("llmplan.core.search.planner")
+    if home == "results":
+        return importlib.import_module("llmplan.core.search.results")
+    return importlib.import_module("llmplan.core.search.space")
+
+
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+        return getattr(_module(_HOME[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
