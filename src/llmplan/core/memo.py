@@ -1,0 +1,52 @@
+"""Caches keyed by the identity of the engine's frozen specs.
+
+The engine's specs (``ModelSpec``, ``TrainingSettings``, ``FrameworkProfile``, ...) are frozen pydantic
+models, so a result derived from them never goes stale. They are hashable, but pydantic hashes a model
+field by field in Python, nested models included: hashing a ``ModelSpec`` costs more than many of the
+results it would key, and one training estimate has a budget of 0.2 ms (``benchmarks/bench_training.py``).
+The app re-estimates a plan on every edit, the search estimates many layouts of one model with the same
+settings objects, and ``model_copy`` keeps the sub-objects a change leaves alone: so the same objects come
+back again and again, and their ``id`` is a cheap, exact key.
+
+An entry holds the objects it was made from, so none of them can be freed and its ``id`` reused while the
+entry lives; a hit also checks them with ``is``. The cache forgets everything when it reaches its size
+(the engine asks for a handful of keys at a time; an LRU would cost more than it saves). A spec that is
+equal but not the same object misses here and falls through to the value-keyed caches below (``lru_cache``
+on ``count_params``, ``layer_and_head``, ``split_layers``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Hashable
+from typing import Any
+
+
+class IdentityCache:
+    """Values keyed by (the identity of some objects, a hashable rest). ``get`` answers None on a miss, so
+    cached values must never be None."""
+
+    __slots__ = ("_entries", "_maxsize")
+
+    def __init__(self, maxsize: int = 512) -> None:
+        self._entries: dict[tuple, tuple[tuple, Any]] = {}
+        self._maxsize = maxsize
+
+    def get(self, objs: tuple, rest: Hashable) -> Any:
+        hit = self._entries.get((*map(id, objs), rest))
+        if hit is not None and all(map(operator.is_, hit[0], objs)):
+            return hit[1]
+        return None
+
+    def put(self, objs: tuple, rest: Hashable, value: Any) -> Any:
+        """Store ``value`` and return it."""
+        if len(self._entries) >= self._maxsize:
+            self._entries.clear()
+        self._entries[(*map(id, objs), rest)] = (objs, value)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
