@@ -42,6 +42,7 @@ Exposed time = unhidden calls + max(0, time − unhidden − the compute it hide
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -121,6 +122,7 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
 _COLLECTIVES = IdentityCache(256)  # (model, training, profile, cluster, efficiency) objects + the rest -> calls
 
 
+@functools.lru_cache(maxsize=256)  # equal but new spec objects (a plan resolved again) still hit here
 def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl: ClusterSpec, eff: Efficiency,
                  lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
                  weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
