@@ -32,8 +32,10 @@ def with_system(scenario: Scenario, est: Estimate, options: SystemOptions) -> Ev
     return evaluation(scenario, est, system_settings(options, scenario))
 
 
-def evaluate_scenario(scenario: Scenario, options: SystemOptions) -> Evaluation:
-    return with_system(scenario, engine.estimate(scenario), options)
+def evaluate_scenario(scenario: Scenario, options: SystemOptions, est: Estimate | None = None) -> Evaluation:
+    """``scenario``'s estimate with its system report; ``est``: the engine's estimate of this very
+    scenario when the caller has it already (the default policy's, ``AutoChoice.estimate``)."""
+    return with_system(scenario, est if est is not None else engine.estimate(scenario), options)
 
 
 def automatic_choice(doc: PlanDocument, scenario: Scenario):
@@ -48,8 +50,8 @@ def automatic_choice(doc: PlanDocument, scenario: Scenario):
 def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     """Resolve ``doc`` (with the default policy for the knobs it leaves open) and estimate it,
     system report included. User errors raise ``LlmplanError``."""
-    scenario = automatic_choice(doc, resolve(doc)).scenario
-    return scenario, evaluate_scenario(scenario, doc.system)
+    choice = automatic_choice(doc, resolve(doc))
+    return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
 
 SPLIT_ENGINES = ("llama-cpp", "ollama")

@@ -33,10 +33,15 @@ _WORDS = {"recompute": "{} recompute", "micro_batch": "micro-batch {}", "zero_st
 
 @dataclass(frozen=True, slots=True)
 class AutoChoice:
-    """The scenario to estimate and the knobs the policy set for the user (knob, value)."""
+    """The scenario to estimate and the knobs the policy set for the user (knob, value).
+
+    ``estimate`` is the engine's estimate of ``scenario`` when the policy already ran it (None when it
+    did not: inference, nothing automatic, an invalid plan), so the caller need not run the engine twice
+    on the same scenario (the app's knob → verdict path)."""
 
     scenario: Scenario
     chosen: tuple[tuple[str, object], ...] = ()
+    estimate: Estimate | None = None
 
     def label(self) -> str:
         """E.g. "auto: full recompute, micro-batch 1"; "" when nothing was chosen."""
@@ -78,10 +83,11 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
     if scenario.workload == "inference" or not auto:
         return AutoChoice(scenario)
     try:
-        if engine(scenario).fits:
-            return AutoChoice(scenario)
+        as_is = engine(scenario)
     except LlmplanError:
         return AutoChoice(scenario)  # the plan itself is invalid: the caller reports that
+    if as_is.fits:
+        return AutoChoice(scenario, estimate=as_is)
     t, p = scenario.training, scenario.parallelism
     updates: dict[str, object] = {}
     for knob, value in LADDER:
@@ -96,5 +102,5 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
             continue  # this step is not valid for the layout: skip it
         updates[knob] = value
         if est.fits:
-            return AutoChoice(trial, tuple(updates.items()))
-    return AutoChoice(scenario)
+            return AutoChoice(trial, tuple(updates.items()), est)
+    return AutoChoice(scenario, estimate=as_is)
