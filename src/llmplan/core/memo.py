@@ -8,8 +8,8 @@ The app re-estimates a plan on every edit, the search estimates many layouts of 
 settings objects, and ``model_copy`` keeps the sub-objects a change leaves alone: so the same objects come
 back again and again, and their ``id`` is a cheap, exact key.
 
-An entry holds the objects it was made from, so none of them can be freed and its ``id`` reused while the
-entry lives; a hit also checks them with ``is``. The cache forgets everything when it reaches its size
+An entry holds the objects it was made from, so none of them can be freed and its ``id`` taken by another
+object while the entry lives: a key of ids can only match the very same objects. The cache forgets everything when it reaches its size
 (the engine asks for a handful of keys at a time; an LRU would cost more than it saves). A spec that is
 equal but not the same object misses here and falls through to the value-keyed caches below (``lru_cache``
 on ``count_params``, ``layer_and_head``, ``split_layers``).
@@ -17,7 +17,6 @@ on ``count_params``, ``layer_and_head``, ``split_layers``).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable
 from typing import Any
 
@@ -34,9 +33,7 @@ class IdentityCache:
 
     def get(self, objs: tuple, rest: Hashable) -> Any:
         hit = self._entries.get((*map(id, objs), rest))
-        if hit is not None and all(map(operator.is_, hit[0], objs)):
-            return hit[1]
-        return None
+        return None if hit is None else hit[1]
 
     def put(self, objs: tuple, rest: Hashable, value: Any) -> Any:
         """Store ``value`` and return it."""
