@@ -4,15 +4,18 @@ The engine's specs (``ModelSpec``, ``TrainingSettings``, ``FrameworkProfile``, .
 models, so a result derived from them never goes stale. They are hashable, but pydantic hashes a model
 field by field in Python, nested models included: hashing a ``ModelSpec`` costs more than many of the
 results it would key, and one training estimate has a budget of 0.2 ms (``benchmarks/bench_training.py``).
-The app re-estimates a plan on every edit, the search estimates many layouts of one model with the same
-settings objects, and ``model_copy`` keeps the sub-objects a change leaves alone: so the same objects come
-back again and again, and their ``id`` is a cheap, exact key.
+Where one plan is estimated several times, the same objects come back: the search re-checks its finalists
+with one model and one set of settings (``model_copy`` keeps the sub-objects a change leaves alone), the
+default policy's steps share the model, the charts' sweeps re-estimate a plan point by point. Their ``id``
+is a cheap, exact key.
 
 An entry holds the objects it was made from, so none of them can be freed and its ``id`` taken by another
-object while the entry lives: a key of ids can only match the very same objects. The cache forgets everything when it reaches its size
-(the engine asks for a handful of keys at a time; an LRU would cost more than it saves). A spec that is
-equal but not the same object misses here and falls through to the value-keyed caches below (``lru_cache``
-on ``count_params``, ``layer_and_head``, ``split_layers``).
+object while the entry lives: a key of ids can only match the very same objects. The cache forgets
+everything when it reaches its size (an LRU would cost more than it saves). The engine's caches hold 64
+entries: enough for the search's finalists and the default policy's steps, and few enough that a stream
+of new objects (a plan resolved again on every edit, which builds a new ``ModelSpec``) keeps little alive
+for the garbage collector. A spec that is equal but not the same object misses here and falls through to
+the value-keyed caches below (``lru_cache`` on ``count_params``, ``layer_and_head``, ``_collectives``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class IdentityCache:
 
     __slots__ = ("_entries", "_maxsize")
 
-    def __init__(self, maxsize: int = 512) -> None:
+    def __init__(self, maxsize: int = 64) -> None:
         self._entries: dict[tuple, tuple[tuple, Any]] = {}
         self._maxsize = maxsize
 

@@ -220,7 +220,7 @@ def _mtp(m: ModelSpec, groups: list[TensorGroup]) -> None:
                                   "mtp", g.tp_split, "last", g.layer_kind, g.copies_per_layer))
 
 
-_BY_SPEC = IdentityCache(256)
+_BY_SPEC = IdentityCache(64)
 
 
 def count_params(m: ModelSpec) -> ParamBreakdown:

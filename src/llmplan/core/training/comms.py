@@ -119,7 +119,7 @@ def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_g
     return hit if hit is not None else _COLLECTIVES.put(objs, rest, _collectives(*objs, *rest))
 
 
-_COLLECTIVES = IdentityCache(256)  # (model, training, profile, cluster, efficiency) objects + the rest -> calls
+_COLLECTIVES = IdentityCache(64)  # (model, training, profile, cluster, efficiency) objects + the rest -> calls
 
 
 @functools.lru_cache(maxsize=256)  # equal but new spec objects (a plan resolved again) still hit here

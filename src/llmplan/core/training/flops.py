@@ -39,7 +39,7 @@ class TokenFlops:
         return self.block_matmul + self.head + self.attention + self.adapters
 
 
-_TOKEN_FLOPS = IdentityCache(512)  # (model, parameter counts) objects + the rest -> TokenFlops
+_TOKEN_FLOPS = IdentityCache(64)  # (model, parameter counts) objects + the rest -> TokenFlops
 
 
 def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,

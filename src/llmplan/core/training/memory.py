@@ -22,7 +22,7 @@ from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit,
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
-from llmplan.core.training.shard import StageParams, cached_stage_params, role
+from llmplan.core.training.shard import StageParams, role, stage_params
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
 from llmplan.core.training.switches import embedding_and_head, largest_tensor, lm_head_adapter
@@ -63,7 +63,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
     prof = sc.framework
     stage = role(index, lay.pp)
     layers = lay.split.per_stage[index]
-    sp = cached_stage_params(m, lay, stage, layers)
+    sp = stage_params(m, lay, stage, layers)
     full = tr.method == "full"
     layer_share = layers / m.num_layers
     saved_copy = 0.0  # modules_to_save: embeddings and head trained in full, in the base's dtype
@@ -202,7 +202,7 @@ def candidate_stages(lay: Layout) -> tuple[int, ...]:
     return (0, *middle, lay.pp - 1)
 
 
-_WORST = IdentityCache(512)  # (model, training, profile, GPU, parameter counts) objects + layout -> StageMemory
+_WORST = IdentityCache(64)  # (model, training, profile, GPU, parameter counts) objects + layout -> StageMemory
 
 
 def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:

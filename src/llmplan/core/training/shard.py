@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from llmplan.core.bytes_per_param import factored_entries, muon_matrix
-from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training.layout import Layout
@@ -71,23 +70,10 @@ def _groups(m: ModelSpec) -> tuple[_Group, ...]:
     return tuple(rows)
 
 
-_STAGE_PARAMS = IdentityCache(1024)  # model object + (tp, ep, kv_replicated, stage, layers) -> StageParams
-
-
-def cached_stage_params(m: ModelSpec, lay: Layout, stage: str, layers: int) -> StageParams:
-    """``stage_params`` for a resolved ``Layout`` (plain integers), cached per model object and the few
-    layout numbers it reads (``core.memo``): the catalog hands out one spec object per model, so the app's
-    edits and the search's layouts ask for the same stages again and again."""
-    rest = (lay.tp, lay.ep, lay.kv_replicated, stage, layers)
-    hit = _STAGE_PARAMS.get((m,), rest)
-    return hit if hit is not None else _STAGE_PARAMS.put((m,), rest, stage_params(m, lay, stage, layers))
-
-
 def stage_params(m: ModelSpec, lay: Layout, stage: str, layers: int) -> StageParams:
     """Parameters on one GPU of a ``stage`` ("first", "middle", "last" or "only" when pp = 1)
     holding ``layers`` of the model's blocks. The tensor groups are read from a per-model table
-    (``_groups``) so that this, run for every candidate stage of every estimate, stays cheap. ``lay``'s
-    tp and ep may be NumPy scalars (the search's quick model)."""
+    (``_groups``) so that this, run for every candidate stage of every estimate, stays cheap."""
     tp, ep = lay.tp, lay.ep
     kv_div = m.num_kv_heads if lay.kv_replicated else tp
     layer_share = layers / m.num_layers

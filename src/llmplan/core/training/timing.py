@@ -127,7 +127,7 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
 
 
 _PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + shape -> PartTimes
-_COMPUTE_TIMES = IdentityCache(512)  # (gpu, efficiency, training, profile, model) objects + layout -> ComputeTimes
+_COMPUTE_TIMES = IdentityCache(64)  # (gpu, efficiency, training, profile, model) objects + layout -> ComputeTimes
 
 
 def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
