@@ -67,3 +67,24 @@ def test_open_weight_format_is_chosen_when_bf16_fits_nowhere(capsys):
     stated = main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-rtx-4090-24gb",
                    "--workload", "inference", "--set", "inference.weight_format=bf16"])
     assert stated != 0 and "no layout fits" in capsys.readouterr().err  # a stated format is kept
+
+
+@pytest.mark.parametrize(("extra", "automatic"), [(["--set", "training.recompute=full"], None),
+                                                   ([], "auto: full recompute")],
+                         ids=["fits as it is", "the policy moves a knob"])
+def test_the_policy_estimate_is_reused_not_run_again(extra, automatic, capsys, monkeypatch):
+    """The default policy estimates the scenario it returns (``AutoChoice.estimate``); ``estimate`` prints
+    that estimate instead of running the engine on the same scenario a second time."""
+    from llmplan.core import engine
+
+    seen = []
+    real = engine.estimate
+
+    def counting(sc):
+        seen.append(sc.model_dump_json())
+        return real(sc)
+
+    monkeypatch.setattr(engine, "estimate", counting)
+    data = _run(capsys, [*CASES["QLoRA 8B on an RTX 4090"], "--set", "parallelism.tp=1", *extra])
+    assert data["fits"] and data.get("automatic") == automatic
+    assert seen and len(seen) == len(set(seen)), f"{len(seen)} engine runs on {len(set(seen))} scenarios"

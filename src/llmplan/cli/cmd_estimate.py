@@ -16,6 +16,7 @@ from llmplan.cli import measured
 from llmplan.cli.mixed_cards import gpu_ids, run_mixed, tensor_split, with_cards
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
+from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
@@ -150,9 +151,12 @@ def chosen_inference(scenario: Scenario, best):
     return inf if fmt == inf.weight_format.lower() else inf.model_copy(update={"weight_format": fmt})
 
 
-def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> tuple[Scenario, str, str]:
-    """The scenario to estimate, where its layout came from ("plan" or "auto") and what the default
-    policy chose for the user ("auto: full recompute", or ""): ``core.search.policy``."""
+def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario
+           ) -> tuple[Scenario, str, str, Estimate | None]:
+    """The scenario to estimate, where its layout came from ("plan" or "auto"), what the default
+    policy chose for the user ("auto: full recompute", or ""): ``core.search.policy``, and the engine's
+    estimate of that scenario when the policy already ran it (``AutoChoice.estimate``; None otherwise), so
+    that ``run_estimate`` does not run the engine on it a second time."""
     from llmplan.core.search.policy import formats_to_try
     from llmplan.plan.evaluate import automatic_choice
 
@@ -161,9 +165,9 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario) -> t
         chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
         fmt = chosen.inference.weight_format
         label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
-        return chosen, "auto", label
+        return chosen, "auto", label, None
     choice = automatic_choice(doc, scenario)  # doc carries the --set fields as stated
-    return choice.scenario, "plan", choice.label()
+    return choice.scenario, "plan", choice.label(), choice.estimate
 
 
 def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
@@ -176,11 +180,12 @@ def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
                                   "inference": inference})
 
 
-def run_estimate(scenario: Scenario, doc: PlanDocument):
-    """The engine's estimate with the plan's system report (checkpoints, goodput, power) attached."""
+def run_estimate(scenario: Scenario, doc: PlanDocument, est: Estimate | None = None):
+    """The engine's estimate with the plan's system report (checkpoints, goodput, power) attached; ``est``:
+    the engine's estimate of ``scenario`` when ``choose`` has it already."""
     from llmplan.plan.evaluate import evaluate_scenario
 
-    return evaluate_scenario(scenario, doc.system)
+    return evaluate_scenario(scenario, doc.system, est)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
     calibration_note = None
     if args.calibration is not None:
         doc, calibration_note = measured.calibrated_document(doc, args.calibration)
-    scenario, source, auto = choose(args, doc, resolve(doc))
-    est = run_estimate(scenario, doc)
+    scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
+    est = run_estimate(scenario, doc, policy_est)
     if args.save:
         save_plan(with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
@@ -256,8 +261,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if fit.current is not None and fit.local_plan is not None:
         scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
     else:
-        scenario, source, _auto = choose(args, doc, resolve(doc))
-        est, here = run_estimate(scenario, doc), False
+        scenario, source, _auto, policy_est = choose(args, doc, resolve(doc))
+        est, here = run_estimate(scenario, doc, policy_est), False
     if args.save:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)

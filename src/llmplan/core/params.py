@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 
 Category = Literal[
@@ -219,9 +220,17 @@ def _mtp(m: ModelSpec, groups: list[TensorGroup]) -> None:
                                   "mtp", g.tp_split, "last", g.layer_kind, g.copies_per_layer))
 
 
-@lru_cache(maxsize=256)
+_BY_SPEC = IdentityCache(64)
+
+
 def count_params(m: ModelSpec) -> ParamBreakdown:
-    """Exact parameter counts of the checkpoint described by ``m`` (cached per spec)."""
+    """Exact parameter counts of the checkpoint described by ``m`` (cached per spec object, then per equal
+    spec: every estimate asks several times, and hashing a ``ModelSpec`` is the slow part of ``lru_cache``)."""
+    return _BY_SPEC.get((m,), None) or _BY_SPEC.put((m,), None, _count_params(m))
+
+
+@lru_cache(maxsize=256)
+def _count_params(m: ModelSpec) -> ParamBreakdown:
     groups = tuple(_build_groups(m))
     total = sum(g.params for g in groups)
     mtp = sum(g.params for g in groups if g.category == "mtp")

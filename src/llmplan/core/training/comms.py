@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from llmplan.core.explain import Figure
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Collective
 from llmplan.core.training.layout import Layout
@@ -110,13 +111,18 @@ def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
 def collectives(sc: Scenario, lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
                 weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,
                 win: Windows) -> tuple[Collective, ...]:
-    """Every collective of a step (module doc). Cached per shape and cluster: the search's refinement, the
-    charts and the app re-estimate the same layouts often."""
-    return _collectives(sc.model, sc.training, sc.framework, sc.cluster, sc.efficiency, lay, trainable_on_gpu,
-                        weights_on_gpu, grad_bytes, weight_bytes, expert_share, moe_layers_on_gpu, win)
+    """Every collective of a step (module doc). Cached per (spec objects, shape) (``core.memo``): the search's
+    refinement, the charts and the app re-estimate the same layouts often."""
+    objs = (sc.model, sc.training, sc.framework, sc.cluster, sc.efficiency)
+    rest = (lay, trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share, moe_layers_on_gpu, win)
+    hit = _COLLECTIVES.get(objs, rest)  # () on one GPU: compare with None
+    return hit if hit is not None else _COLLECTIVES.put(objs, rest, _collectives(*objs, *rest))
 
 
-@functools.lru_cache(maxsize=256)
+_COLLECTIVES = IdentityCache(64)  # (model, training, profile, cluster, efficiency) objects + the rest -> calls
+
+
+@functools.lru_cache(maxsize=256)  # equal but new spec objects (a plan resolved again) still hit here
 def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl: ClusterSpec, eff: Efficiency,
                  lay: Layout, trainable_on_gpu: float, weights_on_gpu: float, grad_bytes: float,
                  weight_bytes: float, expert_share: float, moe_layers_on_gpu: float,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training import selective_op as sop
@@ -38,10 +39,20 @@ class TokenFlops:
         return self.block_matmul + self.head + self.attention + self.adapters
 
 
+_TOKEN_FLOPS = IdentityCache(64)  # (model, parameter counts) objects + the rest -> TokenFlops
+
+
 def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,
                 selective_op: bool = False) -> TokenFlops:
     """``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
-    parameter groups again, and an estimate's budget is a fraction of a millisecond)."""
+    parameter groups again, and an estimate's budget is a fraction of a millisecond). Cached per (spec
+    objects, arguments) (``core.memo``): it walks every tensor group of the model."""
+    objs, rest = (m, pb), (seq_len, adapter_params, selective_op)
+    return _TOKEN_FLOPS.get(objs, rest) or _TOKEN_FLOPS.put(objs, rest, _token_flops(m, pb, *rest))
+
+
+def _token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float,
+                 selective_op: bool) -> TokenFlops:
     block = head = 0.0
     ratio = m.moe.experts_per_token / m.moe.num_experts if m.moe else 1.0
     for g in pb.groups:

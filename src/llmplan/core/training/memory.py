@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from llmplan.core.bytes_per_param import frozen_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
@@ -201,9 +202,18 @@ def candidate_stages(lay: Layout) -> tuple[int, ...]:
     return (0, *middle, lay.pp - 1)
 
 
+_WORST = IdentityCache(64)  # (model, training, profile, GPU, parameter counts) objects + layout -> StageMemory
+
+
 def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
+    """The candidate stage with the most bytes. Cached per (spec objects, layout) (``core.memo``): a stage's
+    memory reads only the model, the training settings, the framework profile and the GPU (``_stage``)."""
+    objs = (sc.model, sc.training, sc.framework, sc.cluster.gpu, pb)
+    hit = _WORST.get(objs, lay)
+    if hit is not None:
+        return hit
     mems = [_stage(sc, pb, lay, s) for s in candidate_stages(lay)]
-    return max(mems, key=lambda x: x.total)
+    return _WORST.put(objs, lay, max(mems, key=lambda x: x.total))
 
 
 def stage_totals(sc: Scenario) -> tuple[float, ...]:

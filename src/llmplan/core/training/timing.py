@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from llmplan.core.explain import Figure
 from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.result import ComputeReport
@@ -125,7 +126,8 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     return ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
 
 
-_BY_IDENTITY: dict[tuple, tuple] = {}  # (id(model), id(training), id(profile), shape, ...) -> (objects, result)
+_PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + shape -> PartTimes
+_COMPUTE_TIMES = IdentityCache(64)  # (gpu, efficiency, training, profile, model) objects + layout -> ComputeTimes
 
 
 def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
@@ -133,20 +135,15 @@ def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: Framewor
     """One micro-batch through the slowest stage: its blocks forward, backward and recomputed, and its
     share of the head and loss (spread over the stages, as the FLOP count spreads it).
 
-    Looked up first by the identity of the (frozen) model, training and profile objects: an estimate of
-    the same plan asks again with the same objects, and hashing pydantic models field by field would cost
-    more than the rest of this function (the benchmark's 0.2 ms budget)."""
-    shape = OpShape.of(lay)
-    key = (id(m), id(tr), id(prof), shape, r, lay.max_stage_layers, lay.pp)
-    hit = _BY_IDENTITY.get(key)
-    if hit is not None and hit[0] is m and hit[1] is tr and hit[2] is prof:
-        return hit[3]
-    fwd, rest, head = layer_and_head(m, shape, tr, prof, r)
-    value = (fwd + rest).scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp)
-    if len(_BY_IDENTITY) > 512:
-        _BY_IDENTITY.clear()
-    _BY_IDENTITY[key] = (m, tr, prof, value)
-    return value
+    Looked up first by the identity of the (frozen) model, training and profile objects (``core.memo``):
+    the search asks for many layouts with the same objects, and hashing pydantic models field by field
+    would cost more than the rest of this function."""
+    objs, rest = (m, tr, prof), (OpShape.of(lay), r, lay.max_stage_layers, lay.pp)
+    hit = _PER_MICRO_BATCH.get(objs, rest)
+    if hit is not None:
+        return hit
+    fwd, rest_t, head = layer_and_head(m, rest[0], tr, prof, r)
+    return _PER_MICRO_BATCH.put(objs, rest, (fwd + rest_t).scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp))
 
 
 def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
@@ -155,8 +152,16 @@ def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_param
 
     ``optimizer_params``: trainable parameters this GPU's optimizer updates (after ZeRO sharding);
     ``state_bytes``: (master/parameter, gradient, optimizer-state, weight bytes per parameter, whether the
-    16-bit weights are a separate copy of the master)."""
+    16-bit weights are a separate copy of the master). Cached per (spec objects, layout, state sizes):
+    the app re-estimates a plan on every edit, and an edit that leaves these alone keeps the objects."""
     gpu, eff, tr, prof, m = sc.cluster.gpu, sc.efficiency, sc.training, sc.framework, sc.model
+    objs, key = (gpu, eff, tr, prof, m), (lay, optimizer_params, state_bytes)
+    return _COMPUTE_TIMES.get(objs, key) or _COMPUTE_TIMES.put(objs, key, _compute_times(
+        gpu, eff, tr, prof, m, lay, optimizer_params, state_bytes))
+
+
+def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: ModelSpec, lay: Layout,
+                   optimizer_params: float, state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
     r, notes = rates(gpu, eff, tr.precision)
     peak, hbm = r.peak, r.bandwidth
     per_mb = _micro_batch(m, lay, tr, prof, r)
