@@ -215,7 +215,11 @@ class ModelPicker(QWidget):
             self.state.edit("model", ModelRef(id=model_id), f"Model: {index.data()}")
 
     def index_of(self, model_id: str | None) -> QModelIndex:
-        """The shown row of a catalog model (invalid when the filters hide it, or for no id)."""
+        """The shown row of a catalog model (invalid when the filters hide it, or for no id). The current
+        row is asked first: a knob change leaves it as it was (no walk over the catalog on each change)."""
+        current = self.list.currentIndex()
+        if model_id and current.isValid() and current.data(ID_ROLE) == model_id:
+            return current
         return next((i for i in walk(self.proxy) if model_id and i.data(ID_ROLE) == model_id), QModelIndex())
 
     def select(self, model_id: str) -> bool:
