@@ -21,7 +21,7 @@ from llmplan.core import present
 from llmplan.core.inference.multi_gpu import MixedPlan
 from llmplan.core.present import MemoryUnit
 from llmplan.errors import InputError
-from llmplan.plan.document import CardRef, HardwareRef, PlanDocument
+from llmplan.plan.document import HardwareRef, PlanDocument, cards_of
 from llmplan.plan.evaluate import estimate_cards
 from llmplan.plan.overrides import apply_overrides
 from llmplan.plan.planfile import save_plan
@@ -52,12 +52,7 @@ def tensor_split(text: str | None, cards: int) -> list[float] | None:
 def with_cards(doc: PlanDocument, ids: list[str], split: list[float] | None) -> PlanDocument:
     """``doc`` on one machine holding the cards ``ids`` (device order): ``hardware.cards`` with neighbouring
     identical ids counted together, and ``hardware.tensor_split``."""
-    cards: list[CardRef] = []
-    for i in ids:
-        if cards and cards[-1].gpu == i:
-            cards[-1] = cards[-1].model_copy(update={"count": cards[-1].count + 1})
-        else:
-            cards.append(CardRef(gpu=i))
+    cards = cards_of(ids)
     if doc.hardware.nodes != 1 or doc.hardware.gpus_per_node not in (1, len(ids)):
         raise InputError("with several --gpu cards the machine is exactly those cards: leave out --gpus/--nodes")
     hw = doc.hardware.model_copy(update={"gpu": ids[0], "gpu_spec": None, "gpu_efficiency": None,

@@ -42,6 +42,7 @@ from llmplan.gui.picker_models import (
     walk,
 )
 from llmplan.gui.state import PlanState
+from llmplan.plan.document import cards_data, cards_of
 
 
 def _network_changes(network_id: str) -> dict[str, Any]:
@@ -219,12 +220,7 @@ class HardwarePicker(QWidget):
         spec = index.data(SPEC_ROLE)
         cards = index.data(CARDS_ROLE)
         if cards:
-            grouped: list[dict[str, Any]] = []
-            for i in cards:
-                if grouped and grouped[-1]["gpu"] == i:
-                    grouped[-1]["count"] += 1
-                else:
-                    grouped.append({"gpu": i, "count": 1})
+            grouped = cards_data(cards_of(cards))
             self.state.edit_many({"hardware.gpu": cards[0], "hardware.gpu_spec": None, "hardware.gpu_efficiency": None,
                                   "hardware.gpus_per_node": 1, "hardware.nodes": 1, "hardware.cards": grouped,
                                   "hardware.tensor_split": None, **self._leave_preset(cards[0])},

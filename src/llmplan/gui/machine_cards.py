@@ -31,6 +31,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.errors import LlmplanError
 from llmplan.gui import backend
 from llmplan.gui.state import PlanState
+from llmplan.plan.document import cards_data, cards_of
 
 COLUMNS = ("GPU", "Layers", "Memory", "Usable", "Fits")
 
@@ -134,12 +135,7 @@ class MachineCards(QGroupBox):
         """Make ``ids`` (device order) the plan's cards, as one undoable edit; neighbouring identical cards
         are counted together, and an entry keeps its inline spec while its GPU stays."""
         specs = {c.gpu: c.gpu_spec for c in self.state.doc.hardware.cards if c.gpu_spec is not None}
-        cards: list[dict[str, Any]] = []
-        for i in ids:
-            if cards and cards[-1]["gpu"] == i:
-                cards[-1]["count"] += 1
-            else:
-                cards.append({"gpu": i, "count": 1, **({"gpu_spec": specs[i].model_dump()} if i in specs else {})})
+        cards = cards_data(cards_of(ids, specs))
         self.state.edit_many({"hardware.cards": cards, "hardware.tensor_split": None}, "Cards in this machine")
 
     def _sync(self) -> None:

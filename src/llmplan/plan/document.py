@@ -77,6 +77,25 @@ class CardRef(FrozenModel):
     gpu_spec: GpuSpec | None = Field(None, description="the card's full spec, inline (wins over the id)")
 
 
+def cards_of(ids: list[str], specs: dict[str, GpuSpec] | None = None) -> list[CardRef]:
+    """``hardware.cards`` for the cards ``ids`` in device order (the inverse of ``HardwareRef.card_ids``):
+    neighbouring identical ids counted together; ``specs``: inline specs by GPU id to keep."""
+    specs = specs or {}
+    cards: list[CardRef] = []
+    for i in ids:
+        if cards and cards[-1].gpu == i:
+            cards[-1] = cards[-1].model_copy(update={"count": cards[-1].count + 1})
+        else:
+            cards.append(CardRef(gpu=i, gpu_spec=specs.get(i)))
+    return cards
+
+
+def cards_data(cards: list[CardRef]) -> list[dict]:
+    """``cards`` as plain data for a document edit; an entry names ``gpu_spec`` only when it has one."""
+    return [{"gpu": c.gpu, "count": c.count, **({"gpu_spec": c.gpu_spec.model_dump()} if c.gpu_spec else {})}
+            for c in cards]
+
+
 class HardwareRef(FrozenModel):
     gpu: str = Field("nvidia-h100-sxm-80gb", min_length=1, description="catalog GPU id")
     gpu_spec: GpuSpec | None = Field(None, description="the GPU's full spec, inline (wins over the id)")
