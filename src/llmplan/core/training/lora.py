@@ -17,9 +17,11 @@ from __future__ import annotations
 from llmplan.core.bytes_per_param import lora_params, nf4_bits_per_param
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
+from llmplan.core.quant import NF4_BLOCK
 from llmplan.core.training.layout import Layout
 
-__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "nf4_bits_per_param"]
+__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "nf4_bits_per_param",
+           "nf4_dequant_bytes", "nf4_dequant_launches"]
 
 
 # Quantised LoRA bases other than NF4: bits per weight of the stored format, and bytes one dequantisation
@@ -42,6 +44,29 @@ def base_bits_per_param(quant_base: str, double_quant: bool) -> float:
 def dequant_bytes_per_weight(quant_base: str, double_quant: bool) -> float:
     """Bytes one dequantisation to bf16 moves per weight: the stored bits read + 2 B written."""
     return base_bits_per_param(quant_base, double_quant) / 8 + 2.0
+
+
+def nf4_dequant_bytes(double_quant: bool) -> float:
+    """Bytes one bitsandbytes NF4 dequantisation to bf16 moves per weight, kernel by kernel as bitsandbytes
+    0.50 runs it (``backends/cuda/ops.py``: ``_dequant_linear_fallback`` for the forward of more than 1,536
+    tokens, ``functional.dequantize_4bit`` in ``MatMul4Bit.backward``):
+
+    - double quantisation (the nested absmax): ``dequantize_blockwise`` turns the 8-bit absmax into fp32
+      (read 1, write 4 B per 64 weights), then ``absmax + offset`` (read 4, write 4);
+    - ``cdequantize_blockwise_bf16_nf4``: read the 4-bit codes (0.5 B) and the fp32 absmax (4 B per 64),
+      write bf16 (2 B).
+
+    2.5 + 17/64 = 2.766 B nested, 2.5 + 4/64 = 2.563 B plain. The second-level constants (one fp32 per 256
+    blocks) and the 256-entry code table are below 0.001 B per weight and left out."""
+    absmax = (1 + 4 + 4 + 4) / NF4_BLOCK if double_quant else 0.0
+    return 0.5 + 2.0 + 4 / NF4_BLOCK + absmax
+
+
+def nf4_dequant_launches(double_quant: bool) -> int:
+    """Kernels one NF4 dequantisation launches: three with the nested absmax (8-bit absmax dequantisation,
+    the offset add, the 4-bit dequantisation: bitsandbytes PR #2051 describes the same three launches),
+    one without."""
+    return 3 if double_quant else 1
 
 
 def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, rank: int,

@@ -88,7 +88,7 @@ def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
     launches = sum(e.kernels for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
     cast = ops.cast_params * 6.0 / r.bandwidth  # read fp32, write the 16-bit copy
-    n_q = sum(g.count for g in ops.gemms if g.quantised) * 2  # absmax and 4-bit dequantise kernels
+    n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
 
@@ -117,7 +117,7 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
     launches = sum(max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
     cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
-    n_q = sum(g.count for g in ops.gemms if g.quantised) * 2
+    n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
 
@@ -129,7 +129,9 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels + max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 8  # + loss kernels
     loss = ops.logits * (ops.loss_bytes or kr.CE_BYTES_PER_LOGIT) / r.bandwidth
-    cast = 2 * ops.cast_params * 6.0 / r.bandwidth
+    # the fp32 head weight cast to bf16 in the forward; a trained head's bf16 gradient is cast back to fp32 in the
+    # backward, a frozen one's cast has no backward (the input gradient reuses the saved bf16 copy)
+    cast = (2 if ops.gemm.trainable else 1) * ops.cast_params * 6.0 / r.bandwidth
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, launches, fc + bc)
 
 

@@ -34,11 +34,11 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import dequant_bytes_per_weight
+from llmplan.core.training.lora import dequant_bytes_per_weight, nf4_dequant_bytes, nf4_dequant_launches
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
-NF4_DEQUANT_BYTES = 2.5  # read 4-bit codes (0.5 B) + write bf16 (2 B) per weight; absmax tables are small
+NF4_DEQUANT_BYTES = nf4_dequant_bytes(True)  # bitsandbytes' nested-absmax chain (lora.nf4_dequant_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,7 @@ class LayerOps:
     dequant_params: float  # NF4 weights dequantised per use
     residual_bytes: float  # x: bytes per element of the residual stream
     dequant_bytes: float = NF4_DEQUANT_BYTES  # bytes moved per quantised weight dequantised (training.quant_base)
+    dequant_kernels: float = 2.0  # launches per dequantisation (NF4: lora.nf4_dequant_launches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +218,10 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
         cast = sum(g.n * g.k * g.count for g in gemms)
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
-    dq = NF4_DEQUANT_BYTES if tr.quant_base == "nf4" else dequant_bytes_per_weight(tr.quant_base, False)
+    nf4 = tr.quant_base == "nf4"
+    dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
-                    saved, cast, dequant, x, dq)
+                    saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0)
 
 
 def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
@@ -253,9 +255,10 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
     1-byte mask), the scale (2 + 2) and the add (2 + 2 + 2) on the 16-bit tensors as they are."""
     ew: list[Elementwise] = []
     if not compiled:
-        if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here
-            outs = q + 2 * kv + h + (2 if m.gated_mlp else 1) * inter + h
-            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 7, 1.0),
+        if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here, except
+            # o_proj, whose input is SDPA's bf16 output (autocast runs SDPA in bf16) and so stays bf16
+            outs = q + 2 * kv + (2 if m.gated_mlp else 1) * inter + h
+            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 6, 1.0),
                    Elementwise("autocast casts of fp32 q, k, v for SDPA and of the down input",
                                6 * (q + 2 * kv + inter) * T, 4, 1.0)]
         if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
@@ -263,6 +266,8 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
             # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
             ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
     drop = 9 if (tr.lora_dropout or 0) > 0 else 0
+    if peft_casts and not compiled and tr.method == "qlora" and tr.quant_base == "nf4":
+        return ew + _peft_linear4bit(m, lay, tr, x, y, T)
     for k_in, n_out in _adapted_widths(m, lay, tr):
         if compiled and drop:
             ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
@@ -282,6 +287,28 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
         kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
         ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
     return ew
+
+
+def _peft_linear4bit(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: float,
+                     T: float) -> list[Elementwise]:
+    """PEFT's LoRA on a bitsandbytes 4-bit base (``peft/tuners/lora/bnb.py`` ``Linear4bit.forward``), under
+    autocast: the base output is cloned (``result = result.clone()``, "defensively", per its comment: read and
+    write it once, no backward kernel); the input is not cast to the adapter's dtype (``requires_conversion``
+    is false under autocast), so dropout runs on it as it comes (the stream's dtype for q, k, v, gate and up,
+    the MLP product's for down, SDPA's bf16 output for o) and autocast casts an fp32 dropped copy to bf16 for
+    lora_A; then the scale and the add into the base output, and autocast's casts of A and B."""
+    p = (tr.lora_dropout or 0) > 0
+    ins = {"o": 2.0, "down": y}
+    lora = clone = kernels = 0.0
+    for t, (k_in, n_out) in zip(tr.lora_targets, _adapted_widths(m, lay, tr), strict=True):
+        xin = ins.get(t, x)
+        out = 2.0 if t == "o" else y  # bitsandbytes returns the output in its input's dtype
+        lora += ((2 * xin + 1 if p else 0) + (6 if xin == 4.0 else 0)) * k_in + (6 + 2 * out) * n_out
+        clone += 2 * out * n_out
+        kernels += (1 if p else 0) + (1 if xin == 4.0 else 0) + 2 + 2
+    n = len(tr.lora_targets)
+    return [Elementwise("LoRA dropout, casts, scale, add (PEFT, 4-bit base)", lora * T, kernels, 1.0),
+            Elementwise("PEFT 4-bit LoRA output clone", clone * T, n, 0.0)]
 
 
 def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: float, kv: float,
