@@ -68,13 +68,17 @@ def test_estimate_reproduces_the_runs_it_comes_from(model, gpu, fmt, tokens, bac
     assert prompt_rate(model, gpu, fmt, tokens, backend) == pytest.approx(measured, rel=0.01)
 
 
-def test_never_above_the_fp16_matrix_peak():
+def test_never_above_the_matrix_peak():
+    """Share-of-fp16 back-ends stay under the fp16 matrix peak; CUDA's MMQ runs int8 mma, so its roofline is
+    the int8 peak (on an RTX 3090 it measures 71.4 TFLOP/s, above the 71 TFLOP/s fp16-with-fp32-accumulate
+    figure: PR #12135)."""
     for gpu_id in ("amd-radeon-rx-7900-xtx-24gb", "amd-ryzen-ai-max-395-128gb", "intel-arc-b580-12gb",
                    "intel-arc-pro-b60-24gb", "nvidia-rtx-3090-24gb", "amd-mi250x-gcd-64gb"):
         gpu = CAT.gpu(gpu_id).spec
         for backend in ("rocm", "vulkan", "sycl", "cuda"):
             rate = quant_prompt_rate(LLAMA, gpu, backend)
-            assert rate is None or rate <= gpu.peak_flops.for_dtype("fp16")
+            peak = gpu.peak_flops.int8 if backend == "cuda" else gpu.peak_flops.for_dtype("fp16")
+            assert rate is None or rate <= peak
 
 
 def test_backend_picks_the_kernels():
@@ -83,7 +87,7 @@ def test_backend_picks_the_kernels():
     assert quant_prompt_rate(LLAMA, xtx, "vulkan") == pytest.approx(0.428 * 122.8e12)
     r3090 = CAT.gpu("nvidia-rtx-3090-24gb").spec
     assert quant_prompt_rate(LLAMA, r3090, "vulkan") == pytest.approx(0.846 * 71e12)
-    assert quant_prompt_rate(LLAMA, r3090, "cuda") == pytest.approx(82 * 1.695e9 * 372, rel=0.01)  # MMQ per SM-clock
+    assert quant_prompt_rate(LLAMA, r3090, "cuda") == pytest.approx(82 * 1.695e9 * 524, rel=0.01)  # MMQ per SM-clock
 
 
 def test_gpus_without_a_measurement_keep_the_shared_int8_share():
