@@ -8,8 +8,9 @@ machine as ``hardware.cards`` (each card's detected spec inline, in device order
 does not name its engine gets llama.cpp, as on the command line; one that names an engine that cannot split
 layers across unequal cards (vLLM, SGLang ...) keeps the largest group of identical GPUs (``fit.verdict``).
 
-Training needs identical GPUs and keeps the largest group. The nearest-change search and the largest
-context/batch work on identical GPUs only; for a mixed machine the verdict says so in a note.
+Training needs identical GPUs and keeps the largest group. The nearest changes and the largest context and
+batch are searched over the same split (``fit.verdict``: ``trial.summarize`` evaluates a plan with
+``hardware.cards`` through ``estimate_cards``, so every change is judged card by card).
 """
 
 from __future__ import annotations
@@ -68,8 +69,6 @@ def mixed_fit(doc: PlanDocument, machine: LocalMachine, notes: list[str]) -> Loc
                         local_plan=None, notes=tuple(notes))
     if engine_note:
         notes.append(engine_note)
-    notes.append("different cards: nearest changes and the largest context are searched on identical GPUs "
-                 "only; try --set inference.weight_format or inference.prompt_tokens")
     layers = " + ".join(str(c.layers) for c in plan.cards)
     tightest = max(plan.cards, key=lambda c: c.total / c.capacity)
     where = f"{tightest.gpu.name} {gib(tightest.total)} of {gib(tightest.capacity)}"
