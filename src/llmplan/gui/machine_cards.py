@@ -9,7 +9,6 @@ B`` and as a saved plan opened by the CLI. Detection fills the list when it find
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -33,7 +32,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.errors import LlmplanError
 from llmplan.gui import backend
 from llmplan.gui.state import PlanState
-from llmplan.gui.this_machine import change_title
+from llmplan.gui.this_machine import change_title, show_changes
 from llmplan.plan.document import cards_data, cards_of
 
 COLUMNS = ("GPU", "Layers", "Memory", "Usable", "Fits")
@@ -219,16 +218,7 @@ class MachineCards(QGroupBox):
 
     def _show_fixes(self, changes: tuple) -> None:
         self._changes = changes
-        if not changes:
-            self.fixes.clear()
-            self.fixes.hide()
-            return
-        links = [f'{i + 1}. <a href="fix:{i}">{html.escape(change_title(c.sentence))}</a>'
-                 for i, c in enumerate(changes)]
-        self.fixes.setText("To fit on these cards alone (click one):<br>" + "<br>".join(links))
-        self.fixes.setToolTip("\n\n".join(f"{i + 1}. {c.sentence}\n   sets: {', '.join(c.overrides)}"
-                                           for i, c in enumerate(changes)))
-        self.fixes.show()
+        show_changes(self.fixes, changes, "To fit on these cards alone (click one):", "fix")
 
     def apply_fix(self, index: int) -> bool:
         """Make the nearest change ``index`` to the plan: one undoable edit."""
