@@ -81,3 +81,26 @@ def test_search_refuses_several_cards(capsys):
     assert main(["search", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
                  "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb"]) != 0
     assert "this command plans identical GPUs" in capsys.readouterr().err
+
+
+THREE = "nvidia-rtx-3090-24gb,nvidia-rtx-3090-24gb,nvidia-rtx-4090-24gb"
+
+
+def test_three_cards_print_the_longest_context_and_the_nearest_changes(capsys):
+    """2x RTX 3090 + RTX 4090, Llama 3.1 70B Q8_0 (69.8 GiB) with a 16k prompt and an fp16 KV cache: 6 of 80
+    layers stay in host RAM, so the command lists changes that put every layer on a card, each checked here
+    by running it; the longest context is core.inference.context_fit.longest_context_split's answer."""
+    extra = ["--gpu", THREE, "--set", "inference.weight_format=q8_0", "--set", "inference.kv_dtype=fp16",
+             "--set", "inference.prompt_tokens=16384"]
+    data = run_json(capsys, *extra)
+    assert data["mixed_gpus"]["host_layers"] == 6
+    assert data["inference"]["longest_context_tokens"] == 3072 and data["inference"]["trained_context_tokens"] == 131072
+    assert data["changes"][0]["overrides"] == ["inference.weight_format=q6_k"]
+    for change in data["changes"]:
+        sets = [x for o in change["overrides"] for x in ("--set", o)]
+        after = run_json(capsys, *extra, *sets)
+        assert after["fits"] and after["mixed_gpus"]["host_layers"] == 0 and after["changes"] == []
+    assert main([*BASE, *extra]) == 0
+    text = capsys.readouterr().out
+    assert "longest context that fits  3,072 tokens (every layer on a card)" in text
+    assert "To fit on the cards alone (add to this command):" in text and "--set inference.weight_format=q6_k" in text

@@ -88,3 +88,49 @@ def test_training_keeps_the_largest_identical_group():
     fit = fit_this_machine(doc, local_hardware(mixed_report()))
     assert fit.local_plan is not None and not fit.local_plan.hardware.cards
     assert fit.local_plan.hardware.gpu == R3090
+
+
+def _fits_on_the_cards(doc: PlanDocument) -> bool:
+    """Every card holds its share and no layer is left in host RAM (the split the CLI prints)."""
+    split, _ = estimate_cards(doc)
+    return split.fits and split.host_layers == 0
+
+
+def test_nearest_change_on_different_cards_is_judged_card_by_card():
+    """F16 70B (131 GiB) cannot fit 72 GiB of cards even with CPU offload (23 GiB of host RAM): the nearest
+    change is Q8_0 weights, and applying its --set lines gives a split that fits every card."""
+    from llmplan.fit.local import apply_change
+
+    fit = fit_this_machine(plan(weight_format="f16"), local_hardware(mixed_report()))
+    assert fit.status == "does_not_fit" and fit.changes
+    first = fit.changes[0]
+    assert first.kind == "weights" and first.overrides == ("inference.weight_format=q8_0",)
+    assert "fits on every card" in first.sentence
+    assert _fits_on_the_cards(apply_change(fit, first))
+
+
+def test_offloaded_layers_get_changes_that_put_them_all_on_the_cards():
+    """Q8_0 with a 16k prompt leaves 6 of 80 layers in host RAM; every change offered fits on the cards alone."""
+    from llmplan.fit.local import apply_change
+
+    fit = fit_this_machine(plan(weight_format="q8_0", prompt_tokens=16384), local_hardware(mixed_report()))
+    assert fit.status == "fits_offload" and fit.current.gpu_layers == 74
+    assert {c.kind for c in fit.changes} >= {"weights", "context"}
+    assert all(_fits_on_the_cards(apply_change(fit, c)) for c in fit.changes)
+
+
+def test_largest_context_on_different_cards_is_the_edge_of_the_split():
+    """Q4_K_M: the largest prompt (in 256-token steps) fits every card; 256 more leaves a layer in host RAM.
+    It agrees with the core's search (core.inference.context_fit.longest_context_split) within one step."""
+    from llmplan.core.inference.context_fit import longest_context_split
+    from llmplan.plan.overrides import apply_overrides
+
+    fit = fit_this_machine(plan(weight_format="q4_k_m"), local_hardware(mixed_report()))
+    ctx = next(lim for lim in fit.limits if lim.name == "context")
+    assert ctx.path == "inference.prompt_tokens" and not ctx.capped
+    at = apply_overrides(fit.local_plan, [f"inference.prompt_tokens={ctx.maximum}"])
+    past = apply_overrides(fit.local_plan, [f"inference.prompt_tokens={ctx.maximum + 256}"])
+    assert _fits_on_the_cards(at) and not _fits_on_the_cards(past)
+    _, scenario = estimate_cards(fit.local_plan)
+    core = longest_context_split(scenario, local_hardware(mixed_report()).cards)
+    assert 0 <= core.tokens - (ctx.maximum + scenario.inference.output_tokens) < 256

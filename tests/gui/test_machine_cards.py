@@ -154,3 +154,27 @@ def test_backend_choice_changes_the_runtime_context(llama70b):
     combo.setCurrentIndex(combo.findData("metal"))
     outcome = w.state.evaluate_now()
     assert outcome.estimate is None and "cuda (CUDA), vulkan (Vulkan)" in outcome.message
+
+
+def test_cards_show_the_longest_context_and_one_click_fixes(llama70b, qtbot):
+    """2x RTX 3090 + RTX 4090 with Llama 3.1 70B Q8_0 and a 16k fp16 KV cache: 6 layers stay in host RAM, the
+    pane lists the nearest changes (as `llmplan-cli estimate --gpu ...` does, tests/cli/test_cli_mixed_cards.py)
+    and a click makes the first one, after which every layer is on a card and the list is gone."""
+    llama70b.state.edit_many({"inference.weight_format": "q8_0", "inference.kv_dtype": "fp16",
+                              "inference.prompt_tokens": 16384}, "long prompt")
+    cards = llama70b.workload.machine_cards
+    for gpu in ("nvidia-rtx-3090-24gb", "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"):
+        pick(cards, gpu)
+    assert "6 layers in host RAM" in cards.summary.text()
+    assert "Longest context with every layer on a card: 3,072 tokens" in cards.summary.text()
+    assert cards.fixes.isVisibleTo(cards) and "Use Q6_K weights instead of Q8_0" in cards.fixes.text()
+    shot = os.environ.get("LLMPLAN_SCREENSHOT_DIR")
+    if shot:
+        llama70b.resize(1400, 1000)
+        llama70b.workload.widget(0).ensureWidgetVisible(cards)
+        llama70b.grab().save(os.path.join(shot, "inference-machine-cards-fixes.png"))
+    assert cards.apply_fix(0)
+    assert llama70b.state.doc.inference.weight_format == "q6_k"
+    assert "host RAM" not in cards.summary.text() and not cards.fixes.isVisibleTo(cards)
+    llama70b.state.undo_stack.undo()
+    assert llama70b.state.doc.inference.weight_format == "q8_0" and cards.fixes.isVisibleTo(cards)

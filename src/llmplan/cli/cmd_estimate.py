@@ -285,7 +285,7 @@ def _this_machine_cards(args: argparse.Namespace, fit, note: str | None) -> int:
     plan, scenario = estimate_cards(fit.local_plan)
     if args.save:
         save_plan(fit.local_plan, args.save)
-    data = mixed_json(plan, scenario)
+    data = mixed_json(plan, scenario, split=fit.local_plan.hardware.tensor_split)
     data["this_machine"] = dict(fit_json(fit), estimated_here=True)
     if note:
         data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]

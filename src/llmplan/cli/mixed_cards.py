@@ -12,12 +12,14 @@ numbers.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from llmplan.cli.report import json_text, table
 from llmplan.core import present
+from llmplan.core.inference.context_fit import longest_context_split
 from llmplan.core.inference.multi_gpu import MixedPlan
 from llmplan.core.present import MemoryUnit
 from llmplan.errors import InputError
@@ -76,19 +78,28 @@ def mixed_document(doc: PlanDocument) -> tuple[PlanDocument, str]:
 
 
 def run_mixed(args: argparse.Namespace, doc: PlanDocument) -> int:
-    """Estimate ``doc``, a plan with ``hardware.cards``, and print it (and save it with ``--save``)."""
+    """Estimate ``doc``, a plan with ``hardware.cards``, and print it (and save it with ``--save``); when it
+    does not fit on the cards alone, the nearest changes that make it fit (``fit.mixed.changes_on_cards``)."""
+    from llmplan.fit.mixed import changes_on_cards
+
     doc, note = mixed_document(doc)
     plan, scenario = estimate_cards(doc)
     if getattr(args, "save", None):
         save_plan(doc, args.save)
-    data = mixed_json(plan, scenario, note)
+    data = mixed_json(plan, scenario, note, doc.hardware.tensor_split)
+    changes = changes_on_cards(doc) if not plan.fits or plan.host_layers else ()
+    data["changes"] = [{"kind": c.kind, "sentence": c.sentence, "overrides": list(c.overrides),
+                        "distance": c.distance} for c in changes]
     print(json_text(data) if args.json else mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))
     return 0
 
 
-def mixed_json(plan: MixedPlan, scenario, note: str = "") -> dict[str, Any]:
+def mixed_json(plan: MixedPlan, scenario, note: str = "", split: Sequence[float] | None = None) -> dict[str, Any]:
+    """The stable keys of a layer split (docs/inference.md), the longest context that fits every card
+    included (``split``: the plan's ``hardware.tensor_split``)."""
     inf = scenario.inference
     tpot = plan.tpot_s
+    context = longest_context_split(scenario, [c.gpu for c in plan.cards], split)
     data: dict[str, Any] = {
         "fits": plan.fits,
         "workload": "inference",
@@ -107,6 +118,7 @@ def mixed_json(plan: MixedPlan, scenario, note: str = "") -> dict[str, Any]:
             "tokens_per_s": inf.batch / tpot if tpot > 0 else None,
             "tokens_per_s_per_user": 1 / tpot if tpot > 0 else None,
             "gpu_layers": plan.gpu_layers,
+            "longest_context_tokens": context.tokens, "trained_context_tokens": context.trained_context,
         },
     }
     if note:
@@ -137,5 +149,12 @@ def mixed_text(data: dict[str, Any], model: str, mem: MemoryUnit) -> str:
         ("time to first token", present.duration(i["ttft_s"])),
         ("time per output token", present.duration(i["tpot_s"])),
         ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"] or 0)),
+        ("longest context that fits", f"{i['longest_context_tokens']:,} tokens (every layer on a card)"),
+        ("model's trained context", f"{i['trained_context_tokens']:,} tokens"),
     ])]
+    if data.get("changes"):
+        head = "To fit on the cards alone" if data["fits"] else "Nearest changes that make it fit"
+        lines += ["", f"{head} (add to this command):"]
+        for n, c in enumerate(data["changes"], 1):
+            lines += [f"  {n}. {c['sentence']}", "     " + " ".join(f"--set {o}" for o in c["overrides"])]
     return "\n".join(lines)

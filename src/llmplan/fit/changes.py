@@ -213,11 +213,13 @@ class Tried:
 
 def _distance(step: Step, s: FitSummary, base_speed: float | None) -> float:
     d = step.base_distance
-    if s.mode == "offload" and s.estimate.inference is not None:
-        w = s.estimate.inference.weight_bytes.value if s.estimate.inference is not None else 0.0
-        host = s.estimate.inference.host_weight_bytes.value if (
-            s.estimate.inference is not None and s.estimate.inference.host_weight_bytes is not None) else 0.0
+    inf = s.estimate.inference if s.estimate is not None else None
+    if s.mode == "offload" and inf is not None:
+        w = inf.weight_bytes.value
+        host = inf.host_weight_bytes.value if inf.host_weight_bytes is not None else 0.0
         d += 1.5 * (host / w if w else 0.0)
+    elif s.mode == "offload" and s.gpu_layers is not None and s.total_layers:  # different cards: by layers
+        d += 1.5 * (1 - s.gpu_layers / s.total_layers)
     if step.speed_penalty and base_speed:
         new = speed_of(s)
         if new is not None:
@@ -324,6 +326,10 @@ def _effective(overrides: tuple[str, ...], current: dict) -> tuple[str, ...]:
 
 
 def _weights_note(step: Step, s: FitSummary) -> str:
-    if ("weights" not in step.kind and "engine" not in step.kind) or s.estimate.inference is None:
+    if "weights" not in step.kind and "engine" not in step.kind:
+        return ""
+    if s.mixed is not None:
+        return f"{gib(s.mixed.weight_bytes)} of weights, "
+    if s.estimate is None or s.estimate.inference is None:
         return ""
     return f"{gib(s.estimate.inference.weight_bytes.value)} of weights, "

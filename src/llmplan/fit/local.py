@@ -27,6 +27,7 @@ from llmplan.hw.types import DetectedGpu, DetectionReport
 from llmplan.plan.calibrated import CalibratedFractions, fractions_for
 
 if TYPE_CHECKING:
+    from llmplan.core.inference.multi_gpu import MixedPlan
     from llmplan.core.system import Evaluation
     from llmplan.hw.measured import Calibration
     from llmplan.plan.document import PlanDocument
@@ -73,6 +74,16 @@ class LocalMachine:
 
 
 @dataclass(frozen=True)
+class MixedFit:
+    """A plan split over different cards (``core.inference.multi_gpu``): the split, and the two figures the
+    nearest-change search reads from an estimate (the model's weight bytes in the plan's format, tokens/s)."""
+
+    plan: MixedPlan
+    weight_bytes: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
 class FitSummary:
     """One evaluation of a plan on this machine, in the few numbers a verdict needs (bytes)."""
 
@@ -87,7 +98,9 @@ class FitSummary:
     gpu_layers: int | None  # inference: layers on the GPU; None for training
     total_layers: int
     tokens_per_s: float | None  # None when the speed of this hardware is unknown
-    estimate: Evaluation = field(repr=False, compare=False)  # the engine's estimate with its system report
+    # the engine's estimate with its system report; None for a machine of different cards (see ``mixed``)
+    estimate: Evaluation | None = field(repr=False, compare=False)
+    mixed: MixedFit | None = field(default=None, repr=False, compare=False)  # llama.cpp's split over the cards
 
     @property
     def headroom_bytes(self) -> float:

@@ -15,7 +15,7 @@ from llmplan.core.hardware import GpuSpec, PeakFlops
 from llmplan.core.present import MemoryUnit
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LlmplanError
-from llmplan.fit.local import FitMode, FitSummary, LocalMachine
+from llmplan.fit.local import FitMode, FitSummary, LocalMachine, MixedFit
 from llmplan.plan.document import HardwareRef, PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
 from llmplan.plan.overrides import apply_overrides
@@ -74,6 +74,8 @@ def split_layout(doc: PlanDocument, count: int, num_heads: int, num_layers: int)
 
 def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) -> FitSummary:
     """Evaluate ``doc`` (already on this machine). User errors propagate as ``LlmplanError``."""
+    if doc.hardware.cards:
+        return _summarize_cards(doc, machine)
     scenario, est = evaluate_plan(doc)
     mem = est.memory
     L = scenario.model.num_layers
@@ -98,6 +100,27 @@ def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) 
     return replace(summary, fits=bool(mem.fits) and summary.host_ok)
 
 
+def _summarize_cards(doc: PlanDocument, machine: LocalMachine) -> FitSummary:
+    """A plan on different cards (``hardware.cards``), split llama.cpp's way: the card with the least memory
+    to spare stands for "per GPU" (a change fits when every card holds its share); layers left in host RAM
+    make it an offload, as on one GPU."""
+    from llmplan.core.quant import quantized_weights
+    from llmplan.plan.evaluate import estimate_cards
+
+    plan, scenario = estimate_cards(doc)
+    tightest = min(plan.cards, key=lambda c: c.capacity - c.total)
+    tps = scenario.inference.batch / plan.tpot_s if plan.tpot_s > 0 else 0.0
+    weights = float(quantized_weights(scenario.model, scenario.inference.weight_format).total_bytes)
+    summary = FitSummary(fits=False, mode="offload" if plan.host_layers else "split", tp=1, pp=len(plan.cards),
+                         needed_bytes=tightest.total, capacity_bytes=tightest.capacity,
+                         host_needed_bytes=plan.host_bytes if plan.host_layers else 0.0,
+                         host_available_bytes=machine.host_ram_bytes, gpu_layers=plan.gpu_layers,
+                         total_layers=scenario.model.num_layers,
+                         tokens_per_s=tps if machine.cards_speed_known else None, estimate=None,
+                         mixed=MixedFit(plan, weights, tps))
+    return replace(summary, fits=plan.fits and summary.host_ok)
+
+
 def try_change(base: PlanDocument, overrides: tuple[str, ...], machine: LocalMachine,
                cpu_only: bool = False) -> FitSummary | None:
     """``base`` with ``overrides`` applied and evaluated; None when the change is invalid there."""
@@ -110,7 +133,11 @@ def try_change(base: PlanDocument, overrides: tuple[str, ...], machine: LocalMac
 def speed_of(summary: FitSummary) -> float | None:
     """Tokens/s for ratios: the engine's figure even where the verdict hides it (placeholder specs
     still rank options by the same model)."""
+    if summary.mixed is not None:
+        return summary.mixed.tokens_per_s
     est = summary.estimate
+    if est is None:
+        return None
     if est.inference is not None:
         return float(est.inference.tokens_per_s.value)
     return float(est.compute.tokens_per_s.value) if est.compute is not None else None
@@ -121,11 +148,18 @@ def outcome(s: FitSummary) -> str:
     if s.mode == "cpu":
         text = f"{gib(s.needed_bytes)} of {gib(s.capacity_bytes)} host RAM"
         return f"fits in {text}" if s.fits else f"needs {text}"
+    if s.mixed is not None and s.mode == "split":  # different cards: the fullest one decides
+        card = min(s.mixed.plan.cards, key=lambda c: c.capacity - c.total).gpu.name
+        if s.fits:
+            return (f"fits on every card, the fullest ({card}) with {gib(s.headroom_bytes)} free "
+                    f"({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})")
+        return f"{card} needs {gib(s.needed_bytes)}, {gib(s.capacity_bytes)} usable ({gib(-s.headroom_bytes)} short)"
     if s.mode == "offload" and s.gpu_layers is not None:
         host = f"{gib(s.host_needed_bytes)} in host RAM"
         if s.host_available_bytes is not None:
             host += f" ({gib(s.host_available_bytes)} available)"
-        where = f"{s.gpu_layers} of {s.total_layers} layers on the GPU, {host}"
+        gpu = "the cards" if s.mixed is not None else "the GPU"
+        where = f"{s.gpu_layers} of {s.total_layers} layers on {gpu}, {host}"
         return f"fits with CPU offload: {where}" if s.fits else f"does not fit even with offload: {where}"
     if s.mode == "offload":
         host = f"{gib(s.host_needed_bytes)} in host RAM"

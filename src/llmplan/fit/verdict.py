@@ -9,6 +9,8 @@ the layout with the most memory (split when there are several GPUs).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llmplan.errors import LlmplanError
 from llmplan.fit.changes import best_per_kind, nearest_changes
 from llmplan.fit.local import FitLimit, FitSummary, LocalFit, LocalMachine
@@ -40,7 +42,7 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
     if machine.gpu is None:
         return _no_gpu(doc, machine, notes, model.max_position_embeddings)
     if splits_here(doc, machine):  # different cards, an inference plan: every card, llama.cpp's layer split
-        return mixed_fit(doc, machine, notes)
+        return _mixed_fixes(mixed_fit(doc, machine, notes), machine, model.max_position_embeddings)
     if machine.cards and doc.workload == "inference":
         notes.append(f"{doc.inference.engine} needs identical GPUs: --set inference.engine=llama-cpp uses every "
                      f"card ({machine.cards_label})")
@@ -76,6 +78,22 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
     return LocalFit(machine=machine, status=status, fits=current.fits, verdict=verdict, current=current,
                     one_gpu=one, split=split, local_plan=current_doc, changes=changes, limits=limits,
                     notes=tuple(notes))
+
+
+def _mixed_fixes(fit: LocalFit, machine: LocalMachine, max_ctx: int) -> LocalFit:
+    """The verdict on different cards with what the one-GPU path adds: the nearest changes when it does not
+    fit (or needs host RAM), the largest context and batch when it does, all searched over the same layer
+    split (``trial.summarize`` evaluates a plan with ``hardware.cards`` through ``estimate_cards``)."""
+    if fit.status == "error" or fit.local_plan is None:
+        return fit
+    try:
+        current = summarize(fit.local_plan, machine)
+    except LlmplanError:
+        return fit
+    changes = (nearest_changes(fit.local_plan, current, machine, full_gpu=current.fits)
+               if not current.fits or current.mode == "offload" else ())
+    limits = _limits(fit.local_plan, current, machine, max_ctx) if current.fits else ()
+    return replace(fit, current=current, split=current, changes=changes, limits=limits)
 
 
 def _layout_overrides(src: PlanDocument, dst: PlanDocument) -> tuple[str, ...]:
@@ -224,7 +242,7 @@ def _limits(doc: PlanDocument, s: FitSummary, machine: LocalMachine, max_ctx: in
         out.append(FitLimit("context", "inference.prompt_tokens", inf.prompt_tokens, top, capped,
                             _limit_sentence("prompt", inf.prompt_tokens, top, capped, "tokens",
                                             f"the model's {max_ctx:,}-token context")))
-        est = s.estimate.inference
+        est = s.estimate.inference if s.estimate is not None else None
         engine = engine_of(doc)
         if engine is not None and engine.preallocates_kv and est is not None:
             top_b, capped_b = max(int(est.max_concurrency.value), inf.batch), False

@@ -27,10 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.core import present
+from llmplan.core.inference.context_fit import longest_context_split
 from llmplan.core.present import MemoryUnit
 from llmplan.errors import LlmplanError
 from llmplan.gui import backend
 from llmplan.gui.state import PlanState
+from llmplan.gui.this_machine import change_title, show_changes
 from llmplan.plan.document import cards_data, cards_of
 
 COLUMNS = ("GPU", "Layers", "Memory", "Usable", "Fits")
@@ -99,6 +101,14 @@ class MachineCards(QGroupBox):
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName("Layer split summary")
+        self.fixes = QLabel()  # the nearest changes that put every layer on a card, each one click away
+        self.fixes.setWordWrap(True)
+        self.fixes.setTextFormat(Qt.TextFormat.RichText)
+        self.fixes.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)  # Tab + Enter
+        self.fixes.setAccessibleName("Changes that make the plan fit these cards")
+        self.fixes.linkActivated.connect(lambda href: self.apply_fix(int(href.split(":", 1)[1])))
+        self.fixes.hide()
+        self._changes: tuple = ()
         # narrow: the centre pane is about 400 px wide; long GPU names elide in the combo
         self.pick.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.pick.setMinimumContentsLength(14)
@@ -112,6 +122,7 @@ class MachineCards(QGroupBox):
         lay.addWidget(self.cards)
         lay.addWidget(self.table)
         lay.addWidget(self.summary)
+        lay.addWidget(self.fixes)
         self.add_button.clicked.connect(lambda: self.add(self.pick.currentData()))
         self.remove_button.clicked.connect(self.remove_selected)
         self.detect_button.clicked.connect(lambda: self.set_cards(self.detected))
@@ -166,12 +177,13 @@ class MachineCards(QGroupBox):
         ids = self.card_ids()
         self.remove_button.setEnabled(bool(ids))
         self.table.setRowCount(0)
+        self._show_fixes(())
         if len(ids) < 2:
             self.summary.setText("Add two or more cards to see how llama.cpp splits the model across them.")
             self.changed.emit()
             return
         try:
-            plan = self._split(ids)
+            plan, scenario = self._split(ids)
         except LlmplanError as exc:
             self.summary.setText(str(exc))
             self.changed.emit()
@@ -190,9 +202,33 @@ class MachineCards(QGroupBox):
                 self.table.setItem(r, k, item)
         host = f"; {plan.host_layers} layers in host RAM" if plan.host_layers else ""
         verdict = "Fits" if plan.fits else "Does not fit"
+        context = longest_context_split(scenario, [c.gpu for c in plan.cards], self.state.doc.hardware.tensor_split)
         self.summary.setText(f"{verdict}: {present.tokens_per_s(1 / plan.tpot_s)} per user, first token in "
-                             f"{present.duration(plan.ttft_s)}{host}.")
+                             f"{present.duration(plan.ttft_s)}{host}. Longest context with every layer on a "
+                             f"card: {context.tokens:,} tokens (the model was trained on "
+                             f"{context.trained_context:,}).")
+        if not plan.fits or plan.host_layers:
+            from llmplan.fit.mixed import changes_on_cards
+
+            try:
+                self._show_fixes(changes_on_cards(self.state.doc))
+            except LlmplanError:
+                self._show_fixes(())
         self.changed.emit()
+
+    def _show_fixes(self, changes: tuple) -> None:
+        self._changes = changes
+        show_changes(self.fixes, changes, "To fit on these cards alone (click one):", "fix")
+
+    def apply_fix(self, index: int) -> bool:
+        """Make the nearest change ``index`` to the plan: one undoable edit."""
+        if not 0 <= index < len(self._changes):
+            return False
+        from llmplan.plan.overrides import apply_overrides
+
+        change = self._changes[index]
+        self.state.replace(apply_overrides(self.state.doc, list(change.overrides)), change_title(change.sentence))
+        return True
 
     def _split(self, ids: list[str]):
         from llmplan.plan.evaluate import estimate_cards
@@ -201,7 +237,7 @@ class MachineCards(QGroupBox):
         if doc.workload != "inference":
             raise LlmplanError("The layer split is for inference; training plans need identical GPUs.")
         try:
-            return estimate_cards(doc)[0]
+            return estimate_cards(doc)
         except LlmplanError as exc:
             if "does not split layers" in str(exc):
                 raise LlmplanError("Pick llama.cpp or Ollama as the engine: they split layers across different "

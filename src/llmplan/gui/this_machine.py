@@ -68,6 +68,21 @@ def change_title(sentence: str) -> str:
     return sentence.split(": ", 1)[0].strip() or sentence
 
 
+def show_changes(label: QLabel, changes, head: str, scheme: str, also_sets: str = "") -> None:
+    """Nearest changes as numbered links (``scheme:i``) under ``head`` in ``label``, each change's whole
+    sentence and ``--set`` paths in the tooltip; hidden when there are none."""
+    if not changes:
+        label.clear()
+        label.hide()
+        return
+    links = [f'{i + 1}. <a href="{scheme}:{i}">{html.escape(change_title(c.sentence))}</a>'
+             for i, c in enumerate(changes)]
+    label.setText(f"{head}<br>" + "<br>".join(links))
+    label.setToolTip("\n\n".join(f"{i + 1}. {c.sentence}\n   sets: {', '.join(c.overrides)}{also_sets}"
+                                  for i, c in enumerate(changes)))
+    label.show()
+
+
 class ThisMachine(QWidget):
     """Hidden until detection found a usable machine; then one verdict line and links."""
 
@@ -182,17 +197,8 @@ class ThisMachine(QWidget):
         self.verdict.setToolTip(for_app("\n".join(tips)) if tips else fit.verdict)  # no command-line hints
         self.verdict.setAccessibleDescription(one_line(fit.verdict))
         shown = fit.changes[:MAX_CHANGES] if not fit.fits else ()
-        if not shown:
-            self.changes.clear()
-            self.changes.hide()
-            return
-        links = [f'{i + 1}. <a href="change:{i}">{html.escape(change_title(c.sentence))}</a>'
-                 for i, c in enumerate(shown)]
-        self.changes.setText("To fit on this machine (click one, or press Alt+its number):<br>" + "<br>".join(links))
-        self.changes.setToolTip("\n\n".join(
-            f"{i + 1}. {c.sentence}\n   sets: {', '.join(c.overrides)} (and this machine's GPUs)"
-            for i, c in enumerate(shown)))
-        self.changes.show()
+        show_changes(self.changes, shown, "To fit on this machine (click one, or press Alt+its number):", "change",
+                     " (and this machine's GPUs)")
 
     def _link(self, href: str) -> None:
         if href.startswith("change:"):

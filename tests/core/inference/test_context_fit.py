@@ -62,3 +62,45 @@ def test_a_model_that_does_not_fit_has_no_context():
     sc = Scenario(model=spec_from_config(DEEPSEEK_V3), cluster=ClusterSpec(gpu=H100), workload="inference",
                   inference=InferenceSettings(engine="vllm", weight_format="fp8"), engine_profile=engine_profile("vllm"))
     assert longest_context(sc).tokens == 0
+
+
+def _split_scenario(model_id: str, gpu):
+    from llmplan.catalog.models import load_model_catalog
+
+    return Scenario(model=load_model_catalog().get(model_id).spec, cluster=ClusterSpec(gpu=gpu), workload="inference",
+                    inference=InferenceSettings(engine="llama-cpp", weight_format="q4_k_m", kv_dtype="fp16",
+                                                prompt_tokens=1024, output_tokens=256),
+                    engine_profile=engine_profile("llama-cpp"))
+
+
+def test_split_over_different_cards_fits_at_the_answer_and_not_one_token_more():
+    """2x RTX 3090 + RTX 4090, Llama 3.1 70B Q4_K_M (llama.cpp's layer split, 27 + 27 + 26 layers): the
+    answer is where the first card runs out (a 3090), every layer still on a card."""
+    from llmplan.catalog.hardware import load_hardware_catalog
+    from llmplan.core.inference.context_fit import longest_context_split
+    from llmplan.core.inference.multi_gpu import split_layers
+
+    cat = load_hardware_catalog()
+    cards = [cat.gpu(g).spec for g in ("nvidia-rtx-3090-24gb", "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb")]
+    sc = _split_scenario("meta-llama/Llama-3.1-70B", cards[0])
+    fit = longest_context_split(sc, cards)
+
+    def split_at(tokens):
+        inf = sc.inference.model_copy(update={"prompt_tokens": tokens - 256})
+        return split_layers(sc.model_copy(update={"inference": inf}), cards, gpu_layers=80)
+
+    assert 90_000 < fit.tokens < fit.trained_context  # 320 KiB of fp16 KV per token over 80 layers
+    assert split_at(fit.tokens).fits and not split_at(fit.tokens + 1).fits
+    assert [c.layers for c in split_at(fit.tokens).cards] == [27, 27, 26]
+    assert fit.capacity == cards[0].usable_memory_bytes  # a 3090 (27 layers) is the fullest card
+
+
+def test_split_over_one_card_gives_the_one_gpu_answer():
+    """The split's memory per card and the one-GPU memory plan count the same bytes: on one RTX 4090 both
+    searches give 156,416 tokens for Llama 3.1 8B Q4_K_M (the docs' worked example)."""
+    from llmplan.catalog.hardware import load_hardware_catalog
+    from llmplan.core.inference.context_fit import longest_context_split
+
+    r4090 = load_hardware_catalog().gpu("nvidia-rtx-4090-24gb").spec
+    sc = _split_scenario("meta-llama/Llama-3.1-8B", r4090)
+    assert longest_context_split(sc, [r4090]).tokens == longest_context(sc).tokens == 156_416

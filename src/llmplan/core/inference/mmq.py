@@ -3,15 +3,16 @@ datasheet's int8 TOPS.
 
 MMQ multiplies block-quantised weights by int8-quantised activations with ``mma.sync.aligned.m16n8k32
 .s32.s8.s8.s32`` (ggml-cuda/mma.cuh; ``m8n8k16`` on Turing) between unpacking the blocks and applying their
-scales in fp32; it has no Hopper ``wgmma`` path. On an RTX 3090 it reaches 51.5-52.1 TFLOP/s (llama.cpp
-PR #7676 / #8062: 3,655 t/s Q5_0 pp512 and 3,596 t/s Q6_K pp2048 on an 8B model), 0.18 of GA102's dense
-int8 rate, so the tensor cores are not what bounds it: the SM's four schedulers, issuing one warp
-instruction per clock each on every generation from Turing to Blackwell, are kept busy by the unpacking,
-scaling, ``ldmatrix`` and ``mma.sync`` instructions. The measured rate is therefore carried to other GPUs
-as int8 operations per SM per clock (3090: 82 SMs x 1.695 GHz): it scales with SMs x clock, which the
-catalog gives as the fp32 rate over 2 x the FP32 lanes of an SM of that compute capability (NVIDIA CUDA
-C++ Programming Guide, 'Arithmetic Instructions' throughput table). Where a datacenter GPU's int8 TOPS
-are 30x its fp32 rate (A100, H100) rather than 8x (GeForce), the share-of-int8 model was 4x optimistic.
+scales in fp32; it has no Hopper ``wgmma`` path. It reaches a quarter of a GeForce card's dense int8 rate
+(RTX 4090, llama 8B Q4_K_S pp512: 175 of 661 TOPS in llama.cpp PR #24127), so the tensor cores are not what
+bounds it: the SM's four schedulers, issuing one warp instruction per clock each on every generation from
+Turing to Blackwell, are kept busy by the unpacking, scaling, ``ldmatrix`` and ``mma.sync`` instructions.
+The measured rate is therefore carried to other GPUs as int8 operations per SM per clock: it scales with
+SMs x clock, which the catalog gives as the fp32 rate over 2 x the FP32 lanes of an SM of that compute
+capability (NVIDIA CUDA C++ Programming Guide, 'Arithmetic Instructions' throughput table). The 2026 runs
+on an RTX 4090 (Ada) and an RTX 5090 (Blackwell) give the same figure within 5 %, and a 2025 RTX 3090
+(Ampere) run lands within 2 % of it (catalogs/engines.toml). Where a datacenter GPU's int8 TOPS are 30x
+its fp32 rate (A100, H100) rather than 8x (GeForce), a share-of-int8 model would be 4x optimistic.
 """
 
 from __future__ import annotations
