@@ -86,7 +86,8 @@ def test_interleaved_chunks_reduce_one_after_another():
     # v = 2: half of N micro-batch backwards (a micro-batch costs the same in both layouts to 2%)
     assert rs_i.exposed_s.inputs["overlappable_s"] == pytest.approx((2 - 1) / 2 * n * per_mb_bwd, rel=0.02)
     assert rs_i.unhidden_s == pytest.approx(max(rs_i.time_s.value / 2, rs_i.time_s.value / rs_i.calls))
-    assert "chunk by chunk" in rs_i.hides_behind and "chunk by chunk" not in rs_f.hides_behind
+    assert "last chunk's share cannot hide" in rs_i.hides_behind and "last bucket" in rs_f.hides_behind
+    assert "first chunk's share" in _dp(inter, "all-gather").hides_behind
 
 
 def test_interleaved_windows_and_chunk_tail_are_one_formula_for_floats_and_rows():

@@ -222,12 +222,21 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
                                      trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share):
             chunked = win.chunks > 1 and c.window in ("last_backward", "first_forward")
-            behind = c.behind + (f"; interleaved: chunk by chunk, the last of {win.chunks} chunks' share cannot hide"
-                                 if chunked else "")
+            behind = _chunked_behind(c.window, win.chunks, min(lay.pp, mbs), prof.name) if chunked else c.behind
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
                 Overlap(getattr(win, c.window), behind, c.unhidden) if c.window else None,
                 win.chunks if chunked else 1)
     return tuple(out)
+
+
+def _chunked_behind(window: str, chunks: int, group: int, framework: str) -> str:
+    """What an interleaved step's data-parallel reduction (gather) hides behind (module doc)."""
+    if window == "last_backward":
+        return (f"the other chunks' backwards of the last {group} micro-batches ({framework}, interleaved: each of "
+                f"the {chunks} chunks' reductions starts after that chunk's last backward); the last chunk's share "
+                "cannot hide")
+    return (f"the next step's forwards of the other chunks ({framework}, interleaved: each of the {chunks} chunks' "
+            "gathers is needed at that chunk's first forward); the first chunk's share cannot hide")
 
 
 def _price(parts: tuple[tuple[Op, int, float], ...], sp, fabric) -> tuple[list, int, float, float, float]:
