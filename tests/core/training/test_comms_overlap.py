@@ -13,7 +13,7 @@ import pytest
 
 from llmplan.catalog.frameworks import load_framework_profiles
 from llmplan.core.engine import estimate
-from llmplan.core.training.comms import Overlap, exposure
+from llmplan.core.training.comms import Overlap, chunk_tail, exposure, interleaved_windows
 from llmplan.formats.hf_config import spec_from_config
 
 from .helpers import scenario
@@ -67,6 +67,40 @@ def test_megatron_param_gather_hides_behind_the_next_forward_but_its_first_bucke
     off = _dp(estimate(sc.model_copy(update={"framework_profile": off_profile})), "all-gather")
     assert off.exposed_s.value == pytest.approx(off.time_s.value)  # after the optimizer step, exposed
     assert on.exposed_s.value < off.exposed_s.value
+
+
+def test_interleaved_chunks_reduce_one_after_another():
+    """Megatron-LM's interleaved schedule calls a chunk's ``grad_sync_func`` once that chunk's last micro-batch is
+    through its backward (core/pipeline_parallel/schedules.py, ``is_last_microbatch_for_model_chunk``), and the
+    last round runs N = p micro-batches per chunk (``microbatch_group_size_per_vp_stage``, default p). So with v
+    chunks the reduction hides behind (v−1)/v · N micro-batch backwards, and the last chunk's 1/v cannot hide.
+    Same layout without interleaving: the last micro-batch's backward, the last bucket exposed."""
+    sc = scenario(LLAMA3_8B, 64, tp=2, pp=4, seq_len=4096, framework="megatron", zero_stage=1,
+                  global_batch=128, vp=2)
+    inter = estimate(sc.model_copy(update={"framework_profile": PROFILES["megatron"]}))
+    flat = estimate(sc.model_copy(update={"framework_profile": PROFILES["megatron"],
+                                          "parallelism": sc.parallelism.model_copy(update={"virtual_stages": 1})}))
+    rs_i, rs_f = _dp(inter, "reduce-scatter"), _dp(flat, "reduce-scatter")
+    n = min(4, inter.compute.accumulation.value)
+    per_mb_bwd = rs_f.exposed_s.inputs["overlappable_s"]  # without interleaving: one micro-batch's backward
+    # v = 2: half of N micro-batch backwards (a micro-batch costs the same in both layouts to 2%)
+    assert rs_i.exposed_s.inputs["overlappable_s"] == pytest.approx((2 - 1) / 2 * n * per_mb_bwd, rel=0.02)
+    assert rs_i.unhidden_s == pytest.approx(max(rs_i.time_s.value / 2, rs_i.time_s.value / rs_i.calls))
+    assert "last chunk's share cannot hide" in rs_i.hides_behind and "last bucket" in rs_f.hides_behind
+    assert "first chunk's share" in _dp(inter, "all-gather").hides_behind
+
+
+def test_interleaved_windows_and_chunk_tail_are_one_formula_for_floats_and_rows():
+    import numpy as np
+
+    vp, pp, m = np.array([1, 2, 8, 8]), np.array([4, 4, 16, 16]), np.array([8.0, 8.0, 16.0, 32.0])
+    bwd, fwd = interleaved_windows(np.full(4, 0.2), np.full(4, 0.1), vp, pp, m)
+    for i in range(4):
+        b, f = interleaved_windows(0.2, 0.1, int(vp[i]), int(pp[i]), float(m[i]))
+        assert (b, f) == (pytest.approx(bwd[i]), pytest.approx(fwd[i]))
+        assert chunk_tail(0.4, 0.01, int(vp[i])) == pytest.approx(chunk_tail(np.full(4, 0.4), 0.01, vp)[i])
+    assert bwd.tolist() == pytest.approx([0.2, 0.2 * 0.5 * 4, 0.2 * 7 / 8 * 16, 0.2 * 7 / 8 * 16])
+    assert chunk_tail(0.4, 0.01, 1) == 0.01 and chunk_tail(0.4, 0.01, 8) == pytest.approx(0.05)
 
 
 @pytest.mark.parametrize("profile", ["fsdp2", "deepspeed"])

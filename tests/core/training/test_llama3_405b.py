@@ -111,27 +111,64 @@ def causal_mfu(row: str) -> float:
     return e.compute.mfu.value * (model - tokens * attention / 2) / model
 
 
-def test_table4_16k_row_within_10_percent_with_the_papers_settings():
+def test_table4_16k_row_is_pinned_with_the_papers_settings():
     e = estimate(table4_run("16k-gpus"))
     assert e.fits
-    # 44.9% against 41%: +9.5% (issue 15's target: 10%)
-    assert e.compute.mfu.value == pytest.approx(0.41, rel=0.10)
+    # 47.5% against 41%: +15.9% (issue 15's target is 10%; pinned). It was +9.5% while the engine hid the FSDP
+    # gradient reduce-scatter behind one micro-batch's backward only; interleaved, each chunk's reduction starts
+    # after that chunk's last backward (test_interleaved_gradient_reduction_hides_chunk_by_chunk)
+    assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20
 
 
 def test_table4_8k_row_is_fast_and_just_over_capacity():
-    # 49.4% against 43% (+14.9%); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
-    # stage hold 2·14 + 7·16 + 1 = 141 one-layer chunk passes, against 128 at 16 micro-batches. The paper's "we
-    # proactively deallocate tensors" is not modelled (the engine's 1 GiB context + 5% fragmentation are its own
-    # assumptions), so the miss is pinned, not explained away.
+    # 50.6% against 43% (+17.6%); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
+    # stage hold 2·14 + 7·16 + 1 = 141 one-layer chunk passes, against 128 at 16 micro-batches (test below).
     e = estimate(table4_run("8k-gpus"))
     assert not e.fits and e.memory.total.value < 1.04 * H100.memory_bytes
-    assert 0.43 * 1.10 < e.compute.mfu.value < 0.43 * 1.16
+    assert 0.43 * 1.14 < e.compute.mfu.value < 0.43 * 1.21
+
+
+def test_table4_8k_row_is_over_only_by_the_allocator_allowance():
+    """What §3.3.2 says Meta did to memory, and why none of it lowers the engine's count at 32 micro-batches:
+    - "proactively deallocate ... the input and output tensors of each pipeline stage": the engine counts only the
+      tensors a backward reads (the stage input is the first block's saved norm input; the output is freed after
+      its send, as Megatron's ``deallocate_output_tensor``), so there is nothing more to free;
+    - the tunable N (micro-batches per chunk before switching): Megatron-Core's ``microbatch_group_size_per_vp_stage``
+      with p ≤ N ≤ m holds 2(p−s−1) + (v−1)·N + 1 chunk passes, least at N = p (the engine's 141); N < p is
+      what the paper uses "when we have batch size limit", i.e. fewer micro-batches than stages, not this row's 32;
+    - ``TORCH_NCCL_AVOID_RECORD_STREAMS`` and the allocation profiling act on the caching allocator's reserve,
+      which the engine charges as its own assumption (5% of the allocated bytes), and the paper gives no number.
+    The bytes the step allocates plus the CUDA context fit (78.0 GiB of 79.6); the 5% allowance (3.85 GiB) does not."""
+    sc = table4_run("8k-gpus")
+    mem = estimate(sc).memory
+    allocated = mem.total.value - mem.overhead.value
+    assert allocated + sc.framework.context_bytes < mem.capacity.value < mem.total.value
+    assert mem.total.value - mem.capacity.value < sc.framework.fragmentation * allocated
+    from llmplan.core.training.stages import warmup_chunks
+
+    assert warmup_chunks(16, 8, 1, 32) == 2 * 14 + 7 * 16 + 1 and warmup_chunks(16, 8, 1, 16) == 16 * 8
+
+
+def test_interleaved_gradient_reduction_hides_chunk_by_chunk():
+    """Megatron-LM's interleaved schedule starts a chunk's gradient reduction after that chunk's last backward
+    (core/pipeline_parallel/schedules.py: ``grad_sync_func[chunk]`` once ``is_last_microbatch_for_model_chunk``);
+    Llama 3's FSDP reduces "asynchronously" (§3.3.2). The last round of backwards runs the final N = p micro-batches
+    chunk by chunk, so every chunk's reduce-scatter but the last hides (16K row: 7/8 · 16 micro-batch backwards of
+    about 0.17 s each, against 0.43 s of traffic) and the exposed time is the last chunk's eighth, by hand:
+    max(t/v, t − (v−1)/v · N · b). Tolerance 1e-9: the same formula, computed apart from the engine."""
+    e = estimate(table4_run("16k-gpus"))
+    (rs,) = [c for c in e.communication.collectives if c.name == "DP gradient reduce-scatter"]
+    t = rs.time_s.value
+    window = rs.exposed_s.inputs["overlappable_s"]
+    assert window == pytest.approx(7 / 8 * 16 * e.compute.breakdown["gemm"] / 16 * 2 / 3, rel=0.15)  # ~GEMM-bound
+    assert rs.exposed_s.value == pytest.approx(max(t / 8, t - window), rel=1e-9)
+    assert rs.exposed_s.value == pytest.approx(t / 8, rel=1e-9)
 
 
 def test_the_128k_row_depends_on_the_flop_count():
     e = estimate(table4_run("16k-gpus-128k-context"))
     assert e.fits
-    # the engine's (PaLM's) count: 55.6% against 38% (+46%); the causal count: 39.7% (+4.4%). Pinned both ways.
+    # the engine's (PaLM's) count: 56.2% against 38% (+47.8%); the causal count: 40.1% (+5.5%). Pinned both ways.
     assert 0.38 * 1.40 < e.compute.mfu.value < 0.38 * 1.52
     assert causal_mfu("16k-gpus-128k-context") == pytest.approx(0.38, rel=0.10)
     cp = [c for c in e.communication.collectives if c.group == "cp"]

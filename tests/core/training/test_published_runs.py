@@ -12,17 +12,19 @@ case. Results recorded 2026-11-25 (with the network model of issue 23):
 | BLOOM-176B (TP4 PP12 DP8, 384 A100), TFLOP/s per GPU | ~150 | 168.4 | +12.3% |
 | MT-NLG 530B (TP8 PP35 DP8, 2,240 A100), MFU | 30.2% | 37.2% | +23.0% |
 | MT-NLG 530B, 280 / 350 / 420 DGX A100, TFLOP/s per GPU with recompute | 126 / 121 / 113 | 154.5 / 149.5 / 144.9 | +22.6% / +23.6% / +28.2% |
-| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 49.4% | +14.9% (does not fit: 81.9 GiB) |
-| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 44.9% | +9.5% |
-| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 55.6% | +46.3% (causal count: +4.4%) |
+| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 50.6% | +17.6% (does not fit: 81.9 GiB) |
+| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 47.5% | +15.9% |
+| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 56.2% | +47.8% (causal count: +5.5%) |
 
 The Llama 3 rows (recorded 2026-11-27) run with the settings the paper states in §3.3.2 (the
-``llama3-meta`` profile and no activation checkpointing; test_llama3_405b.py says which and why).
+``llama3-meta`` profile and no activation checkpointing; test_llama3_405b.py says which and why), with the
+interleaved schedule's gradient reduction hidden chunk by chunk (``comms.interleaved_windows``; before that the
+rows read +14.9%, +9.5% and +46.3%).
 MT-NLG (2021, DeepSpeed's pipeline engine) ran slower than the model of a Megatron-Core stack says,
 while the same model and layout under Megatron-LM ran as the engine says
 (test_mt_nlg_gap_is_the_framework_not_the_layout).
-The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti, BLOOM and
-the 16,384-GPU Llama 3 row; the others are pinned at the band they fall in, so a change that moves
+The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti and BLOOM;
+the others are pinned at the band they fall in, so a change that moves
 them is seen.
 """
 
@@ -77,11 +79,11 @@ CASES = {
     "llama3-405b-8k-gpus-mfu": Case(
         "Llama 3 405B on 8,192 H100 (TP8 PP16 DP64, seq 8,192, 32 sequences per DP rank, §3.3.2 settings): MFU",
         0.43, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 1 (430 TFLOP/s, 43%)",
-        0.16, fits=False),
+        0.21, fits=False),
     "llama3-405b-16k-gpus-mfu": Case(
         "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192, 16 sequences per DP rank, §3.3.2 settings): MFU",
         0.41, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 2 (400 TFLOP/s, 41%)",
-        0.10),
+        0.20),
     "llama3-405b-128k-context-mfu": Case(
         "Llama 3 405B on 16,384 H100 (TP8 CP16 PP16 DP8, seq 131,072, §3.3.2 settings): MFU, full s×s attention "
         "FLOPs (PaLM's count)", 0.38, "1",
@@ -154,7 +156,8 @@ def test_published_run_within_its_tolerance(case):
 
 def test_runs_outside_the_target_stay_over_as_recorded():
     """The runs outside the issue's targets stay on the side they were recorded on (module doc)."""
-    for case in ("mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-128k-context-mfu",
+    for case in ("mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-16k-gpus-mfu",
+                 "llama3-405b-128k-context-mfu",
                  "mt-nlg-530b-280-nodes-tflops", "mt-nlg-530b-350-nodes-tflops", "mt-nlg-530b-420-nodes-tflops"):
         assert ours(case) > CASES[case].reference * 1.1, case
 

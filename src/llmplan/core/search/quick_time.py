@@ -29,10 +29,12 @@ from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES
 from llmplan.core.training.comms import (
     call_time,
+    chunk_tail,
     context_parallel_call,
     data_parallel_times,
     expert_parallel_call,
     exposed,
+    interleaved_windows,
     pipeline_call,
     tensor_parallel_call,
 )
@@ -48,7 +50,8 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
     """Exposed data-parallel seconds per step, as the estimate prices them: each distinct group and message
     (ZeRO stage, the worst-loaded stage's parameters) by the engine's ``comms.data_parallel_times`` once,
     then hidden row by row with ``comms.exposed`` behind the windows the estimate gives them
-    (``training.estimate_training``: the step's compute, the last micro-batch's backward, its forward)."""
+    (``training.estimate_training``: the step's compute, the last micro-batch's backward, its forward; with
+    interleaving chunk by chunk, ``comms.interleaved_windows`` and ``comms.chunk_tail``)."""
     prof = prof or FrameworkProfile()
     n = len(c.tp)
     if not n:
@@ -78,12 +81,15 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
         for j, (sec, call_s, window, hide) in enumerate(calls):
             secs[u, j], call[u, j], kind[u, j], unhidden[u, j] = sec, call_s, _WINDOWS.index(window), hide
     bwd = (2.0 if t.method == "full" else 1.0) / (3.0 if t.method == "full" else 2.0)
-    windows = np.stack([np.zeros(n), accum * t_compute_mb, t_compute_mb * bwd, t_compute_mb * (1 - bwd)])
+    dp_bwd, dp_fwd = interleaved_windows(t_compute_mb * bwd, t_compute_mb * (1 - bwd), c.vp, c.pp, accum)
+    windows = np.stack([np.zeros(n), accum * t_compute_mb, dp_bwd, dp_fwd])
     rows = np.arange(n)
     out = np.zeros(n)
     for j in range(width):
         k = kind[inverse, j]
-        out += exposed(secs[inverse, j], call[inverse, j], windows[k, rows], unhidden[inverse, j])[0]
+        sec = secs[inverse, j]
+        chunks = np.where(k >= _WINDOWS.index("last_backward"), c.vp, 1)  # interleaved: chunk by chunk
+        out += exposed(sec, chunk_tail(sec, call[inverse, j], chunks), windows[k, rows], unhidden[inverse, j])[0]
     return out
 
 

@@ -14,7 +14,7 @@ from llmplan.core.params import count_params
 from llmplan.core.result import CommunicationReport, Estimate
 from llmplan.core.training import memory
 from llmplan.core.training.bottleneck import GIB, judge
-from llmplan.core.training.comms import Windows, collectives
+from llmplan.core.training.comms import Windows, collectives, interleaved_windows
 from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.layout import Layout, resolve
 from llmplan.core.training.lora import adapter_params
@@ -53,8 +53,10 @@ def estimate_training(sc: Scenario) -> Estimate:
     per_mb = busy / lay.accumulation
     bwd_share = (2.0 if full else 1.0) / (3.0 if full else 2.0)
     attn_share = tf.attention / tf.forward if tf.forward else 0.0
-    win = Windows(compute=busy, attention=busy * attn_share, last_backward=per_mb * bwd_share,
-                  first_forward=per_mb * (1 - bwd_share))
+    dp_bwd, dp_fwd = interleaved_windows(per_mb * bwd_share, per_mb * (1 - bwd_share), lay.vp, lay.pp,
+                                         lay.accumulation)
+    win = Windows(compute=busy, attention=busy * attn_share, last_backward=dp_bwd, first_forward=dp_fwd,
+                  chunks=lay.vp)
     st = sm.states
     expert_share = sm.params.expert / sm.params.total if sm.params.total else 0.0
     moe_on_gpu = m.moe_layer_count / m.num_layers * lay.max_stage_layers
@@ -62,7 +64,7 @@ def estimate_training(sc: Scenario) -> Estimate:
                         moe_on_gpu, win)
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
     exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
-    off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, win.last_backward)
+    off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, per_mb * bwd_share)
     host_s, moved_s = 0.0, 0.0
     if sm.host_activations or sm.paged_host:
         pcie = 0.0 if cl.gpu.unified_memory else cl.gpu.pcie_bandwidth * eff.pcie

@@ -28,6 +28,15 @@ which of its calls cannot hide because nothing is left to compute beside it):
   bucket by bucket during the last micro-batch's backward when ``overlap_grad_reduce``; the last
   bucket is ready only when the backward ends, so its call is always exposed (PyTorch DDP notes;
   Megatron-Core ``DistributedDataParallel`` with ``overlap_grad_reduce``).
+  With an interleaved schedule (v model chunks per stage) each chunk's reduction starts when that
+  chunk's last backward is done, not when the stage's last micro-batch is (Megatron-LM
+  core/pipeline_parallel/schedules.py, ``forward_backward_pipelining_with_interleaving``: the
+  ``grad_sync_func`` of a chunk is called after ``is_last_microbatch_for_model_chunk``). The last
+  round of backwards runs the final N = min(p, m) micro-batches chunk by chunk (N: Megatron's
+  ``microbatch_group_size_per_vp_stage``, default p), so chunk c's reduction hides behind c·N
+  one-chunk backwards and the last chunk's (1/v of the bytes) behind none: exposed =
+  max(t/v, t − (v−1)/v · N · one micro-batch's backward) (``interleaved_windows``). The weight
+  all-gather after the step mirrors it in the next step's forwards.
 - The distributed optimizer's weight all-gather hides behind the next step's first forward when
   ``overlap_param_gather`` (Megatron); the first bucket is needed before the first layer runs,
   so its call is exposed. Without it the gather runs after the optimizer step, exposed.
@@ -60,12 +69,39 @@ from llmplan.core.workload import Scenario, TrainingSettings
 
 @dataclass(frozen=True, slots=True)
 class Windows:
-    """Compute time (per GPU, per step) that each kind of transfer can hide behind."""
+    """Compute time (per GPU, per step) that each kind of transfer can hide behind. ``chunks``: model chunks per
+    stage (v); above 1 the last chunk's share (1/v) of a reduction or gather hiding behind ``last_backward`` or
+    ``first_forward`` cannot hide (module doc)."""
 
     compute: float
     attention: float
     last_backward: float
     first_forward: float = 0.0
+    chunks: int = 1
+
+
+def interleaved_windows(per_mb_backward, per_mb_forward, vp, pp, micro_batches):
+    """(backward, forward) seconds a data-parallel reduction (gather) hides behind. Without interleaving: the
+    last micro-batch's backward (the next step's first forward). Interleaved (``vp`` > 1): the other chunks'
+    passes of the last N = min(pp, micro_batches) micro-batches, (v−1)/v · N micro-batch passes (module doc).
+    Floats (the estimate) or NumPy arrays of rows (the search's quick model)."""
+    if hasattr(vp, "shape"):
+        import numpy as np
+
+        scale = np.where(vp > 1, (vp - 1) / np.maximum(vp, 1) * np.minimum(pp, micro_batches), 1.0)
+    else:
+        scale = (vp - 1) / vp * min(pp, micro_batches) if vp > 1 else 1.0
+    return per_mb_backward * scale, per_mb_forward * scale
+
+
+def chunk_tail(t, call_s, chunks):
+    """The part of a chunked reduction that cannot hide: its first (last) call, or with ``chunks`` model chunks the
+    last chunk's share t/chunks, whichever is larger. Floats or NumPy arrays."""
+    if hasattr(chunks, "shape"):
+        import numpy as np
+
+        return np.where(chunks > 1, np.maximum(call_s, t / np.maximum(chunks, 1)), call_s)
+    return max(call_s, t / chunks) if chunks > 1 else call_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +172,16 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
     fabric = cl.fabric
 
     def add(name: str, group: str, size: int, stride: int, parts: tuple[tuple[Op, int, float], ...],
-            formula: str, inputs: dict[str, object], ov: Overlap | None) -> None:
-        """``parts``: (operation, calls per step, bytes per call) run on this group."""
+            formula: str, inputs: dict[str, object], ov: Overlap | None, chunks: int = 1) -> None:
+        """``parts``: (operation, calls per step, bytes per call) run on this group; ``chunks``: model chunks whose
+        reductions run one after another (``chunk_tail``)."""
         sp = span(size, stride, topo)
         costs, calls, volume, t, lat = _price(parts, sp, fabric)
         main = costs[0]
         link = "inter-node" if sp.inter_node else "intra-node"
         where = (f"{sp.nodes} nodes × {sp.per_node} GPU{'s' if sp.per_node > 1 else ''}" if sp.inter_node
                  else f"1 node, {size} GPUs")
-        exp, head = exposure(t, main.seconds, ov)
+        exp, head = exposure(t, chunk_tail(t, main.seconds, chunks), ov)
         bw = volume / t if t > 0 else 0.0
         algo = "+".join(sorted({f"{c.algorithm}/{c.protocol}" for c in costs}))
         bfig = Figure.of(volume, "B", formula, inputs, "nccl")
@@ -184,9 +221,22 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
     if d > 1 and trainable_on_gpu > 0:
         for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
                                      trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share):
+            chunked = win.chunks > 1 and c.window in ("last_backward", "first_forward")
+            behind = _chunked_behind(c.window, win.chunks, min(lay.pp, mbs), prof.name) if chunked else c.behind
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
-                Overlap(getattr(win, c.window), c.behind, c.unhidden) if c.window else None)
+                Overlap(getattr(win, c.window), behind, c.unhidden) if c.window else None,
+                win.chunks if chunked else 1)
     return tuple(out)
+
+
+def _chunked_behind(window: str, chunks: int, group: int, framework: str) -> str:
+    """What an interleaved step's data-parallel reduction (gather) hides behind (module doc)."""
+    if window == "last_backward":
+        return (f"the other chunks' backwards of the last {group} micro-batches ({framework}, interleaved: each of "
+                f"the {chunks} chunks' reductions starts after that chunk's last backward); the last chunk's share "
+                "cannot hide")
+    return (f"the next step's forwards of the other chunks ({framework}, interleaved: each of the {chunks} chunks' "
+            "gathers is needed at that chunk's first forward); the first chunk's share cannot hide")
 
 
 def _price(parts: tuple[tuple[Op, int, float], ...], sp, fabric) -> tuple[list, int, float, float, float]:
