@@ -181,3 +181,14 @@ def test_amd_hosts_get_nccls_lower_ll_cap():
     # Simple rings pay 3 × the overhead per intra-node step when it exceeds NVLink's 3.4 µs: 6 µs on AMD hosts
     big_a, big_o = collective("all-gather", 2**30, amd, cl.fabric), collective("all-gather", 2**30, other, cl.fabric)
     assert big_a.latency_s - big_o.latency_s == pytest.approx((15 - 1) * (6.0 - 3.4) * 1e-6, rel=1e-6)
+
+
+def test_many_node_tree_pays_its_proxy_posts():
+    # 4 MiB on 4 DGX A100 (AMD hosts): NCCL's cost model takes tree/LL128, latency 14 + 2·(7·1.25 + 2·8.5) = 65.5 µs.
+    # Its runtime cuts LL128 chunks to 17,280 B (nstepsLL128 = 1 + log2i(4) + 0.8), so each of the 8 proxy threads
+    # posts 2 channels × 16 chunks, less one, × 2 peers × a send and a receive, at 2 µs: 248 µs, above the cost
+    # model's 78.5 µs of data time. Not checked against a measurement (none found for mid sizes on 3+ nodes).
+    c = _call("all-reduce", 4 * 2**20, 4, "dgx-a100")
+    assert (c.algorithm, c.protocol) == ("tree", "LL128")
+    assert c.latency_s * 1e6 == pytest.approx(65.5)
+    assert c.seconds * 1e6 == pytest.approx(65.5 + 248.0)
