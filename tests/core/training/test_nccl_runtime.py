@@ -13,6 +13,7 @@ from llmplan.core.training.nccl_runtime import (
     nvls_tree_setup,
     runtime_channels,
     tree_chunk,
+    tree_fill_seconds,
     tree_proxy_seconds,
 )
 
@@ -58,6 +59,19 @@ def test_tree_proxy_posts():
     assert tree_proxy_seconds(2**20, 16, 8, 4, 8, LL128, False) == pytest.approx(28e-6)
     # one chunk on one channel: nothing beyond the latency
     assert tree_proxy_seconds(8, 1, 8, 2, 8, LL, True) == 0.0
+
+
+def test_tree_fill_holds_a_chunk_per_hop():
+    # 2 nodes: up and down, one hop beyond the one the bandwidth counts, a 17,280 B chunk at 376/16 GB/s
+    assert tree_fill_seconds(2**20, 16, 2, 8, LL128, 376e9, 369e9) == pytest.approx(17280 * 16 / 376e9)
+    # 8 nodes: 2·3 - 1 network hops
+    chunk = tree_chunk(2**20, 16, 8, 8, LL128)
+    assert tree_fill_seconds(2**20, 16, 8, 8, LL128, 376e9, 369e9) == pytest.approx(5 * chunk * 16 / 376e9)
+    # a channel's part smaller than the chunk travels whole
+    assert tree_fill_seconds(8192, 16, 2, 8, LL, 376e9, 369e9) == pytest.approx(8192 / 376e9)
+    # Simple also holds its 512 KiB step at each of the chain's 2·7 NVLink hops
+    simple = tree_fill_seconds(2**30, 16, 2, 8, SIMPLE, 376e9, 369e9)
+    assert simple == pytest.approx(524288 * 16 / 376e9 + 14 * 524288 * 16 / 369e9)
 
 
 def test_nvls_setup_follows_ncclNvlsTuning():

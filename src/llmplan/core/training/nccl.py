@@ -32,7 +32,8 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
 - **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
   and runs the fastest; so does this module, and says which it took. Across nodes the call then takes
   the time NCCL's runtime gives it (``nccl_runtime``): a tree no faster than its proxy threads post its
-  chunks' network steps, NVLS-tree as its kernel pipelines its rounds (fill and drain included).
+  chunks' network steps, plus its pipeline's fill, NVLS-tree as its kernel pipelines its rounds (fill and
+  drain included).
 - **All-to-all** is point-to-point sends; it cannot aggregate a node's NICs, so each rank's
   remote part runs at its own NIC share (S. Jeaugey, NVIDIA/nccl-tests issue #267).
 """
@@ -50,6 +51,7 @@ from llmplan.core.training.nccl_runtime import (
     enqueue_channels,
     nvls_tree_seconds,
     runtime_channels,
+    tree_fill_seconds,
     tree_proxy_seconds,
 )
 
@@ -271,13 +273,15 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
 
 def _runtime(op: str, algo: str, p: int, size: float, sp: Span, lat: float, data: float, t_nv: float) -> Cost:
     """A ring or tree call as NCCL's runtime runs it: the tree no faster than its proxy threads post its
-    network steps, on the channels the enqueue path keeps for its size. (Those channels do not scale the
+    network steps, plus its pipeline's fill (hops that hold a whole chunk), on the channels the enqueue path
+    keeps for its size. (Those channels do not scale the
     bandwidth: the enqueue path drops them only where each thread would move under its threshold of bytes,
     where more channels stop paying.) Unknown graphs (no channel count) and other vendors' GPUs keep the
     cost model's time."""
     if algo == "tree" and sp.channels > 0 and sp.arch >= 0:
         used = enqueue_channels(size, runtime_channels(sp.channels), False, p, sp.ranks)
         data = max(data, tree_proxy_seconds(size, used, sp.channels, sp.nodes, sp.per_node, p, sp.amd_host))
+        data += tree_fill_seconds(size, used, sp.nodes, sp.per_node, p, sp.net, sp.nvlink)
     t = max(t_nv, lat + data)
     return Cost(op, algo, PROTOCOLS[p], t, lat, 0.0, "network" if lat + data >= t_nv else "NVLink")
 

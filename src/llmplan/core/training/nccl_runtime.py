@@ -11,8 +11,9 @@ and constants here are NCCL's, NVIDIA/nccl at commit 5067397 (2026-06-11):
 - **Tree chunks and proxy posts** (``calcCollChunking``; src/proxy.cc): each chunk crosses the network as
   one step, and the one proxy thread of each GPU posts every send and receive of its channels. NCCL's own
   price for posting a network step is ``getNetOverhead()`` (1 µs, 2 µs on AMD hosts; tuning.cc charges it
-  per ring step). Tree/LL128 shrinks its chunks to 18-72 KB for mid-size calls, so the posts, not the
-  wire, set the pace there.
+  per ring step). Tree/LL128 shrinks its chunks to 17-71 KB for mid-size calls, so the posts, not the
+  wire, set the pace there. And each network hop holds a whole chunk (the proxy sends only complete
+  steps), so the tree's hops beyond the one its bandwidth counts fill and drain the pipeline.
 - **NVLS-tree pipeline** (``RunWorkColl<..., NCCL_ALGO_NVLS_TREE>`` in src/device/all_reduce.h): per round
   of ``channels × heads × chunk`` bytes a chunk passes scatter (NVLink), NVLS reduce, the network up the
   tree and back down, NVLS multicast and gather (NVLink); the cost model counts only the steady-state rate.
@@ -80,6 +81,22 @@ def tree_proxy_seconds(size: float, channels: int, graph_channels: int, nodes: i
     proxies = max(1, min(per_node, graph_channels))
     peers = 1 if nodes <= 2 else 2
     return (math.ceil(channels / proxies) * chunks - 1) * 2 * peers * _NET_OVERHEAD_S[amd_host]
+
+
+def tree_fill_seconds(size: float, channels: int, nodes: int, per_node: int, p: int, net: float,
+                      nvlink: float) -> float:
+    """The tree's pipeline fill: a proxy sends a chunk only once the GPU has written all of it, and the
+    receiving GPU reads it only once all of it has arrived, so each network hop of the tree (log2i(nodes) up,
+    as many down) holds the chunk for its wire time at the channel's share of the NICs (``net`` / channels).
+    Simple does the same on each NVLink hop of the node's chain (it signals whole steps; LL and LL128 pass
+    their lines on as each line's flag arrives). The cost model's bandwidth counts one network stage per
+    chunk; the other stages fill and drain the pipeline."""
+    chunk = min(tree_chunk(size, channels, nodes, per_node, p), size / channels)
+    hops = 2 * max(1, int(nodes).bit_length() - 1)
+    fill = (hops - 1) * chunk * channels / net
+    if p == 2 and per_node > 1:
+        fill += 2 * (per_node - 1) * chunk * channels / nvlink
+    return fill
 
 
 def nvls_tree_setup(arch: int, nodes: int) -> tuple[int, int]:
