@@ -273,11 +273,10 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
 
 def _runtime(op: str, algo: str, p: int, size: float, sp: Span, lat: float, data: float, t_nv: float) -> Cost:
     """A ring or tree call as NCCL's runtime runs it: the tree no faster than its proxy threads post its
-    network steps, plus its pipeline's fill (hops that hold a whole chunk), on the channels the enqueue path
-    keeps for its size. (Those channels do not scale the
-    bandwidth: the enqueue path drops them only where each thread would move under its threshold of bytes,
-    where more channels stop paying.) Unknown graphs (no channel count) and other vendors' GPUs keep the
-    cost model's time."""
+    network steps, plus its pipeline's fill (network hops that hold a whole chunk), counted on the channels
+    the enqueue path keeps for its size. The ring keeps the cost model's time (NCCL's ring latency already
+    charges the network overhead on each of its steps), as do unknown graphs (no channel count) and other
+    vendors' GPUs."""
     if algo == "tree" and sp.channels > 0 and sp.arch >= 0:
         used = enqueue_channels(size, runtime_channels(sp.channels), False, p, sp.ranks)
         data = max(data, tree_proxy_seconds(size, used, sp.channels, sp.nodes, sp.per_node, p, sp.amd_host))

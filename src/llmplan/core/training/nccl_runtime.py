@@ -2,12 +2,14 @@
 
 NCCL picks an (algorithm, protocol) pair with the cost model of src/graph/tuning.cc (``nccl.collective``
 follows it), then the enqueue path (src/enqueue.cc) decides how the call really runs: how many channels,
-how big each pipelined chunk is, and so how many network steps each proxy thread posts. Three of those
-decisions change the time of mid-size calls across nodes, and the cost model leaves them out. All rules
-and constants here are NCCL's, NVIDIA/nccl at commit 5067397 (2026-06-11):
+how big each pipelined chunk is, and so how many network steps each proxy thread posts. Those decisions
+change the time of mid-size calls across nodes, and the cost model leaves them out. All rules and
+constants here are NCCL's, NVIDIA/nccl at commit 5067397 (2026-06-11):
 
 - **Channels** (``topoGetAlgoInfo``): a ring or tree call uses fewer of the communicator's channels while
-  ``bytes < channels × threads × threadThreshold``; the cost model's bandwidth is for all of them.
+  ``bytes < channels × threads × threadThreshold``. The tree's chunks and posts are counted on the channels
+  kept; the bandwidth is not scaled with them (NCCL drops channels only where each thread would move less
+  than its threshold, where more channels stop paying; no call in the data-bound range loses any).
 - **Tree chunks and proxy posts** (``calcCollChunking``; src/proxy.cc): each chunk crosses the network as
   one step, and the one proxy thread of each GPU posts every send and receive of its channels. NCCL's own
   price for posting a network step is ``getNetOverhead()`` (1 µs, 2 µs on AMD hosts; tuning.cc charges it
