@@ -30,7 +30,10 @@ all-gather, reduce-scatter and all-to-all (the same PERFORMANCE.md), plus latenc
 - **NVLS** (NVLink SHARP) pays NCCL's NVLS latency, 25 µs on NVLink and no base latency (the same
   table): a call cannot finish sooner than that plus its bytes at the NVLS bandwidth.
 - **Algorithm choice**: NCCL predicts every (algorithm, protocol) pair's time with that model
-  and runs the fastest; so does this module, and says which it took.
+  and runs the fastest; so does this module, and says which it took. Across nodes the call then takes
+  the time NCCL's runtime gives it (``nccl_runtime``): a tree no faster than its proxy threads post its
+  chunks' network steps, plus its pipeline's fill, NVLS-tree as its kernel pipelines its rounds (fill and
+  drain included).
 - **All-to-all** is point-to-point sends; it cannot aggregate a node's NICs, so each rank's
   remote part runs at its own NIC share (S. Jeaugey, NVIDIA/nccl-tests issue #267).
 """
@@ -44,6 +47,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llmplan.core.hardware import FabricSpec
+from llmplan.core.training.nccl_runtime import (
+    enqueue_channels,
+    nvls_tree_seconds,
+    runtime_channels,
+    tree_fill_seconds,
+    tree_proxy_seconds,
+)
 
 Op = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p"]
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -234,42 +244,55 @@ def collective(op: Op, size: float, sp: Span, fabric: FabricSpec) -> Cost:
         return _with_busbw(best, vol)
     # Across nodes the NVLink stage is pipelined chunk by chunk with the network stage, and its per-step
     # latencies are in the NCCL latency model below: it runs at the large-message NVLink rate (the
-    # single-node curve would count the measured 8-GPU latency a second time).
+    # single-node curve would count the measured 8-GPU latency a second time). NCCL picks the pair its cost
+    # model predicts fastest; the call then takes what its runtime does (``nccl_runtime``).
     t_nv = vol / sp.nvlink if sp.per_node > 1 else 0.0
-    best: Cost | None = None
-    for p, name in enumerate(PROTOCOLS):
+    best: tuple[float, Cost] | None = None
+    for p in range(len(PROTOCOLS)):
         lat = _ring_latency(op, sp, p)
         if p == 2 and op == "all-reduce" and sp.arch >= 0 and size / (2 * max(sp.channels, 1) * n) >= 64:
             lat *= _PLATEAU[sp.arch >= 1]  # NCCL's "plateau effect of ring" (runtime channels: twice the graph's)
-        t_net = lat + vol / _ring_bw(p, sp)
-        t = max(t_nv, t_net)
-        cand = Cost(op, "ring", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
-        if best is None or t < best.seconds:
-            best = cand
+        data = vol / _ring_bw(p, sp)
+        if best is None or max(t_nv, lat + data) < best[0]:
+            best = (max(t_nv, lat + data), _runtime(op, "ring", p, size, sp, lat, data, t_nv))
         if op == "all-reduce":
             lat = _tree_latency(sp, p)
-            t_net = lat + size / (0.5 * _tree_bw(p, sp) * tree_correction(p, size))
-            t = max(t_nv, t_net)
-            if t < best.seconds:
-                best = Cost(op, "tree", name, t, lat, 0.0, "network" if t_net >= t_nv else "NVLink")
+            data = size / (0.5 * _tree_bw(p, sp) * tree_correction(p, size))
+            if max(t_nv, lat + data) < best[0]:
+                best = (max(t_nv, lat + data), _runtime(op, "tree", p, size, sp, lat, data, t_nv))
     assert best is not None
     if op == "all-reduce":
-        nvls_tree = _nvls_tree(size, vol, sp, fabric)
-        if nvls_tree is not None and nvls_tree.seconds < best.seconds:
+        nvls_tree = _nvls_tree(size, vol, sp)
+        if nvls_tree is not None and nvls_tree[0] < best[0]:
             best = nvls_tree
-    if best.latency_s > best.seconds - best.latency_s:
-        best = Cost(best.op, best.algorithm, best.protocol, best.seconds, best.latency_s, 0.0, "latency")
-    return _with_busbw(best, vol)
+    cost = best[1]
+    if cost.latency_s > cost.seconds - cost.latency_s:
+        cost = Cost(cost.op, cost.algorithm, cost.protocol, cost.seconds, cost.latency_s, 0.0, "latency")
+    return _with_busbw(cost, vol)
 
 
-def _nvls_tree(size: float, vol: float, sp: Span, fabric: FabricSpec) -> Cost | None:
+def _runtime(op: str, algo: str, p: int, size: float, sp: Span, lat: float, data: float, t_nv: float) -> Cost:
+    """A ring or tree call as NCCL's runtime runs it: the tree no faster than its proxy threads post its
+    network steps, plus its pipeline's fill (network hops that hold a whole chunk), counted on the channels
+    the enqueue path keeps for its size. The ring keeps the cost model's time (NCCL's ring latency already
+    charges the network overhead on each of its steps), as do unknown graphs (no channel count) and other
+    vendors' GPUs."""
+    if algo == "tree" and sp.channels > 0 and sp.arch >= 0:
+        used = enqueue_channels(size, runtime_channels(sp.channels), False, p, sp.ranks)
+        data = max(data, tree_proxy_seconds(size, used, sp.channels, sp.nodes, sp.per_node, p, sp.amd_host))
+        data += tree_fill_seconds(size, used, sp.nodes, sp.per_node, p, sp.net, sp.nvlink)
+    t = max(t_nv, lat + data)
+    return Cost(op, algo, PROTOCOLS[p], t, lat, 0.0, "network" if lat + data >= t_nv else "NVLink")
+
+
+def _nvls_tree(size: float, vol: float, sp: Span) -> tuple[float, Cost] | None:
     """NCCL's NVLS_TREE all-reduce across nodes (Hopper and later NVSwitch nodes): NVLink SHARP reduces inside
     each node, a tree of the nodes' NICs joins them, NVLS multicasts the result back. ``ncclTopoTuneModel``:
     per NVLS channel (one per NVLS head, a GPU with its NIC) the bus bandwidth is the least of the NVLS
     bandwidth, the network's (doubled on two nodes, where each byte crosses the network once per direction)
     and ``perChMaxNVLSTreeBw``; latency hwLatencies[NVLINK][NVLS_TREE] + 2·log2i(N)·hwLatencies[NET][NVLS_TREE]
-    (no base latency). The NVLS stage ramps with the message size as the single-node NVLS call does (the fabric
-    curve's shape)."""
+    (no base latency). Returns the cost model's time (NCCL's choice) and the time of the kernel's pipeline
+    (``nccl_runtime.nvls_tree_seconds``)."""
     if sp.nvls <= 0 or sp.per_node < 2 or sp.arch < 2:
         return None
     heads = min(sp.per_node, _MAX_NVLS_ARITY)
@@ -278,9 +301,9 @@ def _nvls_tree(size: float, vol: float, sp: Span, fabric: FabricSpec) -> Cost | 
     if bw <= 0:
         return None
     lat = (_NVLS_TREE_LAT[0] + 2 * log2i(sp.nodes) * _NVLS_TREE_LAT[1]) * 1e-6 + 2 * log2i(sp.nodes) * sp.hop_s
-    t = max(vol / (bw * ramp(fabric, size)), lat + vol / bw)
+    t = lat + nvls_tree_seconds(size, vol / bw, heads, sp.nodes, sp.arch, sp.nvlink, sp.net)
     limit = "network" if bw == sp.net * (2 if sp.nodes <= 2 else 1) else "NVLink"
-    return Cost("all-reduce", "nvls-tree", "Simple", t, lat, 0.0, "latency" if lat > t - lat else limit)
+    return lat + vol / bw, Cost("all-reduce", "nvls-tree", "Simple", t, lat, 0.0, limit)
 
 
 def _point_to_point(op: str, size: float, sp: Span, nv: float, vol: float) -> Cost:
