@@ -144,8 +144,28 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
             app.quit()
 
         QTimer.singleShot(300, shoot)
-        return app.exec() or (1 if errors else 0)
-    return app.exec()
+        return _run(app) or (1 if errors else 0)
+    return _run(app)
+
+
+def _run(app) -> int:
+    """The event loop, then the background work's end before Python's: a chart sweep or a fit search still
+    running in a pool thread while the interpreter finalises crashed the process at exit (a segfault in the
+    sweep worker, seen when the app was quit within a second or two of its start)."""
+    from PySide6.QtCore import QThreadPool
+    from PySide6.QtWidgets import QWidget
+
+    code = app.exec()
+    for top in app.topLevelWidgets():
+        for panel in top.findChildren(QWidget):
+            cancel = getattr(panel, "cancel_background_work", None)
+            if callable(cancel):
+                cancel()
+        for pool in top.findChildren(QThreadPool):
+            pool.clear()
+            pool.waitForDone(10_000)
+    QThreadPool.globalInstance().waitForDone(10_000)
+    return code
 
 
 def _set_icon(app, window) -> None:

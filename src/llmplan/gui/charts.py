@@ -244,6 +244,12 @@ class ChartsPanel(QTabWidget):
         self.busy = self._timer.isActive() or self._pending is not None
         self.redrawn.emit(time.perf_counter() - self._requested_at)
 
+    def cancel_background_work(self) -> None:
+        """At quit: no sweep starts later, and the running one stops at its next check (``gui.app._run``)."""
+        self._timer.stop()
+        self._pending = None
+        self._cancel.set()
+
     def wait_idle(self, timeout_ms: int = 10_000) -> None:
         """For tests and benchmarks: start a sweep still waiting on the debounce timer now, then block
         until the pool is idle (so no sweep starts later, on a window that is being torn down)."""
