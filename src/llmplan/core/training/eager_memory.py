@@ -108,12 +108,15 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
                              x: float) -> float:
     """Activation gradients one block's backward holds at once, at its MLP (module doc): autograd's
     MulBackward of act(gate)·up holds the incoming gradient and writes both input gradients, each
-    tokens × intermediate in the projections' dtype."""
+    tokens × intermediate in the projections' dtype. Liger's SwiGLU (``LigerSiLUMulFunction.backward``,
+    ops/swiglu.py ``swiglu_backward``) writes both input gradients over its saved gate and up in place: only
+    the incoming gradient is new."""
+    widths = 1.0 if (tr.liger and m.gated_mlp) else (3.0 if m.gated_mlp else 2.0)
     inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
              else m.intermediate_size) / lay.tp
     y = projection_bytes(tr, prof)
     T = lay.micro_batch * lay.seq_len / lay.cp
-    return ((3.0 if m.gated_mlp else 2.0) * y * inter + x * m.hidden_size) * T
+    return (widths * y * inter + x * m.hidden_size) * T
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,

@@ -8,7 +8,8 @@ derived from the framework's code, read for this purpose:
 
 - ``liger`` (linkedin/Liger-Kernel, ``apply_liger_kernel_to_llama``: rope, rms_norm, swiglu,
   fused_linear_cross_entropy): LigerRMSNorm saves its input and one fp32 rstd per row; LigerSiLUMulFunction
-  saves gate and up only; RoPE works in place; the loss is ``fused_linear`` (below).
+  saves gate and up only and its backward writes their gradients over them in place (no new gate/up-wide
+  gradients); RoPE works in place; the loss is ``fused_linear`` (``liger_loss_bytes``).
 - ``torch_compile`` (torch.compile / Inductor): pointwise ops fuse into one kernel per chain, each reading
   its inputs and writing its output once, and the min-cut partitioner saves the same tensors as Liger's
   kernels (recomputing the cheap pointwise ones) — the op list's "fused" style.
