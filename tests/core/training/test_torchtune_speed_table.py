@@ -24,7 +24,7 @@ LoRA −22.3% → −14.7%, QLoRA −14.9% → −7.8%.
 Results (2026-11-27), error of llmplan against the published figure: 3B on an A100 +3.3% (packed), −9.0%
 (+ compile), −10.8% (+ chunked CE), −10.6% (+ checkpointing), −11.8% (+ optimizer in backward), −11.7%
 (+ activation offload), −12.1% (LoRA), −11.2% (QLoRA); 8B on a 4090 −16.7% (full), −14.7% (LoRA), −7.8%
-(QLoRA); 70B on 8 A100 +7.3% (LoRA), +42.1% (full with CPU offload). Median |error| 11.7%.
+(QLoRA); 70B on 8 A100 +7.3% (LoRA), +42.1% (full with CPU offload). Median |error| 11.2%.
 
 Where the misses come from (not changed, stated):
 - 8B LoRA on a 4090 (−15%): 3,083 tokens/s with checkpointing is 4.6e10 FLOP per token × 3,083 = 142
