@@ -26,9 +26,10 @@ logits nor their gradient whole: one chunk of bf16 logits (rows: ``switches.lige
 whose gradient is written over it in place, and the hidden states' gradient (2·T·h), computed in the
 forward and kept for the backward. Liger's code holds two chunks at the head GEMM (the previous one is
 still bound) and fills a trainable head's gradient in the forward (``switches.liger_loss_bytes``), so
-with Liger the head's gradient is counted at the loss forward too. The chunked loss (torchtune's LinearCrossEntropyLoss, 8 chunks)
-keeps every chunk's fp32 log-probabilities (4 B per logit) for the backward, and one chunk's bf16
-logits and fp32 copy (6 B) in the forward or its three gradients (10 B) in the backward beside them.
+with Liger the head's gradient is counted at the loss forward too. The chunked loss (torchtune's
+LinearCrossEntropyLoss, 8 chunks) keeps every chunk's fp32 log-probabilities (4 B per logit) for the
+backward, and one chunk's bf16 logits and fp32 copy (6 B) in the forward or its three gradients (10 B)
+in the backward beside them.
 Compiled (``torch_compile``: torchtune's ``compile_loss`` compiles ``compute_cross_entropy``, the chunk's
 head GEMM and cross-entropy together), Inductor's min-cut partitioner saves the smallest cut between
 forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never recomputed) and a

@@ -123,7 +123,8 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
     elem = {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    return ot.Rates(kr.gemm_rate(peak, eff.matmul, eff.sustained_clock), eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
+    gemm = kr.gemm_rate(peak, eff.matmul, eff.sustained_clock)
+    return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
 
 
 _PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + shape -> PartTimes
