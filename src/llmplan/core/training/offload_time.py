@@ -14,9 +14,8 @@ Offloading frees GPU memory but moves work to slower places, once per optimizer 
    updates its 4-byte weights in place: W = 0). AdamW with bf16 gradients: 28 B/param. Pure 16-bit
    training has no master: the optimizer reads and writes the 16-bit weights and its states,
    ``2·(w + O) + G`` with w the weights' bytes, 14 B/param with bf16 AdamW states (torchtune:
-   torch.optim.AdamW on the CPU). Every
-   GPU of a node shares that node's memory bus, so the node's time is its GPUs' partitions
-   × bytes / (host bandwidth × efficiency.host_memory_bandwidth).
+   torch.optim.AdamW on the CPU). Every GPU of a node shares that node's memory bus, so the node's
+   time is its GPUs' partitions × bytes / (host bandwidth × efficiency.host_memory_bandwidth).
 3. The updated 16-bit parameters return over PCIe before the next forward (not when the
    parameters themselves live on the host: then every pass fetches them).
 4. NVMe offload also reads the master weights and optimizer states from the node's drives
@@ -76,7 +75,8 @@ class OffloadTime:
 
     def figure(self) -> Figure:
         formula = ("exposed gradient copy (beyond the backward) + CPU optimizer step "
-                   "[2·(4 + optimizer B) + gradient B + 16-bit copy B] × params per GPU × GPUs per node / "
+                   "[2·(4 + optimizer B) + gradient B + 16-bit copy B; without a master 2·(weight B + optimizer B) + "
+                   "gradient B] × params per GPU × GPUs per node / "
                    "(host bandwidth × efficiency.host_memory_bandwidth) + NVMe read + write of the states + "
                    "16-bit parameters back over PCIe (× efficiency.pcie) + parameter fetches beyond the compute")
         inputs = {"cpu_step_s": self.cpu_s, "grad_copy_s": self.grad_copy_s, "grad_exposed_s": self.grad_exposed_s,
