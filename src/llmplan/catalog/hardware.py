@@ -38,7 +38,8 @@ from llmplan.formats.atomic import atomic_write
 from llmplan.formats.bounded import load_json, load_toml
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
-EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie")
+EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie",
+                     "sustained_clock")
 
 
 @dataclass(frozen=True)

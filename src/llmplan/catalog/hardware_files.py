@@ -318,6 +318,7 @@ class EfficiencyClass(_Strict):
     network: EfficiencyValue | None = None
     host_memory_bandwidth: EfficiencyValue | None = None
     pcie: EfficiencyValue | None = None
+    sustained_clock: EfficiencyValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -327,6 +328,7 @@ class EfficiencyDefault(_Strict):
     network: EfficiencyValue
     host_memory_bandwidth: EfficiencyValue | None = None  # None: the engine's default fraction
     pcie: EfficiencyValue | None = None
+    sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
 
 
 class HardwareFile(_Strict):

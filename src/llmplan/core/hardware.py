@@ -193,6 +193,10 @@ class Efficiency(FrozenModel):
         "optimizer step reaches (offload)"
     )
     pcie: float = Field(0.8, ge=0.01, le=1, description="fraction of the GPU's PCIe payload rate pinned copies reach")
+    sustained_clock: float = Field(
+        688.1 / 792.1, ge=0.3, le=1, description="GEMM rate held over seconds of full load / the rate the matmul "
+        "fraction was measured at (clocks drop at the power limit); the default is the H100 SXM's 688.1 / 792.1"
+    )
 
 
 class ClusterSpec(FrozenModel):

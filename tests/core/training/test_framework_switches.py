@@ -104,6 +104,24 @@ def test_liger_cuts_the_loss_and_the_saved_tensors():
     assert liger.compute.step_time_s.value < hf.compute.step_time_s.value
 
 
+def test_liger_swiglu_backward_writes_its_gradients_in_place():
+    """Liger-Kernel ops/swiglu.py (swiglu_backward returns a and b, overwritten by the kernel): one block's
+    backward holds the incoming gradient only, not it and two new gate/up-wide gradients (exact)."""
+    from types import SimpleNamespace
+
+    from llmplan.core.framework_profile import FrameworkProfile
+    from llmplan.core.training.eager_memory import block_backward_transient
+    from llmplan.core.training.ops import projection_bytes
+
+    sc, _ = _run()
+    m, prof, T = sc.model, FrameworkProfile(), 2 * 1024
+    lay = SimpleNamespace(tp=1, cp=1, micro_batch=2, seq_len=1024)
+    y = projection_bytes(sc.training, prof)
+    liger = sc.training.model_copy(update={"liger": True})
+    assert block_backward_transient(m, lay, sc.training, prof, 2.0) == (3 * y * m.intermediate_size + 2.0 * m.hidden_size) * T
+    assert block_backward_transient(m, lay, liger, prof, 2.0) == (y * m.intermediate_size + 2.0 * m.hidden_size) * T
+
+
 def test_chunked_loss_keeps_fp32_log_probs_only():
     """torchtune's LinearCrossEntropyLoss: 4 B per logit kept + one chunk (of 8) of its three gradients."""
     _, est = _run("torchtune", model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="none")

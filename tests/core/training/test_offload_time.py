@@ -45,6 +45,9 @@ def test_bytes_per_parameter_of_the_cpu_update():
     assert cpu_update_bytes("bf16", 8.0, 4.0) == 30.0  # fp32 gradients
     assert cpu_update_bytes("fp32", 8.0, 4.0) == 28.0  # fp32 weights updated in place: no 16-bit copy
     assert cpu_update_bytes("bf16", 0.0, 2.0) == 12.0  # SGD: master weights only
+    # pure bf16 (no master; torch's fused CPU AdamW reads/writes the bf16 weight and both bf16 states, reads
+    # the bf16 gradient): 2·(2 + 4) + 2
+    assert cpu_update_bytes("bf16", 4.0, 2.0, master_bytes=0.0, weight_bytes=2.0) == 14.0
 
 
 def test_hand_computed_zero2_cpu_offload_on_8_gpus():

@@ -264,6 +264,7 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
                                   "offload": t.offload if t.offload != "none" else "cpu"})
         gpus = c.tp[idx] * c.pp[idx] * c.dp[idx] * c.cp[idx]
         st = SimpleNamespace(optimizer_bytes=sm.optimizer_bytes[idx], grad_bytes=sm.grad_bytes[idx],
+                             master_bytes=sm.master_bytes[idx], weight_bytes=sm.weight_bytes[idx],
                              shard_dense=sm.shard_dense[idx], shard_expert=sm.shard_expert[idx],
                              offloaded_weights=sm.offloaded_weights[idx])
         share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \

@@ -21,12 +21,15 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
   the intermediate width per token), beside the residual stream's gradient (x·h);
 - optimizer step: states and every gradient.
 Gradients accumulated over micro-batches (gradient accumulation) are alive in every phase.
-Fused linear cross-entropy (Liger) computes the head and loss in chunks and keeps neither the
+Fused linear cross-entropy computes the head and loss in chunks and keeps neither the
 logits nor their gradient whole: one chunk of bf16 logits (rows: ``switches.liger_chunk_rows``),
 whose gradient is written over it in place, and the hidden states' gradient (2·T·h), computed in the
-forward and kept for the backward. The chunked loss (torchtune's LinearCrossEntropyLoss, 8 chunks)
-keeps every chunk's fp32 log-probabilities (4 B per logit) for the backward, and one chunk's bf16
-logits and fp32 copy (6 B) in the forward or its three gradients (10 B) in the backward beside them.
+forward and kept for the backward. Liger's code holds two chunks at the head GEMM (the previous one is
+still bound) and fills a trainable head's gradient in the forward (``switches.liger_loss_bytes``), so
+with Liger the head's gradient is counted at the loss forward too. The chunked loss (torchtune's
+LinearCrossEntropyLoss, 8 chunks) keeps every chunk's fp32 log-probabilities (4 B per logit) for the
+backward, and one chunk's bf16 logits and fp32 copy (6 B) in the forward or its three gradients (10 B)
+in the backward beside them.
 Compiled (``torch_compile``: torchtune's ``compile_loss`` compiles ``compute_cross_entropy``, the chunk's
 head GEMM and cross-entropy together), Inductor's min-cut partitioner saves the smallest cut between
 forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never recomputed) and a
@@ -54,7 +57,12 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind, projection_bytes
 from llmplan.core.training.states import StateBytes
-from llmplan.core.training.switches import CHUNKED_LOSS_CHUNKS, OFFLOAD_BLOCKS_ON_GPU, liger_chunk_rows
+from llmplan.core.training.switches import (
+    CHUNKED_LOSS_CHUNKS,
+    OFFLOAD_BLOCKS_ON_GPU,
+    liger_chunk_rows,
+    liger_loss_bytes,
+)
 from llmplan.core.workload import TrainingSettings
 
 # per logit: (bf16 + fp32 copy + the shifted fp32 copy +) fp32 log-probs
@@ -101,12 +109,15 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
                              x: float) -> float:
     """Activation gradients one block's backward holds at once, at its MLP (module doc): autograd's
     MulBackward of act(gate)·up holds the incoming gradient and writes both input gradients, each
-    tokens × intermediate in the projections' dtype."""
+    tokens × intermediate in the projections' dtype. Liger's SwiGLU (``LigerSiLUMulFunction.backward``,
+    ops/swiglu.py ``swiglu_backward``) writes both input gradients over its saved gate and up in place: only
+    the incoming gradient is new."""
+    widths = 1.0 if (tr.liger and m.gated_mlp) else (3.0 if m.gated_mlp else 2.0)
     inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
              else m.intermediate_size) / lay.tp
     y = projection_bytes(tr, prof)
     T = lay.micro_batch * lay.seq_len / lay.cp
-    return ((3.0 if m.gated_mlp else 2.0) * y * inter + x * m.hidden_size) * T
+    return (widths * y * inter + x * m.hidden_size) * T
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,
@@ -138,9 +149,11 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         kept += (4 * h + x * h + 2 * h) * T  # final norm's fp32 input and output, the head's input
         copies += 2.0 * head.cast_params
         kind = loss_kind(tr, prof)
-        if kind == "fused_linear":
+        if kind == "fused_linear" and tr.liger:
+            loss_f = loss_b = liger_loss_bytes(T, h, head.gemm.n)
+        elif kind == "fused_linear":  # unsloth's: one chunk (gradient in place) + hidden-state gradient
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
-            loss_f = loss_b = 2 * chunk + 2 * T * h  # logits chunk (gradient in place) + hidden-state gradient
+            loss_f = loss_b = 2 * chunk + 2 * T * h
         else:
             per_f, per_b = loss_bytes_per_logit(kind, bool(tr.torch_compile))
             loss_f, loss_b = per_f * head.logits, per_b * head.logits
@@ -152,14 +165,15 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     # (recomputing, the block in hand keeps its input among its full saved set, ``working``)
     others = max(blocks - (per_block if tr.recompute == "full" else 0.0), 0.0)
     start, end = others + 8 * T + head_grad, grads_all
+    grad_in_forward = head_grad if head is not None and tr.liger and loss_kind(tr, prof) == "fused_linear" else held
     phases = {
-        "loss forward": held + kept + copies + loss_f,
+        "loss forward": grad_in_forward + kept + copies + loss_f,
         "loss backward": kept + copies + loss_b + head_grad,
         "backward through the blocks": max(start, end) + working,
         "optimizer step": grads_all,
     }
     phase = max(phases, key=lambda k: phases[k])
-    grads_at = {"loss forward": held, "loss backward": head_grad,
+    grads_at = {"loss forward": grad_in_forward, "loss backward": head_grad,
                 "backward through the blocks": end if end >= start else head_grad,
                 "optimizer step": grads_all}[phase]
     copies_at = copies if phase.startswith("loss") else 0.0

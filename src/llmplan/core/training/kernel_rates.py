@@ -8,13 +8,16 @@ large-GEMM rate as it did on the H100, and flash attention at a given length and
 same share of that GPU's GEMM rate. That is an assumption (wave quantisation differs with the
 SM count), stated in every figure that uses it.
 
-- GEMM: t = max(FLOPs / (peak · matmul · SWEEP_SHARE · SUSTAINED), bytes / bandwidth) + GEMM_FIXED_S.
+- GEMM: t = max(FLOPs / (peak · matmul · SWEEP_SHARE · sustained), bytes / bandwidth) + GEMM_FIXED_S.
   A least-squares fit over the 85 bf16 GEMMs of the sweep that take longer than 45 µs (square
   256-16,384; q/k/v/o, up, down and lm_head shapes of six model widths at 128-32,768 tokens):
   0.740 of the dense peak plus 23 µs per GEMM (median error 0.4%, worst 26%). The sweep's best
   shape reached 0.801 (8192³, 792 TFLOP/s), the figure the catalog's MAMF column holds, so the
-  sweep-wide rate is 0.740 / 0.801 = 0.924 of the catalog's. SUSTAINED: under load that lasts
-  seconds the clocks drop: 688 TFLOP/s at n = 8192 over 0.78 s against 792 in a short burst.
+  sweep-wide rate is 0.740 / 0.801 = 0.924 of the catalog's. ``sustained`` is each GPU's own
+  ``Efficiency.sustained_clock`` (catalogs/systems/efficiency.toml): under load that lasts seconds a
+  power-limited card drops its clocks (the H100 SXM: 688 TFLOP/s at n = 8192 over 0.78 s against 792
+  in a short burst, 0.869), while a GeForce card holds its boost clock (RTX 4090: 158.6 TFLOP/s in a
+  3 s run of n = 8192 against its 162.4 short-run figure, 0.977).
 - Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
   size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
   (2·b·heads·s²·d forward, 3.5× that forward + backward).
@@ -31,7 +34,6 @@ import bisect
 import math
 
 SWEEP_SHARE = 0.740 / 0.801
-SUSTAINED = 688.1 / 792.1
 GEMM_FIXED_S = 23e-6
 CE_BYTES_PER_LOGIT = 55.4
 H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
@@ -45,9 +47,10 @@ _SDPA = {
 _H100_PEAK = 989.4
 
 
-def gemm_rate(peak: float, matmul_eff: float) -> float:
-    """FLOP/s a typical GEMM shape sustains in a training step (module doc)."""
-    return peak * matmul_eff * SWEEP_SHARE * SUSTAINED
+def gemm_rate(peak: float, matmul_eff: float, sustained_clock: float) -> float:
+    """FLOP/s a typical GEMM shape sustains in a training step (module doc): the short-run matmul rate, the
+    sweep's share of it, and the share of that clock the GPU holds over seconds of load."""
+    return peak * matmul_eff * SWEEP_SHARE * sustained_clock
 
 
 def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0) -> float:

@@ -239,6 +239,9 @@ def stage_name(lay: Layout, sm: StageMemory) -> str:
 def _loss_terms(tr, prof: FrameworkProfile) -> str:
     """The loss in effect and what it holds per logit, for the explanation (``eager_memory`` module doc)."""
     kind = loss_kind(tr, prof)
+    if kind == "fused_linear" and tr.liger:
+        return ("fused_linear (Liger): two chunks of bf16 logits at the head GEMM + the hidden states' gradient; "
+                "a trained head's gradient from the loss forward on")
     if kind == "fused_linear":
         return "fused_linear: one chunk of bf16 logits + the hidden states' gradient"
     fwd, bwd = loss_bytes_per_logit(kind, bool(tr.torch_compile))

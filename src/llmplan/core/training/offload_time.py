@@ -11,9 +11,11 @@ Offloading frees GPU memory but moves work to slower places, once per optimizer 
    weight, the optimizer states and the gradient, and writes the master, the states and the
    16-bit copy for the GPU: ``2·(4 + O) + G + W`` bytes, O the engine's optimizer-state bytes
    per parameter (AdamW: 8), G its gradient bytes, W = 2 in mixed precision (fp32 training
-   updates its 4-byte weights in place: W = 0). AdamW with bf16 gradients: 28 B/param. Every
-   GPU of a node shares that node's memory bus, so the node's time is its GPUs' partitions
-   × bytes / (host bandwidth × efficiency.host_memory_bandwidth).
+   updates its 4-byte weights in place: W = 0). AdamW with bf16 gradients: 28 B/param. Pure 16-bit
+   training has no master: the optimizer reads and writes the 16-bit weights and its states,
+   ``2·(w + O) + G`` with w the weights' bytes, 14 B/param with bf16 AdamW states (torchtune:
+   torch.optim.AdamW on the CPU). Every GPU of a node shares that node's memory bus, so the node's
+   time is its GPUs' partitions × bytes / (host bandwidth × efficiency.host_memory_bandwidth).
 3. The updated 16-bit parameters return over PCIe before the next forward (not when the
    parameters themselves live on the host: then every pass fetches them).
 4. NVMe offload also reads the master weights and optimizer states from the node's drives
@@ -73,7 +75,8 @@ class OffloadTime:
 
     def figure(self) -> Figure:
         formula = ("exposed gradient copy (beyond the backward) + CPU optimizer step "
-                   "[2·(4 + optimizer B) + gradient B + 16-bit copy B] × params per GPU × GPUs per node / "
+                   "[2·(4 + optimizer B) + gradient B + 16-bit copy B; without a master 2·(weight B + optimizer B) + "
+                   "gradient B] × params per GPU × GPUs per node / "
                    "(host bandwidth × efficiency.host_memory_bandwidth) + NVMe read + write of the states + "
                    "16-bit parameters back over PCIe (× efficiency.pcie) + parameter fetches beyond the compute")
         inputs = {"cpu_step_s": self.cpu_s, "grad_copy_s": self.grad_copy_s, "grad_exposed_s": self.grad_exposed_s,
@@ -88,10 +91,16 @@ class OffloadTime:
 NONE = OffloadTime(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
 
 
-def cpu_update_bytes(precision: str, optimizer_bytes: float, grad_bytes: float) -> float:
-    """Bytes one parameter's CPU update moves over the host memory bus (module doc, step 2)."""
+def cpu_update_bytes(precision: str, optimizer_bytes: float, grad_bytes: float, master_bytes: float = MASTER_BYTES,
+                     weight_bytes: float = 2.0) -> float:
+    """Bytes one parameter's CPU update moves over the host memory bus (module doc, step 2). Without a separate
+    master (fp32 or pure 16-bit training: torch.optim.AdamW steps the weights themselves, as torchtune's
+    ``fsdp_cpu_offload`` does with ``dtype: bf16``) the weights are read and written in their own dtype and no
+    16-bit copy is made: 2·(W + O) + G, 14 B for bf16 weights, gradients and AdamW states."""
+    separate = master_bytes > 0  # a bool, or an array of them (the search's quick model prices many layouts)
     copy = 0.0 if precision == "fp32" else 2.0
-    return 2 * (MASTER_BYTES + optimizer_bytes) + grad_bytes + copy
+    updated = separate * master_bytes + (1 - separate) * weight_bytes
+    return 2 * (updated + optimizer_bytes) + grad_bytes + separate * copy
 
 
 def _larger(a, b):
@@ -136,7 +145,7 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
         return NONE
     notes: list[str] = []
     n = params_updated_per_gpu(sc, st, trainable, expert_share)
-    per_param = cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes)
+    per_param = cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes, st.master_bytes, st.weight_bytes)
     gpus_on_node = _larger(1, _smaller(cl.gpus_per_node, lay.gpus))
     host_bw = (cl.host_memory_bandwidth or 0.0) * eff.host_memory_bandwidth
     cpu = per_param * n * gpus_on_node / host_bw if host_bw else 0.0

@@ -8,7 +8,8 @@ derived from the framework's code, read for this purpose:
 
 - ``liger`` (linkedin/Liger-Kernel, ``apply_liger_kernel_to_llama``: rope, rms_norm, swiglu,
   fused_linear_cross_entropy): LigerRMSNorm saves its input and one fp32 rstd per row; LigerSiLUMulFunction
-  saves gate and up only; RoPE works in place; the loss is ``fused_linear`` (below).
+  saves gate and up only and its backward writes their gradients over them in place (no new gate/up-wide
+  gradients); RoPE works in place; the loss is ``fused_linear`` (``liger_loss_bytes``).
 - ``torch_compile`` (torch.compile / Inductor): pointwise ops fuse into one kernel per chain, each reading
   its inputs and writing its output once, and the min-cut partitioner saves the same tensors as Liger's
   kernels (recomputing the cheap pointwise ones) — the op list's "fused" style.
@@ -42,6 +43,10 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 
 LIGER_CHUNK_MEM_CONST = 1  # Liger's default budget: transient logits of about BT × H elements
+# Liger's fused linear cross-entropy at the head GEMM of chunk i: its new bf16 logits, and chunk i-1's, still
+# bound as ``grad_logits_chunk`` until the loop rebinds it (no fp32 copy since Liger PR #406, 2024-11-22: the
+# kernel upcasts in registers and writes the gradient over the logits in place): 2 × 2 B per chunk logit
+LIGER_CHUNK_BYTES = 4.0
 CHUNKED_LOSS_CHUNKS = 8  # torchtune LinearCrossEntropyLoss(num_output_chunks=8)
 OFFLOAD_BLOCKS_ON_GPU = 2.0  # activation offload: the block whose tensors are in transfer + the computing one
 
@@ -94,6 +99,18 @@ def liger_chunk_rows(tokens: float, hidden: int, vocab: float) -> float:
     inc = max(1, math.ceil(vocab / (LIGER_CHUNK_MEM_CONST * hidden)))
     rows = max(1, math.ceil(tokens / inc))
     return float(min(1 << (rows - 1).bit_length(), tokens))
+
+
+def liger_loss_bytes(tokens: float, hidden: int, vocab: float, elem: float = 2.0,
+                     chunk_bytes: float = LIGER_CHUNK_BYTES) -> float:
+    """Bytes Liger's fused linear cross-entropy allocates in its forward beside its inputs and the head's
+    gradient (ops/fused_linear_cross_entropy.py, fused_linear_cross_entropy_forward): the chunks' logits
+    (``chunk_bytes`` per logit of one chunk: two bf16 chunks alive at the head GEMM), ``grad_input`` (the
+    hidden states' gradient, tokens × hidden in the input's dtype, computed in the forward and kept for the
+    backward) and the fp32 per-token loss. Nothing of the logits is kept for the backward, which only
+    scales the gradients computed in the forward. A trainable head's gradient (``zeros_like(weight)``,
+    filled chunk by chunk) also exists from the forward on; the caller counts it."""
+    return liger_chunk_rows(tokens, hidden, vocab) * vocab * chunk_bytes + tokens * (hidden * elem + 4.0)
 
 
 def largest_tensor(pb: ParamBreakdown) -> float:

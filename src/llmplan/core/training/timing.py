@@ -123,7 +123,8 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
     elem = {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    return ot.Rates(kr.gemm_rate(peak, eff.matmul), eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
+    gemm = kr.gemm_rate(peak, eff.matmul, eff.sustained_clock)
+    return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
 
 
 _PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + shape -> PartTimes
@@ -254,7 +255,8 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                  "measured share of peak by length; max(GPU time, kernel launches × launch "
                                  "cost); + the optimizer's pass over its states",
                                  {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
-                                  "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul), "bandwidth": ct.hbm,
+                                  "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul, eff.sustained_clock),
+                                  "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
                                   "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
                                  uneven + ct.notes),
         bubble_fraction=Figure.of(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
