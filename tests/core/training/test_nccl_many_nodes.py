@@ -8,8 +8,8 @@ nodes), and the LL128 chunks shrink to 17 KB. These sweeps check that on DGX H10
 (µs) unless said otherwise:
 
 - ``SPT_4``: qoofyk, 2025-05-22. 4 × Dell XE9680 (8 × H100 80GB HBM3, 8 × ConnectX-7 InfiniBand 400 Gb/s,
-  Intel hosts; run in VMs), NCCL 2.26.2, 8 B - 16 GiB. The same nodes reach 469 GB/s busbw on two nodes and
-  482 GB/s on one, so the fabric is healthy.
+  Intel hosts; run in VMs), NCCL 2.26.2, 8 B - 16 GiB. The poster's nodes reach about 470 GB/s busbw on two
+  nodes and 480 GB/s on one, and these 4 nodes 366 GB/s at 16 GiB: the fabric runs at its NICs' rate.
 - ``AION_4`` and ``AION_8``: gj-aion, 2025-06-18. 4 and 8 of the same 8 nodes (8 × H100 80GB HBM3 each,
   InfiniBand 400 Gb/s), 1 MiB - 8 GiB, NCCL version not stated. Their plateau (320-325 GB/s busbw) is 12%
   under the 4-node sweep above on the same class of hardware; NVIDIA's reply in the thread puts that on the
