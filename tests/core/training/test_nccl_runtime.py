@@ -7,6 +7,7 @@ src/device/all_reduce.h (the NVLS-tree kernel). Exact values (integer rules) unl
 import pytest
 
 from llmplan.core.training.nccl_runtime import (
+    btree_peers,
     enqueue_channels,
     nvls_tree_chunk,
     nvls_tree_seconds,
@@ -14,6 +15,7 @@ from llmplan.core.training.nccl_runtime import (
     runtime_channels,
     tree_chunk,
     tree_fill_seconds,
+    tree_peers,
     tree_proxy_seconds,
 )
 
@@ -55,8 +57,21 @@ def test_tree_proxy_posts():
     # and a receive each, less the first (in the latency): 7 × 2 posts at 1 µs (Intel host), 2 µs (AMD host).
     assert tree_proxy_seconds(2**20, 16, 8, 2, 8, LL128, False) == pytest.approx(14e-6)
     assert tree_proxy_seconds(2**20, 16, 8, 2, 8, LL128, True) == pytest.approx(28e-6)
-    # more nodes: two tree peers per channel on average
+    # 4 nodes: the busiest node has two tree peers per channel (below)
     assert tree_proxy_seconds(2**20, 16, 8, 4, 8, LL128, False) == pytest.approx(28e-6)
+    # 3 nodes: 1.5 (the chunks are the same 17,280 B: nstepsLL128 uses log2i(3) = 1, like 2 nodes)
+    assert tree_proxy_seconds(2**20, 16, 8, 3, 8, LL128, False) == pytest.approx(21e-6)
+
+
+def test_tree_peers_are_the_busiest_node_of_nccls_double_binary_tree():
+    # NVIDIA/nccl src/graph/trees.cc at 5067397, ncclGetBtree's illustration for 14 ranks: 8 under the root 0,
+    # 4 and 12 under 8, 2 and 6 under 4, 10 and 13 under 12, the other odd ranks leaves under 2, 6 and 10.
+    assert btree_peers(14) == [1, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1]
+    assert btree_peers(3) == [1, 1, 2]  # 0 - 2 - 1
+    # Two nodes: one peer each. Three: the shifted tree makes node 0 (root, 1 peer) play node 2 (2 peers) and
+    # node 2 play node 1 (1 peer): the busiest has 3 over two channels. From four on an interior node (3
+    # peers) is a leaf (1) in the other tree, mirrored (even) or shifted (odd).
+    assert [tree_peers(n) for n in (1, 2, 3, 4, 5, 8, 13, 64, 1023)] == [0, 1, 1.5, 2, 2, 2, 2, 2, 2]
     # one chunk on one channel: nothing beyond the latency
     assert tree_proxy_seconds(8, 1, 8, 2, 8, LL, True) == 0.0
 

@@ -24,6 +24,7 @@ constants here are NCCL's, NVIDIA/nccl at commit 5067397 (2026-06-11):
 
 from __future__ import annotations
 
+import functools
 import math
 
 # NCCL src/include/comm.h and device.h: bytes per thread below which the runtime drops channels/threads,
@@ -71,18 +72,43 @@ def tree_chunk(size: float, channels: int, nodes: int, per_node: int, p: int) ->
     return chunk // _LL128_GRAIN * _LL128_GRAIN
 
 
+def btree_peers(nodes: int) -> list[int]:
+    """Network peers of each node in NCCL's binary tree (``ncclGetBtree``, src/graph/trees.cc): node 0 is the
+    root with one child; every other node has a parent, and a node whose lowest set bit is b > 1 has children
+    r - b/2 and, when r + 1 < nodes, a second one (b/2 or less above it)."""
+    peers = []
+    for r in range(nodes):
+        if r == 0:
+            peers.append(1 if nodes > 1 else 0)
+            continue
+        half = (r & -r) >> 1
+        peers.append(1 + (0 if half == 0 else 1 + (r + 1 < nodes)))
+    return peers
+
+
+@functools.lru_cache(maxsize=256)
+def tree_peers(nodes: int) -> float:
+    """Network peers per channel of the busiest node in NCCL's double binary tree (``ncclGetDtree``): half the
+    channels run the binary tree, half its mirror (even node counts, node r plays N - 1 - r) or its shift by one
+    (odd counts, node r plays r - 1), so a node's peers per channel average over its two roles. The busiest
+    node has 1 on two nodes, 1.5 on three (3 peers over its two roles) and 2 from four nodes on (interior,
+    with a parent and two children, in one tree and a leaf in the other)."""
+    one = btree_peers(nodes)
+    other = [one[nodes - 1 - r] for r in range(nodes)] if nodes % 2 == 0 else [one[r - 1] for r in range(nodes)]
+    return max(a + b for a, b in zip(one, other, strict=True)) / 2
+
+
 def tree_proxy_seconds(size: float, channels: int, graph_channels: int, nodes: int, per_node: int, p: int,
                        amd_host: bool) -> float:
     """Seconds the busiest proxy thread spends posting a tree all-reduce's network steps beyond the first
     (whose post the cost model's per-hop latency holds): its channels × chunks per channel, less one, × posts
-    per chunk, ``getNetOverhead()`` each. A node posts a send and a receive per chunk and tree peer: one peer
-    on two nodes, two on average on more (each node is interior, with a parent and two children, in one of
-    NCCL's two trees and a leaf in the other). The channels spread over the GPUs that hold the graph's NICs
+    per chunk, ``getNetOverhead()`` each. A node posts a send and a receive per chunk and tree peer
+    (``tree_peers``: the reduction receives from each child and sends to the parent, the broadcast receives
+    from the parent and sends to each child). The channels spread over the GPUs that hold the graph's NICs
     (one proxy thread each)."""
     chunks = math.ceil(size / channels / tree_chunk(size, channels, nodes, per_node, p))
     proxies = max(1, min(per_node, graph_channels))
-    peers = 1 if nodes <= 2 else 2
-    return (math.ceil(channels / proxies) * chunks - 1) * 2 * peers * _NET_OVERHEAD_S[amd_host]
+    return (math.ceil(channels / proxies) * chunks - 1) * 2 * tree_peers(nodes) * _NET_OVERHEAD_S[amd_host]
 
 
 def tree_fill_seconds(size: float, channels: int, nodes: int, per_node: int, p: int, net: float,
