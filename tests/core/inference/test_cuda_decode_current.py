@@ -10,7 +10,7 @@ Current rows (all independent checks), tolerance 12%:
 - RTX 3090, llama 8B Q4_0, pp512 at n_ubatch 1 (every token a batch of one, mean depth 256) 156.56 t/s
   (llama.cpp PR #15802, 2025-09);
 - RTX 4090, llama 8B Q4_0, pp512@d32768 at n_ubatch 1 (mean depth 32,768 + 256: the KV read dominates)
-  98.14 t/s (llama.cpp PR #17505, 2025-11, "t/s master" column).
+  98.14 t/s (llama.cpp PR #17505, late 2025, "t/s master" column).
 2024 rows: llama.cpp PR #6766 (CUDA graphs, 2024-04-19), LLaMA 2 7B Q4_0 ./main tg: RTX 3090 128.27 and
 RTX 4090 146.81 t/s. Builds of that time ran more, unfused kernels at a lower mat-vec efficiency; the current
 model is 1.3-1.6x faster than them, and this test pins that band so a change of era shows here.
