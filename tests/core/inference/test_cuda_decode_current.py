@@ -10,7 +10,9 @@ Current rows (all independent checks), tolerance 12%:
 - RTX 3090, llama 8B Q4_0, pp512 at n_ubatch 1 (every token a batch of one, mean depth 256) 156.56 t/s
   (llama.cpp PR #15802, 2025-09);
 - RTX 4090, llama 8B Q4_0, pp512@d32768 at n_ubatch 1 (mean depth 32,768 + 256: the KV read dominates)
-  98.14 t/s (llama.cpp PR #17505, late 2025, "t/s master" column).
+  98.14 t/s (llama.cpp PR #17505, late 2025, "t/s master" column);
+- RTX 5090, n_ubatch 1, pp512 at depth 32,768: Qwen3 14B Q8_0 70.06 t/s and Qwen2.5 32B Q4_K_M 50.51 t/s
+  (llama.cpp PR #21086, gaugarg-nv, 2026, master column).
 2024 rows: llama.cpp PR #6766 (CUDA graphs, 2024-04-19), LLaMA 2 7B Q4_0 ./main tg: RTX 3090 128.27 and
 RTX 4090 146.81 t/s. Builds of that time ran more, unfused kernels at a lower mat-vec efficiency; the current
 model is 1.3-1.6x faster than them, and this test pins that band so a change of era shows here.
@@ -20,6 +22,7 @@ import pytest
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.catalog.models import load_model_catalog
 from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.workload import InferenceSettings, Scenario
@@ -45,6 +48,18 @@ def tg_q4_0(cfg, gid: str, depth: int):
 def test_current_builds_decode_within_12_percent(gid, depth, measured):
     e = tg_q4_0(LLAMA3_8B, gid, depth)
     assert 1 / e.inference.tpot_s.value == pytest.approx(measured, rel=0.12)
+
+
+@pytest.mark.parametrize(("model", "fmt", "measured"), [
+    ("Qwen/Qwen3-14B", "q8_0", 70.06),
+    ("Qwen/Qwen2.5-32B", "q4_k_m", 50.51),
+])
+def test_current_blackwell_long_context_decode_within_12_percent(model, fmt, measured):
+    sc = Scenario(model=load_model_catalog().get(model).spec, cluster=ClusterSpec(gpu=CAT.gpu("nvidia-rtx-5090-32gb").spec),
+                  workload="inference", engine_profile=engine_profile("llama-cpp"),
+                  inference=InferenceSettings(engine="llama-cpp", weight_format=fmt, kv_dtype="fp16",
+                                              prompt_tokens=32768 + 256, output_tokens=128))
+    assert 1 / estimate(sc).inference.tpot_s.value == pytest.approx(measured, rel=0.12)
 
 
 @pytest.mark.parametrize(("gid", "measured"), [
