@@ -54,7 +54,7 @@ def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
 
-SPLIT_ENGINES = ("llama-cpp", "ollama")
+SPLIT_ENGINES = ("llama-cpp", "llama-cpp-2026", "ollama")  # llama.cpp builds (two eras) and Ollama
 
 
 def estimate_cards(doc: PlanDocument):
