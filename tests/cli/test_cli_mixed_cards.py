@@ -115,3 +115,8 @@ def test_current_llama_cpp_build_splits_layers_too(capsys):
     assert current["inference"]["engine"] == "llama-cpp-2026" and current["fits"]
     assert [c["layers"] for c in current["mixed_gpus"]["cards"]] == [c["layers"] for c in default["mixed_gpus"]["cards"]]
     assert current["inference"]["tpot_s"] < default["inference"]["tpot_s"]
+    # the spellings the engine catalog accepts ('llama.cpp', 'llama.cpp-2026') split too
+    spelt = run_json(capsys, *gpus, "--set", "inference.engine=llama.cpp-2026")
+    assert spelt["inference"]["tpot_s"] == current["inference"]["tpot_s"]
+    assert run_json(capsys, *gpus, "--set", "inference.engine=llama.cpp")["inference"]["tpot_s"] \
+        == default["inference"]["tpot_s"]
