@@ -50,7 +50,7 @@ def test_every_shipped_engine_states_its_numbers_in_the_catalog():
             assert key in entry, f"{engine_id}: {key} is left to a code default"
 
 
-# The two llama.cpp build eras (docs/inference.md, "Two build eras"): the default follows the 2024 builds behind the
+# The two llama.cpp build eras (docs/inference.md, "llama.cpp / Ollama, two build eras"): the default follows the 2024 builds behind the
 # widely published llama-bench tables, llama-cpp-2026 current builds. Only the CUDA speed figures differ.
 ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s",
               "prefill_quant_ops_per_sm_clock"}

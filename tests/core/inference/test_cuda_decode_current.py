@@ -1,5 +1,5 @@
 """Batch-1 decode with llama.cpp's CUDA back-end, by build era: current (2025-2026) builds on the ``llama-cpp-2026``
-engine, 2024 builds on the default ``llama-cpp`` (docs/inference.md, "Two build eras").
+engine, 2024 builds on the default ``llama-cpp`` (docs/inference.md, "llama.cpp / Ollama, two build eras").
 
 The current-build model is bytes / (bandwidth x 0.869) + layers x 21 kernels x 0.875 µs. None of these figures comes
 from a row below: 0.869 is a copy microbenchmark on an H100, 21 the kernels a Llama layer runs at batch 1 counted from
