@@ -48,3 +48,27 @@ def test_every_shipped_engine_states_its_numbers_in_the_catalog():
     for engine_id, entry in raw.items():
         for key in ("cuda_context_bytes", "framework_bytes", "kv_block_tokens", "allreduce_latency_s", "source"):
             assert key in entry, f"{engine_id}: {key} is left to a code default"
+
+
+# The two llama.cpp build eras (docs/inference.md, "llama.cpp / Ollama, two build eras"): the default follows the 2024 builds behind the
+# widely published llama-bench tables, llama-cpp-2026 current builds. Only the CUDA speed figures differ.
+ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s",
+              "prefill_quant_ops_per_sm_clock"}
+
+
+def test_llama_cpp_eras_differ_only_in_cuda_speed():
+    default, current = engine_profile("llama-cpp"), engine_profile("llama-cpp-2026")
+    assert default.model_dump(exclude=ERA_FIELDS) == current.model_dump(exclude=ERA_FIELDS)
+    assert current.partial_offload and current.weight_formats == ("gguf", "float")
+    assert (default.decode_layer_s, default.prefill_quant_ops_per_sm_clock) == (86.7e-6, 372)  # PR #6766; #7676/#8062
+    assert (current.decode_kernels_per_layer, current.decode_kernel_s, current.prefill_quant_ops_per_sm_clock) \
+        == (21, 0.875e-6, 524)  # ggml-cuda kernel count, CUDA.jl graph microbenchmark; PR #24127
+    assert engine_profile("llama.cpp-2026") == current and engine_profile("llama.cpp") == default
+    assert current.name == "llama.cpp (2025+ build)" and "2024" in default.describes
+
+
+def test_ollama_follows_the_default_llama_cpp():
+    default, ollama = engine_profile("llama-cpp"), engine_profile("ollama")
+    for field in ("decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s", "prefill_quant_ops_per_sm_clock",
+                  "decode_bandwidth_efficiency", "prefill_quant_share"):
+        assert getattr(ollama, field) == getattr(default, field), field

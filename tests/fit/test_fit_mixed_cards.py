@@ -77,6 +77,19 @@ def test_cli_this_machine_prints_the_split_and_saves_the_cards(tmp_path, capsys)
     assert json.loads(capsys.readouterr().out)["mixed_gpus"] == here["mixed_gpus"]
 
 
+def test_the_current_llama_cpp_build_splits_too():
+    """llama-cpp-2026 (current builds) is llama.cpp with faster CUDA figures: the same split, a shorter step."""
+    machine = local_hardware(mixed_report())
+    current = fit_this_machine(plan(weight_format="q4_k_m", engine="llama-cpp-2026"), machine)
+    default = fit_this_machine(plan(weight_format="q4_k_m", engine="llama-cpp"), machine)
+    assert current.status == default.status == "fits_split"
+    assert current.local_plan.inference.engine == "llama-cpp-2026"
+    now, _ = estimate_cards(current.local_plan)
+    then, _ = estimate_cards(default.local_plan)
+    assert [c.layers for c in now.cards] == [c.layers for c in then.cards] == [27, 27, 26]
+    assert now.tpot_s < then.tpot_s
+
+
 def test_an_engine_that_cannot_split_keeps_the_identical_group_and_says_how():
     fit = fit_this_machine(plan(weight_format="q4_k_m", engine="vllm"), local_hardware(mixed_report()))
     assert not fit.local_plan.hardware.cards and fit.local_plan.hardware.gpus_per_node == 2

@@ -12,8 +12,8 @@ from llmplan.catalog.profiles import ProfileCatalog
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.errors import CatalogError
 
-ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm",
-           "hf": "transformers", "mlx-lm": "mlx"}
+ALIASES = {"llama.cpp": "llama-cpp", "llamacpp": "llama-cpp", "llama.cpp-2026": "llama-cpp-2026",
+           "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "hf": "transformers", "mlx-lm": "mlx"}
 
 
 _CATALOG = ProfileCatalog("engines.toml", EngineProfile, "engine")

@@ -117,6 +117,16 @@ class EngineProfile(FrozenModel):
         "small kernels takes a few microseconds however little it reads (CUDA back-end)",
     )
     decode_layer_s_apple: float | None = Field(None, ge=0, le=0.01, description="the same on Apple Silicon (Metal)")
+    decode_kernels_per_layer: int | None = Field(
+        None, ge=1, le=200,
+        description="kernels one decoder layer runs per batch-1 decode step (counted from the engine's code); with "
+        "decode_kernel_s it replaces decode_layer_s off Apple",
+    )
+    decode_kernel_s: float | None = Field(
+        None, ge=0, le=1e-4,
+        description="seconds each kernel of a captured CUDA graph costs beyond the bytes it streams (graph replay of "
+        "tiny kernels, microbenchmark)",
+    )
     prefill_quant_int8_efficiency: float | None = Field(
         None, gt=0, le=1,
         description="fraction of the GPU's dense int8 peak the engine's quantised matmul kernels (llama.cpp MMQ) "
@@ -180,3 +190,15 @@ class EngineProfile(FrozenModel):
         if any(not 0 < f <= 1 for _, f in v) or any(s <= 0 for s in sizes) or sizes != sorted(set(sizes)):
             raise ValueError("give (size, fraction) points with sizes increasing and fractions in (0, 1]")
         return v
+
+    def decode_floor_per_layer(self, apple: bool) -> float:
+        """GPU seconds a decoder layer adds to every decode step whatever its bytes.
+
+        On Apple the measured Metal figure; elsewhere kernels per layer x the per-kernel cost in a CUDA graph when
+        the profile gives both (llama.cpp, counted from its batch-1 code), else the flat ``decode_layer_s``.
+        """
+        if apple and self.decode_layer_s_apple is not None:
+            return self.decode_layer_s_apple
+        if self.decode_kernels_per_layer is not None and self.decode_kernel_s is not None:
+            return self.decode_kernels_per_layer * self.decode_kernel_s
+        return self.decode_layer_s

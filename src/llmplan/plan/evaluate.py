@@ -54,7 +54,7 @@ def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
 
-SPLIT_ENGINES = ("llama-cpp", "ollama")
+SPLIT_ENGINES = ("llama-cpp", "llama-cpp-2026", "ollama")  # llama.cpp builds (two eras) and Ollama
 
 
 def estimate_cards(doc: PlanDocument):
@@ -67,8 +67,8 @@ def estimate_cards(doc: PlanDocument):
     specs = resolve_cards(doc)
     scenario = resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(
         update={"gpus_per_node": 1, "nodes": 1, "cards": (), "tensor_split": None})}))
-    if scenario.inference.engine not in SPLIT_ENGINES:
+    if scenario.engine_profile.id not in SPLIT_ENGINES:  # the catalog id: 'llama.cpp' is spelt 'llama-cpp' there
         raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; use "
-                         "--set inference.engine=llama-cpp (or ollama)")
+                         "--set inference.engine=llama-cpp (or llama-cpp-2026, ollama)")
     split = list(doc.hardware.tensor_split) if doc.hardware.tensor_split is not None else None
     return split_layers(scenario, specs, split, scenario.inference.gpu_layers), scenario

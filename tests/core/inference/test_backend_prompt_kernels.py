@@ -91,7 +91,10 @@ def test_backend_picks_the_kernels():
     assert quant_prompt_rate(LLAMA, xtx, "vulkan") == pytest.approx(0.428 * 122.8e12)
     r3090 = CAT.gpu("nvidia-rtx-3090-24gb").spec
     assert quant_prompt_rate(LLAMA, r3090, "vulkan") == pytest.approx(0.846 * 71e12)
-    assert quant_prompt_rate(LLAMA, r3090, "cuda") == pytest.approx(82 * 1.695e9 * 524, rel=0.01)  # MMQ per SM-clock
+    assert quant_prompt_rate(LLAMA, r3090, "cuda") == pytest.approx(82 * 1.695e9 * 372, rel=0.01)  # MMQ per SM-clock
+    current = engine_profile("llama-cpp-2026")  # 2025+ builds: faster MMQ on CUDA, the same shares elsewhere
+    assert quant_prompt_rate(current, r3090, "cuda") == pytest.approx(82 * 1.695e9 * 524, rel=0.01)
+    assert current.prefill_quant_share == LLAMA.prefill_quant_share
 
 
 def test_gpus_without_a_measurement_keep_the_shared_int8_share():

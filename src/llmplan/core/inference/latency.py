@@ -245,9 +245,7 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
         e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
         return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
-    per_layer = engine.decode_layer_s
-    if scenario.cluster.gpu.vendor == "apple" and engine.decode_layer_s_apple is not None:
-        per_layer = engine.decode_layer_s_apple
+    per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple")
     layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
     fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
     return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)

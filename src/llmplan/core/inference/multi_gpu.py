@@ -9,7 +9,7 @@ holds its layers' weights and KV cache plus its own runtime context (CUDA, HIP; 
 SYCL: ``core.inference.backend``) and compute buffer.
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
-KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_layer_s``),
+KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``),
 plus the host layers at the host's memory bandwidth; prefill is likewise the sum of each device's
 matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal cards) is not modelled.
 """
@@ -171,7 +171,7 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     apple = g.vendor == "apple"
     eff = (engine.decode_bandwidth_efficiency_apple if apple else None) or engine.decode_bandwidth_efficiency \
         or scenario.efficiency.memory_bandwidth
-    floor = engine.decode_layer_s_apple if apple and engine.decode_layer_s_apple is not None else engine.decode_layer_s
+    floor = engine.decode_floor_per_layer(apple)
     decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
