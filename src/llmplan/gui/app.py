@@ -149,14 +149,20 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
 
 
 def _run(app) -> int:
-    """The event loop, then the background work's end before Python's: a chart sweep or a fit search still
-    running in a pool thread while the interpreter finalises crashed the process at exit (a segfault in the
-    sweep worker, seen when the app was quit within a second or two of its start)."""
+    """The event loop, then the background work's end before Python's (``join_workers``)."""
+    code = app.exec()
+    join_workers(app.topLevelWidgets())
+    return code
+
+
+def join_workers(windows) -> None:
+    """Cancel and wait for the windows' background work. A chart sweep or a fit search still running in a
+    pool thread while the interpreter finalises crashed the process at exit (a segfault in the sweep worker,
+    seen when the app was quit within a second or two of its start)."""
     from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QWidget
 
-    code = app.exec()
-    for top in app.topLevelWidgets():
+    for top in windows:
         for panel in top.findChildren(QWidget):
             cancel = getattr(panel, "cancel_background_work", None)
             if callable(cancel):
@@ -165,7 +171,6 @@ def _run(app) -> int:
             pool.clear()
             pool.waitForDone(10_000)
     QThreadPool.globalInstance().waitForDone(10_000)
-    return code
 
 
 def _set_icon(app, window) -> None:
