@@ -57,7 +57,17 @@ class StageMemory:
                 + self.overhead)
 
 
-def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMemory:
+def _block_bytes(m: ModelSpec, lay: Layout, tr) -> tuple[float, float]:
+    """(per-block activation bytes kept under the plan's recompute, LoRA's included; the working set of the
+    block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout."""
+    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
+    work = act.average_layer_bytes(m, lay, tr, "none") if tr.recompute in ("full", "selective_op") else 0.0
+    return per_layer, work
+
+
+def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
+           blocks: tuple[float, float] | None = None) -> StageMemory:
+    """``blocks``: ``_block_bytes`` of this layout, when the caller has it already."""
     m: ModelSpec = sc.model
     tr = sc.training
     prof = sc.framework
@@ -85,14 +95,13 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         trainable += saved_copy
     if prof.kernels != "fused":  # modeling code run op by op (eager, or eager with Triton kernels)
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
-    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
+    per_layer, work = blocks or _block_bytes(m, lay, tr)
     flight = act.in_flight(lay, index)
     extra = 0.0
     if stage in ("first", "only"):
         extra += act.embedding_bytes(m, lay, tr) * flight
-    work = 0.0
-    if tr.recompute in ("full", "selective_op") and layers:  # the block being recomputed holds its full
-        work = act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
+    if not layers:  # the block being recomputed holds its full activations meanwhile: none on this stage
+        work = 0.0
     if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
         extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
     else:
@@ -212,7 +221,9 @@ def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
     hit = _WORST.get(objs, lay)
     if hit is not None:
         return hit
-    mems = [_stage(sc, pb, lay, s) for s in candidate_stages(lay)]
+    stages = candidate_stages(lay)
+    blocks = _block_bytes(sc.model, lay, sc.training) if sc.framework.kernels == "fused" and len(stages) > 1 else None
+    mems = [_stage(sc, pb, lay, s, blocks) for s in stages]
     return _WORST.put(objs, lay, max(mems, key=lambda x: x.total))
 
 
