@@ -47,13 +47,10 @@ def measure(batches: int = 30, n: int = 200) -> dict[str, float]:
     return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
 
 
-def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
-    """Median and min wall time of one estimate of a scenario rebuilt from its dump (new spec objects)."""
-    from llmplan.core.workload import Scenario
-
-    data = _scenario().model_dump()
-    copies = [Scenario.model_validate(data) for _ in range(batches * n + 1)]
-    estimate(copies[-1])  # warm the value-keyed caches (parameter counts by equal spec, layer times)
+def _each_once(copies: list[Scenario], batches: int, n: int) -> dict[str, float]:
+    """Median and min wall time of one estimate, each of ``copies`` estimated once, in ``batches`` of ``n``
+    (the last copy warms the caches first)."""
+    estimate(copies[-1])
     samples = []
     for b in range(batches):
         chunk = copies[b * n:(b + 1) * n]
@@ -64,25 +61,23 @@ def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
     return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
 
 
+def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
+    """Median and min wall time of one estimate of a scenario rebuilt from its dump (new spec objects); the
+    warm-up fills the value-keyed caches (parameter counts by equal spec, layer times, collectives)."""
+    data = _scenario().model_dump()
+    return _each_once([Scenario.model_validate(data) for _ in range(batches * n + 1)], batches, n)
+
+
 def measure_changed_knob(batches: int = 15, n: int = 200) -> dict[str, float]:
     """Median and min wall time of one estimate of a scenario whose ``training.tokens`` differs from every
-    scenario estimated before it (new spec objects, a new training value)."""
-    from llmplan.core.workload import Scenario
-
+    scenario estimated before it (new spec objects, a new training value); the warm-up fills only what does
+    not depend on the training settings (parameter counts and the per-model facts keyed by them)."""
     data = _scenario().model_dump()
     copies = []
     for i in range(batches * n + 1):
         data["training"]["tokens"] = 1e12 + i * 1e9
         copies.append(Scenario.model_validate(data))
-    estimate(copies[-1])  # warm what does not depend on the training settings (parameter counts)
-    samples = []
-    for b in range(batches):
-        chunk = copies[b * n:(b + 1) * n]
-        t0 = time.perf_counter()
-        for sc in chunk:
-            estimate(sc)
-        samples.append((time.perf_counter() - t0) / n)
-    return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
+    return _each_once(copies, batches, n)
 
 
 def main() -> None:
