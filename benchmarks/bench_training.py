@@ -3,8 +3,12 @@
 ``measure`` estimates the same ``Scenario`` again and again, as the app does on an edit that leaves most
 spec objects alone and as the search re-checks its finalists: the engine's identity caches
 (``llmplan.core.memo``) answer its heavy parts. ``measure_new_objects`` estimates equal scenarios built
-afresh (new spec objects throughout, the model too), so that no identity cache can answer: the cost of
-a plan resolved from scratch, printed beside it so the cache cannot hide a slower engine.
+afresh (new spec objects throughout, the model too), so that no cache keyed by a spec object's identity
+can answer: the cost of a plan resolved from scratch, printed beside it so the cache cannot hide a slower
+engine. Value-keyed caches still answer there: the parameter counts and the per-model facts keyed by them,
+the per-shape layer times and the collectives. ``measure_changed_knob`` changes one training knob
+(``training.tokens``) on every call, so that every cache keyed by the training settings, by identity or by
+value, misses too: what an edit of a training knob costs.
 
 Run: .venv/bin/python benchmarks/bench_training.py
 """
@@ -43,13 +47,10 @@ def measure(batches: int = 30, n: int = 200) -> dict[str, float]:
     return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
 
 
-def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
-    """Median and min wall time of one estimate of a scenario rebuilt from its dump (new spec objects)."""
-    from llmplan.core.workload import Scenario
-
-    data = _scenario().model_dump()
-    copies = [Scenario.model_validate(data) for _ in range(batches * n + 1)]
-    estimate(copies[-1])  # warm the value-keyed caches (parameter counts by equal spec, layer times)
+def _each_once(copies: list[Scenario], batches: int, n: int) -> dict[str, float]:
+    """Median and min wall time of one estimate, each of ``copies`` estimated once, in ``batches`` of ``n``
+    (the last copy warms the caches first)."""
+    estimate(copies[-1])
     samples = []
     for b in range(batches):
         chunk = copies[b * n:(b + 1) * n]
@@ -60,6 +61,25 @@ def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
     return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3, "calls": batches * n}
 
 
+def measure_new_objects(batches: int = 15, n: int = 200) -> dict[str, float]:
+    """Median and min wall time of one estimate of a scenario rebuilt from its dump (new spec objects); the
+    warm-up fills the value-keyed caches (parameter counts by equal spec, layer times, collectives)."""
+    data = _scenario().model_dump()
+    return _each_once([Scenario.model_validate(data) for _ in range(batches * n + 1)], batches, n)
+
+
+def measure_changed_knob(batches: int = 15, n: int = 200) -> dict[str, float]:
+    """Median and min wall time of one estimate of a scenario whose ``training.tokens`` differs from every
+    scenario estimated before it (new spec objects, a new training value); the warm-up fills only what does
+    not depend on the training settings (parameter counts and the per-model facts keyed by them)."""
+    data = _scenario().model_dump()
+    copies = []
+    for i in range(batches * n + 1):
+        data["training"]["tokens"] = 1e12 + i * 1e9
+        copies.append(Scenario.model_validate(data))
+    return _each_once(copies, batches, n)
+
+
 def main() -> None:
     m = measure()
     print(f"training estimate(): median {m['median_ms']:.3f} ms "
@@ -67,6 +87,9 @@ def main() -> None:
     f = measure_new_objects()
     print(f"training estimate() of a scenario built afresh (new spec objects): median {f['median_ms']:.3f} ms "
           f"(min {f['min_ms']:.3f} ms) over {f['calls'] // 200} × 200 calls")
+    k = measure_changed_knob()
+    print(f"training estimate() with training.tokens changed on every call: median {k['median_ms']:.3f} ms "
+          f"(min {k['min_ms']:.3f} ms) over {k['calls'] // 200} × 200 calls")
 
 
 if __name__ == "__main__":

@@ -225,7 +225,12 @@ _BY_SPEC = IdentityCache(64)
 
 def count_params(m: ModelSpec) -> ParamBreakdown:
     """Exact parameter counts of the checkpoint described by ``m`` (cached per spec object, then per equal
-    spec: every estimate asks several times, and hashing a ``ModelSpec`` is the slow part of ``lru_cache``)."""
+    spec: every estimate asks several times, and hashing a ``ModelSpec`` is the slow part of ``lru_cache``).
+
+    Equal specs get the very same ``ParamBreakdown`` object while the ``lru_cache`` holds it, and nothing else
+    builds one, so the engine's identity caches (``core.memo``) key per-model facts by this object: an exact
+    key for the model's value that costs no hashing of the spec (``shard.stage_params_cached``,
+    ``flops.token_flops``)."""
     return _BY_SPEC.get((m,), None) or _BY_SPEC.put((m,), None, _count_params(m))
 
 

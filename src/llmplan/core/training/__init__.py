@@ -103,13 +103,13 @@ def _comm_report(colls: tuple, step: float, compute: float) -> CommunicationRepo
     window = compute if compute > 0 else step
     return CommunicationReport(
         collectives=colls,
-        intra_node_bytes=Figure.of(intra, "B", "sum of intra-node collectives per GPU per step", {}, "nccl"),
-        inter_node_bytes=Figure.of(inter, "B", "sum of inter-node collectives per GPU per step", {}, "nccl"),
-        intra_node_bandwidth_needed=Figure.of(intra / window, "B/s", "intra-node bytes / compute time per step",
+        intra_node_bytes=Figure.own(intra, "B", "sum of intra-node collectives per GPU per step", {}, "nccl"),
+        inter_node_bytes=Figure.own(inter, "B", "sum of inter-node collectives per GPU per step", {}, "nccl"),
+        intra_node_bandwidth_needed=Figure.own(intra / window, "B/s", "intra-node bytes / compute time per step",
                                               {"bytes": intra, "compute_s": window}, "nccl"),
-        inter_node_bandwidth_needed=Figure.of(inter / window, "B/s", "inter-node bytes / compute time per step",
+        inter_node_bandwidth_needed=Figure.own(inter / window, "B/s", "inter-node bytes / compute time per step",
                                               {"bytes": inter, "compute_s": window}, "nccl"),
-        exposed_time_s=Figure.of(exposed, "s", "sum of the exposed parts of every collective",
+        exposed_time_s=Figure.own(exposed, "s", "sum of the exposed parts of every collective",
                                  {"intra_s": exp_intra, "inter_s": exp_inter}, "assumption"),
         bottleneck_link=worst,
     )

@@ -39,15 +39,17 @@ class TokenFlops:
         return self.block_matmul + self.head + self.attention + self.adapters
 
 
-_TOKEN_FLOPS = IdentityCache(64)  # (model, parameter counts) objects + the rest -> TokenFlops
+_TOKEN_FLOPS = IdentityCache(64)  # parameter counts object + the rest -> TokenFlops
 
 
 def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,
                 selective_op: bool = False) -> TokenFlops:
     """``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
-    parameter groups again, and an estimate's budget is a fraction of a millisecond). Cached per (spec
-    objects, arguments) (``core.memo``): it walks every tensor group of the model."""
-    objs, rest = (m, pb), (seq_len, adapter_params, selective_op)
+    parameter groups again, and an estimate's budget is a fraction of a millisecond). Cached per (parameter
+    counts object, arguments) (``core.memo``): it walks every tensor group of the model. ``pb`` must be
+    ``count_params(m)``, which is one object per model value, so it alone keys the model, also for a plan
+    resolved afresh with a new but equal ``ModelSpec``."""
+    objs, rest = (pb,), (seq_len, adapter_params, selective_op)
     return _TOKEN_FLOPS.get(objs, rest) or _TOKEN_FLOPS.put(objs, rest, _token_flops(m, pb, *rest))
 
 

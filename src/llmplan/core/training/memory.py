@@ -22,7 +22,7 @@ from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit,
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
-from llmplan.core.training.shard import StageParams, role, stage_params
+from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
 from llmplan.core.training.switches import embedding_and_head, largest_tensor, lm_head_adapter
@@ -57,13 +57,23 @@ class StageMemory:
                 + self.overhead)
 
 
-def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMemory:
+def _block_bytes(m: ModelSpec, lay: Layout, tr) -> tuple[float, float]:
+    """(per-block activation bytes kept under the plan's recompute, LoRA's included; the working set of the
+    block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout."""
+    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
+    work = act.average_layer_bytes(m, lay, tr, "none") if tr.recompute in ("full", "selective_op") else 0.0
+    return per_layer, work
+
+
+def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
+           blocks: tuple[float, float] | None = None) -> StageMemory:
+    """``blocks``: ``_block_bytes`` of this layout, when the caller has it already."""
     m: ModelSpec = sc.model
     tr = sc.training
     prof = sc.framework
     stage = role(index, lay.pp)
     layers = lay.split.per_stage[index]
-    sp = stage_params(m, lay, stage, layers)
+    sp = stage_params_cached(m, pb, lay, stage, layers)
     full = tr.method == "full"
     layer_share = layers / m.num_layers
     saved_copy = 0.0  # modules_to_save: embeddings and head trained in full, in the base's dtype
@@ -85,14 +95,13 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int) -> StageMe
         trainable += saved_copy
     if prof.kernels != "fused":  # modeling code run op by op (eager, or eager with Triton kernels)
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
-    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
+    per_layer, work = blocks or _block_bytes(m, lay, tr)
     flight = act.in_flight(lay, index)
     extra = 0.0
     if stage in ("first", "only"):
         extra += act.embedding_bytes(m, lay, tr) * flight
-    work = 0.0
-    if tr.recompute in ("full", "selective_op") and layers:  # the block being recomputed holds its full
-        work = act.average_layer_bytes(m, lay, tr, "none")  # activations meanwhile
+    if not layers:  # the block being recomputed holds its full activations meanwhile: none on this stage
+        work = 0.0
     if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
         extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
     else:
@@ -212,7 +221,9 @@ def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
     hit = _WORST.get(objs, lay)
     if hit is not None:
         return hit
-    mems = [_stage(sc, pb, lay, s) for s in candidate_stages(lay)]
+    stages = candidate_stages(lay)
+    blocks = _block_bytes(sc.model, lay, sc.training) if sc.framework.kernels == "fused" and len(stages) > 1 else None
+    mems = [_stage(sc, pb, lay, s, blocks) for s in stages]
     return _WORST.put(objs, lay, max(mems, key=lambda x: x.total))
 
 
@@ -254,7 +265,7 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     d = st.shard_dense
     zsrc = "zero"
     where = stage_name(lay, sm)
-    w = Figure.of(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
+    w = Figure.own(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
                   {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
                    "zero_stage": tr.zero_stage, "d": d, "stage": where},
                   {"fp8": "transformer-engine", "qlora": "qlora"}.get(
@@ -262,18 +273,18 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                   ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
     prof = sc.framework
     if sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
-        g = (Figure.of(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
+        g = (Figure.own(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
                        {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
                         "framework": prof.name}, "hf-eager")
              if sm.gradients else zero("B", f"the peak ({sm.phase}) comes before the backward allocates gradients"))
     else:
-        g = (Figure.of(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
+        g = (Figure.own(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
                        {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
              if st.gradients else zero("B", "gradients sharded to the host or nothing trains"))
-    ms = (Figure.of(st.master, "B", "trainable × 4 B fp32 master copy (÷ d from ZeRO-1)",
+    ms = (Figure.own(st.master, "B", "trainable × 4 B fp32 master copy (÷ d from ZeRO-1)",
                     {"trainable": sm.trainable, "d": d}, zsrc)
           if st.master else zero("B", "fp32 training or master weights offloaded"))
-    o = (Figure.of(st.optimizer, "B", f"{tr.optimizer} states (÷ d from ZeRO-1)",
+    o = (Figure.own(st.optimizer, "B", f"{tr.optimizer} states (÷ d from ZeRO-1)",
                    {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
@@ -282,14 +293,14 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                  f"outside PyTorch's allocator, in the GPU memory it leaves free ({sm.paged_host / 2**30:.2f} GiB "
                  "of them paged to the host)")
     if sm.phase:
-        a = Figure.of(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
+        a = Figure.own(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
                       "the head's inputs + the loss's logits at the peak phase",
                       {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
                        "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
                        "recompute": tr.recompute,
                        "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
     else:
-        a = Figure.of(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
+        a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
                       {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
                        "stage": where, "embedding_logits_recompute": sm.extra_activations,
                        "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
@@ -300,37 +311,37 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         inputs = {"phase": sm.phase, "method": tr.method}
         if st.gather_buffer:  # ZeRO-3 / FSDP2 (``_gathered_blocks``)
             inputs.update(block_params=sm.params.largest_layer, zero_stage=3)
-        b = Figure.of(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
+        b = Figure.own(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
                       "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
                       inputs, "hf-eager")
     else:
-        b = Figure.of(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
+        b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
                       "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
                       {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
                        "method": tr.method}, "korthikanti")
-    ov = Figure.of(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
+    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
                    {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
                    "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node
-    host = (Figure.of(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
+    host = (Figure.own(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
     if sm.host_activations or sm.paged_host:
         per_gpu = st.host + sm.host_activations + sm.paged_host
-        host = Figure.of(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
+        host = Figure.own(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
                          "per GPU × GPUs per node",
                          {"states": st.host, "activations": sm.host_activations, "paged_optimizer": sm.paged_host,
                           "gpus_per_node": gpn, "framework": prof.name}, "framework-switches")
-    nvme = (Figure.of(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
+    nvme = (Figure.own(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
                       "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
     cap = sc.cluster.gpu.usable_memory_bytes
     return MemoryBreakdown(
         weights=w, gradients=g, optimizer=o, master_weights=ms, activations=a,
         kv_cache=zero("B", "training keeps no KV cache"), buffers=b, overhead=ov,
         total=total(parts, "B", "memory per GPU"),
-        capacity=Figure.of(cap, "B", "memory the device reports × usable fraction − the driver's reserve",
+        capacity=Figure.own(cap, "B", "memory the device reports × usable fraction − the driver's reserve",
                            {"gpu": sc.cluster.gpu.name, "driver_reserved": sc.cluster.gpu.driver_reserved_bytes},
                            "assumption"),
         host_ram=host, nvme=nvme, worst_gpu=where,

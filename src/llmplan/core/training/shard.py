@@ -16,8 +16,9 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from llmplan.core.bytes_per_param import factored_entries, muon_matrix
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
-from llmplan.core.params import count_params
+from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.training.layout import Layout
 
 
@@ -114,6 +115,19 @@ def stage_params(m: ModelSpec, lay: Layout, stage: str, layers: int) -> StagePar
         if g.place == "layer" and layers:
             one_layer += n / layers
     return StageParams(stage, total, expert, matrices, factored, one_layer, has_emb, has_head)
+
+
+_BY_COUNTS = IdentityCache(256)  # parameter counts object + (tp, ep, KV replicated, stage, layers) -> StageParams
+
+
+def stage_params_cached(m: ModelSpec, pb: ParamBreakdown, lay: Layout, stage: str, layers: int) -> StageParams:
+    """``stage_params``, cached by the identity of ``pb = count_params(m)``: ``count_params`` hands out one
+    object per model *value* (``params.count_params``), so that object is a free exact key for the model, also
+    when the plan was resolved afresh with a new but equal ``ModelSpec`` (the app does this on every edit).
+    The rest of the key is all ``stage_params`` reads of the layout."""
+    rest = (lay.tp, lay.ep, lay.kv_replicated, stage, layers)
+    hit = _BY_COUNTS.get((pb,), rest)
+    return hit if hit is not None else _BY_COUNTS.put((pb,), rest, stage_params(m, lay, stage, layers))
 
 
 def role(stage: int, pp: int) -> str:

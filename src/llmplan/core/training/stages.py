@@ -51,12 +51,20 @@ class StageSplit:
     per_stage: tuple[int, ...] = field(init=False)  # layers per stage
     slowest: int = field(init=False)  # layers of the most loaded stage: it sets the pace of the pipeline
     is_even: bool = field(init=False)  # every chunk holds the same number of layers
+    _described: str = field(init=False, repr=False, compare=False)  # describe()'s text
 
-    def __post_init__(self) -> None:  # derived once: the engine reads them in its hot path
+    def __post_init__(self) -> None:  # derived once (``split_layers`` is cached): read in the hot path
         per_stage = tuple(sum(c) for c in self.chunks)
         object.__setattr__(self, "per_stage", per_stage)
         object.__setattr__(self, "slowest", max(per_stage))
         object.__setattr__(self, "is_even", len({n for c in self.chunks for n in c}) == 1)
+        runs: list[list[int]] = []
+        for n in per_stage:
+            if runs and runs[-1][0] == n:
+                runs[-1][1] += 1
+            else:
+                runs.append([n, 1])
+        object.__setattr__(self, "_described", ", ".join(f"{n} ×{k}" if k > 1 else str(n) for n, k in runs))
 
     def imbalance(self) -> float:
         """Slowest stage's layers over the mean (1.0 for an even split): the step-time stretch."""
@@ -64,14 +72,9 @@ class StageSplit:
         return self.slowest * len(stages) / sum(stages)
 
     def describe(self) -> str:
-        """Run-length list of the stage totals, e.g. ``7, 8 ×14, 7``."""
-        runs: list[list[int]] = []
-        for n in self.per_stage:
-            if runs and runs[-1][0] == n:
-                runs[-1][1] += 1
-            else:
-                runs.append([n, 1])
-        return ", ".join(f"{n} ×{k}" if k > 1 else str(n) for n, k in runs)
+        """Run-length list of the stage totals, e.g. ``7, 8 ×14, 7`` (every estimate's step-time figure
+        shows it)."""
+        return self._described
 
 
 def stage_totals(layers: int, pp: int, first: int | None = None, last: int | None = None) -> tuple[int, ...]:
