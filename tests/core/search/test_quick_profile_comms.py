@@ -59,3 +59,25 @@ def test_gradient_sharding_beside_pipeline_only_where_the_profile_runs_it():
     assert not np.any((training_columns(*args).zero == 2) & (training_columns(*args).pp > 1))
     cols = training_columns(*args, True, True)
     assert np.any((cols.zero == 2) & (cols.pp > 1)) and not np.any((cols.zero == 3) & (cols.pp > 1))
+
+
+def test_quick_model_prices_pipelines_across_pods_as_the_engine_does():
+    """On Meta's pod network (``meta-roce-24k``, §3.3.1: 384-node pods, 1:7 above) a PP group of the 16K row is
+    128 nodes apart (Megatron's order), 3 nodes per pod: 3/7 of a NIC (``placement.spine_scale``). The quick
+    model keeps the whole stride for such fabrics (``span_stride``), so with synchronous p2p (exposed) it agrees
+    with the engine as on the flat fabric (3%); clipping the stride to a node would miss the spine."""
+    from ..training.test_llama3_405b import table4_on_meta_network
+
+    sc = table4_on_meta_network("16k-gpus")
+    tr = sc.training
+    prof = sc.framework.model_copy(update={"pp_comm_overlap": False})
+    shape = model_shape(sc.model, tr)
+    cols = training_columns(shape, [16384], 8, tr.seq_len, tr.global_batch, offload=False)
+    (i,) = np.nonzero((cols.tp == 8) & (cols.pp == 16) & (cols.cp == 1) & (cols.vp == 8) & (cols.mb == 1)
+                      & (cols.zero == 1) & (cols.recompute == 0))[0]
+    quick = evaluate(cols, shape, sc.cluster, tr, sc.efficiency, prof=prof).tokens_per_s[i]
+    p, t = layout_of(cols, int(i), tr)
+    on_meta = estimate(scenario_for(sc.model_copy(update={"framework_profile": prof}), p, t))
+    flat = estimate(scenario_for(table4_run("16k-gpus").model_copy(update={"framework_profile": prof}), p, t))
+    assert quick == pytest.approx(on_meta.compute.tokens_per_s.value, rel=0.03)
+    assert on_meta.compute.tokens_per_s.value < 0.97 * flat.compute.tokens_per_s.value  # the spine shows here

@@ -47,13 +47,60 @@ def test_legacy_per_gpu_spec_keeps_its_meaning():
     assert old.node_bandwidth(8) == 200e9 and old.per_gpu(8) == 25e9
 
 
-def test_spine_crossing_costs_bandwidth_and_latency():
-    cl, eff = _dgx(64)
+def test_spine_crossing_costs_latency_and_bandwidth_only_where_few_ranks_share_a_leaf():
+    """A ring of 64 consecutive nodes over two 32-node leaves sends 1/32 of its bytes across the spine: a 1:2
+    spine carries that at full speed, so only the hops cost. A group with one node per leaf (stride = a whole
+    leaf) sends everything up and pays the whole 1:2."""
+    cl, eff = _dgx(64 * 32)
     net = cl.network.model_copy(update={"oversubscription": 2.0})
     cl = cl.model_copy(update={"network": net})
     inside, across = span(32, 8, cl, eff), span(64, 8, cl, eff)  # 32 nodes per leaf (SuperPOD unit)
-    assert across.net == pytest.approx(inside.net / 2)
+    assert across.net == pytest.approx(inside.net)
     assert across.hop_s == pytest.approx(2 * net.latency_s) and inside.hop_s == 0
+    sparse = span(64, 8 * 32, cl, eff)  # one rank on every 32nd node: one node per leaf
+    assert sparse.net == pytest.approx(inside.net / 2) and sparse.nic == pytest.approx(inside.nic / 2)
+    assert bus_bandwidth(64, 8 * 32, cl, eff) == pytest.approx(inside.net / 2)
+    assert bus_bandwidth(64, 8, cl, eff) == pytest.approx(inside.net)
+
+
+def _meta(nodes: int):
+    """Llama 3's RoCE cluster preset (arXiv 2407.21783 §3.3.1): 384-node pods, 1:7 above them, ToRs per rack."""
+    cl = CAT.cluster_from(None, nodes=nodes, node_id="dgx-h100", network_id="meta-roce-24k")
+    return cl, CAT.efficiency_for(cl.gpu.id)
+
+
+def test_meta_preset_is_what_the_paper_states():
+    n = CAT.network("meta-roce-24k")
+    assert (n.gbit_per_port, n.ports_per, n.nodes_per_leaf * 8, n.oversubscription, n.rail_optimized) == (
+        400, "gpu", 3072, 7, False)
+
+
+def test_a_dp_group_with_24_replicas_per_pod_loses_nothing_to_the_1_to_7_spine():
+    """Hand example, 16,384 GPUs placed as Llama 3 places them ([TP, CP, PP, DP], DP outermost, §3.3.2): a DP
+    group is 128 ranks TP·PP = 128 GPUs (16 nodes) apart, so 384 / 16 = 24 of its nodes sit in each pod, one
+    after another in its ring. Per pod, one of the ring's 24 edges leaves: each node sends 1/24 of its ring
+    bytes above the pod, under the 1/7 the aggregation layer carries, so the group keeps its whole NIC share
+    (exact) and pays four more switch hops (ToR, pod, aggregation, pod, ToR) on every step. The same group on
+    a pod-sized stride (one node per pod) sends every byte up and gets 1/7; three nodes per pod, 3/7."""
+    cl, eff = _meta(2048)
+    dp = span(128, 128, cl, eff)
+    assert (dp.per_node, dp.nodes) == (1, 128)
+    assert dp.net == pytest.approx(50e9 * 0.94)  # 8 DP groups of a node share its eight 400 Gb/s NICs
+    assert dp.hop_s == pytest.approx(4 * cl.network.latency_s)
+    one_per_pod = span(5, 384 * 8, cl, eff)
+    assert one_per_pod.net == pytest.approx(50e9 * 0.94 / 7) and one_per_pod.nic == pytest.approx(50e9 * 0.94 / 7)
+    three_per_pod = span(16, 128 * 8, cl, eff)  # Megatron's order: a PP group 128 nodes apart at 16K GPUs
+    assert three_per_pod.net == pytest.approx(50e9 * 0.94 * 3 / 7)
+
+
+def test_inside_a_pod_only_the_tor_hops_cost():
+    cl, eff = _meta(384)
+    pod = span(128, 8, cl, eff)  # 128 consecutive nodes: one pod, no spine
+    assert pod.net == pytest.approx(50e9 * 0.94) and pod.hop_s == pytest.approx(2 * cl.network.latency_s)
+    # TP 16 over a rack's two servers: the model does not know racks, so it charges the pod tier's two hops
+    # that a rack's shared ToR would spare (a few µs per step; conservative)
+    rack = span(16, 1, cl, eff)
+    assert rack.net == pytest.approx(8 * 50e9 * 0.94) and rack.hop_s == pytest.approx(2 * cl.network.latency_s)
 
 
 def test_nccl_picks_tree_for_small_messages_on_many_nodes_and_ring_for_large():

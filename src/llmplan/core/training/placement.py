@@ -10,10 +10,12 @@ All groups of one kind communicate at the same time (every DP replica reduces it
 together; every TP group all-reduces in the same layer), so the gpn / r groups of that kind in a
 node share its NICs: each group's rings get r / gpn of the node's network bandwidth. A TP group of
 16 across two 8-GPU nodes gets each node's whole network; each of the 8 DP rings of a node gets
-one eighth of it. Fabric tiers: a group spanning more nodes than sit under one leaf switch crosses
-the spine, whose bandwidth is the leaf's / ``oversubscription``, and pays ``latency_s`` per extra
+one eighth of it. Fabric tiers: a group whose nodes reach further than one leaf (pod) of
+``nodes_per_leaf`` nodes crosses the spine, whose bandwidth is the pod's / ``oversubscription``; only
+the edges of its ring or pipeline between pods cross, so it loses bandwidth only when it has fewer
+nodes in a pod than the oversubscription (``spine_scale``), and it pays ``latency_s`` per extra
 switch hop on every network step; on a fabric that is not rail-optimised, rings leave the rail
-and climb a tier too.
+and climb a tier too (two more hops inside a pod, four across pods).
 """
 
 from __future__ import annotations
@@ -84,10 +86,12 @@ def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficienc
     nic = topo.node_net / gpn
     hops = 0
     if nodes > 1:
-        if topo.nodes_per_leaf and nodes > topo.nodes_per_leaf:
-            share /= topo.oversubscription
-            nic /= topo.oversubscription
-            hops += 2  # leaf -> spine -> leaf
+        step = node_step(stride, gpn)
+        if topo.nodes_per_leaf and (nodes - 1) * step + 1 > topo.nodes_per_leaf:
+            scale = spine_scale(step, topo.nodes_per_leaf, topo.oversubscription)
+            share *= scale
+            nic *= scale
+            hops += 2 if topo.rail_optimized else 4  # leaf -> spine -> leaf, or ToR -> pod -> spine -> pod -> ToR
         elif not topo.rail_optimized:
             hops += 2
     nvls = topo.nvls if per_node == size or (nodes > 1 and per_node > 1) else 0.0
@@ -96,13 +100,34 @@ def span(size: int, stride: int, cluster: ClusterSpec | Topology, eff: Efficienc
                 topo.arch, topo.amd_host)
 
 
-def span_stride(stride, gpus_per_node):
-    """The part of a stride ``span`` reads: any stride of a whole node or more puts one rank on each node, so
-    ``span(size, stride) == span(size, span_stride(stride, gpus_per_node))`` (ints or NumPy arrays). The search
-    prices each distinct group once by it."""
+def node_step(stride: int, gpus_per_node: int) -> int:
+    """Nodes between consecutive nodes a group touches: 1 for a stride under a node, stride / GPUs per node
+    beyond (a DP group of TP·PP = 128 ranks apart on 8-GPU nodes touches every 16th node)."""
+    return max(1, stride // gpus_per_node)
+
+
+def spine_scale(step: int, nodes_per_leaf: int, oversubscription: float) -> float:
+    """The share of its NIC bandwidth a group keeps when it spans more than one leaf (pod).
+
+    Its ranks fill each pod in rank order, so m = nodes_per_leaf / step of its nodes sit in one pod, one after
+    another in its ring (NCCL chains a ring's nodes in communicator order) or its pipeline. Of the m edges
+    that leave those nodes, one crosses the spine: a node's rings send 1/m of their bytes above the pod, whose
+    uplinks carry 1/oversubscription of what its nodes inject. So the spine slows the group only when
+    1/m > 1/oversubscription, to m/oversubscription of its share: a DP group with 24 ranks per pod on a 1:7
+    spine sends 1/24 of its bytes up and loses nothing; one rank per pod (m = 1) pays the whole 1:7. All
+    groups of a kind cross at once, so each pod's uplinks are shared as its NICs are."""
+    m = max(1, nodes_per_leaf // step)
+    return min(1.0, m / oversubscription)
+
+
+def span_stride(stride, gpus_per_node, nodes_per_leaf: int = 0):
+    """The part of a stride ``span`` reads: without a leaf tier any stride of a whole node or more puts one rank
+    on each node, so ``span(size, stride) == span(size, span_stride(stride, gpus_per_node, nodes_per_leaf))``
+    (ints or NumPy arrays). With one (``nodes_per_leaf`` > 0) the stride also says how many pods the group
+    spans, so it is kept. The search prices each distinct group once by it."""
     import numpy as np
 
-    return np.minimum(stride, gpus_per_node)
+    return np.asarray(stride) if nodes_per_leaf else np.minimum(stride, gpus_per_node)
 
 
 def crosses_nodes(size: int, stride: int, gpus_per_node: int) -> bool:
@@ -125,7 +150,9 @@ def bus_bandwidth(size, stride, cluster: ClusterSpec, eff: Efficiency, p2p: bool
     net = cluster.network
     share = net.node_bandwidth(gpn) * eff.network * per_node / gpn
     if net.nodes_per_leaf:
-        share = np.where(nodes > net.nodes_per_leaf, share / net.oversubscription, share)
+        step = np.maximum(1.0, np.floor(stride / gpn))
+        kept = np.minimum(1.0, np.maximum(1.0, np.floor(net.nodes_per_leaf / step)) / net.oversubscription)
+        share = np.where((nodes > 1) & ((nodes - 1) * step + 1 > net.nodes_per_leaf), share * kept, share)
     nvlink = cluster.intra_bandwidth * eff.intra_node
     if p2p:
         share = share / per_node
