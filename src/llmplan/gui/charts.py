@@ -4,8 +4,8 @@ GPU count, a roofline with the workload's point, and the auto-planner's Pareto f
 Sweeps call the engine tens of times, so they run in a QThreadPool worker; a newer
 request cancels the older one and stale results are dropped (generation counter), so
 knobs stay smooth while dragging. A knob change sweeps only the series of the chart on show;
-the others are swept when their tab opens (or, for an export, at once). Each chart keeps its plot items (curves, lines, notes)
-for its lifetime and a redraw only moves them (``setData``, ``setValue``, ``setVisible``):
+the others are swept when their tab opens (or, for an export, at once). Each chart keeps its
+plot items (curves, lines, notes) for its lifetime and a redraw only moves them (``setData``, ``setValue``, ``setVisible``):
 re-creating items on every knob change costs more than the data and makes the legend blink.
 
 What the charts say plainly (issue 18 item 10): throughput points whose setup does not fit
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from llmplan.core.present import MemoryUnit
@@ -287,7 +287,7 @@ class ChartsPanel(QTabWidget):
     def sweep_rest(self) -> None:
         """Sweep now, on this thread, the series no tab has asked for yet (an export draws every chart)."""
         self.wait_idle()
-        QCoreApplication.sendPostedEvents(self._signals)  # a finished sweep's result first
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)  # a finished sweep's result (``_done``) first
         rest = tuple(name for name in sweeps.SERIES if name not in self._swept)
         if self._outcome is None or self.last is None or self._last_generation != self._generation or not rest:
             return
