@@ -20,7 +20,7 @@ from pathlib import Path
 from llmplan import __version__
 
 T0 = time.perf_counter()
-C0 = time.process_time()  # CPU seconds of this process when main() starts (the self-test reports the CPU to its paint)
+C0 = time.process_time()  # this process's CPU seconds at T0: the self-test reports the CPU from here to its paint
 APP_ID = "io.github.llmplan.LLMPlan"  # the desktop file's name (packaging/linux/)
 
 
