@@ -48,3 +48,8 @@ if [ ! -f "$stamp" ] || [ requirements-dev.txt -nt "$stamp" ] || [ pyproject.tom
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
   touch "$stamp"
 fi
+
+# llmplan's own bytecode, as pip gives an installed app: where PYTHONDONTWRITEBYTECODE is set (the development
+# VMs) every start would otherwise compile every module again, about a fifth of the start-up's CPU time.
+# Only changed modules are compiled again; the .pyc files stay in the ignored __pycache__ folders.
+.venv/bin/python -m compileall -q src/llmplan

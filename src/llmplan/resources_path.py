@@ -39,6 +39,15 @@ def user_data_dir() -> Path:
     override = os.environ.get("LLMPLAN_DATA_DIR")
     if override:
         return Path(override)
+    return _platform_data_dir(*(os.environ.get(k) for k in _PLATFORM_DIR_VARIABLES))
+
+
+# What platformdirs reads to place the folder (XDG on Linux, the home folder, Windows' app-data folders).
+_PLATFORM_DIR_VARIABLES = ("XDG_DATA_HOME", "HOME", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+
+
+@functools.lru_cache(maxsize=8)  # every estimate asks (the catalogs check the user's folders for new files)
+def _platform_data_dir(*_environment: str | None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("llmplan", appauthor=False))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt
@@ -34,6 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.gui.state import PlanState
+
+_UNSEEN = object()  # no value refreshed to yet
 
 
 class ElidedCombo(QComboBox):
@@ -109,18 +112,25 @@ def route_undo(widget: QAbstractSpinBox | QComboBox) -> None:
 
 def _follow(state: PlanState, widget: QWidget, path: str, show, showing=None) -> None:
     """Show the field's value now and after every document change. ``showing(value)``: True when the
-    widget already shows ``value``; then it is left alone (a knob change refreshes every bound widget,
-    about 120, and most of them show a field that did not change)."""
-    def refresh(_doc: Any = None) -> None:
-        if showing is not None and showing(state.get(path)):
-            return
+    widget already shows ``value``; then it is left alone. A knob change refreshes every bound widget,
+    about 120, and most of them show a field that did not change: with ``showing``, a field whose value
+    is the one it last refreshed to is not even asked (the Qt calls cost more than the comparison)."""
+    value_of = attrgetter(path)  # the doc's dotted field, read in C
+    last: list[Any] = [_UNSEEN]
+
+    def refresh() -> None:
+        value = value_of(state.doc)
+        if showing is not None:
+            before, last[0] = last[0], value
+            if (type(value) is type(before) and value == before) or showing(value):
+                return
         widget.blockSignals(True)
         try:
-            show(state.get(path))
+            show(value)
         finally:
             widget.blockSignals(False)
 
-    state.doc_changed.connect(refresh)
+    state.follow(refresh)
     refresh()
 
 

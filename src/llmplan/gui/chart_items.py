@@ -42,6 +42,38 @@ class NumberAxis(pg.AxisItem):
             return super().tickStrings(values, scale, spacing)
         return axis_ticks([v * scale for v in values], spacing * scale)
 
+    def set_ticks(self, ticks: list | None) -> None:
+        """``setTicks`` only when they change: each call redraws the axis."""
+        if ticks != getattr(self, "_ticks_set", None):
+            self._ticks_set = ticks
+            self.setTicks(ticks)
+
+
+# A knob change redraws the chart on show. Setting a title, an axis label, the legend or empty data again
+# re-renders the text and lays the plot out again (about a third of a redraw): each is set only when it changes.
+def _title(plot: pg.PlotWidget, text: str) -> None:
+    label = plot.getPlotItem().titleLabel
+    if label.text != text or not label.isVisible():
+        plot.setTitle(text)
+
+
+def _label(plot: pg.PlotWidget, side: str, text: str) -> None:
+    axis = plot.getAxis(side)
+    if axis.labelText != text or not axis.label.isVisible():
+        plot.setLabel(side, text)
+
+
+def _legend(legend: pg.LegendItem, entries: list[tuple[object, str]]) -> None:
+    if [(sample.item, label.text) for sample, label in legend.items] != entries:
+        legend.clear()
+        for item, name in entries:
+            legend.addItem(item, name)
+
+
+def _set_data(item: pg.PlotDataItem, xs: list, ys: list) -> None:
+    if xs or (item.xData is not None and len(item.xData)):
+        item.setData(xs, ys)
+
 
 def _short(x: float) -> str:
     if x >= 1e6:
@@ -57,7 +89,7 @@ def _log_ticks(plot: pg.PlotWidget, xs: tuple[float, ...]) -> None:
     shown = list(xs)
     while len(shown) > 8:
         shown = shown[::2]
-    plot.getAxis("bottom").setTicks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
+    plot.getAxis("bottom").set_ticks([[(math.log10(x), _short(x)) for x in shown if x > 0], []])
 
 
 def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
@@ -72,7 +104,7 @@ def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
             v = m * 10.0**exp
             if lo / 1.5 <= v <= hi * 1.5:
                 ticks.append((math.log10(v), f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    plot.getAxis("left").setTicks([ticks, []])
+    plot.getAxis("left").set_ticks([ticks, []])
 
 
 def _vline(plot: pg.PlotWidget, colour: str = NOTE_COLOUR, label: str | None = None) -> pg.InfiniteLine:
@@ -141,30 +173,30 @@ class MemoryChart:
             self.note.hide()
 
     def draw(self, series: sweeps.Series | None, unit: MemoryUnit) -> None:
-        self.plot.setLabel("left", f"{unit.name} per GPU")
+        _label(self.plot, "left", f"{unit.name} per GPU")
         if series is None or not series.xs:
             self.clear()
             return
         self.note.hide()
-        self.plot.setTitle(series.name)
-        self.plot.setLabel("bottom", series.x_label)
+        _title(self.plot, series.name)
+        _label(self.plot, "bottom", series.x_label)
         d = unit.divisor
         xs = list(series.xs)
         self.gpu.setData(xs, [y / d for y in series.ys])
-        self.legend.clear()
+        entries: list[tuple[object, str]] = []
         offloaded = any(h > 0 for h in series.host)
         if offloaded:  # the total keeps growing with the knob while the GPU part may fall
             self.total.setData(xs, [(y + h) / d for y, h in zip(series.ys, series.host, strict=True)])
-            self.legend.addItem(self.total, "GPU + CPU RAM (offloaded)")
-            self.legend.addItem(self.gpu, "on the GPU")
+            entries += [(self.total, "GPU + CPU RAM (offloaded)"), (self.gpu, "on the GPU")]
         else:
-            self.total.setData([], [])
+            _set_data(self.total, [], [])
         bad = [(x, y / d) for x, y, ok in zip(xs, series.ys, series.fits or (True,) * len(xs), strict=True) if not ok]
-        self.no_fit.setData([x for x, _ in bad], [y for _, y in bad])
+        _set_data(self.no_fit, [x for x, _ in bad], [y for _, y in bad])
         if bad:
             if not offloaded:
-                self.legend.addItem(self.gpu, "memory per GPU")
-            self.legend.addItem(self.no_fit, "does not fit in GPU memory")
+                entries.append((self.gpu, "memory per GPU"))
+            entries.append((self.no_fit, "does not fit in GPU memory"))
+        _legend(self.legend, entries)
         self.capacity.setVisible(bool(series.capacity))
         if series.capacity:
             self.capacity.setValue(series.capacity / d)
@@ -208,12 +240,13 @@ class ThroughputChart:
         self.fit.setData(xs if good else [], [y if ok else math.nan for y, ok in zip(series.ys, fits, strict=True)]
                          if good else [])  # NaN: a gap in the line where a setup does not fit
         bad = [(x, y) for x, y, ok in zip(xs, series.ys, fits, strict=True) if not ok]
-        self.no_fit.setData([x for x, _ in bad], [y for _, y in bad])
-        self.legend.clear()
+        _set_data(self.no_fit, [x for x, _ in bad], [y for _, y in bad])
+        entries: list[tuple[object, str]] = []
         if bad:
             if good:
-                self.legend.addItem(self.fit, "fits in GPU memory")
-            self.legend.addItem(self.no_fit, "does not fit in GPU memory (not reachable)")
+                entries.append((self.fit, "fits in GPU memory"))
+            entries.append((self.no_fit, "does not fit in GPU memory (not reachable)"))
+        _legend(self.legend, entries)
         _log_ticks(self.plot, series.xs)
         _log_ticks_y(self.plot, series.ys)
         _set_vline(self.current, series.current_x)

@@ -3,8 +3,9 @@ GPU count, a roofline with the workload's point, and the auto-planner's Pareto f
 
 Sweeps call the engine tens of times, so they run in a QThreadPool worker; a newer
 request cancels the older one and stale results are dropped (generation counter), so
-knobs stay smooth while dragging. Each chart keeps its plot items (curves, lines, notes)
-for its lifetime and a redraw only moves them (``setData``, ``setValue``, ``setVisible``):
+knobs stay smooth while dragging. A knob change sweeps only the series of the chart on show;
+the others are swept when their tab opens (or, for an export, at once). Each chart keeps its
+plot items (curves, lines, notes) for its lifetime and a redraw only moves them (``setData``, ``setValue``, ``setVisible``):
 re-creating items on every knob change costs more than the data and makes the legend blink.
 
 What the charts say plainly (issue 18 item 10): throughput points whose setup does not fit
@@ -17,12 +18,13 @@ pyqtgraph's PNG ImageExporter (its SVG exporter is broken in 0.14, TOOLCHAIN.md 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from llmplan.core.present import MemoryUnit
@@ -44,23 +46,32 @@ _PLOT_PARTS = frozenset({"seq_plot", "batch_plot", "gpus_plot", "roof_plot", "pa
                          "pareto_ranked", "pareto_chosen"})
 
 
+# The series each tab draws (by tab index); the roofline needs no sweep and the Pareto front comes from Auto….
+TAB_SERIES = {0: "memory_vs_seq", 1: "memory_vs_batch", 2: "throughput_vs_gpus"}
+
+
 class _Signals(QObject):
-    done = Signal(int, object, float)  # generation, Sweeps, seconds
+    done = Signal(int, object, tuple, float)  # generation, Sweeps, the series it holds, seconds
+
+
+def _sweep(outcome: Outcome, which: tuple[str, ...], cancelled=lambda: False) -> sweeps.Sweeps:
+    try:
+        return sweeps.compute(outcome.scenario, outcome.estimate, which, cancelled)
+    except Exception as exc:  # charts are a view: a failure shows as an empty chart
+        return sweeps.Sweeps(errors=(f"{type(exc).__name__}: {exc}",))
 
 
 class SweepJob(QRunnable):
-    def __init__(self, generation: int, outcome: Outcome, signals: _Signals, cancel: threading.Event) -> None:
+    def __init__(self, generation: int, outcome: Outcome, which: tuple[str, ...], signals: _Signals,
+                 cancel: threading.Event) -> None:
         super().__init__()
-        self.generation, self.outcome, self.signals, self.cancel = generation, outcome, signals, cancel
+        self.generation, self.outcome, self.which, self.signals, self.cancel = generation, outcome, which, signals, cancel
 
     def run(self) -> None:
         t0 = time.perf_counter()
-        try:
-            result = sweeps.compute_all(self.outcome.scenario, self.outcome.estimate, self.cancel.is_set)
-        except Exception as exc:  # charts are a view: a failure shows as an empty chart
-            result = sweeps.Sweeps(errors=(f"{type(exc).__name__}: {exc}",))
+        result = _sweep(self.outcome, self.which, self.cancel.is_set)
         if not self.cancel.is_set():
-            self.signals.done.emit(self.generation, result, time.perf_counter() - t0)
+            self.signals.done.emit(self.generation, result, self.which, time.perf_counter() - t0)
 
 
 def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) -> Any:
@@ -107,6 +118,8 @@ class ChartsPanel(QTabWidget):
         self._generation = 0
         self._cancel = threading.Event()
         self._pending: Outcome | None = None
+        self._outcome: Outcome | None = None  # the outcome of the latest sweep started
+        self._swept: set[str] = set()  # its series swept or being swept (``TAB_SERIES``)
         self._job: SweepJob | None = None
         self._requested_at = 0.0
         self._timer = QTimer(self)
@@ -114,6 +127,7 @@ class ChartsPanel(QTabWidget):
         self._timer.setInterval(SWEEP_DEBOUNCE_MS)
         self._timer.timeout.connect(self._start)
         self.last = None
+        self._last_generation = 0  # the generation ``last`` was swept for
         self.busy = False
         self._stale: set = set()
         self._pareto_for: tuple | None = None
@@ -213,7 +227,7 @@ class ChartsPanel(QTabWidget):
             self._cancel.set()
             self._pending = None
             self._generation += 1  # a sweep still running for the old plan is now stale
-            self.last = None
+            self.last, self._outcome, self.busy = None, None, False
             self._cleared = "No estimate: the verdict above says what to fix"
             if self._built:
                 for chart in (self.seq_chart, self.batch_chart, self.gpus_chart, self.roof_chart):
@@ -226,21 +240,39 @@ class ChartsPanel(QTabWidget):
         self.busy = True
         self._timer.start()
 
+    def _showing(self) -> tuple[str, ...]:
+        """The series of the chart on show (none for the roofline and the Pareto front)."""
+        name = TAB_SERIES.get(self.currentIndex())
+        return (name,) if name else ()
+
     def _start(self) -> None:
         if self._pending is None:
             return
         self._generation += 1
         self._cancel = threading.Event()
-        self._job = SweepJob(self._generation, self._pending, self._signals, self._cancel)  # kept: no early GC
-        self._pool.start(self._job)
-        self._pending = None
+        self._outcome, self._pending = self._pending, None
+        self._swept = set(self._showing())
+        self._run(self._showing())
 
-    def _done(self, generation: int, result: sweeps.Sweeps, _seconds: float) -> None:
+    def _run(self, which: tuple[str, ...]) -> None:
+        self._job = SweepJob(self._generation, self._outcome, which, self._signals, self._cancel)  # kept: no early GC
+        self.busy = True
+        self._pool.start(self._job)
+
+    def _done(self, generation: int, result: sweeps.Sweeps, which: tuple[str, ...], _seconds: float) -> None:
         if generation != self._generation:
             return
-        self.last = result
+        first = self.last is None or self._last_generation != generation
+        if first:  # a new plan: every chart is out of date, the one on show is redrawn now
+            self.last, self._last_generation = result, generation
+        else:  # a series swept when its tab opened joins the plan's others
+            self.last = dataclasses.replace(self.last, errors=self.last.errors + result.errors,
+                                            **{name: getattr(result, name) for name in which})
         self._build_plots()
-        self.draw(result)
+        if first:
+            self.draw(self.last)
+        else:
+            self._draw_current()
         self.busy = self._timer.isActive() or self._pending is not None
         self.redrawn.emit(time.perf_counter() - self._requested_at)
 
@@ -258,6 +290,16 @@ class ChartsPanel(QTabWidget):
             self._start()
         self._pool.waitForDone(timeout_ms)
 
+    def sweep_rest(self) -> None:
+        """Sweep now, on this thread, the series no tab has asked for yet (an export draws every chart)."""
+        self.wait_idle()
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)  # a finished sweep's result (``_done``) first
+        rest = tuple(name for name in sweeps.SERIES if name not in self._swept)
+        if self._outcome is None or self.last is None or self._last_generation != self._generation or not rest:
+            return
+        self._swept.update(rest)
+        self._done(self._generation, _sweep(self._outcome, rest), rest, 0.0)
+
     # ---- drawing ------------------------------------------------------------------------
     def draw(self, s: sweeps.Sweeps) -> None:
         """Draw only the chart that is showing (the others are drawn when their tab is
@@ -269,6 +311,12 @@ class ChartsPanel(QTabWidget):
     def _draw_current(self, *_a) -> None:
         s, plot = self.last, self.currentWidget()
         if s is None or not self._built or plot not in self._stale:
+            return
+        missing = tuple(name for name in self._showing() if name not in self._swept)
+        if missing and self._outcome is not None and self._last_generation == self._generation:
+            self._swept.update(missing)  # swept now that its tab is open; drawn when the sweep is back
+            self._requested_at = time.perf_counter()
+            self._run(missing)
             return
         self._stale.discard(plot)
         if plot is self.seq_plot:
@@ -283,6 +331,7 @@ class ChartsPanel(QTabWidget):
     def draw_all(self) -> None:
         """Every chart now (before exporting them all)."""
         self._build_plots()
+        self.sweep_rest()
         current = self.currentIndex()
         for i in range(self.count()):
             self.setCurrentIndex(i)

@@ -151,10 +151,10 @@ class MachineCards(QGroupBox):
 
     def _sync(self) -> None:
         """The list widget from the plan (after an edit, undo, open or new plan)."""
-        names = {c.gpu: c.gpu_spec.name for c in self.state.doc.hardware.cards if c.gpu_spec is not None}
-        catalog = backend.hardware_catalog()
         ids = self.card_ids()
         if [self.cards.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.cards.count())] != ids:
+            names = {c.gpu: c.gpu_spec.name for c in self.state.doc.hardware.cards if c.gpu_spec is not None}
+            catalog = backend.hardware_catalog()  # only for a changed list: most knob changes keep the cards
             self.cards.clear()
             for i in ids:
                 name = names.get(i) or _catalog_name(catalog, i)

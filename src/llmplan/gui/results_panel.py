@@ -85,6 +85,13 @@ class FiguresTable(QTreeWidget):
     """Two columns that always both show: labels get ~60 % of the width (long collective
     names are elided, full text in the tooltip), values the rest."""
 
+    shown: tuple[tuple[str, str, str, str, str], ...] = ()  # the cells last set (``remember``, ``update_in_place``)
+
+    def remember(self, cells: list[tuple[str, str, str, str, str]]) -> None:
+        """The cells the items now show: the next update compares with these in Python, not with each
+        item's texts read back from Qt (about 280 reads a knob change)."""
+        self.shown = tuple(cells)
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.setColumnWidth(0, int(self.viewport().width() * 0.6))
@@ -112,9 +119,11 @@ class FiguresTable(QTreeWidget):
         model = self.model()
         model.blockSignals(True)
         changed = False
+        before = self.shown if len(self.shown) == len(cells) == self.topLevelItemCount() else (None,) * len(cells)
         try:
-            for i, (kind, first, second, tip0, tip1) in enumerate(cells):
-                if kind == "header":
+            for i, (cell, was) in enumerate(zip(cells, before, strict=True)):
+                kind, first, second, tip0, tip1 = cell
+                if kind == "header" or cell == was:
                     continue
                 item = self.topLevelItem(i)
                 if item.text(0) != first:
@@ -131,6 +140,7 @@ class FiguresTable(QTreeWidget):
                     item.setToolTip(1, tip1)
         finally:
             model.blockSignals(False)
+        self.remember(cells)
         if changed:
             self.scheduleDelayedItemsLayout()
             self.viewport().update()
@@ -278,9 +288,11 @@ class ResultsPanel(QWidget):
                 item.setFirstColumnSpanned(True)
         finally:
             self.table.setUpdatesEnabled(True)
+        self.table.remember(cells)
 
     def _clear_table(self) -> None:
         self.table.clear()
+        self.table.remember([])
         self._table_shape = ()
         self._tips = {}
 

@@ -200,10 +200,18 @@ def roofline(s: Scenario, est: Estimate) -> Roofline:
     return Roofline(peak, gpu.memory_bandwidth, tuple(points))
 
 
-def compute_all(s: Scenario, est: Estimate, cancelled=lambda: False) -> Sweeps:
+SERIES = ("memory_vs_seq", "memory_vs_batch", "throughput_vs_gpus")  # the swept series, each its own estimates
+_SWEEP = {"memory_vs_seq": memory_vs_seq, "memory_vs_batch": memory_vs_batch, "throughput_vs_gpus": throughput_vs_gpus}
+
+
+def compute(s: Scenario, est: Estimate, which: tuple[str, ...] = SERIES, cancelled=lambda: False) -> Sweeps:
+    """The series named in ``which`` (the others stay None) and the roofline, which needs no estimate.
+    The charts ask only for the series of the chart on show: each series is 4 to 10 estimates."""
     # The line memory must stay under is the estimate's own capacity (a serving engine
     # may take only part of the GPU: vLLM 90 %), the same number the verdict compares with.
     cap = est.memory.capacity.value
-    return Sweeps(dataclasses.replace(memory_vs_seq(s, cancelled), capacity=cap),
-                  dataclasses.replace(memory_vs_batch(s, cancelled), capacity=cap),
-                  throughput_vs_gpus(s, cancelled), roofline(s, est))
+    out: dict[str, Series] = {}
+    for name in which:
+        series = _SWEEP[name](s, cancelled)
+        out[name] = dataclasses.replace(series, capacity=cap) if name != "throughput_vs_gpus" else series
+    return Sweeps(**out, roofline=roofline(s, est))

@@ -167,12 +167,18 @@ def system_group(state: PlanState, training: bool) -> QWidget:
         "Your own grid intensity in kg CO2 per kWh; wins over the preset", -0.01, 10.0, 3, 0.01, "kg/kWh",
         none_text="use the preset"))
 
+    shown_for: list[bool | None] = [None]  # the kind of machine the default names were last set for
+
     def show_defaults(outcome: Any) -> None:
-        """Name the defaults the estimate really uses: a data centre's, or a personal machine's."""
+        """Name the defaults the estimate really uses: a data centre's, or a personal machine's. Set again
+        only when that changes: each item text set makes the combo box measure itself again."""
         if not isValid(box):  # the panel was closed; the plan lives on
             return
         scenario = getattr(outcome, "scenario", None)
         personal = scenario is not None and scenario.cluster.is_personal_machine
+        if personal == shown_for[0]:
+            return
+        shown_for[0] = personal
         names = cat.defaults_for(personal)
         why = ("catalogs/system [personal_defaults]: this plan is one desktop or workstation machine" if personal
                else "catalogs/system [defaults]")
