@@ -108,7 +108,7 @@ def _summarize_cards(doc: PlanDocument, machine: LocalMachine) -> FitSummary:
     from llmplan.plan.evaluate import estimate_cards
 
     plan, scenario = estimate_cards(doc)
-    tightest = min(plan.cards, key=lambda c: c.capacity - c.total)
+    tightest = plan.fullest
     tps = scenario.inference.batch / plan.tpot_s if plan.tpot_s > 0 else 0.0
     weights = float(quantized_weights(scenario.model, scenario.inference.weight_format).total_bytes)
     summary = FitSummary(fits=False, mode="offload" if plan.host_layers else "split", tp=1, pp=len(plan.cards),
@@ -149,7 +149,7 @@ def outcome(s: FitSummary) -> str:
         text = f"{gib(s.needed_bytes)} of {gib(s.capacity_bytes)} host RAM"
         return f"fits in {text}" if s.fits else f"needs {text}"
     if s.mixed is not None and s.mode == "split":  # different cards: the fullest one decides
-        card = min(s.mixed.plan.cards, key=lambda c: c.capacity - c.total).gpu.name
+        card = s.mixed.plan.fullest.gpu.name
         if s.fits:
             return (f"fits on every card, the fullest ({card}) with {gib(s.headroom_bytes)} free "
                     f"({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})")

@@ -106,7 +106,7 @@ def longest_context_split(scenario: Scenario, gpus: Sequence[GpuSpec],
 
     def tightest(tokens: int) -> tuple[float, float]:
         plan = split_layers(_with_context(scenario, engine, tokens), gpus, tensor_split, gpu_layers=layers)
-        card = min(plan.cards, key=lambda c: c.capacity - c.total)
+        card = plan.fullest
         return card.total, card.capacity
 
     def fits(tokens: int) -> bool:

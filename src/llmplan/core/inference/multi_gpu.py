@@ -76,6 +76,11 @@ class MixedPlan:
     def gpu_layers(self) -> int:
         return sum(c.layers for c in self.cards)
 
+    @property
+    def fullest(self) -> CardShare:
+        """The card with the least memory to spare (bytes): it decides whether the split fits."""
+        return min(self.cards, key=lambda c: c.capacity - c.total)
+
 
 def _assign(n_gpu: int, split: Sequence[float]) -> list[int]:
     """Layers per device for ``n_gpu`` offloaded layers, llama.cpp's way: layer i of the offloaded run goes
