@@ -145,11 +145,13 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     kept += 8 * T  # token ids (and labels)
     copies = 2.0 * ops.cast_params * layers
     loss_f = loss_b = head_grad = 0.0
+    liger_loss = False  # Liger's fused linear cross-entropy fills a trained head's gradient in the loss forward
     if head is not None:
         kept += (4 * h + x * h + 2 * h) * T  # final norm's fp32 input and output, the head's input
         copies += 2.0 * head.cast_params
         kind = loss_kind(tr, prof)
-        if kind == "fused_linear" and tr.liger:
+        liger_loss = kind == "fused_linear" and bool(tr.liger)
+        if liger_loss:
             loss_f = loss_b = liger_loss_bytes(T, h, head.gemm.n)
         elif kind == "fused_linear":  # unsloth's: one chunk (gradient in place) + hidden-state gradient
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
@@ -165,7 +167,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     # (recomputing, the block in hand keeps its input among its full saved set, ``working``)
     others = max(blocks - (per_block if tr.recompute == "full" else 0.0), 0.0)
     start, end = others + 8 * T + head_grad, grads_all
-    grad_in_forward = head_grad if head is not None and tr.liger and loss_kind(tr, prof) == "fused_linear" else held
+    grad_in_forward = head_grad if liger_loss else held
     phases = {
         "loss forward": grad_in_forward + kept + copies + loss_f,
         "loss backward": kept + copies + loss_b + head_grad,
