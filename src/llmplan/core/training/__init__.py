@@ -106,10 +106,10 @@ def _comm_report(colls: tuple, step: float, compute: float) -> CommunicationRepo
         intra_node_bytes=Figure.own(intra, "B", "sum of intra-node collectives per GPU per step", {}, "nccl"),
         inter_node_bytes=Figure.own(inter, "B", "sum of inter-node collectives per GPU per step", {}, "nccl"),
         intra_node_bandwidth_needed=Figure.own(intra / window, "B/s", "intra-node bytes / compute time per step",
-                                              {"bytes": intra, "compute_s": window}, "nccl"),
+                                               {"bytes": intra, "compute_s": window}, "nccl"),
         inter_node_bandwidth_needed=Figure.own(inter / window, "B/s", "inter-node bytes / compute time per step",
-                                              {"bytes": inter, "compute_s": window}, "nccl"),
+                                               {"bytes": inter, "compute_s": window}, "nccl"),
         exposed_time_s=Figure.own(exposed, "s", "sum of the exposed parts of every collective",
-                                 {"intra_s": exp_intra, "inter_s": exp_inter}, "assumption"),
+                                  {"intra_s": exp_intra, "inter_s": exp_inter}, "assumption"),
         bottleneck_link=worst,
     )

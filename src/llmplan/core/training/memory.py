@@ -266,27 +266,27 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     zsrc = "zero"
     where = stage_name(lay, sm)
     w = Figure.own(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
-                  {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
-                   "zero_stage": tr.zero_stage, "d": d, "stage": where},
-                  {"fp8": "transformer-engine", "qlora": "qlora"}.get(
-                      "qlora" if tr.method == "qlora" else tr.precision, zsrc),
-                  ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
+                   {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
+                    "zero_stage": tr.zero_stage, "d": d, "stage": where},
+                   {"fp8": "transformer-engine", "qlora": "qlora"}.get(
+                       "qlora" if tr.method == "qlora" else tr.precision, zsrc),
+                   ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
     prof = sc.framework
     if sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
         g = (Figure.own(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
-                       {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
-                        "framework": prof.name}, "hf-eager")
+                        {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
+                         "framework": prof.name}, "hf-eager")
              if sm.gradients else zero("B", f"the peak ({sm.phase}) comes before the backward allocates gradients"))
     else:
         g = (Figure.own(st.gradients, "B", "trainable parameters × bytes per gradient (÷ d from ZeRO-2)",
-                       {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
+                        {"trainable": sm.trainable, "bytes_per_grad": st.grad_bytes, "d": d}, zsrc)
              if st.gradients else zero("B", "gradients sharded to the host or nothing trains"))
     ms = (Figure.own(st.master, "B", "trainable × 4 B fp32 master copy (÷ d from ZeRO-1)",
-                    {"trainable": sm.trainable, "d": d}, zsrc)
+                     {"trainable": sm.trainable, "d": d}, zsrc)
           if st.master else zero("B", "fp32 training or master weights offloaded"))
     o = (Figure.own(st.optimizer, "B", f"{tr.optimizer} states (÷ d from ZeRO-1)",
-                   {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
-                   _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
+                    {"trainable": sm.trainable, "bytes_per_param": st.optimizer_bytes, "d": d},
+                    _OPTIMIZER_SOURCE.get(tr.optimizer, zsrc))
          if st.optimizer else zero("B", f"{tr.optimizer} keeps no state here"))
     if sm.paged:
         o = zero("B", f"paged {tr.optimizer}: its {sm.paged / 2**30:.2f} GiB of states live in CUDA unified memory, "
@@ -294,17 +294,17 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                  "of them paged to the host)")
     if sm.phase:
         a = Figure.own(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
-                      "the head's inputs + the loss's logits at the peak phase",
-                      {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
-                       "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
-                       "recompute": tr.recompute,
-                       "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
+                       "the head's inputs + the loss's logits at the peak phase",
+                       {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
+                        "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
+                        "recompute": tr.recompute,
+                        "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
     else:
         a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
-                      {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
-                       "stage": where, "embedding_logits_recompute": sm.extra_activations,
-                       "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
-                       "sequence_parallel": lay.sp, "cp": lay.cp}, "korthikanti")
+                       {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
+                        "stage": where, "embedding_logits_recompute": sm.extra_activations,
+                        "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
+                        "sequence_parallel": lay.sp, "cp": lay.cp}, "korthikanti")
     if not sm.buffers:
         b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
     elif sm.phase:
@@ -312,38 +312,38 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         if st.gather_buffer:  # ZeRO-3 / FSDP2 (``_gathered_blocks``)
             inputs.update(block_params=sm.params.largest_layer, zero_stage=3)
         b = Figure.own(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
-                      "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
-                                              "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
-                      inputs, "hf-eager")
+                       "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
+                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
+                       inputs, "hf-eager")
     else:
         b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
-                      "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
-                      {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
-                       "method": tr.method}, "korthikanti")
+                       "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
+                       {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
+                        "method": tr.method}, "korthikanti")
     ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
-                   {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
-                   "assumption")
+                    {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
+                    "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node
     host = (Figure.own(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
-                      "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
     if sm.host_activations or sm.paged_host:
         per_gpu = st.host + sm.host_activations + sm.paged_host
         host = Figure.own(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
-                         "per GPU × GPUs per node",
-                         {"states": st.host, "activations": sm.host_activations, "paged_optimizer": sm.paged_host,
-                          "gpus_per_node": gpn, "framework": prof.name}, "framework-switches")
+                          "per GPU × GPUs per node",
+                          {"states": st.host, "activations": sm.host_activations, "paged_optimizer": sm.paged_host,
+                           "gpus_per_node": gpn, "framework": prof.name}, "framework-switches")
     nvme = (Figure.own(st.nvme * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.nvme,
-                      "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
+                       "gpus_per_node": gpn}, "zero-infinity") if st.nvme else zero("B", "nothing on NVMe"))
     cap = sc.cluster.gpu.usable_memory_bytes
     return MemoryBreakdown(
         weights=w, gradients=g, optimizer=o, master_weights=ms, activations=a,
         kv_cache=zero("B", "training keeps no KV cache"), buffers=b, overhead=ov,
         total=total(parts, "B", "memory per GPU"),
         capacity=Figure.own(cap, "B", "memory the device reports × usable fraction − the driver's reserve",
-                           {"gpu": sc.cluster.gpu.name, "driver_reserved": sc.cluster.gpu.driver_reserved_bytes},
-                           "assumption"),
+                            {"gpu": sc.cluster.gpu.name, "driver_reserved": sc.cluster.gpu.driver_reserved_bytes},
+                            "assumption"),
         host_ram=host, nvme=nvme, worst_gpu=where,
         margin=max(sm.overhead - prof.context_bytes, 0.0),
     )

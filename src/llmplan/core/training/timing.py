@@ -224,7 +224,7 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
     cost = None
     if price is not None:
         cost = Figure.own(gpu_hours * price, "USD", "GPU-hours × price per GPU-hour",
-                         {"gpu_hours": gpu_hours, "usd_per_gpu_hour": price}, "assumption")
+                          {"gpu_hours": gpu_hours, "usd_per_gpu_hour": price}, "assumption")
     src = "megatron-2021"
     split = lay.split
     stages = {"stage_layers": split.describe(), "slowest_stage_layers": split.slowest,
@@ -236,52 +236,52 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                   "than an even split's",)
     return ComputeReport(
         flops_per_step=Figure.own(sf.model, "FLOP", "tokens · (3 × forward FLOPs per token; frozen weights 2×)",
-                                 {"tokens_per_step": tokens}, "korthikanti"),
+                                  {"tokens_per_step": tokens}, "korthikanti"),
         hardware_flops_per_step=Figure.own(sf.hardware, "FLOP", f"model FLOPs {sf.multiplier}",
-                                          {"model_flops": sf.model, "recompute_flops": sf.recompute},
-                                          "korthikanti"),
+                                           {"model_flops": sf.model, "recompute_flops": sf.recompute},
+                                           "korthikanti"),
         step_time_s=Figure.own(step, "s",
-                              "(GEMMs + attention + memory-bound kernels + launch-bound excess + exposed TP/CP/EP/PP "
-                              "of the slowest pipeline stage) × (1 + bubble) + optimizer step + exposed DP + exposed "
-                              "offload (CPU optimizer step, PCIe, NVMe)",
-                              {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound, "optimizer_s": ct.optimizer,
-                               "launch_s": ct.launch, "framework": sc.framework.name,
-                               "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
-                               "exposed_offload_s": exposed_offload, **stages},
-                              src, uneven + ct.notes),
+                               "(GEMMs + attention + memory-bound kernels + launch-bound excess + exposed TP/CP/EP/PP "
+                               "of the slowest pipeline stage) × (1 + bubble) + optimizer step + exposed DP + exposed "
+                               "offload (CPU optimizer step, PCIe, NVMe)",
+                               {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound, "optimizer_s": ct.optimizer,
+                                "launch_s": ct.launch, "framework": sc.framework.name,
+                                "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
+                                "exposed_offload_s": exposed_offload, **stages},
+                               src, uneven + ct.notes),
         compute_time_s=Figure.own(ct.total, "s",
-                                 "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
-                                 "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
-                                 "measured share of peak by length; max(GPU time, kernel launches × launch "
-                                 "cost); + the optimizer's pass over its states",
-                                 {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
-                                  "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul, eff.sustained_clock),
-                                  "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
-                                  "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
-                                 uneven + ct.notes),
+                                  "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
+                                  "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
+                                  "measured share of peak by length; max(GPU time, kernel launches × launch "
+                                  "cost); + the optimizer's pass over its states",
+                                  {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
+                                   "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul, eff.sustained_clock),
+                                   "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
+                                   "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
+                                  uneven + ct.notes),
         bubble_fraction=Figure.own(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
-                                  {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
+                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
         tokens_per_s=Figure.own(tps, "tokens/s", "global_batch · seq_len × real-token share / step time",
-                               {"tokens_per_step": tokens, "step_time_s": step, "real_token_share": share,
-                                "batching": tr.batching}, src),
+                                {"tokens_per_step": tokens, "step_time_s": step, "real_token_share": share,
+                                 "batching": tr.batching}, src),
         mfu=Figure.own(mfu, "1", "model FLOPs per step / (step time · GPUs · peak)",
-                      {"model_flops": sf.model, "step_time_s": step, "gpus": gpus, "peak_flops": ct.peak},
-                      "palm-mfu"),
+                       {"model_flops": sf.model, "step_time_s": step, "gpus": gpus, "peak_flops": ct.peak},
+                       "palm-mfu"),
         hfu=Figure.own(hfu, "1", "hardware FLOPs per step / (step time · GPUs · peak)",
-                      {"hardware_flops": sf.hardware, "step_time_s": step}, "palm-mfu"),
+                       {"hardware_flops": sf.hardware, "step_time_s": step}, "palm-mfu"),
         training_days=Figure.own(days, "d", "training.tokens / tokens per second / 86400",
-                                {"tokens": tr.tokens, "tokens_per_s": tps}, "assumption"),
+                                 {"tokens": tr.tokens, "tokens_per_s": tps}, "assumption"),
         gpu_hours=Figure.own(gpu_hours, "h", "training seconds / 3600 × GPUs",
-                            {"seconds": seconds, "gpus": gpus}, "assumption"),
+                             {"seconds": seconds, "gpus": gpus}, "assumption"),
         cost_usd=cost,
         offload_time_s=offload,
         breakdown=breakdown,
         global_batch=Figure.own(lay.global_batch, "1", "training.global_batch, else global_batch_tokens / "
-                               "seq_len, else the published batch for the model size; rounded to a multiple of "
-                               "micro-batch × DP where given in tokens",
-                               {"tokens_per_step": lay.tokens_per_step, "rule": batch.describe(sc)},
-                               "batch-published"),
+                                "seq_len, else the published batch for the model size; rounded to a multiple of "
+                                "micro-batch × DP where given in tokens",
+                                {"tokens_per_step": lay.tokens_per_step, "rule": batch.describe(sc)},
+                                "batch-published"),
         accumulation=Figure.own(lay.accumulation, "1", "global_batch / (micro_batch · dp)",
-                               {"global_batch": lay.global_batch, "micro_batch": lay.micro_batch, "dp": lay.dp},
-                               "megatron-2021"),
+                                {"global_batch": lay.global_batch, "micro_batch": lay.micro_batch, "dp": lay.dp},
+                                "megatron-2021"),
     )
