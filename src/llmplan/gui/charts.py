@@ -3,10 +3,11 @@ GPU count, a roofline with the workload's point, and the auto-planner's Pareto f
 
 Sweeps call the engine tens of times, so they run in a QThreadPool worker; a newer
 request cancels the older one and stale results are dropped (generation counter), so
-knobs stay smooth while dragging. A knob change sweeps only the series of the chart on show;
-the others are swept when their tab opens (or, for an export, at once). Each chart keeps its
-plot items (curves, lines, notes) for its lifetime and a redraw only moves them (``setData``, ``setValue``, ``setVisible``):
-re-creating items on every knob change costs more than the data and makes the legend blink.
+knobs stay smooth while dragging. A knob change sweeps only the series of the chart on
+show; the others are swept when their tab opens (or, for an export, at once). Each chart
+keeps its plot items (curves, lines, notes) for its lifetime and a redraw only moves them
+(``setData``, ``setValue``, ``setVisible``): re-creating items on every knob change costs
+more than the data and makes the legend blink.
 
 What the charts say plainly (issue 18 item 10): throughput points whose setup does not fit
 in GPU memory are hollow red circles, left off the line, with a legend entry saying so;

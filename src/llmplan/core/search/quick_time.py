@@ -165,7 +165,8 @@ def inner_seconds(c, m, cluster: ClusterSpec, eff: Efficiency, t: TrainingSettin
     rows = np.nonzero(c.pp > 1)[0]
     if len(rows):
         sp_rows = (c.tp > 1) & bool(sequence_parallel)
-        stride = span_stride(c.tp * c.cp * c.dp, cluster.gpus_per_node, cluster.network.nodes_per_leaf)  # the same span: priced once
+        # the same span: priced once
+        stride = span_stride(c.tp * c.cp * c.dp, cluster.gpus_per_node, cluster.network.nodes_per_leaf)
         # priced for one chunk boundary and micro-batch: its calls are 2 · v · micro-batches
         unit = priced("pp", rows, [c.tp, c.cp, stride, c.pp, c.mb, sp_rows], lambda tp, cp, st, pp, mb, sp:
                       pipeline_call(m, tp, cp, st, pp, 1, bool(sp), mb, t.seq_len, 1, prof.pp_comm_overlap))
