@@ -70,8 +70,8 @@ from llmplan.core.workload import Scenario, TrainingSettings
 @dataclass(frozen=True, slots=True)
 class Windows:
     """Compute time (per GPU, per step) that each kind of transfer can hide behind. ``chunks``: model chunks per
-    stage (v); above 1 the last chunk's share (1/v) of a reduction or gather hiding behind ``last_backward`` or
-    ``first_forward`` cannot hide (module doc)."""
+    stage (v); above 1 one chunk's share (1/v) cannot hide: of a reduction behind ``last_backward`` the last
+    chunk's, of a gather behind ``first_forward`` the first chunk's (module doc)."""
 
     compute: float
     attention: float
