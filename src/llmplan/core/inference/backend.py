@@ -75,7 +75,7 @@ def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
     if backend == "cuda" and engine.prefill_quant_ops_per_sm_clock:
         rate = mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock)
         if rate:
-            return min(rate, gpu.peak_flops.int8) if gpu.peak_flops.int8 else rate  # MMQ runs int8 mma
+            return rate
     for name, pattern, share in engine.prefill_quant_share:
         if name == backend and fnmatchcase(gpu.id, pattern):
             peak = gpu.peak_flops.for_dtype("fp16")

@@ -35,7 +35,8 @@ def sm_clocks_per_second(gpu: GpuSpec) -> float | None:
 
 
 def mmq_rate(gpu: GpuSpec, ops_per_sm_clock: float) -> float | None:
-    """MMQ's FLOP/s on ``gpu`` (None: not an NVIDIA GPU with int8 mma, use another rate)."""
+    """MMQ's FLOP/s on ``gpu`` (None: not an NVIDIA GPU with int8 mma, use another rate), never above the
+    card's int8 peak: MMQ runs int8 mma."""
     sm_clk = sm_clocks_per_second(gpu)
     if sm_clk is None:
         return None
@@ -45,4 +46,5 @@ def mmq_rate(gpu: GpuSpec, ops_per_sm_clock: float) -> float | None:
         return None
     if (major, minor) < MMQ_MIN_CC:
         return None
-    return sm_clk * ops_per_sm_clock
+    rate = sm_clk * ops_per_sm_clock
+    return min(rate, gpu.peak_flops.int8) if gpu.peak_flops.int8 else rate
