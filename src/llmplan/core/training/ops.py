@@ -38,7 +38,6 @@ from llmplan.core.training.lora import dequant_bytes_per_weight, nf4_dequant_byt
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
-NF4_DEQUANT_BYTES = nf4_dequant_bytes(True)  # bitsandbytes' nested-absmax chain (lora.nf4_dequant_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +74,8 @@ class LayerOps:
     cast_params: float  # fp32 weights autocast copies to 16 bits per forward (params_are_master)
     dequant_params: float  # NF4 weights dequantised per use
     residual_bytes: float  # x: bytes per element of the residual stream
-    dequant_bytes: float = NF4_DEQUANT_BYTES  # bytes moved per quantised weight dequantised (training.quant_base)
-    dequant_kernels: float = 2.0  # launches per dequantisation (NF4: lora.nf4_dequant_launches)
+    dequant_bytes: float  # bytes moved per quantised weight dequantised (training.quant_base)
+    dequant_kernels: float  # launches per dequantisation (NF4: lora.nf4_dequant_launches; other bases 2)
 
 
 @dataclass(frozen=True, slots=True)
