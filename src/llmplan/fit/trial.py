@@ -13,11 +13,12 @@ from dataclasses import replace
 
 from llmplan.core.hardware import GpuSpec, PeakFlops
 from llmplan.core.present import MemoryUnit
+from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LlmplanError
 from llmplan.fit.local import FitMode, FitSummary, LocalMachine, MixedFit
 from llmplan.plan.document import HardwareRef, PlanDocument
-from llmplan.plan.evaluate import evaluate_plan
+from llmplan.plan.evaluate import estimate_cards, evaluate_plan
 from llmplan.plan.overrides import apply_overrides
 
 gib = MemoryUnit("GiB").fmt  # fit verdicts read in GiB, the unit detection reports memory in
@@ -104,9 +105,6 @@ def _summarize_cards(doc: PlanDocument, machine: LocalMachine) -> FitSummary:
     """A plan on different cards (``hardware.cards``), split llama.cpp's way: the card with the least memory
     to spare stands for "per GPU" (a change fits when every card holds its share); layers left in host RAM
     make it an offload, as on one GPU."""
-    from llmplan.core.quant import quantized_weights
-    from llmplan.plan.evaluate import estimate_cards
-
     plan, scenario = estimate_cards(doc)
     tightest = plan.fullest
     tps = scenario.inference.batch / plan.tpot_s if plan.tpot_s > 0 else 0.0
