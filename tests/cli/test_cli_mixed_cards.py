@@ -67,7 +67,8 @@ def test_tensor_split_and_what_fits_nowhere(capsys):
     (["--gpu", "nvidia-rtx-5090-32gb,"], "empty GPU id"),
     (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--tensor-split", "1"], "give 2 non-negative shares"),
     (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--tensor-split", "a,b"], "give 2 numbers"),
-    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.engine=vllm"], "does not split"),
+    (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.engine=vllm"],
+     "engines that do: llama-cpp, llama-cpp-2026, ollama"),
     (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--gpus", "4"], "leave out --gpus"),
     (["--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--workload", "finetune"], "training plans need"),
 ])
@@ -75,6 +76,20 @@ def test_bad_input_is_one_line(capsys, extra, message):
     assert main([*BASE, *extra]) != 0
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_user_engine_that_splits_layers_gets_the_split(capsys, tmp_path, monkeypatch):
+    """Which engines split layers across unequal cards is the profile's ``splits_unequal_cards`` flag, not a
+    list of ids: a llama.cpp fork added in the user's engines.toml gets the split (and its verdict) too."""
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
+    (tmp_path / "engines.toml").write_text("[my-fork]\nname = 'My llama.cpp fork'\npartial_offload = true\n"
+                                           "splits_unequal_cards = true\nweight_formats = ['gguf', 'float']\n")
+    data = run_json(capsys, "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.engine=my-fork")
+    assert [c["layers"] for c in data["mixed_gpus"]["cards"]] == [46, 34] and data["fits"]
+    (tmp_path / "engines.toml").write_text("[my-fork]\nname = 'My llama.cpp fork'\npartial_offload = true\n"
+                                           "weight_formats = ['gguf', 'float']\n")
+    assert main([*BASE, "--gpu", "nvidia-rtx-5090-32gb,nvidia-rtx-3090-24gb", "--set", "inference.engine=my-fork"]) != 0
+    assert "does not split layers" in capsys.readouterr().err
 
 
 def test_search_refuses_several_cards(capsys):

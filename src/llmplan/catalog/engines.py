@@ -37,6 +37,13 @@ def engine_notes(user_file: Path | None = None) -> list[str]:
     return list(_CATALOG.load(user_file)[2])
 
 
+def splitting_engines() -> list[str]:
+    """Ids of the engines that split a model's layers across unequal cards (``splits_unequal_cards``),
+    the default engine first: what a mixed-card machine can run, user engines included."""
+    ids = [pid for pid, p in load_engine_profiles().items() if p.splits_unequal_cards]
+    return sorted(ids, key=lambda pid: pid != "llama-cpp")
+
+
 def engine_profile(engine_id: str) -> EngineProfile:
     """The profile for ``engine_id`` (aliases such as 'llama.cpp' accepted)."""
     profiles = load_engine_profiles()

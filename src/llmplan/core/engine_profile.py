@@ -63,6 +63,10 @@ class EngineProfile(FrozenModel):
         None, gt=0, le=1, description="the same on Apple Silicon (Metal kernels reach a different share)"
     )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
+    splits_unequal_cards: bool = Field(
+        False, description="splits the model's layers across GPUs of different kinds in one machine, in "
+        "proportion to their memory (llama.cpp --tensor-split / --split-mode layer)",
+    )
     host_memory_bandwidth: float = Field(
         0.0, ge=0, description="bytes/s the CPU reaches on layers left in host RAM (partial offload)"
     )

@@ -19,7 +19,7 @@ from llmplan.core.present import MemoryUnit, tokens_per_s
 from llmplan.errors import LlmplanError
 from llmplan.fit.local import FitChange, LocalFit, LocalMachine
 from llmplan.plan.document import CardRef, HardwareRef, PlanDocument
-from llmplan.plan.evaluate import SPLIT_ENGINES, estimate_cards
+from llmplan.plan.evaluate import estimate_cards
 from llmplan.plan.overrides import apply_overrides
 
 gib = MemoryUnit("GiB").fmt
@@ -32,10 +32,13 @@ def splits_here(doc: PlanDocument, machine: LocalMachine) -> bool:
         return False
     if "engine" not in doc.inference.model_fields_set:
         return True
-    from llmplan.catalog.engines import ALIASES
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.errors import CatalogError
 
-    engine = doc.inference.engine.strip().lower()
-    return ALIASES.get(engine, engine) in SPLIT_ENGINES
+    try:
+        return engine_profile(doc.inference.engine).splits_unequal_cards
+    except CatalogError:  # an unknown engine: the plan's own estimate reports it
+        return False
 
 
 def cards_plan(doc: PlanDocument, machine: LocalMachine) -> tuple[PlanDocument, str]:

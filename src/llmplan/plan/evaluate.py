@@ -54,9 +54,6 @@ def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
 
-SPLIT_ENGINES = ("llama-cpp", "llama-cpp-2026", "ollama")  # llama.cpp builds (two eras) and Ollama
-
-
 def estimate_cards(doc: PlanDocument):
     """llama.cpp's layer split of a plan with ``hardware.cards`` (a machine of different cards) and the
     scenario it used: one call for the CLI, a saved plan and the app's "Cards in this machine"."""
@@ -67,8 +64,11 @@ def estimate_cards(doc: PlanDocument):
     specs = resolve_cards(doc)
     scenario = resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(
         update={"gpus_per_node": 1, "nodes": 1, "cards": (), "tensor_split": None})}))
-    if scenario.engine_profile.id not in SPLIT_ENGINES:  # the catalog id: 'llama.cpp' is spelt 'llama-cpp' there
-        raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; use "
-                         "--set inference.engine=llama-cpp (or llama-cpp-2026, ollama)")
+    if not scenario.engine_profile.splits_unequal_cards:
+        from llmplan.catalog.engines import splitting_engines
+
+        able = splitting_engines()
+        raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; the "
+                         f"engines that do: {', '.join(able)} (e.g. --set inference.engine={able[0]})")
     split = list(doc.hardware.tensor_split) if doc.hardware.tensor_split is not None else None
     return split_layers(scenario, specs, split, scenario.inference.gpu_layers), scenario
