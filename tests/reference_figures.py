@@ -240,6 +240,29 @@ def _fsdp_run_rows() -> list[Reference]:
             for key, r in ROWS.items()]
 
 
+def _megatron_h100(label: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_megatron_core_h100 import ours
+
+        return ours(label)
+
+    return compute
+
+
+def _megatron_h100_rows() -> list[Reference]:
+    """Megatron-Core r0.8.0 weak scaling on H100 (Megatron-LM README); ``rel_tol``: the widest side of the pinned band
+    at the stated assumptions (micro-batch 1, no interleaving: tests/core/training/test_megatron_core_h100.py)."""
+    from tests.core.training.test_megatron_core_h100 import ROWS, SOURCE
+
+    src = (f"{SOURCE}; ours: the per-operation model with the catalog's H100 defaults, DGX H100 nodes on 8x NDR, the "
+           "Megatron profile with TP overlap; unstated and assumed: micro-batch 1, no interleaving, no recompute")
+    return [Reference(f"megatron-h100-{r.label.lower()}", "Training throughput (Megatron-Core on H100)",
+                      f"GPT {r.label} on {r.gpus:,} H100 (TP{r.tp} PP{r.pp} DP{r.dp}, batch {r.batch}): model TFLOP/s "
+                      "per GPU", r.tflops, "TFLOP/s", src, _megatron_h100(r.label),
+                      rel_tol=max(abs(r.band[0]), abs(r.band[1])), kind="measured")
+            for r in ROWS]
+
+
 def _fsdp_memory(key: str) -> Callable[[], float]:
     def compute() -> float:
         from tests.core.training.test_fsdp_runs import _estimate
@@ -422,5 +445,5 @@ def _decode_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _fsdp_memory_rows() + _nccl_rows() + _hf_rows() + _gguf_rows()
+                 + _fsdp_run_rows() + _megatron_h100_rows() + _fsdp_memory_rows() + _nccl_rows() + _hf_rows() + _gguf_rows()
                  + _kv_rows() + _decode_rows())

@@ -45,9 +45,16 @@ The pattern (docs/training.md, "Megatron-Core on H100"):
 - the pipelined rows (70B…462B) depend on the unstated interleaving: at v = 1 the bubble is
   (p − 1)/m, and v = 2…4 would move them +7…+22% (test_the_unstated_interleaving_moves_the_pipelined_rows).
 So the near-zero median is partly the compute optimism of the first point cancelled by the conservative
-assumptions (micro-batch 1, no interleaving) of the other two. Bands are pinned at the recorded error ± 4
-points, so a change that moves a row is seen; the median is asserted within 10% (issue 15's target for
-Narayanan's table).
+assumptions (micro-batch 1, no interleaving) of the other two. Over every micro-batch and interleaving left
+open that fits (``settings_range``), each row's fastest reading is +20…+32% and the slowest −28…+17%; for
+1.7B, 7.1B and 462B even the slowest is above the published figure. Bands are pinned at the recorded error
+± about 4 points, so a change that moves a row is seen; the median is asserted within 10% (issue 15's target
+for Narayanan's table).
+
+NVIDIA's NeMo "Performance Summary" tables (NeMo 24.07 to 26.06, Megatron-Bridge docs) state every setting of
+their runs in the Megatron-Bridge performance recipes, but their dense H100 rows (Llama 3 8B/70B/405B, GPT-3
+175B, Nemotron) are all FP8; the one bf16 H100 row is GPT-OSS 120B, a mixture of experts. They are therefore
+not used here.
 """
 
 from __future__ import annotations
@@ -221,3 +228,32 @@ def table(micro_batch: int = 1, vp: int = 1) -> str:
 
 if __name__ == "__main__":
     print(table())
+
+
+def settings_range(row: Row) -> tuple[float, float]:
+    """Our error at the slowest and at the fastest of the settings the README leaves open that fit in 80 GB and
+    that Megatron accepts: micro-batch 1, 2, 4 or 8 (dividing the batch per DP rank) and any interleaving whose
+    chunks hold whole layers (v dividing the layers per stage; m divisible by p when v > 1)."""
+    from llmplan.errors import LayoutError
+
+    per_rank, per_stage = row.batch // row.dp, row.layers // row.pp
+    errs = []
+    for mb in (m for m in (1, 2, 4, 8) if per_rank % m == 0):
+        for v in ([1] if row.pp == 1 else [d for d in range(1, per_stage + 1) if per_stage % d == 0]):
+            try:
+                e = _estimate(row.label, mb, v)
+            except LayoutError:
+                continue
+            if e.fits:
+                errs.append(error(row.label, mb, v))
+    return min(errs), max(errs)
+
+
+def test_no_unstated_setting_makes_the_engine_slower_than_every_row():
+    """Over every micro-batch and interleaving the README leaves open (``settings_range``), the fastest reading of
+    every row is 20…32% above the published figure, and for 1.7B, 7.1B and 462B even the slowest is above it
+    (+14.6%, +17.0%, +3.4%; recorded 2026-11-27). Whatever NVIDIA ran, the engine is not pessimistic on these
+    rows; on the two smallest it is at least 10% optimistic, with nothing but compute in the step."""
+    ranges = {r.label: settings_range(r) for r in ROWS}
+    assert all(hi > 0.18 for _, hi in ranges.values()), ranges
+    assert ranges["1.7B"][0] > 0.10 and ranges["7.1B"][0] > 0.10 and ranges["462B"][0] > 0.0
