@@ -250,9 +250,14 @@ def _megatron_h100(label: str) -> Callable[[], float]:
 
 
 def _megatron_h100_rows() -> list[Reference]:
-    """Megatron-Core r0.8.0 weak scaling on H100 (Megatron-LM README); ``rel_tol``: the widest side of the pinned band
-    at the stated assumptions (micro-batch 1, no interleaving: tests/core/training/test_megatron_core_h100.py)."""
-    from tests.core.training.test_megatron_core_h100 import ROWS, SOURCE
+    """Megatron-Core r0.8.0 weak scaling on H100 (Megatron-LM README), and NeMo's bf16 H100 GPT-OSS 120B row; ``rel_tol``:
+    the widest side of the pinned band (micro-batch 1, no interleaving: tests/core/training/test_megatron_core_h100.py)."""
+    from tests.core.training.test_megatron_core_h100 import (
+        NEMO_GPT_OSS_H100,
+        NEMO_GPT_OSS_SOURCE,
+        ROWS,
+        SOURCE,
+    )
 
     src = (f"{SOURCE}; ours: the per-operation model with the catalog's H100 defaults, DGX H100 nodes on 8x NDR, the "
            "Megatron profile with TP overlap; unstated and assumed: micro-batch 1, no interleaving, no recompute")
@@ -260,7 +265,16 @@ def _megatron_h100_rows() -> list[Reference]:
                       f"GPT {r.label} on {r.gpus:,} H100 (TP{r.tp} PP{r.pp} DP{r.dp}, batch {r.batch}): model TFLOP/s "
                       "per GPU", r.tflops, "TFLOP/s", src, _megatron_h100(r.label),
                       rel_tol=max(abs(r.band[0]), abs(r.band[1])), kind="measured")
-            for r in ROWS]
+            for r in ROWS] + [
+        Reference("nemo-h100-gpt-oss-120b", "Training throughput (Megatron-Core on H100)",
+                  "GPT-OSS 120B on 64 H100 (PP4 EP8, batch 1280, NeMo 26.02 recipe): tokens/s per GPU", NEMO_GPT_OSS_H100,
+                  "tokens/s", NEMO_GPT_OSS_SOURCE, _nemo_gpt_oss, rel_tol=0.58, kind="measured")]
+
+
+def _nemo_gpt_oss() -> float:
+    from tests.core.training.test_megatron_core_h100 import nemo_gpt_oss_tokens_per_gpu
+
+    return nemo_gpt_oss_tokens_per_gpu()
 
 
 def _fsdp_memory(key: str) -> Callable[[], float]:
