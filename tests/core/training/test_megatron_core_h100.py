@@ -53,8 +53,8 @@ for Narayanan's table).
 
 NVIDIA's NeMo "Performance Summary" tables (NeMo 24.07 to 26.06, Megatron-Bridge docs) state every setting of
 their runs in the Megatron-Bridge performance recipes, but their dense H100 rows (Llama 3 8B/70B/405B, GPT-3
-175B, Nemotron) are all FP8; the one bf16 H100 row is GPT-OSS 120B, a mixture of experts. They are therefore
-not used here.
+175B, Nemotron) are all FP8. The one bf16 H100 row, GPT-OSS 120B (a mixture of experts), is checked at the end
+(test_nemo_gpt_oss_row_is_pinned_fast).
 """
 
 from __future__ import annotations
