@@ -307,3 +307,48 @@ def test_nemo_gpt_oss_row_is_pinned_fast():
     assert 0.40 < err < 0.58, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
+
+
+# --- is the H100 compute optimism the clock? An independent minutes-long, all-GPU GEMM burn says no ----------------
+# huggingface/gpu-fryer README.md at 59ad16a (2025-08-06, PR #9): cuBLAS bf16 matmuls of two 8192 × 8192 matrices on
+# every GPU of a node at once, for minutes (the A100 figures: three 10-minute runs on Jean Zay); "~" figures. The
+# catalog's matching figure is the best-shape GEMM rate held under load, peak · matmul · sustained_clock (the
+# sweep share of ``kernel_rates`` applies to other shapes).
+GPU_FRYER_BF16 = {"nvidia-h100-sxm-80gb": 730e12, "nvidia-a100-sxm4-80gb": 270e12, "nvidia-a100-pcie-40gb": 224e12}
+GPU_FRYER_SOURCE = ("huggingface/gpu-fryer README.md at 59ad16a (2025-08-06): sustained bf16 cuBLAS 8192x8192 matmul "
+                    "on all GPUs of a node for minutes (A100: 3 x 10-minute runs, Jean Zay)")
+
+
+def held_gemm_rate(gpu_id: str) -> float:
+    cat = load_hardware_catalog()
+    eff = cat.efficiency_for(gpu_id)
+    return cat.gpu(gpu_id).spec.peak_flops.bf16 * eff.matmul * eff.sustained_clock
+
+
+def test_the_sustained_clock_is_not_the_h100_gap():
+    """gpu-fryer's H100 SXM holds ~730 TFLOP/s with all eight GPUs busy for minutes; the catalog holds 688.5 (its
+    own single-GPU 0.78 s measurement), 5.7% less. So a DGX's GPUs do not drop their clocks below what the engine
+    charges, and the +15…+17% of the compute-only rows above lies elsewhere. The A100 PCIe's measured figure
+    (215.4) is 3.8% under gpu-fryer's 224. The A100 SXM's catalog clock, 0.869, is an assumption (taken from the
+    H100) that gpu-fryer contradicts: 232.8 against ~270, 13.8% less; that GPU holds its short-run MAMF rate
+    (267.9). Recorded 2026-11-27; asserted within 3 points of those ratios."""
+    ratios = {g: held_gemm_rate(g) / fryer for g, fryer in GPU_FRYER_BF16.items()}
+    assert 0.913 < ratios["nvidia-h100-sxm-80gb"] < 0.973
+    assert 0.932 < ratios["nvidia-a100-pcie-40gb"] < 0.992
+    assert 0.832 < ratios["nvidia-a100-sxm4-80gb"] < 0.892
+
+
+def test_the_a100_clock_assumption_hides_the_same_gap():
+    """What the A100 SXM rows would read with the clock gpu-fryer measures (sustained_clock 1.0 instead of the assumed
+    0.869): Narayanan et al. 2021 Table 1 moves from −11.6…+0.6% (median −2.8%) to −4.6…+10.6% (median +7.4%), the
+    large, compute-bound rows to +7…+11% (recorded 2026-11-27). On both GPUs, then, large compute-bound runs are
+    about 10–17% slower than the engine's terms add up to, and on the A100 the assumed clock hides it. Not changed
+    here: on its own it would break A100 families issue 15 counts as met (torchtitan's five A100 rows would read
+    +11.5…+28.0% against 15%, OPT-175B +28.2%; recorded 2026-11-27), and the missing term has no independent
+    measurement yet."""
+    from tests.core.training import test_narayanan_2021 as nara
+
+    measured = nara.CATALOG_A100.model_copy(update={"sustained_clock": 1.0})
+    errs = {row[0]: nara.predicted_tflops(row, measured) / row[8] - 1 for row in nara.ROWS}
+    assert 0.05 < statistics.median(errs.values()) < 0.10
+    assert all(0.05 < errs[b] < 0.13 for b in (76.1, 145.6, 310.1, 1008.0))
