@@ -119,10 +119,17 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
 
 
 def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
-    """The kernel rates of this GPU at the training dtype (raises for a dtype it cannot train in)."""
+    """The kernel rates of this GPU at the training dtype (raises for a dtype it cannot train in). fp8
+    training runs only the block's linears in fp8 (``fp8_casts``): the other GEMMs and attention keep the
+    bf16 rates, the linears get ``Rates.fp8_gemm`` (``kernel_rates.FP8_MATMUL_RATIO``)."""
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
-    elem = {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
+    if precision == "fp8":
+        bf16, _ = training_peak(gpu.name, gpu.peak_flops, "bf16")
+        fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO, eff.sustained_clock)
+        return ot.Rates(kr.gemm_rate(bf16, eff.matmul, eff.sustained_clock), eff.matmul / kr.H100_MATMUL, bf16, hbm,
+                        2.0, fp8), notes
+    elem = 4.0 if precision == "fp32" else 2.0
     gemm = kr.gemm_rate(peak, eff.matmul, eff.sustained_clock)
     return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
 
@@ -164,7 +171,8 @@ def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_param
 def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: ModelSpec, lay: Layout,
                    optimizer_params: float, state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
     r, notes = rates(gpu, eff, tr.precision)
-    peak, hbm = r.peak, r.bandwidth
+    hbm = r.bandwidth
+    peak = training_peak(gpu.name, gpu.peak_flops, tr.precision)[0] if r.fp8_gemm else r.peak  # MFU: the dtype's
     per_mb = _micro_batch(m, lay, tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
@@ -176,11 +184,13 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
              "dequantisation": per_mb.dequant * steps, "optimizer": opt, "launch_overhead": launch}
+    if per_mb.fp8:  # fp8 training only: the amax, cast and transpose passes around its fp8 GEMMs (fp8_casts)
+        parts["fp8_casts"] = per_mb.fp8 * steps
     if launch:
         notes += (f"host-bound: issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} "
                   f"GEMM calls takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
     matmul = parts["gemm"] + parts["attention"]
-    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"]
+    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes)
 
 
