@@ -21,22 +21,27 @@ Neither framework runs a whole step in fp8. Both convert the block's linear laye
   fp8 all-gather, and a row-parallel linear's output gradient likewise before its backward all-gather: those
   amax and cast passes move 1/tp of the tensor; the transposed copies are made of the gathered tensor.
 - NVIDIA Transformer Engine (Megatron-Core, DeepSpeed, the Hugging Face stack through accelerate), the
-  default "delayed" recipe: the scale comes from the amax history, and the amax of this step is taken
-  by the cast kernel itself, so there is no separate amax pass. ``LayerNormLinear`` and
-  ``LayerNormMLP`` fuse the norm with the cast (the norm writes fp8 in place of bf16; the transposed
-  copy that grad_weight reads is one more pass, read 1 B, write 1 B); other linears run
-  ``cast_transpose`` on their input (read 2 B, write 1 + 1 B), and every linear on its output gradient
-  (the same 4 B). All three GEMMs run in fp8 (``Format.HYBRID``: e4m3 forward, e5m2 gradients). The
-  weights are cast once per optimizer step and cached over the micro-batches (``is_first_microbatch``),
-  so no weight cast is charged per micro-batch: 4 B per weight per step, not modelled.
+  default ``DelayedScaling`` recipe (NVIDIA/TransformerEngine v1.12, 7a7225c4, 2024-11-18): the scale
+  comes from the amax history, and the amax of this step is taken by the cast kernel itself, so there is
+  no separate amax pass. ``LayerNormLinear`` and ``LayerNormMLP`` fuse the norm with the cast (the norm
+  writes fp8 in place of bf16, ``layernorm_linear.py``; the transposed copy that grad_weight reads is one
+  more pass, read 1 B, write 1 B); other linears run ``fp8_cast_transpose_fused`` on their input
+  (``linear.py``: read 2 B, write 1 + 1 B), and every linear the same on its output gradient (4 B). All
+  three GEMMs run in fp8 (``override_linear_precision`` defaults to (False, False, False); ``Format.HYBRID``:
+  e4m3 forward, e5m2 gradients). Megatron's output layer is not a Transformer Engine module: bf16. The
+  weights' fp8 copies are cached over the micro-batches of a step (``is_first_microbatch``), so no weight
+  cast is charged per micro-batch (4 B per weight once per step is not modelled).
 
 Inputs shared by several linears (q, k and v read the attention norm's output; gate and up the MLP
 norm's) are cast once: Transformer Engine fuses those linears, and torch.compile, which torchtitan's
-Float8 is meant to run under, merges the identical casts (AOTAutograd's common-subexpression pass).
+Float8 is meant to run under (its ``float8.py`` note), merges the identical casts (AOTAutograd "applies CSE
+to the graph before partitioning", ``cse = True`` in pytorch ``torch/_functorch/config.py``). The passes are
+counted unfused: Inductor may fold a cast and its transposed copy into one kernel (a byte per element less).
 
 Under torchtitan's operator-level selective checkpointing the policy keeps every second matmul's
 output for Float8 as for bf16 (its dispatch mode sees the Float8 matmul as ``aten.mm`` — modes run before
-tensor subclasses — and its torchtitan Float8 rows' memory is the bf16 rows' within 0.3%), and keeps
+tensor subclasses — and torchtitan's Float8 rows report the memory of its compiled bf16 rows less 0.2 GiB,
+where recomputing every Float8 matmul would free their saved outputs, about 23 GiB at 8B), and keeps
 ``abs`` and ``max``: the recompute casts its inputs again but takes no second amax (3 of the 5 B).
 """
 
