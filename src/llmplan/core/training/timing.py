@@ -183,9 +183,10 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
         opt = ot.optimizer_time(optimizer_params, mb, gb, sb, wb, separate, hbm)
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
-             "dequantisation": per_mb.dequant * steps, "optimizer": opt, "launch_overhead": launch}
+             "dequantisation": per_mb.dequant * steps}
     if per_mb.fp8:  # fp8 training only: the amax, cast and transpose passes around its fp8 GEMMs (fp8_casts)
         parts["fp8_casts"] = per_mb.fp8 * steps
+    parts["optimizer"], parts["launch_overhead"] = opt, launch
     if per_mb.fp8:
         notes += (fp8_note(prof, r, parts["fp8_casts"]),)
     if launch:
