@@ -141,7 +141,8 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
             n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
         adapted = not full and lora_targeted(g, tr.lora_targets)
         quant = tr.method == "qlora" and g.category != "router"
-        fp8 = tr.precision == "fp8" and g.category != "router"  # routers: too narrow for fp8 GEMMs, kept bf16
+        # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
+        fp8 = tr.precision == "fp8" and g.category != "router" and not quant
         out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split))
         if adapted:
             r = float(tr.lora_rank)
