@@ -46,7 +46,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "megatron-memory": "NVIDIA Megatron-LM, megatron/training/theoretical_memory_usage.py (weights 18 B/param, 6 + 12/dp with the distributed optimizer)",
         "hf-eager": "Hugging Face transformers modeling code (modeling_llama.py: LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP; loss_utils.ForCausalLMLoss), PEFT LoRA layers and PyTorch autograd/autocast, read op by op; checked against peaks measured on an H100 SXM 80GB, torch 2.11 / transformers 5.17, 2026-11-24",
         "framework-switches": "Fine-tuning framework switches read from each framework's code: torchtune (optimizer_in_bwd, OffloadActivations, LinearCrossEntropyLoss, apply_lora_to_output), Liger-Kernel (RMSNorm, SwiGLU, RoPE, fused linear cross-entropy), bitsandbytes paged optimizers (cudaMallocManaged), PEFT ModulesToSaveWrapper, unsloth offloaded gradient checkpointing (llmplan.core.training.switches)",
-        "microbench-h100": "Kernel microbenchmarks on an H100 SXM 80GB HBM3, torch 2.11 / CUDA 13.0, 2026-11-24: bf16 GEMM sweep by shape, SDPA flash attention by length and head size, 1 GiB copy, fp32 cross-entropy, fused AdamW, one-element kernel launch (docs/training.md, 'Step time')",
+        "microbench-h100": "Kernel microbenchmarks on an H100 SXM 80GB HBM3, torch 2.11 / CUDA 13.0, 2026-11-24: bf16 GEMM sweep by shape, e4m3 fp8 square GEMMs, SDPA flash attention by length and head size, 1 GiB copy, fp32 cross-entropy, fused AdamW, one-element kernel launch (docs/training.md, 'Step time')",
         "assumption": "llmplan modelling assumption (see README, 'What the engine does not model')",
     }
 )

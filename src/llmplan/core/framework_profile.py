@@ -109,6 +109,12 @@ class FrameworkProfile(FrozenModel):
     supports_tp: bool = True
     supports_cp: bool = True
     supports_ep: bool = True
+    fp8_recipe: Literal["transformer-engine", "torchao-tensorwise"] = Field(
+        "transformer-engine", description="how training.precision = fp8 runs (core.training.fp8_casts): "
+        "transformer-engine: Transformer Engine's delayed scaling, casts fused with the norms and "
+        "cast_transpose; torchao-tensorwise: torchao's Float8Linear with dynamic tensorwise scaling (torchtitan), "
+        "an amax pass and a cast per operand and transposed fp8 copies for the backward"
+    )
     selective_op: bool = Field(
         False, description="runs operator-level selective activation checkpointing (training.recompute = "
         "\"selective_op\"): torchtitan's ac_mode selective, selective_ac_option op"

@@ -18,6 +18,12 @@ SM count), stated in every figure that uses it.
   power-limited card drops its clocks (the H100 SXM: 688 TFLOP/s at n = 8192 over 0.78 s against 792
   in a short burst, 0.869), while a GeForce card holds its boost clock (RTX 4090: 158.6 TFLOP/s in a
   3 s run of n = 8192 against its 162.4 short-run figure, 0.977).
+- fp8 GEMMs (e4m3, ``torch._scaled_mm``, tensorwise scales): square n = 4,096 and 8,192 ran at 1,103 and
+  1,428 TFLOP/s, 0.558 and 0.721 of the 1,978.9 TFLOP/s dense fp8 peak, where bf16 reached 0.703 and
+  0.801 of its own. An fp8 GEMM is priced as a bf16 one of the same shape with the fp8 peak, 1-byte
+  operands and FP8_MATMUL_RATIO = 0.721 / 0.801 = 0.901 of the bf16 share of peak (the best shapes'
+  ratio). The same roofline + 23 µs then gives 127 and 857 µs for the two squares against the measured
+  125 and 770 µs (+2%, +11%; bf16's 8192³, the sweep's best shape, comes out +10% the same way).
 - Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
   size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
   (2·b·heads·s²·d forward, 3.5× that forward + backward).
@@ -37,6 +43,7 @@ SWEEP_SHARE = 0.740 / 0.801
 GEMM_FIXED_S = 23e-6
 CE_BYTES_PER_LOGIT = 55.4
 H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
+FP8_MATMUL_RATIO = (1427.5 / 1978.9) / (792.1 / 989.4)  # fp8 8192³ share of its peak / bf16's (module doc)
 
 # (head_dim, seq) -> (forward, forward+backward) TFLOP/s share of the 989.4 TFLOP/s bf16 peak
 _SDPA_SEQ = (512, 2048, 8192, 32768)
@@ -53,12 +60,15 @@ def gemm_rate(peak: float, matmul_eff: float, sustained_clock: float) -> float:
     return peak * matmul_eff * SWEEP_SHARE * sustained_clock
 
 
-def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0) -> float:
-    """Seconds of one (m × k) · (k × n) GEMM on the GPU: roofline of FLOPs and operand bytes + fixed cost."""
+def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0,
+              out_bytes: float | None = None) -> float:
+    """Seconds of one (m × k) · (k × n) GEMM on the GPU: roofline of FLOPs and operand bytes + fixed cost.
+    ``out_bytes``: bytes per output element where they differ from the operands' (fp8 GEMMs write bf16)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     flops = 2.0 * m * n * k
-    moved = elem_bytes * (m * k + k * n + m * n)
+    moved = (elem_bytes * (m * k + k * n + m * n) if out_bytes is None
+             else elem_bytes * (m * k + k * n) + out_bytes * m * n)
     return max(flops / rate, moved / bandwidth) + GEMM_FIXED_S
 
 

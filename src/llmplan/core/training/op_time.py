@@ -8,6 +8,8 @@ max(GPU time, launches × launch cost) — the host-bound case of small models a
 Recompute adds the forward again (full: every block; selective without flash: attention;
 selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels).
 QLoRA dequantises each NF4 weight before every use (forward, recompute, input gradient).
+fp8 training runs the block's linears in fp8 (their three GEMMs at the fp8 rate, 1-byte operands) and
+pays their casts as memory-bound passes (``fp8_casts``); attention, the head and the loss stay bf16.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class PartTimes:
     loss: float = 0.0
     dequant: float = 0.0
     casts: float = 0.0  # autocast weight copies and gradient upcasts (fp32 parameters)
+    fp8: float = 0.0  # fp8 training: amax, casts and transposed copies around the fp8 GEMMs
     kernels: float = 0.0  # launches
     gemm_calls: float = 0.0
 
@@ -37,16 +40,16 @@ class PartTimes:
     # call, and the generator form cost a few microseconds of the 0.2 ms budget. Same sums, same order.
     def __add__(self, o: PartTimes) -> PartTimes:
         return PartTimes(self.gemm + o.gemm, self.attention + o.attention, self.elementwise + o.elementwise,
-                         self.loss + o.loss, self.dequant + o.dequant, self.casts + o.casts,
+                         self.loss + o.loss, self.dequant + o.dequant, self.casts + o.casts, self.fp8 + o.fp8,
                          self.kernels + o.kernels, self.gemm_calls + o.gemm_calls)
 
     def scale(self, f: float) -> PartTimes:
         return PartTimes(self.gemm * f, self.attention * f, self.elementwise * f, self.loss * f, self.dequant * f,
-                         self.casts * f, self.kernels * f, self.gemm_calls * f)
+                         self.casts * f, self.fp8 * f, self.kernels * f, self.gemm_calls * f)
 
     @property
     def gpu(self) -> float:
-        return self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts
+        return self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts + self.fp8
 
     def host(self, prof: FrameworkProfile) -> float:
         return self.kernels * prof.launch_s + self.gemm_calls * prof.gemm_launch_s
@@ -54,11 +57,12 @@ class PartTimes:
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    gemm: float  # FLOP/s a typical shape sustains
+    gemm: float  # FLOP/s a typical shape sustains (16-bit, or fp32)
     attention_scale: float  # this GPU's attention rate relative to the H100 measurement (× its peak)
-    peak: float
+    peak: float  # the dense peak attention runs against (bf16 under fp8 training)
     bandwidth: float  # achievable bytes/s
     elem_bytes: float  # GEMM operand bytes
+    fp8_gemm: float = 0.0  # FLOP/s a typical fp8 GEMM sustains (fp8 training; 0 otherwise)
 
 
 def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
@@ -66,14 +70,16 @@ def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
     gemms = only if only is not None else ops.gemms if isinstance(ops, LayerOps) else (ops.gemm, *ops.extra)
     t = calls = 0.0
     for g in gemms:
+        # fp8: the rate at the fp8 peak, 1-byte operands, bf16 output (module doc of kernel_rates)
+        rate, eb, ob = (r.fp8_gemm, 1.0, 2.0) if g.fp8 and r.fp8_gemm else (r.gemm, r.elem_bytes, None)
         if not backward:
-            t += g.count * kr.gemm_time(g.m, g.n, g.k, r.gemm, r.bandwidth, r.elem_bytes)
+            t += g.count * kr.gemm_time(g.m, g.n, g.k, rate, r.bandwidth, eb, ob)
             calls += g.count
             continue
-        t += g.count * kr.gemm_time(g.m, g.k, g.n, r.gemm, r.bandwidth, r.elem_bytes)  # input gradient
+        t += g.count * kr.gemm_time(g.m, g.k, g.n, rate, r.bandwidth, eb, ob)  # input gradient
         calls += g.count
         if g.trainable:
-            t += g.count * kr.gemm_time(g.n, g.k, g.m, r.gemm, r.bandwidth, r.elem_bytes)  # weight gradient
+            t += g.count * kr.gemm_time(g.n, g.k, g.m, rate, r.bandwidth, eb, ob)  # weight gradient
             calls += g.count
     return t, calls
 
@@ -91,7 +97,9 @@ def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
     cast = ops.cast_params * 6.0 / r.bandwidth  # read fp32, write the 16-bit copy
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
-    return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
+    f8 = ops.fp8_casts
+    fp8, n_fp8 = (f8.forward / r.bandwidth, f8.forward_kernels) if f8 else (0.0, 0.0)
+    return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
 
 
 def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
@@ -102,8 +110,11 @@ def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
     attn = 0.0 if ops.flash else layer_forward(ops, r).attention
     ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels for e in ops.elementwise)
-    # no weight casts: FSDP2 (the one profile with this policy) recomputes with the bf16 weights it gathered
-    return PartTimes(gemm, attn, ew, 0.0, 0.0, 0.0, launches, calls)
+    # no weight casts: FSDP2 (the one profile with this policy) recomputes with the bf16 weights it gathered;
+    # fp8: the forward's casts again, without the amax passes the policy saved (fp8_casts module doc)
+    f8 = ops.fp8_casts
+    fp8, n_fp8 = (f8.recompute / r.bandwidth, f8.recompute_kernels) if f8 else (0.0, 0.0)
+    return PartTimes(gemm, attn, ew, 0.0, 0.0, 0.0, fp8, launches + n_fp8, calls)
 
 
 def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
@@ -120,7 +131,9 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
     cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
-    return PartTimes(gemm, attn, ew, 0.0, deq, cast, launches + n_q + n_cast, calls)
+    f8 = ops.fp8_casts
+    fp8, n_fp8 = (f8.backward / r.bandwidth, f8.backward_kernels) if f8 else (0.0, 0.0)
+    return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
 
 
 def head_time(ops: HeadOps, r: Rates) -> PartTimes:
@@ -133,7 +146,7 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     # the fp32 head weight cast to bf16 in the forward; a trained head's bf16 gradient is cast back to fp32 in the
     # backward, a frozen one's cast has no backward (the input gradient reuses the saved bf16 copy)
     cast = (2 if ops.gemm.trainable else 1) * ops.cast_params * 6.0 / r.bandwidth
-    return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, launches, fc + bc)
+    return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, 0.0, launches, fc + bc)
 
 
 def optimizer_time(trainable_on_gpu: float, master_bytes: float, grad_bytes: float, state_bytes: float,

@@ -33,6 +33,7 @@ from llmplan.core.bytes_per_param import lora_targeted
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
+from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import dequant_bytes_per_weight, nf4_dequant_bytes, nf4_dequant_launches
 from llmplan.core.workload import TrainingSettings
@@ -49,6 +50,8 @@ class Gemm:
     count: float  # per (average) layer
     trainable: bool  # the backward computes its weight gradient
     quantised: bool = False  # NF4 base weight, dequantised to bf16 before each use (QLoRA)
+    fp8: bool = False  # runs in fp8 (training.precision = fp8: the block's linears, not adapters or routers)
+    split: str = ""  # tensor-parallel split of the weight ("column", "row"; ``TensorGroup.tp_split``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ class LayerOps:
     residual_bytes: float  # x: bytes per element of the residual stream
     dequant_bytes: float  # bytes moved per quantised weight dequantised (training.quant_base)
     dequant_kernels: float  # launches per dequantisation (NF4: lora.nf4_dequant_launches; other bases 2)
+    fp8_casts: Fp8Casts | None  # fp8 training: the casts around the fp8 matmuls (``fp8_casts``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +141,9 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
             n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
         adapted = not full and lora_targeted(g, tr.lora_targets)
         quant = tr.method == "qlora" and g.category != "router"
-        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant))
+        # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
+        fp8 = tr.precision == "fp8" and g.category != "router" and not quant
+        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split))
         if adapted:
             r = float(tr.lora_rank)
             out.append(Gemm(g.name + ".lora_A", mm, r, k, per_layer, True))
@@ -219,8 +225,9 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     nf4 = tr.quant_base == "nf4"
     dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
+    fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
-                    saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0)
+                    saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8)
 
 
 def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:

@@ -119,10 +119,17 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
 
 
 def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
-    """The kernel rates of this GPU at the training dtype (raises for a dtype it cannot train in)."""
+    """The kernel rates of this GPU at the training dtype (raises for a dtype it cannot train in). fp8
+    training runs only the block's linears in fp8 (``fp8_casts``): the other GEMMs and attention keep the
+    bf16 rates, the linears get ``Rates.fp8_gemm`` (``kernel_rates.FP8_MATMUL_RATIO``)."""
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
-    elem = {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
+    if precision == "fp8":
+        bf16, _ = training_peak(gpu.name, gpu.peak_flops, "bf16")
+        fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO, eff.sustained_clock)
+        return ot.Rates(kr.gemm_rate(bf16, eff.matmul, eff.sustained_clock), eff.matmul / kr.H100_MATMUL, bf16, hbm,
+                        2.0, fp8), notes
+    elem = 4.0 if precision == "fp32" else 2.0
     gemm = kr.gemm_rate(peak, eff.matmul, eff.sustained_clock)
     return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
 
@@ -164,7 +171,8 @@ def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_param
 def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: ModelSpec, lay: Layout,
                    optimizer_params: float, state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
     r, notes = rates(gpu, eff, tr.precision)
-    peak, hbm = r.peak, r.bandwidth
+    hbm = r.bandwidth
+    peak = training_peak(gpu.name, gpu.peak_flops, tr.precision)[0] if r.fp8_gemm else r.peak  # MFU: the dtype's
     per_mb = _micro_batch(m, lay, tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
@@ -175,13 +183,35 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
         opt = ot.optimizer_time(optimizer_params, mb, gb, sb, wb, separate, hbm)
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
-             "dequantisation": per_mb.dequant * steps, "optimizer": opt, "launch_overhead": launch}
+             "dequantisation": per_mb.dequant * steps}
+    if per_mb.fp8:  # fp8 training only: the amax, cast and transpose passes around its fp8 GEMMs (fp8_casts)
+        parts["fp8_casts"] = per_mb.fp8 * steps
+    parts["optimizer"], parts["launch_overhead"] = opt, launch
+    if per_mb.fp8:
+        notes += (fp8_note(prof, r, parts["fp8_casts"]),)
     if launch:
         notes += (f"host-bound: issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} "
                   f"GEMM calls takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
     matmul = parts["gemm"] + parts["attention"]
-    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"]
+    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes)
+
+
+_FP8_RECIPES = {
+    "torchao-tensorwise": "torchao Float8Linear, dynamic tensorwise scaling (torchtitan): an amax pass and a cast "
+                          "of each input and output gradient, transposed fp8 copies for the backward",
+    "transformer-engine": "Transformer Engine, delayed scaling: casts fused with the norms, a cast_transpose of "
+                          "the other inputs and of each output gradient",
+}
+
+
+def fp8_note(prof: FrameworkProfile, r: ot.Rates, cast_s: float) -> str:
+    """What fp8 training runs in fp8 and what its casts cost, for the step-time figure's explanation."""
+    return (f"fp8 training ({_FP8_RECIPES[prof.fp8_recipe]}). The blocks' linears run in fp8 at {r.fp8_gemm / 1e12:.0f} "
+            f"TFLOP/s (a typical shape: {kr.FP8_MATMUL_RATIO:.3f} of the bf16 GEMMs' share of peak, from e4m3 GEMMs "
+            f"measured on an H100), attention and the output head in bf16 at {r.gemm / 1e12:.0f} TFLOP/s; the casts "
+            f"move {cast_s * r.bandwidth / 1e9:,.1f} GB per step at {r.bandwidth / 1e9:,.0f} GB/s: {cast_s:.3g} s "
+            "(fp8_casts in compute.breakdown; docs/training.md, 'fp8 training')")
 
 
 def bubble_fraction(lay: Layout) -> float:
@@ -253,7 +283,9 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                   "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
                                   "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
                                   "measured share of peak by length; max(GPU time, kernel launches × launch "
-                                  "cost); + the optimizer's pass over its states",
+                                  "cost); + the optimizer's pass over its states"
+                                  + ("; fp8: the linears' GEMMs at the fp8 rate, their casts' bytes / bandwidth"
+                                     if "fp8_casts" in ct.parts else ""),
                                   {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
                                    "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul, eff.sustained_clock),
                                    "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
