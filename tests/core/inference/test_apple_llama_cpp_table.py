@@ -14,9 +14,9 @@ aa72e0e): Meta-Llama-3 8B/70B at Q4_K_M and F16 with ./main, flash attention off
 speed generating N tokens (tg N) and prompt processing of N tokens (pp N), N = 512 ... 8192; "OOM" cells.
 
 Tolerances (what holds, asserted; what does not, pinned with its reason - docs/inference.md):
-- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 15% (12.5%), every row <= 35% (worst 31%);
-  M4 prefill pinned at -33% ... -22% (the catalog's M4 GPU rate is M2's per-core rate, a stated lower bound:
-  Apple publishes no M3/M4 FLOP figure);
+- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 15% (12.5%), every row <= 25% (worst 22%);
+  per family decode <= 10%, prefill <= 15% on M1-M3; M4 prefill pinned at -22% ... -13% (median -17.6%; -27%
+  before the M4 GPU clock was measured, docs/inference.md);
 - Table B: the short runs (N <= 1024) within 25% except the M1 Max's K-quant rows, pinned at +40% ... +95%
   (2024 K-quant kernels on the M1 Max reached 0.44-0.46 of its bandwidth, Q4_0 and F16 0.6-0.75 on the same
   chip); decode at 4096-8192 generated tokens pinned (flash attention off: the measured slowdown with context
@@ -138,7 +138,7 @@ def test_table_a_medians_and_worst_row():
     print(f"all {len(TABLE_A)} rows: prefill median |error| {median_abs(pp):.1%}, decode {median_abs(tg):.1%}")
     assert median_abs(tg) <= 0.08
     assert median_abs(pp) <= 0.15
-    assert max(map(abs, pp + tg)) <= 0.35, "a row beyond 35%"
+    assert max(map(abs, pp + tg)) <= 0.25, "a row beyond 25%"
 
 
 @pytest.mark.parametrize("family", ["M1", "M2", "M3", "M4"])
@@ -148,8 +148,8 @@ def test_table_a_per_family(family):
     print(f"{family}: {len(rows)} rows, prefill median {statistics.median(pp):+.1%} (|.| {median_abs(pp):.1%}), "
           f"decode median {statistics.median(tg):+.1%} (|.| {median_abs(tg):.1%})")
     assert median_abs(tg) <= 0.10
-    if family == "M4":  # pinned: M2's per-core rate stands in for the unpublished M4 GPU rate
-        assert -0.33 <= statistics.median(pp) <= -0.22
+    if family == "M4":  # pinned: llama.cpp's Metal GEMMs get more per clock from the M4 GPU (docs/inference.md)
+        assert -0.22 <= statistics.median(pp) <= -0.13
     else:
         assert median_abs(pp) <= 0.15
 
