@@ -20,7 +20,7 @@ Tolerances (what holds, asserted; what does not, pinned with its reason - docs/i
 - Table B: the short runs (N <= 1024) within 25% except the M1 Max's K-quant rows, pinned at +40% ... +95%
   (2024 K-quant kernels on the M1 Max reached 0.44-0.46 of its bandwidth, Q4_0 and F16 0.6-0.75 on the same
   chip); decode at 4096-8192 generated tokens pinned (flash attention off: the measured slowdown with context
-  is 3-6x what reading the cache at the stream rate costs);
+  is several times what reading the cache at the stream rate costs);
 - never above the hardware roofline; every fit verdict matches the runs and OOM cells.
 """
 
