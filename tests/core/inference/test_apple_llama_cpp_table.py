@@ -235,6 +235,17 @@ def test_table_b_short_runs_and_pinned_gaps():
     assert max(long_tg) <= 0.45 and statistics.median(long_tg) >= 0.05
 
 
+def test_table_b_never_above_the_roofline():
+    for gpu_id, model, fmt, _, _ in TABLE_B:
+        gpu, spec = CAT.gpu(gpu_id).spec, MODELS.get(model).spec
+        embed = spec.vocab_size * spec.hidden_size * 2  # at most 2 bytes a weight (F16), a lookup not a read
+        for n in LENGTHS[:2]:
+            est = run(gpu, model, fmt, n, n)
+            inf = est.inference
+            assert inf.tokens_per_s_per_user.value <= gpu.memory_bandwidth / (inf.weight_bytes.value - embed)
+            assert n / inf.ttft_s.value <= gpu.peak_flops.for_dtype("fp16") / (2 * est.params.non_embedding)
+
+
 def test_m1_max_kquant_in_a_current_build():
     """brand-o/normiebench issue #40 (2026-03-08, llama.cpp Metal, M1 Max 64 GB): Llama 3.1 8B Q4_K_M pp512
     499.58 and tg128 46.2 t/s - the K-quant gap of 2024 is gone; within 15%."""
