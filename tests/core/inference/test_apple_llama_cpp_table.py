@@ -1,12 +1,13 @@
 """llama.cpp on Apple Silicon against the two broad public tables: every row estimated, medians per chip family.
 
 Table A - llama.cpp discussion #4167, "Performance of llama.cpp on Apple Silicon M-series"
-(https://github.com/ggml-org/llama.cpp/discussions/4167, read 2026-11 from its summary table): LLaMA 2 7B at
+(https://github.com/ggml-org/llama.cpp/discussions/4167; its summary table as quoted in public copies, read
+2026-11: one full copy, its M1 Max, Ultra and M4 rows matching two partial ones): LLaMA 2 7B at
 F16, Q8_0 and Q4_0, llama-bench pp512 and tg128, Metal, every M1-M4 variant by GPU-core count. The first rows
-(M1 to M3 Max) were run on the reference build 8e672ef (2023-11-21); the M4 rows (from 2024-11) and the M3
-Ultra rows (from 2025-03) were added later on the builds of their day, all before late 2025. So every row
-belongs to the default `llama-cpp` era; `llama-cpp-2026` differs only in CUDA figures and gives the same
-Apple estimates (checked below). The M2 Ultra rows are the chip the Metal decode figures were solved on
+(M1 to M3 Max) were run on the reference build 8e672ef (2023-11-21); rows for chips released later (M3 Ultra,
+M4 family) were added on the builds of their day, which the summary does not list. The rows run on the default
+`llama-cpp` engine; `llama-cpp-2026` differs only in CUDA figures, so a row's build era cannot change its
+Apple estimate (checked below). The M2 Ultra rows are the chip the Metal decode figures were solved on
 (PR #2917, an earlier build); every other row is independent of the model.
 
 Table B - XiongjieDai/GPU-Benchmarks-on-LLM-Inference README ("Apple Silicon (snapshots in May 2024)", commit
