@@ -469,9 +469,53 @@ def _decode_rows() -> list[Reference]:
             for cfg, model, gpu, gpu_label, fmt, tps, kind, src in rows]
 
 
+# ---- Apple Silicon: llama.cpp discussion #4167 and MLX (tests/core/inference/test_apple_*_table.py) ----------
+
+def _apple_4167(chip: str, cores: int, fmt: str, which: int) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.inference import test_apple_llama_cpp_table as t
+
+        row = next(r for r in t.TABLE_A if (r.chip, r.cores, r.fmt) == (chip, cores, fmt))
+        return t.ours(row)[which]
+
+    return compute
+
+
+def _apple_mlx(case: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.inference import test_apple_mlx_table as t
+
+        return t.ours(case)
+
+    return compute
+
+
+def _apple_rows() -> list[Reference]:
+    """Representative rows of the Apple tables; the tests assert the whole tables (medians, worst row)."""
+    src = ("llama.cpp discussion #4167 (Performance of llama.cpp on Apple Silicon M-series), LLaMA 2 7B, "
+           "llama-bench {test}, reference build 8e672ef (2023-11-21; M4 rows on later builds)")
+    rows = [("M1 Max", 32, "q4_0", 1, 61.19), ("M3 Max", 40, "q8_0", 1, 42.75), ("M4 Max", 40, "q4_0", 1, 83.06),
+            ("M1 Pro", 16, "q4_0", 0, 266.25), ("M2 Max", 38, "f16", 0, 755.67), ("M4 Pro", 20, "q4_0", 0, 439.78)]
+    out = [Reference(f"apple-4167-{chip}-{cores}c-{fmt}-{'tg128' if which else 'pp512'}".lower().replace(" ", "-"),
+                     "Apple Silicon (llama.cpp, MLX)",
+                     f"LLaMA 2 7B {fmt.upper()} on {chip} {cores}-core: {'decode' if which else 'prompt'} tokens/s",
+                     ref, "tokens/s", src.format(test="tg128" if which else "pp512"),
+                     _apple_4167(chip, cores, fmt, which), rel_tol=0.20 if which else 0.25, kind="measured")
+           for chip, cores, fmt, which, ref in rows]
+    out += [Reference("apple-mlx-m2-pro-llama31-8b-4bit", "Apple Silicon (llama.cpp, MLX)",
+                      "Llama 3.1 8B MLX 4-bit on M2 Pro: decode tokens/s", 36.2, "tokens/s",
+                      "AlexsJones/llmfit PR #1031 (2026-09-13), llmfit bench, mlx-community/Llama-3.1-8B-Instruct-4bit",
+                      _apple_mlx("m2-pro-mlx-4bit"), rel_tol=0.15, kind="measured"),
+            Reference("apple-mlx-m2-ultra-llama31-70b-bf16", "Apple Silicon (llama.cpp, MLX)",
+                      "Llama 3.1 70B bf16 on M2 Ultra (MLX, wired): decode tokens/s", 4.7, "tokens/s",
+                      "ml-explore/mlx-examples PR #1069 (2024-10-24), mlx_lm.generate, 100 tokens",
+                      _apple_mlx("m2-ultra-mlx-70b-bf16"), rel_tol=0.15, kind="measured")]
+    return out
+
+
 @cache
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows() + _nccl_rows() + _hf_rows() + _gguf_rows()
-                 + _kv_rows() + _decode_rows())
+                 + _fsdp_run_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows() + _nccl_rows()
+                 + _hf_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())

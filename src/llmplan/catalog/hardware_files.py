@@ -184,6 +184,7 @@ class AppleChip(_Strict):
     source: str
     fp32_tflops_per_core: float = Field(gt=0)
     fp32_assumed: bool = False
+    fp32_note: str = ""  # what an entry's notes say about an fp32 figure Apple did not publish (default: M2's rate)
     configs: list[AppleConfig] = Field(min_length=1)
 
 
@@ -215,9 +216,8 @@ def expand_apple_chip(chip: AppleChip, wired: AppleWiredMemory) -> list[GpuFileE
     for config in chip.configs:
         fp32 = round(chip.fp32_tflops_per_core * config.gpu_cores, 2)
         for memory_gb in config.memory_gb:
-            assumed = " fp32/fp16 use M2's per-core rate (assumption; Apple publishes none)." if (
-                chip.fp32_assumed
-            ) else ""
+            assumed = " " + (chip.fp32_note or "fp32/fp16 use M2's per-core rate (assumption; Apple publishes none).") \
+                if chip.fp32_assumed else ""
             entries.append(
                 GpuFileEntry(
                     id=f"apple-{_slug(chip.chip)}-{config.gpu_cores}c-{memory_gb}gb",
