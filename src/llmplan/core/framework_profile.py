@@ -150,3 +150,16 @@ class FrameworkProfile(FrozenModel):
         if extra:
             raise ValueError(f"on_by_default names switches the profile does not list in switches: {', '.join(extra)}")
         return self
+
+
+# Quantised bases whose remaining 16-bit weights PEFT's prepare_model_for_kbit_training leaves as they are: it
+# casts to fp32 only when the model is not GPTQ-, AQLM-, EETQ-, HQQ- or torchao-quantised (huggingface/peft
+# src/peft/utils/other.py, since the GPTQ integration, PR #771, commit a916465, 2023-08-11).
+KBIT_KEEPS_DTYPE: tuple[str, ...] = ("gptq",)
+
+
+def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None) -> bool:
+    """Whether a LoRA run on a quantised base has its embeddings, head and norms in fp32 (and so an fp32
+    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts."""
+    return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
+            and quant_base not in KBIT_KEEPS_DTYPE)

@@ -203,6 +203,8 @@ def test_quantised_bases(kind, bits):
     _, other = _run(method="qlora", quant_base=kind)
     matrices = 6.98e9  # Llama-3.1-8B's block matrices
     delta = (bits - base_bits_per_param("nf4", True)) / 8 * matrices
+    if kind == "gptq":  # prepare_model_for_kbit_training leaves a GPTQ model's embeddings, head and norms 16-bit
+        delta -= 2 * (2 * 128_256 * 4096 + 65 * 4096)  # (peft utils/other.py, PR #771): 2 B each, not 4
     assert other.memory.weights.value - nf4.memory.weights.value == pytest.approx(delta, rel=0.01)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.bytes_per_param import lora_targeted
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.layout import Layout
@@ -91,10 +91,11 @@ class HeadOps:
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     """Bytes per element of the residual stream: fp32 under AMP with fp32 parameters (the embedding
     output is fp32 and every residual add keeps it so) and in QLoRA (prepare_model_for_kbit_training
-    casts the embeddings and norms to fp32); the training dtype otherwise."""
+    casts the embeddings and norms to fp32, except on a GPTQ base: ``kbit_upcast``); the training dtype
+    otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels != "fused" and ((tr.method == "qlora" and prof.kbit_fp32_modules)
+    if prof.kernels != "fused" and (kbit_upcast(tr.method, tr.quant_base, prof)
                                     or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
