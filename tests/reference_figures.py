@@ -327,7 +327,7 @@ def _qwen_rows() -> list[Reference]:
     rows: list[Reference] = []
     for key, seq_len, what in ((("7B", "lora", 1, 1), 2048, "memory"), (("7B", "lora", 1, 1), 2048, "speed"),
                                (("14B", "lora", 1, 1), 2048, "memory"), (("7B", "lora-emb", 1, 1), 8192, "memory"),
-                               (("72B", "qlora", 1, 1), 2048, "memory"), (("72B", "lora", 1, 4), 8192, "memory"),
+                               (("72B", "qlora", 1, 1), 2048, "memory"), (("72B", "qlora", 1, 1), 8192, "memory"),
                                (("72B", "lora", 1, 4), 8192, "speed")):
         size, method, nodes, per_node = key
         gib, s_per_it = TABLE[key][LENGTHS.index(seq_len)]

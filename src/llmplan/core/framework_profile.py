@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from llmplan.core.frozen import FrozenModel
 
 KernelStyle = Literal["fused", "eager", "triton"]
-LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "fused_linear", "chunked"]
+LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked"]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
 # profile's default). What each changes, with its source: ``core.training.switches``.
@@ -54,7 +54,8 @@ class FrameworkProfile(FrozenModel):
         "fp32_logits", description="fp32_logits: vocab-parallel cross-entropy over fp32 logits (Megatron); "
         "upcast: 16-bit logits copied to fp32, log-softmax and its gradient materialised (transformers' "
         "ForCausalLMLoss); upcast_shifted: the same with a second, shifted fp32 copy (ForCausalLMLoss before "
-        "transformers PR #35646); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
+        "transformers PR #35646); shifted_16bit: a shifted 16-bit copy and a 16-bit cross-entropy, no upcast (Qwen 1.0's "
+        "remote code under DeepSpeed); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
         "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune)"
     )
     launch_s: float = Field(

@@ -18,36 +18,46 @@ Settings, from the repository's own scripts (finetune.py and finetune/*.sh at th
   (finetune_qlora_single_gpu.sh). PEFT's prepare_model_for_kbit_training leaves a GPTQ model's 16-bit
   weights as they are (no fp32 embeddings, head or residual stream: ``framework_profile.kbit_upcast``);
 - full-parameter: finetune_ds.sh, ZeRO-3 (ds_config_zero3.json), bf16.
+- under DeepSpeed (every run above with ZeRO) the Trainer runs no autocast: accelerate's Accelerator sets
+  native_amp only outside DeepSpeed and Megatron-LM (huggingface/accelerate accelerator.py, since e3ebf176,
+  2022-10-13) and DeepSpeed casts the model to 16 bits. Qwen's own loss (modeling_qwen.py at the Qwen-72B
+  checkpoint: ``lm_logits[..., :-1, :].contiguous()``, then CrossEntropyLoss, no ``.float()``) then runs on
+  the 16-bit logits: ``training.loss = shifted_16bit``, 6 B per logit. The runs without DeepSpeed (single-GPU
+  LoRA) keep the profile's ``upcast``.
 The multinode servers' network is not stated; ib-hdr-200 (one HDR port per GPU) is assumed.
 Nothing here is fitted: the published figures are only compared with.
 
-Found and fixed from code: GPTQ bases had been given fp32 embeddings, head and residual stream (PEFT skips
-the upcast for GPTQ since PR #771, commit a916465, 2023-08-11). Q-LoRA memory before → after: 7B at 256
-tokens +14% → −19%, at 8,192 +34% → +10%; median |error| of the whole table 11.2% → 10.3%.
+Found and fixed from code, with what each did to the table:
+- GPTQ bases had been given fp32 embeddings, head and residual stream (PEFT skips the upcast for GPTQ since
+  PR #771, commit a916465, 2023-08-11): Q-LoRA 7B at 256 tokens +14% → −19%, at 8,192 +34% → +10%.
+- the 16-bit loss under DeepSpeed: memory growth from 256 to 8,192 tokens, per GPU, published / before /
+  after: 7B Q-LoRA 12.0 / 16.4 / 9.4 G, 14B Q-LoRA 9.2 / 17.7 / 10.6, 72B LoRA + ZeRO-3 18.4 / 24.8 / 17.8,
+  1.8B full 4.8 / 15.8 / 8.8; 7B LoRA on 2 × 2 GPUs 20.2 / 16.4 / 9.4 (the one group it moves away: that
+  group grows faster per GPU than the same run on one GPU without DeepSpeed, 16.5, which no term explains).
+  With the growth right, what is left is a fixed amount (below), so the median error rose: 10.3% → 15.4%.
 
 Results (2026-11-27), llmplan ÷ published − 1, per row group in ``BANDS``:
-- memory, median |error| 10.3% over the 81 rows (the issue asks ≤ 10% per tool and method);
-  7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −35% (1.8B at 256 tokens) … +19% (1.8B at
-  8,192); 1.8B rows −6 … −24%; 72B LoRA + ZeRO-3 −19 … −6%; 72B Q-LoRA −10 … +6%.
-- tokens/s, median |error| 16.6% (the issue asks ≤ 20%).
+- memory, median |error| 15.4% over the 81 rows (the issue asks ≤ 10% per tool and method; not met):
+  7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −39 … −4%; 1.8B rows −6 … −39%; 72B LoRA +
+  ZeRO-3 −20 … −16%; 72B Q-LoRA −10 … −4%; 7B full on 2 GPUs −3 … +11%.
+- tokens/s, median |error| 16.5% (the issue asks ≤ 20%).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
 Why rows miss, as far as found (pinned, not fixed):
-- Q-LoRA's memory grows 2.5 MB per token for 7B where the table grows 1.5. Under DeepSpeed the Trainer runs no
-  autocast (DeepSpeed casts the model to fp16), and Qwen's own loss (modeling_qwen.py: ``lm_logits[..., :-1,
-  :].contiguous()``, then CrossEntropyLoss, no ``.float()``) runs on fp16 logits: about 6 B per logit where
-  the ``upcast`` loss llmplan has holds 10; 4 B × 151,936 × 8,192 is 4.6 GiB, the gap at 8,192 tokens. No
-  plan value names a 16-bit cross-entropy yet.
-- Short sequences: the table's steps do not fall below about 1 s per 8 micro-batches whatever the model
+- memory under by a fixed amount that does not grow with the tokens: 1.2-2.4 GiB on one GPU (1.8B and 7B
+  LoRA and Q-LoRA at 256 tokens), more with DeepSpeed (72B + ZeRO-3: about 10 GiB per GPU; 1.8B full: 10
+  GiB). CUDA 11.8 / PyTorch 2.0's context, DeepSpeed's buffers (reduce_bucket_size, ZeRO-3's fp32 gradient
+  sub-group of sub_group_size = 1e9 parameters, stage3_max_live_parameters = 1e9) and the trainable weights'
+  DeepSpeed copies (16-bit module weights and an fp32 master, not the fp32 parameters the hf-trainer profile
+  assumes) are not priced, and no measurement of them was made here.
+- short sequences: the table's steps do not fall below about 1 s per 8 micro-batches whatever the model
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- 1.8B rows and 72B + ZeRO-3 rows are 13-24% under at short sequences: a fixed amount (2-10 GiB per GPU)
-  that does not grow with the tokens; CUDA 11.8 / PyTorch 2.0's context and DeepSpeed's buckets
-  (reduce_bucket_size, stage3_max_live_parameters = 1e9) are not measured here.
 - "LoRA (multinode)" is 30-71% fast: the servers' network is not stated.
-Tolerances: the issue's medians (memory ≤ 11% here, pinned: 10.3% measured; tokens/s ≤ 20%); each row group
-pinned to its recorded band ± 3 points, so that a change to the model shows here and this note is updated.
+Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 16% (15.4%
+recorded); each row group pinned to its recorded band ± 3 points, so that a change to the model shows here
+and this note is updated.
 """
 
 from __future__ import annotations
@@ -87,18 +97,18 @@ TABLE = {
 BANDS = {
     ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.079)),
     ("1.8B", "lora-emb", 1, 1): ((-0.242, -0.082), (-0.171, -0.088)),
-    ("1.8B", "qlora", 1, 1): ((-0.348, 0.191), (-0.167, 0.061)),
-    ("1.8B", "full", 1, 1): ((-0.236, 0.016), (-0.171, 2.540)),
+    ("1.8B", "qlora", 1, 1): ((-0.388, -0.271), (-0.165, 0.061)),
+    ("1.8B", "full", 1, 1): ((-0.241, -0.135), (-0.170, 2.539)),
     ("7B", "lora", 1, 1): ((-0.105, -0.042), (-0.246, -0.132)),
     ("7B", "lora-emb", 1, 1): ((-0.158, -0.073), (-0.164, -0.121)),
-    ("7B", "qlora", 1, 1): ((-0.187, 0.097), (-0.123, 0.706)),
-    ("7B", "full", 1, 2): ((-0.023, 0.112), (0.273, 1.653)),
-    ("7B", "lora", 2, 2): ((-0.168, -0.078), (0.305, 0.712)),
+    ("7B", "qlora", 1, 1): ((-0.214, -0.181), (-0.123, 0.706)),
+    ("7B", "full", 1, 2): ((-0.034, 0.108), (0.273, 1.653)),
+    ("7B", "lora", 2, 2): ((-0.322, -0.090), (0.305, 0.713)),
     ("14B", "lora", 1, 1): ((-0.088, -0.020), (-0.196, -0.168)),
     ("14B", "lora-emb", 1, 1): ((-0.124, -0.060), (-0.184, -0.145)),
-    ("14B", "qlora", 1, 1): ((-0.221, 0.155), (-0.125, 1.376)),
-    ("72B", "lora", 1, 4): ((-0.193, -0.055), (-0.153, 1.660)),
-    ("72B", "qlora", 1, 1): ((-0.102, 0.058), (-0.070, 1.977)),
+    ("14B", "qlora", 1, 1): ((-0.234, -0.107), (-0.124, 1.377)),
+    ("72B", "lora", 1, 4): ((-0.197, -0.156), (-0.153, 1.661)),
+    ("72B", "qlora", 1, 1): ((-0.105, -0.038), (-0.070, 1.977)),
 }
 
 
@@ -116,6 +126,8 @@ def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_s
                   zero_stage=0 if n == 1 else (3 if size == "72B" else 2))
     if zero_stage is not None:
         kw["zero_stage"] = zero_stage
+    if kw["zero_stage"]:  # DeepSpeed: no autocast, so Qwen's own loss runs on the 16-bit logits (module doc)
+        kw["loss"] = "shifted_16bit"
     hw = HardwareRef(gpu=A100, gpus_per_node=per_node, nodes=nodes, **({"network": "ib-hdr-200"} if nodes > 1 else {}))
     doc = PlanDocument(model=ModelRef(id=MODELS[size]), hardware=hw, training=TrainingSettings(**kw),
                        workload="pretrain" if method == "full" else "finetune", parallelism=ParallelLayout(dp=n))
@@ -139,10 +151,10 @@ def results() -> dict[tuple, list[tuple[float, float, bool]]]:
 
 
 def test_medians(results):
-    """Memory: 10.3% recorded, pinned at 11% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
+    """Memory: 15.4% recorded, pinned at 16% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.11
+    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.16
     assert statistics.median(abs(t) for _, t, _ in rows) <= 0.20
 
 

@@ -379,6 +379,9 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     if loss == "upcast_shifted":  # .contiguous() of the shifted fp32 logits: read 4 B, write 4 B; its backward
         # (SliceBackward) writes a zero-filled fp32 gradient and copies the shifted one into it: 12 B, 1.5x
         ew.append(Elementwise("shifted logits .contiguous() copy", 8 * logits, 1, 1.5))
+    if loss == "shifted_16bit":  # the same copy of the 16-bit logits (2 B read, 2 B written; backward 1.5x);
+        # the 16-bit cross-entropy is charged the measured fp32 one's bytes (no 16-bit measurement)
+        ew.append(Elementwise("shifted logits .contiguous() copy", 4 * logits, 1, 1.5))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
