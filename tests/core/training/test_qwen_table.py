@@ -55,6 +55,9 @@ Why rows miss, as far as found (pinned, not fixed):
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
 - "LoRA (multinode)" is 30-71% fast: the servers' network is not stated.
+- not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
+  on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
+  (0.27 GB of states, under 1% of any row).
 Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 16% (15.4%
 recorded); each row group pinned to its recorded band ± 3 points, so that a change to the model shows here
 and this note is updated.
