@@ -112,7 +112,8 @@ def _param_rows() -> list[Reference]:
                   "'12.9B active parameters'", _params(MIXTRAL_8X7B, "active"), abs_tol=0.05e9),
     ]
     for model_id in ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B", "Qwen/Qwen2.5-72B",
-                     "Qwen/Qwen3-235B-A22B", "google/gemma-2-27b", "microsoft/phi-4", "openai/gpt-oss-120b"):
+                     "Qwen/Qwen3-235B-A22B", "google/gemma-2-27b", "microsoft/phi-4", "openai/gpt-oss-120b",
+                     "Qwen/Qwen-72B"):
         rows.append(_catalog_row(model_id))
     return rows
 
@@ -355,6 +356,46 @@ def _hf_rows() -> list[Reference]:
     return rows
 
 
+# ---- Qwen's fine-tuning profile (hf-trainer) --------------------------------------------------------------
+
+def _qwen_run(key: tuple, seq_len: int, what: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_qwen_table import plan
+
+        est, n = plan(*key, seq_len)
+        return est.memory.total.value * n / GIB if what == "memory" else est.compute.tokens_per_s.value
+
+    return compute
+
+
+def _qwen_rows() -> list[Reference]:
+    from tests.core.training.test_qwen_table import LENGTHS, TABLE
+
+    src = ("QwenLM/Qwen README.md (commit 2df8e8a), 'Profiling of Memory and Speed': A100-SXM4-80G, CUDA 11.8, "
+           "PyTorch 2.0, FlashAttention 2, batch 1, gradient accumulation 8; settings from its finetune/*.sh; "
+           "ours: the hf-trainer profile, memory as the whole device (GiB, summed over the GPUs)")
+    names = {"lora": "LoRA", "lora-emb": "LoRA (emb)", "qlora": "Q-LoRA", "full": "full"}
+    rows: list[Reference] = []
+    for key, seq_len, what in ((("7B", "lora", 1, 1), 2048, "memory"), (("7B", "lora", 1, 1), 2048, "speed"),
+                               (("14B", "lora", 1, 1), 2048, "memory"), (("7B", "lora-emb", 1, 1), 8192, "memory"),
+                               (("72B", "qlora", 1, 1), 2048, "memory"), (("72B", "qlora", 1, 1), 8192, "memory"),
+                               (("72B", "lora", 1, 4), 8192, "speed")):
+        size, method, nodes, per_node = key
+        gib, s_per_it = TABLE[key][LENGTHS.index(seq_len)]
+        gpus = f" on {nodes * per_node} GPUs" if nodes * per_node > 1 else ""
+        label = f"Qwen-{size} {names[method]}{gpus}, 1 × {seq_len:,}"
+        if what == "memory":
+            rows.append(Reference(f"qwen-{size}-{method}-{seq_len}-memory", "Qwen fine-tuning profile (memory)",
+                                  f"{label}: peak GPU memory (G)", gib, "GiB", src, _qwen_run(key, seq_len, what),
+                                  rel_tol=0.10, kind="measured"))
+        else:
+            tokens_per_s = 8 * nodes * per_node * seq_len / s_per_it
+            rows.append(Reference(f"qwen-{size}-{method}-{seq_len}-speed", "Qwen fine-tuning profile (speed)",
+                                  f"{label}: tokens/s (8 × {seq_len:,} per {s_per_it} s iteration)", tokens_per_s,
+                                  "tokens/s", src, _qwen_run(key, seq_len, what), rel_tol=0.20, kind="measured"))
+    return rows
+
+
 # ---- GGUF file sizes -------------------------------------------------------------------------------------
 
 def _gguf(cfg: dict, preset: str, scale: float = GIB) -> Callable[[], float]:
@@ -518,4 +559,4 @@ def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
                  + _fsdp_run_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows() + _nccl_rows()
-                 + _hf_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())
+                 + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())

@@ -145,3 +145,23 @@ def test_starcoder_gpt_bigcode_is_multi_query_with_learned_positions():
     g = groups("bigcode/starcoderbase")
     assert spec.num_kv_heads == 1 and spec.tie_embeddings and spec.position == "learned"
     assert g["attn.k_proj"] == ((128, 6144), 40) and g["embed_positions"] == ((8192, 6144), 1)
+
+
+def test_qwen1_fused_qkv_bias_and_half_width_mlp():
+    """Qwen 1.0 (modeling_qwen.py): c_attn carries a bias over q, k and v, c_proj none; the config's
+    intermediate_size is w1 + w2 together, each half as wide. Qwen-72B: 72,287,920,128 parameters, its
+    checkpoint index's total_size / 2 (checked exactly in tests/catalog/test_models_catalog.py)."""
+    g = groups("Qwen/Qwen-72B")
+    assert g["attn.qkv.bias"][1] == 80 and "attn.o_proj.bias" not in g
+    assert g["mlp.gate_proj"] == ((24576, 8192), 80)
+    assert count_params(CAT.get("Qwen/Qwen-72B").spec).total == 72_287_920_128
+
+
+def test_qwen1_early_config_keys_size_the_same_model():
+    """Qwen-7B's first config.json (Aug 2023) spells n_embd, n_head, n_layer and ffn_hidden_size."""
+    from llmplan.formats.hf_config import spec_from_config
+
+    early = {"model_type": "qwen", "n_embd": 4096, "n_head": 32, "n_layer": 32, "ffn_hidden_size": 22016,
+             "kv_channels": 128, "vocab_size": 151936, "no_bias": True, "tie_word_embeddings": False}
+    assert count_params(spec_from_config(early)).total == count_params(CAT.get("Qwen/Qwen-7B").spec).total
+    assert count_params(CAT.get("Qwen/Qwen-7B").spec).total == 7_721_324_544

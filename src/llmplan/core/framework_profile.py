@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from llmplan.core.frozen import FrozenModel
 
 KernelStyle = Literal["fused", "eager", "triton"]
-LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "fused_linear", "chunked"]
+LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked"]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
 # profile's default). What each changes, with its source: ``core.training.switches``.
@@ -54,7 +54,8 @@ class FrameworkProfile(FrozenModel):
         "fp32_logits", description="fp32_logits: vocab-parallel cross-entropy over fp32 logits (Megatron); "
         "upcast: 16-bit logits copied to fp32, log-softmax and its gradient materialised (transformers' "
         "ForCausalLMLoss); upcast_shifted: the same with a second, shifted fp32 copy (ForCausalLMLoss before "
-        "transformers PR #35646); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
+        "transformers PR #35646); shifted_16bit: a shifted 16-bit copy and a 16-bit cross-entropy, no upcast (Qwen 1.0's "
+        "remote code under DeepSpeed); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
         "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune)"
     )
     launch_s: float = Field(
@@ -156,3 +157,16 @@ class FrameworkProfile(FrozenModel):
         if extra:
             raise ValueError(f"on_by_default names switches the profile does not list in switches: {', '.join(extra)}")
         return self
+
+
+# Quantised bases whose remaining 16-bit weights PEFT's prepare_model_for_kbit_training leaves as they are: it
+# casts to fp32 only when the model is not GPTQ-, AQLM-, EETQ-, HQQ- or torchao-quantised (huggingface/peft
+# src/peft/utils/other.py, since the GPTQ integration, PR #771, commit a916465, 2023-08-11).
+KBIT_KEEPS_DTYPE: tuple[str, ...] = ("gptq",)
+
+
+def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None) -> bool:
+    """Whether a LoRA run on a quantised base has its embeddings, head and norms in fp32 (and so an fp32
+    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts."""
+    return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
+            and quant_base not in KBIT_KEEPS_DTYPE)

@@ -194,6 +194,18 @@ def _mixtral(cfg: Config) -> dict[str, Any]:
     return d
 
 
+def _qwen(cfg: Config) -> dict[str, Any]:
+    """Qwen (1.0: Qwen-1.8B/7B/14B/72B, ``QWenLMHeadModel``, remote code): one fused ``c_attn`` with a bias over
+    q, k and v, an unbiased ``c_proj``, and a SwiGLU MLP whose ``w1``/``w2`` are each ``intermediate_size // 2``
+    wide (the config gives the two together; modeling_qwen.py ``QWenMLP``). Early configs spell the keys
+    ``n_embd``, ``n_head``, ``n_layer`` and ``ffn_hidden_size``."""
+    d = _common(cfg)
+    d["intermediate_size"] = _positive(cfg, "intermediate_size", "ffn_hidden_size", default=8 * d["hidden_size"]) // 2
+    d["head_dim"] = _positive(cfg, "kv_channels", default=d["hidden_size"] // d["num_heads"])
+    d.update(attention_bias=True, attention_out_bias=not _bool(cfg, "no_bias", True))
+    return d
+
+
 def _qwen2(cfg: Config) -> dict[str, Any]:
     d = _common(cfg)
     d["attention_bias"] = True  # Qwen2: q/k/v carry biases, o_proj does not
@@ -433,6 +445,7 @@ FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
     "mixtral": _mixtral,
+    "qwen": _qwen,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,

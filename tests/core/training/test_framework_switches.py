@@ -203,6 +203,8 @@ def test_quantised_bases(kind, bits):
     _, other = _run(method="qlora", quant_base=kind)
     matrices = 6.98e9  # Llama-3.1-8B's block matrices
     delta = (bits - base_bits_per_param("nf4", True)) / 8 * matrices
+    if kind == "gptq":  # prepare_model_for_kbit_training leaves a GPTQ model's embeddings, head and norms 16-bit
+        delta -= 2 * (2 * 128_256 * 4096 + 65 * 4096)  # (peft utils/other.py, PR #771): 2 B each, not 4
     assert other.memory.weights.value - nf4.memory.weights.value == pytest.approx(delta, rel=0.01)
 
 
@@ -313,3 +315,19 @@ def test_offloaded_checkpointing_keeps_one_or_two_layer_inputs():
     layer_input = 2 * 4 * 2048 * 2048  # bf16 stream (torchtune's pure bf16) × tokens × hidden
     assert one_e.memory.host_ram.value - two_e.memory.host_ram.value == pytest.approx(layer_input, rel=1e-6)
     assert two_e.memory.total.value - one_e.memory.total.value == pytest.approx(layer_input * 1.05, rel=0.05)
+
+
+def test_sixteen_bit_shifted_loss_holds_six_bytes_per_logit():
+    """Model code that shifts the logits itself and never upcasts them (Qwen 1.0's modeling_qwen.py:
+    ``lm_logits[..., :-1, :].contiguous()`` then CrossEntropyLoss), run under DeepSpeed, which runs no autocast
+    (accelerate's Accelerator sets native_amp only outside DeepSpeed and Megatron-LM, since e3ebf176,
+    2022-10-13): the 16-bit logits, their shifted copy and 16-bit log-probabilities, 6 B per logit in the
+    forward and in the backward, against upcast's 10 and 12. On a LoRA run whose peak is the loss backward the
+    activations fall by 12 - 6 = 6 B per logit (exact to rounding)."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full", method="lora")
+    _, now = _run(**kw)
+    _, sixteen = _run(loss="shifted_16bit", **kw)
+    logits = 4 * 2048 * 128_256
+    assert now.memory.activations.value - sixteen.memory.activations.value == pytest.approx(6.0 * logits, rel=1e-6)
+    assert "shifted_16bit: 6 B per logit in the forward, 6 B in the backward" in str(
+        sixteen.memory.activations.inputs["loss"])

@@ -10,9 +10,14 @@ persist across micro-batches or the framework keeps a buffer) plus what that pha
   loss's logits: transformers' ForCausalLMLoss keeps the bf16 logits (2 B), their fp32 copy
   (4 B) and log-softmax's fp32 output (4 B) — 10 bytes per logit; transformers until PR #35646
   (merged 2025-01-13, loss ``upcast_shifted``) also made ``logits[..., :-1, :].contiguous()``, a second
-  fp32 copy alive beside the first while the loss ran — 14 bytes per logit;
+  fp32 copy alive beside the first while the loss ran — 14 bytes per logit; model code that shifts
+  the logits itself and runs without autocast (``shifted_16bit``: Qwen 1.0's modeling_qwen.py,
+  ``lm_logits[..., :-1, :].contiguous()`` then CrossEntropyLoss, under DeepSpeed, which casts the model
+  to 16 bits and runs no autocast) keeps the 16-bit logits, their shifted copy and 16-bit
+  log-probabilities — 6 bytes per logit;
 - loss backward: NLL's gradient and log-softmax's input gradient (fp32 each) beside the saved
-  log-probabilities — 12 bytes per logit — and the head's gradient as soon as it exists;
+  log-probabilities — 12 bytes per logit (6 for ``shifted_16bit``: 2 B each) — and the head's gradient as
+  soon as it exists;
 - backward through the blocks: the gradients accumulate while the saved tensors are freed — it starts with
   the other blocks' kept tensors and ends with every gradient, its peak the larger end; with
   checkpointing one block is recomputed at a time and holds its full saved set meanwhile; and the
@@ -66,10 +71,12 @@ from llmplan.core.training.switches import (
 from llmplan.core.workload import TrainingSettings
 
 # per logit: (bf16 + fp32 copy + the shifted fp32 copy +) fp32 log-probs
-LOSS_FORWARD_BYTES = {"upcast": 10.0, "upcast_shifted": 14.0, "fp32_logits": 6.0}
+LOSS_FORWARD_BYTES = {"upcast": 10.0, "upcast_shifted": 14.0, "shifted_16bit": 6.0, "fp32_logits": 6.0}
 # NLL's and log-softmax's fp32 input gradients beside the saved log-probs; the shifted loss's slice backward
 # (a zero-filled fp32 gradient, 4 B, and the shifted gradient copied in) comes after them and holds 8 B
-LOSS_BACKWARD_BYTES = {"upcast": 12.0, "upcast_shifted": 12.0, "fp32_logits": 12.0}
+# (shifted_16bit: the same three tensors at 2 B; its slice backward, a zero-filled 16-bit gradient and the copy,
+# holds 4 B after them)
+LOSS_BACKWARD_BYTES = {"upcast": 12.0, "upcast_shifted": 12.0, "shifted_16bit": 6.0, "fp32_logits": 12.0}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from llmplan.core.bytes_per_param import frozen_weight_bytes
 from llmplan.core.explain import Figure, total, zero
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -161,11 +161,12 @@ def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     """Bytes of LoRA's frozen base weights on a GPU: 16-bit (fp32 in fp32 training), or under QLoRA
     the blocks' matrices in the quantised base format (NF4 by default) and the rest 16-bit
     (``core.bytes_per_param``) — fp32 where the framework runs prepare_model_for_kbit_training, which casts
-    embeddings, head and norms to fp32 (``FrameworkProfile.kbit_fp32_modules``).
+    embeddings, head and norms to fp32 (``FrameworkProfile.kbit_fp32_modules``; not on a GPTQ base, which it
+    leaves in its 16-bit dtype: ``framework_profile.kbit_upcast``).
     Floats or arrays."""
     base = frozen_weight_bytes(tr.precision)
     if tr.method == "qlora":
-        rest = 4.0 if prof is not None and prof.kbit_fp32_modules else base
+        rest = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof) else base
         return matrices * base_bits_per_param(tr.quant_base, tr.qlora_double_quant) / 8 + (params - matrices) * rest
     return params * base
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmplan.core.bytes_per_param import lora_targeted
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
@@ -95,10 +95,11 @@ class HeadOps:
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     """Bytes per element of the residual stream: fp32 under AMP with fp32 parameters (the embedding
     output is fp32 and every residual add keeps it so) and in QLoRA (prepare_model_for_kbit_training
-    casts the embeddings and norms to fp32); the training dtype otherwise."""
+    casts the embeddings and norms to fp32, except on a GPTQ base: ``kbit_upcast``); the training dtype
+    otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels != "fused" and ((tr.method == "qlora" and prof.kbit_fp32_modules)
+    if prof.kernels != "fused" and (kbit_upcast(tr.method, tr.quant_base, prof)
                                     or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
@@ -385,6 +386,9 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     if loss == "upcast_shifted":  # .contiguous() of the shifted fp32 logits: read 4 B, write 4 B; its backward
         # (SliceBackward) writes a zero-filled fp32 gradient and copies the shifted one into it: 12 B, 1.5x
         ew.append(Elementwise("shifted logits .contiguous() copy", 8 * logits, 1, 1.5))
+    if loss == "shifted_16bit":  # the same copy of the 16-bit logits (2 B read, 2 B written; backward 1.5x);
+        # the 16-bit cross-entropy is charged the measured fp32 one's bytes (no 16-bit measurement)
+        ew.append(Elementwise("shifted logits .contiguous() copy", 4 * logits, 1, 1.5))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
