@@ -250,6 +250,22 @@ def _megatron_h100(label: str) -> Callable[[], float]:
     return compute
 
 
+# llm-foundry's MPT table: rows that show each finding of tests/core/training/test_llm_foundry_table.py
+FOUNDRY_ROWS = ("a100_40gb-70b-s2048-g128-mb4-gb512", "a100_40gb-13b-s2048-g64-mb16-gb1024",
+                "a100_80gb-70b-s2048-g64-mb8-gb2048", "h100_80gb-70b-s2048-g512-mb8-gb4096",
+                "h100_80gb-7b-s2048-g512-mb6-gb3072", "a100_80gb-7b-s2048-g8-mb6-gb96",
+                "h100_80gb-7b-s65536-g8-mb1-gb16")
+
+
+def _foundry(key: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training import test_llm_foundry_table as t
+
+        return t.ours(next(r for r in t.ROWS if t.key(r) == key))
+
+    return compute
+
+
 def _megatron_h100_rows() -> list[Reference]:
     """Megatron-Core r0.8.0 weak scaling on H100 (Megatron-LM README), and NeMo's bf16 H100 GPT-OSS 120B row; ``rel_tol``:
     the widest side of the pinned band (micro-batch 1, no interleaving: tests/core/training/test_megatron_core_h100.py)."""
@@ -290,6 +306,25 @@ def _nemo_gpt_oss() -> float:
     from tests.core.training.test_megatron_core_h100 import nemo_gpt_oss_tokens_per_gpu
 
     return nemo_gpt_oss_tokens_per_gpu()
+
+
+def _foundry_rows() -> list[Reference]:
+    """llm-foundry MPT rows (Composer FSDP); ``rel_tol``: the widest side of the band its group is pinned to."""
+    from tests.core.training import test_llm_foundry_table as t
+
+    out = []
+    for key in FOUNDRY_ROWS:
+        r = next(r for r in t.ROWS if t.key(r) == key)
+        lo, hi = t.BANDS[t.group(r)]
+        ac = "AC" if r["activation_checkpointing"] == "True" else "no AC"
+        quantity = (f"MPT-{r['model']} on {r['gpus']} {r['gpu'].replace('_', ' ').upper()}, seq {int(r['seq_len']):,}, "
+                    f"micro-batch {r['micro_batch']}, {r['sharding']}, {ac}: tokens/s per GPU")
+        source = (f"mosaicml/llm-foundry scripts/train/benchmarking/README.md at 5e85bd62 (2024-01-06), "
+                  f"'{r['table']}' table (MFU {r['mfu']}%)")
+        out.append(Reference(f"foundry-{key}", "Training throughput (llm-foundry MPT, Composer FSDP)", quantity,
+                             float(r["tokens_per_s_per_gpu"]), "tokens/s", source, _foundry(key),
+                             rel_tol=max(abs(lo), abs(hi)), kind="measured"))
+    return out
 
 
 def _fsdp_memory(key: str) -> Callable[[], float]:
@@ -558,5 +593,5 @@ def _apple_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows() + _nccl_rows()
-                 + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())
+                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows()
+                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())

@@ -69,6 +69,13 @@ def grad_bytes(precision: str, fp32_grad_accumulation: bool | None, regime: str 
     return 4.0 if fp32_grad_accumulation is None or fp32_grad_accumulation else 2.0
 
 
+def gathered_weight_bytes(precision: str) -> float:
+    """Bytes of one weight a ZeRO-3/FSDP all-gather moves: the compute dtype, 16-bit unless fp32. FSDP's
+    MixedPrecision (FSDP1) and MixedPrecisionPolicy (FSDP2) cast the local fp32 shard to ``param_dtype``
+    before the all-gather; DeepSpeed stage 3 keeps 16-bit weights (an fp8 run gathers its bf16 weights)."""
+    return 4.0 if precision == "fp32" else 2.0
+
+
 def gathered_grad_bytes(precision: str) -> float:
     """Bytes of one gradient of a ZeRO-3 gathered block before its reduce-scatter (16-bit unless fp32)."""
     return 4.0 if precision == "fp32" else 2.0

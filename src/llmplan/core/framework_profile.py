@@ -106,6 +106,12 @@ class FrameworkProfile(FrozenModel):
         "(DeepSpeed stage3_prefetch_bucket_size, default 5e7); 0: the next wrapped layer (FSDP2). With equal "
         "layers the depth does not change the exposed time: the first gather is exposed either way"
     )
+    fsdp_zero2: bool = Field(
+        False, description="training.zero_stage = 2 runs as FSDP's SHARD_GRAD_OP (reshard_after_forward=False): "
+        "each micro-batch all-gathers a block's 16-bit weights at its forward, keeps them through its backward and "
+        "reduce-scatters the block's gradients; False: DeepSpeed's ZeRO-2, gradients reduce-scattered in buckets "
+        "and the updated weights all-gathered after the optimizer step"
+    )
     supports_pp: bool = True
     supports_tp: bool = True
     supports_cp: bool = True

@@ -85,9 +85,11 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
     windows = np.stack([np.zeros(n), accum * t_compute_mb, dp_bwd, dp_fwd])
     rows = np.arange(n)
     out = np.zeros(n)
+    # ZeRO-3's (and FSDP SHARD_GRAD_OP's) calls repeat every micro-batch (comms module doc)
+    per_step = np.where((c.zero == 3) | ((c.zero == 2) & prof.fsdp_zero2), accum, 1)
     for j in range(width):
         k = kind[inverse, j]
-        sec = secs[inverse, j]
+        sec = secs[inverse, j] * per_step
         chunks = np.where(k >= _WINDOWS.index("last_backward"), c.vp, 1)  # interleaved: chunk by chunk
         out += exposed(sec, chunk_tail(sec, call[inverse, j], chunks), windows[k, rows], unhidden[inverse, j])[0]
     return out

@@ -45,6 +45,15 @@ which of its calls cannot hide because nothing is left to compute beside it):
   compute; the first layer's gather has nothing to hide behind. With equal layers how far ahead
   the prefetch reaches does not change what is exposed: what is left is
   first call + max(0, remaining gather time − compute).
+  Both run every micro-batch: ZeRO-3 frees a block's gathered weights after its forward and after its
+  backward, so each micro-batch gathers them twice again, and reduce-scatters its gradients into the
+  shard at the end of each backward (PyTorch FSDP FULL_SHARD, ``_should_free_in_backward``; Composer
+  calls no ``no_sync`` under FSDP, mosaicml/composer trainer.py at 2deccf2c; DeepSpeed refuses
+  ``no_sync`` when gradients are partitioned). The gather moves the compute dtype: FSDP's
+  ``MixedPrecision``/``MixedPrecisionPolicy`` casts the local fp32 shard to ``param_dtype`` before the
+  all-gather, and DeepSpeed stage 3 holds 16-bit weights. Only the step's first gather is counted as
+  unhidden. FSDP's ZeRO-2 (SHARD_GRAD_OP, ``fsdp_zero2`` profiles) runs the same way with one gather a
+  micro-batch: the forward's gathered weights stay for the backward (``reshard_after_forward=False``).
 
 Exposed time = unhidden calls + max(0, time − unhidden − the compute it hides behind).
 """
@@ -55,6 +64,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from llmplan.core.bytes_per_param import gathered_weight_bytes
 from llmplan.core.explain import Figure
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
@@ -220,7 +230,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
         for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
-                                     trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share):
+                                     trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share, mbs):
             chunked = win.chunks > 1 and c.window in ("last_backward", "first_forward")
             behind = _chunked_behind(c.window, win.chunks, min(lay.pp, mbs), prof.name) if chunked else c.behind
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
@@ -363,7 +373,9 @@ def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfi
     """(seconds per step, seconds of its first call, window, whether one call cannot hide) of each
     data-parallel collective, priced as the estimate prices it (``data_parallel_calls`` on ``nccl``),
     before the compute windows are known: the search's quick model applies ``exposed`` to its rows.
-    ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric."""
+    ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric. Priced for one
+    micro-batch: under ZeRO-3 every call repeats each micro-batch (module doc), so the caller multiplies
+    those seconds by its accumulation steps (the time is linear in the calls)."""
     if d <= 1 or trainable <= 0:
         return ()
     return tuple((*call_time(c, topo, fabric), c.window, bool(c.unhidden))
@@ -371,12 +383,19 @@ def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfi
                                               grad_bytes, weight_bytes, expert_share))
 
 
+def per_micro_batch(zero_stage: int, prof: FrameworkProfile) -> bool:
+    """Whether the data-parallel collectives run per layer in every micro-batch (ZeRO-3, and FSDP's
+    SHARD_GRAD_OP where the profile says ``fsdp_zero2``) rather than once a step in buckets (module doc)."""
+    return zero_stage == 3 or (zero_stage == 2 and prof.fsdp_zero2)
+
+
 def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int, d: int,
                         shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
-                        weight_bytes: float, expert_share: float) -> tuple[Call, ...]:
-    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer.
-    ``d``: data-parallel ranks (dp·cp); ``shard``: the ZeRO/FSDP group; ``layers``: the slowest stage's;
-    ``trainable``/``weights``: parameters on one GPU."""
+                        weight_bytes: float, expert_share: float, micro_batches: int = 1) -> tuple[Call, ...]:
+    """Gradient reduction (and, sharded, the weight all-gather) in the framework's buckets; ZeRO-3 per layer
+    and micro-batch, its weights gathered in the compute dtype (module doc). ``d``: data-parallel ranks
+    (dp·cp); ``shard``: the ZeRO/FSDP group; ``layers``: the slowest stage's; ``trainable``/``weights``:
+    parameters on one GPU; ``micro_batches``: the step's accumulation steps."""
     out: list[Call] = []
     sharded = tr.zero_stage >= 1 or tr.distributed_optimizer
     grads = trainable * grad_bytes
@@ -400,19 +419,24 @@ def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, c
                         "2(d-1)/d · gradient bytes, in buckets", inputs, reduce_window, reduce_behind, "last call"))
         return tuple(out)
     n = min(shard, size)
-    if tr.zero_stage == 3:  # FSDP / ZeRO-3: per layer, gathers prefetched, reduce-scatters overlapped
-        w_layer = weights / layers * weight_bytes
-        out.append(Call("ZeRO-3 weight all-gather (forward and backward, per layer)", n, stride,
-                        (("all-gather", 2 * layers, w_layer),),
-                        "2 · (n-1)/n · weight bytes, one call per layer and pass",
-                        {"n": n, "params": weights, "layers": layers}, "compute",
+    per_layer_units = per_micro_batch(tr.zero_stage, prof)
+    mb = max(1, micro_batches) if per_layer_units else 1
+    if per_layer_units:  # FSDP / ZeRO-3: per layer and micro-batch, gathers prefetched, reduce-scatters overlapped
+        w_layer = weights / layers * gathered_weight_bytes(tr.precision)
+        passes = 2 if tr.zero_stage == 3 else 1  # SHARD_GRAD_OP keeps the forward's gathered weights for the backward
+        out.append(Call("ZeRO-3 weight all-gather (forward and backward, per layer)" if passes == 2
+                        else "FSDP SHARD_GRAD_OP weight all-gather (forward, per layer)", n, stride,
+                        (("all-gather", passes * layers * mb, w_layer),),
+                        f"{passes} · (n-1)/n · weight bytes (compute dtype), one call per layer, pass and micro-batch",
+                        {"n": n, "params": weights, "layers": layers, "micro_batches": mb}, "compute",
                         f"the previous layer's forward/backward ({prof.name} prefetches "
                         + (f"up to {prof.prefetch_params / 1e6:g}M parameters" if prof.prefetch_params
                            else "the next layer")
                         + " ahead); the first layer's gather has nothing to hide behind", "first call"))
-        out.append(Call("ZeRO-3 gradient reduce-scatter (per layer)", n, stride,
-                        (("reduce-scatter", layers, per_layer * grad_bytes),),
-                        "(n-1)/n · gradient bytes, one call per layer", {**inputs, "n": n},
+        out.append(Call(f"{'ZeRO-3' if passes == 2 else 'FSDP SHARD_GRAD_OP'} gradient reduce-scatter (per layer)", n, stride,
+                        (("reduce-scatter", layers * mb, per_layer * grad_bytes),),
+                        "(n-1)/n · gradient bytes, one call per layer and micro-batch",
+                        {**inputs, "n": n, "micro_batches": mb},
                         "compute" if tr.overlap_grad_reduce else "",
                         f"the backward of the layers below ({prof.name}: one call per layer); the last layer's "
                         "reduce-scatter is exposed", "last call"))
@@ -429,9 +453,9 @@ def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, c
                         f"the next step's first forward ({prof.name}: {unit}); the first bucket is needed before "
                         "the first layer runs", "first call"))
     replicas = size // n
-    if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas
+    if replicas > 1:  # hybrid sharding: the shards are all-reduced across the replicas (ZeRO-3: each micro-batch)
         calls, msg = _buckets(grads / n, bucket / n)
         out.append(Call("DP all-reduce of gradient shards across replicas (hybrid sharding)", replicas, stride * n,
-                        (("all-reduce", calls, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n},
+                        (("all-reduce", calls * mb, msg),), "2(r-1)/r · gradient bytes / n", {"r": replicas, "n": n},
                         reduce_window, reduce_behind, "last call"))
     return tuple(out)
