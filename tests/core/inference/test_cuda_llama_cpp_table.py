@@ -7,16 +7,20 @@ ours against every published cell. Nothing in llmplan was set from this table.
 
 What holds and is asserted: every fit verdict but one (measured cells fit, "OOM" cells do not); no estimate above the
 hardware's roofline; decode on the GDDR cards (every GeForce and workstation card, A40, L40S) median 0.5%, every row
-within 26%; decode over the whole table median 5.7%; GeForce prompts median 19%.
-What does not, pinned with its cause (docs/inference.md, "Validated against"):
+within 26%, and over the whole table median 5.7%; prompts in scope median 17.4% (GeForce 8.2%, workstation 17.9%).
+The prompt figures rest on two 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
+with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766), and b2843 runs attention without flash
+attention, moving 20 B per score element.
+What does not, pinned with its cause:
 - decode on A100/H100 (HBM): +19% to +96%: the 2024 mat-vec kernels streamed well under HBM bandwidth;
-- prompts on the workstation Ada cards, A40 and L40S (+6% to +133% at 512 tokens) and on the HBM cards (Q4_K_M
-  -11% to -50%, F16 +72% / +198%): b2843 ran block-quantised prompts as dequantise + cuBLAS F16 GEMM, not the
-  MMQ kernels whose June 2024 rate the default engine carries, and F16 prompts at the plan's best-GEMM efficiency;
+- Q4_K_M prompts on the HBM cards, -12% to -50%: b2843 ran block-quantised prompts as dequantise + cuBLAS F16 GEMM
+  (MMQ only up to 32 tokens with tensor cores), not the June 2024 MMQ kernels whose SM-clock rate the default
+  engine carries; F16 prompts on the H100 PCIe +62% to +90%;
+- 70B Q4_K_M prompts on the 300 W 48 GB cards (RTX 6000 Ada, A40, L40S x4): +53% to +82%;
 - prompts longer than one 512-token micro-batch on several cards: llama.cpp pipelines the micro-batches across
   the cards (PR #6017), which the layer-split model does not;
 - the RTX 4080's F16 8192-token runs: "OOM" measured, "fits" estimated (no flash attention in b2843: the score
-  matrix needs a buffer the model does not count).
+  matrix needs a buffer the memory model does not count).
 """
 
 from __future__ import annotations
@@ -118,21 +122,33 @@ def test_hbm_decode_is_optimistic_pinned():
     assert 0.40 < statistics.median(e) < 0.60
 
 
-def test_geforce_prompt_median():
-    """GeForce prompts in scope (single cards at every length, several cards at 512 tokens): median |error| 19%,
-    within the acceptance figure (20%)."""
-    e = errors(lambda c: c.kind == "pp" and card_class(c.gpu) == "geforce" and in_scope(c))
+def test_prompt_median_over_the_table():
+    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 17.4% (it was 38.6% with F16 prompts
+    at the plan's best-GEMM efficiency and no score-matrix traffic)."""
+    e = errors(lambda c: c.kind == "pp" and in_scope(c))
     assert statistics.median(abs(x) for x in e) <= 0.20
 
 
-def test_prompt_errors_outside_geforce_pinned():
-    """Pinned, not accepted (module docstring): the Ada workstation cards and L40S run Q4_K_M prompts 41-70% below
-    the SM-clock MMQ rate (+56% median), the HBM cards' Q4_K_M prompts run above it (-33% median)."""
-    ada = errors(lambda c: c.kind == "pp" and c.cards == 1 and c.tokens == 512 and c.fmt == "Q4_K_M"
-                 and c.gpu in ("nvidia-rtx-5000-ada-32gb", "nvidia-rtx-6000-ada-48gb", "nvidia-l40s-48gb"))
-    hbm = errors(lambda c: c.kind == "pp" and c.cards == 1 and c.fmt == "Q4_K_M" and c.gpu.startswith(HBM))
-    assert min(ada) > 0.35 and max(ada) < 0.80
-    assert min(hbm) > -0.55 and max(hbm) < -0.10
+@pytest.mark.parametrize(("cls", "median", "worst"), [("geforce", 0.12, 0.35), ("workstation", 0.20, 0.65)])
+def test_prompt_median_per_class(cls, median, worst):
+    """GeForce: median 8.2%, worst +29% (RTX 4090 F16 pp1024... within 35%); workstation: median 17.9%, worst
+    +61% (RTX 6000 Ada 70B Q4_K_M, pinned below)."""
+    e = errors(lambda c: c.kind == "pp" and card_class(c.gpu) == cls and in_scope(c))
+    assert statistics.median(abs(x) for x in e) <= median
+    assert max(abs(x) for x in e) <= worst
+
+
+def test_prompt_errors_outside_the_bands_pinned():
+    """Pinned, not accepted (module docstring): HBM Q4_K_M prompts 12-50% low (median -37%); the H100 PCIe's 8B F16
+    prompts 62-90% high; 70B Q4_K_M at 512 tokens on the 300 W 48 GB cards up to +82% (A40)."""
+    hbm_q4 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu.startswith(HBM))
+    h100_f16 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "F16" and c.gpu == "nvidia-h100-pcie-80gb"
+                      and c.model == "8B")
+    big = errors(lambda c: c.kind == "pp" and in_scope(c) and c.model == "70B" and c.fmt == "Q4_K_M" and c.gpu in (
+        "nvidia-rtx-6000-ada-48gb", "nvidia-a40-48gb", "nvidia-l40s-48gb") and c.tokens == 512)
+    assert min(hbm_q4) > -0.55 and max(hbm_q4) < -0.10
+    assert min(h100_f16) > 0.55 and max(h100_f16) < 0.95
+    assert 0.5 < max(big) < 0.9 and min(big) > 0.3
 
 
 def test_several_cards_do_not_pipeline_long_prompts_pinned():
@@ -147,7 +163,7 @@ def test_several_cards_do_not_pipeline_long_prompts_pinned():
 
 def test_this_table_is_closer_to_the_2024_engine():
     """Why the default stays on 2024 figures: over the cells in scope the current-build engine is further off.
-    Medians |error| (default / llama-cpp-2026): decode 0.057 / 0.170, prompts 0.386 / 0.561."""
+    Medians |error| (default / llama-cpp-2026): decode 0.057 / 0.170, prompts 0.174 / 0.474."""
     scope = [c for c in MEASURED if in_scope(c)]
     for kind in ("tg", "pp"):
         old = statistics.median(abs(error(c)) for c in scope if c.kind == kind)
