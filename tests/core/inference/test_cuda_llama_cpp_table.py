@@ -5,9 +5,10 @@ XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README at aa72e0e, 2024-05-12; llam
 default ``llama-cpp`` engine (the 2024 builds); ``python -m tests.core.inference.xiongjiedai_table [engine]`` prints
 ours against every published cell. Nothing in llmplan was set from this table.
 
-What holds and is asserted: every fit verdict but one (measured cells fit, "OOM" cells do not); no estimate above the
-hardware's roofline; decode on the GDDR cards (every GeForce and workstation card, A40, L40S) median 0.5%, every row
-within 26%, and over the whole table median 5.7%; prompts in scope median 17.4% (GeForce 8.2%, workstation 17.9%).
+What holds and is asserted: 745 of 747 fit verdicts (the 710 measured cells fit, the "OOM" cells do not, but for
+the RTX 4080's two F16 8192-token cells); no estimate above the hardware's roofline; decode on the GDDR cards (every
+GeForce and workstation card, A40, L40S) median |error| 4.7%, every row within 26%, and over the whole table 5.7%;
+prompts in scope median |error| 17.4% (GeForce 8.2%, workstation 17.9%).
 The prompt figures rest on two 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
 with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766), and b2843 runs attention without flash
 attention, moving 20 B per score element.
@@ -57,7 +58,8 @@ def in_scope(c: Cell) -> bool:
 
 
 def test_table_as_transcribed():
-    assert len(MEASURED) == 89 * 8 - 2  # 89 rows of 8 cells; the RTX 4080's F16 8192 cells are "OOM"
+    assert len(MEASURED) == 89 * 8 - 2 == 710  # 89 rows of 8 cells; the RTX 4080's F16 8192 cells are "OOM"
+    assert len(OOM) == 35  # the overview's other "OOM" combinations
     h100 = {(c.model, c.fmt, c.kind, c.tokens): c.measured for c in MEASURED
             if c.gpu == "nvidia-h100-pcie-80gb" and c.cards == 1}
     assert h100[("8B", "Q4_K_M", "pp", 512)] == 8125.45  # the notebook's llama-bench line: 8125.45 ± 23.37
@@ -70,10 +72,8 @@ def test_anomalous_runs_are_the_f16_prompts_slower_than_their_q4():
                    ("nvidia-a100-sxm4-80gb", 4), ("nvidia-rtx-5000-ada-32gb", 4)}
 
 
-@pytest.mark.parametrize("cell", [c for c in MEASURED if c.kind == "tg" and c.tokens == 512] +
-                         [c for c in MEASURED if c.kind == "pp" and c.tokens == 4096], ids=lambda c: c.label)
-def test_every_measured_cell_fits(cell):
-    assert estimate_cell(cell).fits
+def test_every_measured_cell_fits():
+    assert not [c.label for c in MEASURED if not estimate_cell(c).fits]
 
 
 @pytest.mark.parametrize("combo", OOM, ids=lambda o: f"{o[1]}x {o[0]} {o[2]} {o[3]}")
@@ -85,8 +85,9 @@ def test_every_oom_cell_does_not_fit(combo):
 @pytest.mark.xfail(strict=True, reason="b2843 runs without flash attention: at n_ctx 8192 the f32 score matrix of "
                    "one layer (512 tokens x 8,192 x 32 heads x 4 B = 512 MiB) is part of llama.cpp's compute "
                    "buffer; llmplan assumes flash attention and leaves 406 MiB free on the 16 GB card")
-def test_rtx_4080_f16_at_8192_tokens_does_not_fit():
-    assert not estimate_cell(Cell("nvidia-rtx-4080-16gb", 1, "8B", "F16", "pp", 8192, None)).fits
+@pytest.mark.parametrize("kind", ["tg", "pp"])
+def test_rtx_4080_f16_at_8192_tokens_does_not_fit(kind):
+    assert not estimate_cell(Cell("nvidia-rtx-4080-16gb", 1, "8B", "F16", kind, 8192, None)).fits
 
 
 def test_no_estimate_above_the_roofline():
