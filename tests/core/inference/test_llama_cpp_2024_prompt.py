@@ -22,7 +22,7 @@ from llmplan.core.inference.backend import float_prompt_rate, fp16_accumulate_pe
 from llmplan.core.inference.latency import score_elements
 from llmplan.core.workload import InferenceSettings, Scenario
 from llmplan.formats.hf_config import spec_from_config
-from tests.core.inference.models import LLAMA_7B
+from tests.core.inference.models import LLAMA_7B, MISTRAL_7B_V01
 
 CAT = load_hardware_catalog()
 LLAMA3_8B = load_model_catalog().get("meta-llama/Meta-Llama-3-8B").spec
@@ -85,3 +85,12 @@ def test_score_traffic_only_without_flash_attention():
                                                                      output_tokens=1))
     assert pp("llama-cpp", 8192) - estimate(sc).inference.ttft_s.value == pytest.approx(extra, rel=1e-6)
     assert engine_profile("llama-cpp-2026").prefill_score_bytes is None
+
+
+def test_sliding_window_layers_see_at_most_their_window():
+    # Mistral 7B v0.1, every layer a 4,096-token window: pp8192 in 512-token micro-batches sees 512, 1,024 ...
+    # 4,096 keys for the first eight, then 4,096 for each of the last eight
+    mistral = spec_from_config(MISTRAL_7B_V01)
+    per_head_layer = 512 * (512 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8) + 8 * 4096)
+    assert score_elements(mistral, 8192, 512, 32) == per_head_layer * 32 * 32
+    assert score_elements(mistral, 1000, 512, 32) == (512 * 512 + 488 * 1000) * 32 * 32  # a part micro-batch

@@ -190,16 +190,22 @@ def score_elements(spec: ModelSpec, prompt: int, chunk: int, layers: int) -> flo
     each micro-batch scores its queries against every cached key so far (the causal mask is applied to the full
     n_kv x n_tokens matrix, not skipped; llama.cpp pads n_kv to 32 cells without flash attention, ignored here);
     per head, over ``layers`` layers (sliding-window layers see at most their window)."""
-    total, done = 0.0, 0
-    window = spec.sliding_window
     full = spec.full_attention_layer_count * layers / spec.num_layers
     sliding = layers - full
-    while done < prompt:
-        n = min(chunk, prompt - done)
-        kv = done + n
-        total += n * (full * kv + sliding * min(kv, window or kv))
-        done += n
+    total = full * _chunked_keys(prompt, chunk, None)
+    if sliding:
+        total += sliding * _chunked_keys(prompt, chunk, spec.sliding_window)
     return total * spec.num_heads
+
+
+def _chunked_keys(prompt: int, chunk: int, window: int | None) -> float:
+    """Σ over micro-batches of (its tokens × the keys it sees: all cached so far, at most ``window``), closed form:
+    m full micro-batches of c tokens see c, 2c ... mc keys, the last r tokens see the whole prompt."""
+    m, r = divmod(prompt, chunk)
+    w = window or prompt
+    k = min(m, w // chunk)  # full micro-batches whose keys fit in the window
+    total = chunk * chunk * k * (k + 1) / 2 + chunk * w * (m - k)
+    return total + r * min(prompt, w)
 
 
 def score_traffic_s(scenario: Scenario, gpu: GpuSpec, engine: EngineProfile, layers: int, bandwidth: float,
