@@ -38,6 +38,7 @@ from tests.core.inference.xiongjiedai_table import (
     card_class,
     cells,
     estimate_cell,
+    report,
 )
 
 MEASURED = [c for c in cells() if c.measured is not None]
@@ -170,3 +171,12 @@ def test_this_table_is_closer_to_the_2024_engine():
         old = statistics.median(abs(error(c)) for c in scope if c.kind == kind)
         new = statistics.median(abs(error(c, "llama-cpp-2026")) for c in scope if c.kind == kind)
         assert old < new
+
+
+def test_report_prints_every_measured_cell():
+    """``python -m tests.core.inference.xiongjiedai_table`` prints ours beside each published cell."""
+    lines = report().splitlines()
+    assert len(lines) == 1 + len(MEASURED)
+    assert "nvidia-h100-pcie-80gb 8B Q4_K_M pp512" in lines[1 + [c.label for c in MEASURED].index(
+        "nvidia-h100-pcie-80gb 8B Q4_K_M pp512")]
+    assert sum("(anomalous run)" in line for line in lines) == sum(anomalous(c) for c in MEASURED) == 19
