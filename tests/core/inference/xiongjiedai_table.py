@@ -184,6 +184,7 @@ class Ours:
     peak_bound: float  # tokens/s the hardware's roofline allows (bandwidth for tg, dense peak for pp)
 
 
+@cache
 def estimate_cell(cell: Cell, engine: str = "llama-cpp") -> Ours:
     """llmplan's tokens/s and fit verdict for ``cell`` as llama-bench ran it: every layer on the GPUs, an
     fp16 KV cache sized for the test (n_ctx = its tokens), one card alone or a layer split over identical cards."""
