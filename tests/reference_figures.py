@@ -557,6 +557,17 @@ def _apple_4167(chip: str, cores: int, fmt: str, which: int) -> Callable[[], flo
     return compute
 
 
+# ---- llama.cpp b2843 on NVIDIA cards (XiongjieDai table, May 2024) ------------------------------------------
+
+def _table_cell(gpu: str, cards: int, model: str, fmt: str, kind: str, tokens: int) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.inference.xiongjiedai_table import Cell, estimate_cell
+
+        return estimate_cell(Cell(gpu, cards, model, fmt, kind, tokens, None)).tokens_per_s
+
+    return compute
+
+
 def _apple_mlx(case: str) -> Callable[[], float]:
     def compute() -> float:
         from tests.core.inference import test_apple_mlx_table as t
@@ -589,9 +600,33 @@ def _apple_rows() -> list[Reference]:
     return out
 
 
+def _cuda_table_rows() -> list[Reference]:
+    from tests.core.inference.xiongjiedai_table import SOURCE
+
+    rows = [  # (gpu, cards, label, model, fmt, kind, tokens, measured)
+        ("nvidia-rtx-4090-24gb", 1, "RTX 4090", "8B", "Q4_K_M", "tg", 512, 130.58),
+        ("nvidia-rtx-3090-24gb", 1, "RTX 3090", "8B", "F16", "tg", 512, 47.40),
+        ("nvidia-rtx-a6000-48gb", 1, "RTX A6000", "70B", "Q4_K_M", "tg", 512, 14.71),
+        ("nvidia-rtx-4090-24gb", 2, "2x RTX 4090", "70B", "Q4_K_M", "tg", 512, 19.22),
+        ("nvidia-rtx-4090-24gb", 1, "RTX 4090", "8B", "F16", "pp", 512, 9382.00),
+        ("nvidia-rtx-3090-24gb", 1, "RTX 3090", "8B", "Q4_K_M", "pp", 512, 4030.40),
+        ("nvidia-rtx-4090-24gb", 1, "RTX 4090", "8B", "Q4_K_M", "pp", 8192, 4039.68),
+        ("nvidia-rtx-a6000-48gb", 1, "RTX A6000", "8B", "F16", "pp", 4096, 3365.79),
+        ("nvidia-a40-48gb", 1, "A40", "8B", "Q4_K_M", "pp", 512, 3324.98),
+    ]
+    what = {"tg": "decode", "pp": "prompt"}
+    return [Reference(f"llama-cpp-b2843-{label}-{model}-{fmt}-{kind}{tokens}".lower().replace(" ", "-"),
+                      "llama.cpp on NVIDIA (b2843, 2024)",
+                      f"Llama 3 {model} {fmt} on {label}, llama-bench {kind}{tokens}: {what[kind]} tokens/s",
+                      measured, "tokens/s", f"{SOURCE}; ours: the default llama-cpp engine (2024 builds)",
+                      _table_cell(gpu, cards, model, fmt, kind, tokens), rel_tol=0.20, kind="measured")
+            for gpu, cards, label, model, fmt, kind, tokens, measured in rows]
+
+
 @cache
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
                  + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows()
-                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _apple_rows())
+                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
+                 + _apple_rows())

@@ -142,6 +142,19 @@ class EngineProfile(FrozenModel):
         "reach on a prompt on NVIDIA GPUs with int8 mma (Turing on): they are bound by instruction issue, not "
         "by the tensor cores; None: prefill_quant_int8_efficiency, else the fp16 GEMM rate",
     )
+    prefill_float_share: float | None = Field(
+        None, gt=0, le=1,
+        description="fraction of an NVIDIA GPU's fp16-accumulate tensor peak the engine's F16 prompt GEMMs reach on "
+        "CUDA (llama.cpp: cuBLAS with CUBLAS_COMPUTE_16F, n_ubatch rows at a time); None: the plan's matmul "
+        "efficiency x the fp16 peak (core/inference/backend.py)",
+    )
+    prefill_score_bytes: float | None = Field(
+        None, gt=0, le=64,
+        description="bytes moved per attention score element (query x cached key x head) on a CUDA prompt when "
+        "the engine runs attention without flash attention, every micro-batch against the whole cache so far "
+        "(llama.cpp builds of 2024: f32 scores written, soft-maxed in place, converted to F16 for the KQV GEMM); "
+        "None: fused attention, no score matrix in memory (core/inference/latency.py)",
+    )
     prefill_quant_share: tuple[tuple[str, str, float], ...] = Field(
         (), description="(back-end, GPU catalog id pattern, fraction of the GPU's dense fp16 matrix peak) the "
         "engine's quantised-weight prompt kernels reach there, measured; the first matching row wins; a GPU no "

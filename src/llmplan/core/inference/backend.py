@@ -17,7 +17,11 @@ device memory. The numbers per back-end are data in the engine profile (``backen
 The same back-end decides which kernels multiply a prompt by block-quantised weights (``quant_prompt_rate``):
 CUDA's MMQ at a rate per SM per clock (``core.inference.mmq``), else a measured share of the GPU's dense fp16
 matrix peak for that back-end and GPU family (``prefill_quant_share``: ROCm's MMQ on RDNA 3 and CDNA, Vulkan's
-cooperative-matrix shaders, SYCL on Xe2), else the shared fraction of int8 peak.
+cooperative-matrix shaders, SYCL on Xe2), else the shared fraction of int8 peak. F16 weights run cuBLAS
+(``float_prompt_rate``): ggml-cuda's ``ggml_cuda_op_mul_mat_cublas`` multiplies F16 weights with
+``CUBLAS_COMPUTE_16F`` (fp16 accumulate; only AMD CDNA switches to fp32), which GeForce RTX cards run at twice
+the fp32-accumulate rate the catalog stores for them (Turing, Ampere GA10x, Ada and Blackwell whitepapers);
+workstation and data-centre cards run both at the same rate.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Literal
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.mmq import mmq_rate
+from llmplan.core.quant import WeightFormat
 from llmplan.errors import InputError
 
 Backend = Literal["cuda", "rocm", "vulkan", "sycl", "metal"]
@@ -66,6 +71,32 @@ def runtime_context_bytes(engine: EngineProfile, backend: Backend) -> int:
         if name == backend:
             return int(size)
     return engine.cuda_context_bytes
+
+
+def fp16_accumulate_peak(gpu: GpuSpec) -> float:
+    """Dense fp16 tensor FLOP/s with fp16 accumulate: twice the catalog's fp16 figure (fp32 accumulate, what
+    training uses) on GeForce RTX cards, the same figure on every other GPU."""
+    fp16 = gpu.peak_flops.fp16 or 0.0
+    geforce_rtx = gpu.vendor == "nvidia" and gpu.segment == "consumer" and gpu.id.startswith("nvidia-rtx-")
+    return 2 * fp16 if geforce_rtx else fp16
+
+
+def is_f16_weights(fmt: WeightFormat) -> bool:
+    """F16 weights (an F16 GGUF, or fp16 that llama.cpp loads as one): the cuBLAS fp16 path; BF16 and F32 are not."""
+    return (fmt.kind == "gguf" and fmt.variant == "F16") or (fmt.kind == "float" and fmt.name == "fp16")
+
+
+def float_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
+    """FLOP/s of the engine's F16-weight prompt GEMMs on ``gpu`` (None: the plan's matmul efficiency applies):
+    the profile's measured share of the fp16-accumulate peak, on CUDA (NVIDIA, Volta on: tensor cores)."""
+    share = engine.prefill_float_share
+    if backend != "cuda" or not share or gpu.vendor != "nvidia":
+        return None
+    try:
+        major = int(str(gpu.compute_capability).split(".")[0])
+    except ValueError:
+        return None
+    return fp16_accumulate_peak(gpu) * share if major >= 7 and gpu.peak_flops.fp16 else None
 
 
 def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:

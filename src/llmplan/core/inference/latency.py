@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmplan.core.hardware import Efficiency
-from llmplan.core.inference.backend import backend_of, quant_prompt_rate
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.hardware import Efficiency, GpuSpec
+from llmplan.core.inference.backend import backend_of, float_prompt_rate, is_f16_weights, quant_prompt_rate
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.model import ModelSpec
@@ -93,6 +94,8 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         else None
     if quant_rate:
         flops = quant_rate
+    elif is_f16_weights(fmt):
+        flops = float_prompt_rate(engine, gpu, backend_of(gpu, scenario.inference.backend)) or flops
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
     measured = engine.decode_bandwidth_efficiency
@@ -182,6 +185,40 @@ def _pp_send_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) ->
     return (plan.pp - 1) * (buf / r.link + r.latency)
 
 
+def score_elements(spec: ModelSpec, prompt: int, chunk: int, layers: int) -> float:
+    """Attention score elements of one prompt run in micro-batches of ``chunk`` tokens without flash attention:
+    each micro-batch scores its queries against every cached key so far (the causal mask is applied to the full
+    n_kv x n_tokens matrix, not skipped; llama.cpp pads n_kv to 32 cells without flash attention, ignored here);
+    per head, over ``layers`` layers (sliding-window layers see at most their window)."""
+    full = spec.full_attention_layer_count * layers / spec.num_layers
+    sliding = layers - full
+    total = full * _chunked_keys(prompt, chunk, None)
+    if sliding:
+        total += sliding * _chunked_keys(prompt, chunk, spec.sliding_window)
+    return total * spec.num_heads
+
+
+def _chunked_keys(prompt: int, chunk: int, window: int | None) -> float:
+    """Σ over micro-batches of (its tokens × the keys it sees: all cached so far, at most ``window``), closed form:
+    m full micro-batches of c tokens see c, 2c ... mc keys, the last r tokens see the whole prompt."""
+    m, r = divmod(prompt, chunk)
+    w = window or prompt
+    k = min(m, w // chunk)  # full micro-batches whose keys fit in the window
+    total = chunk * chunk * k * (k + 1) / 2 + chunk * w * (m - k)
+    return total + r * min(prompt, w)
+
+
+def score_traffic_s(scenario: Scenario, gpu: GpuSpec, engine: EngineProfile, layers: int, bandwidth: float,
+                    sequences: int, prompt: int, chunk: int) -> float:
+    """Seconds a prompt spends moving its attention score matrix (``engine.prefill_score_bytes`` per element)
+    over ``layers`` layers on ``gpu``, at ``bandwidth``; 0 with flash attention or off CUDA (Metal, Vulkan, ROCm
+    and SYCL keep their measured prompt figures)."""
+    if not engine.prefill_score_bytes or backend_of(gpu, scenario.inference.backend) != "cuda":
+        return 0.0
+    elements = score_elements(scenario.model, prompt, chunk, layers)
+    return sequences * elements * engine.prefill_score_bytes / bandwidth
+
+
 def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int, prompt: int) -> PhaseTime:
     spec = scenario.model
     block, head = _linear_params(spec, plan)
@@ -203,6 +240,9 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
         e = eager_prefill(spec, plan, plan.engine, r.peak, r.peak_bandwidth, 2 * block, 2 * head * sequences,
                           attn, sequences, prompt)
         return PhaseTime(e.gpu_s, e.memory_bound_s, comm, host, flops, gpu_weights, e.host_s, e.setup_s)
+    # llama.cpp without flash attention: the score matrix goes through memory between its GEMMs, in turn with them
+    compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.bandwidth,
+                               sequences, prompt, plan.chunk_tokens) / plan.tp
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
 
 

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
-from llmplan.core.inference.backend import backend_of, quant_prompt_rate, runtime_context_bytes
+from llmplan.core.inference.backend import (
+    backend_of,
+    float_prompt_rate,
+    is_f16_weights,
+    quant_prompt_rate,
+    runtime_context_bytes,
+)
+from llmplan.core.inference.latency import score_traffic_s
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -185,9 +192,15 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     if quant_rate:
         rate = quant_rate
     else:
-        rate = g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
+        float_rate = float_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) \
+            if is_f16_weights(fmt) else None
+        rate = float_rate or g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
     if rate <= 0:
         raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
     # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
     prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
+    inf = scenario.inference
+    chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
+    prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * eff, inf.batch, inf.prompt_tokens,
+                               chunk)
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)

@@ -1,0 +1,182 @@
+"""llama.cpp on NVIDIA consumer, workstation and datacenter cards against one widely cited public table:
+XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README at aa72e0e, 2024-05-12; llama-bench, llama.cpp b2843, Llama 3
+8B and 70B at Q4_K_M and F16, tg/pp 512-8192, one to eight cards split by layers; transcribed with its source in
+``tests/core/inference/xiongjiedai_table.py``). The table is from May 2024, so every cell is estimated with the
+default ``llama-cpp`` engine (the 2024 builds); ``python -m tests.core.inference.xiongjiedai_table [engine]`` prints
+ours against every published cell. Nothing in llmplan was set from this table.
+
+What holds and is asserted: 745 of 747 fit verdicts (the 710 measured cells fit, the "OOM" cells do not, but for
+the RTX 4080's two F16 8192-token cells); no estimate above the hardware's roofline; decode on the GDDR cards (every
+GeForce and workstation card, A40, L40S) median |error| 4.7%, every row within 26%, and over the whole table 5.7%;
+prompts in scope median |error| 17.4% (GeForce 8.2%, workstation 17.9%).
+The prompt figures rest on two 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
+with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766), and b2843 runs attention without flash
+attention, moving 20 B per score element.
+What does not, pinned with its cause:
+- decode on A100/H100 (HBM): +19% to +96%: the 2024 mat-vec kernels streamed well under HBM bandwidth;
+- Q4_K_M prompts on the HBM cards, -12% to -50%: b2843 ran block-quantised prompts as dequantise + cuBLAS F16 GEMM
+  (MMQ only up to 32 tokens with tensor cores), not the June 2024 MMQ kernels whose SM-clock rate the default
+  engine carries; F16 prompts on the H100 PCIe +62% to +90%;
+- 70B Q4_K_M prompts on the 300 W 48 GB cards (RTX 6000 Ada, A40, L40S x4): +53% to +82%;
+- prompts longer than one 512-token micro-batch on several cards: llama.cpp pipelines the micro-batches across
+  the cards (PR #6017), which the layer-split model does not;
+- the RTX 4080's F16 8192-token runs: "OOM" measured, "fits" estimated (no flash attention in b2843: the score
+  matrix needs a buffer the memory model does not count).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tests.core.inference.xiongjiedai_table import (
+    HBM,
+    OOM,
+    Cell,
+    anomalous,
+    card_class,
+    cells,
+    estimate_cell,
+    report,
+)
+
+MEASURED = [c for c in cells() if c.measured is not None]
+
+
+def error(c: Cell, engine: str = "llama-cpp") -> float:
+    return estimate_cell(c, engine).tokens_per_s / c.measured - 1
+
+
+def errors(sel, engine: str = "llama-cpp") -> list[float]:
+    return [error(c, engine) for c in MEASURED if sel(c)]
+
+
+def in_scope(c: Cell) -> bool:
+    """Cells the model claims to cover: all but the anomalous runs and the multi-card prompts of several
+    micro-batches (pipelined, not modelled)."""
+    return not anomalous(c) and not (c.kind == "pp" and c.cards > 1 and c.tokens > 512)
+
+
+def test_table_as_transcribed():
+    assert len(MEASURED) == 89 * 8 - 2 == 710  # 89 rows of 8 cells; the RTX 4080's F16 8192 cells are "OOM"
+    assert len(OOM) == 35  # the overview's other "OOM" combinations
+    h100 = {(c.model, c.fmt, c.kind, c.tokens): c.measured for c in MEASURED
+            if c.gpu == "nvidia-h100-pcie-80gb" and c.cards == 1}
+    assert h100[("8B", "Q4_K_M", "pp", 512)] == 8125.45  # the notebook's llama-bench line: 8125.45 ± 23.37
+    assert h100[("70B", "Q4_K_M", "tg", 512)] == 25.03
+
+
+def test_anomalous_runs_are_the_f16_prompts_slower_than_their_q4():
+    odd = {(c.gpu, c.cards) for c in MEASURED if anomalous(c)}
+    assert odd == {("nvidia-l40s-48gb", 1), ("nvidia-l40s-48gb", 4), ("nvidia-a100-sxm4-80gb", 1),
+                   ("nvidia-a100-sxm4-80gb", 4), ("nvidia-rtx-5000-ada-32gb", 4)}
+
+
+def test_every_measured_cell_fits():
+    assert not [c.label for c in MEASURED if not estimate_cell(c).fits]
+
+
+@pytest.mark.parametrize("combo", OOM, ids=lambda o: f"{o[1]}x {o[0]} {o[2]} {o[3]}")
+def test_every_oom_cell_does_not_fit(combo):
+    gpu, cards, model, fmt = combo
+    assert not estimate_cell(Cell(gpu, cards, model, fmt, "tg", 1024, None)).fits
+
+
+@pytest.mark.xfail(strict=True, reason="b2843 runs without flash attention: at n_ctx 8192 the f32 score matrix of "
+                   "one layer (512 tokens x 8,192 x 32 heads x 4 B = 512 MiB) is part of llama.cpp's compute "
+                   "buffer; llmplan assumes flash attention and leaves 406 MiB free on the 16 GB card")
+@pytest.mark.parametrize("kind", ["tg", "pp"])
+def test_rtx_4080_f16_at_8192_tokens_does_not_fit(kind):
+    assert not estimate_cell(Cell("nvidia-rtx-4080-16gb", 1, "8B", "F16", kind, 8192, None)).fits
+
+
+def test_no_estimate_above_the_roofline():
+    over = [c.label for c in MEASURED if (o := estimate_cell(c)).tokens_per_s > o.peak_bound]
+    assert not over
+
+
+def test_decode_on_gddr_cards():
+    """Every card but the A100s and the H100: median |error| 0.047, every row within 26% (RTX 3080 Ti 8B
+    Q4_K_M at 8,192 tokens +25%). Tolerances: median 10%, rows 30%."""
+    e = errors(lambda c: c.kind == "tg" and not c.gpu.startswith(HBM))
+    assert statistics.median(abs(x) for x in e) <= 0.10
+    assert max(abs(x) for x in e) <= 0.30
+
+
+@pytest.mark.parametrize("cls", ["geforce", "workstation"])
+def test_decode_median_per_class(cls):
+    e = errors(lambda c: c.kind == "tg" and card_class(c.gpu) == cls)
+    assert statistics.median(abs(x) for x in e) <= 0.10  # measured 0.047 and 0.041
+
+
+def test_decode_median_over_the_table():
+    """The acceptance figure for decode (≤ 15%) over every measured NVIDIA cell: 5.7%."""
+    assert statistics.median(abs(x) for x in errors(lambda c: c.kind == "tg")) <= 0.15
+
+
+def test_hbm_decode_is_optimistic_pinned():
+    """A100 PCIe/SXM and H100 PCIe: ours +19% to +96% (median +50%). The table's own F16 and Q4_K_M rows put the
+    2024 builds' mat-vec stream at 0.45-0.66 of HBM bandwidth against 0.82-0.97 on the GDDR cards; the model
+    streams at one copy-benchmark fraction (0.869) on every card. Pinned so that a fix shows here."""
+    e = errors(lambda c: c.kind == "tg" and c.gpu.startswith(HBM))
+    assert min(e) > 0.15 and max(e) < 1.0
+    assert 0.40 < statistics.median(e) < 0.60
+
+
+def test_prompt_median_over_the_table():
+    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 17.4% (it was 38.6% with F16 prompts
+    at the plan's best-GEMM efficiency and no score-matrix traffic)."""
+    e = errors(lambda c: c.kind == "pp" and in_scope(c))
+    assert statistics.median(abs(x) for x in e) <= 0.20
+
+
+@pytest.mark.parametrize(("cls", "median", "worst"), [("geforce", 0.12, 0.35), ("workstation", 0.20, 0.65)])
+def test_prompt_median_per_class(cls, median, worst):
+    """GeForce: median 8.2%, worst +29% (RTX 4090 F16 pp1024... within 35%); workstation: median 17.9%, worst
+    +61% (RTX 6000 Ada 70B Q4_K_M, pinned below)."""
+    e = errors(lambda c: c.kind == "pp" and card_class(c.gpu) == cls and in_scope(c))
+    assert statistics.median(abs(x) for x in e) <= median
+    assert max(abs(x) for x in e) <= worst
+
+
+def test_prompt_errors_outside_the_bands_pinned():
+    """Pinned, not accepted (module docstring): HBM Q4_K_M prompts 12-50% low (median -37%); the H100 PCIe's 8B F16
+    prompts 62-90% high; 70B Q4_K_M at 512 tokens on the 300 W 48 GB cards up to +82% (A40)."""
+    hbm_q4 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu.startswith(HBM))
+    h100_f16 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "F16" and c.gpu == "nvidia-h100-pcie-80gb"
+                      and c.model == "8B")
+    big = errors(lambda c: c.kind == "pp" and in_scope(c) and c.model == "70B" and c.fmt == "Q4_K_M" and c.gpu in (
+        "nvidia-rtx-6000-ada-48gb", "nvidia-a40-48gb", "nvidia-l40s-48gb") and c.tokens == 512)
+    assert min(hbm_q4) > -0.55 and max(hbm_q4) < -0.10
+    assert min(h100_f16) > 0.55 and max(h100_f16) < 0.95
+    assert 0.5 < max(big) < 0.9 and min(big) > 0.3
+
+
+def test_several_cards_do_not_pipeline_long_prompts_pinned():
+    """8 x RTX 4090, 8B Q4_K_M, pp4096: measured 2.9x one card (15,089 vs 5,266 t/s: llama.cpp pipelines the
+    prompt's 512-token micro-batches across the cards); the layer-split model runs the cards one after another, so
+    its eight cards are no faster than one (1.1x: the split's prompt time counts the weights' FLOP, not attention's)."""
+    one = Cell("nvidia-rtx-4090-24gb", 1, "8B", "Q4_K_M", "pp", 4096, 5265.68)
+    eight = Cell("nvidia-rtx-4090-24gb", 8, "8B", "Q4_K_M", "pp", 4096, 15089.45)
+    assert eight.measured / one.measured > 2.5
+    assert estimate_cell(eight).tokens_per_s < 1.2 * estimate_cell(one).tokens_per_s
+
+
+def test_this_table_is_closer_to_the_2024_engine():
+    """Why the default stays on 2024 figures: over the cells in scope the current-build engine is further off.
+    Medians |error| (default / llama-cpp-2026): decode 0.057 / 0.170, prompts 0.174 / 0.474."""
+    scope = [c for c in MEASURED if in_scope(c)]
+    for kind in ("tg", "pp"):
+        old = statistics.median(abs(error(c)) for c in scope if c.kind == kind)
+        new = statistics.median(abs(error(c, "llama-cpp-2026")) for c in scope if c.kind == kind)
+        assert old < new
+
+
+def test_report_prints_every_measured_cell():
+    """``python -m tests.core.inference.xiongjiedai_table`` prints ours beside each published cell."""
+    lines = report().splitlines()
+    assert len(lines) == 1 + len(MEASURED)
+    assert "nvidia-h100-pcie-80gb 8B Q4_K_M pp512" in lines[1 + [c.label for c in MEASURED].index(
+        "nvidia-h100-pcie-80gb 8B Q4_K_M pp512")]
+    assert sum("(anomalous run)" in line for line in lines) == sum(anomalous(c) for c in MEASURED) == 19
