@@ -25,7 +25,7 @@ Recompute = Literal["none", "selective", "selective_op", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
-Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "fused_linear", "chunked"]
+Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "fused_linear", "chunked", "fused_ce"]
 Batching = Literal["packed", "padded"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
@@ -80,7 +80,9 @@ class TrainingSettings(FrozenModel):
         "fp32_logits for Megatron, fused_linear with Liger); fused_linear: a chunked fused linear cross-entropy "
         "(Liger, unsloth) that never materialises the logits; chunked: the head and an fp32 cross-entropy run "
         "over 8 chunks of the tokens (torchtune's LinearCrossEntropyLoss); upcast_shifted: upcast as transformers "
-        "did until PR #35646 (merged 2025-01-13, after 4.48.0), with a second, shifted fp32 copy of the logits",
+        "did until PR #35646 (merged 2025-01-13, after 4.48.0), with a second, shifted fp32 copy of the logits; "
+        "fused_ce: flash-attn's fused cross-entropy on the 16-bit logits (llm-foundry's default): the 16-bit "
+        "logits and their 16-bit gradient, 4 B per logit at its backward",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "
