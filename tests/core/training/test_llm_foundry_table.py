@@ -65,7 +65,7 @@ What holds and what is pinned (each row is asserted inside its group's band: the
   llmfoundry/models/mpt/modeling_mpt.py at 5e85bd62; flash-attn 1.0.9's xentropy for the A100 tables, 2.4.2's
   Triton kernel at 5e85bd62): 2 B per logit kept and a 2 B gradient, where the profile charged PyTorch's fp32
   upcast (12 B). With the upcast, 63 rows that ran (61 without checkpointing, 12K-53K tokens per micro-batch)
-  came out over their GPU's memory, the upcast's extra 8 B per logit 5-40 GB of it; with the fused loss the fullest row is at
+  came out over their GPU's memory, the upcast's extra 8 B per logit 5-40 GB of it (the totals fall by 5-33 GB); with the fused loss the fullest row is at
   93.9% of its capacity (H100, MPT-3B, 8 GPUs, 3 × 8,192 tokens, no checkpointing). The per-block tensors
   are MPTBlock's as saved (``test_mpt_125m_activations_tensor_by_tensor``). Recorded 2026-11-27; the
   throughput figures above are after this change (the fused loss has no fp32 upcast kernel).
