@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from llmplan.core.frozen import FrozenModel
 
 KernelStyle = Literal["fused", "eager", "triton"]
-LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked"]
+LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce"]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
 # profile's default). What each changes, with its source: ``core.training.switches``.
@@ -56,7 +56,9 @@ class FrameworkProfile(FrozenModel):
         "ForCausalLMLoss); upcast_shifted: the same with a second, shifted fp32 copy (ForCausalLMLoss before "
         "transformers PR #35646); shifted_16bit: a shifted 16-bit copy and a 16-bit cross-entropy, no upcast (Qwen 1.0's "
         "remote code under DeepSpeed); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
-        "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune)"
+        "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune); fused_ce: flash-attn's fused "
+        "cross-entropy kernel on the 16-bit logits, which keeps them in 16 bits and writes a 16-bit gradient "
+        "(llm-foundry's loss_fn fused_crossentropy)"
     )
     launch_s: float = Field(
         15.5e-6, ge=0, le=1e-3,

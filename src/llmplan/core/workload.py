@@ -25,7 +25,8 @@ Recompute = Literal["none", "selective", "selective_op", "full"]
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
-Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked"]
+Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked",
+               "fused_ce"]
 Batching = Literal["packed", "padded"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
@@ -82,7 +83,9 @@ class TrainingSettings(FrozenModel):
         "over 8 chunks of the tokens (torchtune's LinearCrossEntropyLoss); upcast_shifted: upcast as transformers "
         "did until PR #35646 (merged 2025-01-13, after 4.48.0), with a second, shifted fp32 copy of the logits; "
         "shifted_16bit: model code that shifts the logits itself and never upcasts them, run without autocast "
-        "(Qwen 1.0's modeling_qwen.py under DeepSpeed): a shifted 16-bit copy and a 16-bit cross-entropy",
+        "(Qwen 1.0's modeling_qwen.py under DeepSpeed): a shifted 16-bit copy and a 16-bit cross-entropy; "
+        "fused_ce: flash-attn's fused cross-entropy on the 16-bit logits (llm-foundry's default): the 16-bit "
+        "logits and their 16-bit gradient, 4 B per logit at its backward",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "

@@ -146,6 +146,21 @@ def test_shifted_upcast_holds_a_second_fp32_copy_of_the_logits():
     assert old.compute.step_time_s.value > now.compute.step_time_s.value  # the copy and its slice backward
 
 
+def test_fused_cross_entropy_keeps_16_bit_logits_and_gradient():
+    """flash-attn's fused cross-entropy (``fused_ce``; Dao-AILab/flash-attention ops/triton/cross_entropy.py at
+    v2.4.2) saves the bf16 logits as they are and its backward writes a bf16 gradient beside them: 4 B per
+    logit at the loss backward, against the upcast loss's 12 (fp32 log-probabilities and two fp32 gradients).
+    The peak stays at the loss backward here, so it falls by exactly 8 B per logit; and without the fp32
+    upcast kernel the step is shorter."""
+    kw = dict(model="meta-llama/Llama-3.2-1B", micro_batch=4, recompute="full", method="lora")
+    _, upcast = _run(loss="upcast", **kw)
+    _, fused = _run(loss="fused_ce", **kw)
+    assert fused.memory.activations.inputs["phase"] == "loss backward"
+    assert upcast.memory.activations.value - fused.memory.activations.value == pytest.approx(
+        8.0 * 4 * 2048 * 128_256, rel=1e-6)
+    assert fused.compute.step_time_s.value < upcast.compute.step_time_s.value
+
+
 def test_compiled_chunked_loss_keeps_bf16_logits():
     """Compiled (torchtune compile_loss), Inductor saves each chunk's bf16 logits (2 B per logit) instead of
     the fp32 log-probabilities (4 B), and the backward writes one chunk's bf16 gradient (2 B) instead of

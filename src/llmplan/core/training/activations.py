@@ -91,7 +91,9 @@ def average_layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, recompu
 
 
 def logits_bytes(m: ModelSpec, lay: Layout) -> float:
-    """Last stage: final-norm and head inputs (2·2·sbh) and the fp32 logits the loss reads (4·sbV/t)."""
+    """Last stage: final-norm and head inputs (2·2·sbh) and 4 B per logit (4·sbV/t): the fp32 logits the loss
+    reads, or under ``fused_ce`` the 16-bit logits and the 16-bit gradient its backward writes beside them
+    (``loss_peak_bytes``)."""
     s = lay.seq_len / lay.cp
     rep = lay.tp if lay.sp else 1
     return 4 * s * lay.micro_batch * m.hidden_size / rep + 4 * s * lay.micro_batch * m.vocab_size / lay.tp
@@ -102,8 +104,15 @@ def loss_peak_bytes(m: ModelSpec, lay: Layout, loss: str) -> float:
     (torchtitan's ``cross_entropy(pred.flatten(0, 1).float(), labels)``, pytorch/torchtitan train.py at
     9dec370a) runs log_softmax on an fp32 copy and keeps its fp32 output; log_softmax's backward then holds
     that output, its incoming gradient and the input gradient at once: 12 B per logit, 8 more than counted.
-    It is not at the same moment as a recomputed block's working set (the caller takes the larger). Other
-    losses: nothing beyond the 4 B."""
+    It is not at the same moment as a recomputed block's working set (the caller takes the larger).
+
+    ``fused_ce`` (flash-attn's ``CrossEntropyLoss``, llm-foundry's default ``loss_fn: fused_crossentropy``,
+    mosaicml/llm-foundry modeling_mpt.py at 5e85bd62) saves the logits in their own 16-bit dtype and its backward
+    writes a gradient of the same dtype (``torch.empty_like(logits)``, Dao-AILab/flash-attention
+    ops/triton/cross_entropy.py at v2.4.2; ``at::empty_like(logits_)`` in csrc/xentropy at v1.0.9); the
+    loss itself is fp32 per token only. Composer keeps the logits in ``state.outputs`` through the backward
+    (mosaicml/composer trainer.py ``_train_microbatch`` at 2deccf2c): 2 + 2 B per logit, nothing beyond the
+    4 B. Other losses: nothing beyond the 4 B either."""
     if loss != "upcast":
         return 0.0
     return 8 * lay.seq_len / lay.cp * lay.micro_batch * m.vocab_size / lay.tp

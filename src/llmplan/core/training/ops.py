@@ -396,5 +396,9 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
         ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
     # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
-    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py)
+    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py). flash-attn's fused
+    # cross-entropy (fused_ce) has no upcast kernel; its code moves the same 6 B (a read of each 16-bit row in the
+    # forward, a read and the gradient's write in the backward), but no measurement of that 2023 kernel is at
+    # hand, so it keeps the measured fp32 cross-entropy's rate, an upper bound (docs/training.md, "Memory of
+    # the llm-foundry runs", gives what the 6 B would move)
     return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0)
