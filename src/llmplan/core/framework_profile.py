@@ -150,12 +150,12 @@ class FrameworkProfile(FrozenModel):
     zero2_reduce_bucket: int = Field(
         500_000_000, ge=0, description="zero_engine deepspeed, ZeRO-1/2: the DeepSpeed config's "
         "zero_optimization.reduce_bucket_size in elements (DeepSpeed's default 5e8, as the ZeRO-2 examples of "
-        "transformers, LLaMA-Factory and axolotl); 0: \"auto\", which the Trainer fills with hidden_size² "
-        "(transformers HfTrainerDeepSpeedConfig.trainer_config_finalize)"
+        "transformers' docs and LLaMA-Factory; axolotl's leaves it at the default); 0: \"auto\", which the "
+        "Trainer fills with hidden_size² (transformers HfTrainerDeepSpeedConfig.trainer_config_finalize)"
     )
     zero3_reduce_bucket: int = Field(
         0, ge=0, description="zero_engine deepspeed, ZeRO-3: the same setting; 0: \"auto\" (hidden_size²), as the "
-        "ZeRO-3 examples of transformers, LLaMA-Factory, axolotl and Qwen set it"
+        "ZeRO-3 examples of LLaMA-Factory, axolotl and Qwen set it"
     )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")

@@ -73,7 +73,8 @@ Why rows miss, as far as found (pinned, not fixed):
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 30-71% fast: the servers' network is not stated.
+- "LoRA (multinode)" is 63-86% fast (30-71% before the DeepSpeed terms dropped its autocast casts): the
+  servers' network is not stated.
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
   (0.27 GB of states, under 1% of any row).
