@@ -76,6 +76,7 @@ def test_zero2_backward_holds_two_buckets_with_overlap_comm():
     small = estimate(_scenario(zero_stage=2, zero2_reduce_bucket=1)).memory
     big = estimate(sc).memory
     assert big.buffers.value - small.buffers.value == pytest.approx(2 * (200_000_000 - 1) * 2)
+    assert big.buffers.inputs["deepspeed_zero_stage"] == 2 and "DeepSpeed's gradient buckets" in big.buffers.formula
 
 
 def test_zero3_keeps_one_flat_bucket_and_copies_one_sub_group_at_the_step():

@@ -316,9 +316,13 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         inputs = {"phase": sm.phase, "method": tr.method}
         if st.gather_buffer:  # ZeRO-3 / FSDP2 (``_gathered_blocks``)
             inputs.update(block_params=sm.params.largest_layer, zero_stage=3)
+        if sc.deepspeed_stage:  # ``deepspeed_zero``
+            inputs.update(deepspeed_zero_stage=sc.deepspeed_stage)
         b = Figure.own(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
                        "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
-                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
+                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else "")
+                       + (" + DeepSpeed's gradient buckets (reduce_bucket_size) and, at the optimizer step, its flat "
+                          "16-bit and fp32 gradient copies" if sc.deepspeed_stage else ""),
                        inputs, "hf-eager")
     else:
         b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
