@@ -155,6 +155,22 @@ class FrameworkProfile(FrozenModel):
         "input brought back at a time (unsloth's offloaded gradient checkpointer and the copies LLaMA-Factory "
         "and axolotl use)"
     )
+    zero_engine: Literal["native", "deepspeed"] = Field(
+        "native", description="what runs training.zero_stage > 0: native (the framework's own sharding: Megatron's "
+        "distributed optimizer, FSDP) or deepspeed (the Hugging Face Trainer's --deepspeed: DeepSpeed's engine casts "
+        "the model to 16 bits, keeps an fp32 master in its ZeRO optimizer and the Trainer runs no autocast; "
+        "``core.training.deepspeed_zero``)"
+    )
+    zero2_reduce_bucket: int = Field(
+        500_000_000, ge=0, description="zero_engine deepspeed, ZeRO-1/2: the DeepSpeed config's "
+        "zero_optimization.reduce_bucket_size in elements (DeepSpeed's default 5e8, as the ZeRO-2 examples of "
+        "transformers' docs and LLaMA-Factory; axolotl's leaves it at the default); 0: \"auto\", which the "
+        "Trainer fills with hidden_size² (transformers HfTrainerDeepSpeedConfig.trainer_config_finalize)"
+    )
+    zero3_reduce_bucket: int = Field(
+        0, ge=0, description="zero_engine deepspeed, ZeRO-3: the same setting; 0: \"auto\" (hidden_size²), as the "
+        "ZeRO-3 examples of LLaMA-Factory, axolotl and Qwen set it"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -178,3 +194,48 @@ def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None) -> 
     residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts."""
     return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
             and quant_base not in KBIT_KEEPS_DTYPE)
+
+
+_ZERO_VIEWS: dict[tuple[int, int], tuple[FrameworkProfile, FrameworkProfile]] = {}
+
+
+def deepspeed_stage(prof: FrameworkProfile, zero_stage: int, dp_cp: int, offload: str) -> int:
+    """The ZeRO stage DeepSpeed's engine runs a plan at, 0 where it does not run: a profile that hands ZeRO to
+    DeepSpeed (``zero_engine``) and a plan with ``training.zero_stage`` > 0 — except ZeRO-1 on one
+    data-parallel rank without offload, which shards nothing: ``zero_stage`` 1 is every plan's default, and a
+    Trainer run on one GPU needs no DeepSpeed for it (a one-GPU DeepSpeed run, as Qwen's Q-LoRA script makes,
+    is ZeRO-2 or 3 or offloads)."""
+    if prof.zero_engine != "deepspeed" or not zero_stage:
+        return 0
+    if zero_stage == 1 and dp_cp <= 1 and offload == "none":
+        return 0
+    return zero_stage
+
+
+def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
+    """The profile a step runs under: ``prof`` itself, or, at a ``deepspeed_stage`` > 0 (``zero_stage`` here),
+    what DeepSpeed's engine makes of the Trainer's run (DeepSpeed v0.12.3,
+    2023-11-10, the version of Qwen's published fine-tuning table):
+    - the module is cast to the training dtype (engine.py ``_configure_distributed_model``: ``module.half()`` or
+      ``.bfloat16()``), so the trained weights are 16-bit, an fp32 master of them lives in the ZeRO optimizer
+      (stage_1_and_2.py ``single_partition_of_fp32_groups``, stage3.py ``fp32_partitioned_groups_flat``) and
+      no autocast runs (accelerate sets native_amp only outside DeepSpeed): ``params_are_master`` off, so no
+      autocast weight copies and no fp32 residual stream; what prepare_model_for_kbit_training cast to fp32 is
+      cast back (``kbit_fp32_modules`` off);
+    - gradients are kept in the model dtype (the ipg buckets and ``grads_in_partition`` have ``self.dtype``,
+      ZeRO-3's ``grad_partitions_flat_buffer`` the gradient-accumulation dtype, the model's by default);
+      ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step.
+    The buffers DeepSpeed adds are ``core.training.deepspeed_zero``. Views are cached per profile object and
+    stage, so identity-keyed caches downstream keep hitting."""
+    if prof.zero_engine != "deepspeed" or not zero_stage:
+        return prof
+    key = (id(prof), zero_stage)
+    hit = _ZERO_VIEWS.get(key)
+    if hit is None or hit[0] is not prof:
+        if len(_ZERO_VIEWS) > 64:
+            _ZERO_VIEWS.clear()
+        view = prof.model_copy(update={
+            "name": f"{prof.name} under DeepSpeed ZeRO-{zero_stage}", "params_are_master": False,
+            "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False})
+        hit = _ZERO_VIEWS[key] = (prof, view)
+    return hit[1]

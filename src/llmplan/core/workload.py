@@ -13,7 +13,13 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from llmplan.core.engine_profile import EngineProfile
-from llmplan.core.framework_profile import SWITCH_NAMES, FrameworkProfile, QuantBase
+from llmplan.core.framework_profile import (
+    SWITCH_NAMES,
+    FrameworkProfile,
+    QuantBase,
+    deepspeed_stage,
+    in_effect,
+)
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
@@ -256,8 +262,17 @@ class Scenario(FrozenModel):
 
     @property
     def framework(self) -> FrameworkProfile:
-        """The training-framework profile in effect (the Megatron-style default when none was resolved)."""
-        return self.framework_profile or _DEFAULT_FRAMEWORK
+        """The training-framework profile in effect (the Megatron-style default when none was resolved), as
+        DeepSpeed runs it where the plan shards with ZeRO under a profile that hands ZeRO to DeepSpeed
+        (``framework_profile.in_effect``)."""
+        return in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage)
+
+    @property
+    def deepspeed_stage(self) -> int:
+        """The ZeRO stage DeepSpeed's engine runs this plan at, 0 where it does not run
+        (``framework_profile.deepspeed_stage``)."""
+        t, p = self.training, self.parallelism
+        return deepspeed_stage(self.framework_profile or _DEFAULT_FRAMEWORK, t.zero_stage, p.dp * p.cp, t.offload)
 
     @model_validator(mode="before")
     @classmethod

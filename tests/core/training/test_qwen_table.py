@@ -35,30 +35,50 @@ Found and fixed from code, with what each did to the table:
   1.8B full 4.8 / 15.8 / 8.8; 7B LoRA on 2 × 2 GPUs 20.2 / 16.4 / 9.4 (the one group it moves away: that
   group grows faster per GPU than the same run on one GPU without DeepSpeed, 16.5, which no term explains).
   With the growth right, what is left is a fixed amount (below), so the median error rose: 10.3% → 15.4%.
+- DeepSpeed's own terms (``zero_engine = "deepspeed"`` on the hf-trainer profile, ``core.training.deepspeed_zero``,
+  read from DeepSpeed v0.12.3): the model cast to 16 bits with an fp32 master in the ZeRO optimizer and no
+  autocast; ZeRO-2's two gradient buckets of reduce_bucket_size through the backward (Qwen's
+  ds_config_zero2.json: 2e8 elements with overlap_comm, 0.75 GiB); ZeRO-3's flat bucket (auto: hidden_size²);
+  the step's flat 16-bit and fp32 gradient copies (6 B per parameter of the partition, or of one sub-group).
+  Memory median 15.4% → 13.1%; per group, before → after: 1.8B Q-LoRA −39 … −27% → −25 … −20%, 7B Q-LoRA
+  −21 … −18% → −18 … −11%, 14B Q-LoRA −23 … −11% → −17 … −8%, 72B Q-LoRA −10 … −4% → −7 … −3%, 7B LoRA on
+  2 × 2 GPUs −32 … −9% → −31 … −6%, 72B LoRA + ZeRO-3 −20 … −16% → −19 … −16%; 7B full on 2 GPUs −3 … +11%
+  → −16 … −2% and 1.8B full −24 … −14% → −25 … −19% (no autocast copies of fp32 weights and no fp32
+  residual stream any more: at short lengths the optimizer step is their peak). The DeepSpeed rows' tokens/s
+  rise (no autocast casts): median 16.5% → 17.1%.
 
 Results (2026-11-27), llmplan ÷ published − 1, per row group in ``BANDS``:
-- memory, median |error| 15.4% over the 81 rows (the issue asks ≤ 10% per tool and method; not met):
-  7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −39 … −4%; 1.8B rows −6 … −39%; 72B LoRA +
-  ZeRO-3 −20 … −16%; 72B Q-LoRA −10 … −4%; 7B full on 2 GPUs −3 … +11%.
-- tokens/s, median |error| 16.5% (the issue asks ≤ 20%).
+- memory, median |error| 13.1% over the 81 rows (the issue asks ≤ 10% per tool and method; not met), 49
+  rows more than 10% under: 7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −25 … −3%; 1.8B rows
+  −6 … −25%; 72B LoRA + ZeRO-3 −19 … −16%; 7B full on 2 GPUs −16 … −2%.
+- tokens/s, median |error| 17.1% (the issue asks ≤ 20%).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
 Why rows miss, as far as found (pinned, not fixed):
-- memory under by a fixed amount that does not grow with the tokens: 1.2-2.4 GiB on one GPU (1.8B and 7B
-  LoRA and Q-LoRA at 256 tokens), more with DeepSpeed (72B + ZeRO-3: about 10 GiB per GPU; 1.8B full: 10
-  GiB). CUDA 11.8 / PyTorch 2.0's context, DeepSpeed's buffers (reduce_bucket_size, ZeRO-3's fp32 gradient
-  sub-group of sub_group_size = 1e9 parameters, stage3_max_live_parameters = 1e9) and the trainable weights'
-  DeepSpeed copies (16-bit module weights and an fp32 master, not the fp32 parameters the hf-trainer profile
-  assumes) are not priced, and no measurement of them was made here.
+- memory under by a fixed amount that does not grow with the tokens: 1.2-1.5 GiB on one GPU without
+  DeepSpeed (1.8B and 7B LoRA), about 1.5 GiB with ZeRO-2 on one GPU (1.8B and 7B Q-LoRA at 256 tokens),
+  about 10 GiB per GPU with ZeRO-3 (72B LoRA; 1.8B full: 8 GiB). Not the CUDA context: PyTorch sets
+  CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB of context
+  against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
+  profile carries. Not priced: ZeRO-3's prefetch and live-parameter budget beyond the next block
+  (stage3_max_live_parameters and stage3_max_reuse_distance = 1e9 in ds_config_zero3.json) and the caching
+  allocator's fragmentation from gathering and freeing whole layers; neither was measured here. Unmodelled,
+  and it would widen the gap: PEFT before 0.8 (Qwen asks for ``peft<0.8.0``) cast the adapters to the base
+  weight's dtype (peft v0.7.1 ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``), so the
+  single-GPU runs without DeepSpeed trained bf16 adapters with bf16 Adam states where the hf-trainer profile
+  assumes fp32 ones.
+- 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0), far beyond any activation
+  or logits term at micro-batch 1; llmplan stays at 68.0 G (the optimizer step is its peak there).
 - short sequences: the table's steps do not fall below about 1 s per 8 micro-batches whatever the model
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 30-71% fast: the servers' network is not stated.
+- "LoRA (multinode)" is 63-86% fast (30-71% before the DeepSpeed terms dropped its autocast casts): the
+  servers' network is not stated.
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
   (0.27 GB of states, under 1% of any row).
-Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 16% (15.4%
+Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 14% (13.1%
 recorded); each row group pinned to its recorded band ± 3 points, so that a change to the model shows here
 and this note is updated.
 """
@@ -100,18 +120,18 @@ TABLE = {
 BANDS = {
     ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.079)),
     ("1.8B", "lora-emb", 1, 1): ((-0.242, -0.082), (-0.171, -0.088)),
-    ("1.8B", "qlora", 1, 1): ((-0.388, -0.271), (-0.165, 0.061)),
-    ("1.8B", "full", 1, 1): ((-0.241, -0.135), (-0.170, 2.539)),
+    ("1.8B", "qlora", 1, 1): ((-0.253, -0.197), (-0.067, 0.309)),
+    ("1.8B", "full", 1, 1): ((-0.248, -0.186), (-0.137, 3.179)),
     ("7B", "lora", 1, 1): ((-0.105, -0.042), (-0.246, -0.132)),
     ("7B", "lora-emb", 1, 1): ((-0.158, -0.073), (-0.164, -0.121)),
-    ("7B", "qlora", 1, 1): ((-0.214, -0.181), (-0.123, 0.706)),
-    ("7B", "full", 1, 2): ((-0.034, 0.108), (0.273, 1.653)),
-    ("7B", "lora", 2, 2): ((-0.322, -0.090), (0.305, 0.713)),
+    ("7B", "qlora", 1, 1): ((-0.180, -0.113), (-0.040, 1.104)),
+    ("7B", "full", 1, 2): ((-0.161, -0.023), (0.563, 3.514)),
+    ("7B", "lora", 2, 2): ((-0.308, -0.060), (0.627, 0.856)),
     ("14B", "lora", 1, 1): ((-0.088, -0.020), (-0.196, -0.168)),
     ("14B", "lora-emb", 1, 1): ((-0.124, -0.060), (-0.184, -0.145)),
-    ("14B", "qlora", 1, 1): ((-0.234, -0.107), (-0.124, 1.377)),
-    ("72B", "lora", 1, 4): ((-0.197, -0.156), (-0.153, 1.661)),
-    ("72B", "qlora", 1, 1): ((-0.105, -0.038), (-0.070, 1.977)),
+    ("14B", "qlora", 1, 1): ((-0.174, -0.079), (-0.050, 1.497)),
+    ("72B", "lora", 1, 4): ((-0.192, -0.155), (-0.100, 1.814)),
+    ("72B", "qlora", 1, 1): ((-0.068, -0.028), (-0.012, 2.097)),
 }
 
 
@@ -134,7 +154,12 @@ def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_s
     hw = HardwareRef(gpu=A100, gpus_per_node=per_node, nodes=nodes, **({"network": "ib-hdr-200"} if nodes > 1 else {}))
     doc = PlanDocument(model=ModelRef(id=MODELS[size]), hardware=hw, training=TrainingSettings(**kw),
                        workload="pretrain" if method == "full" else "finetune", parallelism=ParallelLayout(dp=n))
-    return estimate(resolve(doc)), n
+    sc = resolve(doc)
+    # Qwen's ds_config_zero2.json: reduce_bucket_size 2e8 (ds_config_zero3.json: "auto", the profile's), as a
+    # user's frameworks.toml entry for hf-trainer would set it
+    sc = sc.model_copy(update={"framework_profile": sc.framework_profile.model_copy(
+        update={"zero2_reduce_bucket": 200_000_000})})
+    return estimate(sc), n
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +179,10 @@ def results() -> dict[tuple, list[tuple[float, float, bool]]]:
 
 
 def test_medians(results):
-    """Memory: 15.4% recorded, pinned at 16% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
+    """Memory: 13.1% recorded, pinned at 14% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.16
+    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.14
     assert statistics.median(abs(t) for _, t, _ in rows) <= 0.20
 
 
@@ -185,14 +210,18 @@ def test_72b_lora_without_zero3_does_not_fit_on_four_gpus(method):
 
 def test_gptq_base_keeps_its_16_bit_embeddings():
     """PEFT casts a quantised model's other weights to fp32 except on GPTQ (and AQLM, EETQ, HQQ, torchao)
-    bases (peft src/peft/utils/other.py prepare_model_for_kbit_training, since PR #771): on the same run an
-    NF4 base holds its 1.24e9 embedding and head parameters in fp32, 2 B each more than GPTQ's fp16."""
-    gptq, _ = plan("7B", "qlora", 1, 1, 256)
-    t = TrainingSettings(framework="hf-trainer", micro_batch=1, global_batch=8, seq_len=256, recompute="full",
-                         optimizer="adamw", lora_rank=64, lora_dropout=0.05, method="qlora", quant_base="nf4",
-                         precision="fp16", zero_stage=2)
-    nf4 = estimate(resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100),
-                                        training=t, workload="finetune")))
+    bases (peft src/peft/utils/other.py prepare_model_for_kbit_training, since PR #771): on the same run
+    without DeepSpeed an NF4 base holds its 1.24e9 embedding and head parameters in fp32, 2 B each more than
+    GPTQ's fp16. Under DeepSpeed (Qwen's ZeRO-2) the engine casts the whole module back to 16 bits
+    (engine.py ``_configure_distributed_model``, DeepSpeed v0.12.3), so neither keeps fp32 copies: the two
+    differ by less than 0.1 B per embedding parameter (GPTQ's group scales are a little larger than NF4's)."""
     embeddings = 2 * 151_936 * 4096
-    weights = nf4.memory.weights.value - gptq.memory.weights.value
-    assert weights > 1.9 * embeddings  # fp32 instead of fp16 (GPTQ's group scales are a little larger than NF4's)
+    for zero_stage, low, high in ((0, 1.9, 2.1), (2, -0.1, 0.1)):
+        gptq, _ = plan("7B", "qlora", 1, 1, 256, zero_stage=zero_stage)
+        t = TrainingSettings(framework="hf-trainer", micro_batch=1, global_batch=8, seq_len=256, recompute="full",
+                             optimizer="adamw", lora_rank=64, lora_dropout=0.05, method="qlora", quant_base="nf4",
+                             precision="fp16", zero_stage=zero_stage)
+        nf4 = estimate(resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100),
+                                            training=t, workload="finetune")))
+        weights = nf4.memory.weights.value - gptq.memory.weights.value
+        assert low * embeddings < weights < high * embeddings, (zero_stage, weights / embeddings)

@@ -246,10 +246,10 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
             break
         idx = np.arange(start, min(start + _BATCH, n))
         parts.append(evaluate(cols.take(idx), shape, cluster, t, scenario.efficiency,
-                              scenario.parallelism.sequence_parallel, scenario.framework))
+                              scenario.parallelism.sequence_parallel, scenario.framework_profile))
         report(0.8 * min(start + _BATCH, n) / max(n, 1), f"evaluated {min(start + _BATCH, n):,} of {n:,} layouts")
     if not parts:
-        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework), cancelled
+        return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework_profile), cancelled
     merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
     return cols, merged, cancelled
 
@@ -330,7 +330,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,
                    ep=one * p.ep, zero=one * t.zero_stage, offload=one * (t.offload != "none"),
                    recompute=one * RECOMPUTE_NAMES.index(t.recompute), mb=one * t.micro_batch, accum=one * accum)
-    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel, scenario.framework)
+    res = evaluate(cols, shape, scenario.cluster, t, scenario.efficiency, p.sequence_parallel,
+                   scenario.framework_profile)
     base = scenario.model_copy(update={"training": t.model_copy(update={"global_batch": t.global_batch})})
     ranked = _ranked(0, cols, res, base, scenario.cluster.hourly_price, None)
     assert ranked is not None  # without refine, _ranked always returns a layout

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, in_effect
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES, eager_stage_memory, stage_memory
@@ -157,12 +157,17 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     own per-operation model: every distinct (tp, cp, ep, micro-batch, recompute) is priced once by
     ``timing.layer_and_head``, then spread over the rows as the engine composes it (the slowest stage's
     blocks + the head's share, never faster than the host issues its kernels)."""
-    prof = prof or FrameworkProfile()
+    base = prof or FrameworkProfile()
     r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
-    keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute], axis=1)
+    # the ZeRO stage matters only where the profile hands ZeRO to DeepSpeed (``framework_profile.in_effect``)
+    zero = np.zeros_like(c.zero)
+    if base.zero_engine == "deepspeed":  # ``framework_profile.deepspeed_stage`` on the rows
+        zero = np.where((c.zero >= 2) | ((c.zero == 1) & ((c.dp * c.cp > 1) | (c.offload == 1))), c.zero, 0)
+    keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero], axis=1)
     first, inverse = distinct_rows(keys)
     per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed
-    for k, (tp, cp, ep, mb, rc) in enumerate(keys[first].tolist()):
+    for k, (tp, cp, ep, mb, rc, z) in enumerate(keys[first].tolist()):
+        prof = in_effect(base, int(z))
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
         shape = timing.OpShape(int(tp), int(cp), int(ep), int(mb), t.seq_len, bool(sequence_parallel and tp > 1),
                                bool(kv_rep))

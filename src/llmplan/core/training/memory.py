@@ -18,6 +18,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
+from llmplan.core.training import deepspeed_zero as ds
 from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit, prefetched_gather
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
@@ -122,8 +123,11 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     ops = layer_ops(m, pb, lay, tr, prof)
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
-    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest)
+    zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs),
+                    ds.step_copies(trainable / st.shard_dense, tr, zs))
     buffers = pk.weight_copies + _gathered_blocks(tr, prof, sp, st, trainable, layers)
+    buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
@@ -312,9 +316,13 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         inputs = {"phase": sm.phase, "method": tr.method}
         if st.gather_buffer:  # ZeRO-3 / FSDP2 (``_gathered_blocks``)
             inputs.update(block_params=sm.params.largest_layer, zero_stage=3)
+        if sc.deepspeed_stage:  # ``deepspeed_zero``
+            inputs.update(deepspeed_zero_stage=sc.deepspeed_stage)
         b = Figure.own(sm.buffers, "B", "autocast's 16-bit copies of the fp32 weights alive at the peak + QLoRA "
                        "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
-                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else ""),
+                                               "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else "")
+                       + (" + DeepSpeed's gradient buckets (reduce_bucket_size) and, at the optimizer step, its flat "
+                          "16-bit and fp32 gradient copies" if sc.deepspeed_stage else ""),
                        inputs, "hf-eager")
     else:
         b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
