@@ -11,7 +11,9 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   engine says fits (``apply_policy``): full recompute (Korthikanti et al. 2022 §5: ~33% more
   compute, activations down to one input per layer), micro-batch 1, ZeRO-3 (Rajbhandari et al.
   2020, needs data parallelism), CPU offload of the optimizer (ZeRO-Offload, Ren et al. 2021).
-  If nothing fits, the plan keeps its values and the verdict stays "does not fit".
+  If nothing fits, the verdict stays "does not fit" and shows the step of the ladder that needs the
+  least memory (the plan's own values when no step helps), so "N GiB short" says how close the
+  automatic knobs get, not what the plan needs before they move.
 
 Both the CLI and the app say which values were chosen ("auto: full recompute").
 """
@@ -90,6 +92,7 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         return AutoChoice(scenario, estimate=as_is)
     t, p = scenario.training, scenario.parallelism
     updates: dict[str, object] = {}
+    closest = AutoChoice(scenario, estimate=as_is)
     for knob, value in LADDER:
         if knob not in auto or getattr(t, knob) == value:
             continue
@@ -103,4 +106,6 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         updates[knob] = value
         if est.fits:
             return AutoChoice(trial, tuple(updates.items()), est)
-    return AutoChoice(scenario, estimate=as_is)
+        if est.memory.total.value < closest.estimate.memory.total.value:
+            closest = AutoChoice(trial, tuple(updates.items()), est)
+    return closest
