@@ -36,6 +36,7 @@ from llmplan.core.inference.memory import (
     _activation_elements_per_token,
     _weights_split,
 )
+from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
@@ -53,7 +54,8 @@ class CardShare:
     has_output: bool
     weights: float
     kv_cache: float
-    runtime: float  # runtime context (CUDA, HIP) + compute buffer (+ logits on the output card)
+    runtime: float  # runtime context (CUDA, HIP) + compute buffer, score matrix too without flash attention
+    # (core.inference.score_buffer) (+ logits on the output card)
     capacity: float
     decode_s: float
     prefill_s: float
@@ -131,6 +133,7 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
     buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
     runtime = [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
+               + score_buffer_bytes(scenario, engine, backend_of(g, inf.backend), engine.framework_bytes + buffer)
                for g in gpus]
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
 
