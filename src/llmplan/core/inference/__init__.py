@@ -55,7 +55,7 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
             "max(0, n_ctx × n_ubatch × (heads + 1) × 4 B + residual and kqv − compute buffer with flash attention)"
             " + n_ctx × n_ubatch × heads × 2 B (F16 copy, CUDA/ROCm)",
             inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp, "score_matrix": p.scores},
-            source="llama.cpp",
+            source="llama.cpp-graph",
             assumptions=("no flash attention: one micro-batch's f32 scores against the whole cache, soft-maxed "
                          "in place", "layer tensors freed after each layer"),
         )
