@@ -51,9 +51,10 @@ def test_every_shipped_engine_states_its_numbers_in_the_catalog():
 
 
 # The two llama.cpp build eras (docs/inference.md, "llama.cpp / Ollama, two build eras"): the default follows the 2024 builds behind the
-# widely published llama-bench tables, llama-cpp-2026 current builds. Only the CUDA speed figures differ.
+# widely published llama-bench tables, llama-cpp-2026 current builds. Only the CUDA speed figures and flash attention
+# (off by default in 2024, -fa auto now: score traffic and the compute buffer's score matrix) differ.
 ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s",
-              "prefill_quant_ops_per_sm_clock", "prefill_score_bytes"}  # score bytes: no flash attention in 2024
+              "prefill_quant_ops_per_sm_clock", "prefill_score_bytes", "flash_attention"}
 
 
 def test_llama_cpp_eras_differ_only_in_cuda_speed():
@@ -65,10 +66,12 @@ def test_llama_cpp_eras_differ_only_in_cuda_speed():
         == (21, 0.875e-6, 524)  # ggml-cuda kernel count, CUDA.jl graph microbenchmark; PR #24127
     assert engine_profile("llama.cpp-2026") == current and engine_profile("llama.cpp") == default
     assert current.name == "llama.cpp (2025+ build)" and "2024" in default.describes
+    assert current.flash_attention and not default.flash_attention
 
 
 def test_ollama_follows_the_default_llama_cpp():
     default, ollama = engine_profile("llama-cpp"), engine_profile("ollama")
     for field in ("decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s", "prefill_quant_ops_per_sm_clock",
-                  "decode_bandwidth_efficiency", "prefill_quant_share", "prefill_float_share", "prefill_score_bytes"):
+                  "decode_bandwidth_efficiency", "prefill_quant_share", "prefill_float_share", "prefill_score_bytes",
+                  "flash_attention"):
         assert getattr(ollama, field) == getattr(default, field), field

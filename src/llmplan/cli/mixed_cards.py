@@ -149,7 +149,8 @@ def mixed_text(data: dict[str, Any], model: str, mem: MemoryUnit) -> str:
         ("time to first token", present.duration(i["ttft_s"])),
         ("time per output token", present.duration(i["tpot_s"])),
         ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"] or 0)),
-        ("longest context that fits", f"{i['longest_context_tokens']:,} tokens (every layer on a card)"),
+        ("longest context that fits", f"{i['longest_context_tokens']:,} tokens (every layer on a card)"
+         if i["longest_context_tokens"] else "none: with every layer on a card, a card overflows"),
         ("model's trained context", f"{i['trained_context_tokens']:,} tokens"),
     ])]
     if data.get("changes"):

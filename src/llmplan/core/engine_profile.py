@@ -148,6 +148,11 @@ class EngineProfile(FrozenModel):
         "CUDA (llama.cpp: cuBLAS with CUBLAS_COMPUTE_16F, n_ubatch rows at a time); None: the plan's matmul "
         "efficiency x the fp16 peak (core/inference/backend.py)",
     )
+    flash_attention: bool = Field(
+        True, description="attention runs fused (flash attention), with no score matrix in memory; False: the "
+        "engine keeps one micro-batch's f32 scores against the whole cache in its compute buffer (llama.cpp "
+        "builds of 2024, Ollama by default: core/inference/score_buffer.py)",
+    )
     prefill_score_bytes: float | None = Field(
         None, gt=0, le=64,
         description="bytes moved per attention score element (query x cached key x head) on a CUDA prompt when "

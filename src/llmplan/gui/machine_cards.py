@@ -203,10 +203,11 @@ class MachineCards(QGroupBox):
         host = f"; {plan.host_layers} layers in host RAM" if plan.host_layers else ""
         verdict = "Fits" if plan.fits else "Does not fit"
         context = longest_context_split(scenario, [c.gpu for c in plan.cards], self.state.doc.hardware.tensor_split)
+        longest = (f"Longest context with every layer on a card: {context.tokens:,} tokens (the model was trained "
+                   f"on {context.trained_context:,})." if context.tokens else
+                   "With every layer on a card, a card overflows at any context.")
         self.summary.setText(f"{verdict}: {present.tokens_per_s(1 / plan.tpot_s)} per user, first token in "
-                             f"{present.duration(plan.ttft_s)}{host}. Longest context with every layer on a "
-                             f"card: {context.tokens:,} tokens (the model was trained on "
-                             f"{context.trained_context:,}).")
+                             f"{present.duration(plan.ttft_s)}{host}. {longest}")
         if not plan.fits or plan.host_layers:
             from llmplan.fit.mixed import changes_on_cards
 

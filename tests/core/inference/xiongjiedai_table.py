@@ -3,8 +3,8 @@
 Source: XiongjieDai/GPU-Benchmarks-on-LLM-Inference, README.md at commit aa72e0e (2024-05-12), sections "NVIDIA
 Gaming GPUs" and "NVIDIA Professional GPUs" (snapshots of May 2024 on RunPod: Ubuntu 22.04, CUDA 12.1.1). Every
 run is ``llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192`` with the defaults of that build: all layers
-on the GPU (-ngl 99), n_batch 2048, n_ubatch 512, an F16 KV cache, no flash attention, and several cards split by
-layers (--split-mode layer). The notebooks beside the README print the build: ``build: e8496488 (2843)``
+on the GPU (-ngl 99), n_batch 2048, n_ubatch 512 (but the three cells in ``UBATCH``), an F16 KV cache, no flash
+attention, and several cards split by layers (--split-mode layer). The notebooks beside the README print the build: ``build: e8496488 (2843)``
 (llama.cpp b2843, 2024-05-10), with ``GGML_CUDA_FORCE_MMQ: no`` and ``CUDA_USE_TENSOR_CORES: yes``.
 Models: Meta-Llama-3-8B and -70B, GGUF Q4_K_M and F16 (4.58 / 14.96 GiB and 39.59 / 131.42 GiB in the README).
 
@@ -151,6 +151,7 @@ class Cell:
     kind: str
     tokens: int
     measured: float | None  # tokens/s; None: "OOM"
+    ubatch: int = 512  # llama-bench -ub (n_ubatch): the default but where UBATCH says otherwise
 
     @property
     def label(self) -> str:
@@ -158,11 +159,21 @@ class Cell:
         return f"{n}{self.gpu} {self.model} {self.fmt} {self.kind}{self.tokens}"
 
 
+# Cells the notebooks ran with a smaller micro-batch than the default 512, because the default did not fit:
+# "LLaMA 3/Gaming GPUs/3090_6_v3.ipynb" runs 70B F16 with the defaults up to tg4096, then fails to create the n_ctx
+# 8192 context ("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1275076608", the compute buffer),
+# and measures pp4096 with "-b 1536 -ub 256" and pp8192 / tg8192 with "-b 768 -ub 128" (build 4426e298, 2824).
+UBATCH = {("nvidia-rtx-3090-24gb", 6, "70B", "F16", "pp", 4096): 256,
+          ("nvidia-rtx-3090-24gb", 6, "70B", "F16", "pp", 8192): 128,
+          ("nvidia-rtx-3090-24gb", 6, "70B", "F16", "tg", 8192): 128}
+
+
 def cells() -> list[Cell]:
     out = []
     for gpu, n, model, fmt, tg, pp in ROWS:
         for kind, values in (("tg", tg), ("pp", pp)):
-            out += [Cell(gpu, n, model, fmt, kind, t, v) for t, v in zip(TOKENS, values, strict=True)]
+            out += [Cell(gpu, n, model, fmt, kind, t, v, UBATCH.get((gpu, n, model, fmt, kind, t), 512))
+                    for t, v in zip(TOKENS, values, strict=True)]
     return out
 
 
@@ -199,8 +210,11 @@ def estimate_cell(cell: Cell, engine: str = "llama-cpp") -> Ours:
     prompt, out = (cell.tokens, 1) if cell.kind == "pp" else (1, cell.tokens - 1)
     inf = InferenceSettings(engine=engine, weight_format=cell.fmt.lower(), kv_dtype="fp16", prompt_tokens=prompt,
                             output_tokens=out, gpu_layers=spec.num_layers)
+    profile = engine_profile(engine)
+    if cell.ubatch != profile.prefill_chunk_tokens:
+        profile = profile.model_copy(update={"prefill_chunk_tokens": cell.ubatch})
     sc = Scenario(model=spec, cluster=ClusterSpec(gpu=gpu), workload="inference", inference=inf,
-                  engine_profile=engine_profile(engine))
+                  engine_profile=profile)
     if cell.cards == 1:
         e = estimate(sc)
         tps = e.inference.tokens_per_s_per_user.value if cell.kind == "tg" else \

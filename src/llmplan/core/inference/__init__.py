@@ -40,13 +40,25 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
                 "gpu_share": round(p.kv_share, 6)},
         source="deepseek-v2" if s.model.mla else "vllm",
     )
-    acts = Figure.of(
-        p.activations, "B",
-        formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B",
-        inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp},
-        source="flash-attention",
-        assumptions=("flash attention: no materialised score matrix", "layer tensors freed after each layer"),
-    )
+    if p.engine.flash_attention:
+        acts = Figure.of(
+            p.activations, "B",
+            formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B",
+            inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp},
+            source="flash-attention",
+            assumptions=("flash attention: no materialised score matrix", "layer tensors freed after each layer"),
+        )
+    else:
+        acts = Figure.of(
+            p.activations + p.scores, "B",
+            formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B + score matrix: "
+            "max(0, n_ctx × n_ubatch × (heads + 1) × 4 B + residual and kqv − compute buffer with flash attention)"
+            " + n_ctx × n_ubatch × heads × 2 B (F16 copy, CUDA/ROCm)",
+            inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp, "score_matrix": p.scores},
+            source="llama.cpp-graph",
+            assumptions=("no flash attention: one micro-batch's f32 scores against the whole cache, soft-maxed "
+                         "in place", "layer tensors freed after each layer"),
+        )
     buffers = Figure.of(p.logits, "B", formula="batch × vocab × 4 B (fp32 logits for sampling)",
                         inputs={"batch": inf.batch, "vocab": s.model.vocab_size, "bytes": LOGIT_BYTES},
                         source="assumption")

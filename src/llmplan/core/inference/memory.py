@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
 from llmplan.core.params import TensorGroup
 from llmplan.core.quant import QuantizedWeights, quantized_weights, stored_as
@@ -50,11 +51,12 @@ class MemoryPlan:
     overhead: float
     capacity: float  # usable bytes of one GPU for this engine
     chunk_tokens: int  # tokens per prefill forward pass
+    scores: float = 0.0  # the score matrix an engine without flash attention keeps (core.inference.score_buffer)
 
     @property
     def fixed_gpu(self) -> float:
         """Everything on the GPU except the KV cache."""
-        return self.weights_gpu + self.activations + self.logits + self.overhead
+        return self.weights_gpu + self.activations + self.scores + self.logits + self.overhead
 
     @property
     def kv_budget(self) -> float:
@@ -127,7 +129,9 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     chunk = min(chunk, inf.batch * inf.prompt_tokens)
     activations = chunk * _activation_elements_per_token(scenario, tp) * ACT_BYTES
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
-    overhead = float(runtime_context_bytes(engine, backend_of(gpu, inf.backend)) + engine.framework_bytes)
+    backend = backend_of(gpu, inf.backend)
+    overhead = float(runtime_context_bytes(engine, backend) + engine.framework_bytes)
+    scores = score_buffer_bytes(scenario, engine, backend, engine.framework_bytes + activations, tp)
 
     def gpu_part(n_layers: int) -> tuple[float, float, float]:
         layer_frac = n_layers / L
@@ -137,7 +141,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
 
     if offload:
         n = inf.gpu_layers if inf.gpu_layers is not None else _layers_that_fit(gpu_part, capacity, activations
-                                                                                  + logits + overhead, L)
+                                                                                  + scores + logits + overhead, L)
         n = min(n, L)
     else:
         if inf.gpu_layers is not None and inf.gpu_layers < L and not gpu.unified_memory:
@@ -157,7 +161,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         w_host, kv_host = host_embed, 0.0
     return MemoryPlan(q, kv, engine, tp, pp, lps, n if offload else L, w_gpu, w_host,
                       head_share * (n / L if offload else lps / L), kv_seq, kv_batch, kv_host, activations,
-                      logits, overhead, capacity, chunk)
+                      logits, overhead, capacity, chunk, scores)
 
 
 def _layers_that_fit(gpu_part, capacity: float, fixed: float, L: int) -> int:

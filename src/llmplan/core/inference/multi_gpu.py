@@ -3,10 +3,11 @@ layers that fit nowhere left in host RAM.
 
 llama.cpp gives each GPU a contiguous run of layers in proportion to ``--tensor-split``, by default
 each device's free memory (llama.cpp ``llama_model_load_from_file``: "split by free memory"); the
-first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head goes with the last layer's
-device when every layer is offloaded, and the input embedding always stays in host RAM. Every GPU
-holds its layers' weights and KV cache plus its own runtime context (CUDA, HIP; none on Metal, Vulkan or
-SYCL: ``core.inference.backend``) and compute buffer.
+first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head, when every layer is offloaded,
+counts as one more layer of the split (so the last device gets one layer fewer than an even share), and the
+input embedding always stays in host RAM. Every GPU holds its layers' weights and KV cache plus its own
+runtime context (CUDA, HIP; none on Metal, Vulkan or SYCL: ``core.inference.backend``) and compute buffer,
+which without flash attention holds the score matrix of a whole layer (``core.inference.score_buffer``).
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
 KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``),
@@ -36,6 +37,7 @@ from llmplan.core.inference.memory import (
     _activation_elements_per_token,
     _weights_split,
 )
+from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
@@ -53,7 +55,8 @@ class CardShare:
     has_output: bool
     weights: float
     kv_cache: float
-    runtime: float  # runtime context (CUDA, HIP) + compute buffer (+ logits on the output card)
+    runtime: float  # runtime context (CUDA, HIP) + compute buffer, score matrix too without flash attention
+    # (core.inference.score_buffer) (+ logits on the output card)
     capacity: float
     decode_s: float
     prefill_s: float
@@ -89,19 +92,23 @@ class MixedPlan:
         return min(self.cards, key=lambda c: c.capacity - c.total)
 
 
-def _assign(n_gpu: int, split: Sequence[float]) -> list[int]:
-    """Layers per device for ``n_gpu`` offloaded layers, llama.cpp's way: layer i of the offloaded run goes
-    to the first device whose cumulative share exceeds i / n_gpu."""
+def _assign(n_gpu: int, split: Sequence[float], with_output: bool) -> tuple[list[int], int]:
+    """(layers per device, the output head's device or -1) for ``n_gpu`` offloaded layers, llama.cpp's way
+    (``llm_load_tensors``, 2024 and since): the head counts as one more layer when it is offloaded
+    (``act_gpu_layers = min(n_gpu_layers, n_layer + 1)``), layer i of the offloaded run goes to the first device
+    whose cumulative share exceeds i / act_gpu_layers, and the head to the device of (act - 1) / act."""
     total = sum(split)
     cum, acc = [], 0.0
     for s in split:
         acc += s / total
         cum.append(acc)
+    act = n_gpu + 1 if with_output else n_gpu
     counts = [0] * len(split)
     for i in range(n_gpu):
-        d = min(bisect.bisect_right(cum, i / n_gpu), len(split) - 1)
+        d = min(bisect.bisect_right(cum, i / act), len(split) - 1)
         counts[d] += 1
-    return counts
+    out = min(bisect.bisect_right(cum, (act - 1) / act), len(split) - 1) if with_output else -1
+    return counts, out
 
 
 def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequence[float] | None = None,
@@ -131,17 +138,17 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
     buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
     runtime = [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
+               + score_buffer_bytes(scenario, engine, backend_of(g, inf.backend), engine.framework_bytes + buffer)
                for g in gpus]
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
 
     def shares(n: int) -> list[tuple[int, bool, float, float, float]]:
         """(layers, holds the output head, weights, KV, runtime) per device."""
-        counts = _assign(n, split)
-        last_dev = max((i for i, c in enumerate(counts) if c), default=-1)
+        counts, out_dev = _assign(n, split, with_output=n == L)
         first_dev = min((i for i, c in enumerate(counts) if c), default=-1)
         out = []
         for i, c in enumerate(counts):
-            has_out = n == L and i == last_dev
+            has_out = i == out_dev
             w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0)
             out.append((c, has_out, w, kv_layer * c, runtime[i] + (logits if has_out else 0.0)))
         return out

@@ -1,0 +1,65 @@
+"""The attention score matrix that llama.cpp keeps in GPU memory when flash attention is off.
+
+llama.cpp reserves its compute buffer once, at start, for the worst-case graph: one micro-batch of
+``n_ubatch`` tokens against the whole cache (``n_kv = n_ctx``), whatever the prompt (llama.cpp
+``llama_new_context_with_model``: ``llama_build_graph(..., worst_case = true)`` then
+``ggml_backend_sched_reserve``). Without flash attention (builds of 2024, where ``-fa`` was opt-in, and Ollama
+unless ``OLLAMA_FLASH_ATTENTION=1``) each layer's attention in that graph is ``llm_build_kqv``'s
+``kq = ggml_mul_mat(k, q)``, an f32 tensor of ``n_kv × n_ubatch × n_head``; ``ggml_soft_max_ext`` overwrites it
+in place (``ggml_op_can_inplace`` lists ``GGML_OP_SOFT_MAX`` in ggml-alloc.c), and ``kqv = ggml_mul_mat(v, kq)``
+is allocated while it is live. Beside it live the f32 mask ``n_kv × n_ubatch`` (``KQ_mask``, an input every
+layer reads), the layer's residual input and the ``kqv`` output (n_ubatch × width each, f32). Counted for Llama 3
+8B at n_ctx 8,192 and n_ubatch 512: 512 + 16 + 8 + 8 = 544 MiB; an Ollama log of that model (flash_attn = 0,
+2024-08-30) prints "CUDA0 compute buffer size = 560.00 MiB" (the rest is the allocator's alignment and holes),
+and Metal logs print the same figure: the graph is reserved alike on every back-end.
+
+The buffer is the largest of the graph's phases, so this phase replaces, not adds to, what the profile already
+charges for the compute buffer with flash attention (``framework_bytes`` + the prefill activations: the logits
+of a micro-batch dominate there). On CUDA and ROCm (HIP builds the same ggml-cuda code) the two attention GEMMs
+run through cuBLAS in F16 (``ggml_cuda_mul_mat_batched_cublas``): ``kq`` is written as an F16 copy first and the
+soft-maxed scores are converted to F16 before ``kqv``, both in ggml-cuda's memory pool outside the compute buffer,
+which keeps its peak: 2 B more per score element. Metal multiplies the f32 scores directly; Vulkan's and SYCL's
+staging buffers are not counted. Current builds run flash attention (``-fa auto``, 2025): no such matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.kvcache import paged_tokens
+from llmplan.core.workload import Scenario
+
+GRAPH_BYTES = 4  # ggml keeps activations, scores and the mask in f32 (2024 builds)
+POOL_BYTES = 2  # the F16 copy of the scores in ggml-cuda's pool for the cuBLAS GEMMs
+POOL_BACKENDS = ("cuda", "rocm")
+
+
+def _score_shape(scenario: Scenario, engine: EngineProfile, tp: int) -> tuple[int, int, int]:
+    """(n_kv, n_ubatch, heads per GPU) of the worst-case graph: the whole cache against one micro-batch."""
+    inf = scenario.inference
+    n_kv = inf.batch * paged_tokens(inf.prompt_tokens + inf.output_tokens, engine.kv_block_tokens)
+    return n_kv, min(engine.prefill_chunk_tokens or n_kv, n_kv), math.ceil(scenario.model.num_heads / tp)
+
+
+def score_phase_bytes(scenario: Scenario, engine: EngineProfile, tp: int = 1) -> float:
+    """Compute-buffer bytes live at one layer's attention without flash attention (worst-case graph): scores and
+    mask (n_kv × n_ubatch × (heads + 1)), the residual input and the ``kqv`` output, all f32."""
+    n_kv, n_ub, heads = _score_shape(scenario, engine, tp)
+    spec = scenario.model
+    return (n_kv * n_ub * (heads + 1) + n_ub * (spec.hidden_size + spec.q_width / tp)) * GRAPH_BYTES
+
+
+def score_buffer_bytes(scenario: Scenario, engine: EngineProfile, backend: str, flash_buffer: float,
+                       tp: int = 1) -> float:
+    """Bytes a GPU holds beyond ``flash_buffer`` (what the plan charges for the compute buffer with flash
+    attention: the profile's ``framework_bytes`` + the prefill activations) because the engine keeps the score
+    matrix: the attention phase where it is the larger, plus the F16 pool copy on CUDA and ROCm. 0 with flash
+    attention. The one figure ``plan_memory``, ``split_layers`` and the longest-context search all use."""
+    if engine.flash_attention:
+        return 0.0
+    extra = max(0.0, score_phase_bytes(scenario, engine, tp) - flash_buffer)
+    if backend in POOL_BACKENDS:
+        n_kv, n_ub, heads = _score_shape(scenario, engine, tp)
+        extra += n_kv * n_ub * heads * POOL_BYTES
+    return extra
