@@ -9,7 +9,7 @@ preallocation, no paging; its one number is explained in ``cuda_context_bytes``.
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from llmplan.core.frozen import FrozenModel
 
@@ -61,6 +61,11 @@ class EngineProfile(FrozenModel):
     )
     decode_bandwidth_efficiency_apple: float | None = Field(
         None, gt=0, le=1, description="the same on Apple Silicon (Metal kernels reach a different share)"
+    )
+    decode_bandwidth_efficiency_by_gpu: tuple[tuple[str, str, float], ...] = Field(
+        (), description="(back-end, GPU catalog id pattern, fraction of peak bandwidth) where the engine's batch-1 "
+        "mat-vec kernels stream weights at a measured share other than decode_bandwidth_efficiency (llama.cpp "
+        "builds of 2024 on HBM cards); the first matching row wins (core/inference/backend.py)",
     )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
     splits_unequal_cards: bool = Field(
@@ -195,13 +200,13 @@ class EngineProfile(FrozenModel):
                              + (f"; not {', '.join(map(str, bad))}" if bad else ""))
         return v
 
-    @field_validator("prefill_quant_share")
+    @field_validator("prefill_quant_share", "decode_bandwidth_efficiency_by_gpu")
     @classmethod
-    def _shares(cls, v: tuple[tuple[str, str, float], ...]) -> tuple[tuple[str, str, float], ...]:
+    def _shares(cls, v: tuple[tuple[str, str, float], ...], info: ValidationInfo) -> tuple[tuple[str, str, float], ...]:
         known = ("cuda", "rocm", "vulkan", "sycl", "metal")
         for name, pattern, share in v:
             if name not in known or not pattern or not 0 < share <= 1:
-                raise ValueError(f"prefill_quant_share: each row is [back-end ({', '.join(known)}), GPU id pattern, "
+                raise ValueError(f"{info.field_name}: each row is [back-end ({', '.join(known)}), GPU id pattern, "
                                  f"share in (0, 1]]; not [{name!r}, {pattern!r}, {share}]")
         return v
 

@@ -9,13 +9,15 @@ What holds and is asserted: all 747 fit verdicts (the 710 measured cells fit, th
 flash attention llama.cpp's compute buffer holds one micro-batch's f32 score matrix against the whole cache, and
 CUDA's pool its F16 copy (core/inference/score_buffer.py), which takes the RTX 4080's F16 8192-token runs past 16 GB;
 no estimate above the hardware's roofline; decode on the GDDR cards (every
-GeForce and workstation card, A40, L40S) median |error| 4.7%, every row within 26%, and over the whole table 5.7%;
+GeForce and workstation card, A40, L40S) median |error| 4.7%, every row within 26%; on the HBM cards (A100, H100:
+batch-1 stream share 0.613, measured on an H100 PCIe in llama.cpp issue #6763) median +14%; over the whole table 5.2%;
 prompts in scope median |error| 17.4% (GeForce 8.2%, workstation 17.9%).
 The prompt figures rest on two 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
 with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766), and b2843 runs attention without flash
 attention, moving 20 B per score element.
 What does not, pinned with its cause:
-- decode on A100/H100 (HBM): +19% to +96%: the 2024 mat-vec kernels streamed well under HBM bandwidth;
+- decode on the 4 x A100 SXM rig with the 8B model: +48% to +58% (the only decode rows beyond 50%), four cards
+  26% slower than one there; the layer-split model charges no such per-hop cost;
 - Q4_K_M prompts on the HBM cards, -12% to -50%: b2843 ran block-quantised prompts as dequantise + cuBLAS F16 GEMM
   (MMQ only up to 32 tokens with tensor cores), not the June 2024 MMQ kernels whose SM-clock rate the default
   engine carries; F16 prompts on the H100 PCIe +62% to +90%;
@@ -124,17 +126,38 @@ def test_decode_median_per_class(cls):
 
 
 def test_decode_median_over_the_table():
-    """The acceptance figure for decode (≤ 15%) over every measured NVIDIA cell: 5.7%."""
+    """The acceptance figure for decode (≤ 15%) over every measured NVIDIA cell: 5.2% (5.7% before the HBM share)."""
     assert statistics.median(abs(x) for x in errors(lambda c: c.kind == "tg")) <= 0.15
 
 
-def test_hbm_decode_is_optimistic_pinned():
-    """A100 PCIe/SXM and H100 PCIe: ours +19% to +96% (median +50%). The table's own F16 and Q4_K_M rows put the
-    2024 builds' mat-vec stream at 0.45-0.66 of HBM bandwidth against 0.82-0.97 on the GDDR cards; the model
-    streams at one copy-benchmark fraction (0.869) on every card. Pinned so that a fix shows here."""
+def test_hbm_decode():
+    """A100 PCIe/SXM and H100 PCIe: ours -14% to +58%, median +14% (it was +19% to +96%, median +50%, 40 rows beyond
+    50%, with the copy share 0.869 on every card). The HBM cards now stream at 0.613 of bandwidth at batch 1,
+    measured on an H100 PCIe by llama.cpp issue #6763, not taken from this table. Tolerances: median 20%, every row
+    but those pinned below within 40% (worst: 4 x A100 SXM 70B Q4_K_M tg8192, +36%)."""
     e = errors(lambda c: c.kind == "tg" and c.gpu.startswith(HBM))
-    assert min(e) > 0.15 and max(e) < 1.0
-    assert 0.40 < statistics.median(e) < 0.60
+    assert 0.05 < statistics.median(e) < 0.20
+    assert min(e) > -0.20
+    assert max(x for c, x in zip(hbm_decode_cells(), e, strict=True) if not four_a100_sxm_8b(c)) < 0.40
+
+
+def hbm_decode_cells() -> list[Cell]:
+    return [c for c in MEASURED if c.kind == "tg" and c.gpu.startswith(HBM)]
+
+
+def four_a100_sxm_8b(c: Cell) -> bool:
+    return c.gpu == "nvidia-a100-sxm4-80gb" and c.cards == 4 and c.model == "8B"
+
+
+def test_four_a100_sxm_small_model_decode_pinned():
+    """Pinned, not accepted: the 4 x A100 SXM rig's 8B rows, +48% to +58% (the four Q4_K_M rows are the only
+    decode rows of the table beyond 50%). There four cards decode 8B Q4_K_M 26% slower than one card of the same
+    table (99.73 against 135.04 t/s at tg512), while 4 x H100 PCIe lose 15% (123.08 against 145.55);
+    the layer-split model charges no such per-hop cost. The same rig's F16 prompts are anomalous (above)."""
+    e = [error(c) for c in hbm_decode_cells() if four_a100_sxm_8b(c)]
+    assert min(e) > 0.40 and max(e) < 0.65
+    beyond = {c.label for c in MEASURED if c.kind == "tg" and abs(error(c)) > 0.5}
+    assert beyond == {f"4x nvidia-a100-sxm4-80gb 8B Q4_K_M tg{n}" for n in (512, 1024, 4096, 8192)}
 
 
 def test_prompt_median_over_the_table():

@@ -99,6 +99,25 @@ def float_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
     return fp16_accumulate_peak(gpu) * share if major >= 7 and gpu.peak_flops.fp16 else None
 
 
+def decode_stream_efficiency(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
+    """Measured fraction of ``gpu``'s peak bandwidth the engine's batch-1 decode streams weights at (None: the
+    plan's ``efficiency.memory_bandwidth``). The first ``decode_bandwidth_efficiency_by_gpu`` row for this
+    back-end whose pattern matches the GPU's catalog id (llama.cpp 2024 builds on HBM cards), else
+    ``stream_efficiency``."""
+    for name, pattern, eff in engine.decode_bandwidth_efficiency_by_gpu:
+        if name == backend and fnmatchcase(gpu.id, pattern):
+            return eff
+    return stream_efficiency(engine, gpu)
+
+
+def stream_efficiency(engine: EngineProfile, gpu: GpuSpec) -> float | None:
+    """The engine's share of peak bandwidth for large streaming kernels (a device copy; the prompt's weight reads
+    and score matrix): the Apple figure on Apple GPUs, else the engine's one figure; None: the plan's."""
+    if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
+        return engine.decode_bandwidth_efficiency_apple
+    return engine.decode_bandwidth_efficiency
+
+
 def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
     """FLOP/s of the engine's quantised-weight prompt kernels on ``gpu`` under ``backend`` (None: the engine
     dequantises and uses the fp16 GEMM rate). First CUDA's MMQ rate, then the first ``prefill_quant_share``

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import Efficiency, GpuSpec
-from llmplan.core.inference.backend import backend_of, float_prompt_rate, is_f16_weights, quant_prompt_rate
+from llmplan.core.inference.backend import (
+    backend_of,
+    decode_stream_efficiency,
+    float_prompt_rate,
+    is_f16_weights,
+    quant_prompt_rate,
+    stream_efficiency,
+)
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.model import ModelSpec
@@ -75,6 +82,7 @@ class Rates:
     link: float  # bytes/s per GPU for TP all-reduces
     latency: float  # fixed seconds per collective
     host_bandwidth: float  # bytes/s for host-resident layers
+    stream: float  # bytes/s of the prompt's streaming (weight reads, score matrix): the copy share, not batch 1's
 
 
 def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
@@ -98,10 +106,9 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         flops = float_prompt_rate(engine, gpu, backend_of(gpu, scenario.inference.backend)) or flops
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
-    measured = engine.decode_bandwidth_efficiency
-    if gpu.vendor == "apple" and engine.decode_bandwidth_efficiency_apple:
-        measured = engine.decode_bandwidth_efficiency_apple
-    bw_eff = measured or eff.memory_bandwidth
+    bw_eff = decode_stream_efficiency(engine, gpu, backend_of(gpu, scenario.inference.backend)) \
+        or eff.memory_bandwidth
+    stream = gpu.memory_bandwidth * (stream_efficiency(engine, gpu) or eff.memory_bandwidth)
     link = cluster.intra_bandwidth * eff.intra_node
     latency = plan.engine.allreduce_latency_s  # one collective inside a node
     if plan.tp > cluster.gpus_per_node:  # across nodes: every ring hop pays the network latency
@@ -113,7 +120,7 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
-    return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host)
+    return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host, stream)
 
 
 def apple_generation(name: str) -> int:
@@ -229,7 +236,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     compute = flops * frac / (plan.tp * r.flops)
     passes = max(1, -(-tokens // plan.chunk_tokens))
     gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
-    memory = passes * gpu_weights / r.bandwidth
+    memory = passes * gpu_weights / r.stream
     # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound).
     host_bytes = plan.weights_host
     pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
@@ -241,7 +248,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
                           attn, sequences, prompt)
         return PhaseTime(e.gpu_s, e.memory_bound_s, comm, host, flops, gpu_weights, e.host_s, e.setup_s)
     # llama.cpp without flash attention: the score matrix goes through memory between its GEMMs, in turn with them
-    compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.bandwidth,
+    compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
 

@@ -25,10 +25,12 @@ from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import (
     backend_of,
+    decode_stream_efficiency,
     float_prompt_rate,
     is_f16_weights,
     quant_prompt_rate,
     runtime_context_bytes,
+    stream_efficiency,
 )
 from llmplan.core.inference.latency import score_traffic_s
 from llmplan.core.inference.memory import (
@@ -188,7 +190,7 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
           kv: float, runtime: float, weight_bytes_x_tokens: float) -> CardShare:
     """One device's memory and time; ``weight_bytes_x_tokens``: Σ weight bytes × the tokens they multiply."""
     apple = g.vendor == "apple"
-    eff = (engine.decode_bandwidth_efficiency_apple if apple else None) or engine.decode_bandwidth_efficiency \
+    eff = decode_stream_efficiency(engine, g, backend_of(g, scenario.inference.backend)) \
         or scenario.efficiency.memory_bandwidth
     floor = engine.decode_floor_per_layer(apple)
     decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
@@ -208,6 +210,7 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
     inf = scenario.inference
     chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
-    prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * eff, inf.batch, inf.prompt_tokens,
-                               chunk)
+    stream = stream_efficiency(engine, g) or scenario.efficiency.memory_bandwidth  # the prompt's kernels, not batch 1's
+    prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * stream, inf.batch,
+                               inf.prompt_tokens, chunk)
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)
