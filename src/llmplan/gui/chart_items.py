@@ -19,6 +19,7 @@ import pyqtgraph as pg
 
 from llmplan.core.present import MemoryUnit, axis_ticks
 from llmplan.gui import sweeps
+from llmplan.gui.chart_legend import OutsideLegend
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
 
 NOTE_COLOUR = "#888888"
@@ -147,14 +148,15 @@ class MemoryChart:
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
-        self.legend = plot.addLegend(offset=(10, 10))
+        self.legend = OutsideLegend(plot)  # under the x axis: never over a curve or a label
         self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
         self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
                                symbolSize=7, symbolBrush=WARN_COLOUR)
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
                                 symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
         self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
-                                        label="capacity", labelOpts={"position": 0.1, "color": BAD_COLOUR})
+                                        label="capacity", labelOpts={"position": 0.02, "color": BAD_COLOUR,
+                                                                     "anchors": [(0, 0), (0, 1)]})  # in the view box
         self.capacity.setVisible(False)
         plot.addItem(self.capacity)
         self.current = _vline(plot)
@@ -211,7 +213,7 @@ class ThroughputChart:
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
-        self.legend = plot.addLegend(offset=(-10, -10))  # bottom right: throughput grows to the top right
+        self.legend = OutsideLegend(plot)
         self.fit = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[2], width=2), symbol="o", symbolSize=7,
                              symbolBrush=STAGE_COLOURS[2], connect="finite")
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=None,
