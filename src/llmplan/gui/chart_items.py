@@ -109,8 +109,8 @@ def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
 
 
 def _vline(plot: pg.PlotWidget, colour: str = NOTE_COLOUR, label: str | None = None) -> pg.InfiniteLine:
-    line = pg.InfiniteLine(angle=90, pen=pg.mkPen(colour, style=DOT_LINE), label=label,  # label mid-height:
-                           labelOpts={"position": 0.5, "color": colour} if label else None)  # clear of the legend
+    line = pg.InfiniteLine(angle=90, pen=pg.mkPen(colour, style=DOT_LINE), label=label,  # label mid-height
+                           labelOpts={"position": 0.5, "color": colour} if label else None)
     line.setVisible(False)
     plot.addItem(line, ignoreBounds=True)
     return line
