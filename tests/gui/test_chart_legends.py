@@ -132,3 +132,17 @@ def test_an_empty_legend_takes_no_room(window, qtbot):
     qtbot.wait(20)
     assert not chart.legend.isVisible() and chart.legend.items == []
     assert window.charts.batch_plot.getPlotItem().vb.height() > with_legend
+
+
+def test_the_legend_scales_with_the_chart_in_an_export(window, qtbot):
+    """An exported chart is drawn 900 px wide (``gui.export.EXPORT_WIDTH``), about twice its size on screen:
+    the legend must grow with the axes (pyqtgraph's floating legend ignores the scale: small, off centre)."""
+    from PySide6.QtGui import QTransform
+
+    _settle(window, qtbot, 1)
+    window.charts.batch_chart.draw(_memory_series(offloaded=False), window.unit)
+    legend = window.charts.batch_chart.legend
+    own = legend.boundingRect()
+    assert own.width() > 0
+    drawn = legend.deviceTransform(QTransform.fromScale(2, 2)).mapRect(own)
+    assert drawn.width() == pytest.approx(2 * own.width())

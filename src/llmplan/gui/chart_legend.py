@@ -50,6 +50,10 @@ class OutsideLegend(pg.LegendItem):
     def __init__(self, plot: pg.PlotWidget) -> None:
         super().__init__(horSpacing=SPACING, sampleType=_Sample)
         self.layout.setContentsMargins(0, 2, 0, 0)  # Qt's default 9 px all round would add 18 px of height
+        # pyqtgraph's legend keeps its size when the scene is scaled (it floated over a zoomable view); in a
+        # row of the layout it must scale with the axes, or an exported chart (drawn 900 px wide,
+        # ``gui.export``) shows it small and off centre
+        self.setFlag(self.GraphicsItemFlag.ItemIgnoresTransformations, False)
         self._fitting = False
         self._natural: dict[pg.LabelItem, float] = {}  # each entry's label -> its width on one line
         self._plot_item = plot.getPlotItem()
