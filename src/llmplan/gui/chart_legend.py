@@ -60,7 +60,7 @@ class OutsideLegend(pg.LegendItem):
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)  # as wide as its entries
         self._plot_item.layout.addItem(self, LEGEND_ROW, 0, 1, 3, Qt.AlignmentFlag.AlignHCenter)
         self._plot_item.legend = self  # what ``addLegend`` would have set: items plotted with a name join it
-        self._plot_item.geometryChanged.connect(self.fit)
+        self._plot_item.geometryChanged.connect(self._resized)
         self.setVisible(False)
 
     # ---- pyqtgraph's hooks ----------------------------------------------------------------
@@ -100,22 +100,31 @@ class OutsideLegend(pg.LegendItem):
         own_left, _t, own_right, _b = self.layout.getContentsMargins()
         return self._plot_item.size().width() - left - right - own_left - own_right
 
-    def fit(self, *_a) -> None:
+    def fit(self) -> bool:
         """Lay the entries out for the plot's present width: all on one row if they fit, else one per
-        line, wrapping a label that is still too wide."""
+        line, wrapping a label that is still too wide. True if that changed the layout."""
         if self._fitting:
-            return
+            return False
         self._fitting = True
         try:
             self.setVisible(bool(self.items))
             self._natural = {label: self._natural.get(label) or _one_line_width(label) for _s, label in self.items}
-            if self.items:
-                self._arrange(self.room())
+            changed = self._arrange(self.room()) if self.items else False
         finally:
             self._fitting = False
         self.updateGeometry()
+        return changed
 
-    def _arrange(self, room: float) -> None:
+    def _resized(self) -> None:
+        """The plot was resized: refit, and lay the plot out again now if the legend changed. Qt posts that
+        relayout only if the plot's layout was settled when the legend asked; during a resize it may not
+        be, and the legend kept the previous size (a label unwrapped in a box still one line too narrow)."""
+        if self.fit():
+            self.layout.invalidate()
+            self._plot_item.layout.invalidate()
+            self._plot_item.layout.activate()
+
+    def _arrange(self, room: float) -> bool:
         labels = [label for _sample, label in self.items]
         entries = [SAMPLE_WIDTH + SPACING + self._natural[label] for label in labels]
         columns = 1
@@ -125,16 +134,20 @@ class OutsideLegend(pg.LegendItem):
                 columns = n
                 break
         wrap = max(room - SAMPLE_WIDTH - SPACING, MIN_WRAP)
+        changed = False
         for label in labels:
             too_wide = columns == 1 and self._natural[label] > wrap
             width = wrap if too_wide else -1
             if label.item.textWidth() != width:
                 label.item.setTextWidth(width)
                 label.updateMin()
+                changed = True
         if columns != self.columnCount:
             self.setColumnCount(columns)
             for j in range(columns - 1):  # after each label but the last of a row
                 self.layout.setColumnSpacing(2 * j + 1, ENTRY_GAP)
+            changed = True
+        return changed
 
 
 def _one_line_width(label: pg.LabelItem) -> float:
