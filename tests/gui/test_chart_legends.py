@@ -6,6 +6,8 @@ allows and at 1,024 × 700 (issue 18's small laptop). Checked in scene coordinat
 the legend's rectangle does not meet the view box (where every curve, point and line label is drawn) nor
 the title or an axis, every entry lies inside the legend and inside the chart, and no two entries meet.
 A legend anchored in the view box, as pyqtgraph's ``addLegend`` places it, fails the first check.
+The sentences written in the view box (an empty chart's note, the Pareto tab's hint) and the roofline's
+point labels stay inside it at 1,024 × 700 too: they were cut at its edges.
 """
 
 from __future__ import annotations
@@ -146,3 +148,29 @@ def test_the_legend_scales_with_the_chart_in_an_export(window, qtbot):
     assert own.width() > 0
     drawn = legend.deviceTransform(QTransform.fromScale(2, 2)).mapRect(own)
     assert drawn.width() == pytest.approx(2 * own.width())
+
+
+def _inside_view(plot, text_item) -> bool:
+    view = plot.getPlotItem().vb.sceneBoundingRect()
+    return text_item.isVisible() and view.contains(text_item.mapRectToScene(text_item.boundingRect()))
+
+
+def test_notes_and_point_labels_stay_inside_a_small_chart(window, qtbot):
+    from llmplan.gui.sweeps import Roofline
+
+    window.resize(*SMALL)
+    charts = window.charts
+    _settle(window, qtbot, 4)
+    charts.show_pareto([], [])  # before Auto…: the hint
+    qtbot.wait(20)
+    assert _inside_view(charts.pareto_plot, charts._pareto_hint)
+    _settle(window, qtbot, 3)
+    ridge = 989e12 / 3.35e12  # an H100 SXM's dense BF16 peak over its HBM3 bandwidth (datasheet), FLOP/byte
+    charts.roof_chart.draw(Roofline(989e12, 3.35e12, (("training step", ridge * 300, 700e12),
+                                                      ("decode", 2.0, 6e12))))
+    qtbot.wait(20)
+    assert all(_inside_view(charts.roof_plot, label) for label in charts.roof_chart.labels[:2])
+    _settle(window, qtbot, 0)
+    charts.seq_chart.clear("No estimate: the verdict above says what to fix")
+    qtbot.wait(20)
+    assert _inside_view(charts.seq_plot, charts.seq_chart.note.item)

@@ -23,6 +23,7 @@ from llmplan.gui.chart_legend import OutsideLegend
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
 
 NOTE_COLOUR = "#888888"
+NOTE_MARGIN = 8  # px between a wrapped sentence and the view box's edges
 DOT_LINE = pg.QtCore.Qt.PenStyle.DotLine
 DASH_LINE = pg.QtCore.Qt.PenStyle.DashLine
 
@@ -123,6 +124,26 @@ def _set_vline(line: pg.InfiniteLine, x: float | None) -> None:
         line.setValue(math.log10(x))
 
 
+def wrap_in_view(plot: pg.PlotWidget, item: pg.TextItem) -> None:
+    """Wrap a sentence centred in the view box at the view box's width, now and on every resize: on a small
+    chart (about 230 px wide at 1,024 × 700) "Run Auto… in the layout editor to see the Pareto front" was
+    cut at both edges."""
+    vb = plot.getViewBox()
+    item.textItem.document().setDefaultTextOption(pg.QtGui.QTextOption(pg.QtCore.Qt.AlignmentFlag.AlignCenter))
+
+    def refit(*_a) -> None:
+        natural = item.textItem.document().idealWidth() if item.textItem.textWidth() < 0 else None
+        width = max(vb.width() - 2 * NOTE_MARGIN, 60)
+        wanted = -1 if natural is not None and natural <= width else width
+        if item.textItem.textWidth() != wanted:
+            item.setTextWidth(wanted)
+            item.updateTextPos()
+
+    vb.sigResized.connect(refit)
+    item.refit = refit  # called again when the text changes
+    refit()
+
+
 class _Note:
     """A sentence in the middle of an empty chart, so empty never looks like broken (one item, toggled)."""
 
@@ -131,10 +152,13 @@ class _Note:
         self.item = pg.TextItem("", color=NOTE_COLOUR, anchor=(0.5, 0.5))
         self.item.setVisible(False)
         plot.addItem(self.item, ignoreBounds=True)
+        wrap_in_view(plot, self.item)
 
     def show(self, text: str) -> None:
         (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
+        self.item.setTextWidth(-1)  # measured on one line first (``wrap_in_view``)
         self.item.setText(text)
+        self.item.refit()
         self.item.setPos((x0 + x1) / 2, (y0 + y1) / 2)
         self.item.setVisible(True)
 
@@ -295,6 +319,11 @@ class RooflineChart:
                 point.setData([x], [y])
                 text.setText(label)
                 text.setPos(math.log10(x), math.log10(y))
+                # Above the point and right of it, but left of it in the right half of the roof's span
+                # (``xs``: three decades each side of the ridge) and below it near the roof: there a label
+                # ran past the chart's right or top edge on a small chart (a line of text is about 0.6 of
+                # the ~3.5 decades shown at 1,024 × 700)
+                text.setAnchor((1 if x > ridge else 0, 0 if y > roof.peak_flops / tera / 4 else 1))
                 text.setVisible(True)
             else:
                 point.setData([], [])
