@@ -8,12 +8,15 @@
 - ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
   circles off the line, named in the legend (issue 18 item 10).
 - ``RooflineChart``: the GPU's roofs and the workload's points.
+- Each legend is an ``OutsideLegend`` (``chart_legend``): a row under the x axis, never over the data; a
+  sentence written in the view box wraps to it (``wrap_in_view``).
 - ``NumberAxis``: linear axes with thousands separators ("300,000", issue 18 item 7).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pyqtgraph as pg
 
@@ -124,10 +127,10 @@ def _set_vline(line: pg.InfiniteLine, x: float | None) -> None:
         line.setValue(math.log10(x))
 
 
-def wrap_in_view(plot: pg.PlotWidget, item: pg.TextItem) -> None:
+def wrap_in_view(plot: pg.PlotWidget, item: pg.TextItem) -> Callable[[], None]:
     """Wrap a sentence centred in the view box at the view box's width, now and on every resize: on a small
     chart (about 230 px wide at 1,024 × 700) "Run Auto… in the layout editor to see the Pareto front" was
-    cut at both edges."""
+    cut at both edges. Returns the refit, to call again after ``setText``."""
     vb = plot.getViewBox()
     item.textItem.document().setDefaultTextOption(pg.QtGui.QTextOption(pg.QtCore.Qt.AlignmentFlag.AlignCenter))
 
@@ -140,8 +143,8 @@ def wrap_in_view(plot: pg.PlotWidget, item: pg.TextItem) -> None:
             item.updateTextPos()
 
     vb.sigResized.connect(refit)
-    item.refit = refit  # called again when the text changes
     refit()
+    return refit
 
 
 class _Note:
@@ -152,13 +155,13 @@ class _Note:
         self.item = pg.TextItem("", color=NOTE_COLOUR, anchor=(0.5, 0.5))
         self.item.setVisible(False)
         plot.addItem(self.item, ignoreBounds=True)
-        wrap_in_view(plot, self.item)
+        self._refit = wrap_in_view(plot, self.item)
 
     def show(self, text: str) -> None:
         (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
         self.item.setTextWidth(-1)  # measured on one line first (``wrap_in_view``)
         self.item.setText(text)
-        self.item.refit()
+        self._refit()
         self.item.setPos((x0 + x1) / 2, (y0 + y1) / 2)
         self.item.setVisible(True)
 
