@@ -145,7 +145,29 @@ def main(out: Path) -> list[Path]:
         shot("results-this-machine", w.right)
         w.state.undo_stack.setClean()
         w.close()
+    written.append(verdict_offload(app, out))
     return written
+
+
+def verdict_offload(app, out: Path) -> Path:
+    """The right-hand column (verdict, bars, figures, memory vs context chart) of an amber plan: a 70B
+    Q4_K_M with llama.cpp on an RTX 4090 keeps 32 of 80 layers in CPU RAM (docs/gui.md), light theme."""
+    from llmplan.gui.theme import apply_theme
+
+    apply_theme(app, "light")
+    w = _fresh_window(app, 1640, 900)  # the right-hand column about 575 px wide
+    w.state.edit_many({"workload": "inference", "model.id": "meta-llama/Meta-Llama-3-70B",
+                       "hardware.gpu": "nvidia-rtx-4090-24gb", "inference.engine": "llama.cpp",
+                       "inference.weight_format": "q4_k_m"}, "70B Q4_K_M on a 4090")
+    w.state.evaluate_now()
+    _settle(app, w)
+    w.results.fixes.wait_idle()
+    _settle(app, w, 300)
+    path = out / "verdict-offload.png"
+    w.right.grab().save(str(path))
+    w.state.undo_stack.setClean()
+    w.close()
+    return path
 
 
 def _this_machine(w) -> None:

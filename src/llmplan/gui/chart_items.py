@@ -8,20 +8,25 @@
 - ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
   circles off the line, named in the legend (issue 18 item 10).
 - ``RooflineChart``: the GPU's roofs and the workload's points.
+- Each legend is an ``OutsideLegend`` (``chart_legend``): a row under the x axis, never over the data; a
+  sentence written in the view box wraps to it (``wrap_in_view``).
 - ``NumberAxis``: linear axes with thousands separators ("300,000", issue 18 item 7).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pyqtgraph as pg
 
 from llmplan.core.present import MemoryUnit, axis_ticks
 from llmplan.gui import sweeps
+from llmplan.gui.chart_legend import OutsideLegend
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
 
 NOTE_COLOUR = "#888888"
+NOTE_MARGIN = 8  # px between a wrapped sentence and the view box's edges
 DOT_LINE = pg.QtCore.Qt.PenStyle.DotLine
 DASH_LINE = pg.QtCore.Qt.PenStyle.DashLine
 
@@ -108,8 +113,8 @@ def _log_ticks_y(plot: pg.PlotWidget, ys: tuple[float, ...]) -> None:
 
 
 def _vline(plot: pg.PlotWidget, colour: str = NOTE_COLOUR, label: str | None = None) -> pg.InfiniteLine:
-    line = pg.InfiniteLine(angle=90, pen=pg.mkPen(colour, style=DOT_LINE), label=label,  # label mid-height:
-                           labelOpts={"position": 0.5, "color": colour} if label else None)  # clear of the legend
+    line = pg.InfiniteLine(angle=90, pen=pg.mkPen(colour, style=DOT_LINE), label=label,  # label mid-height
+                           labelOpts={"position": 0.5, "color": colour} if label else None)
     line.setVisible(False)
     plot.addItem(line, ignoreBounds=True)
     return line
@@ -122,6 +127,26 @@ def _set_vline(line: pg.InfiniteLine, x: float | None) -> None:
         line.setValue(math.log10(x))
 
 
+def wrap_in_view(plot: pg.PlotWidget, item: pg.TextItem) -> Callable[[], None]:
+    """Wrap a sentence centred in the view box at the view box's width, now and on every resize: on a small
+    chart (about 230 px wide at 1,024 × 700) "Run Auto… in the layout editor to see the Pareto front" was
+    cut at both edges. Returns the refit, to call again after ``setText``."""
+    vb = plot.getViewBox()
+    item.textItem.document().setDefaultTextOption(pg.QtGui.QTextOption(pg.QtCore.Qt.AlignmentFlag.AlignCenter))
+
+    def refit(*_a) -> None:
+        natural = item.textItem.document().idealWidth() if item.textItem.textWidth() < 0 else None
+        width = max(vb.width() - 2 * NOTE_MARGIN, 60)
+        wanted = -1 if natural is not None and natural <= width else width
+        if item.textItem.textWidth() != wanted:
+            item.setTextWidth(wanted)
+            item.updateTextPos()
+
+    vb.sigResized.connect(refit)
+    refit()
+    return refit
+
+
 class _Note:
     """A sentence in the middle of an empty chart, so empty never looks like broken (one item, toggled)."""
 
@@ -130,10 +155,13 @@ class _Note:
         self.item = pg.TextItem("", color=NOTE_COLOUR, anchor=(0.5, 0.5))
         self.item.setVisible(False)
         plot.addItem(self.item, ignoreBounds=True)
+        self._refit = wrap_in_view(plot, self.item)
 
     def show(self, text: str) -> None:
         (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
+        self.item.setTextWidth(-1)  # measured on one line first (``wrap_in_view``)
         self.item.setText(text)
+        self._refit()
         self.item.setPos((x0 + x1) / 2, (y0 + y1) / 2)
         self.item.setVisible(True)
 
@@ -147,14 +175,15 @@ class MemoryChart:
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
-        self.legend = plot.addLegend(offset=(10, 10))
+        self.legend = OutsideLegend(plot)  # under the x axis: never over a curve or a label
         self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
         self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
                                symbolSize=7, symbolBrush=WARN_COLOUR)
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
                                 symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
         self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
-                                        label="capacity", labelOpts={"position": 0.1, "color": BAD_COLOUR})
+                                        label="capacity", labelOpts={"position": 0.02, "color": BAD_COLOUR,
+                                                                     "anchors": [(0, 0), (0, 1)]})  # in the view box
         self.capacity.setVisible(False)
         plot.addItem(self.capacity)
         self.current = _vline(plot)
@@ -211,7 +240,7 @@ class ThroughputChart:
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
-        self.legend = plot.addLegend(offset=(-10, -10))  # bottom right: throughput grows to the top right
+        self.legend = OutsideLegend(plot)
         self.fit = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[2], width=2), symbol="o", symbolSize=7,
                              symbolBrush=STAGE_COLOURS[2], connect="finite")
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=None,
@@ -293,6 +322,11 @@ class RooflineChart:
                 point.setData([x], [y])
                 text.setText(label)
                 text.setPos(math.log10(x), math.log10(y))
+                # Above the point and right of it, but left of it in the right half of the roof's span
+                # (``xs``: three decades each side of the ridge) and below it near the roof: there a label
+                # ran past the chart's right or top edge on a small chart (a line of text is about 0.6 of
+                # the ~3.5 decades shown at 1,024 × 700)
+                text.setAnchor((1 if x > ridge else 0, 0 if y > roof.peak_flops / tera / 4 else 1))
                 text.setVisible(True)
             else:
                 point.setData([], [])

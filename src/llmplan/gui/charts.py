@@ -169,7 +169,8 @@ class ChartsPanel(QTabWidget):
         self._built = True
         import pyqtgraph as pg
 
-        from llmplan.gui.chart_items import MemoryChart, RooflineChart, ThroughputChart
+        from llmplan.gui.chart_items import MemoryChart, RooflineChart, ThroughputChart, wrap_in_view
+        from llmplan.gui.chart_legend import OutsideLegend
 
         configure_pyqtgraph(pg)
         plots = [_plot(title, x, y, log_x, log_y) for _name, title, x, y, log_x, log_y in TABS]
@@ -181,7 +182,8 @@ class ChartsPanel(QTabWidget):
         self._pareto_hint = pg.TextItem("Run Auto… in the layout editor to see the Pareto front", anchor=(0.5, 0.5))
         self._pareto_hint.setPos(0.5, 0.5)
         self.pareto_plot.addItem(self._pareto_hint)
-        self.pareto_legend = self.pareto_plot.addLegend(offset=(-10, -10))  # bottom right: the best sit top right
+        wrap_in_view(self.pareto_plot, self._pareto_hint)
+        self.pareto_legend = OutsideLegend(self.pareto_plot)
         self.pareto_front = self.pareto_plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[3], width=2), symbol="s",
                                                   symbolSize=7, symbolBrush=STAGE_COLOURS[3])
         self.pareto_ranked = self.pareto_plot.plot([], [], pen=None, symbol="o", symbolSize=8,
