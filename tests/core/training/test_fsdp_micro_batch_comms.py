@@ -93,3 +93,23 @@ def test_quick_model_prices_per_micro_batch_communication_as_the_engine(framewor
         e = estimate(scenario_for(sc, p, t))
         assert e.communication.exposed_time_s.value > 0.05 * e.compute.step_time_s.value
         assert quick[i] == pytest.approx(e.compute.tokens_per_s.value, rel=1e-6)
+
+
+def test_zero3_reduce_scatters_hide_only_behind_the_compute_the_gathers_left():
+    """The gathers and the reduce-scatters of ZeRO-3 run on one communicator over the same links while the same
+    layers compute (``comms.shared_window``): together they cannot hide behind more than the step's compute. On
+    100 GbE their sum exceeds it, so at least the excess is exposed, which two independent windows would hide."""
+    e = estimate(run("composer", 3, micro_batch=1, global_batch=64, network="eth-100"))
+    calls = dp_calls_of(e)
+    gather = calls["ZeRO-3 weight all-gather (forward and backward, per layer)"]
+    reduce = calls["ZeRO-3 gradient reduce-scatter (per layer)"]
+    window = gather.exposed_s.inputs["overlappable_s"]
+    hidden_by_gather = gather.time_s.value - gather.exposed_s.value
+    assert reduce.exposed_s.inputs["overlappable_s"] == pytest.approx(max(0.0, window - hidden_by_gather), rel=1e-12)
+    assert gather.time_s.value + reduce.time_s.value > window  # the premise: together they do not fit the compute
+    exposed = gather.exposed_s.value + reduce.exposed_s.value
+    assert exposed >= gather.time_s.value + reduce.time_s.value - window - 1e-9
+
+
+def dp_calls_of(e):
+    return {c.name: c for c in e.communication.collectives}

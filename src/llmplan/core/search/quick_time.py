@@ -77,9 +77,11 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
         return np.zeros(n)
     shape = (len(priced), width)
     secs, call, kind, unhidden = np.zeros(shape), np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape, bool)
+    prev = np.full(shape, -1, np.int64)
     for u, calls in enumerate(priced):
-        for j, (sec, call_s, window, hide) in enumerate(calls):
+        for j, (sec, call_s, window, hide, after) in enumerate(calls):
             secs[u, j], call[u, j], kind[u, j], unhidden[u, j] = sec, call_s, _WINDOWS.index(window), hide
+            prev[u, j] = after
     bwd = (2.0 if t.method == "full" else 1.0) / (3.0 if t.method == "full" else 2.0)
     dp_bwd, dp_fwd = interleaved_windows(t_compute_mb * bwd, t_compute_mb * (1 - bwd), c.vp, c.pp, accum)
     windows = np.stack([np.zeros(n), accum * t_compute_mb, dp_bwd, dp_fwd])
@@ -87,11 +89,16 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
     out = np.zeros(n)
     # ZeRO-3's (and FSDP SHARD_GRAD_OP's) calls repeat every micro-batch (comms module doc)
     per_step = np.where((c.zero == 3) | ((c.zero == 2) & prof.fsdp_zero2), accum, 1)
+    left = np.zeros((width, n))  # compute still free after call j hid behind its window (comms.shared_window)
     for j in range(width):
         k = kind[inverse, j]
         sec = secs[inverse, j] * per_step
         chunks = np.where(k >= _WINDOWS.index("last_backward"), c.vp, 1)  # interleaved: chunk by chunk
-        out += exposed(sec, chunk_tail(sec, call[inverse, j], chunks), windows[k, rows], unhidden[inverse, j])[0]
+        p = prev[inverse, j]
+        window = np.where(p >= 0, left[np.maximum(p, 0), rows], windows[k, rows])
+        exp = exposed(sec, chunk_tail(sec, call[inverse, j], chunks), window, unhidden[inverse, j])[0]
+        left[j] = np.maximum(0.0, window - (sec - exp))
+        out += exp
     return out
 
 

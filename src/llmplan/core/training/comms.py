@@ -40,6 +40,9 @@ which of its calls cannot hide because nothing is left to compute beside it):
 - The distributed optimizer's weight all-gather hides behind the next step's first forward when
   ``overlap_param_gather`` (Megatron); the first bucket is needed before the first layer runs,
   so its call is exposed. Without it the gather runs after the optimizer step, exposed.
+- ZeRO-3's gathers and reduce-scatters share one communicator, its links and the same compute: a reduce-scatter
+  hides only behind the compute the gathers left free (``shared_window``), so together they never hide behind
+  more than the step computes.
 - ZeRO-3 / FSDP weight gathers are prefetched one layer (FSDP2) or one prefetch bucket
   (DeepSpeed ``stage3_prefetch_bucket_size``) ahead, so layer i+1's gather runs during layer i's
   compute; the first layer's gather has nothing to hide behind. With equal layers how far ahead
@@ -229,14 +232,34 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         add(c.name, "ep", c.size, c.stride, c.parts, c.formula, c.inputs, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
+        used: dict[tuple[int, int, str], float] = {}  # compute already hiding a call on the same links (shared_window)
         for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
                                      trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share, mbs):
             chunked = win.chunks > 1 and c.window in ("last_backward", "first_forward")
             behind = _chunked_behind(c.window, win.chunks, min(lay.pp, mbs), prof.name) if chunked else c.behind
+            key = (c.size, c.stride, c.window)
+            window = max(0.0, getattr(win, c.window) - used.get(key, 0.0)) if c.window else 0.0
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
-                Overlap(getattr(win, c.window), behind, c.unhidden) if c.window else None,
+                Overlap(window, behind, c.unhidden) if c.window else None,
                 win.chunks if chunked else 1)
+            if c.window:
+                used[key] = used.get(key, 0.0) + out[-1].time_s.value - out[-1].exposed_s.value
     return tuple(out)
+
+
+def shared_window(sizes_strides_windows: list[tuple[int, int, str]]) -> list[int]:
+    """For each data-parallel call, the index of the earlier call it shares its links and its compute window with
+    (the same group, the same window), or -1. ZeRO-3's weight all-gathers and gradient reduce-scatters run on one
+    NCCL communicator, one after another, while the same layers compute: the reduce-scatters hide only behind
+    the compute the gathers left free. The estimate subtracts what each call hid from the next one's window;
+    the search's quick model does the same with these indices."""
+    seen: dict[tuple[int, int, str], int] = {}
+    out = []
+    for j, key in enumerate(sizes_strides_windows):
+        out.append(seen.get(key, -1) if key[2] else -1)
+        if key[2]:
+            seen[key] = j
+    return out
 
 
 def _chunked_behind(window: str, chunks: int, group: int, framework: str) -> str:
@@ -370,7 +393,8 @@ def call_time(c: Call, topo, fabric) -> tuple[float, float]:
 def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfile, tp: int, cp: int, ep: int,
                         d: int, shard: int, layers: int, trainable: float, weights: float, grad_bytes: float,
                         weight_bytes: float, expert_share: float) -> tuple[tuple[float, float, str, bool], ...]:
-    """(seconds per step, seconds of its first call, window, whether one call cannot hide) of each
+    """(seconds per step, seconds of its first call, window, whether one call cannot hide, the index of the earlier
+    call whose compute window it shares (``shared_window``) or -1) of each
     data-parallel collective, priced as the estimate prices it (``data_parallel_calls`` on ``nccl``),
     before the compute windows are known: the search's quick model applies ``exposed`` to its rows.
     ``topo``: ``placement.topology`` of the cluster; ``fabric``: its node fabric. Priced for one
@@ -378,9 +402,10 @@ def data_parallel_times(topo, fabric, tr: TrainingSettings, prof: FrameworkProfi
     those seconds by its accumulation steps (the time is linear in the calls)."""
     if d <= 1 or trainable <= 0:
         return ()
-    return tuple((*call_time(c, topo, fabric), c.window, bool(c.unhidden))
-                 for c in data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights,
-                                              grad_bytes, weight_bytes, expert_share))
+    calls = data_parallel_calls(tr, prof, tp, cp, ep, d, shard, layers, trainable, weights, grad_bytes, weight_bytes,
+                                expert_share)
+    after = shared_window([(c.size, c.stride, c.window) for c in calls])
+    return tuple((*call_time(c, topo, fabric), c.window, bool(c.unhidden), prev) for c, prev in zip(calls, after, strict=True))
 
 
 def per_micro_batch(zero_stage: int, prof: FrameworkProfile) -> bool:
@@ -438,8 +463,9 @@ def data_parallel_calls(tr: TrainingSettings, prof: FrameworkProfile, tp: int, c
                         "(n-1)/n · gradient bytes, one call per layer and micro-batch",
                         {**inputs, "n": n, "micro_batches": mb},
                         "compute" if tr.overlap_grad_reduce else "",
-                        f"the backward of the layers below ({prof.name}: one call per layer); the last layer's "
-                        "reduce-scatter is exposed", "last call"))
+                        f"the backward of the layers below ({prof.name}: one call per layer), in the compute the "
+                        "weight gathers on the same links leave free; the last layer's reduce-scatter is exposed",
+                        "last call"))
     else:
         calls, msg = _buckets(grads, bucket)
         out.append(Call("DP gradient reduce-scatter", n, stride, (("reduce-scatter", calls, msg),),
