@@ -19,7 +19,7 @@ so a change that moves a row is seen. Recorded 2026-11-27 (after ZeRO-3's gather
 | ... with torch.compile + Float8, 8 / 128 GPUs | 8,532 / 8,380 | 11,136 / 11,256 | +30.5% / +34.3% |
 | torchtitan H100, Llama 3.1 70B, FSDP32 TP8, compile + Float8 | 829 | 971 | +17.1% |
 | torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC | 109 | 145 | +33.0% |
-| torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC, Float8 | 177 | 206 | +16.2% |
+| torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC, Float8 | 177 | 200 | +12.9% |
 | OPT-175B, 992 A100, TP8 + FSDP, TFLOP/s per GPU (with the recomputed forward) | 147 | 169.0 | +15.0% |
 
 The Float8 rows were +77.1% / +82.9%, +40.7% and +35.1% while ``precision = fp8`` ran every GEMM and the
