@@ -239,3 +239,6 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
             "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False})
         hit = _ZERO_VIEWS[key] = (prof, view)
     return hit[1]
+
+
+DEFAULT_PROFILE = FrameworkProfile()  # the Megatron-style default of a plan that names no profile, one shared object

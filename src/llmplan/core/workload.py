@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.framework_profile import (
+    DEFAULT_PROFILE,
     SWITCH_NAMES,
     FrameworkProfile,
     QuantBase,
@@ -206,7 +207,7 @@ class EfficiencyOverrides(FrozenModel):
         return base.model_copy(update=changes) if changes else base
 
 
-_DEFAULT_FRAMEWORK = FrameworkProfile()
+_DEFAULT_FRAMEWORK = DEFAULT_PROFILE
 
 
 def _accumulates(tr: TrainingSettings) -> bool:

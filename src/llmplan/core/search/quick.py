@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmplan.core.framework_profile import FrameworkProfile, in_effect
+from llmplan.core.framework_profile import DEFAULT_PROFILE, FrameworkProfile, in_effect
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES, eager_stage_memory, stage_memory
@@ -94,6 +94,9 @@ class QuickResult:
 
 def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSettings, eff: Efficiency,
              sequence_parallel: bool = True, prof: FrameworkProfile | None = None) -> QuickResult:
+    # one default object for every batch of a search: the data-parallel price cache is keyed by the objects'
+    # identity (quick_time._dp_prices), so a fresh FrameworkProfile() per batch would price every group again
+    prof = prof if prof is not None else DEFAULT_PROFILE
     f = np.float64
     pp, vp, dp = (x.astype(f) for x in (c.pp, c.vp, c.dp))
     mb, m = c.mb.astype(f), c.accum.astype(f)
