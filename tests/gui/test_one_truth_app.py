@@ -56,7 +56,9 @@ def test_a_stated_recompute_is_kept_and_shown_red(window):
     assert window.state.edit_many(QLORA_4090, "QLoRA on a 4090")
     assert window.state.edit("training.recompute", "none")
     out = window.state.evaluate_now()
-    assert not out.estimate.fits and out.automatic == ""
+    # the stated knob is kept; the policy may still move the open ones towards a fit (the closest step shows)
+    assert not out.estimate.fits and "recompute" not in out.automatic
+    assert out.doc.training.recompute == "none"
     assert window.results.banner.text().startswith("Does not fit")
 
 
