@@ -87,7 +87,7 @@ def estimate_training(sc: Scenario) -> Estimate:
     if tr.offload_params and tr.zero_stage != 3:
         warnings.append("offload_params needs zero_stage 3; parameters stay on the GPU")
     return Estimate(params=pb, memory=mem, compute=comp, communication=comm, inference=None,
-                    bottleneck=judge(mem, comp, comm), warnings=tuple(warnings))
+                    bottleneck=judge(mem, comp, comm, tr.recompute), warnings=tuple(warnings))
 
 
 def _comm_report(colls: tuple, step: float, compute: float) -> CommunicationReport:

@@ -8,11 +8,14 @@ GIB = float(1 << 30)
 SIGNIFICANT = 0.25  # share of the step time a loss must take to be named the bottleneck
 
 
-def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport) -> Bottleneck:
+def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport, recompute: str = "") -> Bottleneck:
+    """``recompute``: the plan's setting, so a plan already recomputing in full is not told to recompute."""
     if not mem.fits:
         over = -mem.headroom / GIB
+        fixes = "add GPUs or shard more (ZeRO, tp, pp)" if recompute == "full" else \
+            "add GPUs, shard more (ZeRO, tp, pp) or recompute"
         return Bottleneck("memory capacity", f"Does not fit: the worst-loaded GPU needs {over:.1f} GiB more "
-                                             "than it has; add GPUs, shard more (ZeRO, tp, pp) or recompute.")
+                                             f"than it has; {fixes}.")
     step = comp.step_time_s.value
     inp = comp.step_time_s.inputs
     offload = float(inp.get("exposed_offload_s", 0.0))
