@@ -248,7 +248,7 @@ def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: Frame
     its tokens, a multiply by their routing weights and an ``index_add_`` into the zeroed output:
     b·h·(2k + 2k + 2k + 1) per token, three launches per local expert."""
     e = m.moe
-    if not m.is_moe or e is None:
+    if e is None or not m.is_moe:
         return []
     share = m.moe_layer_count / m.num_layers
     T = _tokens(lay)
