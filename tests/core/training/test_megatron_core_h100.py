@@ -292,18 +292,21 @@ def nemo_gpt_oss_tokens_per_gpu() -> float:
 
 
 def test_nemo_gpt_oss_row_is_pinned_fast():
-    """8,911 tokens/s per GPU against 5,993: +48.7% (recorded 2026-11-27), pinned at +40…+58%. Our step is 9.2 s: GEMMs
-    6.6 s, EP all-to-all 0.9 s (exposed: the recipe sets no expert-parallel overlap), attention 0.6 s, the loss
-    0.3 s, bubble 0.3 s; measured 14.1 s. The engine has no term for the MoE token permutation and unpermutation,
-    but by their bytes (top-4: about 26·h bytes per token and layer forward, three times that with the backward,
-    over 9 layers and 327,680 tokens per GPU) they are about 0.2 s, not the 4.9 s missing; it prices each local
-    expert's GEMM (about 1,024 tokens × 2,880 × 5,760 and × 2,880) as a plain GEMM of that shape, and no
-    grouped-GEMM measurement at these shapes is at hand to say otherwise. Left open (docs/training.md,
+    """8,556 tokens/s per GPU against 5,993: +42.8% (recorded 2026-11-27), pinned at +38…+48%. Our step is 9.6 s: GEMMs
+    6.6 s, EP all-to-all 1.0 s (exposed: the recipe sets no expert-parallel overlap), memory-bound kernels 0.7 s
+    (0.37 s of it the MoE token permutation, unpermutation and the two sorts by local expert of Megatron's
+    all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s moved the row from +48.7%), attention 0.6 s,
+    the loss 0.3 s, bubble 0.3 s; measured 14.1 s. Each local expert's GEMM is priced at its own shape, 1,024
+    tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 × 2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's
+    nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and × 3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran
+    3–11% faster than that price, so a grouped GEMM that reaches what one GEMM of its shape does is not the
+    missing 4.5 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
+    recipe forces balanced routing, so no load imbalance is charged either. Left open (docs/training.md,
     "Megatron-Core on H100")."""
     e = estimate(nemo_gpt_oss_run())
     assert e.fits
     err = nemo_gpt_oss_tokens_per_gpu() / NEMO_GPT_OSS_H100 - 1
-    assert 0.40 < err < 0.58, f"{err:+.1%}"
+    assert 0.38 < err < 0.48, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
 

@@ -220,6 +220,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
                            2 if m.gated_mlp else 1, 1.6)]
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
+    ew += moe_permutation(m, lay, rep, y, prof)
     cast = 0.0
     if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
         cast = sum(g.n * g.k * g.count for g in gemms)
@@ -229,6 +230,36 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
                     saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8)
+
+
+def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: FrameworkProfile) -> list[Elementwise]:
+    """The copies that route tokens to their experts and back, per average block (MoE layers' share).
+
+    Megatron-Core's all-to-all dispatcher (megatron/core/transformer/moe/token_dispatcher.py,
+    ``MoEAlltoAllTokenDispatcher``, NVIDIA/Megatron-LM at d98e8a6): ``permute`` gathers each token once per
+    routed expert into expert order (reads and writes k rows of h), ``sort_chunks_by_idxs`` re-sorts what the
+    all-to-all brought in by local expert when a GPU holds more than one (k rows read and written), and on
+    the way back ``sort_chunks_by_idxs`` un-sorts and ``unpermute`` sums each token's k weighted rows into
+    one (reads k rows, writes one). The permutations run on this GPU's sequence shard (1/tp under sequence
+    parallelism), the sorts on the tokens gathered for its experts. Per token, with b bytes per element:
+    b·h·(2k + 2k·sorts + k + 1) forward; the backward runs the inverse permutations on the gradient, the
+    same bytes (1×). Kernels: fused (TE's moe_permute/moe_unpermute), one per copy. Eager code
+    (transformers' Mixtral-style loop, ``MixtralSparseMoeBlock.forward``) runs per local expert a gather of
+    its tokens, a multiply by their routing weights and an ``index_add_`` into the zeroed output:
+    b·h·(2k + 2k + 2k + 1) per token, three launches per local expert."""
+    e = m.moe
+    if e is None or not m.is_moe:
+        return []
+    share = m.moe_layer_count / m.num_layers
+    T = _tokens(lay)
+    h, k = float(m.hidden_size), float(e.experts_per_token)
+    local = e.num_experts / lay.ep
+    if prof.kernels == "eager":
+        per_token, kernels = y * h * (6 * k + 1), 3.0 * local
+    else:
+        sorts = 2.0 if local > 1 else 0.0
+        per_token, kernels = y * h * ((2 * k + k + 1) / rep + 2 * k * sorts), 2.0 + sorts
+    return [Elementwise("MoE token permutation", share * per_token * T, share * kernels, 1.0)]
 
 
 def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
