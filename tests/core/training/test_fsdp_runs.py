@@ -4,21 +4,22 @@ The measured figure is never an input: each run is the plan its source states (m
 sequence length, activation checkpointing, parallelism), priced by the per-operation model with the catalog's
 defaults and the FSDP2 profile. What a source leaves open is stated per row. ``band`` is the relative error
 asserted: the issue's ±15% where it is met, the pinned band (recorded error ± about 5 points) where it is not,
-so a change that moves a row is seen. Recorded 2026-11-27 (after ZeRO-3's gathers moved to 16 bits, comms module doc):
+so a change that moves a row is seen. Recorded 2026-11-27 (after ZeRO-3's gathers moved to 16 bits, comms module doc,
+and FSDP's weight cast to its local shard per gather, ``ops.fsdp_cast_shard``):
 
 | row | measured | ours | error |
 |---|---|---|---|
-| torchtitan A100, Llama 3 8B, selective op AC | 2,973 | 3,303 | +11.1% |
-| torchtitan A100, Llama 2 13B, no AC | 2,162 | 2,343 | +8.4% |
-| torchtitan A100, Llama 2 13B, selective op AC | 1,904 | 2,090 | +9.7% |
-| torchtitan A100, Llama 2 70B, selective op AC, batch 1 | 355 | 403 | +13.6% |
-| torchtitan A100, Llama 2 70B, full AC, batch 2 | 353 | 348 | −1.5% |
-| torchtitan H100, Llama 3.1 8B, 8 GPUs, selective op AC | 5,762 | 8,875 | +54.0% |
-| torchtitan H100, Llama 3.1 8B, 128 GPUs, selective op AC | 5,605 | 8,943 | +59.6% |
-| ... with torch.compile (same plan: the profile's kernels are fused already), 8 / 128 GPUs | 6,667 / 6,514 | 8,875 / 8,943 | +33.1% / +37.3% |
-| ... with torch.compile + Float8, 8 / 128 GPUs | 8,532 / 8,380 | 11,136 / 11,256 | +30.5% / +34.3% |
-| torchtitan H100, Llama 3.1 70B, FSDP32 TP8, compile + Float8 | 829 | 971 | +17.1% |
-| torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC | 109 | 145 | +33.0% |
+| torchtitan A100, Llama 3 8B, selective op AC | 2,973 | 3,339 | +12.3% |
+| torchtitan A100, Llama 2 13B, no AC | 2,162 | 2,374 | +9.8% |
+| torchtitan A100, Llama 2 13B, selective op AC | 1,904 | 2,114 | +11.0% |
+| torchtitan A100, Llama 2 70B, selective op AC, batch 1 | 355 | 413 | +16.4% |
+| torchtitan A100, Llama 2 70B, full AC, batch 2 | 353 | 355 | +0.7% |
+| torchtitan H100, Llama 3.1 8B, 8 GPUs, selective op AC | 5,762 | 8,960 | +55.5% |
+| torchtitan H100, Llama 3.1 8B, 128 GPUs, selective op AC | 5,605 | 9,057 | +61.6% |
+| ... with torch.compile (same plan: the profile's kernels are fused already), 8 / 128 GPUs | 6,667 / 6,514 | 8,960 / 9,057 | +34.4% / +39.1% |
+| ... with torch.compile + Float8, 8 / 128 GPUs | 8,532 / 8,380 | 11,271 / 11,437 | +32.1% / +36.5% |
+| torchtitan H100, Llama 3.1 70B, FSDP32 TP8, compile + Float8 | 829 | 974 | +17.5% |
+| torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC | 109 | 148 | +35.9% |
 | torchtitan H100, Llama 3.1 405B, FSDP16 TP8, full AC, Float8 | 177 | 200 | +12.9% |
 | OPT-175B, 992 A100, TP8 + FSDP, TFLOP/s per GPU (with the recomputed forward) | 147 | 169.0 | +15.0% |
 
@@ -26,10 +27,13 @@ The Float8 rows were +77.1% / +82.9%, +40.7% and +35.1% while ``precision = fp8`
 attention at the fp8 peak with no casts. They are now priced as torchao's Float8Linear runs (``fp8_casts``):
 the block's linears in fp8 at the measured fp8 GEMM rate (``kernel_rates.FP8_MATMUL_RATIO``), attention and
 the output head in bf16, and the amax, cast and transposed-copy passes around each fp8 matmul. The 8B Float8
-speed-up is now 11,136 / 8,875 = 1.25× against torchtitan's 8,532 / 6,667 = 1.28× (compiled, same tables), so
-the Float8 rows keep only the bf16 rows' gap (+30% / +34% against +33% / +37%).
+speed-up is now 11,271 / 8,960 = 1.26× against torchtitan's 8,532 / 6,667 = 1.28× (compiled, same tables), so
+the Float8 rows keep only the bf16 rows' gap (+32% / +36% against +34% / +39%).
 
-The A100 rows meet the ±15% target. OPT-175B lands on its edge (+14.97%), so it is pinned at +10% … +20%
+The A100 rows meet the ±15% target but one: Llama 2 70B with selective op AC at batch 1 is +16.4%, pinned at
++11% … +21%. It was +13.6% while the time model charged the fp32 → bf16 cast of every weight in full each
+forward; FSDP2 casts only its local 1/64 shard before each all-gather (``ops.fsdp_cast_shard``), which is what
+the run did, so the row moved out rather than the term being kept to hold it in. OPT-175B lands on its edge (+14.97%), so it is pinned at +10% … +20%
 rather than asserted against a limit it would cross with any small change: 147 TFLOP/s is the paper's "up to",
 its best, and the paper does not say how it counted the FLOPs (with the recomputed forward, as here and for
 BLOOM, or without: our model FLOPs give 127 TFLOP/s, −14%). The H100 rows do not meet the target, and are
@@ -39,8 +43,8 @@ footnote calls unknown, between the SXM's and the NVL's; its MFU for the bf16 8B
 SXM peak, where its A100 runs reached 57-58%. The model's H100 rates are microbenchmarks of a 700 W H100 SXM
 HBM3 with torch 2.11 (``kernel_rates``), so it prices these runs at 52% MFU. Nothing in the plan can state a
 power limit, and taking the missing speed from these rows would be fitting them. The 70B and 405B Float8
-rows (+17%, +16%) sit below their bf16 neighbour (405B: +33%): the model's 405B Float8 speed-up is 206 / 145
-= 1.42× where torchtitan's table gives 177 / 109 = 1.62×; that table names only "Float8" as the difference
+rows (+17%, +13%) sit below their bf16 neighbour (405B: +36%): the model's 405B Float8 speed-up is 200 / 148
+= 1.35× where torchtitan's table gives 177 / 109 = 1.62×; that table names only "Float8" as the difference
 and no cause is claimed here (docs/training.md, "fp8 training"). All H100 rows stay pinned at their
 recorded error ± about 5 points.
 """
@@ -153,7 +157,7 @@ ROWS = {
     "titan-a100-llama2-70b-op": Row(
         "Llama 2 70B on 64 A100, local batch 1, seq 4,096, selective op AC: tokens/s per GPU", 355.0, "tokens/s",
         TITAN_A100.format(table="'Llama 2 performance numbers': 70B, batch 1, selective op, 355 WPS, 50.8% MFU"),
-        TARGET, _titan(L2_70B, "selective_op", 1, 4096, 64), 64),
+        (0.11, 0.21), _titan(L2_70B, "selective_op", 1, 4096, 64), 64),  # pinned (module doc)
     "titan-a100-llama2-70b-full": Row(
         "Llama 2 70B on 64 A100, local batch 2, seq 4,096, full AC: tokens/s per GPU", 353.0, "tokens/s",
         TITAN_A100.format(table="'Llama 2 performance numbers': 70B, batch 2, full AC, 353 WPS, 50.5% MFU"),

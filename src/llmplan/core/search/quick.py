@@ -41,6 +41,7 @@ from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
 from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.lora import adapter_params
+from llmplan.core.training.ops import fsdp_cast_shard
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -162,19 +163,24 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     blocks + the head's share, never faster than the host issues its kernels)."""
     base = prof or FrameworkProfile()
     r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
-    # the ZeRO stage matters only where the profile hands ZeRO to DeepSpeed (``framework_profile.in_effect``)
-    zero = np.zeros_like(c.zero)
+    # the ZeRO stage matters where the profile hands ZeRO to DeepSpeed (``framework_profile.in_effect``) and where
+    # the weights are gathered per micro-batch (``comms.per_micro_batch``: FSDP's weight casts, fp8's sharded casts)
+    d = c.dp * c.cp
+    gathered = (c.zero == 3) | ((c.zero == 2) & base.fsdp_zero2)
+    zero = np.where(gathered, c.zero, 0)
     if base.zero_engine == "deepspeed":  # ``framework_profile.deepspeed_stage`` on the rows
-        zero = np.where((c.zero >= 2) | ((c.zero == 1) & ((c.dp * c.cp > 1) | (c.offload == 1))), c.zero, 0)
-    keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero], axis=1)
+        zero = np.where((c.zero >= 2) | ((c.zero == 1) & ((d > 1) | (c.offload == 1))), c.zero, 0)
+    # the sharding group each gather casts its shard of (``ops.fsdp_cast_shard``; the layout's min(shard, dp·cp))
+    shard = np.where(gathered, np.minimum(t.shard_group, d) if t.shard_group else d, 0)
+    keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero, shard], axis=1)
     first, inverse = distinct_rows(keys)
     per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed
-    for k, (tp, cp, ep, mb, rc, z) in enumerate(keys[first].tolist()):
+    for k, (tp, cp, ep, mb, rc, z, n) in enumerate(keys[first].tolist()):
         prof = in_effect(base, int(z))
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
+        tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[int(rc)], "micro_batch": int(mb), "zero_stage": int(z)})
         shape = timing.OpShape(int(tp), int(cp), int(ep), int(mb), t.seq_len, bool(sequence_parallel and tp > 1),
-                               bool(kv_rep))
-        tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[int(rc)], "micro_batch": int(mb)})
+                               bool(kv_rep), fsdp_cast_shard(tr, prof, int(n)))
         fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
         layer = fwd + rest
         per_key[k] = (layer.gpu, layer.host(prof), head.gpu, head.host(prof),
@@ -189,10 +195,8 @@ def _recomputed(m, shape, tr: TrainingSettings, prof, r, fwd, rest, rc: int) -> 
     """GPU seconds per layer and micro-batch spent recomputing (reported apart from the model's compute):
     full recompute re-runs the forward; selective the attention core without flash attention;
     ``selective_op`` what its backward runs beyond the plain backward's (``RECOMPUTE_NAMES``)."""
-    if rc == 2:
-        return fwd.gpu
     if rc == 1:
         return fwd.attention if not tr.flash_attention else 0.0
-    if rc == 3:
+    if rc in (2, 3):  # full: the forward again (under FSDP without its weight casts, ``timing.layer_and_head``)
         return rest.gpu - timing.layer_and_head(m, shape, tr.model_copy(update={"recompute": "none"}), prof, r)[1].gpu
     return 0.0

@@ -84,7 +84,19 @@ def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
     return t, calls
 
 
-def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
+def weight_casts(ops: LayerOps | HeadOps) -> tuple[float, float]:
+    """Weights cast to 16 bits per micro-batch: (in the forward, again in the backward). Autocast casts every
+    fp32 weight each forward; FSDP casts its local 1/n shard before each gather, the backward's gather
+    (FULL_SHARD) included (``ops.fsdp_cast_shard``)."""
+    if not ops.cast_shard:
+        return ops.cast_params, 0.0
+    shard = ops.cast_params / ops.cast_shard
+    return shard, shard * (ops.cast_gathers - 1)
+
+
+def layer_forward(ops: LayerOps, r: Rates, weight_cast: bool = True) -> PartTimes:
+    """One block's forward; ``weight_cast`` False: a full recompute under FSDP, which runs on the weights the
+    backward's gather cast."""
     gemm, calls = _gemm_pass(ops, r, False)
     if ops.flash:
         share = kr.flash_share(ops.attention_seq, ops.head_dim, False) * r.attention_scale
@@ -94,9 +106,9 @@ def layer_forward(ops: LayerOps, r: Rates) -> PartTimes:
     ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
-    cast = ops.cast_params * 6.0 / r.bandwidth  # read fp32, write the 16-bit copy
+    cast = weight_casts(ops)[0] * 6.0 / r.bandwidth if weight_cast else 0.0  # read fp32, write the 16-bit copy
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
-    n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
+    n_cast = sum(g.count for g in ops.gemms) if ops.cast_params and weight_cast else 0.0
     f8 = ops.fp8_casts
     fp8, n_fp8 = (f8.forward / r.bandwidth, f8.forward_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
@@ -128,9 +140,11 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
     ew = sum(e.backward * e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
-    cast = ops.cast_params * 6.0 / r.bandwidth  # the 16-bit weight gradient upcast into the fp32 .grad
+    # the 16-bit weight gradient upcast into the fp32 .grad (in full), and FSDP's cast of the shard it gathers again
+    again = weight_casts(ops)[1]
+    cast = (ops.cast_params + again) * 6.0 / r.bandwidth
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
-    n_cast = sum(g.count for g in ops.gemms) if ops.cast_params else 0.0
+    n_cast = sum(g.count for g in ops.gemms) * (2 if again else 1) if ops.cast_params else 0.0
     f8 = ops.fp8_casts
     fp8, n_fp8 = (f8.backward / r.bandwidth, f8.backward_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
@@ -143,9 +157,10 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels + max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 8  # + loss kernels
     loss = ops.logits * (ops.loss_bytes or kr.CE_BYTES_PER_LOGIT) / r.bandwidth
-    # the fp32 head weight cast to bf16 in the forward; a trained head's bf16 gradient is cast back to fp32 in the
-    # backward, a frozen one's cast has no backward (the input gradient reuses the saved bf16 copy)
-    cast = (2 if ops.gemm.trainable else 1) * ops.cast_params * 6.0 / r.bandwidth
+    # the fp32 head weight cast to bf16 in the forward (FSDP: its shard, per gather); a trained head's bf16 gradient
+    # is cast back to fp32 in the backward, a frozen one's cast has no backward (the input gradient reuses the
+    # saved bf16 copy)
+    cast = (sum(weight_casts(ops)) + (ops.cast_params if ops.gemm.trainable else 0.0)) * 6.0 / r.bandwidth
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, 0.0, launches, fc + bc)
 
 

@@ -33,6 +33,7 @@ from llmplan.core.bytes_per_param import lora_targeted
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
+from llmplan.core.training.comms import per_micro_batch
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import dequant_bytes_per_weight, nf4_dequant_bytes, nf4_dequant_launches
@@ -80,6 +81,10 @@ class LayerOps:
     dequant_bytes: float  # bytes moved per quantised weight dequantised (training.quant_base)
     dequant_kernels: float  # launches per dequantisation (NF4: lora.nf4_dequant_launches; other bases 2)
     fp8_casts: Fp8Casts | None  # fp8 training: the casts around the fp8 matmuls (``fp8_casts``)
+    # FSDP with fp32 parameters: n, each weight gather casts its local 1/n of ``cast_params`` (``fsdp_cast_shard``);
+    # 0: autocast casts all of them every forward
+    cast_shard: int = 0
+    cast_gathers: int = 1  # FSDP: gathers per micro-batch, each with its cast (2 FULL_SHARD, 1 SHARD_GRAD_OP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ class HeadOps:
     cast_params: float
     extra: tuple[Gemm, ...] = ()  # LoRA on the head: its two rank-r GEMMs
     loss_bytes: float = 0.0  # bytes per logit the loss kernels move (0: the measured fp32 cross-entropy's)
+    cast_shard: int = 0  # as ``LayerOps.cast_shard``
+    cast_gathers: int = 1  # as ``LayerOps.cast_gathers``
 
 
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
@@ -162,8 +169,26 @@ def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tup
     return [widths[t] for t in tr.lora_targets]
 
 
+def casts_weights(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
+    """Whether the trained weights are fp32 parameters that the forward computes with in 16 bits (autocast, or
+    FSDP's mixed precision), so that a cast to 16 bits precedes their use."""
+    return tr.method == "full" and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32"
+
+
+def fsdp_cast_shard(tr: TrainingSettings, prof: FrameworkProfile, n: int) -> int:
+    """The sharding group ``n`` where FSDP gathers fp32 parameters per micro-batch (ZeRO-3, or SHARD_GRAD_OP
+    under ``fsdp_zero2``): its mixed precision casts only the local 1/n shard to ``param_dtype`` before each
+    all-gather, and the gathered weights are already 16-bit (PyTorch FSDP1 ``FlatParamHandle.pre_unshard`` →
+    ``_use_low_precision_shard``, a copy of the fp32 shard into ``_mp_shard``; FSDP2
+    ``FSDPParam.all_gather_inputs`` → ``_to_dtype_if_needed`` on the sharded parameter). 0 elsewhere: autocast
+    casts every weight in full each forward."""
+    return n if casts_weights(tr, prof) and per_micro_batch(tr.zero_stage, prof) else 0
+
+
 def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings,
-              prof: FrameworkProfile) -> LayerOps:
+              prof: FrameworkProfile, cast_shard: int = 0) -> LayerOps:
+    """One average block's operations. ``cast_shard``: ``fsdp_cast_shard`` (the time model's; memory reads
+    ``cast_params`` only)."""
     T = _tokens(lay)
     tp = lay.tp
     rep = tp if lay.sp else 1
@@ -221,15 +246,14 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     ew += moe_permutation(m, lay, rep, y, prof)
-    cast = 0.0
-    if full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32":
-        cast = sum(g.n * g.k * g.count for g in gemms)
+    cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     nf4 = tr.quant_base == "nf4"
     dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
-                    saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8)
+                    saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8,
+                    cast_shard, 2 if tr.zero_stage == 3 else 1)
 
 
 def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: FrameworkProfile) -> list[Elementwise]:
@@ -394,7 +418,7 @@ def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: f
 
 
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
-             x: float) -> HeadOps:
+             x: float, cast_shard: int = 0) -> HeadOps:
     T = _tokens(lay)
     h, v = m.hidden_size, m.vocab_size
     full = tr.method == "full"
@@ -422,8 +446,7 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         ew.append(Elementwise("shifted logits .contiguous() copy", 4 * logits, 1, 1.5))
     # head weight cast per forward: fp32 embeddings/lm_head under autocast (AMP full, or QLoRA's fp32 head)
     head_params = v * h / lay.tp
-    cast = head_params if (prof.kernels != "fused" and x == 4.0) or (
-        full and prof.params_are_master and tr.regime == "amp" and tr.precision != "fp32") else 0.0
+    cast = head_params if (prof.kernels != "fused" and x == 4.0) or casts_weights(tr, prof) else 0.0
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
         ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
     # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
@@ -432,4 +455,5 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     # forward, a read and the gradient's write in the backward), but no measurement of that 2023 kernel is at
     # hand, so it keeps the measured fp32 cross-entropy's rate, an upper bound (docs/training.md, "Memory of
     # the llm-foundry runs", gives what the 6 B would move)
-    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0,
+                   cast_shard if casts_weights(tr, prof) else 0, 2 if tr.zero_stage == 3 else 1)

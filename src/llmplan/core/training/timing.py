@@ -38,7 +38,7 @@ from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.ops import head_ops, layer_ops
+from llmplan.core.training.ops import fsdp_cast_shard, head_ops, layer_ops
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import InputError
 
@@ -54,10 +54,14 @@ class OpShape:
     seq_len: int
     sp: bool
     kv_replicated: bool
+    # FSDP with fp32 parameters (``ops.fsdp_cast_shard``): the sharding group n whose local 1/n shard each
+    # weight gather casts to 16 bits; 0 where autocast casts the whole weight every forward
+    cast_shard: int = 0
 
     @classmethod
-    def of(cls, lay: Layout) -> OpShape:
-        return cls(lay.tp, lay.cp, lay.ep, lay.micro_batch, lay.seq_len, lay.sp, lay.kv_replicated)
+    def of(cls, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile) -> OpShape:
+        return cls(lay.tp, lay.cp, lay.ep, lay.micro_batch, lay.seq_len, lay.sp, lay.kv_replicated,
+                   fsdp_cast_shard(tr, prof, min(lay.shard, lay.dp * lay.cp)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +109,16 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
     on one GPU of this shape. Cached per shape: the search, the charts and the estimate ask for the same
     few shapes again and again, and the search calls this for each distinct (tp, cp, micro-batch)."""
     pb = count_params(m)
-    ops = layer_ops(m, pb, shape, tr, prof)  # type: ignore[arg-type]  # reads only OpShape's fields
+    ops = layer_ops(m, pb, shape, tr, prof, shape.cast_shard)  # type: ignore[arg-type]  # reads only OpShape's fields
     fwd = ot.layer_forward(ops, r)
     rest = ot.layer_backward(ops, r)
-    if tr.recompute == "full":
-        rest = rest + fwd
+    if tr.recompute == "full":  # under FSDP the recompute runs on the weights the backward's gather cast
+        rest = rest + (ot.layer_forward(ops, r, weight_cast=False) if ops.cast_shard else fwd)
     elif tr.recompute == "selective" and not tr.flash_attention:
         rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
     elif tr.recompute == "selective_op":
         rest = rest + ot.selective_op_recompute(ops, r)
-    head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes), r)  # type: ignore[arg-type]
+    head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes, shape.cast_shard), r)  # type: ignore[arg-type]
     return fwd, rest, head
 
 
@@ -146,7 +150,7 @@ def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: Framewor
     Looked up first by the identity of the (frozen) model, training and profile objects (``core.memo``):
     the search asks for many layouts with the same objects, and hashing pydantic models field by field
     would cost more than the rest of this function."""
-    objs, rest = (m, tr, prof), (OpShape.of(lay), r, lay.max_stage_layers, lay.pp)
+    objs, rest = (m, tr, prof), (OpShape.of(lay, tr, prof), r, lay.max_stage_layers, lay.pp)
     hit = _PER_MICRO_BATCH.get(objs, rest)
     if hit is not None:
         return hit
