@@ -2,9 +2,9 @@
 
 A knob change runs the estimates of the showing chart's series alone; a tab opened later sweeps its
 own series then, and an export sweeps every series first, even while the knob's sweep is still on its
-way to the UI thread. A redraw keeps the legend's entries when they do not change. The expected
-series are the Qt-free ``sweeps`` functions run on the same scenario, so the tests hold whatever the
-engine's numbers are (exact equality: the same code on the same scenario).
+way to the UI thread. A redraw keeps the legend's entries when they do not change, and paints the chart
+once. The expected series are the Qt-free ``sweeps`` functions run on the same scenario, so the tests
+hold whatever the engine's numbers are (exact equality: the same code on the same scenario).
 """
 
 from __future__ import annotations

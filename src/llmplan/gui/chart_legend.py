@@ -119,7 +119,7 @@ class OutsideLegend(pg.LegendItem):
         """Show these (plot item, name) entries. Unchanged entries cost nothing: rebuilding them re-renders
         each label and resizes the view box. Changed entries are laid out with the plot now, before the
         next paint: Qt would post that relayout and paint the chart twice, once with the old legend row's
-        height and once with the new (a fifth of a redraw on a knob change that adds or removes entries)."""
+        height and once with the new (nearly twice the CPU of such a redraw; docs/gui.md has the figures)."""
         if [(sample.item, label.text) for sample, label in self.items] == entries:
             return
         self.clear()
