@@ -114,9 +114,9 @@ def chart_redraws(cycles: int = 30) -> tuple[list[float], list[float], float]:
     """(CPU ms of the redraws that add or drop the legend's entries, CPU ms of those that keep them, paints
     per redraw) for the memory chart drawn and painted on the UI thread, over a cycle of eight knob values
     whose series (made up here, shaped as a context-length sweep) move the axes each time and show the
-    legend on six of them ("does not fit" points), off on two, as the default plan's context sweep does over
-    ``knob_to_redraw``'s eight values. The sweep is left out: this is the part of knob → charts that the legend and the
-    axes cost. Each redraw's CPU time runs until the paint and what it posts are done."""
+    legend on six of them ("does not fit" points), off on two, as the default plan's context sweep does
+    over ``knob_to_redraw``'s eight values. The sweep is left out: this is the part of knob → charts that
+    the legend and the axes cost. Each redraw's CPU time runs until the paint and what it posts are done."""
     import dataclasses
 
     from PySide6.QtCore import QEvent, QObject, QSettings
@@ -138,8 +138,11 @@ def chart_redraws(cycles: int = 30) -> tuple[list[float], list[float], float]:
     w.show()
     w.state.evaluate_now()
     w.charts.wait_idle()
-    while w.charts.last is None:
+    deadline = time.perf_counter() + 10
+    while w.charts.last is None and time.perf_counter() < deadline:  # the first sweep's result, queued
         app.processEvents()
+    if w.charts.last is None:
+        raise RuntimeError("the charts never drew: the default plan gave no estimate")
     charts, gib, xs = w.charts, 2**30, (1024.0, 2048.0, 4096.0, 8192.0, 16384.0)
     charts.setCurrentWidget(charts.seq_plot)
     series = [Series("Memory vs context length", "context (tokens)", "memory per GPU", xs,
