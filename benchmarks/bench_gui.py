@@ -110,6 +110,69 @@ def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[floa
     return est_ms, verdict_ms, charts_ms
 
 
+def chart_redraws(cycles: int = 30) -> tuple[list[float], list[float], float]:
+    """(CPU ms of the redraws that add or drop the legend's entries, CPU ms of those that keep them, paints
+    per redraw) for the memory chart drawn and painted on the UI thread, over a cycle of eight knob values
+    whose series (made up here, shaped as a context-length sweep) move the axes each time and show the
+    legend on six of them ("does not fit" points), off on two, as the default plan's context sweep does
+    over ``knob_to_redraw``'s eight values. The sweep is left out: this is the part of knob → charts that
+    the legend and the axes cost. Each redraw's CPU time runs until the paint and what it posts are done."""
+    import dataclasses
+
+    from PySide6.QtCore import QEvent, QObject, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+    from llmplan.gui.sweeps import Series
+
+    class Paints(QObject):
+        count = 0
+
+        def eventFilter(self, _obj, event):  # Qt's name for the hook
+            self.count += event.type() == QEvent.Type.Paint
+            return False
+
+    app = QApplication.instance() or QApplication([])
+    tmp = Path(tempfile.mkdtemp())
+    w = MainWindow(settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), detect=False)
+    w.show()
+    w.state.evaluate_now()
+    w.charts.wait_idle()
+    deadline = time.perf_counter() + 10
+    while w.charts.last is None and time.perf_counter() < deadline:  # the first sweep's result, queued
+        app.processEvents()
+    if w.charts.last is None:
+        raise RuntimeError("the charts never drew: the default plan gave no estimate")
+    charts, gib, xs = w.charts, 2**30, (1024.0, 2048.0, 4096.0, 8192.0, 16384.0)
+    charts.setCurrentWidget(charts.seq_plot)
+    series = [Series("Memory vs context length", "context (tokens)", "memory per GPU", xs,
+                     tuple((20 + 10 * k) * gib * x / 8192 for x in xs), 4096.0, 35 * gib,
+                     fits=tuple((20 + 10 * k) * x / 8192 <= 35 or k >= 6 for x in xs))
+              for k in range(8)]
+    paints = Paints()
+    charts.seq_plot.viewport().installEventFilter(paints)
+    changed, same, shown = [], [], None
+    for i in range(8 * (cycles + 1)):
+        charts.last = dataclasses.replace(charts.last, memory_vs_seq=series[i % 8])
+        c0 = time.process_time()
+        charts.draw(charts.last)
+        for _ in range(4):  # the paint and whatever it posts (a second paint, a relayout), before the next knob
+            app.processEvents()
+            time.sleep(0.005)
+        ms = (time.process_time() - c0) * 1e3
+        entries = len(charts.seq_chart.legend.items)
+        if i >= 8:  # the first cycle warms up
+            (changed if entries != shown else same).append(ms)
+        else:
+            paints.count = 0
+        shown = entries
+    per_redraw = paints.count / (8 * cycles)
+    w.state.undo_stack.setClean()
+    w.close()
+    app.processEvents()
+    return changed, same, per_redraw
+
+
 MEMORY_PROBE = r'''
 import os, sys, tempfile, time
 from PySide6.QtCore import QSettings
@@ -218,6 +281,10 @@ def main() -> None:
               f"process CPU {statistics.median(CPU_S['charts']) * 1e3:.1f} ms")
     else:
         print("charts never redrew: the default plan gave no estimate")
+    changed, same, paints = chart_redraws()
+    print(f"memory chart redrawn and painted (UI thread, no sweep): CPU median {statistics.median(same):.1f} ms "
+          f"with the legend unchanged, {statistics.median(changed):.1f} ms where its entries change; "
+          f"{paints:.2f} paints per redraw")
     print(f"load average while measuring: {_load()}")
     rss, peak = memory_bytes()
     print(f"GUI process after start + estimate + charts: RSS {rss / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB")

@@ -2,9 +2,9 @@
 
 A knob change runs the estimates of the showing chart's series alone; a tab opened later sweeps its
 own series then, and an export sweeps every series first, even while the knob's sweep is still on its
-way to the UI thread. A redraw keeps the legend's entries when they do not change. The expected
-series are the Qt-free ``sweeps`` functions run on the same scenario, so the tests hold whatever the
-engine's numbers are (exact equality: the same code on the same scenario).
+way to the UI thread. A redraw keeps the legend's entries when they do not change, and paints the chart
+once. The expected series are the Qt-free ``sweeps`` functions run on the same scenario, so the tests
+hold whatever the engine's numbers are (exact equality: the same code on the same scenario).
 """
 
 from __future__ import annotations
@@ -70,3 +70,42 @@ def test_a_redraw_with_the_same_legend_keeps_its_entries(window):
     assert [label.text for _sample, label in entries] == ["memory per GPU", "does not fit in GPU memory"]
     chart.draw(series, window.unit)
     assert all(a is b for pair in zip(chart.legend.items, entries, strict=True) for a, b in zip(*pair, strict=True))
+
+
+def test_a_redraw_paints_the_chart_once(window, qtbot):
+    """Issue 18's knob → charts cost: each redraw paints the chart once, also when its legend gains or loses
+    its row (the view box changes height) and when the new data move the axes. Before, Qt's posted relayout
+    and pyqtgraph's axis fit at paint time each asked for a second paint of the whole chart (20 paints for
+    16 redraws of a knob's sequence). Counted exactly: paint events reaching the chart's viewport."""
+    import dataclasses
+
+    from PySide6.QtCore import QEvent, QObject
+
+    from llmplan.gui.sweeps import Series
+
+    class Paints(QObject):
+        count = 0
+
+        def eventFilter(self, _obj, event):  # Qt's name for the hook
+            if event.type() == QEvent.Type.Paint:
+                self.count += 1
+            return False
+
+    charts = window.charts
+    charts.setCurrentWidget(charts.seq_plot)
+    _knob(window, qtbot, 2048)
+    qtbot.wait(50)
+    paints = Paints()
+    charts.seq_plot.viewport().installEventFilter(paints)
+    gib = 2**30
+    xs = (1024.0, 2048.0, 4096.0, 8192.0)
+    for top, fits in ((70, (True, True, True, False)), (50, (True,) * 4), (120, (True, True, False, False)),
+                      (40, (True,) * 4)):  # legend on, off (axes narrower), on (axes wider), off
+        series = Series("Memory vs context length", "context (tokens)", "memory per GPU", xs,
+                        tuple(top * gib * x / 8192 for x in xs), 2048.0, 80 * gib, fits=fits)
+        charts.last = dataclasses.replace(charts.last, memory_vs_seq=series)
+        paints.count = 0
+        charts.draw(charts.last)
+        qtbot.wait(50)
+        assert len(charts.seq_chart.legend.items) == (0 if all(fits) else 2)
+        assert paints.count == 1

@@ -68,13 +68,6 @@ def _label(plot: pg.PlotWidget, side: str, text: str) -> None:
         plot.setLabel(side, text)
 
 
-def _legend(legend: pg.LegendItem, entries: list[tuple[object, str]]) -> None:
-    if [(sample.item, label.text) for sample, label in legend.items] != entries:
-        legend.clear()
-        for item, name in entries:
-            legend.addItem(item, name)
-
-
 def _set_data(item: pg.PlotDataItem, xs: list, ys: list) -> None:
     if xs or (item.xData is not None and len(item.xData)):
         item.setData(xs, ys)
@@ -195,7 +188,7 @@ class MemoryChart:
             item.setData([], [])
         for item in (self.capacity, self.current, self.offload):
             item.setVisible(False)
-        self.legend.clear()
+        self.legend.set_entries([])
         if note:
             self.note.show(note)
         else:
@@ -225,7 +218,7 @@ class MemoryChart:
             if not offloaded:
                 entries.append((self.gpu, "memory per GPU"))
             entries.append((self.no_fit, "does not fit in GPU memory"))
-        _legend(self.legend, entries)
+        self.legend.set_entries(entries)
         self.capacity.setVisible(bool(series.capacity))
         if series.capacity:
             self.capacity.setValue(series.capacity / d)
@@ -252,7 +245,7 @@ class ThroughputChart:
         self.fit.setData([], [])
         self.no_fit.setData([], [])
         self.current.setVisible(False)
-        self.legend.clear()
+        self.legend.set_entries([])
         if note:
             self.note.show(note)
         else:
@@ -275,7 +268,7 @@ class ThroughputChart:
             if good:
                 entries.append((self.fit, "fits in GPU memory"))
             entries.append((self.no_fit, "does not fit in GPU memory (not reachable)"))
-        _legend(self.legend, entries)
+        self.legend.set_entries(entries)
         _log_ticks(self.plot, series.xs)
         _log_ticks_y(self.plot, series.ys)
         _set_vline(self.current, series.current_x)

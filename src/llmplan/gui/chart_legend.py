@@ -115,14 +115,30 @@ class OutsideLegend(pg.LegendItem):
         self.updateGeometry()
         return changed
 
+    def set_entries(self, entries: list[tuple[object, str]]) -> None:
+        """Show these (plot item, name) entries. Unchanged entries cost nothing: rebuilding them re-renders
+        each label and resizes the view box. Changed entries are laid out with the plot now, before the
+        next paint: Qt would post that relayout and paint the chart twice, once with the old legend row's
+        height and once with the new (nearly twice the CPU of such a redraw; docs/gui.md has the figures)."""
+        if [(sample.item, label.text) for sample, label in self.items] == entries:
+            return
+        self.clear()
+        for item, name in entries:
+            self.addItem(item, name)
+        self._settle()
+
     def _resized(self) -> None:
         """The plot was resized: refit, and lay the plot out again now if the legend changed. Qt posts that
         relayout only if the plot's layout was settled when the legend asked; during a resize it may not
         be, and the legend kept the previous size (a label unwrapped in a box still one line too narrow)."""
         if self.fit():
-            self.layout.invalidate()
-            self._plot_item.layout.invalidate()
-            self._plot_item.layout.activate()
+            self._settle()
+
+    def _settle(self) -> None:
+        """Lay the legend and the plot out now, not when Qt's posted layout request arrives."""
+        self.layout.invalidate()
+        self._plot_item.layout.invalidate()
+        self._plot_item.layout.activate()
 
     def _arrange(self, room: float) -> bool:
         labels = [label for _sample, label in self.items]

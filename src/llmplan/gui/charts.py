@@ -330,6 +330,9 @@ class ChartsPanel(QTabWidget):
             self.gpus_chart.draw(s.throughput_vs_gpus)
         elif plot is self.roof_plot:
             self.roof_chart.draw(s.roofline)
+        # pyqtgraph fits the axes to the new data lazily, when the view is painted; the axes it changes then
+        # ask for a second paint of the whole chart. Fitting them now, before the first paint, paints once.
+        plot.getPlotItem().vb.prepareForPaint()
 
     def draw_all(self) -> None:
         """Every chart now (before exporting them all)."""
@@ -359,11 +362,8 @@ class ChartsPanel(QTabWidget):
         self.pareto_ranked.setData([p[0] for p in candidates], [p[1] for p in candidates])
         star = [candidates[chosen]] if chosen is not None and 0 <= chosen < len(candidates) else []
         self.pareto_chosen.setData([p[0] for p in star], [p[1] for p in star])
-        self.pareto_legend.clear()
-        if front:
-            self.pareto_legend.addItem(self.pareto_front, f"fastest per GPU count ({front_source})")
-        if candidates:
-            self.pareto_legend.addItem(self.pareto_ranked, "ranked layouts (full engine)")
+        self.pareto_legend.set_entries([(self.pareto_front, f"fastest per GPU count ({front_source})")] * bool(front)
+                                       + [(self.pareto_ranked, "ranked layouts (full engine)")] * bool(candidates))
 
     def export_png(self, folder: Path) -> list[Path]:
         """One PNG per chart (``gui.export.chart_pngs``), each written atomically. Raises OSError."""
