@@ -99,8 +99,7 @@ def test_zero3_reduce_scatters_hide_only_behind_the_compute_the_gathers_left():
     """The gathers and the reduce-scatters of ZeRO-3 run on one communicator over the same links while the same
     layers compute (``comms.shared_window``): together they cannot hide behind more than the step's compute. On
     100 GbE their sum exceeds it, so at least the excess is exposed, which two independent windows would hide."""
-    e = estimate(run("composer", 3, micro_batch=1, global_batch=64, network="eth-100"))
-    calls = dp_calls_of(e)
+    calls = dp_calls(run("composer", 3, micro_batch=1, global_batch=64, network="eth-100"))
     gather = calls["ZeRO-3 weight all-gather (forward and backward, per layer)"]
     reduce = calls["ZeRO-3 gradient reduce-scatter (per layer)"]
     window = gather.exposed_s.inputs["overlappable_s"]
@@ -109,7 +108,3 @@ def test_zero3_reduce_scatters_hide_only_behind_the_compute_the_gathers_left():
     assert gather.time_s.value + reduce.time_s.value > window  # the premise: together they do not fit the compute
     exposed = gather.exposed_s.value + reduce.exposed_s.value
     assert exposed >= gather.time_s.value + reduce.time_s.value - window - 1e-9
-
-
-def dp_calls_of(e):
-    return {c.name: c for c in e.communication.collectives}

@@ -168,12 +168,13 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     d = c.dp * c.cp
     # only where a per-micro-batch gather changes the block's ops: fp32 weights cast per gather, or fp8's casts;
     # elsewhere one key per (tp, cp, ep, mb, recompute) keeps the search's per-operation pricing to a few hundred
-    gathered = ((c.zero == 3) | ((c.zero == 2) & base.fsdp_zero2)) & (casts_weights(t, base) or t.precision == "fp8")
+    casts = casts_weights(t, base)
+    gathered = ((c.zero == 3) | ((c.zero == 2) & base.fsdp_zero2)) & (casts or t.precision == "fp8")
     zero = np.where(gathered, c.zero, 0)
     if base.zero_engine == "deepspeed":  # ``framework_profile.deepspeed_stage`` on the rows
         zero = np.where((c.zero >= 2) | ((c.zero == 1) & ((d > 1) | (c.offload == 1))), c.zero, 0)
     # the sharding group each gather casts its shard of (``ops.fsdp_cast_shard``; the layout's min(shard, dp·cp))
-    shard = np.where(gathered & casts_weights(t, base), np.minimum(t.shard_group, d) if t.shard_group else d, 0)
+    shard = np.where(gathered & casts, np.minimum(t.shard_group, d) if t.shard_group else d, 0)
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero, shard], axis=1)
     first, inverse = distinct_rows(keys)
     per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed

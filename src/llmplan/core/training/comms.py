@@ -232,18 +232,18 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
         add(c.name, "ep", c.size, c.stride, c.parts, c.formula, c.inputs, None)
     d = lay.dp * lay.cp
     if d > 1 and trainable_on_gpu > 0:
-        used: dict[tuple[int, int, str], float] = {}  # compute already hiding a call on the same links (shared_window)
-        for c in data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
-                                     trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share, mbs):
+        calls = data_parallel_calls(tr, prof, lay.tp, lay.cp, lay.ep, d, lay.shard, lay.max_stage_layers,
+                                    trainable_on_gpu, weights_on_gpu, grad_bytes, weight_bytes, expert_share, mbs)
+        after = shared_window([(c.size, c.stride, c.window) for c in calls])
+        left: list[float] = []  # compute still free after each call hid behind its window
+        for c, prev in zip(calls, after, strict=True):
             chunked = win.chunks > 1 and c.window in ("last_backward", "first_forward")
             behind = _chunked_behind(c.window, win.chunks, min(lay.pp, mbs), prof.name) if chunked else c.behind
-            key = (c.size, c.stride, c.window)
-            window = max(0.0, getattr(win, c.window) - used.get(key, 0.0)) if c.window else 0.0
+            window = (left[prev] if prev >= 0 else getattr(win, c.window)) if c.window else 0.0
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
                 Overlap(window, behind, c.unhidden) if c.window else None,
                 win.chunks if chunked else 1)
-            if c.window:
-                used[key] = used.get(key, 0.0) + out[-1].time_s.value - out[-1].exposed_s.value
+            left.append(max(0.0, window - (out[-1].time_s.value - out[-1].exposed_s.value)))
     return tuple(out)
 
 
@@ -251,8 +251,8 @@ def shared_window(sizes_strides_windows: list[tuple[int, int, str]]) -> list[int
     """For each data-parallel call, the index of the earlier call it shares its links and its compute window with
     (the same group, the same window), or -1. ZeRO-3's weight all-gathers and gradient reduce-scatters run on one
     NCCL communicator, one after another, while the same layers compute: the reduce-scatters hide only behind
-    the compute the gathers left free. The estimate subtracts what each call hid from the next one's window;
-    the search's quick model does the same with these indices."""
+    the compute the gathers left free. The estimate and the search's quick model both take these indices and give
+    each call the compute its predecessor left free."""
     seen: dict[tuple[int, int, str], int] = {}
     out = []
     for j, key in enumerate(sizes_strides_windows):
