@@ -103,3 +103,16 @@ def test_both_eras_and_ollama_share_the_metal_figures():
     """No per-type Metal prompt run of a 2025-26 build was found, so `llama-cpp-2026` keeps these."""
     assert engine_profile("llama-cpp-2026").prefill_metal_share == LLAMA.prefill_metal_share
     assert engine_profile("ollama").prefill_metal_share == LLAMA.prefill_metal_share
+
+
+@pytest.mark.parametrize("rows", ["[['Q4_0', 1.5]]", "[['', 0.6]]", "[['F16', 0]]"])
+def test_a_bad_user_row_is_skipped_naming_the_field(tmp_path, monkeypatch, rows):
+    """A user's engines.toml row outside (0, 1] or without a pattern: the shipped profile is used, and the
+    catalog problem names the field."""
+    from llmplan.catalog.engines import engine_problems, load_engine_profiles
+
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
+    (tmp_path / "engines.toml").write_text(f"[llama-cpp]\nprefill_metal_share = {rows}\n")
+    assert load_engine_profiles()["llama-cpp"].prefill_metal_share == LLAMA.prefill_metal_share
+    (problem,) = engine_problems()
+    assert "prefill_metal_share" in problem and "skipped" in problem
