@@ -74,5 +74,5 @@ def test_ollama_follows_the_default_llama_cpp():
     default, ollama = engine_profile("llama-cpp"), engine_profile("ollama")
     for field in ("decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s", "prefill_quant_ops_per_sm_clock",
                   "decode_bandwidth_efficiency", "decode_bandwidth_efficiency_by_gpu", "prefill_quant_share",
-                  "prefill_float_share", "prefill_score_bytes", "flash_attention"):
+                  "prefill_float_share", "prefill_score_bytes", "flash_attention", "prefill_metal_share"):
         assert getattr(ollama, field) == getattr(default, field), field

@@ -170,6 +170,13 @@ class EngineProfile(FrozenModel):
         "engine's quantised-weight prompt kernels reach there, measured; the first matching row wins; a GPU no "
         "row matches keeps prefill_quant_int8_efficiency (core/inference/backend.py)",
     )
+    prefill_metal_share: tuple[tuple[str, float], ...] = Field(
+        (), description="(GGUF type or preset pattern, fraction of the Apple GPU's fp16 peak) the engine's Metal "
+        "prompt kernels reach with weights of that type (llama.cpp kernel_mul_mm: the weights' tiles are "
+        "dequantised to half in threadgroup memory, so the share falls with the dequantisation work); F16 "
+        "weights (an fp16 plan too) match 'F16'; the first matching row wins; no row: the plan's matmul "
+        "efficiency (core/inference/backend.py)",
+    )
     prefill_quant_factor_apple: Curve = Field(
         (), description="(Apple GPU generation: 1 for M1, 2 for M2 ..., fraction of the fp16 GEMM rate) the "
         "engine's quantised matmul reaches on a prompt with its own quantised weights (MLX qmm dequantises in "
@@ -208,6 +215,15 @@ class EngineProfile(FrozenModel):
             if name not in known or not pattern or not 0 < share <= 1:
                 raise ValueError(f"{info.field_name}: each row is [back-end ({', '.join(known)}), GPU id pattern, "
                                  f"share in (0, 1]]; not [{name!r}, {pattern!r}, {share}]")
+        return v
+
+    @field_validator("prefill_metal_share")
+    @classmethod
+    def _metal_shares(cls, v: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        for pattern, share in v:
+            if not pattern or not 0 < share <= 1:
+                raise ValueError(f"prefill_metal_share: each row is [GGUF type pattern, share in (0, 1]]; not "
+                                 f"[{pattern!r}, {share}]")
         return v
 
     @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")

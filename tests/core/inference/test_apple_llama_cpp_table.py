@@ -14,14 +14,21 @@ Table B - XiongjieDai/GPU-Benchmarks-on-LLM-Inference README ("Apple Silicon (sn
 aa72e0e): Meta-Llama-3 8B/70B at Q4_K_M and F16 with ./main, flash attention off (the default then): average
 speed generating N tokens (tg N) and prompt processing of N tokens (pp N), N = 512 ... 8192; "OOM" cells.
 
+Prompts run at the Metal prompt kernel's measured share of the fp16 peak per weight type (engines.toml
+`prefill_metal_share`: F16 from llama.cpp PR #5488's M2 Ultra run, the other types by their rate beside F16 in
+PR #3084; neither is one of these tables). Before that model every type ran at one share, 0.6: Table A prefill
+median |error| 12.5%, F16 rows -11% ... -22%.
+
 Tolerances (what holds, asserted; what does not, pinned with its reason - docs/inference.md):
-- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 15% (12.5%), every row <= 25% (worst 22%);
-  per family decode <= 10%, prefill <= 15% on M1-M3; M4 prefill pinned at -22% ... -13% (median -17.6%; -27%
-  before the M4 GPU clock was measured, docs/inference.md);
+- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 8% (5.1%), every row <= 25% (worst 19%);
+  per family decode <= 10% and prefill <= 12% (M4 the lowest: median -10.8%, -17.6% with one share for every
+  type, -27% before the M4 GPU clock was measured, docs/inference.md);
 - Table B: the short runs (N <= 1024) within 25% except the M1 Max's K-quant rows, pinned at +40% ... +95%
   (2024 K-quant kernels on the M1 Max reached 0.44-0.46 of its bandwidth, Q4_0 and F16 0.6-0.75 on the same
   chip); decode at 4096-8192 generated tokens pinned (flash attention off: the measured slowdown with context
-  is several times what reading the cache at the stream rate costs);
+  is several times what reading the cache at the stream rate costs); prompts of 1024-8192 tokens within 25%
+  except the M1 Max laptop's F16 ones, pinned at +15% ... +30% (its rate falls 32% from 512 to 8192 tokens
+  where the M2 Ultra desktop's holds within 8%: not modelled);
 - never above the hardware roofline; every fit verdict matches the runs and OOM cells.
 """
 
@@ -138,8 +145,8 @@ def test_table_a_medians_and_worst_row():
     pp, tg = errors(TABLE_A)
     print(f"all {len(TABLE_A)} rows: prefill median |error| {median_abs(pp):.1%}, decode {median_abs(tg):.1%}")
     assert median_abs(tg) <= 0.08
-    assert median_abs(pp) <= 0.15
-    assert max(map(abs, pp + tg)) <= 0.25, "a row beyond 25%"
+    assert median_abs(pp) <= 0.08
+    assert max(map(abs, pp + tg)) <= 0.20, "a row beyond 20%"
 
 
 @pytest.mark.parametrize("family", ["M1", "M2", "M3", "M4"])
@@ -149,10 +156,7 @@ def test_table_a_per_family(family):
     print(f"{family}: {len(rows)} rows, prefill median {statistics.median(pp):+.1%} (|.| {median_abs(pp):.1%}), "
           f"decode median {statistics.median(tg):+.1%} (|.| {median_abs(tg):.1%})")
     assert median_abs(tg) <= 0.10
-    if family == "M4":  # pinned: llama.cpp's Metal GEMMs get more per clock from the M4 GPU (docs/inference.md)
-        assert -0.22 <= statistics.median(pp) <= -0.13
-    else:
-        assert median_abs(pp) <= 0.15
+    assert median_abs(pp) <= 0.12
 
 
 def test_both_build_eras_give_the_same_apple_estimates():
@@ -228,7 +232,11 @@ def test_table_b_short_runs_and_pinned_gaps():
     short = [v for k, v in rest.items() if k[3] <= 1024]
     assert max(abs(x) for v in short for x in v) <= 0.25
     assert median_abs([v[0] for v in short]) <= 0.10 and median_abs([v[1] for v in short]) <= 0.15
-    assert all(abs(v[1]) <= 0.25 for v in rest.values())  # prompts up to 8192 tokens
+    # Pinned: the M1 Max laptop's F16 prompts of 1024-8192 tokens (its measured rate falls 517 -> 351 t/s from 512 to
+    # 8192 tokens, the M2 Ultra desktop's 1175 -> 1103): the fall with length is not modelled on Metal.
+    m1_f16_long = {k: v for k, v in rest.items() if k[0] == "apple-m1-max-32c-64gb" and k[2] == "f16" and k[3] > 512}
+    assert all(0.15 <= v[1] <= 0.30 for v in m1_f16_long.values())
+    assert all(abs(v[1]) <= 0.25 for k, v in rest.items() if k not in m1_f16_long)  # prompts up to 8192 tokens
     # Pinned: the M1 Max's K-quant decode in May 2024 builds (kernels since improved: see the 2026 row below).
     assert all(0.40 <= v[0] <= 0.95 for v in m1_kquant.values())
     # Pinned: decode over 4096-8192 generated tokens with flash attention off slows more than the cache reads.
@@ -249,9 +257,14 @@ def test_table_b_never_above_the_roofline():
 
 def test_m1_max_kquant_in_a_current_build():
     """brand-o/normiebench issue #40 (2026-03-08, llama.cpp Metal, M1 Max 64 GB): Llama 3.1 8B Q4_K_M pp512
-    499.58 and tg128 46.2 t/s - the K-quant gap of 2024 is gone; within 15%."""
+    499.58 and tg128 46.2 t/s - the K-quant decode gap of 2024 is gone; decode within 15%. The prompt is pinned
+    at -20% ... -10% (measured -16.6%): Q4_K_M prompts run at PR #3084's 0.81 of the F16 rate (2023 kernels);
+    no per-type Metal prompt run of a current build was found to say how much of that gap remains."""
     gpu = CAT.gpu("apple-m1-max-32c-64gb").spec
-    assert 512 / run(gpu, LLAMA3_8B, "q4_k_m", 512, 1).inference.ttft_s.value == pytest.approx(499.58, rel=0.15)
+    for engine in ("llama-cpp", "llama-cpp-2026"):  # both eras keep the same Metal figures
+        pp = 512 / run(gpu, LLAMA3_8B, "q4_k_m", 512, 1, engine).inference.ttft_s.value
+        print(f"{engine}: pp512 {pp:.1f} vs 499.58 ({pp / 499.58 - 1:+.1%})")
+        assert -0.20 <= pp / 499.58 - 1 <= -0.10
     assert run(gpu, LLAMA3_8B, "q4_k_m", 1, 128).inference.tokens_per_s_per_user.value == pytest.approx(46.2, rel=0.15)
 
 

@@ -22,6 +22,12 @@ cooperative-matrix shaders, SYCL on Xe2), else the shared fraction of int8 peak.
 ``CUBLAS_COMPUTE_16F`` (fp16 accumulate; only AMD CDNA switches to fp32), which GeForce RTX cards run at twice
 the fp32-accumulate rate the catalog stores for them (Turing, Ampere GA10x, Ada and Blackwell whitepapers);
 workstation and data-centre cards run both at the same rate.
+
+On Metal every weight type multiplies a prompt through one kernel, ``kernel_mul_mm`` (ggml-metal.metal): each
+threadgroup dequantises a tile of the weights to half in threadgroup memory and runs 8x8 ``simdgroup_matrix``
+multiply-accumulates on it, so the rate falls with each type's dequantisation work (``metal_prompt_rate``, from
+``prefill_metal_share``: a measured share of the fp16 peak per GGUF type). Apple's M1-M4 GPUs run fp16 at their
+fp32 rate, which is the catalog's peak.
 """
 
 from __future__ import annotations
@@ -133,4 +139,18 @@ def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
                 return peak * share
     if engine.prefill_quant_int8_efficiency and gpu.vendor != "apple" and gpu.peak_flops.int8:
         return gpu.peak_flops.int8 * engine.prefill_quant_int8_efficiency
+    return None
+
+
+def metal_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend, fmt: WeightFormat) -> float | None:
+    """FLOP/s of the engine's Metal prompt kernels on ``gpu`` with weights of ``fmt`` (None: the plan's matmul
+    efficiency): the first ``prefill_metal_share`` row whose pattern matches the GGUF type or preset (F16 weights,
+    an fp16 plan's too, match 'F16'), times the GPU's fp16 peak."""
+    if backend != "metal" or not engine.prefill_metal_share:
+        return None
+    name = "F16" if is_f16_weights(fmt) else fmt.variant if fmt.kind == "gguf" else ""
+    peak = gpu.peak_flops.for_dtype("fp16")
+    for pattern, share in engine.prefill_metal_share:
+        if name and peak and fnmatchcase(name, pattern):
+            return peak * share
     return None

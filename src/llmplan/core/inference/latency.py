@@ -28,6 +28,7 @@ from llmplan.core.inference.backend import (
     decode_stream_efficiency,
     float_prompt_rate,
     is_f16_weights,
+    metal_prompt_rate,
     quant_prompt_rate,
     stream_efficiency,
 )
@@ -98,16 +99,16 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     flops = peak * eff.matmul
     fmt = plan.weights.format
     quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
-    quant_rate = quant_prompt_rate(engine, gpu, backend_of(gpu, scenario.inference.backend)) if quantised_gguf \
-        else None
+    backend = backend_of(gpu, scenario.inference.backend)
+    quant_rate = quant_prompt_rate(engine, gpu, backend) if quantised_gguf else None
     if quant_rate:
         flops = quant_rate
     elif is_f16_weights(fmt):
-        flops = float_prompt_rate(engine, gpu, backend_of(gpu, scenario.inference.backend)) or flops
+        flops = float_prompt_rate(engine, gpu, backend) or flops
+    flops = metal_prompt_rate(engine, gpu, backend, fmt) or flops
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
-    bw_eff = decode_stream_efficiency(engine, gpu, backend_of(gpu, scenario.inference.backend)) \
-        or eff.memory_bandwidth
+    bw_eff = decode_stream_efficiency(engine, gpu, backend) or eff.memory_bandwidth
     stream = gpu.memory_bandwidth * (stream_efficiency(engine, gpu) or eff.memory_bandwidth)
     link = cluster.intra_bandwidth * eff.intra_node
     latency = plan.engine.allreduce_latency_s  # one collective inside a node
