@@ -28,7 +28,7 @@ The eager op list adds 0.507 s to the H100 8B step; torchtitan's own tables meas
 (16,384 tokens / 5,762 TPS = 2.843 s on 8 GPUs, / 5,605 = 2.923 s on 128) 0.386 s and 0.408 s longer than the
 compiled one (6,667 and 6,514 TPS): the eager term is 24-31% larger than what compiling saved, the right
 size. Only the time is read here: the engine's eager memory model (``memory._eager_stage``) is Hugging
-Face's and knows neither per-op checkpointing nor FSDP2's per-block gathers (it puts these runs at 98-395
+Face's and knows neither per-op checkpointing nor FSDP2's per-block gathers (it puts these runs at 98-394
 GiB), so the rows in ``test_fsdp_runs`` keep the fused profile until an FSDP2 eager profile has its own
 memory model.
 
