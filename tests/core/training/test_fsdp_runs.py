@@ -224,7 +224,7 @@ ROWS = {
         "TP: tokens/s per GPU", 4378.0, "tokens/s", TITAN_ASYNC_TP.format(table="Llama3 8b on 64 H100s, None "
         "(bfloat16), vanilla TP 4378"), H100_BANDS["8b-2d-bf16"],
         _titan(L31_8B, "selective_op", 12, 8192, 64, tp=8, h100=True), 64),
-    # control rows: the same torchtitan Float8 run on a 700 W H200 with HBM3e (module doc, "H200 control")
+    # control rows: the same torchtitan Float8 run on a 700 W H200 with HBM3e (test_torchtitan_gap module doc)
     "titan-h200-llama31-8b-float8-32": Row(
         "Llama 3.1 8B on 32 H200 (700 W), local batch 2, seq 8,192, selective op AC, compile + Float8: tokens/s "
         "per GPU", 10938.0, "tokens/s", TITAN_H200.format(nodes=4, tps="10,938"), (0.17, 0.28),

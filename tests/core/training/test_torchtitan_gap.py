@@ -3,7 +3,8 @@
 Two readings of the published rows in ``test_fsdp_runs`` that say which part of their gap is a setting of
 the runs and which part is not (docs/training.md, "torchtitan's published rows"). Nothing here is fitted:
 the eager kernels are the engine's existing eager op list (``ops.layer_ops``, written for Hugging Face's
-modeling code and measured against it), and the H200 rows are a separate published run.
+modeling code and checked against its runs, tests/core/training/test_hf_h100_runs.py), and the H200 rows are
+a separate published run.
 
 **Eager modules.** Every torchtitan row without torch.compile ran its modules op by op: ``compile = false``
 and, for Llama 2 70B and all the H100 rows, ``norm_type = "rmsnorm"`` (torchtitan's plain RMSNorm, which
@@ -35,7 +36,7 @@ memory model.
 **The 500 W HBM2e H100.** torchtitan's benchmarks folder has the Llama 3.1 8B Float8 run (local batch 2,
 selective op AC, compile) on 700 W H200s with HBM3e at 4.8 TB/s (``titan-h200-*`` rows): 10,938 and 10,753
 TPS/GPU on 32 and 64 GPUs, 1.28× Meta's 500 W HBM2e H100 rows (8,532 on 8, 8,380 on 128). The engine
-gives 1.19× and 1.17× from the memory bandwidth and capacity alone (same peak FLOP/s). So the power limit,
+gives 1.19× and 1.17× from the H200's memory bandwidth alone (the catalog's peaks are the same). So the power limit,
 with the software six months apart, accounts for at most 1.28 / 1.18 ≈ 1.09× of that step, and the engine
 is still 22-25% fast on the 700 W part: most of the H100 rows' gap is not the power limit.
 """
