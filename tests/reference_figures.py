@@ -288,6 +288,39 @@ def _megatron_h100_rows() -> list[Reference]:
                   "tokens/s", NEMO_GPT_OSS_SOURCE, _nemo_gpt_oss, rel_tol=0.48, kind="measured")]
 
 
+def _megascale(key: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_megascale_2024 import ROWS, SEQ, ours_step_s
+
+        row = ROWS[key]
+        return row.batch * SEQ / ours_step_s(key) / row.gpus
+
+    return compute
+
+
+def _megascale_rows() -> list[Reference]:
+    """MegaScale (NSDI 2024) Table 2 and Figure 9: Megatron-LM 285068c8 and MegaScale on 256-12,288 Ampere GPUs, as
+    tokens/s per GPU (batch x 2,048 / step / GPUs); ``rel_tol``: the widest side of the band the test pins
+    (tests/core/training/test_megascale_2024.py)."""
+    from tests.core.training.test_megascale_2024 import MEGASCALE_ROWS, MEGATRON_ROWS, SEQ, SOURCE
+
+    assumed = {"megatron": "Megatron-LM 285068c8 as its code runs (no overlaps); unstated and assumed: micro-batch 1, "
+                           "selective recompute + SP, no flash attention, no distributed optimizer",
+               "megascale": "the Megatron profile with TP, PP and DP overlap and flash attention; the parallel block "
+                            "and sliding-window attention are not modelled"}
+    out = []
+    for r in MEGATRON_ROWS + MEGASCALE_ROWS:
+        printed = "Table 2 iteration time" if r.model.label == "175B" else "Figure 9 MFU (the paper's FLOP count)"
+        name = "Megatron-LM" if r.system == "megatron" else "MegaScale"
+        out.append(Reference(
+            f"megascale-{r.key}", "Training throughput (MegaScale paper, Ampere)",
+            f"{name}: GPT {r.model.label} on {r.gpus:,} GPUs (TP8 PP{r.model.pp} DP{r.dp}, {r.model.chunks} chunks, "
+            f"batch {r.batch:,}): tokens/s per GPU", r.batch * SEQ / r.step_s / r.gpus, "tokens/s",
+            f"{SOURCE}; from the {printed}; ours: A100 SXM4 80GB catalog defaults, {assumed[r.system]}",
+            _megascale(r.key), rel_tol=max(abs(r.band[0]), abs(r.band[1])), kind="measured"))
+    return out
+
+
 def _held_gemm_rows() -> list[Reference]:
     """The catalog's best-shape GEMM rate held under load against gpu-fryer's minutes-long all-GPU burn. The A100 SXM's
     clock is an assumption the burn contradicts (tests/core/training/test_megatron_core_h100.py); its row is pinned."""
@@ -627,6 +660,6 @@ def _cuda_table_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows()
+                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _held_gemm_rows() + _fsdp_memory_rows()
                  + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())
