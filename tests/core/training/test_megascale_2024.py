@@ -43,12 +43,13 @@ Error = published step / our step − 1 (= our throughput / published − 1; pos
   whose targets are met today (docs/training.md, "MegaScale on Ampere"), so it is not done here. Issue 15's goal
   (median ≤ 15%) is met; each row is pinned at its recorded error ± about 3 points.
 
-**MegaScale rows** (12): the same runs with what §3 describes and the engine can express: TP/SP communication
+**MegaScale rows** (12): the same runs with what §3 describes and the engine prices: TP/SP communication
 overlapped with the GEMMs (§3.2, ``tp_comm_overlap``), asynchronous pipeline send/receive (§3.2,
 ``pp_comm_overlap``), the data-parallel reduce-scatter and all-gather overlapped chunk by chunk (§3.2, Figure 1: a
-ZeRO-2-style sharded optimizer, here the distributed optimizer), FlashAttention-2 (§3.3). Not expressible, so not
-modelled: the parallel transformer block (§3.1: attention and MLP side by side, one TP all-gather and reduce-scatter
-per block instead of two), sliding-window attention (§3.1; the window is not stated) and LAMB (it changes the batch,
+ZeRO-2-style sharded optimizer, here the distributed optimizer), FlashAttention-2 (§3.3). Not modelled: the parallel
+transformer block (§3.1: attention and MLP side by side, one TP all-gather and reduce-scatter per block instead of
+two; ``ModelSpec.parallel_block`` exists, but the training time model does not price it), sliding-window attention
+(§3.1; the window is not stated) and LAMB (it changes the batch,
 not the step; Table 2 keeps the batch). Both missing features make the real step shorter, so the engine should come
 out slower than these rows; it comes out faster on most of them: 175B −2.0% at 256 GPUs to +13.5% at 8,192, 530B
 +19%, Table 3's batch-256 row +2.4% (recorded 2026-11-27). Pinned, as the engine's full overlap hides every collective (0.1–0.2 s exposed) while
