@@ -322,6 +322,30 @@ def _megascale_rows() -> list[Reference]:
     return out
 
 
+def _nemotron4(gpus: int, precision: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_nemotron4_dgxc import SEQ, _estimate
+
+        return 4 * SEQ / _estimate(gpus, precision).compute.step_time_s.value
+
+    return compute
+
+
+def _nemotron4_rows() -> list[Reference]:
+    """NVIDIA's DGX Cloud recipe for Nemotron-4 15B on 16-2,048 H100 (NeMo 24.12), bf16 and fp8, as tokens/s per GPU
+    (4 sequences of 4,096 per GPU / step); ``rel_tol``: the widest side of the band the test pins
+    (tests/core/training/test_nemotron4_dgxc.py)."""
+    from tests.core.training.test_nemotron4_dgxc import BANDS, ROWS, SEQ, SOURCE, published
+
+    return [Reference(f"nemotron4-15b-{precision}-{gpus}", "Training throughput (Nemotron-4 15B on H100, NeMo)",
+                      f"Nemotron-4 15B, {precision}, on {gpus:,} H100 (TP4 DP{gpus // 4}, micro-batch 4, batch "
+                      f"{4 * gpus:,}): tokens/s per GPU", 4 * SEQ / published(gpus, precision), "tokens/s",
+                      f"{SOURCE}; ours: the catalog's H100 defaults, the Megatron profile with TP overlap",
+                      _nemotron4(gpus, precision), rel_tol=max(abs(x) for x in BANDS[(precision, gpus)]),
+                      kind="measured")
+            for precision, gpus in ROWS]
+
+
 def _held_gemm_rows() -> list[Reference]:
     """The catalog's best-shape GEMM rate held under load against gpu-fryer's minutes-long all-GPU burn. The A100 SXM's
     clock is an assumption the burn contradicts (tests/core/training/test_megatron_core_h100.py); its row is pinned."""
@@ -661,6 +685,7 @@ def _cuda_table_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _held_gemm_rows() + _fsdp_memory_rows()
+                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _nemotron4_rows()
+                 + _held_gemm_rows() + _fsdp_memory_rows()
                  + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())
