@@ -322,28 +322,34 @@ def _megascale_rows() -> list[Reference]:
     return out
 
 
-def _nemotron4(gpus: int, precision: str) -> Callable[[], float]:
+def _dgxc(key: str, gpus: int, precision: str) -> Callable[[], float]:
     def compute() -> float:
-        from tests.core.training.test_nemotron4_dgxc import SEQ, _estimate
+        from tests.core.training.test_dgxc_h100_recipes import RECIPES, _estimate
 
-        return 4 * SEQ / _estimate(gpus, precision).compute.step_time_s.value
+        r = RECIPES[key]
+        return r.batch_per_gpu * r.seq / _estimate(key, gpus, precision).compute.step_time_s.value
 
     return compute
 
 
-def _nemotron4_rows() -> list[Reference]:
-    """NVIDIA's DGX Cloud recipe for Nemotron-4 15B on 16-2,048 H100 (NeMo 24.12), bf16 and fp8, as tokens/s per GPU
-    (4 sequences of 4,096 per GPU / step); ``rel_tol``: the widest side of the band the test pins
-    (tests/core/training/test_nemotron4_dgxc.py)."""
-    from tests.core.training.test_nemotron4_dgxc import BANDS, ROWS, SEQ, SOURCE, published
+def _dgxc_rows() -> list[Reference]:
+    """NVIDIA's DGX Cloud recipes on 16-2,048 H100 (NeMo 24.12): Nemotron-4 15B and GPT-3 175B, bf16 and fp8, as
+    tokens/s per GPU (batch per GPU x sequence / step); ``rel_tol``: the widest side of the band the test pins
+    (tests/core/training/test_dgxc_h100_recipes.py)."""
+    from tests.core.training.test_dgxc_h100_recipes import RECIPES, ROWS, SOURCE, published
 
-    return [Reference(f"nemotron4-15b-{precision}-{gpus}", "Training throughput (Nemotron-4 15B on H100, NeMo)",
-                      f"Nemotron-4 15B, {precision}, on {gpus:,} H100 (TP4 DP{gpus // 4}, micro-batch 4, batch "
-                      f"{4 * gpus:,}): tokens/s per GPU", 4 * SEQ / published(gpus, precision), "tokens/s",
-                      f"{SOURCE}; ours: the catalog's H100 defaults, the Megatron profile with TP overlap",
-                      _nemotron4(gpus, precision), rel_tol=max(abs(x) for x in BANDS[(precision, gpus)]),
-                      kind="measured")
-            for precision, gpus in ROWS]
+    out = []
+    for key, precision, gpus in ROWS:
+        r = RECIPES[key]
+        layout = f"TP{r.tp}" + (f" PP{r.pp} VP{r.vp}" if r.pp > 1 else "") + f" DP{gpus // (r.tp * r.pp)}"
+        out.append(Reference(
+            f"dgxc-{key}-{precision}-{gpus}", "Training throughput (NVIDIA DGX Cloud recipes, H100)",
+            f"{r.label}, {precision}, on {gpus:,} H100 ({layout}, micro-batch {r.micro_batch}, batch "
+            f"{r.batch_per_gpu * gpus:,}): tokens/s per GPU", r.batch_per_gpu * r.seq / published(key, gpus, precision),
+            "tokens/s", f"{SOURCE}; {r.readme}; ours: the catalog's H100 defaults, the Megatron profile with the "
+            "recipe's overlaps", _dgxc(key, gpus, precision),
+            rel_tol=max(abs(x) for x in r.bands[precision]), kind="measured"))
+    return out
 
 
 def _held_gemm_rows() -> list[Reference]:
@@ -685,7 +691,7 @@ def _cuda_table_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _nemotron4_rows()
+                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _dgxc_rows()
                  + _held_gemm_rows() + _fsdp_memory_rows()
                  + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())
