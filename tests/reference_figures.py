@@ -333,7 +333,8 @@ def _dgxc(key: str, gpus: int, precision: str) -> Callable[[], float]:
 
 
 def _dgxc_rows() -> list[Reference]:
-    """NVIDIA's DGX Cloud recipes on 16-2,048 H100 (NeMo 24.12): Nemotron-4 15B and GPT-3 175B, bf16 and fp8, as
+    """NVIDIA's DGX Cloud recipes on 8-2,048 H100 (NeMo 24.12): Nemotron-4 15B, GPT-3 175B, Llama 3.1 8B and 70B,
+    bf16 and fp8, as
     tokens/s per GPU (batch per GPU x sequence / step); ``rel_tol``: the widest side of the band the test pins
     (tests/core/training/test_dgxc_h100_recipes.py)."""
     from tests.core.training.test_dgxc_h100_recipes import RECIPES, ROWS, SOURCE, published
@@ -341,7 +342,8 @@ def _dgxc_rows() -> list[Reference]:
     out = []
     for key, precision, gpus in ROWS:
         r = RECIPES[key]
-        layout = f"TP{r.tp}" + (f" PP{r.pp} VP{r.vp}" if r.pp > 1 else "") + f" DP{gpus // (r.tp * r.pp)}"
+        layout = (f"TP{r.tp}" + (f" PP{r.pp} VP{r.vp}" if r.pp > 1 else "") + (f" CP{r.cp}" if r.cp > 1 else "")
+                  + f" DP{gpus // (r.tp * r.pp * r.cp)}")
         out.append(Reference(
             f"dgxc-{key}-{precision}-{gpus}", "Training throughput (NVIDIA DGX Cloud recipes, H100)",
             f"{r.label}, {precision}, on {gpus:,} H100 ({layout}, micro-batch {r.micro_batch}, batch "

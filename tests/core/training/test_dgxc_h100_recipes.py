@@ -1,5 +1,5 @@
-"""NVIDIA's DGX Cloud benchmarking recipes on H100 (NeMo 24.12, Megatron-Core): step time per row for Nemotron-4 15B
-on 16–2,048 GPUs and GPT-3 175B on 128–2,048 GPUs, bf16 and fp8.
+"""NVIDIA's DGX Cloud benchmarking recipes on H100 (NeMo 24.12, Megatron-Core): step time per row for Nemotron-4 15B,
+GPT-3 175B, Llama 3.1 8B and Llama 3.1 70B on 8–2,048 GPUs, bf16 and fp8.
 
 Source: NVIDIA/dgxc-benchmarking at 8f5cbb3 (release v25.02); each table and the config that ran it are in that one
 release, and everything the engine needs is stated there:
@@ -20,17 +20,31 @@ release, and everything the engine needs is stated there:
   a multiple of 128 × TP = 50,688; NeMo's GPT defaults, which it keeps, for the rest: learned positions, tied
   embeddings, biases, LayerNorm, GeLU); nemo_megatron/configure.sh (``NVTE_FUSED_ATTN=1``), launch.sh (NeMo 24.12).
   The README's table header says VP=12; the config that ran says 6, which is used (12 would read 1.2 points faster).
+- **Llama 3.1 8B and 70B**: llama3.1/README_8b.md and README_70b.md (step time on 8 … 128 and 64 … 2,048 GPUs;
+  "TP=1, PP=1, CP=2, MBS=1, GA=32" and "TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64"); llama3.1/llama3.1_8b.yaml and
+  llama3.1_70b.yaml (sequence 8,192, no checkpointing, sequence parallelism for 70B, TP overlap and
+  ``overlap_p2p_comm`` for 70B, the distributed Adam with gradient and weight overlap and ``grad_sync_dtype: bf16``);
+  llama3.1/configure.sh (global batch 16 per GPU for 8B, 2 per GPU for 70B; ``NVTE_FUSED_ATTN=1``), launch.sh (NeMo
+  24.12). The models are the catalog's Llama 3.1 8B and 70B (exact parameter counts).
 Nothing else is assumed: the catalog's H100 defaults and the ``megatron`` profile with the recipe's overlaps. The
 measured figure is never an input. Error = published step / our step − 1 (positive: we are too fast).
 
-Result (recorded 2026-11-27): Nemotron-4 15B bf16 +6.5% … +9.4% (median +8.3%), fp8 +7.4% … +11.6% (median
-+9.4%); GPT-3 175B bf16 +9.1% … +11.5% (median +10.6%), fp8 +18.4% … +25.0% (median +21.5%). Every step is compute:
-under 3% of ours is exposed communication, even on 2,048 GPUs, so these rows measure the H100 compute model. They
-lean the way the compute-only rows of Megatron-Core's H100 table do (+15…+17%, test_megatron_core_h100.py), less far
-in bf16; fp8 GPT-3 leans further (its fp8 GEMM rate is a single measured ratio to bf16's, ``kernel_rates``). Measured,
-the step grows 2–6% from the smallest to the largest cluster; ours 0–1%. Pinned per row at the recorded error
-± about 3–4 points; each recipe's median is asserted within issue 15's 15% where it is met (every bf16 recipe,
-Nemotron fp8) and pinned where not (GPT-3 fp8).
+Result (recorded 2026-11-27), ours against the published step:
+
+| recipe | bf16 | fp8 |
+|---|---|---|
+| Nemotron-4 15B, 16–2,048 GPUs | +6.5% … +9.4% (median +8.3%) | +7.4% … +11.6% (median +9.4%) |
+| GPT-3 175B, 128–2,048 GPUs | +9.1% … +11.5% (median +10.6%) | +18.4% … +25.0% (median +21.5%) |
+| Llama 3.1 8B, 8–128 GPUs | −1.9% … +1.1% (median −0.1%) | −1.6% … +1.5% (median +0.1%) |
+| Llama 3.1 70B, 64–2,048 GPUs | +9.2% … +11.0% (median +10.3%) | +15.5% … +21.0% (median +18.7%) |
+
+Every step is compute: under 3% of ours is exposed communication, even on 2,048 GPUs, so these rows measure the H100
+compute model. Three of the four lean the way the compute-only rows of Megatron-Core's H100 table do (+15…+17%,
+test_megatron_core_h100.py), less far in bf16; Llama 3.1 8B, whose step is 17% attention at 8,192 tokens (CP 2),
+is on the mark. fp8 leans further on the large models (their fp8 GEMMs are priced at one measured ratio to
+bf16's, ``kernel_rates``). Measured, the step grows 1.6–5.9% from the smallest to the largest cluster; ours 0–2%.
+Pinned per row at the recorded error ± about 3–4 points; each recipe's median is asserted within issue 15's 15%
+where it is met (every bf16 recipe, fp8 for Nemotron and Llama 8B) and pinned where not (fp8 GPT-3 and Llama 70B).
 
 Left out: the 340B Nemotron tables of the same release. Their header says TP 8, PP 8, GA 16, but configure.sh runs
 bf16 with context parallelism 2, which with the stated batch of 2 per node means GA 32; which ran is not clear.
@@ -73,6 +87,13 @@ class Recipe:
     bands: dict[str, tuple[float, float]]  # precision: asserted error band (module doc)
     profile: dict = field(default_factory=dict)  # the recipe's switches on the megatron profile
     dropout: float = 0.0
+    cp: int = 1
+
+
+def _catalog_model(model_id: str) -> ModelSpec:
+    from llmplan.catalog.models import load_model_catalog
+
+    return load_model_catalog(include_user=False).get(model_id).spec
 
 
 NEMOTRON4_15B = ModelSpec(
@@ -94,6 +115,16 @@ RECIPES = {r.key: r for r in (
                   2048: (8.49, 5.96)},
            bands={"bf16": (0.06, 0.15), "fp8": (0.15, 0.29)},
            profile={"tp_comm_overlap": True, "pp_comm_overlap": True, "fp32_grad_accumulation": False}, dropout=0.1),
+    Recipe("llama3.1-8b", "Llama 3.1 8B", "llama3.1/README_8b.md", _catalog_model("meta-llama/Llama-3.1-8B"), tp=1,
+           pp=1, vp=1, micro_batch=1, batch_per_gpu=16, seq=8192, cp=2,
+           steps={8: (12.78, 9.44), 16: (12.99, 9.47), 32: (13.00, 9.60), 64: (13.00, 9.64), 128: (13.16, 9.73)},
+           bands={"bf16": (-0.05, 0.04), "fp8": (-0.05, 0.05)}, profile={"fp32_grad_accumulation": False}),
+    Recipe("llama3.1-70b", "Llama 3.1 70B", "llama3.1/README_70b.md", _catalog_model("meta-llama/Llama-3.1-70B"),
+           tp=4, pp=4, vp=5, micro_batch=1, batch_per_gpu=2, seq=8192, cp=2,
+           steps={64: (14.61, 10.46), 128: (14.70, 10.52), 256: (14.72, 10.75), 512: (14.80, 10.76),
+                  1024: (14.86, 10.83), 2048: (14.84, 10.99)},
+           bands={"bf16": (0.06, 0.14), "fp8": (0.12, 0.25)},
+           profile={"tp_comm_overlap": True, "pp_comm_overlap": True, "fp32_grad_accumulation": False}),
 )}
 ROWS = [(k, p, g) for k, r in RECIPES.items() for p in ("bf16", "fp8") for g in r.steps]
 
@@ -107,8 +138,8 @@ def run(key: str, gpus: int, precision: str, vp: int | None = None) -> Scenario:
         training=TrainingSettings(framework=prof.id, precision=precision, seq_len=r.seq, micro_batch=r.micro_batch,
                                   global_batch=r.batch_per_gpu * gpus, recompute="none", flash_attention=True,
                                   distributed_optimizer=True, zero_stage=1, dropout=r.dropout),
-        parallelism=ParallelLayout(tp=r.tp, pp=r.pp, dp=gpus // (r.tp * r.pp), sequence_parallel=True,
-                                   virtual_stages=vp or r.vp),
+        parallelism=ParallelLayout(tp=r.tp, pp=r.pp, dp=gpus // (r.tp * r.pp * r.cp), cp=r.cp,
+                                   sequence_parallel=r.tp > 1, virtual_stages=vp or r.vp),
         efficiency=cat.efficiency_for("nvidia-h100-sxm-80gb"), framework_profile=prof,
     )
 
@@ -137,6 +168,14 @@ def test_gpt3_is_175b():
     assert _estimate("gpt3-175b", 128, "bf16").params.total / 1e9 == pytest.approx(175, rel=0.01)
 
 
+def test_llama_8b_step_is_one_sixth_attention():
+    """Llama 3.1 8B at 8,192 tokens: attention is 17% of our step, the GEMMs 75%; its rows sit on the published
+    figure where the GEMM-bound recipes are 8–11% fast (recorded 2026-11-27)."""
+    c = _estimate("llama3.1-8b", 8, "bf16").compute
+    assert 0.15 < c.breakdown["attention"] / c.step_time_s.value < 0.20
+    assert 0.70 < c.breakdown["gemm"] / c.step_time_s.value < 0.80
+
+
 @pytest.mark.parametrize(("key", "precision", "gpus"), ROWS, ids=[f"{k}-{p}-{g}" for k, p, g in ROWS])
 def test_row_within_its_pinned_band(key, precision, gpus):
     e = _estimate(key, gpus, precision)
@@ -147,11 +186,13 @@ def test_row_within_its_pinned_band(key, precision, gpus):
 
 
 def test_medians():
-    """Issue 15's 15% holds for both bf16 recipes and Nemotron's fp8; GPT-3's fp8 rows are pinned (module doc).
-    Recorded 2026-11-27: Nemotron bf16 +8.3%, fp8 +9.4%; GPT-3 bf16 +10.6%, fp8 +21.5%."""
+    """Issue 15's 15% holds for every bf16 recipe and for fp8 Nemotron and Llama 8B; fp8 GPT-3 and Llama 70B are
+    pinned (module doc). Recorded 2026-11-27: Nemotron +8.3% / +9.4%, GPT-3 +10.6% / +21.5%, Llama 8B −0.1% / +0.1%,
+    Llama 70B +10.3% / +18.7% (bf16 / fp8)."""
     med = {(k, p): statistics.median(error(k, g, p) for g in RECIPES[k].steps) for k in RECIPES for p in ("bf16", "fp8")}
-    assert all(0.0 < v <= 0.15 for kp, v in med.items() if kp != ("gpt3-175b", "fp8")), med
-    assert 0.18 < med[("gpt3-175b", "fp8")] < 0.25
+    pinned = {("gpt3-175b", "fp8"): (0.18, 0.25), ("llama3.1-70b", "fp8"): (0.15, 0.22)}
+    assert all(abs(v) <= 0.15 for kp, v in med.items() if kp not in pinned), med
+    assert all(lo < med[kp] < hi for kp, (lo, hi) in pinned.items()), med
 
 
 def test_every_row_is_compute():
