@@ -334,9 +334,8 @@ def _dgxc(key: str, gpus: int, precision: str) -> Callable[[], float]:
 
 def _dgxc_rows() -> list[Reference]:
     """NVIDIA's DGX Cloud recipes on 8-2,048 H100 (NeMo 24.12): Nemotron-4 15B, GPT-3 175B, Llama 3.1 8B and 70B,
-    bf16 and fp8, as
-    tokens/s per GPU (batch per GPU x sequence / step); ``rel_tol``: the widest side of the band the test pins
-    (tests/core/training/test_dgxc_h100_recipes.py)."""
+    bf16 and fp8, as tokens/s per GPU (batch per GPU x sequence / step); ``rel_tol``: the widest side of the band the
+    test pins (tests/core/training/test_dgxc_h100_recipes.py)."""
     from tests.core.training.test_dgxc_h100_recipes import RECIPES, ROWS, SOURCE, published
 
     out = []
