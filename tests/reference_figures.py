@@ -288,6 +288,71 @@ def _megatron_h100_rows() -> list[Reference]:
                   "tokens/s", NEMO_GPT_OSS_SOURCE, _nemo_gpt_oss, rel_tol=0.48, kind="measured")]
 
 
+def _megascale(key: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_megascale_2024 import ROWS, SEQ, ours_step_s
+
+        row = ROWS[key]
+        return row.batch * SEQ / ours_step_s(key) / row.gpus
+
+    return compute
+
+
+def _megascale_rows() -> list[Reference]:
+    """MegaScale (NSDI 2024) Tables 2 and 3 and Figure 9: Megatron-LM 285068c8 and MegaScale on 256-12,288 Ampere GPUs, as
+    tokens/s per GPU (batch x 2,048 / step / GPUs); ``rel_tol``: the widest side of the band the test pins
+    (tests/core/training/test_megascale_2024.py)."""
+    from tests.core.training.test_megascale_2024 import MEGASCALE_ROWS, MEGATRON_ROWS, SEQ, SOURCE
+
+    assumed = {"megatron": "Megatron-LM 285068c8 as its code runs (no overlaps); unstated and assumed: micro-batch 1, "
+                           "selective recompute + SP, no flash attention, no distributed optimizer",
+               "megascale": "the Megatron profile with TP, PP and DP overlap and flash attention; the parallel block "
+                            "and sliding-window attention are not modelled"}
+    out = []
+    for r in MEGATRON_ROWS + MEGASCALE_ROWS:
+        printed = {"table2": "Table 2 iteration time", "figure9": "Figure 9 MFU (the paper's FLOP count)",
+                   "table3": "Table 3 MFU at batch 256 (the paper's FLOP count)"}[r.table]
+        name = "Megatron-LM" if r.system == "megatron" else "MegaScale"
+        out.append(Reference(
+            f"megascale-{r.key}", "Training throughput (MegaScale paper, Ampere)",
+            f"{name}: GPT {r.model.label} on {r.gpus:,} GPUs (TP8 PP{r.model.pp} DP{r.dp}, {r.model.chunks} chunks, "
+            f"batch {r.batch:,}): tokens/s per GPU", r.batch * SEQ / r.step_s / r.gpus, "tokens/s",
+            f"{SOURCE}; from the {printed}; ours: A100 SXM4 80GB catalog defaults, {assumed[r.system]}",
+            _megascale(r.key), rel_tol=max(abs(r.band[0]), abs(r.band[1])), kind="measured"))
+    return out
+
+
+def _dgxc(key: str, gpus: int, precision: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_dgxc_h100_recipes import RECIPES, _estimate
+
+        r = RECIPES[key]
+        return r.batch_per_gpu * r.seq / _estimate(key, gpus, precision).compute.step_time_s.value
+
+    return compute
+
+
+def _dgxc_rows() -> list[Reference]:
+    """NVIDIA's DGX Cloud recipes on 8-2,048 H100 (NeMo 24.12): Nemotron-4 15B, GPT-3 175B, Llama 3.1 8B and 70B,
+    bf16 and fp8, as tokens/s per GPU (batch per GPU x sequence / step); ``rel_tol``: the widest side of the band the
+    test pins (tests/core/training/test_dgxc_h100_recipes.py)."""
+    from tests.core.training.test_dgxc_h100_recipes import RECIPES, ROWS, SOURCE, published
+
+    out = []
+    for key, precision, gpus in ROWS:
+        r = RECIPES[key]
+        layout = (f"TP{r.tp}" + (f" PP{r.pp} VP{r.vp}" if r.pp > 1 else "") + (f" CP{r.cp}" if r.cp > 1 else "")
+                  + f" DP{gpus // (r.tp * r.pp * r.cp)}")
+        out.append(Reference(
+            f"dgxc-{key}-{precision}-{gpus}", "Training throughput (NVIDIA DGX Cloud recipes, H100)",
+            f"{r.label}, {precision}, on {gpus:,} H100 ({layout}, micro-batch {r.micro_batch}, batch "
+            f"{r.batch_per_gpu * gpus:,}): tokens/s per GPU", r.batch_per_gpu * r.seq / published(key, gpus, precision),
+            "tokens/s", f"{SOURCE}; {r.readme}; ours: the catalog's H100 defaults, the Megatron profile with the "
+            "recipe's overlaps", _dgxc(key, gpus, precision),
+            rel_tol=max(abs(x) for x in r.bands[precision]), kind="measured"))
+    return out
+
+
 def _held_gemm_rows() -> list[Reference]:
     """The catalog's best-shape GEMM rate held under load against gpu-fryer's minutes-long all-GPU burn. The A100 SXM's
     clock is an assumption the burn contradicts (tests/core/training/test_megatron_core_h100.py); its row is pinned."""
@@ -627,6 +692,7 @@ def _cuda_table_rows() -> list[Reference]:
 def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
-                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows()
+                 + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _dgxc_rows()
+                 + _held_gemm_rows() + _fsdp_memory_rows()
                  + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())

@@ -70,6 +70,8 @@ def test_match_names_are_unique_except_apple_memory_variants(cat):
         ("NVIDIA H100 80GB HBM3", "nvidia-h100-sxm-80gb"),
         ("NVIDIA H100 NVL", "nvidia-h100-nvl-94gb"),
         ("NVIDIA H200", "nvidia-h200-sxm-141gb"),
+        ("NVIDIA A800-SXM4-80GB", "nvidia-a800-sxm4-80gb"),
+        ("NVIDIA A100-SXM4-80GB", "nvidia-a100-sxm4-80gb"),
         ("nvidia  geforce rtx 4090", "nvidia-rtx-4090-24gb"),
         ("AMD Instinct MI300X", "amd-mi300x-192gb"),
     ],
@@ -335,3 +337,15 @@ def test_docs_count_the_catalog_as_it_is():
     gpus = [g for g in load_hardware_catalog().gpus if g.origin == "shipped"]
     n_apple = sum(1 for g in gpus if g.spec.vendor == "apple")
     assert (total, others, apple) == (len(gpus), len(gpus) - n_apple, n_apple)
+
+
+def test_the_a800_is_the_a100_with_a_slower_nvlink(cat):
+    """NVIDIA's A800 (China, 2022-11): the A100's GA100, memory and rates, NVLink 400 GB/s both directions
+    against 600 (catalogs/gpus/nvidia-datacenter.toml, source a800-announcement). Same efficiencies: the A100
+    SXM's MAMF-measured class."""
+    a800, a100 = cat.gpu("nvidia-a800-sxm4-80gb").spec, cat.gpu("nvidia-a100-sxm4-80gb").spec
+    assert a800.nvlink_bandwidth == 200 * GBPS and a100.nvlink_bandwidth == 300 * GBPS
+    assert (a800.peak_flops, a800.memory_bytes, a800.memory_bandwidth) == (
+        a100.peak_flops, a100.memory_bytes, a100.memory_bandwidth)
+    assert cat.efficiency_for("nvidia-a800-sxm4-80gb") == cat.efficiency_for("nvidia-a100-sxm4-80gb")
+    assert cat.fabric_for(a800).id == "nvswitch-nvlink3"

@@ -1,0 +1,317 @@
+"""MegaScale (Jiang et al., NSDI 2024, arXiv:2402.15627v1): GPT 175B and 530B on 256–12,288 Ampere GPUs, each run
+measured twice, under Megatron-LM and under ByteDance's MegaScale.
+
+Source, all from the paper: Table 1 (175B: 128 heads, hidden 12,288, 96 layers, TP 8, PP 8; 530B: 160 heads, hidden
+20,480, 105 layers, TP 8, PP 35); §6.1 (Megatron-LM at commit 285068c8; interleaved schedule with 6 model chunks per
+stage for 175B and 3 for 530B; sequence 2,048; vocabulary 64,000; "the same batch size for Megatron-LM and
+MegaScale"); Table 2 (175B strong scaling: global batch 768 on 256–1,024 GPUs, 6,144 on 3,072–12,288; iteration time
+in seconds per row); Figure 9 (530B weak scaling, batch = GPU count, MFU labels 49.2/48.8/48.2% for Megatron-LM and
+54.3/54.1/54.3% for MegaScale on 2,240/4,480/11,200 GPUs; the higher set is MegaScale's, "higher than Megatron-LM by
+up to 6.1%" = 54.3 − 48.2); Table 3 (175B on 256 GPUs at batch 256: the Megatron-LM baseline 47.7% MFU, MegaScale
+without LAMB 62.3%); §3.6 (each node's eight 200 Gb/s NICs wired multi-rail to
+eight switches, up to 64 nodes under one set of ToR switches, three Tomahawk-4 tiers at 1:1, RoCE); §6 ("more than
+10,000 NVIDIA Ampere GPUs"; the MFU column's denominator is 312 TFLOP/s, see ``paper_model_flops``).
+
+We compare step times: Table 2 prints them; Figure 9 and Table 3 print MFU only, turned into a step time with the FLOP count
+that reproduces Table 2's Megatron-LM MFU column to 0.2 points (``test_the_papers_flop_count_reproduces_table2``).
+Error = published step / our step − 1 (= our throughput / published − 1; positive: we are too fast).
+
+**Megatron-LM rows** (12): the settings are Megatron-LM's at 285068c8 where the paper is silent.
+- Read from that commit's code: the gradient reduction starts after the whole backward (training.py ``train_step``
+  calls ``optimizer.reduce_model_grads`` after ``forward_backward_func`` returns; no overlap), pipeline send/receive
+  waits (p2p_communication.py: ``batch_isend_irecv``, ``req.wait()``, ``torch.cuda.synchronize()``), TP collectives
+  are not overlapped, input and output embeddings are tied (there is no untie flag yet), bf16 accumulates and reduces
+  gradients in fp32 (arguments.py).
+- Unstated, so assumed: micro-batch 1 (no default; Megatron's own GPT-3 175B example uses 1); bf16 (fp16 prices the
+  same here); sequence parallelism with selective recomputation (the README at 285068c8: "Selective recomputation is
+  the default and recommended in almost all cases"); no flash attention (``--use-flash-attn`` is opt-in, and the
+  paper lists FlashAttention-2 among MegaScale's own changes, §3.3); no distributed optimizer (opt-in); the GPU is an
+  A100 SXM4 80GB with the catalog's defaults (the paper says "Ampere"; on an A800, the same GPU with a 400 GB/s
+  NVLink, the Megatron-LM median reads −3.1%: ``test_an_a800_slows_only_the_rows_whose_tp_is_exposed``).
+- Result (recorded 2026-11-27, ours vs Table 2, step seconds): 175B batch 768: 256 GPUs 42.18 / 40.0 (−5.2%), 512
+  21.74 / 21.2 (−2.5%), 768 14.95 / 15.2 (+1.7%), 1,024 11.55 / 11.9 (+3.0%); batch 6,144: 3,072 28.80 / 29.02
+  (+0.7%), 6,144 15.18 / 14.78 (−2.6%), 8,192 11.75 / 12.24 (+4.1%), 12,288 8.32 / 8.57 (+3.0%). 530B (Figure 9):
+  2,240 38.63 / 43.12 (+11.6%), 4,480 38.69 / 43.47 (+12.4%), 11,200 38.76 / 44.01 (+13.5%). Table 3's baseline,
+  256 GPUs at batch 256: 14.75 / 14.83 (+0.5%). Median +2.3%, median |error| 3.0%, worst +13.5%. Over the unstated
+  settings that fit (flash attention on or off, distributed optimizer on or off, micro-batch 1 or 2) the median
+  stays within +2…+14% (``test_the_unstated_settings_move_the_median``).
+- The pattern: the 175B rows are within ±5.2%; the 530B rows (one-layer chunks on 35 stages) are 12–13% fast, as
+  MT-NLG 530B on the same layout is (+23%, test_published_runs.py) while Narayanan et al.'s 530B row (Megatron-LM
+  2021, same layout) is −3.8%. One known simplification is larger there: the engine spreads the output head and
+  loss over the stages, where Megatron runs them on the last one, and for 530B they are 8.7% of a three-layer
+  stage (3.5% of a 175B stage); charging them to the last stage would bring these rows to +4…+6% but move tables
+  whose targets are met today (docs/training.md, "MegaScale on Ampere"), so it is not done here. Issue 15's goal
+  (median ≤ 15%) is met; each row is pinned at its recorded error ± about 3 points.
+
+**MegaScale rows** (12): the same runs with what §3 describes and the engine prices: TP/SP communication
+overlapped with the GEMMs (§3.2, ``tp_comm_overlap``), asynchronous pipeline send/receive (§3.2,
+``pp_comm_overlap``), the data-parallel reduce-scatter and all-gather overlapped chunk by chunk (§3.2, Figure 1: a
+ZeRO-2-style sharded optimizer, here the distributed optimizer), FlashAttention-2 (§3.3). Not modelled: the parallel
+transformer block (§3.1: attention and MLP side by side, one TP all-gather and reduce-scatter per block instead of
+two; ``ModelSpec.parallel_block`` exists, but the training time model does not price it), sliding-window attention
+(§3.1; the window is not stated) and LAMB (it changes the batch,
+not the step; Table 2 keeps the batch). Both missing features make the real step shorter, so the engine should come
+out slower than these rows; it comes out faster on most of them: 175B −2.0% at 256 GPUs to +13.5% at 8,192, 530B
++19%, Table 3's batch-256 row +2.4% (recorded 2026-11-27). Pinned, as the engine's full overlap hides every collective (0.1–0.2 s exposed) while
+the measured MegaScale runs still lose time as the GPU count grows at a fixed batch (Table 2: 59.1% → 55.2% MFU).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from functools import cache
+
+import pytest
+
+from llmplan.catalog.frameworks import load_framework_profiles
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.core.engine import estimate
+from llmplan.core.hardware import NetworkSpec
+from llmplan.core.model import ModelSpec
+from llmplan.core.result import Estimate
+from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
+
+SOURCE = ("Jiang et al., MegaScale (NSDI 2024, arXiv:2402.15627v1): Table 1, §6.1 (Megatron-LM 285068c8, interleaved "
+          "6/3 chunks, seq 2,048, vocab 64,000), Tables 2 and 3, Figure 9; §3.6 network (8 x 200 Gb/s RoCE NICs per node, "
+          "multi-rail, 64 nodes per ToR set, 1:1 CLOS)")
+SEQ, VOCAB = 2048, 64000
+PEAK = 312e12  # the A100/A800 dense 16-bit peak: the denominator that reproduces Table 2's MFU column
+
+# §3.6: eight 200 Gb/s NICs per server, each to a different ToR switch (multi-rail); up to 64 servers under the same
+# set of ToR switches; three switch tiers, 1:1 downlink to uplink at each.
+MEGASCALE_NETWORK = NetworkSpec(id="megascale-roce-8x200", name="MegaScale RoCE, 8 x 200 Gb/s per node, multi-rail",
+                                nics_per_node=8, nic_bandwidth=25e9, rail_optimized=True, nodes_per_leaf=64,
+                                oversubscription=1.0)
+
+
+@dataclass(frozen=True)
+class Model:
+    label: str
+    heads: int
+    hidden: int
+    layers: int
+    pp: int
+    chunks: int  # interleaved schedule: model chunks per pipeline stage (§6.1)
+
+
+GPT_175B = Model("175B", 128, 12288, 96, 8, 6)
+GPT_530B = Model("530B", 160, 20480, 105, 35, 3)
+TP = 8
+A100, A800 = "nvidia-a100-sxm4-80gb", "nvidia-a800-sxm4-80gb"  # "NVIDIA Ampere GPUs" (§6); A800: NVLink 400 GB/s
+
+
+@dataclass(frozen=True)
+class Row:
+    system: str  # "megatron" or "megascale"
+    model: Model
+    gpus: int
+    batch: int  # global batch, sequences
+    step_s: float  # published iteration time (Table 2), or the one Figure 9's or Table 3's MFU gives (``paper_step_s``)
+    band: tuple[float, float]  # asserted error band (module doc)
+    table: str = "table2"  # "table2", "figure9" or "table3"
+
+    @property
+    def key(self) -> str:
+        return f"{self.system}-{self.model.label.lower()}-{self.gpus}" + ("-b256" if self.table == "table3" else "")
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (TP * self.model.pp)
+
+
+def paper_model_flops(model: Model, batch: int) -> float:
+    """The FLOPs per iteration the paper's MFU counts: 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (forward and backward,
+    no recomputation). With 312 TFLOP/s per GPU it gives Table 2's Megatron-LM MFU column from its iteration times."""
+    h, layers = model.hidden, model.layers
+    return 72 * batch * SEQ * layers * h * h * (1 + SEQ / (6 * h) + VOCAB / (12 * layers * h))
+
+
+def paper_step_s(model: Model, gpus: int, mfu: float) -> float:
+    """Figure 9 prints MFU only (batch = GPU count): the step time it stands for."""
+    return paper_model_flops(model, gpus) / (mfu * gpus * PEAK)
+
+
+TABLE2 = {  # GPUs: (batch, Megatron-LM s, MegaScale s, Megatron-LM MFU as printed)
+    256: (768, 40.0, 32.0, 0.530), 512: (768, 21.2, 16.5, 0.499), 768: (768, 15.2, 11.5, 0.467),
+    1024: (768, 11.9, 8.9, 0.447), 3072: (6144, 29.02, 23.66, 0.487), 6144: (6144, 14.78, 12.21, 0.478),
+    8192: (6144, 12.24, 9.56, 0.433), 12288: (6144, 8.57, 6.34, 0.412),
+}
+FIGURE9 = {2240: (0.492, 0.543), 4480: (0.488, 0.541), 11200: (0.482, 0.543)}  # GPUs: (Megatron-LM, MegaScale) MFU
+# Table 3 (175B, 256 GPUs, batch 256): row 1, the Megatron-LM baseline, 47.7% MFU; row 8, MegaScale with everything but
+# LAMB (whose 3x batch gives Table 2's 256-GPU row), 62.3%. "The networking optimizations are turned on for both."
+TABLE3 = (0.477, 0.623)
+
+_MEGATRON_BANDS = {256: (-0.08, -0.02), 512: (-0.06, 0.01), 768: (-0.02, 0.05), 1024: (0.0, 0.06), 3072: (-0.03, 0.04),
+                   6144: (-0.06, 0.01), 8192: (0.01, 0.07), 12288: (0.0, 0.06), 2240: (0.08, 0.15),
+                   4480: (0.09, 0.16), 11200: (0.10, 0.17), 0: (-0.03, 0.04)}  # 0: Table 3
+_MEGASCALE_BANDS = {256: (-0.05, 0.01), 512: (-0.03, 0.03), 768: (0.0, 0.07), 1024: (0.03, 0.09), 3072: (0.05, 0.11),
+                    6144: (0.07, 0.13), 8192: (0.10, 0.17), 12288: (0.07, 0.14), 2240: (0.15, 0.23),
+                    4480: (0.15, 0.23), 11200: (0.15, 0.23), 0: (-0.01, 0.06)}
+
+
+def _rows(system: str, bands: dict[int, tuple[float, float]]) -> tuple[Row, ...]:
+    col = 1 if system == "megatron" else 2
+    out = [Row(system, GPT_175B, gpus, v[0], v[col], bands[gpus]) for gpus, v in TABLE2.items()]
+    out += [Row(system, GPT_530B, gpus, gpus, paper_step_s(GPT_530B, gpus, mfu[col - 1]), bands[gpus], "figure9")
+            for gpus, mfu in FIGURE9.items()]
+    out.append(Row(system, GPT_175B, 256, 256, paper_step_s(GPT_175B, 256, TABLE3[col - 1]), bands[0], "table3"))
+    return tuple(out)
+
+
+MEGATRON_ROWS = _rows("megatron", _MEGATRON_BANDS)
+MEGASCALE_ROWS = _rows("megascale", _MEGASCALE_BANDS)
+ROWS = {r.key: r for r in MEGATRON_ROWS + MEGASCALE_ROWS}
+
+
+def gpt(model: Model) -> ModelSpec:
+    """Megatron's GPT block: 4h GeLU MLP, multi-head attention with biases, LayerNorm, learned positions, tied
+    embeddings (Megatron-LM 285068c8 has no option to untie them)."""
+    h = model.hidden
+    return ModelSpec(name=f"gpt-{model.label}", model_type="gpt2", vocab_size=VOCAB, hidden_size=h,
+                     num_layers=model.layers, num_heads=model.heads, num_kv_heads=model.heads,
+                     head_dim=h // model.heads, intermediate_size=4 * h, gated_mlp=False, activation="gelu",
+                     attention_bias=True, attention_out_bias=True, mlp_bias=True, norm="layernorm",
+                     tie_embeddings=True, position="learned", learned_positions=SEQ, max_position_embeddings=SEQ)
+
+
+def run(row: Row, micro_batch: int = 1, flash: bool | None = None, distributed_optimizer: bool | None = None,
+        recompute: str = "selective", gpu: str = A100) -> Scenario:
+    """The row with the module doc's settings; the keyword arguments are the unstated ones the sensitivity tests
+    vary (None: the row's system's setting)."""
+    cat = load_hardware_catalog()
+    megascale = row.system == "megascale"
+    prof = load_framework_profiles()["megatron"].model_copy(update={
+        "overlap_grad_reduce": megascale, "overlap_param_gather": megascale, "tp_comm_overlap": megascale,
+        "pp_comm_overlap": megascale})
+    cluster = cat.cluster_from(gpu, 8, nodes=row.gpus // 8, network_id="roce-200").model_copy(
+        update={"network": MEGASCALE_NETWORK})
+    dist_opt = megascale if distributed_optimizer is None else distributed_optimizer
+    return Scenario(
+        model=gpt(row.model), cluster=cluster, workload="pretrain",
+        training=TrainingSettings(framework=prof.id, precision="bf16", seq_len=SEQ, micro_batch=micro_batch,
+                                  global_batch=row.batch, recompute=recompute,
+                                  flash_attention=megascale if flash is None else flash,
+                                  distributed_optimizer=dist_opt, zero_stage=1 if dist_opt else 0,
+                                  overlap_grad_reduce=megascale),
+        parallelism=ParallelLayout(tp=TP, pp=row.model.pp, dp=row.dp, sequence_parallel=True,
+                                   virtual_stages=row.model.chunks),
+        efficiency=cat.efficiency_for(gpu), framework_profile=prof,
+    )
+
+
+@cache
+def _estimate(key: str, **settings) -> Estimate:
+    return estimate(run(ROWS[key], **settings))
+
+
+def ours_step_s(key: str, **settings) -> float:
+    return _estimate(key, **settings).compute.step_time_s.value
+
+
+def error(key: str, **settings) -> float:
+    """Published step / our step − 1: positive when the engine is too fast."""
+    return ROWS[key].step_s / ours_step_s(key, **settings) - 1
+
+
+def test_the_papers_flop_count_reproduces_table2():
+    """72·B·s·l·h²·(1 + s/(6h) + V/(12lh)) over 312 TFLOP/s per GPU gives every Megatron-LM MFU of Table 2 from its
+    iteration time to 0.2 points, and the engine's model FLOPs count the same things (within 0.5%: biases and
+    norms)."""
+    for gpus, (batch, step, _, mfu) in TABLE2.items():
+        assert paper_model_flops(GPT_175B, batch) / (step * gpus * PEAK) == pytest.approx(mfu, abs=0.002)
+    for row in (ROWS["megatron-175b-256"], ROWS["megatron-530b-2240"]):
+        flops = _estimate(row.key).compute.flops_per_step.value
+        assert flops == pytest.approx(paper_model_flops(row.model, row.batch), rel=0.005)
+
+
+def test_the_parameter_counts_are_the_models_names():
+    assert _estimate("megatron-175b-256").params.total / 1e9 == pytest.approx(175, rel=0.01)
+    assert _estimate("megatron-530b-2240").params.total / 1e9 == pytest.approx(530, rel=0.01)
+
+
+@pytest.mark.parametrize("row", MEGATRON_ROWS + MEGASCALE_ROWS, ids=lambda r: r.key)
+def test_row_within_its_pinned_band(row):
+    e = _estimate(row.key)
+    assert e.fits  # every run ran on 80 GB Ampere GPUs
+    err = error(row.key)
+    lo, hi = row.band
+    assert lo <= err <= hi, f"{row.key}: ours {ours_step_s(row.key):.2f} s vs {row.step_s:.2f} s ({err:+.1%})"
+
+
+def test_megatron_median_within_issue_15s_goal():
+    """Issue 15: median error ≤ 15%. Recorded 2026-11-27: median +2.3%, median |error| 3.0%, worst +13.5%."""
+    errors = [error(r.key) for r in MEGATRON_ROWS]
+    assert abs(statistics.median(errors)) <= 0.05
+    assert statistics.median(abs(e) for e in errors) <= 0.05
+    assert max(abs(e) for e in errors) <= 0.15
+
+
+def test_megatron_exposes_its_collectives_and_megascale_hides_them():
+    """285068c8 reduces the gradients after the backward and runs TP and pipeline transfers on the critical path:
+    at 12,288 GPUs they are a quarter of our Megatron-LM step (2.1 of 8.3 s, recorded 2026-11-27). MegaScale's overlaps
+    leave under 3% exposed."""
+    mega = _estimate("megatron-175b-12288").compute
+    scale = _estimate("megascale-175b-12288").compute
+    assert 0.20 < mega.breakdown["exposed_communication"] / mega.step_time_s.value < 0.30
+    assert scale.breakdown["exposed_communication"] / scale.step_time_s.value < 0.03
+    names = {c.name: c for c in _estimate("megatron-175b-12288").communication.collectives}
+    tp = names["TP all-gather + reduce-scatter (per block)"]
+    assert tp.exposed_s.value == pytest.approx(tp.time_s.value)  # not overlapped at 285068c8
+
+
+def test_the_unstated_settings_move_the_median():
+    """Megatron-LM rows over the settings the paper leaves open that fit: flash attention off or on, distributed
+    optimizer off or on, micro-batch 1 or 2 (530B at micro-batch 2 fits only with the distributed optimizer, so
+    those two combinations are left out). The median moves between +2% and +14%: flash attention is worth 7 points,
+    the distributed optimizer 3 (its reduce-scatter moves half an all-reduce; the all-gather moves 16-bit weights);
+    none of them brings it past issue 15's 15% (recorded 2026-11-27: slowest reading +2.3%, fastest +13.5%)."""
+    medians = []
+    for flash in (False, True):
+        for dist_opt in (False, True):
+            for mb in (1, 2):
+                settings = {"flash": flash, "distributed_optimizer": dist_opt, "micro_batch": mb}
+                if all(_estimate(r.key, **settings).fits for r in MEGATRON_ROWS):
+                    medians.append(statistics.median(error(r.key, **settings) for r in MEGATRON_ROWS))
+                else:
+                    assert mb == 2 and not dist_opt
+    assert len(medians) == 6
+    assert min(medians) > 0.0 and max(medians) < 0.15
+
+
+def test_full_recomputation_would_be_too_slow():
+    """Megatron's GPT-3 175B example script (examples/pretrain_gpt3_175B.sh, last changed 2021-08-19) recomputes every
+    layer; with it every row comes out 14–28% slow (recorded 2026-11-27), so selective recomputation, which the
+    README of the same commit recommends, is the reading taken."""
+    errs = [error(r.key, recompute="full") for r in MEGATRON_ROWS]
+    assert all(-0.30 < e < -0.12 for e in errs)
+
+
+def test_an_a800_slows_only_the_rows_whose_tp_is_exposed():
+    """The paper says "Ampere"; an A800 (the A100 with a 400 GB/s NVLink, catalogs/gpus) makes the TP collectives
+    1.5x longer. Under Megatron-LM, whose TP traffic is on the critical path, every row moves 4-6 points (median
+    +2.3% -> -3.1%, -10.5...+9.5%; recorded 2026-11-27); MegaScale overlaps it, and its rows do not move."""
+    slower = [error(r.key) - error(r.key, gpu=A800) for r in MEGATRON_ROWS]
+    assert all(0.03 < d < 0.07 for d in slower), slower
+    assert -0.05 < statistics.median(error(r.key, gpu=A800) for r in MEGATRON_ROWS) < 0.0
+    assert all(abs(error(r.key) - error(r.key, gpu=A800)) < 0.005 for r in MEGASCALE_ROWS)
+
+
+def table(system: str = "megatron") -> str:
+    """Ours vs published, one line per row (python -m tests.core.training.test_megascale_2024)."""
+    lines = ["| system | model | GPUs | DP | batch | published s | ours s | error | exposed comm | bubble |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in MEGATRON_ROWS + MEGASCALE_ROWS:
+        if r.system != system:
+            continue
+        c = _estimate(r.key).compute
+        lines.append(f"| {r.system} | {r.model.label} | {r.gpus:,} | {r.dp} | {r.batch:,} | {r.step_s:.2f} | "
+                     f"{c.step_time_s.value:.2f} | {error(r.key):+.1%} | "
+                     f"{c.breakdown['exposed_communication'] / c.step_time_s.value:.0%} | "
+                     f"{c.breakdown['pipeline_bubble'] / c.step_time_s.value:.0%} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table("megatron"))
+    print(table("megascale"))
