@@ -126,6 +126,13 @@ class EngineProfile(FrozenModel):
         "small kernels takes a few microseconds however little it reads (CUDA back-end)",
     )
     decode_layer_s_apple: float | None = Field(None, ge=0, le=0.01, description="the same on Apple Silicon (Metal)")
+    decode_layer_s_pipelined: float | None = Field(
+        None, ge=0, le=0.01,
+        description="decode_layer_s when every layer is split by layers over several CUDA GPUs: llama.cpp then turns "
+        "on pipeline parallelism, whose rotating input copies change the graph every token, so builds before PR "
+        "#13814 (2025-05) replay no CUDA graph and launch each kernel from the host; None: the one-GPU floor "
+        "(core/inference/multi_gpu.py)",
+    )
     decode_kernels_per_layer: int | None = Field(
         None, ge=1, le=200,
         description="kernels one decoder layer runs per batch-1 decode step (counted from the engine's code); with "
