@@ -160,6 +160,17 @@ class EngineProfile(FrozenModel):
         "CUDA (llama.cpp: cuBLAS with CUBLAS_COMPUTE_16F, n_ubatch rows at a time); None: the plan's matmul "
         "efficiency x the fp16 peak (core/inference/backend.py)",
     )
+    prefill_float_share_by_gpu: tuple[tuple[str, str, float], ...] = Field(
+        (), description="(back-end, GPU catalog id pattern, share) rows that replace prefill_float_share where a GPU "
+        "was measured apart (llama.cpp's cuBLAS F16 GEMMs on an A100); the first matching row wins",
+    )
+    prefill_quant_mmq_max_tokens: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="largest prompt micro-batch (tokens) the engine multiplies by block-quantised weights with its "
+        "quantised kernels (MMQ) on NVIDIA GPUs with fp16 tensor cores; a larger one is dequantised to F16 and run "
+        "through the F16 cuBLAS GEMM (llama.cpp before PR #8075, 2024-06: MMQ_MAX_BATCH_SIZE = 32); None: MMQ "
+        "at every size (core/inference/backend.py)",
+    )
     flash_attention: bool = Field(
         True, description="attention runs fused (flash attention), with no score matrix in memory; False: the "
         "engine keeps one micro-batch's f32 scores against the whole cache in its compute buffer (llama.cpp "
@@ -207,7 +218,7 @@ class EngineProfile(FrozenModel):
                              + (f"; not {', '.join(map(str, bad))}" if bad else ""))
         return v
 
-    @field_validator("prefill_quant_share", "decode_bandwidth_efficiency_by_gpu")
+    @field_validator("prefill_quant_share", "decode_bandwidth_efficiency_by_gpu", "prefill_float_share_by_gpu")
     @classmethod
     def _shares(cls, v: tuple[tuple[str, str, float], ...], info: ValidationInfo) -> tuple[tuple[str, str, float], ...]:
         known = ("cuda", "rocm", "vulkan", "sycl", "metal")

@@ -28,13 +28,14 @@ from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
+    dequantises_prompt,
     float_prompt_rate,
     is_f16_weights,
     quant_prompt_rate,
     runtime_context_bytes,
     stream_efficiency,
 )
-from llmplan.core.inference.latency import score_traffic_s
+from llmplan.core.inference.latency import dequant_s, score_traffic_s
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -216,8 +217,16 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
-    quant_rate = quant_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) if quant else None
-    if quant_rate:
+    inf = scenario.inference
+    chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
+    backend = backend_of(g, inf.backend)
+    total = inf.batch * inf.prompt_tokens
+    micro = min(engine.prefill_chunk_tokens or total, total)  # n_ubatch tokens, all sequences together
+    dequant = quant and dequantises_prompt(engine, g, backend, micro)
+    quant_rate = quant_prompt_rate(engine, g, backend) if quant and not dequant else None
+    if dequant:  # dequantised to F16 each micro-batch, then the F16 cuBLAS GEMM
+        rate = float_prompt_rate(engine, g, backend) or 0.0
+    elif quant_rate:
         rate = quant_rate
     else:
         float_rate = float_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) \
@@ -227,9 +236,9 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
         raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
     # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
     prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
-    inf = scenario.inference
-    chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
     stream = stream_efficiency(engine, g) or scenario.efficiency.memory_bandwidth  # the prompt's kernels, not batch 1's
     prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * stream, inf.batch,
                                inf.prompt_tokens, chunk)
+    if dequant and layers:
+        prefill += dequant_s(q, layers / scenario.model.num_layers, -(-total // micro), g.memory_bandwidth * stream)
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)
