@@ -91,8 +91,7 @@ def float_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
     the profile's measured share of the fp16-accumulate peak (the first ``prefill_float_share_by_gpu`` row for
     this back-end whose pattern matches the GPU's catalog id, else ``prefill_float_share``), on CUDA (NVIDIA,
     Volta on: tensor cores)."""
-    share = next((s for name, pattern, s in engine.prefill_float_share_by_gpu
-                  if name == backend and fnmatchcase(gpu.id, pattern)), engine.prefill_float_share)
+    share = row_for(engine.prefill_float_share_by_gpu, backend, gpu) or engine.prefill_float_share
     if backend != "cuda" or not share or gpu.vendor != "nvidia":
         return None
     try:
@@ -121,10 +120,13 @@ def decode_stream_efficiency(engine: EngineProfile, gpu: GpuSpec, backend: Backe
     plan's ``efficiency.memory_bandwidth``). The first ``decode_bandwidth_efficiency_by_gpu`` row for this
     back-end whose pattern matches the GPU's catalog id (llama.cpp 2024 builds on HBM cards), else
     ``stream_efficiency``."""
-    for name, pattern, eff in engine.decode_bandwidth_efficiency_by_gpu:
-        if name == backend and fnmatchcase(gpu.id, pattern):
-            return eff
-    return stream_efficiency(engine, gpu)
+    return row_for(engine.decode_bandwidth_efficiency_by_gpu, backend, gpu) or stream_efficiency(engine, gpu)
+
+
+def row_for(rows: tuple[tuple[str, str, float], ...], backend: Backend, gpu: GpuSpec) -> float | None:
+    """The value of the first (back-end, GPU catalog id pattern, value) row for ``backend`` whose pattern matches
+    ``gpu``'s id (None: no row does)."""
+    return next((v for name, pattern, v in rows if name == backend and fnmatchcase(gpu.id, pattern)), None)
 
 
 def stream_efficiency(engine: EngineProfile, gpu: GpuSpec) -> float | None:
