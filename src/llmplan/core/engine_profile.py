@@ -126,6 +126,13 @@ class EngineProfile(FrozenModel):
         "small kernels takes a few microseconds however little it reads (CUDA back-end)",
     )
     decode_layer_s_apple: float | None = Field(None, ge=0, le=0.01, description="the same on Apple Silicon (Metal)")
+    decode_layer_s_pipelined: float | None = Field(
+        None, ge=0, le=0.01,
+        description="decode_layer_s when every layer is split by layers over several CUDA GPUs: llama.cpp then turns "
+        "on pipeline parallelism, whose rotating input copies change the graph every token, so builds before PR "
+        "#13814 (2025-05) replay no CUDA graph and launch each kernel from the host; None: the one-GPU floor "
+        "(core/inference/multi_gpu.py)",
+    )
     decode_kernels_per_layer: int | None = Field(
         None, ge=1, le=200,
         description="kernels one decoder layer runs per batch-1 decode step (counted from the engine's code); with "
@@ -152,6 +159,17 @@ class EngineProfile(FrozenModel):
         description="fraction of an NVIDIA GPU's fp16-accumulate tensor peak the engine's F16 prompt GEMMs reach on "
         "CUDA (llama.cpp: cuBLAS with CUBLAS_COMPUTE_16F, n_ubatch rows at a time); None: the plan's matmul "
         "efficiency x the fp16 peak (core/inference/backend.py)",
+    )
+    prefill_float_share_by_gpu: tuple[tuple[str, str, float], ...] = Field(
+        (), description="(back-end, GPU catalog id pattern, share) rows that replace prefill_float_share where a GPU "
+        "was measured apart (llama.cpp's cuBLAS F16 GEMMs on an A100); the first matching row wins",
+    )
+    prefill_quant_mmq_max_tokens: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="largest prompt micro-batch (tokens) the engine multiplies by block-quantised weights with its "
+        "quantised kernels (MMQ) on NVIDIA GPUs with fp16 tensor cores; a larger one is dequantised to F16 and run "
+        "through the F16 cuBLAS GEMM (llama.cpp before PR #8075, 2024-06: MMQ_MAX_BATCH_SIZE = 32); None: MMQ "
+        "at every size (core/inference/backend.py)",
     )
     flash_attention: bool = Field(
         True, description="attention runs fused (flash attention), with no score matrix in memory; False: the "
@@ -207,7 +225,7 @@ class EngineProfile(FrozenModel):
                              + (f"; not {', '.join(map(str, bad))}" if bad else ""))
         return v
 
-    @field_validator("prefill_quant_share", "decode_bandwidth_efficiency_by_gpu")
+    @field_validator("prefill_quant_share", "decode_bandwidth_efficiency_by_gpu", "prefill_float_share_by_gpu")
     @classmethod
     def _shares(cls, v: tuple[tuple[str, str, float], ...], info: ValidationInfo) -> tuple[tuple[str, str, float], ...]:
         known = ("cuda", "rocm", "vulkan", "sycl", "metal")

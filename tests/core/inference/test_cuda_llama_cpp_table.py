@@ -9,19 +9,24 @@ What holds and is asserted: all 747 fit verdicts (the 710 measured cells fit, th
 flash attention llama.cpp's compute buffer holds one micro-batch's f32 score matrix against the whole cache, and
 CUDA's pool its F16 copy (core/inference/score_buffer.py), which takes the RTX 4080's F16 8192-token runs past 16 GB;
 no estimate above the hardware's roofline; decode on the GDDR cards (every
-GeForce and workstation card, A40, L40S) median |error| 4.7%, every row within 26%; on the HBM cards (A100, H100:
-batch-1 stream share 0.613, measured on an H100 PCIe in llama.cpp issue #6763) median +14%; over the whole table 5.2%;
-prompts in scope median |error| 17.4% (GeForce 8.2%, workstation 17.9%).
-The prompt figures rest on two 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
-with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766), and b2843 runs attention without flash
-attention, moving 20 B per score element.
+GeForce and workstation card, A40, L40S) median |error| 5.2%, every row within 26%; on the HBM cards (A100, H100:
+batch-1 stream share 0.613, measured on an H100 PCIe in llama.cpp issue #6763) median +13%; over the whole table 5.8%;
+several cards against one of the same card (with every layer on two or more CUDA GPUs b2843 replays no CUDA graph,
+105.8 µs a layer instead of 86.7, from PR #6766's runs without graphs): every GDDR rig's tg512 ratio within 6%;
+prompts in scope median |error| 11.5% (GeForce 8.7%, workstation 12.8%, data centre 11.5%).
+The prompt figures rest on three 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
+with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766; 0.364 on an A100, PR #6017); b2843 multiplies
+a prompt micro-batch above 32 tokens by block-quantised weights as dequantise-to-F16 + that same GEMM (MMQ only up to
+32 rows where fp16 tensor cores exist, until PR #8075); and it runs attention without flash attention, moving 20 B
+per score element.
 What does not, pinned with its cause:
-- decode on the 4 x A100 SXM rig with the 8B model: +48% to +58% (the only decode rows beyond 50%), four cards
-  26% slower than one there; the layer-split model charges no such per-hop cost;
-- Q4_K_M prompts on the HBM cards, -12% to -50%: b2843 ran block-quantised prompts as dequantise + cuBLAS F16 GEMM
-  (MMQ only up to 32 tokens with tensor cores), not the June 2024 MMQ kernels whose SM-clock rate the default
-  engine carries; F16 prompts on the H100 PCIe +62% to +90%;
-- 70B Q4_K_M prompts on the 300 W 48 GB cards (RTX 6000 Ada, A40, L40S x4): +53% to +82%;
+- decode on the 4 x A100 SXM rig with the 8B model: +41% to +46% (the only decode rows beyond 40%), four cards
+  26% slower than one there, beyond the lost CUDA graphs that every other rig's slowdown matches;
+- prompts on the H100 PCIe, +32% to +63% (Q4_K_M) and +47% to +62% (F16, 8B): its cuBLAS share is the A100's
+  carried (no 2024 H100 run found), and this 350 W card reaches about 0.2 of its fp16 peak here; Q4_K_M prompts on
+  the A100s are -15% to +14% (they were -12% to -50% with the June 2024 MMQ rate), but the 4 x A100 SXM rig's +41%
+  to +50%;
+- 70B Q4_K_M prompts at 512 tokens on the A40 (+73%, four of them +54%) and the RTX 6000 Ada (+32%);
 - prompts longer than one 512-token micro-batch on several cards: llama.cpp pipelines the micro-batches across
   the cards (PR #6017), which the layer-split model does not.
 """
@@ -112,8 +117,9 @@ def test_no_estimate_above_the_roofline():
 
 
 def test_decode_on_gddr_cards():
-    """Every card but the A100s and the H100: median |error| 0.047, every row within 26% (RTX 3080 Ti 8B
-    Q4_K_M at 8,192 tokens +25%). Tolerances: median 10%, rows 30%."""
+    """Every card but the A100s and the H100: median |error| 0.052 (0.047 before several cards paid the floor
+    without CUDA graphs), every row within 26% (RTX 3090 8B Q4_K_M at 8,192 tokens +25%). Tolerances: median 10%,
+    rows 30%."""
     e = errors(lambda c: c.kind == "tg" and not c.gpu.startswith(HBM))
     assert statistics.median(abs(x) for x in e) <= 0.10
     assert max(abs(x) for x in e) <= 0.30
@@ -122,19 +128,22 @@ def test_decode_on_gddr_cards():
 @pytest.mark.parametrize("cls", ["geforce", "workstation"])
 def test_decode_median_per_class(cls):
     e = errors(lambda c: c.kind == "tg" and card_class(c.gpu) == cls)
-    assert statistics.median(abs(x) for x in e) <= 0.10  # measured 0.047 and 0.041
+    assert statistics.median(abs(x) for x in e) <= 0.10  # measured 0.052 and 0.054
 
 
 def test_decode_median_over_the_table():
-    """The acceptance figure for decode (≤ 15%) over every measured NVIDIA cell: 5.2% (5.7% before the HBM share)."""
+    """The acceptance figure for decode (≤ 15%) over every measured NVIDIA cell: 5.8% (5.7% before the HBM share,
+    5.2% between it and the multi-card floor: the single-card rows of the Ada cards read 5-10% low, and the multi-card
+    rows, lacking their graph cost, used to land nearer by chance; test_several_cards_cost_the_cuda_graphs_they_lose
+    checks the multi-card cost itself)."""
     assert statistics.median(abs(x) for x in errors(lambda c: c.kind == "tg")) <= 0.15
 
 
 def test_hbm_decode():
-    """A100 PCIe/SXM and H100 PCIe: ours -14% to +58%, median +14% (it was +19% to +96%, median +50%, 40 rows beyond
+    """A100 PCIe/SXM and H100 PCIe: ours -15% to +46%, median +13% (it was +19% to +96%, median +50%, 40 rows beyond
     50%, with the copy share 0.869 on every card). The HBM cards now stream at 0.613 of bandwidth at batch 1,
     measured on an H100 PCIe by llama.cpp issue #6763, not taken from this table. Tolerances: median 20%, every row
-    but those pinned below within 40% (worst: 4 x A100 SXM 70B Q4_K_M tg8192, +36%)."""
+    but those pinned below within 40% (worst: 4 x A100 SXM 70B Q4_K_M tg8192, +32%)."""
     e = errors(lambda c: c.kind == "tg" and c.gpu.startswith(HBM))
     assert 0.05 < statistics.median(e) < 0.20
     assert min(e) > -0.20
@@ -150,43 +159,91 @@ def four_a100_sxm_8b(c: Cell) -> bool:
 
 
 def test_four_a100_sxm_small_model_decode_pinned():
-    """Pinned, not accepted: the 4 x A100 SXM rig's 8B rows, +48% to +58% (the four Q4_K_M rows are the only
-    decode rows of the table beyond 50%). There four cards decode 8B Q4_K_M 26% slower than one card of the same
-    table (99.73 against 135.04 t/s at tg512), while 4 x H100 PCIe lose 15% (123.08 against 145.55);
-    the layer-split model charges no such per-hop cost. The same rig's F16 prompts are anomalous (above)."""
+    """Pinned, not accepted: the 4 x A100 SXM rig's 8B rows, +41% to +46% (+48% to +58% before several cards paid the
+    floor without CUDA graphs); they are the only decode rows of the table beyond 40%, none is beyond 50%. There four
+    cards decode 8B Q4_K_M 26% slower than one card of the same table (99.73 against 135.04 t/s at tg512), while
+    4 x H100 PCIe lose 15% (123.08 against 145.55) and the GDDR rigs 4-10%; the lost CUDA graphs explain the GDDR
+    rigs (next test), not this one. The same rig's F16 prompts are anomalous (above)."""
     e = [error(c) for c in hbm_decode_cells() if four_a100_sxm_8b(c)]
-    assert min(e) > 0.40 and max(e) < 0.65
-    beyond = {c.label for c in MEASURED if c.kind == "tg" and abs(error(c)) > 0.5}
-    assert beyond == {f"4x nvidia-a100-sxm4-80gb 8B Q4_K_M tg{n}" for n in (512, 1024, 4096, 8192)}
+    assert min(e) > 0.35 and max(e) < 0.50
+    beyond = {c.label for c in MEASURED if c.kind == "tg" and abs(error(c)) > 0.4}
+    assert beyond == {f"4x nvidia-a100-sxm4-80gb 8B {f} tg{n}" for f in ("Q4_K_M", "F16") for n in (512, 1024, 4096, 8192)}
+
+
+def several_vs_one(tokens: int = 512) -> list[tuple[Cell, float, float]]:
+    """(multi-card decode cell, measured t/s of several cards over one of the same card, ours over measured - 1 for
+    that ratio), for every multi-card tg cell with a one-card row: the single-card error cancels out."""
+    one = {(c.gpu, c.model, c.fmt, c.tokens): c for c in MEASURED if c.cards == 1 and c.kind == "tg"}
+    out = []
+    for c in MEASURED:
+        o = one.get((c.gpu, c.model, c.fmt, c.tokens))
+        if c.kind == "tg" and c.cards > 1 and c.tokens == tokens and o:
+            ratio = c.measured / o.measured
+            out.append((c, ratio, estimate_cell(c).tokens_per_s / estimate_cell(o).tokens_per_s / ratio - 1))
+    return out
+
+
+def test_several_cards_cost_the_cuda_graphs_they_lose():
+    """Several cards of one kind against one, tg512 (the single-card error cancels): with all layers split over two or
+    more CUDA GPUs b2843 pipelines the split and replays no CUDA graph (engines.toml, decode_layer_s_pipelined: 105.8
+    µs a layer from PR #6766's runs without graphs, against 86.7 with them; PR #13814 lifted it in 2025). Ours over
+    measured for the ratio, GDDR rigs: -5.3% to +2.9% (it was -3.4% to +10.3%, growing with the number of cards: 8B
+    Q4_K_M on 2 / 4 / 6 x RTX 3090 +2.9 / +5.7 / +10.3%, now -4.0 / -1.4 / +2.9%; the low end is 4 x A40 70B, measured
+    3% faster than one A40). Nothing per hop is added: the
+    hidden state a card hands on is 16-32 KB, and once the graph floor is paid no GDDR rig shows a trend with its number
+    of cards. Left: 4 x A100 PCIe and 4 x H100 PCIe 8B Q4_K_M +7.6% and +7.8%, 4 x A100 SXM +12% to +23% (pinned
+    above). Tolerance: GDDR rigs within 6%, HBM PCIe rigs within 10%."""
+    rows = several_vs_one()
+    print("\n".join(f"{c.label:48s} measured {r:.3f} of one card, ours {e:+.1%}" for c, r, e in rows))
+    gddr = [e for c, _, e in rows if not c.gpu.startswith(HBM)]
+    assert len(gddr) == 28 and max(abs(e) for e in gddr) < 0.06
+    hbm_pcie = [e for c, _, e in rows if c.gpu.startswith(HBM) and "sxm" not in c.gpu]
+    assert max(abs(e) for e in hbm_pcie) < 0.10
+    sxm = [e for c, _, e in rows if "sxm" in c.gpu]
+    assert min(sxm) > 0.10 and max(sxm) < 0.30
 
 
 def test_prompt_median_over_the_table():
-    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 17.4% (it was 38.6% with F16 prompts
-    at the plan's best-GEMM efficiency and no score-matrix traffic)."""
+    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 11.5% (38.6% with F16 prompts at the plan's
+    best-GEMM efficiency and no score-matrix traffic; 17.4% with Q4_K_M prompts at the June 2024 MMQ rate)."""
     e = errors(lambda c: c.kind == "pp" and in_scope(c))
-    assert statistics.median(abs(x) for x in e) <= 0.20
+    assert statistics.median(abs(x) for x in e) <= 0.15
 
 
-@pytest.mark.parametrize(("cls", "median", "worst"), [("geforce", 0.12, 0.35), ("workstation", 0.20, 0.65)])
+@pytest.mark.parametrize(("cls", "median", "worst"), [("geforce", 0.12, 0.30), ("workstation", 0.16, 0.55),
+                                                      ("datacenter", 0.15, 0.80)])
 def test_prompt_median_per_class(cls, median, worst):
-    """GeForce: median 8.2%, worst +29% (RTX 4090 F16 pp1024... within 35%); workstation: median 17.9%, worst
-    +61% (RTX 6000 Ada 70B Q4_K_M, pinned below)."""
+    """GeForce: median 8.7%, worst +24% (RTX 4080 F16 pp512); workstation: median 12.8%, worst +49% (RTX 6000 Ada F16
+    pp1024); data centre: median 11.5% (33.8% before the dequantise path), worst +73% (A40 70B Q4_K_M, pinned)."""
     e = errors(lambda c: c.kind == "pp" and card_class(c.gpu) == cls and in_scope(c))
     assert statistics.median(abs(x) for x in e) <= median
     assert max(abs(x) for x in e) <= worst
 
 
+def test_hbm_q4_prompts_run_the_dequantise_path():
+    """Q4_K_M prompts on the A100 PCIe and SXM (one card and 4 x A100 PCIe): -15% to +14% (they were -12% to -50%
+    with the June 2024 MMQ rate, which b2843 did not use above 32 tokens). Tolerance 20%."""
+    e = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu.startswith("nvidia-a100")
+               and not (c.cards == 4 and "sxm" in c.gpu))
+    assert len(e) == 18 and max(abs(x) for x in e) < 0.20
+
+
 def test_prompt_errors_outside_the_bands_pinned():
-    """Pinned, not accepted (module docstring): HBM Q4_K_M prompts 12-50% low (median -37%); the H100 PCIe's 8B F16
-    prompts 62-90% high; 70B Q4_K_M at 512 tokens on the 300 W 48 GB cards up to +82% (A40)."""
-    hbm_q4 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu.startswith(HBM))
-    h100_f16 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "F16" and c.gpu == "nvidia-h100-pcie-80gb"
-                      and c.model == "8B")
+    """Pinned, not accepted (module docstring): the H100 PCIe's prompts, Q4_K_M +32% to +63% and 8B F16 +47% to +62%
+    (the A100's cuBLAS share carried; the card reaches about 0.2 of its fp16 peak in this table); the 4 x A100 SXM
+    rig's Q4_K_M prompts +41% to +50%; 70B Q4_K_M at 512 tokens on the 300 W 48 GB cards up to +73% (A40); these
+    are the only prompt cells in scope beyond 50%."""
+    h100 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.gpu == "nvidia-h100-pcie-80gb"
+                  and (c.fmt == "Q4_K_M" or c.model == "8B"))
+    sxm4 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu == "nvidia-a100-sxm4-80gb"
+                  and c.cards == 4)
     big = errors(lambda c: c.kind == "pp" and in_scope(c) and c.model == "70B" and c.fmt == "Q4_K_M" and c.gpu in (
         "nvidia-rtx-6000-ada-48gb", "nvidia-a40-48gb", "nvidia-l40s-48gb") and c.tokens == 512)
-    assert min(hbm_q4) > -0.55 and max(hbm_q4) < -0.10
-    assert min(h100_f16) > 0.55 and max(h100_f16) < 0.95
-    assert 0.5 < max(big) < 0.9 and min(big) > 0.3
+    assert min(h100) > 0.25 and max(h100) < 0.70
+    assert min(sxm4) > 0.35 and max(sxm4) < 0.55
+    assert 0.6 < max(big) < 0.8 and min(big) > 0
+    beyond = {c.gpu for c in MEASURED if c.kind == "pp" and in_scope(c) and abs(error(c)) > 0.5}
+    assert beyond == {"nvidia-h100-pcie-80gb", "nvidia-a40-48gb"}
 
 
 def test_several_cards_do_not_pipeline_long_prompts_pinned():
@@ -201,7 +258,7 @@ def test_several_cards_do_not_pipeline_long_prompts_pinned():
 
 def test_this_table_is_closer_to_the_2024_engine():
     """Why the default stays on 2024 figures: over the cells in scope the current-build engine is further off.
-    Medians |error| (default / llama-cpp-2026): decode 0.057 / 0.170, prompts 0.174 / 0.474."""
+    Medians |error| (default / llama-cpp-2026): decode 0.058 / 0.170, prompts 0.115 / 0.448."""
     scope = [c for c in MEASURED if in_scope(c)]
     for kind in ("tg", "pp"):
         old = statistics.median(abs(error(c)) for c in scope if c.kind == kind)

@@ -18,7 +18,7 @@ from llmplan.catalog.hardware import load_hardware_catalog
 from llmplan.catalog.models import load_model_catalog
 from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
-from llmplan.core.inference.backend import float_prompt_rate, fp16_accumulate_peak
+from llmplan.core.inference.backend import dequantises_prompt, float_prompt_rate, fp16_accumulate_peak
 from llmplan.core.inference.latency import score_elements
 from llmplan.core.workload import InferenceSettings, Scenario
 from llmplan.formats.hf_config import spec_from_config
@@ -94,3 +94,48 @@ def test_sliding_window_layers_see_at_most_their_window():
     per_head_layer = 512 * (512 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8) + 8 * 4096)
     assert score_elements(mistral, 8192, 512, 32) == per_head_layer * 32 * 32
     assert score_elements(mistral, 1000, 512, 32) == (512 * 512 + 488 * 1000) * 32 * 32  # a part micro-batch
+
+
+def pp512(gid: str, cfg: dict, fmt: str, engine: str = "llama-cpp") -> float:
+    sc = Scenario(model=spec_from_config(cfg), cluster=ClusterSpec(gpu=gpu(gid)), workload="inference",
+                  engine_profile=engine_profile(engine),
+                  inference=InferenceSettings(engine=engine, weight_format=fmt, kv_dtype="fp16", prompt_tokens=512,
+                                              output_tokens=1))
+    return 512 / estimate(sc).inference.ttft_s.value
+
+
+@pytest.mark.parametrize(("gid", "fmt", "measured_ratio"), [
+    ("nvidia-rtx-4090-24gb", "q4_0", 7979.85 / 11048.22),  # PR #4766 (ggerganov, 2024-01-10), one llama-bench call
+    ("nvidia-rtx-4090-24gb", "q8_0", 7664.00 / 11048.22),
+    ("nvidia-rtx-a6000-48gb", "q4_k_m", 3450.93 / 4098.15),  # PR #3816 (2023-10, build 1431), master rows
+])
+def test_quantised_prompts_of_2024_dequantise_then_run_the_f16_gemm(gid, fmt, measured_ratio):
+    """Before llama.cpp PR #8075 (2024-06-23) a prompt micro-batch above 32 tokens multiplied block-quantised weights
+    by dequantising them to F16 (one kernel: the quantised bytes read, 2 B per weight written, each micro-batch) and
+    running the F16 cuBLAS GEMM (ggml-cuda.cu at b2843, ``ggml_cuda_mul_mat``; PR #3412). So a quantised pp512 is the
+    F16 run plus that traffic. Checked on runs of that path with their F16 run beside them on the same machine (none
+    of them sets a figure): LLaMA 7B, ours Q/F16 against measured Q/F16: RTX 4090 Q4_0 0.735 / 0.722 (+1.7%), Q8_0
+    0.698 / 0.694 (+0.7%), RTX A6000 Q4_K_M 0.809 / 0.842 (-3.9%). Tolerance 6%."""
+    ours = pp512(gid, LLAMA_7B, fmt) / pp512(gid, LLAMA_7B, "f16")
+    assert ours / measured_ratio == pytest.approx(1, abs=0.06)
+
+
+def test_mmq_below_the_threshold_and_in_current_builds():
+    """Micro-batches of up to 32 tokens keep MMQ in the 2024 profile; llama-cpp-2026 runs MMQ at every size."""
+    llama = engine_profile("llama-cpp")
+    a100 = gpu("nvidia-a100-pcie-80gb")
+    assert llama.prefill_quant_mmq_max_tokens == 32
+    assert dequantises_prompt(llama, a100, "cuda", 512) and not dequantises_prompt(llama, a100, "cuda", 32)
+    assert not dequantises_prompt(llama, a100, "vulkan", 512)  # Vulkan keeps its measured quantised share
+    assert not dequantises_prompt(engine_profile("llama-cpp-2026"), a100, "cuda", 512)
+
+
+def test_a100_share_reproduces_the_run_it_comes_from():
+    """llama.cpp PR #6017 (ggerganov, 2024-03-12): one A100 80GB PCIe, codellama-7b F16 (LLaMA 7B shapes), pp512
+    8,668.24 t/s -> 0.364 of 312 TFLOP/s (calibration: checks the arithmetic, tolerance 1%, no score term as for the
+    4090 share). Carried to the H100 and H200, unmeasured."""
+    llama = engine_profile("llama-cpp")
+    assert float_prompt_rate(llama, gpu("nvidia-a100-pcie-80gb"), "cuda") == pytest.approx(0.364 * 312e12, rel=1e-3)
+    assert float_prompt_rate(llama, gpu("nvidia-h100-pcie-80gb"), "cuda") == pytest.approx(
+        0.364 * gpu("nvidia-h100-pcie-80gb").peak_flops.fp16, rel=1e-6)
+    assert pp512("nvidia-a100-pcie-80gb", LLAMA_7B, "f16", "llama-cpp-2026") == pytest.approx(8668.24, rel=0.01)

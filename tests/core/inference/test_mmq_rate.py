@@ -40,8 +40,12 @@ def spec(gid):
 def pp_8b(gid: str, fmt: str, engine: str = CURRENT, tokens: int = 512) -> float:
     """Estimated llama-bench pp<tokens> of Llama 3 8B with llama.cpp (CUDA) on ``gid``, with flash attention on:
     the MMQ runs below were taken with ``-fa 1`` (the fa column of PR #7860's tables), so the 2024 profile's
-    score-matrix traffic (flash attention off, llama-bench's 2024 default) is left out for them."""
-    profile = engine_profile(engine).model_copy(update={"prefill_score_bytes": None})
+    score-matrix traffic (flash attention off, llama-bench's 2024 default) is left out for them. They ran MMQ at
+    every micro-batch size (PR #7676: "must be compiled with LLAMA_CUDA_FORCE_MMQ"; PR #8075, 2024-06-23, made it the
+    default), so the 2024 profile's dequantise + cuBLAS path above 32 tokens (the builds of the widely published
+    tables, before #8075) is left out too."""
+    profile = engine_profile(engine).model_copy(update={"prefill_score_bytes": None,
+                                                        "prefill_quant_mmq_max_tokens": None})
     sc = Scenario(model=load_model_catalog().get("meta-llama/Meta-Llama-3-8B").spec,
                   cluster=ClusterSpec(gpu=spec(gid)), workload="inference",
                   inference=InferenceSettings(engine=engine, weight_format=fmt, kv_dtype="fp16",

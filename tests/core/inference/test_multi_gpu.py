@@ -45,10 +45,11 @@ def test_70b_q4_k_m_splits_by_free_memory_and_fits():
     q = quantized_weights(spec_from_config(L70), "q4_k_m")
     embed = q.bytes_where(lambda g: g.name == "embed_tokens")
     assert big.weights + small.weights + embed == pytest.approx(q.total_bytes, rel=1e-9)
-    # decode: each card streams its weights and KV at 0.869 of its bandwidth, plus 86.7 µs per layer (2024 builds)
+    # decode: each card streams its weights and KV at 0.869 of its bandwidth, plus 105.8 µs per layer: with every
+    # layer on two CUDA GPUs 2024 builds pipeline the split and replay no CUDA graph (86.7 µs on one GPU)
     for c in p.cards:
         assert c.decode_s == pytest.approx((c.weights + c.kv_cache) / (c.gpu.memory_bandwidth * 0.869)
-                                           + 86.7e-6 * c.layers, rel=1e-9)
+                                           + 105.8e-6 * c.layers, rel=1e-9)
     assert p.tpot_s == pytest.approx(big.decode_s + small.decode_s, rel=1e-9)
 
 
@@ -78,3 +79,30 @@ def test_engines_without_layer_split_and_empty_machines_are_refused():
         split_layers(scenario(L70, "q4_k_m"), [])
     with pytest.raises(InputError, match="tensor_split"):
         split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090], tensor_split=[1])
+
+
+def _floors(plan) -> set[float]:
+    """The per-layer decode floor each card of ``plan`` paid (seconds), from its decode time less its streaming."""
+    eff = engine_profile("llama-cpp").decode_bandwidth_efficiency
+    return {round((c.decode_s - (c.weights + c.kv_cache) / (c.gpu.memory_bandwidth * eff)) / c.layers, 10)
+            for c in plan.cards if c.layers}
+
+
+def test_a_full_split_over_cuda_cards_decodes_without_cuda_graphs():
+    """llama.cpp pipelines a split only when every layer and the output are on the GPUs (llama_new_context_with_model:
+    ``pipeline_parallel``); then 2024 builds replay no CUDA graph (engines.toml: PR #6766's runs without graphs, 105.8
+    µs a layer; PR #13814 fixed it in 2025). With layers left in host RAM, on one card, on Vulkan, or with the 2026
+    profile, each card keeps the one-GPU floor."""
+    full = split_layers(scenario(L70, "q4_k_m"), [RTX5090, RTX3090])
+    assert _floors(full) == {105.8e-6}
+    partial = split_layers(scenario(L70, "q8_0"), [RTX5090, RTX3090])
+    assert partial.host_layers and _floors(partial) == {86.7e-6}
+    assert _floors(split_layers(scenario(LLAMA3_8B, "q4_k_m", gpu=RTX4090), [RTX4090])) == {86.7e-6}
+    vulkan = split_layers(scenario(L70, "q4_k_m", backend="vulkan"), [RTX5090, RTX3090])
+    assert _floors(vulkan) == {86.7e-6}
+    current = engine_profile("llama-cpp-2026")
+    assert current.decode_layer_s_pipelined is None
+    now = split_layers(scenario(L70, "q4_k_m", engine="llama-cpp-2026"), [RTX5090, RTX3090])
+    one_gpu = current.decode_floor_per_layer(apple=False)
+    assert all(c.decode_s == pytest.approx((c.weights + c.kv_cache) / (c.gpu.memory_bandwidth
+               * current.decode_bandwidth_efficiency) + one_gpu * c.layers, rel=1e-9) for c in now.cards)

@@ -94,8 +94,10 @@ def is_f16_weights(fmt: WeightFormat) -> bool:
 
 def float_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
     """FLOP/s of the engine's F16-weight prompt GEMMs on ``gpu`` (None: the plan's matmul efficiency applies):
-    the profile's measured share of the fp16-accumulate peak, on CUDA (NVIDIA, Volta on: tensor cores)."""
-    share = engine.prefill_float_share
+    the profile's measured share of the fp16-accumulate peak (the first ``prefill_float_share_by_gpu`` row for
+    this back-end whose pattern matches the GPU's catalog id, else ``prefill_float_share``), on CUDA (NVIDIA,
+    Volta on: tensor cores)."""
+    share = row_for(engine.prefill_float_share_by_gpu, backend, gpu) or engine.prefill_float_share
     if backend != "cuda" or not share or gpu.vendor != "nvidia":
         return None
     try:
@@ -105,15 +107,32 @@ def float_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
     return fp16_accumulate_peak(gpu) * share if major >= 7 and gpu.peak_flops.fp16 else None
 
 
+def dequantises_prompt(engine: EngineProfile, gpu: GpuSpec, backend: Backend, micro_batch: int) -> bool:
+    """Whether a prompt micro-batch of ``micro_batch`` tokens multiplies block-quantised weights by dequantising
+    them to F16 and running the F16 cuBLAS GEMM, rather than with MMQ.
+
+    llama.cpp builds before PR #8075 (2024-06-23) did so above ``MMQ_MAX_BATCH_SIZE`` = 32 rows wherever fp16
+    tensor cores are present (ggml-cuda.cu ``ggml_cuda_mul_mat``: ``use_mul_mat_q`` only for ``src1->ne[1] <=
+    MMQ_MAX_BATCH_SIZE`` when ``fp16_performance_good``; then ``ggml_cuda_op_mul_mat_cublas`` converts src0 to F16
+    in the pool and calls cublasGemmEx): the profile's ``prefill_quant_mmq_max_tokens``. The dequantisation is a
+    kernel of its own, reading the quantised weights and writing them as F16 once per micro-batch
+    (``core.inference.latency.dequant_s``)."""
+    cap = engine.prefill_quant_mmq_max_tokens
+    return cap is not None and micro_batch > cap and float_prompt_rate(engine, gpu, backend) is not None
+
+
 def decode_stream_efficiency(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
     """Measured fraction of ``gpu``'s peak bandwidth the engine's batch-1 decode streams weights at (None: the
     plan's ``efficiency.memory_bandwidth``). The first ``decode_bandwidth_efficiency_by_gpu`` row for this
     back-end whose pattern matches the GPU's catalog id (llama.cpp 2024 builds on HBM cards), else
     ``stream_efficiency``."""
-    for name, pattern, eff in engine.decode_bandwidth_efficiency_by_gpu:
-        if name == backend and fnmatchcase(gpu.id, pattern):
-            return eff
-    return stream_efficiency(engine, gpu)
+    return row_for(engine.decode_bandwidth_efficiency_by_gpu, backend, gpu) or stream_efficiency(engine, gpu)
+
+
+def row_for(rows: tuple[tuple[str, str, float], ...], backend: Backend, gpu: GpuSpec) -> float | None:
+    """The value of the first (back-end, GPU catalog id pattern, value) row for ``backend`` whose pattern matches
+    ``gpu``'s id (None: no row does)."""
+    return next((v for name, pattern, v in rows if name == backend and fnmatchcase(gpu.id, pattern)), None)
 
 
 def stream_efficiency(engine: EngineProfile, gpu: GpuSpec) -> float | None:

@@ -26,6 +26,7 @@ from llmplan.core.hardware import Efficiency, GpuSpec
 from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
+    dequantises_prompt,
     float_prompt_rate,
     is_f16_weights,
     metal_prompt_rate,
@@ -35,6 +36,7 @@ from llmplan.core.inference.backend import (
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.model import ModelSpec
+from llmplan.core.quant import QuantizedWeights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
 
@@ -100,8 +102,11 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     fmt = plan.weights.format
     quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
     backend = backend_of(gpu, scenario.inference.backend)
-    quant_rate = quant_prompt_rate(engine, gpu, backend) if quantised_gguf else None
-    if quant_rate:
+    dequant = quantised_gguf and dequantises_prompt(engine, gpu, backend, plan.chunk_tokens)
+    quant_rate = quant_prompt_rate(engine, gpu, backend) if quantised_gguf and not dequant else None
+    if dequant:  # dequantised to F16, then the F16 cuBLAS GEMM (its dequantisation: prefill_time)
+        flops = float_prompt_rate(engine, gpu, backend) or flops
+    elif quant_rate:
         flops = quant_rate
     elif is_f16_weights(fmt):
         flops = float_prompt_rate(engine, gpu, backend) or flops
@@ -251,7 +256,22 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     # llama.cpp without flash attention: the score matrix goes through memory between its GEMMs, in turn with them
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
+    fmt = plan.weights.format
+    if fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") and dequantises_prompt(
+            plan.engine, scenario.cluster.gpu, backend_of(scenario.cluster.gpu, scenario.inference.backend),
+            plan.chunk_tokens):
+        compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
+
+
+def dequant_s(q: QuantizedWeights, layer_share: float, passes: int, stream: float) -> float:
+    """Seconds the dequantise-to-F16 kernels take over a prompt (``backend.dequantises_prompt``): each micro-batch
+    (``passes``) reads the decoder layers' quantised weights and writes them as F16, 2 B per weight, at ``stream``
+    bytes/s, before the GEMMs that use them; ``layer_share``: the fraction of the layers on this GPU. The output
+    head multiplies only the last token's row, below the MMQ threshold, and the embedding is a row lookup."""
+    layer_bytes = q.bytes_where(lambda g: g.place == "layer")
+    layer_params = sum(gb.group.params for gb in q.groups if gb.group.place == "layer")
+    return passes * layer_share * (layer_bytes + 2 * layer_params) / stream
 
 
 def touched_expert_fraction(spec: ModelSpec, tokens: float) -> float:

@@ -10,8 +10,10 @@ runtime context (CUDA, HIP; none on Metal, Vulkan or SYCL: ``core.inference.back
 which without flash attention holds the score matrix of a whole layer (``core.inference.score_buffer``).
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
-KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``),
-plus the host layers at the host's memory bandwidth; prefill is likewise the sum of each device's
+KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``; with
+every layer on two or more CUDA GPUs, 2024 builds replay no CUDA graph and pay ``decode_layer_s_pipelined``:
+``floor_without_graphs``), plus the host layers at the host's memory bandwidth; the copy of the hidden state
+from one device to the next (a few KB) is not counted; prefill is likewise the sum of each device's
 matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal cards) is not modelled.
 """
 
@@ -26,13 +28,14 @@ from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
+    dequantises_prompt,
     float_prompt_rate,
     is_f16_weights,
     quant_prompt_rate,
     runtime_context_bytes,
     stream_efficiency,
 )
-from llmplan.core.inference.latency import score_traffic_s
+from llmplan.core.inference.latency import dequant_s, score_traffic_s
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -167,10 +170,12 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     else:
         n = min(gpu_layers, L)
     tokens = inf.batch * inf.prompt_tokens
+    no_graphs = floor_without_graphs(engine, [backend_of(g, inf.backend) for g in gpus], n == L)
     cards = []
     for g, (c, has_out, w, k, r) in zip(gpus, shares(n), strict=True):
         head = last if has_out else 0.0
-        cards.append(_card(scenario, engine, g, c, has_out, w, k, r, (w - head) * tokens + head * inf.batch))
+        floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(g.vendor == "apple")
+        cards.append(_card(scenario, engine, g, c, has_out, w, k, r, (w - head) * tokens + head * inf.batch, floor))
     host_layers = L - n
     host_bytes = per_layer * host_layers + embed + (0.0 if n == L else last) + kv_layer * host_layers
     host_bw = inf.host_memory_bandwidth or engine.host_memory_bandwidth
@@ -186,19 +191,42 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     return MixedPlan(tuple(cards), host_layers, host_bytes, tpot, ttft)
 
 
+def floor_without_graphs(engine: EngineProfile, backends: Sequence[str], all_offloaded: bool) -> float | None:
+    """Seconds per layer per decode step when a layer split decodes without CUDA graphs (the profile's
+    ``decode_layer_s_pipelined``), or None: each device keeps its one-GPU floor.
+
+    llama.cpp turns on pipeline parallelism when it splits by layers over more than one GPU with every layer and the
+    output offloaded (llama_new_context_with_model, 2024: ``pipeline_parallel``); the scheduler then keeps
+    GGML_SCHED_MAX_COPIES = 4 copies of each split's inputs and uses the next one every evaluation, so the node
+    addresses of each GPU's graph change every token, the CUDA back-end re-captures it, and after four updates in a
+    row disables its CUDA graphs (ggml-cuda.cu, ``disable_due_to_too_many_updates``). llama.cpp PR #13814
+    (2025-05-27) made the graph stable; the 2026 profile leaves the field unset. CUDA only: no other back-end here
+    replays graphs in these builds, and their per-layer figures were measured without them."""
+    if all_offloaded and len(backends) > 1 and all(b == "cuda" for b in backends):
+        return engine.decode_layer_s_pipelined
+    return None
+
+
 def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, has_output: bool, weights: float,
-          kv: float, runtime: float, weight_bytes_x_tokens: float) -> CardShare:
-    """One device's memory and time; ``weight_bytes_x_tokens``: Σ weight bytes × the tokens they multiply."""
-    apple = g.vendor == "apple"
+          kv: float, runtime: float, weight_bytes_x_tokens: float, floor: float) -> CardShare:
+    """One device's memory and time; ``weight_bytes_x_tokens``: Σ weight bytes × the tokens they multiply;
+    ``floor``: seconds per layer per decode step whatever its bytes."""
     eff = decode_stream_efficiency(engine, g, backend_of(g, scenario.inference.backend)) \
         or scenario.efficiency.memory_bandwidth
-    floor = engine.decode_floor_per_layer(apple)
     decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
-    quant_rate = quant_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) if quant else None
-    if quant_rate:
+    inf = scenario.inference
+    chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
+    backend = backend_of(g, inf.backend)
+    total = inf.batch * inf.prompt_tokens
+    micro = min(engine.prefill_chunk_tokens or total, total)  # n_ubatch tokens, all sequences together
+    dequant = quant and dequantises_prompt(engine, g, backend, micro)
+    quant_rate = quant_prompt_rate(engine, g, backend) if quant and not dequant else None
+    if dequant:  # dequantised to F16 each micro-batch, then the F16 cuBLAS GEMM
+        rate = float_prompt_rate(engine, g, backend) or 0.0
+    elif quant_rate:
         rate = quant_rate
     else:
         float_rate = float_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) \
@@ -208,9 +236,9 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
         raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
     # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
     prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
-    inf = scenario.inference
-    chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
     stream = stream_efficiency(engine, g) or scenario.efficiency.memory_bandwidth  # the prompt's kernels, not batch 1's
     prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * stream, inf.batch,
                                inf.prompt_tokens, chunk)
+    if dequant and layers:
+        prefill += dequant_s(q, layers / scenario.model.num_layers, -(-total // micro), g.memory_bandwidth * stream)
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)
