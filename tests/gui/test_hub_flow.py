@@ -4,7 +4,6 @@ press Enter, the plan fills in the background; Cancel mid-fetch leaves the plan 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from PySide6.QtCore import Qt
@@ -29,11 +28,10 @@ def test_paste_repo_id_and_press_enter_fills_the_plan(window, qtbot, hub):
     qtbot.keyClicks(models.search, "acme/tiny")
     first = models.list.model().index(0, 0)
     assert first.data() == "Hub: acme/tiny"
-    start = time.monotonic()
     qtbot.keyClick(models.search, Qt.Key.Key_Return)
     assert models.hub.isVisible() and models.hub.busy
-    qtbot.waitUntil(lambda: window.state.doc.model.hub is not None, timeout=2000)
-    assert time.monotonic() - start < 2.0
+    # generous: a wall-clock bound here would test the machine's load, not the code (speed lives in benchmarks/)
+    qtbot.waitUntil(lambda: window.state.doc.model.hub is not None, timeout=15000)
     doc = window.state.doc
     assert doc.model.hub.repo == "acme/tiny" and doc.model.config["hidden_size"] == 512
     assert doc.inference.weight_format == "bf16"
@@ -48,7 +46,7 @@ def test_gguf_repo_offers_its_quants_and_uses_the_file_size(window, qtbot, hub):
     models = window.models
     qtbot.keyClicks(models.search, "https://huggingface.co/acme/tiny-GGUF")
     qtbot.keyClick(models.search, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.state.doc.model.hub is not None, timeout=2000)
+    qtbot.waitUntil(lambda: window.state.doc.model.hub is not None, timeout=15000)
     assert window.state.doc.model.hub.file == "tiny-Q4_K_M.gguf"  # Q4_K_M by default
     assert window.state.doc.workload == "inference"
     assert window.state.evaluate_now().estimate.inference.weight_bytes.value == Q4
