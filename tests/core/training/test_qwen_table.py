@@ -3,8 +3,8 @@
 Source: QwenLM/Qwen README.md, "Profiling of Memory and Speed" (commit 2df8e8a, 2026-03-05; the table dates
 from the Qwen-72B and 1.8B release, 2023-11-30): one A100-SXM4-80G, CUDA 11.8, PyTorch 2.0, FlashAttention 2,
 batch size 1, gradient accumulation 8, sequences of 256 ... 8,192 tokens; peak GPU memory ("G", read here as
-GiB, the whole device as nvidia-smi shows it: llmplan's total with the CUDA context; the README names neither)
-and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA (multinode)" on 2 × 2, 72B LoRA
+GiB, the whole device as nvidia-smi shows it: llmplan's total with the CUDA context; the README names neither,
+see "How Qwen measured") and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA (multinode)" on 2 × 2, 72B LoRA
 + ZeRO-3 on 4: their memory is the sum over the GPUs (7B full at 256 tokens: 139.2 G = 69.6 per GPU).
 
 Settings, from the repository's own scripts (finetune.py and finetune/*.sh at the same commit):
@@ -50,9 +50,40 @@ Found and fixed from code, with what each did to the table:
 Results (2026-11-27), llmplan ÷ published − 1, per row group in ``BANDS``:
 - memory, median |error| 13.1% over the 81 rows (the issue asks ≤ 10% per tool and method; not met), 49
   rows more than 10% under: 7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −25 … −3%; 1.8B rows
-  −6 … −25%; 72B LoRA + ZeRO-3 −19 … −16%; 7B full on 2 GPUs −16 … −2%.
+  −6 … −25%; 72B LoRA + ZeRO-3 −18 … −15%; 7B full on 2 GPUs −18 … −4%.
 - tokens/s, median |error| 17.1% (the issue asks ≤ 20%).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
+
+How Qwen measured (checked 2026-11-27 for zgap28; not established): the README's text around the table says
+"we profile the memory (GB) and speed (s/iter)" and nothing more, and the repository holds no training
+profiler (its history searched for max_memory_allocated, memory_reserved and nvidia-smi): finetune.py runs
+the Trainer with ``report_to none`` and reads no memory counter. The one profiler Qwen
+published for the same README, its inference "profile.py" (linked from the README's Inference Performance
+section; copies of it are public), records ``torch.cuda.max_memory_allocated()`` and prints it divided by
+1024³ as "GB": PyTorch's allocated bytes, in GiB, without the CUDA context, cuBLAS's workspaces' rounding or the
+caching allocator's reserve. If the fine-tuning table was read the same way, llmplan's figure to compare is its
+total less its ``overhead`` term (the CUDA context, 0.5 GiB for hf-trainer, and the allocator's reserve, 5% of
+the allocated bytes: the device figure, as the Figure's formula says), and every row is further under
+(``test_the_reading_of_the_published_figure``: median 19.7% instead of 13.1%). Read as decimal GB of the whole
+device, the median is 6.7% with 28 rows still more than 10% under and 19 over; that reading is recorded, not
+chosen. Either way the missing bytes are not the context or the workspaces: PyTorch's cuBLAS workspace is
+4096 KiB × 2 + 16 KiB × 8 = 8,519,680 bytes per handle and stream on a pre-Hopper GPU (pytorch/pytorch
+aten/src/ATen/cuda/CublasHandlePool.cpp ``parseChosenWorkspaceSize``, default ":4096:2:16:8"), allocated from
+PyTorch's own pool: two handles (the forward's thread and autograd's) are 16 MiB.
+
+ZeRO-3 as DeepSpeed v0.12.3 runs it, read for zgap28 (``core.training.deepspeed_zero`` module doc): on one GPU
+nothing is gathered (``all_gather_coalesced`` → ``_no_gather_coalesced``), at the step nothing is gathered
+(``_partition_all_parameters`` first), at the loss the output head is held gathered from its forward to its
+backward (``max_reuse_distance``), and the gradient norm copies one gradient piece to fp64 before the step
+copies. stage3_max_live_parameters = 1e9 only caps the prefetch; with max_reuse_distance = 1e9 a block's
+parameters would stay gathered from its forward to its recompute only when the head's forward and backward
+and the blocks after it come to less than 1e9 parameters (Qwen-7B's head alone is 0.62e9, twice; Qwen-72B's
+1.25e9). Priced, these move 1.8B full −24.8 … −18.6% → −25.4 … −19.3% (no gathered block on one GPU), 7B full on
+2 GPUs −16.1 … −2.3% → −17.5 … −4.0% (none at its step peak) and 72B LoRA −19.2 … −15.5% → −18.3 … −14.6% (the
+head gathered at the loss); the median stays 13.1%. The ZeRO-3 gap (about 10 GiB per GPU on 72B LoRA, 8 on 1.8B
+full) is not in what DeepSpeed's code allocates on purpose; left: the caching allocator, whose reserve beyond
+the allocated bytes, a candidate only (ZeRO-3 allocates its gathers on its own CUDA stream, and PyTorch's
+caching allocator reuses a cached block only on the stream it was allocated on), which needs a measured run.
 
 Why rows miss, as far as found (pinned, not fixed):
 - memory under by a fixed amount that does not grow with the tokens: 1.2-1.5 GiB on one GPU without
@@ -60,15 +91,17 @@ Why rows miss, as far as found (pinned, not fixed):
   about 10 GiB per GPU with ZeRO-3 (72B LoRA; 1.8B full: 8 GiB). Not the CUDA context: PyTorch sets
   CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB of context
   against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
-  profile carries. Not priced: ZeRO-3's prefetch and live-parameter budget beyond the next block
-  (stage3_max_live_parameters and stage3_max_reuse_distance = 1e9 in ds_config_zero3.json) and the caching
-  allocator's fragmentation from gathering and freeing whole layers; neither was measured here. Unmodelled,
+  profile carries. ZeRO-3's gathers are priced as DeepSpeed's code makes them (above); the caching
+  allocator's reserve under ZeRO-3 is not, for want of a measurement. Unmodelled,
   and it would widen the gap: PEFT before 0.8 (Qwen asks for ``peft<0.8.0``) cast the adapters to the base
   weight's dtype (peft v0.7.1 ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``), so the
   single-GPU runs without DeepSpeed trained bf16 adapters with bf16 Adam states where the hf-trainer profile
   assumes fp32 ones.
-- 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0), far beyond any activation
-  or logits term at micro-batch 1; llmplan stays at 68.0 G (the optimizer step is its peak there).
+- 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0; out of memory at 2,048, as the
+  README says), about 16 MB per token, twice what the blocks would save without any checkpointing (Qwen's
+  eager block saves about 0.2 MB per token per layer, 6.5 MB over 32 layers, the logits 1-2 MB more); llmplan
+  stays at 66.8 G (the optimizer step is its peak there). No allocation read in DeepSpeed's, the Trainer's or
+  Qwen's code grows that fast; not priced.
 - short sequences: the table's steps do not fall below about 1 s per 8 micro-batches whatever the model
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
@@ -116,21 +149,22 @@ TABLE = {
                             (289.2, 161.5)],
     ("72B", "qlora", 1, 1): [(61.4, 27.4), (61.4, 31.5), (62.9, 41.4), (64.1, 59.5), (68.0, 97.7), (75.6, 179.8)],
 }
-# recorded (2026-11-27): (lowest, highest memory error), (lowest, highest tokens/s error) of each group
+# recorded (2026-11-27; the ZeRO-3 rows again after zgap28's per-phase gathers): (lowest, highest memory error),
+# (lowest, highest tokens/s error) of each group
 BANDS = {
     ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.079)),
     ("1.8B", "lora-emb", 1, 1): ((-0.242, -0.082), (-0.171, -0.088)),
     ("1.8B", "qlora", 1, 1): ((-0.253, -0.197), (-0.067, 0.309)),
-    ("1.8B", "full", 1, 1): ((-0.248, -0.186), (-0.137, 3.179)),
+    ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.137, 3.179)),
     ("7B", "lora", 1, 1): ((-0.105, -0.042), (-0.246, -0.132)),
     ("7B", "lora-emb", 1, 1): ((-0.158, -0.073), (-0.164, -0.121)),
     ("7B", "qlora", 1, 1): ((-0.180, -0.113), (-0.040, 1.104)),
-    ("7B", "full", 1, 2): ((-0.161, -0.023), (0.563, 3.514)),
+    ("7B", "full", 1, 2): ((-0.175, -0.040), (0.563, 3.514)),
     ("7B", "lora", 2, 2): ((-0.308, -0.060), (0.627, 0.856)),
     ("14B", "lora", 1, 1): ((-0.088, -0.020), (-0.196, -0.168)),
     ("14B", "lora-emb", 1, 1): ((-0.124, -0.060), (-0.184, -0.145)),
     ("14B", "qlora", 1, 1): ((-0.174, -0.079), (-0.050, 1.497)),
-    ("72B", "lora", 1, 4): ((-0.192, -0.155), (-0.100, 1.814)),
+    ("72B", "lora", 1, 4): ((-0.183, -0.146), (-0.100, 1.446)),
     ("72B", "qlora", 1, 1): ((-0.068, -0.028), (-0.012, 2.097)),
 }
 
@@ -163,16 +197,19 @@ def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_s
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[tuple, list[tuple[float, float, bool]]]:
-    """Per group and sequence length: (memory error, tokens/s error, fits)."""
+def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
+    """Per group and sequence length: (memory error, tokens/s error, fits, memory error of llmplan's allocated
+    bytes alone: the total less the CUDA context and the allocator's reserve)."""
     out = {}
     for key, rows in TABLE.items():
         out[key] = []
         for seq_len, (gib, s_per_it) in zip(LENGTHS, rows, strict=False):
             est, n = plan(*key, seq_len)
             memory = est.memory.total.value / GIB * n
+            allocated = (est.memory.total.value - est.memory.overhead.value) / GIB * n
             tokens_per_s = 8 * n * seq_len / s_per_it
-            out[key].append((memory / gib - 1, est.compute.tokens_per_s.value / tokens_per_s - 1, est.fits))
+            out[key].append((memory / gib - 1, est.compute.tokens_per_s.value / tokens_per_s - 1, est.fits,
+                             allocated / gib - 1))
             print(f"{key} {seq_len:5}: {memory:6.1f} vs {gib:5.1f} G, "
                   f"{est.compute.tokens_per_s.value:8.0f} vs {tokens_per_s:8.0f} tokens/s")
     return out
@@ -182,21 +219,41 @@ def test_medians(results):
     """Memory: 13.1% recorded, pinned at 14% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.14
-    assert statistics.median(abs(t) for _, t, _ in rows) <= 0.20
+    assert statistics.median(abs(m) for m, *_ in rows) <= 0.14
+    assert statistics.median(abs(t) for _, t, *_ in rows) <= 0.20
 
 
 @pytest.mark.parametrize("key", TABLE, ids=lambda k: "-".join(map(str, k)))
 def test_each_group_stays_in_its_recorded_band(results, key):
     (m_lo, m_hi), (t_lo, t_hi) = BANDS[key]
-    mem = [m for m, _, _ in results[key]]
-    tps = [t for _, t, _ in results[key]]
+    mem = [m for m, *_ in results[key]]
+    tps = [t for _, t, *_ in results[key]]
     assert m_lo - 0.03 <= min(mem) and max(mem) <= m_hi + 0.03, mem
     assert t_lo - 0.03 <= min(tps) and max(tps) <= t_hi + 0.03, tps
 
 
 def test_every_published_run_fits(results):
-    assert all(fits for group in results.values() for _, _, fits in group)
+    assert all(fits for group in results.values() for _, _, fits, _ in group)
+
+
+# Memory median |error| under each reading of the published "G" (module doc, "How Qwen measured"), recorded
+# 2026-11-27: the unit (GiB, or 1e9 bytes) and the quantity (the device, as llmplan's total; or PyTorch's
+# allocated bytes, as Qwen's published inference profiler reads them, llmplan's total less its overhead term).
+READINGS = {("GiB", "device"): 0.131, ("GiB", "allocated"): 0.197, ("GB", "device"): 0.067,
+            ("GB", "allocated"): 0.137}
+
+
+@pytest.mark.parametrize("unit, quantity", READINGS, ids=lambda x: str(x))
+def test_the_reading_of_the_published_figure(results, unit, quantity):
+    """Pinned ± 1 point, so a change shows. Under every reading but the decimal one of the whole device, llmplan
+    is under on every row; that reading is the one with the least support (no Qwen tool prints decimal GB
+    beside nvidia-smi's MiB), and it is not chosen here because it fits best."""
+    scale = GIB / 1e9 if unit == "GB" else 1.0
+    index = 0 if quantity == "device" else 3
+    errors = [(1 + row[index]) * scale - 1 for group in results.values() for row in group]
+    assert statistics.median(abs(e) for e in errors) == pytest.approx(READINGS[unit, quantity], abs=0.01)
+    if (unit, quantity) != ("GB", "device"):
+        assert max(errors) < 0
 
 
 @pytest.mark.parametrize("method", ["lora", "lora-emb"])

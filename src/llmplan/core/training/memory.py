@@ -19,7 +19,12 @@ from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training import deepspeed_zero as ds
-from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit, prefetched_gather
+from llmplan.core.training.eager_memory import (
+    EAGER_PHASES,
+    eager_peak,
+    loss_bytes_per_logit,
+    prefetched_gather,
+)
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
 from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
@@ -124,9 +129,15 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
     zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
+    on_gpu = trainable / st.shard_dense
+    piece = ds.largest_gradient_piece(_largest_trainable(m, pb, tr), on_gpu, st.shard_dense, zs)
+    blocks, ahead = _gathered_blocks(tr, prof, sp, st, trainable, layers)
+    head_bytes = head.gemm.n * head.gemm.k * frozen_weight_bytes(tr.precision) if head is not None else 0.0
+    gathered = ds.gathered_by_phase(blocks, head_bytes, ahead, st.shard_dense, zs)
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs),
-                    ds.step_copies(trainable / st.shard_dense, tr, zs))
-    buffers = pk.weight_copies + _gathered_blocks(tr, prof, sp, st, trainable, layers)
+                    ds.step_transient(on_gpu, piece, tr, zs),
+                    dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
+    buffers = pk.weight_copies + pk.gathered
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
@@ -144,21 +155,30 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
                        pk.offloaded, paged_host, paged)
 
 
+def _largest_trainable(m: ModelSpec, pb: ParamBreakdown, tr) -> float:
+    """Elements of the largest trained tensor: the embedding or head in a full fine-tune or with
+    ``modules_to_save``, else LoRA's widest factor (rank × the widest projection side)."""
+    if tr.method == "full" or tr.modules_to_save:
+        return largest_tensor(pb)
+    return float(tr.lora_rank * max(m.hidden_size, m.intermediate_size, m.q_width))
+
+
 def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
-                     layers: int) -> float:
-    """ZeRO-3 / FSDP under an eager profile: the block gathered with its unsharded gradients, and the next
-    block's all-gather issued ahead (``eager_memory.prefetched_gather``). A full fine-tune gathers the
-    trained weights (``states.model_states``); LoRA gathers the frozen base in its stored format and the
-    adapters, and only the adapters have gradients."""
+                     layers: int) -> tuple[float, float]:
+    """ZeRO-3 / FSDP under an eager profile: (the block gathered with its unsharded gradients and the next
+    block's all-gather issued ahead of it; that prefetch alone: ``eager_memory.prefetched_gather``). A full
+    fine-tune gathers the trained weights (``states.model_states``); LoRA gathers the frozen base in its stored
+    format and the adapters, and only the adapters have gradients."""
     if not st.gather_buffer:
-        return 0.0
+        return 0.0, 0.0
     if tr.method == "full":
         weights, gathered = sp.largest_layer * st.weight_bytes, st.gather_buffer
     else:
         adapters = trainable / max(layers, 1)
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
-    return gathered + prefetched_gather(sp.largest_layer, weights, prof)
+    ahead = prefetched_gather(sp.largest_layer, weights, prof)
+    return gathered + ahead, ahead
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
@@ -322,14 +342,19 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                        "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
                                                "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else "")
                        + (" + DeepSpeed's gradient buckets (reduce_bucket_size) and, at the optimizer step, its flat "
-                          "16-bit and fp32 gradient copies" if sc.deepspeed_stage else ""),
+                          "16-bit and fp32 gradient copies (or the norm's fp64 copy of the largest gradient, if larger)"
+                          + ("; ZeRO-3 gathers nothing on one GPU or at the step, and holds the output head "
+                             "gathered through the loss" if sc.deepspeed_stage == 3 else "")
+                          if sc.deepspeed_stage else ""),
                        inputs, "hf-eager")
     else:
         b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
                        "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
                        {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
                         "method": tr.method}, "korthikanti")
-    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
+    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes "
+                    "(with it the total is the device's figure, as nvidia-smi shows it; without it, PyTorch's "
+                    "allocated bytes, as torch.cuda.max_memory_allocated reads them)",
                     {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
                     "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
