@@ -137,3 +137,12 @@ def test_zero3_step_peak_holds_no_gathered_block():
     assert mem.buffers.value == pytest.approx(6.0 * 1e9 + H * H * 2)
     one = estimate(_scenario(method="full", zero_stage=3, gpus=1)).memory  # one rank: never a gathered copy
     assert one.buffers.value == pytest.approx(6.0 * 1e9 + H * H * 2)
+
+
+def test_zero3_prefetch_is_the_bucket_and_one_matrix():
+    """stage3_prefetch_bucket_size "auto" = 0.9 · hidden² (the Trainer), and whole parameters are queued while
+    fewer than that are in flight: one matrix more at most, the widest (Qwen-7B: hidden × 11,008)."""
+    sc = _scenario(method="full", zero_stage=3, gpus=2)
+    assert ds.prefetch_elements(sc.model, sc.framework) == 0.9 * H * H + H * 11_008
+    set_by_user = sc.framework.model_copy(update={"prefetch_params": 50_000_000})
+    assert ds.prefetch_elements(sc.model, set_by_user) == 50_000_000 + H * 11_008

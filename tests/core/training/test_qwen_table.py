@@ -4,8 +4,9 @@ Source: QwenLM/Qwen README.md, "Profiling of Memory and Speed" (commit 2df8e8a, 
 from the Qwen-72B and 1.8B release, 2023-11-30): one A100-SXM4-80G, CUDA 11.8, PyTorch 2.0, FlashAttention 2,
 batch size 1, gradient accumulation 8, sequences of 256 ... 8,192 tokens; peak GPU memory ("G", read here as
 GiB, the whole device as nvidia-smi shows it: llmplan's total with the CUDA context; the README names neither,
-see "How Qwen measured") and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA (multinode)" on 2 × 2, 72B LoRA
-+ ZeRO-3 on 4: their memory is the sum over the GPUs (7B full at 256 tokens: 139.2 G = 69.6 per GPU).
+see "How Qwen measured") and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA
+(multinode)" on 2 × 2, 72B LoRA + ZeRO-3 on 4: their memory is the sum over the GPUs (7B full at 256 tokens:
+139.2 G = 69.6 per GPU).
 
 Settings, from the repository's own scripts (finetune.py and finetune/*.sh at the same commit):
 - every script passes ``--gradient_checkpointing`` (recompute full) and pads each sequence to
@@ -46,11 +47,26 @@ Found and fixed from code, with what each did to the table:
   → −16 … −2% and 1.8B full −24 … −14% → −25 … −19% (no autocast copies of fp32 weights and no fp32
   residual stream any more: at short lengths the optimizer step is their peak). The DeepSpeed rows' tokens/s
   rise (no autocast casts): median 16.5% → 17.1%.
+- the runs without DeepSpeed step with torch.optim.AdamW's foreach code (the Trainer's optim adamw_torch, its
+  default from transformers 4.32, PR #25109; Qwen asks for transformers ≥ 4.32, < 4.38), which in PyTorch 2.0
+  holds two tensor lists the size of one Adam moment beside the states (``_multi_tensor_adamw``:
+  ``exp_avg_sq_sqrt`` and ``denom``; one from torch 2.1, PR #104898): the profile's
+  ``optimizer_intermediates`` = 2 here (``INTERMEDIATES``), as a user's frameworks.toml entry would set it. LoRA
+  (emb) trains the embeddings and head, so its step becomes its peak at short lengths, and the published
+  figures are flat there as a step peak is (7B: 33.7-35.2 G from 256 to 2,048 tokens; llmplan 34.0 at each):
+  1.8B LoRA (emb) −24 … −8% → −10 … −7%, 7B −16 … −7% → −8 … +1%, 14B −12 … −6% → −8 … +2%, 7B LoRA
+  −10.5 … −4.2% → −10.5 … −3.7%; memory median 13.1% → 10.3%, rows more than 10% under 49 → 41.
+- ZeRO-3's prefetch is DeepSpeed's (``deepspeed_zero.prefetch_elements``: the "auto" bucket, 0.9 · hidden²,
+  and the one matrix that may cross it), not a whole block: 72B LoRA −18.3 … −14.6% → −20.5 … −16.3%.
+- the GPTQ base's dequantised fp16 weights kept by ``torch.matmul``'s backward in auto-gptq's QuantLinear
+  (``ops.gptq_saved_weights``; one block's under full recompute, in the blocks' backward): 7B Q-LoRA −18.0 …
+  −11.3% → −18.0 … −10.6%, 14B −17.4 … −7.9% → −16.6 … −7.9%, 72B −6.8 … −2.8% → −5.8 … −2.8%.
 
 Results (2026-11-27), llmplan ÷ published − 1, per row group in ``BANDS``:
-- memory, median |error| 13.1% over the 81 rows (the issue asks ≤ 10% per tool and method; not met), 49
-  rows more than 10% under: 7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −25 … −3%; 1.8B rows
-  −6 … −25%; 72B LoRA + ZeRO-3 −18 … −15%; 7B full on 2 GPUs −18 … −4%.
+- memory, median |error| 10.3% over the 81 rows (the issue asks ≤ 10% per tool and method; not met), 41
+  rows more than 10% under, 4 over (LoRA (emb) at short lengths, +2.4% at most): 7B and 14B LoRA −2 … −10%;
+  LoRA (emb) −10 … +2%; Q-LoRA −25 … −3%; 1.8B LoRA, Q-LoRA and full −6 … −25%; 72B LoRA + ZeRO-3
+  −20 … −16%; 7B full on 2 GPUs −18 … −4%.
 - tokens/s, median |error| 17.1% (the issue asks ≤ 20%).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
@@ -64,9 +80,9 @@ section; copies of it are public), records ``torch.cuda.max_memory_allocated()``
 caching allocator's reserve. If the fine-tuning table was read the same way, llmplan's figure to compare is its
 total less its ``overhead`` term (the CUDA context, 0.5 GiB for hf-trainer, and the allocator's reserve, 5% of
 the allocated bytes: the device figure, as the Figure's formula says), and every row is further under
-(``test_the_reading_of_the_published_figure``: median 19.7% instead of 13.1%). Read as decimal GB of the whole
-device, the median is 6.7% with 28 rows still more than 10% under and 19 over; that reading is recorded, not
-chosen. Either way the missing bytes are not the context or the workspaces: PyTorch's cuBLAS workspace is
+(``test_the_reading_of_the_published_figure``: median 16.4% instead of 10.3%, 64 rows more than 10% under).
+Read as decimal GB of the whole device, the median is 5.7% with 29 rows still more than 10% under and 29 over;
+that reading is recorded, not chosen. Either way the missing bytes are not the context or the workspaces: PyTorch's cuBLAS workspace is
 4096 KiB × 2 + 16 KiB × 8 = 8,519,680 bytes per handle and stream on a pre-Hopper GPU (pytorch/pytorch
 aten/src/ATen/cuda/CublasHandlePool.cpp ``parseChosenWorkspaceSize``, default ":4096:2:16:8"), allocated from
 PyTorch's own pool: two handles (the forward's thread and autograd's) are 16 MiB.
@@ -80,15 +96,15 @@ parameters would stay gathered from its forward to its recompute only when the h
 and the blocks after it come to less than 1e9 parameters (Qwen-7B's head alone is 0.62e9, twice; Qwen-72B's
 1.25e9). Priced, these move 1.8B full −24.8 … −18.6% → −25.4 … −19.3% (no gathered block on one GPU), 7B full on
 2 GPUs −16.1 … −2.3% → −17.5 … −4.0% (none at its step peak) and 72B LoRA −19.2 … −15.5% → −18.3 … −14.6% (the
-head gathered at the loss); the median stays 13.1%. The ZeRO-3 gap (about 10 GiB per GPU on 72B LoRA, 8 on 1.8B
+head gathered at the loss; −20.5 … −16.3% with DeepSpeed's prefetch, below); the median stays 13.1%. The ZeRO-3 gap (about 10 GiB per GPU on 72B LoRA, 8 on 1.8B
 full) is not in what DeepSpeed's code allocates on purpose; left: the caching allocator, whose reserve beyond
 the allocated bytes, a candidate only (ZeRO-3 allocates its gathers on its own CUDA stream, and PyTorch's
 caching allocator reuses a cached block only on the stream it was allocated on), which needs a measured run.
 
 Why rows miss, as far as found (pinned, not fixed):
-- memory under by a fixed amount that does not grow with the tokens: 1.2-1.5 GiB on one GPU without
-  DeepSpeed (1.8B and 7B LoRA), about 1.5 GiB with ZeRO-2 on one GPU (1.8B and 7B Q-LoRA at 256 tokens),
-  about 10 GiB per GPU with ZeRO-3 (72B LoRA; 1.8B full: 8 GiB). Not the CUDA context: PyTorch sets
+- memory under by an amount that hardly grows with the tokens, per GPU: 0.5-1.5 GiB on one GPU without
+  DeepSpeed up to 2,048 tokens (1.8B, 7B and 14B LoRA), about 1.5 GiB with ZeRO-2 on one GPU (1.8B and 7B Q-LoRA;
+  14B and 72B Q-LoRA 2-4), about 11 GiB with ZeRO-3 on 72B LoRA and 8.4 on 1.8B full. Not the CUDA context: PyTorch sets
   CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB of context
   against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
   profile carries. ZeRO-3's gathers are priced as DeepSpeed's code makes them (above); the caching
@@ -111,7 +127,7 @@ Why rows miss, as far as found (pinned, not fixed):
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
   (0.27 GB of states, under 1% of any row).
-Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 14% (13.1%
+Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 11% (10.3%
 recorded); each row group pinned to its recorded band ± 3 points, so that a change to the model shows here
 and this note is updated.
 """
@@ -153,20 +169,25 @@ TABLE = {
 # (lowest, highest tokens/s error) of each group
 BANDS = {
     ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.079)),
-    ("1.8B", "lora-emb", 1, 1): ((-0.242, -0.082), (-0.171, -0.088)),
+    ("1.8B", "lora-emb", 1, 1): ((-0.103, -0.066), (-0.171, -0.088)),
     ("1.8B", "qlora", 1, 1): ((-0.253, -0.197), (-0.067, 0.309)),
     ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.137, 3.179)),
-    ("7B", "lora", 1, 1): ((-0.105, -0.042), (-0.246, -0.132)),
-    ("7B", "lora-emb", 1, 1): ((-0.158, -0.073), (-0.164, -0.121)),
-    ("7B", "qlora", 1, 1): ((-0.180, -0.113), (-0.040, 1.104)),
+    ("7B", "lora", 1, 1): ((-0.105, -0.037), (-0.246, -0.132)),
+    ("7B", "lora-emb", 1, 1): ((-0.076, 0.008), (-0.164, -0.121)),
+    ("7B", "qlora", 1, 1): ((-0.180, -0.106), (-0.040, 1.104)),
     ("7B", "full", 1, 2): ((-0.175, -0.040), (0.563, 3.514)),
     ("7B", "lora", 2, 2): ((-0.308, -0.060), (0.627, 0.856)),
-    ("14B", "lora", 1, 1): ((-0.088, -0.020), (-0.196, -0.168)),
-    ("14B", "lora-emb", 1, 1): ((-0.124, -0.060), (-0.184, -0.145)),
-    ("14B", "qlora", 1, 1): ((-0.174, -0.079), (-0.050, 1.497)),
-    ("72B", "lora", 1, 4): ((-0.183, -0.146), (-0.100, 1.446)),
-    ("72B", "qlora", 1, 1): ((-0.068, -0.028), (-0.012, 2.097)),
+    ("14B", "lora", 1, 1): ((-0.088, -0.016), (-0.196, -0.168)),
+    ("14B", "lora-emb", 1, 1): ((-0.077, 0.024), (-0.184, -0.145)),
+    ("14B", "qlora", 1, 1): ((-0.166, -0.079), (-0.050, 1.497)),
+    ("72B", "lora", 1, 4): ((-0.205, -0.163), (-0.100, 1.446)),
+    ("72B", "qlora", 1, 1): ((-0.058, -0.028), (-0.012, 2.097)),
 }
+
+
+# the Trainer's optim under transformers 4.32-4.37 (Qwen's requirements.txt) is adamw_torch, torch.optim.AdamW
+# with its foreach step on CUDA; PyTorch 2.0's _multi_tensor_adamw holds two moment-sized intermediates
+INTERMEDIATES = 2
 
 
 def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_stage: int | None = None):
@@ -192,7 +213,7 @@ def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_s
     # Qwen's ds_config_zero2.json: reduce_bucket_size 2e8 (ds_config_zero3.json: "auto", the profile's), as a
     # user's frameworks.toml entry for hf-trainer would set it
     sc = sc.model_copy(update={"framework_profile": sc.framework_profile.model_copy(
-        update={"zero2_reduce_bucket": 200_000_000})})
+        update={"zero2_reduce_bucket": 200_000_000, "optimizer_intermediates": INTERMEDIATES})})
     return estimate(sc), n
 
 
@@ -216,10 +237,10 @@ def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
 
 
 def test_medians(results):
-    """Memory: 13.1% recorded, pinned at 14% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
+    """Memory: 10.3% recorded, pinned at 11% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, *_ in rows) <= 0.14
+    assert statistics.median(abs(m) for m, *_ in rows) <= 0.11
     assert statistics.median(abs(t) for _, t, *_ in rows) <= 0.20
 
 
@@ -236,24 +257,26 @@ def test_every_published_run_fits(results):
     assert all(fits for group in results.values() for _, _, fits, _ in group)
 
 
-# Memory median |error| under each reading of the published "G" (module doc, "How Qwen measured"), recorded
-# 2026-11-27: the unit (GiB, or 1e9 bytes) and the quantity (the device, as llmplan's total; or PyTorch's
-# allocated bytes, as Qwen's published inference profiler reads them, llmplan's total less its overhead term).
-READINGS = {("GiB", "device"): 0.131, ("GiB", "allocated"): 0.197, ("GB", "device"): 0.067,
-            ("GB", "allocated"): 0.137}
+# Memory under each reading of the published "G" (module doc, "How Qwen measured"), recorded 2026-11-27: the unit
+# (GiB, or 1e9 bytes) and the quantity (the device, as llmplan's total; or PyTorch's allocated bytes, as Qwen's
+# published inference profiler reads them: llmplan's total less its overhead term) → (median |error|, rows more
+# than 10% under, rows over).
+READINGS = {("GiB", "device"): (0.103, 41, 4), ("GiB", "allocated"): (0.164, 64, 0),
+            ("GB", "device"): (0.057, 29, 29), ("GB", "allocated"): (0.102, 44, 5)}
 
 
 @pytest.mark.parametrize("unit, quantity", READINGS, ids=lambda x: str(x))
 def test_the_reading_of_the_published_figure(results, unit, quantity):
-    """Pinned ± 1 point, so a change shows. Under every reading but the decimal one of the whole device, llmplan
-    is under on every row; that reading is the one with the least support (no Qwen tool prints decimal GB
-    beside nvidia-smi's MiB), and it is not chosen here because it fits best."""
+    """Pinned (median ± 1 point, row counts ± 3), so a change shows. The reading the comparison uses (GiB of the
+    whole device) is not chosen for its fit: the decimal one fits best and has the least support."""
     scale = GIB / 1e9 if unit == "GB" else 1.0
     index = 0 if quantity == "device" else 3
     errors = [(1 + row[index]) * scale - 1 for group in results.values() for row in group]
-    assert statistics.median(abs(e) for e in errors) == pytest.approx(READINGS[unit, quantity], abs=0.01)
-    if (unit, quantity) != ("GB", "device"):
-        assert max(errors) < 0
+    median, under, over = READINGS[unit, quantity]
+    assert statistics.median(abs(e) for e in errors) == pytest.approx(median, abs=0.01)
+    assert abs(sum(e < -0.10 for e in errors) - under) <= 3
+    assert abs(sum(e > 0 for e in errors) - over) <= 3
+
 
 
 @pytest.mark.parametrize("method", ["lora", "lora-emb"])
@@ -282,3 +305,18 @@ def test_gptq_base_keeps_its_16_bit_embeddings():
                                             training=t, workload="finetune")))
         weights = nf4.memory.weights.value - gptq.memory.weights.value
         assert low * embeddings < weights < high * embeddings, (zero_stage, weights / embeddings)
+
+
+def test_gptq_block_keeps_its_dequantised_weights_for_the_backward():
+    """auto-gptq's QuantLinear (qlinear_cuda_old) dequantises with torch ops at 128 rows or more and multiplies
+    with torch.matmul, whose backward keeps the fp16 weight (``ops.gptq_saved_weights``): a block's saved tensors
+    carry 2 B per quantised weight more on a GPTQ base than on NF4 (bitsandbytes' MatMul4Bit keeps none). Qwen-7B's
+    block has 4096 × (3 · 4096 + 4096) + 3 × 4096 × 11,008 quantised weights; exact."""
+    from llmplan.core.training.ops import gptq_saved_weights
+
+    tr = TrainingSettings(method="qlora", quant_base="gptq")
+    prof = resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100), training=tr,
+                                workload="finetune")).framework
+    block = 4096 * (3 * 4096 + 4096) + 3 * 4096 * 11_008
+    assert gptq_saved_weights(tr, prof, block) == 2.0 * block
+    assert gptq_saved_weights(tr.model_copy(update={"quant_base": "nf4"}), prof, block) == 0.0

@@ -27,7 +27,9 @@ commit 6ea44d0, 2023-11-10, the release of Qwen's published fine-tuning table), 
   they are used again within ``stage3_max_reuse_distance`` parameters of the trace (Qwen's 1e9): the output
   head from its forward through its backward (the next module in the trace), the recomputed block through its
   own backward; ``stage3_max_live_parameters`` (1e9) only caps the prefetch, ``stage3_prefetch_bucket_size``
-  ("auto": 0.9 · hidden², the profile's ``prefetch_params``) sets it. A block's forward use is followed by its
+  ("auto": 0.9 · hidden², as the Trainer fills it) sets it: whole parameters are queued while fewer than that
+  many are in flight, so one matrix more than the bucket at most (``prefetch_elements``). A block's forward use is
+  followed by its
   recompute only after the head's forward and backward (twice the head's parameters: 1.24e9 for Qwen-7B,
   2.5e9 for Qwen-72B, past 1e9), so the eager model's one block gathered, with the prefetch beside it, stands
   for the blocks' backward.
@@ -86,6 +88,15 @@ def step_copies(trainable_on_gpu: float, tr: TrainingSettings, stage: int) -> fl
         return 0.0
     n = min(trainable_on_gpu, SUB_GROUP_ELEMENTS) if stage == 3 else trainable_on_gpu
     return STEP_BYTES_PER_PARAM * n
+
+
+def prefetch_elements(m: ModelSpec, prof: FrameworkProfile) -> float:
+    """ZeRO-3's prefetch in flight: ``stage3_prefetch_bucket_size`` (the profile's ``prefetch_params``; "auto",
+    0, as the Trainer fills it: 0.9 · hidden²) and the one whole matrix that may cross it
+    (``fetch_sub_module`` queues parameters while fewer than the bucket's are in flight), the block's widest:
+    hidden × the larger of the MLP's and the attention's widths."""
+    bucket = prof.prefetch_params or 0.9 * m.hidden_size * m.hidden_size
+    return bucket + m.hidden_size * max(m.intermediate_size, m.q_width)
 
 
 def largest_gradient_piece(largest_tensor: float, trainable_on_gpu: float, shard: int, stage: int) -> float:

@@ -96,15 +96,17 @@ class EagerPeak:
 EAGER_PHASES = ("loss forward", "loss backward", "backward through the blocks", "optimizer step")
 
 
-def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkProfile) -> float:
+def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkProfile, budget: float = 0.0) -> float:
     """Bytes of the all-gather FSDP2 keeps ahead of the block computing: in the forward the current block's
     all-gather output stays until the next block's copy-out (its implicit prefetch overlaps the two), in
     the backward ``_backward_prefetch`` gathers the next block in reverse post-forward order while this
     one runs (torch.distributed.fsdp ``FSDPParamGroup.wait_for_unshard`` and ``_backward_prefetch``): one
     block's weights (``block_bytes`` for its ``block_params``). A profile with a prefetch budget (DeepSpeed's
-    ``stage3_prefetch_bucket_size``) holds at most that many parameters ahead."""
-    if prof.prefetch_params and block_params > prof.prefetch_params:
-        return block_bytes * prof.prefetch_params / block_params
+    ``stage3_prefetch_bucket_size``) holds at most that many parameters ahead; ``budget``, where given, is the
+    caller's (``deepspeed_zero.prefetch_elements``)."""
+    budget = budget or prof.prefetch_params
+    if budget and block_params > budget:
+        return block_bytes * budget / block_params
     return block_bytes
 
 

@@ -131,11 +131,12 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
     on_gpu = trainable / st.shard_dense
     piece = ds.largest_gradient_piece(_largest_trainable(m, pb, tr), on_gpu, st.shard_dense, zs)
-    blocks, ahead = _gathered_blocks(tr, prof, sp, st, trainable, layers)
+    budget = ds.prefetch_elements(m, prof) if zs == 3 else 0.0
+    blocks, ahead = _gathered_blocks(tr, prof, sp, st, trainable, layers, budget)
     head_bytes = head.gemm.n * head.gemm.k * frozen_weight_bytes(tr.precision) if head is not None else 0.0
     gathered = ds.gathered_by_phase(blocks, head_bytes, ahead, st.shard_dense, zs)
-    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs),
-                    ds.step_transient(on_gpu, piece, tr, zs),
+    step = ds.step_transient(on_gpu, piece, tr, zs) if zs else foreach_intermediates(tr, prof, st)
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs), step,
                     dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
     buffers = pk.weight_copies + pk.gathered
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
@@ -155,6 +156,18 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
                        pk.offloaded, paged_host, paged)
 
 
+def foreach_intermediates(tr, prof: FrameworkProfile, st: StateBytes) -> float:
+    """torch.optim AdamW's foreach step: ``prof.optimizer_intermediates`` tensor lists the size of one moment, in
+    the parameters' dtype as the moments are (``zeros_like(param)``): half the states' bytes each. Where the
+    trained tensors have two dtypes (LoRA's fp32 adapters, ``modules_to_save``'s 16-bit copies) the step takes
+    one dtype at a time, so this is an upper bound there. None for another optimizer, its paged or 16-bit-state
+    variants, or a step on the host."""
+    if (not prof.optimizer_intermediates or tr.optimizer != "adamw" or tr.paged_optimizer
+            or tr.bf16_optimizer_states or tr.optimizer_in_backward or tr.offload != "none"):
+        return 0.0
+    return prof.optimizer_intermediates * st.optimizer / 2
+
+
 def _largest_trainable(m: ModelSpec, pb: ParamBreakdown, tr) -> float:
     """Elements of the largest trained tensor: the embedding or head in a full fine-tune or with
     ``modules_to_save``, else LoRA's widest factor (rank × the widest projection side)."""
@@ -164,9 +177,10 @@ def _largest_trainable(m: ModelSpec, pb: ParamBreakdown, tr) -> float:
 
 
 def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
-                     layers: int) -> tuple[float, float]:
+                     layers: int, budget: float = 0.0) -> tuple[float, float]:
     """ZeRO-3 / FSDP under an eager profile: (the block gathered with its unsharded gradients and the next
-    block's all-gather issued ahead of it; that prefetch alone: ``eager_memory.prefetched_gather``). A full
+    block's all-gather issued ahead of it, at most ``budget`` parameters where given; that prefetch alone:
+    ``eager_memory.prefetched_gather``). A full
     fine-tune gathers the trained weights (``states.model_states``); LoRA gathers the frozen base in its stored
     format and the adapters, and only the adapters have gradients."""
     if not st.gather_buffer:
@@ -177,7 +191,7 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
         adapters = trainable / max(layers, 1)
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
-    ahead = prefetched_gather(sp.largest_layer, weights, prof)
+    ahead = prefetched_gather(sp.largest_layer, weights, prof, budget)
     return gathered + ahead, ahead
 
 
