@@ -28,11 +28,10 @@ commit 6ea44d0, 2023-11-10, the release of Qwen's published fine-tuning table), 
   head from its forward through its backward (the next module in the trace), the recomputed block through its
   own backward; ``stage3_max_live_parameters`` (1e9) only caps the prefetch, ``stage3_prefetch_bucket_size``
   ("auto": 0.9 · hidden², as the Trainer fills it) sets it: whole parameters are queued while fewer than that
-  many are in flight, so one matrix more than the bucket at most (``prefetch_elements``). A block's forward use is
-  followed by its
-  recompute only after the head's forward and backward (twice the head's parameters: 1.24e9 for Qwen-7B,
-  2.5e9 for Qwen-72B, past 1e9), so the eager model's one block gathered, with the prefetch beside it, stands
-  for the blocks' backward.
+  many are in flight, so one matrix more than the bucket at most (``prefetch_elements``). A block's forward use
+  is followed by its recompute only after the head's forward and backward (twice the head's parameters: 1.24e9
+  for Qwen-7B, 2.5e9 for Qwen-72B, past 1e9), so the eager model's one block gathered, with the prefetch beside
+  it, stands for the blocks' backward.
 
 ``reduce_bucket_size`` is the profile's (``zero2_reduce_bucket``, ``zero3_reduce_bucket``); "auto" is filled
 by the Trainer with hidden_size² (transformers ``HfTrainerDeepSpeedConfig.trainer_config_finalize``).

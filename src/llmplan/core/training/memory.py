@@ -180,9 +180,8 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
                      layers: int, budget: float = 0.0) -> tuple[float, float]:
     """ZeRO-3 / FSDP under an eager profile: (the block gathered with its unsharded gradients and the next
     block's all-gather issued ahead of it, at most ``budget`` parameters where given; that prefetch alone:
-    ``eager_memory.prefetched_gather``). A full
-    fine-tune gathers the trained weights (``states.model_states``); LoRA gathers the frozen base in its stored
-    format and the adapters, and only the adapters have gradients."""
+    ``eager_memory.prefetched_gather``). A full fine-tune gathers the trained weights (``states.model_states``);
+    LoRA gathers the frozen base in its stored format and the adapters, and only the adapters have gradients."""
     if not st.gather_buffer:
         return 0.0, 0.0
     if tr.method == "full":
