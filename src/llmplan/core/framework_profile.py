@@ -176,7 +176,8 @@ class FrameworkProfile(FrozenModel):
         "allocates during its step, beside the states: 2 in torch 2.0 (exp_avg_sq_sqrt and denom, "
         "_multi_tensor_adamw), 1 from torch 2.1 (pytorch/pytorch PR #104898, 2023-07-10); 0: a fused step "
         "(torch's fused AdamW, the Trainer's adamw_torch_fused, DeepSpeed's FusedAdam), which allocates none. The "
-        "Trainer's default optim was adamw_torch (foreach) from transformers 4.32 (PR #25109) until adamw_torch_fused"
+        "Trainer's default optim was adamw_torch (foreach) from transformers 4.32 (PR #25109) until it became "
+        "adamw_torch_fused"
     )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")

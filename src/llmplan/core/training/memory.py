@@ -27,7 +27,7 @@ from llmplan.core.training.eager_memory import (
 )
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
-from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
+from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind
 from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
@@ -140,8 +140,8 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
                     dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
     buffers = pk.weight_copies + pk.gathered
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
-    if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
-        buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
+    if tr.method == "qlora":  # one block matrix dequantised at a time (``ops.dequant_transient_bytes``)
+        buffers += dequant_transient_bytes(tr, prof) * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
     paged = paged_host = 0.0
     if tr.paged_optimizer and st.optimizer:  # unified memory, outside PyTorch's allocator (switches module doc)
