@@ -171,6 +171,14 @@ class FrameworkProfile(FrozenModel):
         0, ge=0, description="zero_engine deepspeed, ZeRO-3: the same setting; 0: \"auto\" (hidden_size²), as the "
         "ZeRO-3 examples of LLaMA-Factory, axolotl and Qwen set it"
     )
+    optimizer_intermediates: int = Field(
+        0, ge=0, le=2, description="tensor lists the size of one Adam moment that torch.optim's foreach AdamW "
+        "allocates during its step, beside the states: 2 in torch 2.0 (exp_avg_sq_sqrt and denom, "
+        "_multi_tensor_adamw), 1 from torch 2.1 (pytorch/pytorch PR #104898, 2023-07-10); 0: a fused step "
+        "(torch's fused AdamW, the Trainer's adamw_torch_fused, DeepSpeed's FusedAdam), which allocates none. The "
+        "Trainer's default optim was adamw_torch (foreach) from transformers 4.32 (PR #25109) until it became "
+        "adamw_torch_fused"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""

@@ -5,7 +5,12 @@ Source: microsoft/DeepSpeed tag v0.12.3 (commit 6ea44d0, 2023-11-10), read 2026-
 - runtime/zero/stage_1_and_2.py: ``single_partition_of_fp32_groups`` (the fp32 master), ``backward()``'s
   ``ipg_buffer`` (``reduce_bucket_size`` elements in the model dtype, a second one with ``overlap_comm``),
   ``step()``'s ``flatten(averaged_gradients).to(fp32)``;
-- runtime/zero/stage3.py: ``__ipg_bucket_flat_buffer`` (kept), ``_prepare_fp32_grad_for_sub_group``;
+- runtime/zero/stage3.py: ``__ipg_bucket_flat_buffer`` (kept), ``_prepare_fp32_grad_for_sub_group``; ``step()``
+  calls ``_partition_all_parameters`` first (nothing gathered at the step);
+- both optimizers' ``get_grad_norm_direct``: ``g.double().norm(2)``, one gradient at a time (8 B per element);
+- runtime/zero/partition_parameters.py ``all_gather_coalesced``: one rank returns ``_no_gather_coalesced``;
+  runtime/zero/partitioned_param_coordinator.py ``__params_to_release``: a parameter used again within
+  ``max_reuse_distance`` parameters stays gathered (the output head, from its forward to its backward);
 - runtime/zero/config.py: reduce_bucket_size 5e8, sub_group_size 1e9 by default.
 transformers ``HfTrainerDeepSpeedConfig.trainer_config_finalize`` fills reduce_bucket_size "auto" with
 hidden_size². Tolerance: exact (each term is its formula, evaluated on Qwen-7B, hidden 4,096, at 1 × 512).
@@ -100,3 +105,44 @@ def test_no_deepspeed_no_terms():
     assert (ds.backward_buckets(m, tr, prof, zs), ds.persistent_bucket(m, tr, prof, zs),
             ds.step_copies(1e9, tr, zs)) == (0.0, 0.0, 0.0)
     assert estimate(sc).memory.buffers.value == estimate(_scenario(zero_stage=0)).memory.buffers.value
+
+
+def test_step_transient_is_the_larger_of_the_norm_copy_and_the_step_copies():
+    """The norm's fp64 copy of the largest gradient piece comes before the flat copies, and is freed first."""
+    tr = _scenario(zero_stage=2).training
+    # ZeRO-2, a partition of 1e8 that one 5e8-element tensor fills: the norm copies 1e8 elements at 8 B
+    piece = ds.largest_gradient_piece(5e8, 1e8, shard=64, stage=2)
+    assert piece == 1e8 and ds.step_transient(1e8, piece, tr, 2) == 8.0 * 1e8
+    # ZeRO-3 partitions every tensor: Qwen-7B's 622M-element head on 2 GPUs is 311M, under one sub-group's copies
+    piece3 = ds.largest_gradient_piece(151_936 * H, 3.86e9, shard=2, stage=3)
+    assert piece3 == 151_936 * H / 2 and ds.step_transient(3.86e9, piece3, tr, 3) == 6.0 * 1e9
+    offloaded = tr.model_copy(update={"offload": "cpu"})
+    assert ds.step_transient(1e8, piece, offloaded, 2) == 0.0  # ZeRO-Offload: the step runs on the host
+
+
+def test_zero3_gathers_per_phase():
+    """Nothing on one rank; at the step nothing; at the loss the head with the prefetch; in the blocks' backward
+    the block with its prefetch. No DeepSpeed ZeRO-3: no per-phase view (the caller's block in every phase)."""
+    assert ds.gathered_by_phase(10.0, 7.0, 2.0, shard=1, stage=3) == {}
+    assert ds.gathered_by_phase(10.0, 7.0, 2.0, shard=2, stage=3) == {
+        "loss forward": 9.0, "loss backward": 9.0, "backward through the blocks": 10.0, "optimizer step": 0.0}
+    assert ds.gathered_by_phase(10.0, 0.0, 2.0, shard=2, stage=3)["loss forward"] == 10.0  # not the last stage
+    assert ds.gathered_by_phase(10.0, 7.0, 2.0, shard=2, stage=2) is None
+
+
+def test_zero3_step_peak_holds_no_gathered_block():
+    """Qwen-7B full on 2 GPUs peaks at the step: its buffers are the sub-group copies and the flat bucket only."""
+    mem = estimate(_scenario(method="full", zero_stage=3, gpus=2)).memory
+    assert mem.activations.inputs["phase"] == "optimizer step"
+    assert mem.buffers.value == pytest.approx(6.0 * 1e9 + H * H * 2)
+    one = estimate(_scenario(method="full", zero_stage=3, gpus=1)).memory  # one rank: never a gathered copy
+    assert one.buffers.value == pytest.approx(6.0 * 1e9 + H * H * 2)
+
+
+def test_zero3_prefetch_is_the_bucket_and_one_matrix():
+    """stage3_prefetch_bucket_size "auto" = 0.9 · hidden² (the Trainer), and whole parameters are queued while
+    fewer than that are in flight: one matrix more at most, the widest (Qwen-7B: hidden × 11,008)."""
+    sc = _scenario(method="full", zero_stage=3, gpus=2)
+    assert ds.prefetch_elements(sc.model, sc.framework) == 0.9 * H * H + H * 11_008
+    set_by_user = sc.framework.model_copy(update={"prefetch_params": 50_000_000})
+    assert ds.prefetch_elements(sc.model, set_by_user) == 50_000_000 + H * 11_008

@@ -3,9 +3,10 @@
 Source: QwenLM/Qwen README.md, "Profiling of Memory and Speed" (commit 2df8e8a, 2026-03-05; the table dates
 from the Qwen-72B and 1.8B release, 2023-11-30): one A100-SXM4-80G, CUDA 11.8, PyTorch 2.0, FlashAttention 2,
 batch size 1, gradient accumulation 8, sequences of 256 ... 8,192 tokens; peak GPU memory ("G", read here as
-GiB, the whole device as nvidia-smi shows it: llmplan's total with the CUDA context; the README names neither)
-and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA (multinode)" on 2 × 2, 72B LoRA
-+ ZeRO-3 on 4: their memory is the sum over the GPUs (7B full at 256 tokens: 139.2 G = 69.6 per GPU).
+GiB, the whole device as nvidia-smi shows it: llmplan's total with the CUDA context; the README names neither,
+see "How Qwen measured") and seconds per iteration (8 micro-batches). 7B full-parameter on 2 GPUs, "LoRA
+(multinode)" on 2 × 2, 72B LoRA + ZeRO-3 on 4: their memory is the sum over the GPUs (7B full at 256 tokens:
+139.2 G = 69.6 per GPU).
 
 Settings, from the repository's own scripts (finetune.py and finetune/*.sh at the same commit):
 - every script passes ``--gradient_checkpointing`` (recompute full) and pads each sequence to
@@ -46,41 +47,94 @@ Found and fixed from code, with what each did to the table:
   → −16 … −2% and 1.8B full −24 … −14% → −25 … −19% (no autocast copies of fp32 weights and no fp32
   residual stream any more: at short lengths the optimizer step is their peak). The DeepSpeed rows' tokens/s
   rise (no autocast casts): median 16.5% → 17.1%.
+- the runs without DeepSpeed step with torch.optim.AdamW's foreach code (the Trainer's optim adamw_torch, its
+  default from transformers 4.32, PR #25109; Qwen asks for transformers ≥ 4.32, < 4.38), which in PyTorch 2.0
+  holds two tensor lists the size of one Adam moment beside the states (``_multi_tensor_adamw``:
+  ``exp_avg_sq_sqrt`` and ``denom``; one from torch 2.1, PR #104898): the profile's
+  ``optimizer_intermediates`` = 2 here (``INTERMEDIATES``), as a user's frameworks.toml entry would set it. LoRA
+  (emb) trains the embeddings and head, so its step becomes its peak at short lengths, and the published
+  figures are flat there as a step peak is (7B: 33.7-35.2 G from 256 to 2,048 tokens; llmplan 34.0 at each):
+  1.8B LoRA (emb) −24 … −8% → −10 … −7%, 7B −16 … −7% → −8 … +1%, 14B −12 … −6% → −8 … +2%, 7B LoRA
+  −10.5 … −4.2% → −10.5 … −3.7%; memory median 13.1% → 10.3%, rows more than 10% under 49 → 41.
+- ZeRO-3's prefetch is DeepSpeed's (``deepspeed_zero.prefetch_elements``: the "auto" bucket, 0.9 · hidden²,
+  and the one matrix that may cross it), not a whole block: 72B LoRA −18.3 … −14.6% → −20.5 … −16.3%.
+- the GPTQ base as auto-gptq v0.5.1 runs it (qlinear_cuda_old, at 128 rows or more): the dequantised fp16
+  weights ``torch.matmul``'s backward keeps (``ops.gptq_saved_weights``; one block's under full recompute, in the
+  blocks' backward) and the dequantisation's int32 unpacking beside its int8 cast, 5 B per element of the
+  matrix in hand, not bitsandbytes' 2 (``ops.dequant_transient_bytes``): 1.8B Q-LoRA −25.3 … −19.7% → −24.7 …
+  −19.4%, 7B −18.0 … −11.3% → −17.5 … −9.5%, 14B −17.4 … −7.9% → −15.5 … −7.2%, 72B −6.8 … −2.8% → −4.8 …
+  −2.0%; memory median 10.3% → 9.7%, rows more than 10% under 41 → 40.
 
 Results (2026-11-27), llmplan ÷ published − 1, per row group in ``BANDS``:
-- memory, median |error| 13.1% over the 81 rows (the issue asks ≤ 10% per tool and method; not met), 49
-  rows more than 10% under: 7B and 14B LoRA −2 … −10%; LoRA (emb) −6 … −24%; Q-LoRA −25 … −3%; 1.8B rows
-  −6 … −25%; 72B LoRA + ZeRO-3 −19 … −16%; 7B full on 2 GPUs −16 … −2%.
+- memory, median |error| 9.7% over the 81 rows; per method LoRA 11.8% (30 rows, 16 more than 10% under), LoRA
+  (emb) 6.3% (18, 1), Q-LoRA 11.9% (24, 16), full 19.3% (9, 7): the issue's ≤ 10% per tool and method and "no
+  row more than 10% under" are not met. 40 rows more than 10% under, 4 over (LoRA (emb) at short lengths, +2.4% at
+  most): 7B and 14B LoRA −2 … −10%; LoRA (emb) −10 … +2%; Q-LoRA −25 … −2%; 1.8B LoRA, Q-LoRA and full −6 …
+  −25%; 72B LoRA + ZeRO-3 −20 … −16%; 7B full on 2 GPUs −18 … −4%.
 - tokens/s, median |error| 17.1% (the issue asks ≤ 20%).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
+How Qwen measured (checked 2026-11-27 for zgap28; not established): the README's text around the table says "we
+profile the memory (GB) and speed (s/iter)" and nothing more, and the repository holds no training profiler (its
+history searched for max_memory_allocated, memory_reserved and nvidia-smi): finetune.py runs the Trainer with
+``report_to none`` and reads no memory counter. The one profiler Qwen published for the same README, its inference
+"profile.py" (linked from the README's Inference Performance section; copies of it are public), records
+``torch.cuda.max_memory_allocated()`` and prints it divided by 1024³ as "GB": PyTorch's allocated bytes, in GiB,
+without the CUDA context or the caching allocator's reserve. If the fine-tuning table was read the same way,
+llmplan's figure to compare is its total less its ``overhead`` term (the CUDA context, 0.5 GiB for hf-trainer, and
+the allocator's reserve, 5% of the allocated bytes: the device figure, as the Figure's formula says), and the rows
+are further under (``test_the_reading_of_the_published_figure``: median 16.4% instead of 9.7%, 62 rows more than
+10% under). Read as decimal GB of the whole device, the median is 5.3% with 28 rows still more than 10% under and 29
+over; that reading is recorded, not chosen. Either way the missing bytes are not the context or the workspaces:
+PyTorch's cuBLAS workspace is 4096 KiB × 2 + 16 KiB × 8 = 8,519,680 bytes per handle and stream on a pre-Hopper GPU
+(pytorch/pytorch aten/src/ATen/cuda/CublasHandlePool.cpp ``parseChosenWorkspaceSize``, default ":4096:2:16:8"),
+allocated from PyTorch's own pool: two handles (the forward's thread and autograd's) are 16 MiB.
+
+ZeRO-3 as DeepSpeed v0.12.3 runs it, read for zgap28 (``core.training.deepspeed_zero`` module doc): on one GPU
+nothing is gathered (``all_gather_coalesced`` → ``_no_gather_coalesced``), at the step nothing is gathered
+(``_partition_all_parameters`` first), at the loss the output head is held gathered from its forward to its backward
+(``max_reuse_distance``), and the gradient norm copies one gradient piece to fp64 before the step copies.
+stage3_max_live_parameters = 1e9 only caps the prefetch; with max_reuse_distance = 1e9 a block's parameters would
+stay gathered from its forward to its recompute only when the head's forward and backward and the blocks after it
+come to less than 1e9 parameters (Qwen-7B's head alone is 0.62e9, twice; Qwen-72B's 1.25e9). Priced, these move 1.8B
+full −24.8 … −18.6% → −25.4 … −19.3% (no gathered block on one GPU), 7B full on 2 GPUs −16.1 … −2.3% → −17.5 … −4.0%
+(none at its step peak) and 72B LoRA −19.2 … −15.5% → −18.3 … −14.6% (the head gathered at the loss; −20.5 … −16.3%
+with DeepSpeed's prefetch, below); the median stays 13.1%. The rest of the ZeRO-3 gap (about 11 GiB per GPU on 72B
+LoRA, 8.4 on 1.8B full) is not in what DeepSpeed's code allocates. A candidate, not measured: the caching
+allocator's reserve beyond the allocated bytes (ZeRO-3 allocates its gathers on its own CUDA stream, and PyTorch's
+caching allocator reuses a cached block only on the stream it was allocated on).
+
 Why rows miss, as far as found (pinned, not fixed):
-- memory under by a fixed amount that does not grow with the tokens: 1.2-1.5 GiB on one GPU without
-  DeepSpeed (1.8B and 7B LoRA), about 1.5 GiB with ZeRO-2 on one GPU (1.8B and 7B Q-LoRA at 256 tokens),
-  about 10 GiB per GPU with ZeRO-3 (72B LoRA; 1.8B full: 8 GiB). Not the CUDA context: PyTorch sets
-  CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB of context
-  against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
-  profile carries. Not priced: ZeRO-3's prefetch and live-parameter budget beyond the next block
-  (stage3_max_live_parameters and stage3_max_reuse_distance = 1e9 in ds_config_zero3.json) and the caching
-  allocator's fragmentation from gathering and freeing whole layers; neither was measured here. Unmodelled,
+- memory under by an amount that hardly grows with the tokens, per GPU: 0.5-1.5 GiB on one GPU without
+  DeepSpeed up to 2,048 tokens (1.8B, 7B and 14B LoRA), about 1.5 GiB with ZeRO-2 on one GPU (1.8B and 7B
+  Q-LoRA; 14B and 72B Q-LoRA 2-4), about 11 GiB with ZeRO-3 on 72B LoRA and 8.4 on 1.8B full. Not the CUDA
+  context: PyTorch sets CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB
+  of context against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
+  profile carries. ZeRO-3's gathers are priced as DeepSpeed's code makes them (above); the caching
+  allocator's reserve under ZeRO-3 is not, for want of a measurement. Unmodelled,
   and it would widen the gap: PEFT before 0.8 (Qwen asks for ``peft<0.8.0``) cast the adapters to the base
   weight's dtype (peft v0.7.1 ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``), so the
   single-GPU runs without DeepSpeed trained bf16 adapters with bf16 Adam states where the hf-trainer profile
   assumes fp32 ones.
-- 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0), far beyond any activation
-  or logits term at micro-batch 1; llmplan stays at 68.0 G (the optimizer step is its peak there).
+- 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0; out of memory at 2,048, as the
+  README says), about 16 MB per token, twice what the blocks would save without any checkpointing (Qwen's
+  eager block saves about 0.2 MB per token per layer, 6.5 MB over 32 layers, the logits 1-2 MB more); llmplan
+  stays at 66.8 G (the optimizer step is its peak there). No allocation read in DeepSpeed's, the Trainer's or
+  Qwen's code grows that fast; not priced.
 - short sequences: the table's steps do not fall below about 1 s per 8 micro-batches whatever the model
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 63-86% fast (30-71% before the DeepSpeed terms dropped its autocast casts): the
-  servers' network is not stated.
+- "LoRA (multinode)" is 63-86% fast (30-71% before the DeepSpeed terms dropped its autocast casts) and its
+  memory grows twice as fast as llmplan's: both read as the multinode script's own
+  ``--per_device_train_batch_size 2`` rather than the README's 1 (``test_multinode_lora_reads_as_the_scripts_
+  batch_of_two``: memory −4 … −11%, tokens/s +25 … −18% with 2); recorded, not chosen. The servers' network is
+  not stated.
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
   (0.27 GB of states, under 1% of any row).
-Tolerances: the issue's medians where they hold (tokens/s ≤ 20%); memory's median pinned at ≤ 14% (13.1%
-recorded); each row group pinned to its recorded band ± 3 points, so that a change to the model shows here
-and this note is updated.
+Tolerances: the issue's medians (memory ≤ 10%: 9.7% recorded; tokens/s ≤ 20%); each row group pinned to its
+recorded band ± 3 points, so that a change to the model shows here and this note is updated.
 """
 
 from __future__ import annotations
@@ -116,30 +170,38 @@ TABLE = {
                             (289.2, 161.5)],
     ("72B", "qlora", 1, 1): [(61.4, 27.4), (61.4, 31.5), (62.9, 41.4), (64.1, 59.5), (68.0, 97.7), (75.6, 179.8)],
 }
-# recorded (2026-11-27): (lowest, highest memory error), (lowest, highest tokens/s error) of each group
+# recorded (2026-11-27; the ZeRO-3 rows again after zgap28's per-phase gathers): (lowest, highest memory error),
+# (lowest, highest tokens/s error) of each group
 BANDS = {
     ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.079)),
-    ("1.8B", "lora-emb", 1, 1): ((-0.242, -0.082), (-0.171, -0.088)),
-    ("1.8B", "qlora", 1, 1): ((-0.253, -0.197), (-0.067, 0.309)),
-    ("1.8B", "full", 1, 1): ((-0.248, -0.186), (-0.137, 3.179)),
-    ("7B", "lora", 1, 1): ((-0.105, -0.042), (-0.246, -0.132)),
-    ("7B", "lora-emb", 1, 1): ((-0.158, -0.073), (-0.164, -0.121)),
-    ("7B", "qlora", 1, 1): ((-0.180, -0.113), (-0.040, 1.104)),
-    ("7B", "full", 1, 2): ((-0.161, -0.023), (0.563, 3.514)),
+    ("1.8B", "lora-emb", 1, 1): ((-0.103, -0.066), (-0.171, -0.088)),
+    ("1.8B", "qlora", 1, 1): ((-0.247, -0.194), (-0.067, 0.309)),
+    ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.137, 3.179)),
+    ("7B", "lora", 1, 1): ((-0.105, -0.037), (-0.246, -0.132)),
+    ("7B", "lora-emb", 1, 1): ((-0.076, 0.008), (-0.164, -0.121)),
+    ("7B", "qlora", 1, 1): ((-0.175, -0.095), (-0.040, 1.104)),
+    ("7B", "full", 1, 2): ((-0.175, -0.040), (0.563, 3.514)),
     ("7B", "lora", 2, 2): ((-0.308, -0.060), (0.627, 0.856)),
-    ("14B", "lora", 1, 1): ((-0.088, -0.020), (-0.196, -0.168)),
-    ("14B", "lora-emb", 1, 1): ((-0.124, -0.060), (-0.184, -0.145)),
-    ("14B", "qlora", 1, 1): ((-0.174, -0.079), (-0.050, 1.497)),
-    ("72B", "lora", 1, 4): ((-0.192, -0.155), (-0.100, 1.814)),
-    ("72B", "qlora", 1, 1): ((-0.068, -0.028), (-0.012, 2.097)),
+    ("14B", "lora", 1, 1): ((-0.088, -0.016), (-0.196, -0.168)),
+    ("14B", "lora-emb", 1, 1): ((-0.077, 0.024), (-0.184, -0.145)),
+    ("14B", "qlora", 1, 1): ((-0.155, -0.072), (-0.050, 1.497)),
+    ("72B", "lora", 1, 4): ((-0.205, -0.163), (-0.100, 1.446)),
+    ("72B", "qlora", 1, 1): ((-0.048, -0.020), (-0.012, 2.097)),
 }
 
 
-def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_stage: int | None = None):
-    """The run as Qwen's scripts make it (module doc); ``zero_stage`` overrides the script's."""
+# the Trainer's optim under transformers 4.32-4.37 (Qwen's requirements.txt) is adamw_torch, torch.optim.AdamW
+# with its foreach step on CUDA; PyTorch 2.0's _multi_tensor_adamw holds two moment-sized intermediates
+INTERMEDIATES = 2
+
+
+def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_stage: int | None = None,
+         micro_batch: int = 1):
+    """The run as Qwen's scripts make it (module doc); ``zero_stage`` overrides the script's, ``micro_batch`` the
+    README's batch of 1."""
     n = nodes * per_node
-    kw = dict(framework="hf-trainer", micro_batch=1, global_batch=8 * n, seq_len=seq_len, recompute="full",
-              optimizer="adamw", lora_rank=64, lora_dropout=0.05)
+    kw = dict(framework="hf-trainer", micro_batch=micro_batch, global_batch=8 * n * micro_batch, seq_len=seq_len,
+              recompute="full", optimizer="adamw", lora_rank=64, lora_dropout=0.05)
     if method == "full":
         kw.update(method="full", zero_stage=3)
     elif method == "qlora":
@@ -158,45 +220,70 @@ def plan(size: str, method: str, nodes: int, per_node: int, seq_len: int, zero_s
     # Qwen's ds_config_zero2.json: reduce_bucket_size 2e8 (ds_config_zero3.json: "auto", the profile's), as a
     # user's frameworks.toml entry for hf-trainer would set it
     sc = sc.model_copy(update={"framework_profile": sc.framework_profile.model_copy(
-        update={"zero2_reduce_bucket": 200_000_000})})
+        update={"zero2_reduce_bucket": 200_000_000, "optimizer_intermediates": INTERMEDIATES})})
     return estimate(sc), n
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[tuple, list[tuple[float, float, bool]]]:
-    """Per group and sequence length: (memory error, tokens/s error, fits)."""
+def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
+    """Per group and sequence length: (memory error, tokens/s error, fits, memory error of llmplan's allocated
+    bytes alone: the total less the CUDA context and the allocator's reserve)."""
     out = {}
     for key, rows in TABLE.items():
         out[key] = []
         for seq_len, (gib, s_per_it) in zip(LENGTHS, rows, strict=False):
             est, n = plan(*key, seq_len)
             memory = est.memory.total.value / GIB * n
+            allocated = (est.memory.total.value - est.memory.overhead.value) / GIB * n
             tokens_per_s = 8 * n * seq_len / s_per_it
-            out[key].append((memory / gib - 1, est.compute.tokens_per_s.value / tokens_per_s - 1, est.fits))
+            out[key].append((memory / gib - 1, est.compute.tokens_per_s.value / tokens_per_s - 1, est.fits,
+                             allocated / gib - 1))
             print(f"{key} {seq_len:5}: {memory:6.1f} vs {gib:5.1f} G, "
                   f"{est.compute.tokens_per_s.value:8.0f} vs {tokens_per_s:8.0f} tokens/s")
     return out
 
 
 def test_medians(results):
-    """Memory: 13.1% recorded, pinned at 14% (the issue's 10% is not met; module doc). Tokens/s: the issue's 20%."""
+    """The issue's medians: memory 9.7% recorded (≤ 10%), tokens/s 17.1% (≤ 20%); module doc."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, _, _ in rows) <= 0.14
-    assert statistics.median(abs(t) for _, t, _ in rows) <= 0.20
+    assert statistics.median(abs(m) for m, *_ in rows) <= 0.10
+    assert statistics.median(abs(t) for _, t, *_ in rows) <= 0.20
 
 
 @pytest.mark.parametrize("key", TABLE, ids=lambda k: "-".join(map(str, k)))
 def test_each_group_stays_in_its_recorded_band(results, key):
     (m_lo, m_hi), (t_lo, t_hi) = BANDS[key]
-    mem = [m for m, _, _ in results[key]]
-    tps = [t for _, t, _ in results[key]]
+    mem = [m for m, *_ in results[key]]
+    tps = [t for _, t, *_ in results[key]]
     assert m_lo - 0.03 <= min(mem) and max(mem) <= m_hi + 0.03, mem
     assert t_lo - 0.03 <= min(tps) and max(tps) <= t_hi + 0.03, tps
 
 
 def test_every_published_run_fits(results):
-    assert all(fits for group in results.values() for _, _, fits in group)
+    assert all(fits for group in results.values() for _, _, fits, _ in group)
+
+
+# Memory under each reading of the published "G" (module doc, "How Qwen measured"), recorded 2026-11-27: the unit
+# (GiB, or 1e9 bytes) and the quantity (the device, as llmplan's total; or PyTorch's allocated bytes, as Qwen's
+# published inference profiler reads them: llmplan's total less its overhead term) → (median |error|, rows more
+# than 10% under, rows over).
+READINGS = {("GiB", "device"): (0.097, 40, 4), ("GiB", "allocated"): (0.164, 62, 0),
+            ("GB", "device"): (0.053, 28, 29), ("GB", "allocated"): (0.102, 44, 5)}
+
+
+@pytest.mark.parametrize("unit, quantity", READINGS, ids=lambda x: str(x))
+def test_the_reading_of_the_published_figure(results, unit, quantity):
+    """Pinned (median ± 1 point, row counts ± 3), so a change shows. The reading the comparison uses (GiB of the
+    whole device) is not chosen for its fit: the decimal one fits best and has the least support."""
+    scale = GIB / 1e9 if unit == "GB" else 1.0
+    index = 0 if quantity == "device" else 3
+    errors = [(1 + row[index]) * scale - 1 for group in results.values() for row in group]
+    median, under, over = READINGS[unit, quantity]
+    assert statistics.median(abs(e) for e in errors) == pytest.approx(median, abs=0.01)
+    assert abs(sum(e < -0.10 for e in errors) - under) <= 3
+    assert abs(sum(e > 0 for e in errors) - over) <= 3
+
 
 
 @pytest.mark.parametrize("method", ["lora", "lora-emb"])
@@ -225,3 +312,39 @@ def test_gptq_base_keeps_its_16_bit_embeddings():
                                             training=t, workload="finetune")))
         weights = nf4.memory.weights.value - gptq.memory.weights.value
         assert low * embeddings < weights < high * embeddings, (zero_stage, weights / embeddings)
+
+
+def test_gptq_block_keeps_its_dequantised_weights_for_the_backward():
+    """auto-gptq's QuantLinear (v0.5.1 qlinear_cuda_old) dequantises with torch ops at 128 rows or more and multiplies
+    with torch.matmul, whose backward keeps the fp16 weight (``ops.gptq_saved_weights``): a block's saved tensors
+    carry 2 B per quantised weight more on a GPTQ base than on NF4 (bitsandbytes' MatMul4Bit keeps none). Qwen-7B's
+    block has 4096 × (3 · 4096 + 4096) + 3 × 4096 × 11,008 quantised weights; exact."""
+    from llmplan.core.training.ops import dequant_transient_bytes, gptq_saved_weights
+
+    tr = TrainingSettings(method="qlora", quant_base="gptq")
+    prof = resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100), training=tr,
+                                workload="finetune")).framework
+    block = 4096 * (3 * 4096 + 4096) + 3 * 4096 * 11_008
+    assert gptq_saved_weights(tr, prof, block) == 2.0 * block
+    assert gptq_saved_weights(tr.model_copy(update={"quant_base": "nf4"}), prof, block) == 0.0
+    # the matrix in hand while it is dequantised: int32 unpacking beside its int8 cast (bitsandbytes: bf16 only)
+    assert dequant_transient_bytes(tr, prof) == 4 + 1
+    assert dequant_transient_bytes(tr.model_copy(update={"quant_base": "nf4"}), prof) == 2
+
+
+
+def test_multinode_lora_reads_as_the_scripts_batch_of_two():
+    """Recorded, not chosen: "LoRA (multinode)" is off in memory growth (−6% at 256 tokens, −31% at 8,192) and in
+    speed (63-86% fast) together. finetune_lora_ds.sh, the multinode script, passes
+    ``--per_device_train_batch_size 2``; the README says every run used a batch of 1, and the single-GPU rows
+    (whose script also says 2) agree with 1. Planned with the script's 2, both gaps close at once (memory −4 …
+    −11%, tokens/s +25 … −18%, pinned ± 3 points), which no one missing term would do. The README's 1 stays the
+    test's setting; this records what the rows look like."""
+    key = ("7B", "lora", 2, 2)
+    mem, tps = [], []
+    for seq_len, (gib, s_per_it) in zip(LENGTHS, TABLE[key], strict=True):
+        est, n = plan(*key, seq_len, micro_batch=2)
+        mem.append(est.memory.total.value / GIB * n / gib - 1)
+        tps.append(est.compute.tokens_per_s.value / (8 * n * 2 * seq_len / s_per_it) - 1)
+    assert min(mem) >= -0.111 - 0.03 and max(mem) <= -0.044 + 0.03, mem
+    assert min(tps) >= -0.178 - 0.03 and max(tps) <= 0.245 + 0.03, tps

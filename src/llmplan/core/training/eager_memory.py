@@ -90,17 +90,23 @@ class EagerPeak:
     offloaded: float = 0.0  # saved activations held in host memory (activation offload)
     blocks: float = 0.0  # the blocks' kept tensors on the GPU (all saved tensors, or the checkpointed inputs)
     framework_buffers: float = 0.0  # the caller's per-phase buffers alive at the peak (DeepSpeed's, ``deepspeed_zero``)
+    gathered: float = 0.0  # ZeRO-3 / FSDP gathered weights alive at the peak (the caller's, per phase)
 
 
-def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkProfile) -> float:
+EAGER_PHASES = ("loss forward", "loss backward", "backward through the blocks", "optimizer step")
+
+
+def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkProfile, budget: float = 0.0) -> float:
     """Bytes of the all-gather FSDP2 keeps ahead of the block computing: in the forward the current block's
     all-gather output stays until the next block's copy-out (its implicit prefetch overlaps the two), in
     the backward ``_backward_prefetch`` gathers the next block in reverse post-forward order while this
     one runs (torch.distributed.fsdp ``FSDPParamGroup.wait_for_unshard`` and ``_backward_prefetch``): one
     block's weights (``block_bytes`` for its ``block_params``). A profile with a prefetch budget (DeepSpeed's
-    ``stage3_prefetch_bucket_size``) holds at most that many parameters ahead."""
-    if prof.prefetch_params and block_params > prof.prefetch_params:
-        return block_bytes * prof.prefetch_params / block_params
+    ``stage3_prefetch_bucket_size``) holds at most that many parameters ahead; ``budget``, where given, is the
+    caller's (``deepspeed_zero.prefetch_elements``)."""
+    budget = budget or prof.prefetch_params
+    if budget and block_params > budget:
+        return block_bytes * budget / block_params
     return block_bytes
 
 
@@ -131,12 +137,14 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,
                ops: LayerOps, head: HeadOps | None, layers: int, largest_grad: float = 0.0,
-               backward_buffers: float = 0.0, step_buffers: float = 0.0) -> EagerPeak:
+               backward_buffers: float = 0.0, step_buffers: float = 0.0,
+               gathered: dict[str, float] | None = None) -> EagerPeak:
     """The transient bytes at the step's peak on a GPU holding ``layers`` blocks (and the head when
     ``head`` is given): what the states leave out (module doc). ``largest_grad``: bytes of the largest
     gradient tensor (optimizer-in-backward holds no more at once). ``backward_buffers``: bytes the framework
     holds through the loss's and the blocks' backward, ``step_buffers`` at the optimizer step (DeepSpeed's
-    gradient buckets and step copies, ``deepspeed_zero``)."""
+    gradient buckets and step copies, ``deepspeed_zero``). ``gathered``: ZeRO-3's gathered weights alive in each
+    phase (the caller's ``memory._gathered_blocks``; ``deepspeed_zero.gathered_by_phase`` under DeepSpeed)."""
     T = lay.micro_batch * lay.seq_len / lay.cp
     h = m.hidden_size
     x = ops.residual_bytes
@@ -186,11 +194,14 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
         "backward through the blocks": max(start, end) + working + backward_buffers,
         "optimizer step": grads_all + step_buffers,
     }
+    gathered = gathered or {}
+    phases = {k: v + gathered.get(k, 0.0) for k, v in phases.items()}
     phase = max(phases, key=lambda k: phases[k])
     grads_at = {"loss forward": grad_in_forward, "loss backward": head_grad,
                 "backward through the blocks": end if end >= start else head_grad,
                 "optimizer step": grads_all}[phase]
     copies_at = copies if phase.startswith("loss") else 0.0
     framework_at = {"loss forward": 0.0, "optimizer step": step_buffers}.get(phase, backward_buffers)
-    acts = phases[phase] - grads_at - copies_at - framework_at
-    return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded, blocks, framework_at)
+    gathered_at = gathered.get(phase, 0.0)
+    acts = phases[phase] - grads_at - copies_at - framework_at - gathered_at
+    return EagerPeak(grads_at, acts, copies_at, phase, phases, offloaded, blocks, framework_at, gathered_at)

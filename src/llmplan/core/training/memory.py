@@ -19,10 +19,15 @@ from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training import deepspeed_zero as ds
-from llmplan.core.training.eager_memory import eager_peak, loss_bytes_per_logit, prefetched_gather
+from llmplan.core.training.eager_memory import (
+    EAGER_PHASES,
+    eager_peak,
+    loss_bytes_per_logit,
+    prefetched_gather,
+)
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
-from llmplan.core.training.ops import head_ops, layer_ops, loss_kind
+from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind
 from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
@@ -124,12 +129,19 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
     zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
-    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs),
-                    ds.step_copies(trainable / st.shard_dense, tr, zs))
-    buffers = pk.weight_copies + _gathered_blocks(tr, prof, sp, st, trainable, layers)
+    on_gpu = trainable / st.shard_dense
+    piece = ds.largest_gradient_piece(_largest_trainable(m, pb, tr), on_gpu, st.shard_dense, zs)
+    budget = ds.prefetch_elements(m, prof) if zs == 3 else 0.0
+    blocks, ahead = _gathered_blocks(tr, prof, sp, st, trainable, layers, budget)
+    head_bytes = head.gemm.n * head.gemm.k * frozen_weight_bytes(tr.precision) if head is not None else 0.0
+    gathered = ds.gathered_by_phase(blocks, head_bytes, ahead, st.shard_dense, zs)
+    step = ds.step_transient(on_gpu, piece, tr, zs) if zs else foreach_intermediates(tr, prof, st)
+    pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs), step,
+                    dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
+    buffers = pk.weight_copies + pk.gathered
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
-    if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
-        buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
+    if tr.method == "qlora":  # one block matrix dequantised at a time (``ops.dequant_transient_bytes``)
+        buffers += dequant_transient_bytes(tr, prof) * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
     allocated = st.weights + pk.gradients + st.master + st.optimizer + pk.activations + buffers
     paged = paged_host = 0.0
     if tr.paged_optimizer and st.optimizer:  # unified memory, outside PyTorch's allocator (switches module doc)
@@ -144,21 +156,42 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
                        pk.offloaded, paged_host, paged)
 
 
-def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
-                     layers: int) -> float:
-    """ZeRO-3 / FSDP under an eager profile: the block gathered with its unsharded gradients, and the next
-    block's all-gather issued ahead (``eager_memory.prefetched_gather``). A full fine-tune gathers the
-    trained weights (``states.model_states``); LoRA gathers the frozen base in its stored format and the
-    adapters, and only the adapters have gradients."""
-    if not st.gather_buffer:
+def foreach_intermediates(tr, prof: FrameworkProfile, st: StateBytes) -> float:
+    """torch.optim AdamW's foreach step: ``prof.optimizer_intermediates`` tensor lists the size of one moment, in
+    the parameters' dtype as the moments are (``zeros_like(param)``): half the states' bytes each. Where the
+    trained tensors have two dtypes (LoRA's fp32 adapters, ``modules_to_save``'s 16-bit copies) the step takes
+    one dtype at a time, so this is an upper bound there. None for another optimizer, its paged or 16-bit-state
+    variants, or a step on the host."""
+    if (not prof.optimizer_intermediates or tr.optimizer != "adamw" or tr.paged_optimizer
+            or tr.bf16_optimizer_states or tr.optimizer_in_backward or tr.offload != "none"):
         return 0.0
+    return prof.optimizer_intermediates * st.optimizer / 2
+
+
+def _largest_trainable(m: ModelSpec, pb: ParamBreakdown, tr) -> float:
+    """Elements of the largest trained tensor: the embedding or head in a full fine-tune or with
+    ``modules_to_save``, else LoRA's widest factor (rank × the widest projection side)."""
+    if tr.method == "full" or tr.modules_to_save:
+        return largest_tensor(pb)
+    return float(tr.lora_rank * max(m.hidden_size, m.intermediate_size, m.q_width))
+
+
+def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
+                     layers: int, budget: float = 0.0) -> tuple[float, float]:
+    """ZeRO-3 / FSDP under an eager profile: (the block gathered with its unsharded gradients and the next
+    block's all-gather issued ahead of it, at most ``budget`` parameters where given; that prefetch alone:
+    ``eager_memory.prefetched_gather``). A full fine-tune gathers the trained weights (``states.model_states``);
+    LoRA gathers the frozen base in its stored format and the adapters, and only the adapters have gradients."""
+    if not st.gather_buffer:
+        return 0.0, 0.0
     if tr.method == "full":
         weights, gathered = sp.largest_layer * st.weight_bytes, st.gather_buffer
     else:
         adapters = trainable / max(layers, 1)
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
-    return gathered + prefetched_gather(sp.largest_layer, weights, prof)
+    ahead = prefetched_gather(sp.largest_layer, weights, prof, budget)
+    return gathered + ahead, ahead
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
@@ -322,14 +355,19 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                        "dequantised matrix" + (" + ZeRO-3/FSDP2: one gathered block with its gradients and the next "
                                                "block's all-gather, issued ahead (prefetch)" if st.gather_buffer else "")
                        + (" + DeepSpeed's gradient buckets (reduce_bucket_size) and, at the optimizer step, its flat "
-                          "16-bit and fp32 gradient copies" if sc.deepspeed_stage else ""),
+                          "16-bit and fp32 gradient copies (or the norm's fp64 copy of the largest gradient, if larger)"
+                          + ("; ZeRO-3 gathers nothing on one GPU or at the step, and holds the output head "
+                             "gathered through the loss" if sc.deepspeed_stage == 3 else "")
+                          if sc.deepspeed_stage else ""),
                        inputs, "hf-eager")
     else:
         b = Figure.own(sm.buffers, "B", "ZeRO-3 gathered block (weights + 16-bit gradients) + sequence-parallel "
                        "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
                        {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
                         "method": tr.method}, "korthikanti")
-    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes",
+    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes "
+                    "(with it the total is the device's figure, as nvidia-smi shows it; without it, PyTorch's "
+                    "allocated bytes, as torch.cuda.max_memory_allocated reads them)",
                     {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
                     "assumption")
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,

@@ -248,12 +248,34 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     ew += moe_permutation(m, lay, rep, y, prof)
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
+    saved += gptq_saved_weights(tr, prof, dequant)
     nf4 = tr.quant_base == "nf4"
     dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
                     saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8,
                     cast_shard, 2 if tr.zero_stage == 3 else 1)
+
+
+def gptq_saved_weights(tr: TrainingSettings, prof: FrameworkProfile, quantised: float) -> float:
+    """Bytes a block's autograd graph keeps of its GPTQ base weights: auto-gptq's QuantLinear (AutoGPTQ v0.5.1,
+    2023-11-09, qlinear_cuda_old.py: what ``dynamically_import_QuantLinear`` picks for a model without act-order
+    once both exllama kernels are disabled, as PEFT trains a GPTQ model) dequantises the whole weight with torch
+    ops once a call has ``kernel_switch_threshold`` (128) rows or more and multiplies with ``torch.matmul``, whose
+    backward keeps that fp16 weight for the input's gradient: 2 B per quantised weight, saved as the block's
+    activations are (one block under full recompute, every block without). bitsandbytes' NF4 runs its matmul
+    in an autograd Function that dequantises again in the backward and keeps no weight (``MatMul4Bit``)."""
+    if tr.method != "qlora" or tr.quant_base != "gptq" or prof.kernels == "fused":
+        return 0.0
+    return 2.0 * quantised
+
+
+def dequant_transient_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
+    """Bytes per element of the one matrix a QLoRA step dequantises at a time: bitsandbytes writes it in bf16
+    (2 B); auto-gptq's torch path (``gptq_saved_weights``) unpacks the int32 words with a shift into an int32
+    tensor of every element and casts that to int8 before the int32 is freed (4 + 1 B; the fp16 result, 2 B, is
+    made after it, beside two int8 tensors)."""
+    return 5.0 if tr.quant_base == "gptq" and prof.kernels != "fused" else 2.0
 
 
 def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: FrameworkProfile) -> list[Elementwise]:
