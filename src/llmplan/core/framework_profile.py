@@ -189,11 +189,19 @@ class FrameworkProfile(FrozenModel):
 KBIT_KEEPS_DTYPE: tuple[str, ...] = ("gptq",)
 
 
-def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None) -> bool:
+def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zero_stage: int = 0) -> bool:
     """Whether a LoRA run on a quantised base has its embeddings, head and norms in fp32 (and so an fp32
-    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts."""
+    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts.
+
+    Not on a sharded base (``zero_stage`` 3: FSDP FULL_SHARD or ZeRO-3): FSDP and ZeRO-3 need every
+    parameter of a wrapped unit in one dtype, the 4-bit weights stored in it (bnb_4bit_quant_storage), so
+    TRL's SFTTrainer skips prepare_model_for_kbit_training when its Params4bit sit on the CPU or the meta
+    device, as a sharded load leaves them ("one should never call ... prepare_model_for_kbit_training when
+    doing QLoRA + FSDP / DS-Zero3": huggingface/trl PR #1416, 2024-03-13, v0.8.0, trainer/sft_trainer.py
+    ``is_sharded_qlora``; trl/experimental/utils.py today), and axolotl's model loader sets
+    ``skip_prepare_model_for_kbit_training`` for QLoRA under FSDP (``qlora_fsdp``)."""
     return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
-            and quant_base not in KBIT_KEEPS_DTYPE)
+            and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
 
 
 _ZERO_VIEWS: dict[tuple[int, int], tuple[FrameworkProfile, FrameworkProfile]] = {}

@@ -166,11 +166,11 @@ def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     the blocks' matrices in the quantised base format (NF4 by default) and the rest 16-bit
     (``core.bytes_per_param``) — fp32 where the framework runs prepare_model_for_kbit_training, which casts
     embeddings, head and norms to fp32 (``FrameworkProfile.kbit_fp32_modules``; not on a GPTQ base, which it
-    leaves in its 16-bit dtype: ``framework_profile.kbit_upcast``).
+    leaves in its 16-bit dtype, nor on a sharded base: ``framework_profile.kbit_upcast``).
     Floats or arrays."""
     base = frozen_weight_bytes(tr.precision)
     if tr.method == "qlora":
-        rest = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof) else base
+        rest = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage) else base
         return matrices * base_bits_per_param(tr.quant_base, tr.qlora_double_quant) / 8 + (params - matrices) * rest
     return params * base
 
