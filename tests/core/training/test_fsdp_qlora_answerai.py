@@ -24,7 +24,7 @@ FSDP's CPUOffload. Reserved memory is llmplan's total less the CUDA context (the
 allocated bytes plus ``fragmentation``). Nothing here is fitted.
 
 Results (2026-11-27), llmplan ÷ published − 1:
-- peak allocated, the two rows that give it: within 10% (−5.1%, −2.6%);
+- peak allocated, the two rows that give it: within 10% (−5.7%, −3.1%);
 - peak reserved: median |error| 19.9%, every row under (−40% … −9%), so the issue's 10% is not met. The
   allocated rows show why: published reserved ÷ allocated is 1.24 (LoRA, 512 tokens) and 1.12 (2,048), where
   llmplan's allocator reserve is 5% of the allocated bytes. FSDP gathers and frees every block in each
