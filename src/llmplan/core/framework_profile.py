@@ -155,6 +155,14 @@ class FrameworkProfile(FrozenModel):
         "input brought back at a time (unsloth's offloaded gradient checkpointer and the copies LLaMA-Factory "
         "and axolotl use)"
     )
+    fsdp_root_unsharded: bool = Field(
+        False, description="ZeRO-3/FSDP under an eager profile: the embeddings and the head sit in the root FSDP "
+        "unit (accelerate's TRANSFORMER_BASED_WRAP wraps only the decoder layers and the trainable LoRA leaves), "
+        "which FSDP1 does not reshard after the forward, so they stay gathered from the forward's start to the "
+        "backward's end (torch/distributed/fsdp/_runtime_utils.py _post_forward_reshard: free_unsharded_flat_param "
+        "= not state._is_root and ...); False: sharded as units of their own (torchtune's custom_sharded_layers) "
+        "or gathered per use (DeepSpeed ZeRO-3)"
+    )
     zero_engine: Literal["native", "deepspeed"] = Field(
         "native", description="what runs training.zero_stage > 0: native (the framework's own sharding: Megatron's "
         "distributed optimizer, FSDP) or deepspeed (the Hugging Face Trainer's --deepspeed: DeepSpeed's engine casts "
@@ -229,7 +237,8 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
       (stage_1_and_2.py ``single_partition_of_fp32_groups``, stage3.py ``fp32_partitioned_groups_flat``) and
       no autocast runs (accelerate sets native_amp only outside DeepSpeed): ``params_are_master`` off, so no
       autocast weight copies and no fp32 residual stream; what prepare_model_for_kbit_training cast to fp32 is
-      cast back (``kbit_fp32_modules`` off);
+      cast back (``kbit_fp32_modules`` off); ZeRO-3 gathers the embeddings and head per use, not as FSDP's root
+      unit (``fsdp_root_unsharded`` off);
     - gradients are kept in the model dtype (the ipg buckets and ``grads_in_partition`` have ``self.dtype``,
       ZeRO-3's ``grad_partitions_flat_buffer`` the gradient-accumulation dtype, the model's by default);
       ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step.
@@ -244,7 +253,8 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
             _ZERO_VIEWS.clear()
         view = prof.model_copy(update={
             "name": f"{prof.name} under DeepSpeed ZeRO-{zero_stage}", "params_are_master": False,
-            "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False})
+            "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False,
+            "fsdp_root_unsharded": False})
         hit = _ZERO_VIEWS[key] = (prof, view)
     return hit[1]
 

@@ -127,6 +127,7 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs),
                     ds.step_copies(trainable / st.shard_dense, tr, zs))
     buffers = pk.weight_copies + _gathered_blocks(tr, prof, sp, st, trainable, layers)
+    buffers += _gathered_root(m, lay, tr, prof, st)
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
     if tr.method == "qlora":  # one block matrix dequantised to bf16 at a time
         buffers += 2.0 * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
@@ -159,6 +160,19 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
     return gathered + prefetched_gather(sp.largest_layer, weights, prof)
+
+
+def _gathered_root(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile, st: StateBytes) -> float:
+    """FSDP1's root unit under a profile that leaves the embeddings and head in it (``fsdp_root_unsharded``):
+    its unsharded flat parameter, allocated beside the local shard at the forward's start, is not freed after
+    the forward (the root's parameters are needed again at once by the backward: torch
+    ``fsdp/_runtime_utils.py`` ``_post_forward_reshard`` and ``_pre_forward_unshard``), so the whole embeddings
+    and head are on every GPU through the peak, in the dtype they are gathered in (16-bit for a LoRA base,
+    the gathered weights' bytes for a full fine-tune). Also with CPU offload: the root is gathered on the GPU."""
+    if not (prof.fsdp_root_unsharded and st.gather_buffer and tr.zero_stage == 3):
+        return 0.0
+    root = embedding_and_head(m, lay.tp)
+    return root * st.weight_bytes if tr.method == "full" else frozen_bytes(tr, root, 0.0, prof)
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
