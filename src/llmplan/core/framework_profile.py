@@ -132,6 +132,11 @@ class FrameworkProfile(FrozenModel):
         "amp", description="the precision regime a plan on \"auto\" gets: amp (fp32 master weights) or pure (the "
         "model's 16-bit dtype throughout, torchtune's dtype: bf16)"
     )
+    full_regime: RegimeKind | None = Field(
+        None, description="the regime a full fine-tune on \"auto\" gets, where it differs from ``regime`` (the "
+        "adapters'): axolotl loads the model in its bf16 training dtype and trains a full fine-tune as loaded (pure), "
+        "while PEFT keeps LoRA adapters in fp32 under autocast; None: ``regime`` for every method"
+    )
     kbit_fp32_modules: bool = Field(
         False, description="quantised bases: what is not quantised (embeddings, head, norms) is cast to fp32 "
         "(PEFT's prepare_model_for_kbit_training), and the residual stream with it"

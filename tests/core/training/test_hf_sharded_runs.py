@@ -153,13 +153,15 @@ def test_fsdp1_root_unit_stays_gathered():
 
 
 def test_sharded_qlora_keeps_its_16_bit_embeddings_head_and_norms():
-    """TRL's SFTTrainer and axolotl skip prepare_model_for_kbit_training when the 4-bit model is sharded
-    (FSDP / ZeRO-3): no fp32 residual stream, and 2 B, not 4, per embedding and head weight."""
+    """TRL's SFTTrainer skips prepare_model_for_kbit_training when the 4-bit model is sharded (FSDP / ZeRO-3):
+    no fp32 residual stream, and 2 B, not 4, per embedding and head weight (hf-trainer under accelerate's FSDP)."""
     def plan(zero_stage: int):
-        t = TrainingSettings(framework="axolotl", method="qlora", seq_len=2048, micro_batch=1, global_batch=2,
+        t = TrainingSettings(framework="hf-trainer", method="qlora", seq_len=2048, micro_batch=1, global_batch=2,
                              recompute="full", zero_stage=zero_stage)
-        return resolve(PlanDocument(model=ModelRef(id=L70), hardware=HardwareRef(gpu=A100_80, gpus_per_node=2),
-                                    workload="finetune", training=t, parallelism=ParallelLayout(dp=2)))
+        sc = resolve(PlanDocument(model=ModelRef(id=L70), hardware=HardwareRef(gpu=A100_80, gpus_per_node=2),
+                                  workload="finetune", training=t, parallelism=ParallelLayout(dp=2)))
+        return sc.model_copy(update={"framework_profile": sc.framework_profile.model_copy(
+            update={"zero_engine": "native", "fsdp_root_unsharded": False})})
     replicated, sharded = plan(0), plan(3)
     prof = sharded.framework_profile
     assert prof.kbit_fp32_modules
