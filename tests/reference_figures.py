@@ -477,6 +477,29 @@ def _answerai_rows() -> list[Reference]:
     return rows
 
 
+def _axolotl_example(name: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_axolotl_examples import estimate_example
+
+        return estimate_example(name).memory.total.value / GIB
+
+    return compute
+
+
+def _axolotl_rows() -> list[Reference]:
+    from tests.core.training.test_axolotl_examples import EXAMPLES
+
+    src = ("axolotl-ai-cloud/axolotl example READMEs and configs (commit 067b021c8; llama-3 examples at 15f7910d3); "
+           "ours: the axolotl profile, total memory (tests/core/training/test_axolotl_examples.py, which also pins "
+           "Magistral −13.8% and the 70B QLoRA + FSDP CPU-offload example −64%)")
+    labels = {"devstral-small-qlora": "Devstral Small (24B) QLoRA r 32, 2 × 2,048 packed, Cut Cross Entropy: "
+                                      "'uses about 21GB VRAM'",
+              "llama-3-fft-8b": "Llama 3 8B full fine-tune, 1 × 8,192 packed, paged 8-bit AdamW: 'Single GPU @ 48GB "
+                                "VRAM'"}
+    return [Reference(f"axolotl-{name}-memory", "axolotl examples (memory)", label, float(EXAMPLES[name][0]), "GB",
+                      src, _axolotl_example(name), rel_tol=0.10, kind="measured") for name, label in labels.items()]
+
+
 # ---- GGUF file sizes -------------------------------------------------------------------------------------
 
 def _gguf(cfg: dict, preset: str, scale: float = GIB) -> Callable[[], float]:
@@ -674,5 +697,5 @@ def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
                  + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _held_gemm_rows() + _fsdp_memory_rows()
-                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _answerai_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
-                 + _apple_rows())
+                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _answerai_rows() + _axolotl_rows() + _gguf_rows()
+                 + _kv_rows() + _decode_rows() + _cuda_table_rows() + _apple_rows())
