@@ -56,6 +56,8 @@ from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.resolve import resolve
 
+from .helpers import off_record
+
 GIB = 2**30
 L7, L70, M7 = "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b-hf", "mistralai/Mistral-7B-v0.1"
 RTX3090, RTX4090 = "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"
@@ -133,7 +135,7 @@ def test_reserved_memory_median_and_rows_stay_where_recorded(memory):
     recorded error ± 3 points so that a change to these terms shows here."""
     err = {name: e for name, (_, e) in memory.items()}
     assert statistics.median(abs(e) for e in err.values()) == pytest.approx(0.169, abs=0.02)
-    moved = {name: round(e, 3) for name, e in err.items() if abs(e - MEMORY[name][-1]) > 0.03}
+    moved = off_record(err, {name: row[-1] for name, row in MEMORY.items()})
     assert not moved, moved
     assert all(e < 0 for e in err.values())  # every row under: the reserve, not the allocation, is short
 
@@ -168,5 +170,5 @@ def speed():
 
 def test_tokens_per_s_median_within_twenty_percent(speed):
     assert statistics.median(abs(e) for e in speed.values()) <= 0.20, speed
-    moved = {name: round(e, 3) for name, e in speed.items() if abs(e - SPEED[name][-1]) > 0.03}
+    moved = off_record(speed, {name: row[-1] for name, row in SPEED.items()})
     assert not moved, moved
