@@ -173,3 +173,17 @@ def test_sharded_qlora_keeps_its_16_bit_embeddings_head_and_norms():
     vocab_weights = 2 * 32_000 * 8192  # Llama-2-70B's embeddings and head, untied
     w0, w3 = (estimate(sc).memory.weights.value for sc in (replicated, sharded))
     assert w0 - 2 * w3 == pytest.approx(vocab_weights * 2, rel=0.02)  # fp32 → bf16, whole vs two shards
+
+
+def test_fsdp1_root_of_a_full_fine_tune_is_gathered_in_the_compute_dtype():
+    """A full fine-tune under FSDP1 mixed precision gathers the root (embeddings and head) in bf16, the
+    param_dtype its ``_full_param_padded`` is allocated in, whatever dtype its shards keep."""
+    t = TrainingSettings(framework="axolotl", method="full", seq_len=2048, micro_batch=1, global_batch=2,
+                         recompute="full", zero_stage=3)
+    sc = resolve(PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"),
+                              hardware=HardwareRef(gpu=H100, gpus_per_node=2), workload="pretrain", training=t,
+                              parallelism=ParallelLayout(dp=2)))
+    without = sc.model_copy(update={"framework_profile": sc.framework_profile.model_copy(
+        update={"fsdp_root_unsharded": False})})
+    got = estimate(sc).memory.buffers.value - estimate(without).memory.buffers.value
+    assert got == pytest.approx(2 * 128_256 * 4096 * 2, rel=1e-3)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmplan.core.bytes_per_param import frozen_weight_bytes
+from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.memo import IdentityCache
@@ -167,12 +167,13 @@ def _gathered_root(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile, st: St
     its unsharded flat parameter, allocated beside the local shard at the forward's start, is not freed after
     the forward (the root's parameters are needed again at once by the backward: torch
     ``fsdp/_runtime_utils.py`` ``_post_forward_reshard`` and ``_pre_forward_unshard``), so the whole embeddings
-    and head are on every GPU through the peak, in the dtype they are gathered in (16-bit for a LoRA base,
-    the gathered weights' bytes for a full fine-tune). Also with CPU offload: the root is gathered on the GPU."""
+    and head are on every GPU through the peak, in the dtype they are gathered in: 16-bit for a LoRA base, the
+    mixed-precision param_dtype of a full fine-tune (``_full_param_padded`` is allocated in it,
+    ``FlatParamHandle.init_flat_param_attributes``). Also with CPU offload: the root is gathered on the GPU."""
     if not (prof.fsdp_root_unsharded and st.gather_buffer and tr.zero_stage == 3):
         return 0.0
     root = embedding_and_head(m, lay.tp)
-    return root * st.weight_bytes if tr.method == "full" else frozen_bytes(tr, root, 0.0, prof)
+    return root * gathered_weight_bytes(tr.precision) if tr.method == "full" else frozen_bytes(tr, root, 0.0, prof)
 
 
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
