@@ -496,6 +496,75 @@ def _qwen_rows() -> list[Reference]:
     return rows
 
 
+# ---- FSDP + QLoRA on two 24 GB cards (Answer.AI's fsdp_qlora benchmarks) ---------------------------------
+
+def _answerai_run(name: str, what: str) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.core.engine import estimate
+        from llmplan.core.training.limits import longest_sequence
+        from tests.core.training.test_fsdp_qlora_answerai import MEMORY, RTX4090, SPEED, scenario
+
+        if what == "context":
+            return float(longest_sequence(scenario(*SPEED[name][:1], RTX4090, *SPEED[name][1:5])))
+        if what == "allocated":
+            est = estimate(scenario(*MEMORY[name][1:7]))
+            return (est.memory.total.value - est.memory.overhead.value) / GIB
+        return estimate(scenario(SPEED[name][0], RTX4090, *SPEED[name][1:5])).compute.tokens_per_s.value
+
+    return compute
+
+
+def _answerai_rows() -> list[Reference]:
+    from tests.core.training.test_fsdp_qlora_answerai import ALLOCATED, SPEED
+
+    src = ("AnswerDotAI/fsdp_qlora benchmarks_03_2024.md (commit 4cd6923; runs of Feb-Mar 2024, train.py 049515f): "
+           "2 GPUs, FSDP FULL_SHARD or NO_SHARD ('DDP'), pure bf16, LoRA r 64, reentrant checkpointing; ours: the "
+           "hf-trainer profile with zero_engine native (tests/core/training/test_fsdp_qlora_answerai.py, which "
+           "also pins the reserved-memory rows, median −19.9%, not within 10%)")
+    names = {"7b-lora-bs1-512": "Llama-2-7B LoRA, 1 × 512", "7b-lora-bs1-2048": "Llama-2-7B LoRA, 1 × 2,048"}
+    rows = [Reference(f"answerai-{name}-allocated", "FSDP + QLoRA on 2 × 24 GB (Answer.AI)",
+                      f"{names[name]} on 2 × RTX 3090: peak allocated per GPU (GiB)", gib, "GiB", src,
+                      _answerai_run(name, "allocated"), rel_tol=0.10, kind="measured")
+            for name, gib in ALLOCATED.items()]
+    labels = {"7b-lora-bs6": "Llama-2-7B LoRA, 6 × 2,048", "7b-qlora-bs10": "Llama-2-7B QLoRA, 10 × 2,048",
+              "70b-qlora-offload-bs2": "Llama-2-70B QLoRA + CPU offload, 2 × 2,048",
+              "mistral-qlora-offload-24k": "Mistral-7B QLoRA + CPU offload, 1 × 24,576"}
+    for name, label in labels.items():
+        context, seconds = SPEED[name][3], SPEED[name][5]
+        rows.append(Reference(f"answerai-{name}-speed", "FSDP + QLoRA on 2 × 24 GB (Answer.AI)",
+                              f"{label} on 2 × RTX 4090: tokens/s (1,024 samples in {seconds:,} s)",
+                              1024 * context / seconds, "tokens/s", src, _answerai_run(name, "speed"), rel_tol=0.20,
+                              kind="measured"))
+    rows.append(Reference("answerai-mistral-longest-context", "FSDP + QLoRA on 2 × 24 GB (Answer.AI)",
+                          "Mistral-7B QLoRA + CPU offload, batch 1, 2 × RTX 4090: longest context that fits "
+                          "(24,576 ran; 32,768 did not)", 24_576, "tokens", src,
+                          _answerai_run("mistral-qlora-offload-24k", "context"), rel_tol=0.333, kind="measured"))
+    return rows
+
+
+def _axolotl_example(name: str) -> Callable[[], float]:
+    def compute() -> float:
+        from tests.core.training.test_axolotl_examples import estimate_example
+
+        return estimate_example(name).memory.total.value / GIB
+
+    return compute
+
+
+def _axolotl_rows() -> list[Reference]:
+    from tests.core.training.test_axolotl_examples import EXAMPLES
+
+    src = ("axolotl-ai-cloud/axolotl example READMEs and configs (commit 067b021c8; llama-3 examples at 15f7910d3); "
+           "ours: the axolotl profile, total memory (tests/core/training/test_axolotl_examples.py, which also pins "
+           "Magistral −13.8% and the 70B QLoRA + FSDP CPU-offload example −64%)")
+    labels = {"devstral-small-qlora": "Devstral Small (24B) QLoRA r 32, 2 × 2,048 packed, Cut Cross Entropy: "
+                                      "'uses about 21GB VRAM'",
+              "llama-3-fft-8b": "Llama 3 8B full fine-tune, 1 × 8,192 packed, paged 8-bit AdamW: 'Single GPU @ 48GB "
+                                "VRAM'"}
+    return [Reference(f"axolotl-{name}-memory", "axolotl examples (memory)", label, float(EXAMPLES[name][0]), "GB",
+                      src, _axolotl_example(name), rel_tol=0.10, kind="measured") for name, label in labels.items()]
+
+
 # ---- GGUF file sizes -------------------------------------------------------------------------------------
 
 def _gguf(cfg: dict, preset: str, scale: float = GIB) -> Callable[[], float]:
@@ -694,5 +763,6 @@ def references() -> tuple[Reference, ...]:
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
                  + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _dgxc_rows()
                  + _held_gemm_rows() + _fsdp_memory_rows()
-                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
+                 + _nccl_rows() + _hf_rows() + _qwen_rows() + _answerai_rows() + _axolotl_rows()
+                 + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())

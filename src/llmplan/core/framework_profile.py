@@ -132,6 +132,11 @@ class FrameworkProfile(FrozenModel):
         "amp", description="the precision regime a plan on \"auto\" gets: amp (fp32 master weights) or pure (the "
         "model's 16-bit dtype throughout, torchtune's dtype: bf16)"
     )
+    full_regime: RegimeKind | None = Field(
+        None, description="the regime a full fine-tune on \"auto\" gets, where it differs from ``regime`` (the "
+        "adapters'): axolotl loads the model in its bf16 training dtype and trains a full fine-tune as loaded (pure), "
+        "while PEFT keeps LoRA adapters in fp32 under autocast; None: ``regime`` for every method"
+    )
     kbit_fp32_modules: bool = Field(
         False, description="quantised bases: what is not quantised (embeddings, head, norms) is cast to fp32 "
         "(PEFT's prepare_model_for_kbit_training), and the residual stream with it"
@@ -154,6 +159,14 @@ class FrameworkProfile(FrozenModel):
         "computes (torchtune's OffloadActivations, a second stream), two blocks' on the GPU; False: one layer "
         "input brought back at a time (unsloth's offloaded gradient checkpointer and the copies LLaMA-Factory "
         "and axolotl use)"
+    )
+    fsdp_root_unsharded: bool = Field(
+        False, description="ZeRO-3/FSDP under an eager profile: the embeddings and the head sit in the root FSDP "
+        "unit (accelerate's TRANSFORMER_BASED_WRAP wraps only the decoder layers and the trainable LoRA leaves), "
+        "which FSDP1 does not reshard after the forward, so they stay gathered from the forward's start to the "
+        "backward's end (torch/distributed/fsdp/_runtime_utils.py _post_forward_reshard: free_unsharded_flat_param "
+        "= not state._is_root and ...); False: sharded as units of their own (torchtune's custom_sharded_layers) "
+        "or gathered per use (DeepSpeed ZeRO-3)"
     )
     zero_engine: Literal["native", "deepspeed"] = Field(
         "native", description="what runs training.zero_stage > 0: native (the framework's own sharding: Megatron's "
@@ -197,11 +210,19 @@ class FrameworkProfile(FrozenModel):
 KBIT_KEEPS_DTYPE: tuple[str, ...] = ("gptq",)
 
 
-def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None) -> bool:
+def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zero_stage: int = 0) -> bool:
     """Whether a LoRA run on a quantised base has its embeddings, head and norms in fp32 (and so an fp32
-    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts."""
+    residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts.
+
+    Not on a sharded base (``zero_stage`` 3: FSDP FULL_SHARD or ZeRO-3): FSDP and ZeRO-3 need every
+    parameter of a wrapped unit in one dtype, the 4-bit weights stored in it (bnb_4bit_quant_storage), so
+    TRL's SFTTrainer skips prepare_model_for_kbit_training when its Params4bit sit on the CPU or the meta
+    device, as a sharded load leaves them ("one should never call ... prepare_model_for_kbit_training when
+    doing QLoRA + FSDP / DS-Zero3": huggingface/trl PR #1416, 2024-03-13, v0.8.0, trainer/sft_trainer.py
+    ``is_sharded_qlora``; trl/experimental/utils.py today), and axolotl's model loader sets
+    ``skip_prepare_model_for_kbit_training`` for QLoRA under FSDP (``qlora_fsdp``)."""
     return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
-            and quant_base not in KBIT_KEEPS_DTYPE)
+            and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
 
 
 _ZERO_VIEWS: dict[tuple[int, int], tuple[FrameworkProfile, FrameworkProfile]] = {}
@@ -229,7 +250,8 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
       (stage_1_and_2.py ``single_partition_of_fp32_groups``, stage3.py ``fp32_partitioned_groups_flat``) and
       no autocast runs (accelerate sets native_amp only outside DeepSpeed): ``params_are_master`` off, so no
       autocast weight copies and no fp32 residual stream; what prepare_model_for_kbit_training cast to fp32 is
-      cast back (``kbit_fp32_modules`` off);
+      cast back (``kbit_fp32_modules`` off); ZeRO-3 gathers the embeddings and head per use, not as FSDP's root
+      unit (``fsdp_root_unsharded`` off);
     - gradients are kept in the model dtype (the ipg buckets and ``grads_in_partition`` have ``self.dtype``,
       ZeRO-3's ``grad_partitions_flat_buffer`` the gradient-accumulation dtype, the model's by default);
       ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step.
@@ -244,7 +266,8 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
             _ZERO_VIEWS.clear()
         view = prof.model_copy(update={
             "name": f"{prof.name} under DeepSpeed ZeRO-{zero_stage}", "params_are_master": False,
-            "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False})
+            "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False,
+            "fsdp_root_unsharded": False})
         hit = _ZERO_VIEWS[key] = (prof, view)
     return hit[1]
 

@@ -81,7 +81,7 @@ class TrainingSettings(FrozenModel):
     regime: Regime = Field(
         "auto", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "
         "model loaded in 16 bits and trained as is — 16-bit weights, gradients and optimizer states, no master "
-        "copy; auto: the framework profile's (torchtune: pure, the others: amp)",
+        "copy; auto: the framework profile's (torchtune: pure; axolotl: pure for full fine-tunes; the others: amp)",
     )
     loss: Loss = Field(
         "auto", description="how the loss treats the logits; auto: the framework's (upcast for Hugging Face, "
@@ -224,7 +224,7 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
     that the profile does not support, or a quantised base it cannot load, is refused."""
     upd: dict = {}
     if tr.regime == "auto":
-        upd["regime"] = prof.regime
+        upd["regime"] = (prof.full_regime or prof.regime) if tr.method == "full" else prof.regime
     for name in SWITCH_NAMES:
         value = getattr(tr, name)
         if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto

@@ -174,7 +174,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
     f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
              "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
              "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "
-             "(torchtune: pure, the others: AMP)",
+             "(torchtune: pure; axolotl: pure for full fine-tunes, AMP for adapters; the others: AMP)",
              [("auto", "framework's own"), ("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")]))
     f.addRow("Loss", bound_combo(state, "training.loss", "Loss",
              "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "

@@ -44,3 +44,9 @@ def scenario(model: ModelSpec, gpus: int, tp: int = 1, pp: int = 1, cp: int = 1,
         parallelism=ParallelLayout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, sequence_parallel=sp, virtual_stages=vp),
         efficiency=Efficiency(),
     )
+
+
+def off_record(errors: dict[str, float], recorded: dict[str, float], points: float = 0.03) -> dict[str, float]:
+    """The rows of a published table whose error (llmplan ÷ published − 1) moved more than ``points`` from the
+    error recorded for it: a pinned row that a change to the terms moved, rounded for the assertion message."""
+    return {name: round(e, 3) for name, e in errors.items() if abs(e - recorded[name]) > points}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmplan.core.bytes_per_param import frozen_weight_bytes
+from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
 from llmplan.core.memo import IdentityCache
@@ -139,6 +139,7 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs), step,
                     dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
     buffers = pk.weight_copies + pk.gathered
+    buffers += _gathered_root(m, lay, tr, prof, st)
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
     if tr.method == "qlora":  # one block matrix dequantised at a time (``ops.dequant_transient_bytes``)
         buffers += dequant_transient_bytes(tr, prof) * max(m.intermediate_size, m.q_width) * m.hidden_size / lay.tp
@@ -194,16 +195,30 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
     return gathered + ahead, ahead
 
 
+def _gathered_root(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile, st: StateBytes) -> float:
+    """FSDP1's root unit under a profile that leaves the embeddings and head in it (``fsdp_root_unsharded``):
+    its unsharded flat parameter, allocated beside the local shard at the forward's start, is not freed after
+    the forward (the root's parameters are needed again at once by the backward: torch
+    ``fsdp/_runtime_utils.py`` ``_post_forward_reshard`` and ``_pre_forward_unshard``), so the whole embeddings
+    and head are on every GPU through the peak, in the dtype they are gathered in: 16-bit for a LoRA base, the
+    mixed-precision param_dtype of a full fine-tune (``_full_param_padded`` is allocated in it,
+    ``FlatParamHandle.init_flat_param_attributes``). Also with CPU offload: the root is gathered on the GPU."""
+    if not (prof.fsdp_root_unsharded and st.gather_buffer and tr.zero_stage == 3):
+        return 0.0
+    root = embedding_and_head(m, lay.tp)
+    return root * gathered_weight_bytes(tr.precision) if tr.method == "full" else frozen_bytes(tr, root, 0.0, prof)
+
+
 def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     """Bytes of LoRA's frozen base weights on a GPU: 16-bit (fp32 in fp32 training), or under QLoRA
     the blocks' matrices in the quantised base format (NF4 by default) and the rest 16-bit
     (``core.bytes_per_param``) — fp32 where the framework runs prepare_model_for_kbit_training, which casts
     embeddings, head and norms to fp32 (``FrameworkProfile.kbit_fp32_modules``; not on a GPTQ base, which it
-    leaves in its 16-bit dtype: ``framework_profile.kbit_upcast``).
+    leaves in its 16-bit dtype, nor on a sharded base: ``framework_profile.kbit_upcast``).
     Floats or arrays."""
     base = frozen_weight_bytes(tr.precision)
     if tr.method == "qlora":
-        rest = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof) else base
+        rest = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage) else base
         return matrices * base_bits_per_param(tr.quant_base, tr.qlora_double_quant) / 8 + (params - matrices) * rest
     return params * base
 

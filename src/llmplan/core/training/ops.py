@@ -102,11 +102,11 @@ class HeadOps:
 def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     """Bytes per element of the residual stream: fp32 under AMP with fp32 parameters (the embedding
     output is fp32 and every residual add keeps it so) and in QLoRA (prepare_model_for_kbit_training
-    casts the embeddings and norms to fp32, except on a GPTQ base: ``kbit_upcast``); the training dtype
+    casts the embeddings and norms to fp32, except on a GPTQ or a sharded base: ``kbit_upcast``); the training dtype
     otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels != "fused" and (kbit_upcast(tr.method, tr.quant_base, prof)
+    if prof.kernels != "fused" and (kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage)
                                     or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
