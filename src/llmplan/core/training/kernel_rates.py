@@ -20,9 +20,9 @@ SM count), stated in every figure that uses it.
   upper bound: ``F.linear`` dispatches more host code than ``add_`` (its fastest call, 3.3 GFLOP, took
   25.6 µs in all). The slope of a least-squares line does not move when a constant leaves every
   point, so the rate below stands; compare a GEMM with the sweep as gemm_time + HARNESS_LATENCY_S.
-  (The flash-attention timings hold the same latency once per call, 1.6-5% of a head-size-128 forward at
-  2,048-8,192 tokens and 12% at 512, and are used as measured: slightly slow at short lengths.) The sweep's best shape
-  reached 0.801 (8192³, 792 TFLOP/s), the figure the catalog's MAMF column holds, so the
+  (The flash-attention timings hold the same latency once per call, 1.6-5% of a head-size-128 forward
+  at 2,048-8,192 tokens and 12% at 512, and are used as measured: slightly slow at short lengths.)
+  The sweep's best shape reached 0.801 (8192³, 792 TFLOP/s), the figure the catalog's MAMF column holds, so the
   sweep-wide rate is 0.740 / 0.801 = 0.924 of the catalog's. ``sustained`` is each GPU's own
   ``Efficiency.sustained_clock`` (catalogs/systems/efficiency.toml): under load that lasts seconds a
   power-limited card drops its clocks (the H100 SXM: 688 TFLOP/s at n = 8192 over 0.78 s against 792
@@ -33,7 +33,8 @@ SM count), stated in every figure that uses it.
   0.801 of its own. An fp8 GEMM is priced as a bf16 one of the same shape with the fp8 peak, 1-byte
   operands and FP8_MATMUL_RATIO = 0.721 / 0.801 = 0.901 of the bf16 share of peak (the best shapes'
   ratio). The same roofline + 23 µs (GEMM_FIXED_S + HARNESS_LATENCY_S, as the harness timed it) then
-  gives 127 and 857 µs for the two squares against the measured 125 and 770 µs (+2%, +11%; bf16's 8192³, the sweep's best shape, comes out +10% the same way).
+  gives 127 and 857 µs for the two squares against the measured 125 and 770 µs (+2%, +11%; bf16's
+  8192³, the sweep's best shape, comes out +10% the same way).
 - Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
   size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
   (2·b·heads·s²·d forward, 3.5× that forward + backward).
