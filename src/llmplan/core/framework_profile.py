@@ -114,6 +114,11 @@ class FrameworkProfile(FrozenModel):
         "reduce-scatters the block's gradients; False: DeepSpeed's ZeRO-2, gradients reduce-scattered in buckets "
         "and the updated weights all-gathered after the optimizer step"
     )
+    fused_projections: bool = Field(
+        False, description="the block's projections that read one input run as one GEMM: q, k and v as a fused "
+        "QKV and a gated MLP's gate and up as one (Megatron-Core linear_qkv and linear_fc1, llm-foundry MPT's "
+        "Wqkv); False: one GEMM per projection, as the modeling code declares them (transformers, torchtitan)"
+    )
     supports_pp: bool = True
     supports_tp: bool = True
     supports_cp: bool = True

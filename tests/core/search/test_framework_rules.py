@@ -48,9 +48,9 @@ def test_405b_auto_is_within_15_percent_of_what_llama_3_measured():
 
 
 def test_context_parallel_pays_for_its_smaller_matrices():
-    """Per-operation model (kernel_rates: H100 GEMM sweep, 23 µs per GEMM, flash attention shares by length):
-    splitting a 4k sequence 8 ways leaves 512-token GEMMs and shorter attention, so the per-GPU block time is
-    well above 1/8 of the unsplit one (CP is not free speed)."""
+    """Per-operation model (kernel_rates: H100 GEMM sweep, 7.5 µs of GPU time per GEMM, flash attention shares by
+    length): splitting a 4k sequence 8 ways leaves 512-token GEMMs and shorter attention, so the per-GPU block time
+    is well above 1/8 of the unsplit one (CP is not free speed): 8 × 12.8% more (recorded 2026-11-27)."""
     r, _ = timing.rates(H100_80GB, Efficiency(), "bf16")
     tr = TrainingSettings(seq_len=4096, recompute="none")
 
@@ -59,5 +59,5 @@ def test_context_parallel_pays_for_its_smaller_matrices():
         fwd, rest, _head = timing.layer_and_head(LLAMA_405B, shape, tr, FrameworkProfile(), r)
         return (fwd + rest).gpu
 
-    assert 8 * block(8) > 1.15 * block(1)
+    assert 8 * block(8) > 1.10 * block(1)
     assert 2 * block(2) > block(1)

@@ -9,22 +9,23 @@ measured figures below are targets only: nothing in the engine was fitted to the
 come from microbenchmarks, ``core.training.kernel_rates``).
 
 Tolerances (the issue's): memory within 10% and never more than 10% under; step time within 15%;
-the OOM run "does not fit". Result, recorded 2026-11-25, QLoRA updated 2026-11-27 (estimate vs measured):
+the OOM run "does not fit". Result, recorded 2026-11-25, QLoRA updated 2026-11-27, step times again after the
+per-operation price audit of 2026-11-27 (estimate vs measured; before the audit in brackets):
 
 | run | memory | step time |
 |---|---|---|
-| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 210 vs 203 ms (+3.3%) |
-| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 489 vs 458 ms (+6.8%) |
-| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 193 vs 176 ms (+9.4%) |
-| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 493 vs 451 ms (+9.3%) |
-| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 380 vs 448 ms (-15.3%) |
-| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 463 vs 619 ms (-25.3%) |
+| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 204 vs 203 ms (+0.7%; +3.3%) |
+| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 482 vs 458 ms (+5.3%; +6.8%) |
+| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 188 vs 176 ms (+6.4%; +9.4%) |
+| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 465 vs 451 ms (+3.1%; +9.3%) |
+| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 341 vs 448 ms (-23.8%; -15.3%) |
+| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 424 vs 619 ms (-31.4%; -25.3%) |
 | 8B AMP full 1×2048 checkpointing | does not fit | OOM |
 
 Two step times miss: the checkpointed LoRA and QLoRA runs, where the measured time barely falls with half
 the tokens (448 ms at 1×2048 against 451 ms at 2×2048) — host-side work per module (PEFT's Python,
 bitsandbytes' dequantisation calls, checkpoint hooks) that the one measured launch cost does not
-capture. Their bands are pinned so a change is seen; the QLoRA/LoRA ratio is 1.22 against 1.38 (the
+capture. Their bands are pinned so a change is seen; the QLoRA/LoRA ratio is 1.24 against 1.38 (the
 model charges QLoRA its NF4 dequantisation with the nested absmax's two extra kernels, the fp32 that
 bitsandbytes' Linear4bit returns, which prepare_model_for_kbit_training's fp32 inputs spread through
 rotary, the MLP and the LoRA adds, and PEFT's clone of each 4-bit base output: tests/core/training/
@@ -50,7 +51,7 @@ RUNS = {
     "8b-qlora-ckpt": ("meta-llama/Llama-3.1-8B", "qlora", 1, True, 14_940_110_848, 0.6190146),
     "8b-amp-ckpt-oom": ("meta-llama/Llama-3.1-8B", "amp", 1, True, None, None),
 }
-STEP_BANDS = {"8b-lora-ckpt": (-0.20, -0.10), "8b-qlora-ckpt": (-0.30, -0.20)}  # pinned misses (module doc)
+STEP_BANDS = {"8b-lora-ckpt": (-0.28, -0.19), "8b-qlora-ckpt": (-0.36, -0.27)}  # pinned misses (module doc)
 
 
 def _estimate(name):
@@ -92,7 +93,7 @@ def test_qlora_is_slower_than_lora_by_its_dequantisation():
     _, qlora = _estimate("8b-qlora-ckpt")
     ratio = qlora.compute.step_time_s.value / lora.compute.step_time_s.value
     assert qlora.compute.breakdown["dequantisation"] > 0 and lora.compute.breakdown["dequantisation"] == 0
-    assert 1.17 <= ratio <= 1.27  # measured 1.38 (module doc): the model gives 1.22 (1.19 before 2026-11-27)
+    assert 1.17 <= ratio <= 1.29  # measured 1.38 (module doc): the model gives 1.24 (1.22 before the price audit)
 
 
 def test_the_loss_upcast_is_the_largest_transient_of_a_small_model():

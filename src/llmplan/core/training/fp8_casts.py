@@ -64,7 +64,8 @@ CAST_TRANSPOSE = 4.0  # Transformer Engine's cast_transpose: read 2 B, write bot
 
 # projections that read the same tensor (the norm's output): one cast for the group
 _SHARED_INPUT = {"q_proj": "attn-in", "k_proj": "attn-in", "v_proj": "attn-in", "q_a_proj": "attn-in",
-                 "kv_a_proj_with_mqa": "attn-in", "gate_proj": "mlp-in", "up_proj": "mlp-in"}
+                 "kv_a_proj_with_mqa": "attn-in", "gate_proj": "mlp-in", "up_proj": "mlp-in",
+                 "qkv_proj": "attn-in", "gate_up_proj": "mlp-in"}  # the last two: ``ops.fuse_projections``
 
 
 @dataclass(frozen=True, slots=True)

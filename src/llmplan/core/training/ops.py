@@ -8,7 +8,8 @@ it keeps.
 
 Two kernel styles (``FrameworkProfile.kernels``):
 - fused (Megatron-Core, Transformer Engine): one kernel per norm, rotary, SwiGLU and residual
-  add, each reading and writing its tensor once; QKV and gate/up as fused GEMMs.
+  add, each reading and writing its tensor once; QKV and gate/up as fused GEMMs where the profile says so
+  (``fused_projections``: Megatron-Core, MPT; torchtitan keeps wq, wk, wv, w1 and w3 apart).
 - eager (Hugging Face transformers' modeling code, read op by op): RMSNorm upcasts to fp32 and
   runs pow, mean, add, rsqrt, mul and the weight mul as separate kernels; rotary is
   ``q·cos + rotate_half(q)·sin`` (slice, neg, cat, two muls, add); the MLP is ``act(gate) · up``;
@@ -27,7 +28,7 @@ same factor, at least one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmplan.core.bytes_per_param import lora_targeted
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
@@ -124,9 +125,40 @@ def _tokens(lay: Layout) -> float:
     return lay.micro_batch * lay.seq_len / lay.cp
 
 
-def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings) -> tuple[Gemm, ...]:
+# projections that read the same input and that a fused-projection framework runs as one GEMM
+_FUSED = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
+          "up_proj": "gate_up_proj"}
+
+
+def fuse_projections(gemms: tuple[Gemm, ...]) -> tuple[Gemm, ...]:
+    """Merge q, k, v into one GEMM and gate, up into one (``FrameworkProfile.fused_projections``): same tokens and
+    input width, the output widths added (Megatron-Core's linear_qkv is (q + 2·kv) wide, its gated linear_fc1
+    2·ffn). A quantised base or LoRA adapter stays apart, and so does any pair whose shapes differ."""
+    out: list[Gemm] = []
+    at: dict[str, int] = {}
+    for g in gemms:
+        prefix, _, leaf = g.name.rpartition(".")
+        fused = _FUSED.get(leaf)
+        key = f"{prefix}.{fused}"
+        if fused is None or g.quantised:
+            out.append(g)
+        elif key in at and _same_input(out[at[key]], g):
+            out[at[key]] = replace(out[at[key]], n=out[at[key]].n + g.n)
+        else:
+            at[key] = len(out)
+            out.append(replace(g, name=key))
+    return tuple(out)
+
+
+def _same_input(a: Gemm, b: Gemm) -> bool:
+    return (a.m, a.k, a.count, a.trainable, a.fp8, a.split) == (b.m, b.k, b.count, b.trainable, b.fp8, b.split)
+
+
+def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings,
+                fused: bool = False) -> tuple[Gemm, ...]:
     """Every weight matmul of an average block on this GPU (MoE experts: the tokens routed to the
-    experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per targeted projection."""
+    experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per targeted projection; ``fused``: the
+    profile's ``fused_projections`` (``fuse_projections``)."""
     T = _tokens(lay)
     L = m.num_layers
     full = tr.method == "full"
@@ -156,7 +188,7 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
             r = float(tr.lora_rank)
             out.append(Gemm(g.name + ".lora_A", mm, r, k, per_layer, True))
             out.append(Gemm(g.name + ".lora_B", mm, n, r, per_layer, True))
-    return tuple(out)
+    return fuse_projections(tuple(out)) if fused else tuple(out)
 
 
 def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tuple[float, float]]:
@@ -206,7 +238,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         inter += m.moe.shared_intermediate_size * m.moe.num_shared_experts / tp
     x = residual_bytes(tr, prof)
     full = tr.method == "full"
-    gemms = layer_gemms(m, pb, lay, tr)
+    gemms = layer_gemms(m, pb, lay, tr, prof.fused_projections)
     window = min(lay.seq_len, m.sliding_window) if m.sliding_window else lay.seq_len
     slide = m.sliding_layer_count / m.num_layers
     s_kv = (1 - slide) * lay.seq_len / 2 + slide * min(window, lay.seq_len / 2)
@@ -221,9 +253,13 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     ew: list[Elementwise] = []
     fused = fused_elementwise(tr, prof)
     y = projection_bytes(tr, prof)
+    # rotary runs in every block of a RoPE model only; learned positions (GPT, OPT) are added once to the
+    # embedding output and ALiBi (BLOOM) is a bias inside the attention kernel (Megatron-Core GPTModel:
+    # position_embedding_type "learned_absolute" builds no RotaryEmbedding; transformers' OPT and BLOOM blocks)
+    rope = m.position == "rope"
     if fused:
         ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5),  # reads x and the gradient, writes one
-               Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0),
+               *([Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0)] if rope else []),
                Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
                Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
                            1.6)]
@@ -237,7 +273,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
         ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
-               Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0),
+               *([Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0)] if rope else []),
                Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
                # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
