@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QSty
 
 from llmplan.core.present import MemoryUnit, one_line
 from llmplan.gui import backend, dialogs, files
+from llmplan.gui.after_paint import after_first_paint
 from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
 from llmplan.gui.importing import is_plan_file
@@ -36,7 +37,7 @@ from llmplan.plan.document import PlanDocument
 class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
         super().__init__()
-        collect_garbage_on_this_thread()  # never in a worker: it would destroy widgets there (main_thread_gc)
+        collect_garbage_on_this_thread(self)  # never in a worker: it would destroy widgets there (main_thread_gc)
         self.settings = settings or QSettings("llmplan", "llmplan")
         pref_problems: list[str] = []
         self.prefs = Preferences.load(self.settings, pref_problems)  # bad stored values fall back, with a notice
@@ -72,9 +73,10 @@ class MainWindow(FileActions, QMainWindow):
         self.catalog_notice = QLabel()
         self.catalog_notice.setAccessibleName("Catalog problems")
         self.statusBar().addPermanentWidget(self.catalog_notice)
+        self.catalog_notice.hide()  # until show_catalog_problems finds some
         self.models.message.connect(self.show_catalog_problems)  # imports and reloads re-read the catalogs
         self.hardware.message.connect(self.show_catalog_problems)
-        self.show_catalog_problems()
+        after_first_paint(self, self.show_catalog_problems)  # reads every user catalog file: ~50 ms of CPU
         self.hardware.custom_requested.connect(self.custom_gpu)
         # the machine first: the plan re-pointed at its GPU is then judged knowing it (one fix list, not two)
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
