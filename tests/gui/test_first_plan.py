@@ -22,9 +22,11 @@ from llmplan.gui.first_plan import plan_for_this_gpu
     ("nvidia-rtx-5090-32gb", "lora", 4096, False),
     ("nvidia-rtx-4090-24gb", "lora", 2048, True),
     ("nvidia-rtx-3090-24gb", "lora", 2048, True),
+    ("nvidia-rtx-4000-ada-20gb", "qlora", 2048, True),
     ("nvidia-rtx-4080-16gb", "qlora", 2048, True),
     ("nvidia-rtx-4060-ti-16gb", "qlora", 2048, True),
     ("nvidia-rtx-3060-12gb", "qlora", 1024, True),
+    ("nvidia-rtx-2080-ti-11gb", "qlora", 1024, True),
 ])
 def test_the_first_plan_fits_the_common_home_cards(gpu, method, seq_len, changed):
     choice = plan_for_this_gpu(default_plan(gpu))
