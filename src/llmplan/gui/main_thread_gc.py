@@ -24,7 +24,7 @@ import gc
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from PySide6.QtWidgets import QWidget
 
-from llmplan.gui.after_paint import after_first_paint
+from llmplan.gui.after_paint import FALLBACK_MS, after_first_paint
 
 _INTERVAL_MS = 500  # a few collections a second at most; each young-generation pass takes well under 1 ms
 
@@ -66,3 +66,5 @@ def install(first_after: QWidget | None = None) -> None:
         collector.start()
     else:
         after_first_paint(first_after, collector.start)
+        # also if that window goes before it is ever painted (its watcher goes with it): the app owns this one
+        QTimer.singleShot(FALLBACK_MS, collector, collector.start)

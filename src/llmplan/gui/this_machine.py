@@ -194,10 +194,11 @@ class ThisMachine(QWidget):
             return False
         if doc.hardware.gpu != (m.catalog_id or m.gpu.id) or doc.hardware.gpus_per_node > m.gpu_count:
             return False
-        out = self.state.outcome  # a MIG instance has less memory than the catalog GPU of the same name
-        if out is not None and out.doc is doc and out.scenario is not None \
-                and out.scenario.cluster.gpu.memory_bytes != m.gpu.memory_bytes:
-            return False
+        out = self.state.outcome  # a MIG instance has half the memory or less of the catalog GPU of its name;
+        if out is not None and out.doc is doc and out.scenario is not None:  # drivers report a few % less
+            catalog = out.scenario.cluster.gpu.memory_bytes
+            if abs(catalog - m.gpu.memory_bytes) > 0.05 * catalog:
+                return False
         answered = self.fit_doc is doc or self.fit_doc == doc
         return not answered or self.lists_changes()
 
