@@ -10,8 +10,8 @@ takes the first of ``CANDIDATES`` that the engine says fits, and says which and 
 The candidates change two things, in this order: the sequence length, then LoRA → QLoRA.
 
 - 4,096 tokens: the app's default, and the length of axolotl's Llama-3-8B LoRA and QLoRA examples
-  (axolotl-ai-cloud/axolotl ``examples/llama-3/lora-8b.yml`` and ``qlora.yml``, ``sequence_len: 4096``,
-  read 2026-11-27).
+  (axolotl-ai-cloud/axolotl ``examples/llama-3/lora-8b.yml`` at commit 9f824ef and ``qlora.yml`` at
+  ba1be71, ``sequence_len: 4096``, read 2026-11-27).
 - 2,048 tokens: LLaMA-Factory's default ``cutoff_len`` (hiyouga/LLaMA-Factory
   ``src/llamafactory/hparams/data_args.py``, commit 072bfe2, read 2026-11-27).
 - 1,024 tokens: TRL's ``SFTConfig.max_length`` default (huggingface/trl ``trl/trainer/sft_config.py``,
