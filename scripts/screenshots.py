@@ -142,7 +142,13 @@ def main(out: Path) -> list[Path]:
         _settle(app, w)
         w.this_machine.wait_idle()
         shot("this-machine")
-        shot("results-this-machine", w.right)
+        shot("results-this-machine", w.right)  # the first start on a 24 GB card: what was chosen, and why
+        w.state.edit("training.seq_len", 8192)  # too long for 24 GB: one list of fixes, under "This machine"
+        w.state.evaluate_now()
+        _settle(app, w)
+        w.this_machine.wait_idle()
+        w.results.fixes.wait_idle()
+        shot("results-this-machine-fixes", w.right)
         w.state.undo_stack.setClean()
         w.close()
     written.append(verdict_offload(app, out))
@@ -171,9 +177,8 @@ def verdict_offload(app, out: Path) -> Path:
 
 
 def _this_machine(w) -> None:
-    """Start over on the default plan and let "detection" find the recorded RTX 4090 of
-    tests/data/hw (the real parsers read it), so the window shows its this-machine line."""
-    from llmplan.gui import backend
+    """Start over on a new default plan (File ▸ New) and let "detection" find the recorded RTX 4090 of
+    tests/data/hw (the real parsers read it), so the window shows its first start on that card."""
     from llmplan.hw.host import parse_meminfo
     from llmplan.hw.nvidia import parse_nvidia_smi_csv
     from llmplan.hw.types import DetectionReport, HostInfo
@@ -182,7 +187,8 @@ def _this_machine(w) -> None:
     total, available = parse_meminfo((hw / "proc_meminfo.txt").read_text(encoding="utf-8"))
     report = DetectionReport(gpus=parse_nvidia_smi_csv((hw / "nvidia_smi_rtx4090.csv").read_text(encoding="utf-8")),
                              host=HostInfo("recorded host", 2, 2, total, available, "Linux"))
-    w.state.load(backend.default_plan(), None)
+    w.state.undo_stack.setClean()  # File ▸ New asks nothing
+    w.new_plan()
     w.charts.setCurrentIndex(0)
     w.hardware.detector.finished.emit(report, "")
 

@@ -148,6 +148,8 @@ def test_the_notice_lists_every_kind_of_skipped_user_file(qtbot, settings, fake_
     w = MainWindow(settings=settings, detect=False)
     qtbot.addWidget(w)
     assert w.state.outcome is not None and w.state.outcome.estimate is not None  # estimates still work
+    w.show()  # the notice comes right after the window's first paint (gui/after_paint.py)
+    qtbot.waitUntil(lambda: w.catalog_notice.text() != "", timeout=10_000)
     assert w.catalog_notice.text().startswith("⚠ 3 catalog files skipped")
     tip = w.catalog_notice.toolTip()
     assert "engines.toml" in tip and "mine.toml" in tip and "calibration" in tip

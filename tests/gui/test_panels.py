@@ -231,7 +231,9 @@ def test_broken_user_catalog_files_show_a_lasting_notice(qtbot, settings, fake_d
     (user_models_dir() / "mine.json").write_text("{not json", "utf-8")
     w = MainWindow(settings=settings, detect=False, charts=False)
     qtbot.addWidget(w)
-    assert w.catalog_notice.isVisibleTo(w) and w.catalog_notice.text() == "⚠ 2 catalog files skipped"
+    w.show()  # the notice comes right after the window's first paint (gui/after_paint.py)
+    qtbot.waitUntil(lambda: w.catalog_notice.isVisibleTo(w), timeout=10_000)
+    assert w.catalog_notice.text() == "⚠ 2 catalog files skipped"
     assert "my-gpus.toml" in w.catalog_notice.toolTip() and "mine.json" in w.catalog_notice.toolTip()
     assert w.state.evaluate_now().ok  # the shipped catalog still works
     w.state.undo_stack.setClean()

@@ -16,24 +16,26 @@ layers ran from CPU RAM at ~3 tokens/s). So the verdict has three tiers:
 on the plan's own hardware, for any catalog GPU and cluster: the nearest changes that make a plan
 fit, or, when it fits only with offload, that put it all on the GPU. Qt-free; the GUI calls
 ``plan_verdict`` on every estimate (one extra engine call, under a millisecond once warm) and
-``plan_fixes`` in a worker thread (tens of engine calls).
+``plan_fixes`` in a worker thread (tens of engine calls). The change ladder (``fit.changes``, ``fit.local``,
+``fit.trial`` and the detection modules they import) loads on the first ``plan_fixes``, not with the verdict:
+the app's first paint needs only ``plan_verdict``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from llmplan.core import engine, present
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
-from llmplan.fit.changes import nearest_changes
-from llmplan.fit.local import FitChange, LocalMachine
-from llmplan.fit.trial import summarize
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
+
+if TYPE_CHECKING:
+    from llmplan.fit.local import FitChange, LocalMachine
 
 __all__ = ["AllOnGpu", "PlanVerdict", "Tier", "all_on_gpu", "is_offloaded", "offloaded_bytes", "plan_fixes",
            "plan_verdict"]
@@ -150,6 +152,8 @@ def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVer
 
 def plan_machine(doc: PlanDocument, scenario: Scenario) -> LocalMachine:
     """The plan's own hardware in the shape the change ladder takes (host RAM unknown: not checked)."""
+    from llmplan.fit.local import LocalMachine
+
     gpus = scenario.cluster.gpus_per_node * scenario.cluster.nodes
     gpu = scenario.cluster.gpu
     return LocalMachine(gpu=gpu, gpu_count=gpus, label=f"{gpus}× {gpu.name}" if gpus > 1 else gpu.name,
@@ -160,6 +164,9 @@ def plan_fixes(doc: PlanDocument, cancelled=lambda: False) -> tuple[FitChange, .
     """The nearest changes that make ``doc`` fit its own GPUs, or, when it fits only by offloading,
     that put it all on the GPU; () when it fits, or when it cannot be evaluated. Each change's
     ``overrides`` apply to ``doc`` itself (``llmplan.plan.overrides.apply_overrides``)."""
+    from llmplan.fit.changes import nearest_changes
+    from llmplan.fit.trial import summarize
+
     try:
         scenario, _est = evaluate_plan(doc)
         machine = plan_machine(doc, scenario)

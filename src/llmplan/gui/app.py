@@ -125,7 +125,8 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
 
     window = MainWindow(settings=settings, detect=not (args.no_detect or args.self_test))
     _set_icon(app, window)
-    window.file_open_handler = _install_file_open_handler(app, window)
+    if sys.platform == "darwin":  # only macOS sends FileOpen; elsewhere the filter would see every event for nothing
+        window.file_open_handler = _install_file_open_handler(app, window)
     window.show()
     if args.files:
         window.open_dropped(args.files)

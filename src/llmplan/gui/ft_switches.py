@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLa
 
 from llmplan.core.framework_profile import SWITCH_NAMES
 from llmplan.core.training.switches import SWITCHES
+from llmplan.gui.after_paint import after_first_paint
 from llmplan.gui.bind import bound_combo, bound_spin, compact
 from llmplan.gui.state import PlanState
 
@@ -149,10 +150,20 @@ class LimitsGroup(QGroupBox):
         self._timer.setSingleShot(True)
         self._timer.setInterval(LIMITS_DELAY_MS)
         self._timer.timeout.connect(self.compute_now)
+        self._painted, self._due = False, False
+        after_first_paint(self, self._first_painted)  # the searches wait until the window is on screen
         state.evaluated.connect(self.schedule)
 
+    def _first_painted(self) -> None:
+        self._painted = True
+        if self._due:
+            self._timer.start()
+
     def schedule(self, _outcome: Any = None) -> None:
-        self._timer.start()
+        if self._painted:
+            self._timer.start()
+        else:
+            self._due = True
 
     def compute_now(self) -> None:
         from llmplan.core.training.limits import largest_micro_batch, longest_sequence

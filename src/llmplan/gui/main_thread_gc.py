@@ -11,6 +11,10 @@ worker's stack inside ``gc_collect_main`` → ``QObject::~QObject``).
 So automatic collection is switched off and a timer on the GUI thread runs the same generational
 collections when the counts pass the interpreter's own thresholds (the recipe the PyQt/PySide
 communities use for this problem). Reference counting still frees everything not in a cycle at once.
+
+The timer starts after the first window's first paint (``after_paint``): its first pass walks every
+object the imports and the window made (15-75 ms of CPU on the 2-core dev VM), which the person should
+not wait for before the window shows.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from __future__ import annotations
 import gc
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
+from PySide6.QtWidgets import QWidget
+
+from llmplan.gui.after_paint import FALLBACK_MS, after_first_paint
 
 _INTERVAL_MS = 500  # a few collections a second at most; each young-generation pass takes well under 1 ms
 
@@ -28,7 +35,10 @@ class _Collector(QObject):
         self.thresholds = gc.get_threshold()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.check)
-        self.timer.start(_INTERVAL_MS)
+
+    def start(self) -> None:
+        if not self.timer.isActive():
+            self.timer.start(_INTERVAL_MS)
 
     def check(self) -> None:
         collect_due(self.thresholds)
@@ -44,10 +54,17 @@ def collect_due(thresholds: tuple[int, ...] | None = None) -> None:
             return
 
 
-def install() -> None:
-    """Once per application (idempotent): automatic collection off, the GUI thread's timer on."""
+def install(first_after: QWidget | None = None) -> None:
+    """Once per application (idempotent): automatic collection off, the GUI thread's timer on (from the
+    first paint of ``first_after`` when given)."""
     app = QCoreApplication.instance()
     if app is None or app.findChild(_Collector) is not None:
         return
     gc.disable()
-    _Collector(app)
+    collector = _Collector(app)
+    if first_after is None:
+        collector.start()
+    else:
+        after_first_paint(first_after, collector.start)
+        # also if that window goes before it is ever painted (its watcher goes with it): the app owns this one
+        QTimer.singleShot(FALLBACK_MS, collector, collector.start)

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QSty
 
 from llmplan.core.present import MemoryUnit, one_line
 from llmplan.gui import backend, dialogs, files
+from llmplan.gui.after_paint import after_first_paint
 from llmplan.gui.charts import ChartsPanel
 from llmplan.gui.hardware_picker import HardwarePicker
 from llmplan.gui.importing import is_plan_file
@@ -36,12 +37,13 @@ from llmplan.plan.document import PlanDocument
 class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
         super().__init__()
-        collect_garbage_on_this_thread()  # never in a worker: it would destroy widgets there (main_thread_gc)
+        collect_garbage_on_this_thread(self)  # never in a worker: it would destroy widgets there (main_thread_gc)
         self.settings = settings or QSettings("llmplan", "llmplan")
         pref_problems: list[str] = []
         self.prefs = Preferences.load(self.settings, pref_problems)  # bad stored values fall back, with a notice
         self.unit = MemoryUnit(self.prefs.memory_unit)
         self.state = PlanState(self.default_doc(), self)
+        self.fresh_doc = self.state.doc  # the untouched default plan: detection may move it to this machine
         self.setAcceptDrops(True)
         self.setWindowTitle("llmplan")
         self.models = ModelPicker(self.state)
@@ -50,7 +52,7 @@ class MainWindow(FileActions, QMainWindow):
         self.layout_editor = LayoutEditor(self.state)
         self.results = ResultsPanel()
         self.this_machine = ThisMachine(self.state)
-        self.results.layout().insertWidget(1, self.this_machine)  # right under the verdict banner
+        self.results.layout().insertWidget(2, self.this_machine)  # under the verdict banner (and its first-start note)
         self.results.fixes.chosen.connect(self.state.replace)  # a nearest fix: one undoable edit
         self.charts = ChartsPanel() if charts else None
         self._build_splitters()
@@ -71,14 +73,18 @@ class MainWindow(FileActions, QMainWindow):
         self.catalog_notice = QLabel()
         self.catalog_notice.setAccessibleName("Catalog problems")
         self.statusBar().addPermanentWidget(self.catalog_notice)
+        self.catalog_notice.hide()  # until show_catalog_problems finds some
         self.models.message.connect(self.show_catalog_problems)  # imports and reloads re-read the catalogs
         self.hardware.message.connect(self.show_catalog_problems)
-        self.show_catalog_problems()
+        after_first_paint(self, self.show_catalog_problems)  # reads every user catalog file: ~50 ms of CPU
         self.hardware.custom_requested.connect(self.custom_gpu)
-        self.hardware.detector.finished.connect(self._use_detected_gpu)
+        # the machine first: the plan re-pointed at its GPU is then judged knowing it (one fix list, not two)
         self.hardware.detector.finished.connect(lambda report, _problem: self.this_machine.set_report(report))
+        self.hardware.detector.finished.connect(self._use_detected_gpu)
         self.hardware.detector.finished.connect(lambda report, _p: self.workload.machine_cards.set_report(report))
         self.state.doc_changed.connect(self.this_machine.request)
+        self.results.fixes.covered_by = self.this_machine.is_plan  # one fix list when the plan is this machine
+        self.this_machine.fitted.connect(self._machine_fitted)
         self.this_machine.message.connect(self.say)
         self.layout_editor.auto_button.clicked.connect(self.auto_search)
         self.autosave_slot = files.AutosaveSlot()
@@ -269,23 +275,44 @@ class MainWindow(FileActions, QMainWindow):
         dlg.open()
 
     def _use_detected_gpu(self, *_a) -> None:
-        """Start on this machine's GPU when the plan is still the untouched default."""
+        """Start on this machine's GPU when the plan is still the untouched default, with the first of the
+        default's variants that fits it (``first_plan``), and say what was chosen."""
         gpu_id, spec = self.hardware.detected_gpu()
-        if (gpu_id or spec) and self.state.path is None and self.state.undo_stack.count() == 0:
+        doc = self.state.doc
+        if (gpu_id or spec) and self.state.path is None and self.state.undo_stack.count() == 0 \
+                and doc == self.fresh_doc:
             changes: dict[str, object] = {"hardware.gpu": gpu_id or spec.id, "hardware.gpu_efficiency": None}
             if spec is not None:
                 changes["hardware.gpu_spec"] = spec
-            new = self.state.doc
             from llmplan.gui.commands import set_path
 
             try:
                 for k, v in changes.items():
-                    new = set_path(new, k, v)
+                    doc = set_path(doc, k, v)
             except Exception:
                 return
-            self.state.load(new, None)
-        if self.state.outcome is not None:
+            self.start_plan(doc)
+        elif self.state.outcome is not None:
             self._show(self.state.outcome)
+
+    def start_plan(self, doc: PlanDocument) -> None:
+        """Load the default plan ``doc`` (on this machine's GPU) made to fit it (``first_plan``), and show in
+        the results what was chosen and why."""
+        from llmplan.gui.first_plan import StartChoice, plan_for_this_gpu
+
+        try:
+            choice = plan_for_this_gpu(doc)
+        except Exception as exc:  # the choice is a courtesy: a failure keeps the default plan
+            choice = StartChoice(doc)
+            self.say(f"The first plan was not fitted to this GPU: {exc}")
+        self.state.load(choice.doc, None)
+        self.fresh_doc = choice.doc
+        self.results.set_start_note(choice.doc, choice.note, choice.detail)
+
+    def _machine_fitted(self, _fit) -> None:
+        """The "This machine" line answered: if it lists no changes, the results' own fixes show after all."""
+        if not self.this_machine.lists_changes():
+            self.results.fixes.uncover(self.this_machine.fit_doc)
 
     def auto_search(self) -> None:
         from llmplan.gui.auto_panel import AutoDialog

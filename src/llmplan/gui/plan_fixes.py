@@ -6,10 +6,16 @@ plan's own hardware: a smaller weight format, a shorter context, more GPUs, LoRA
 of engine calls (~50–200 ms), so it runs in a worker thread after the plan settles, and an
 answer for an older plan is dropped. A fix is a push button (Tab reaches it, Space applies it);
 ``chosen`` carries the new plan and the undo text, and the window pushes it as one edit.
+
+When the plan's hardware *is* this machine (``covered_by``, the window's "This machine" line), a plan
+that does not fit gets one list, not two: the "This machine" line's changes, which know the machine
+(its GPU count, its host RAM) and keep their Alt+1…3 keys. This list then stays hidden and searches
+nothing, unless that line has no changes to show for the plan (``uncover``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
@@ -74,6 +80,8 @@ class PlanFixes(QWidget):
         self._job: _FixJob | None = None
         self._heading = ""
         self._generation = 0
+        self.covered_by: Callable[[Any], bool] = lambda _doc: False  # set by the window (ThisMachine.is_plan)
+        self._covered: tuple | None = None  # (doc, tier, gpu_label) of a request left to "This machine"
         self.busy = False
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
@@ -86,9 +94,11 @@ class PlanFixes(QWidget):
         self.hide()
 
     def request(self, doc: Any, tier: str, gpu_label: str) -> None:
-        """Look for fixes of ``doc`` (tier "does_not_fit" or "offload"); any other tier hides them."""
+        """Look for fixes of ``doc`` (tier "does_not_fit" or "offload"); any other tier hides them, and so
+        does a plan on this machine that does not fit (its "This machine" line lists the changes)."""
         self._generation += 1  # an answer for the previous plan is now stale
-        if tier not in ("does_not_fit", "offload"):
+        self._covered = (doc, tier, gpu_label) if tier == "does_not_fit" and self.covered_by(doc) else None
+        if tier not in ("does_not_fit", "offload") or self._covered is not None:
             self._pending, self.busy = None, False
             self._timer.stop()
             self.fixes = ()
@@ -102,6 +112,17 @@ class PlanFixes(QWidget):
             b.hide()
         self.show()
         self._timer.start()
+
+    def uncover(self, doc: Any) -> None:
+        """The "This machine" line has no changes for ``doc`` (it fits there, or it has no verdict): if this
+        list was left to it, look for the plan's own fixes after all."""
+        covered = self._covered
+        if covered is not None and (covered[0] is doc or covered[0] == doc):
+            covering, self.covered_by = self.covered_by, lambda _doc: False
+            try:
+                self.request(*covered)
+            finally:
+                self.covered_by = covering
 
     def _start(self) -> None:
         if self._pending is None:

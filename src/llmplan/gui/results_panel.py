@@ -4,7 +4,9 @@ The verdict banner is the first thing a person reads, in three tiers (``llmplan.
 green "Fits: 61.8 of 79.6 GiB per GPU"; amber "Fits with offload: 32 of 80 layers in CPU
 RAM, ~3.64 tokens/s" with what the offload costs against all on the GPU on the line below;
 red "Does not fit: needs 95.2 of 79.6 GiB per GPU". Unless it fits, the nearest fixes follow
-(``PlanFixes``), for any plan. Then the bottleneck sentence (word-wrapped, never cut), the
+(``PlanFixes``), for any plan. On a new window re-pointed at this machine's GPU, one line under the
+banner says what the first start chose for that GPU and why (``first_plan``), until the plan is edited.
+Then the bottleneck sentence (word-wrapped, never cut), the
 stacked memory bar and a table of ``report.rows`` whose tooltips are each ``Figure.describe()``.
 When the plan cannot be estimated, the banner says why (the engine's message, e.g. the layout
 rule that is broken).
@@ -161,6 +163,10 @@ class ResultsPanel(QWidget):
         self._table_shape: tuple = ()  # the (kind, label) of each table line shown (``_fill_table``)
         self._tips: dict[tuple[str, str], tuple[object, str]] = {}  # row → (its figure and text, tooltip)
         self.banner = VerdictBanner(self)
+        self.start_note = wrapping_label(self, "What the first start chose")  # first_plan.StartChoice
+        self.start_note.setTextFormat(Qt.TextFormat.PlainText)  # the GPU's name comes from its driver
+        self.start_note.hide()
+        self._start_doc = None  # the plan the note is about; the note goes at the first other plan
         self.cost = wrapping_label(self, "What the offload costs")  # offload tier only
         self.cost.hide()
         self.fixes = PlanFixes(self)
@@ -183,6 +189,7 @@ class ResultsPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.banner)
+        lay.addWidget(self.start_note)
         lay.addWidget(self.cost)
         lay.addWidget(self.fixes)
         lay.addWidget(self.detail)
@@ -199,8 +206,25 @@ class ResultsPanel(QWidget):
         if self.outcome is not None:
             self.show_outcome(self.outcome)
 
+    def set_start_note(self, doc, note: str, detail: str = "") -> None:
+        """Show ``note`` (what the first start chose for this machine's GPU) while ``doc`` is the plan."""
+        self._start_doc = doc if note else None
+        self.start_note.setText(note)
+        self.start_note.setToolTip(detail)
+        self.start_note.setVisible(bool(note) and self.outcome is not None and self.outcome.doc == doc)
+
+    def _follow_start_note(self, doc) -> None:
+        if self._start_doc is None:
+            return
+        if doc is self._start_doc or doc == self._start_doc:
+            self.start_note.show()
+        else:  # the plan was edited (or replaced): the note is about a plan no longer shown
+            self._start_doc = None
+            self.start_note.hide()
+
     def show_outcome(self, outcome: Outcome) -> None:
         self.outcome = outcome
+        self._follow_start_note(outcome.doc)
         est = outcome.estimate
         if est is None:
             self._clear_table()

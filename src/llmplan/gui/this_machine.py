@@ -8,6 +8,9 @@ detection's report into a ``LocalMachine``; ``fit_this_machine(doc, machine)`` g
 worker thread after the plan settles; a newer plan makes an older answer stale and it is
 dropped. Applying a change replaces the plan with ``apply_change(fit, change)``: the plan
 re-pointed at this machine with the change made, as one undo step.
+
+When the plan already runs on this machine's GPUs (``is_plan``), these changes are the window's only
+fix list: the results' own list (``PlanFixes``) would repeat them, less aware of the machine.
 """
 
 from __future__ import annotations
@@ -181,6 +184,32 @@ class ThisMachine(QWidget):
     def wait_idle(self, timeout_ms: int = 20_000) -> None:
         """For tests, benchmarks and screenshots: until the background answer is shown."""
         wait_for_worker(lambda: self.busy or self._timer.isActive(), self._pool, timeout_ms)
+
+    def is_plan(self, doc: Any) -> bool:
+        """True when ``doc`` runs on this machine's GPUs (the same GPU, no more of them than this machine
+        has, one node) and this line lists its changes or is still checking it: then it is the one list of
+        fixes. False once its answer for ``doc`` has no changes to show (it fits here, or no verdict)."""
+        m = self.machine
+        if m is None or m.gpu is None or m.cards or doc.hardware.cards or doc.hardware.nodes != 1:
+            return False
+        if doc.hardware.gpu != (m.catalog_id or m.gpu.id) or doc.hardware.gpus_per_node > m.gpu_count:
+            return False
+        out = self.state.outcome  # a MIG instance has half the memory or less of the catalog GPU of its name;
+        if out is not None and out.doc is doc and out.scenario is not None:  # drivers report a few % less
+            catalog = out.scenario.cluster.gpu.memory_bytes
+            if abs(catalog - m.gpu.memory_bytes) > 0.05 * catalog:
+                return False
+        answered = self.fit_doc is doc or self.fit_doc == doc
+        return not answered or self.lists_changes()
+
+    @property
+    def fit_doc(self) -> Any:
+        """The plan the last answer is about."""
+        return self._fit_doc
+
+    def lists_changes(self) -> bool:
+        """Whether the last answer shows changes (the plan does not fit here and some change makes it)."""
+        return self.fit is not None and not self.fit.fits and bool(self.fit.changes)
 
     # ---- output ---------------------------------------------------------------------------
     def _render(self, problem: str) -> None:

@@ -40,9 +40,15 @@ class FileActions:
         return doc.model_copy(update=updates)
 
     def new_plan(self) -> None:
+        """The default plan; on this machine's GPU when detection found one, made to fit it (``start_plan``)."""
         if self.maybe_save():
             gpu_id, spec = self.hardware.detected_gpu()
-            self.state.load(self.default_doc(gpu_id, spec), None)
+            doc = self.default_doc(gpu_id, spec)
+            if gpu_id or spec:
+                self.start_plan(doc)
+                return
+            self.state.load(doc, None)
+            self.fresh_doc = doc
 
     def open_dialog(self) -> None:
         if not self.maybe_save():

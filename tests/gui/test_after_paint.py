@@ -1,0 +1,50 @@
+"""Start-up work that waits for the window's first paint (``gui/after_paint.py``), and the verdict's imports.
+
+What is checked is the order (the work runs after the paint, or after the fallback when nothing is ever
+painted) and which modules load, not a speed: the first-paint time is measured in benchmarks/bench_gui.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from PySide6.QtWidgets import QLabel
+
+from llmplan.gui.after_paint import after_first_paint
+
+
+def test_work_waits_for_the_first_paint_and_runs_once(qtbot):
+    label = QLabel("first paint")
+    qtbot.addWidget(label)
+    ran: list[str] = []
+    after_first_paint(label, lambda: ran.append("a"))
+    after_first_paint(label, lambda: ran.append("b"))
+    qtbot.wait(20)
+    assert ran == []  # not shown, not painted: nothing yet (the fallback is 3 s away)
+    label.show()
+    qtbot.waitUntil(lambda: ran == ["a", "b"], timeout=5_000)
+    label.repaint()
+    qtbot.wait(20)
+    after_first_paint(label, lambda: ran.append("c"))  # already painted: at once
+    assert ran == ["a", "b", "c"]
+
+
+def test_a_widget_never_painted_still_gets_the_work(qtbot):
+    label = QLabel("never shown")
+    qtbot.addWidget(label)
+    ran: list[str] = []
+    after_first_paint(label, lambda: ran.append("late"), fallback_ms=50)
+    qtbot.waitUntil(lambda: ran == ["late"], timeout=5_000)
+
+
+def test_the_verdict_does_not_load_the_change_ladder():
+    """The results panel (the verdict on every estimate) imports ``fit.tiers`` for ``plan_verdict``; the change
+    ladder and the detection modules it needs load with the first fixes search, after the first paint."""
+    code = ("import sys; import llmplan.gui.results_panel; "
+            "print(sorted(m for m in ('llmplan.fit.changes', 'llmplan.fit.local', 'llmplan.fit.trial', "
+            "'llmplan.hw.detect') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
