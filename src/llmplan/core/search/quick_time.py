@@ -298,3 +298,19 @@ def slowest_stage_layers(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndar
     keys = pp.astype(np.int64) * 4096 + vp
     uniq, inverse = np.unique(keys, return_inverse=True)
     return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]
+
+
+@lru_cache(maxsize=4096)
+def _ends(layers: int, pp: int, vp: int) -> tuple[int, int]:
+    """(the last stage's layers, the most layers on any other stage) under the engine's split."""
+    split = split_layers(layers, pp, vp)
+    return split.per_stage[-1], split.before_last
+
+
+def last_stage_layers(layers: int, pp: np.ndarray, vp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (last stage's layers, most layers on any other stage) (``_ends``): the last stage also runs
+    the head and loss, so either can be the slowest (``timing._micro_batch``)."""
+    keys = pp.astype(np.int64) * 4096 + vp
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    ends = np.array([_ends(layers, int(k // 4096), int(k % 4096)) for k in uniq]).reshape(-1, 2)
+    return ends[inverse.reshape(-1), 0], ends[inverse.reshape(-1), 1]
