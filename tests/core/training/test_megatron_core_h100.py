@@ -305,7 +305,7 @@ def test_nemo_gpt_oss_row_is_pinned_fast():
     tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 × 2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's
     nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and × 3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran
     3–11% faster than that price, so a grouped GEMM that reaches what one GEMM of its shape does is not the
-    missing 4.5 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
+    missing 2.2 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
     recipe forces balanced routing, so no load imbalance is charged either. Left open (docs/training.md,
     "Megatron-Core on H100")."""
     e = estimate(nemo_gpt_oss_run())

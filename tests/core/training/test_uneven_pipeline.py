@@ -96,3 +96,18 @@ def test_explicit_first_and_last_stage_layers_reach_the_estimate():
     bad = ParallelLayout(**{**sc.parallelism.model_dump(), "first_stage_layers": 10, "last_stage_layers": 9})
     with pytest.raises(LayoutError, match="middle stages = layers"):
         estimate(sc.model_copy(update={"parallelism": bad}))
+
+
+def test_fill_slots_are_the_other_stages():
+    """1F1B with stage times t_s: m slots of the slowest stage plus one slot of each other stage (docs/training.md,
+    "Pipeline stages: the head on the last"). Four stages of 2, 2, 2 and 3 time units: each fill slot is 2/3 of the
+    slowest one; equal stages give the textbook (p-1)/m. The search's rows (numpy) give the same as the estimate."""
+    import numpy as np
+
+    from llmplan.core.training.timing import fill_pace
+
+    assert fill_pace(9.0, 3.0, 4) == pytest.approx(2 / 3)
+    assert fill_pace(8.0, 2.0, 4) == pytest.approx(1.0)
+    assert fill_pace(5.0, 5.0, 1) == 1.0
+    rows = fill_pace(np.array([9.0, 8.0, 5.0]), np.array([3.0, 2.0, 5.0]), np.array([4, 4, 1]))
+    assert rows == pytest.approx([2 / 3, 1.0, 1.0])
