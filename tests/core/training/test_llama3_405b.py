@@ -42,8 +42,7 @@ def _meta_run(vp: int, recompute: str = "full") -> Scenario:
 def test_table4_mfu_with_one_layer_chunks():
     e = estimate(_meta_run(vp=8))
     assert e.fits and e.memory.total.value < 80e9
-    # Table 4 reports 38-43%; the per-operation model gives 33.8% (-17.6% against 41%; -19.0% before the 2026-11-27
-    # price audit): the band is pinned
+    # Table 4 reports 38-43%; the per-operation model gives 33.7% (-17.8% against 41%): the band is pinned
     assert 0.41 * 0.78 <= e.compute.mfu.value <= 0.41
     assert e.compute.bubble_fraction.value == pytest.approx(15 / (16 * 8))
 
@@ -115,14 +114,14 @@ def causal_mfu(row: str) -> float:
 def test_table4_16k_row_is_pinned_with_the_papers_settings():
     e = estimate(table4_run("16k-gpus"))
     assert e.fits
-    # 47.9% against 41%: +16.8% (+15.9% before the 2026-11-27 price audit; issue 15's target is 10%; pinned). It was +9.5% while the engine hid the FSDP
+    # 47.8% against 41%: +16.6% (issue 15's target is 10%; pinned). It was +9.5% while the engine hid the FSDP
     # gradient reduce-scatter behind one micro-batch's backward only; interleaved, each chunk's reduction starts
     # after that chunk's last backward (test_interleaved_gradient_reduction_hides_chunk_by_chunk)
     assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20
 
 
 def test_table4_8k_row_is_fast_and_just_over_capacity():
-    # 51.0% against 43% (+18.5%; +17.6% before the price audit); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
+    # 50.8% against 43% (+18.2%); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
     # stage hold 2·14 + 7·16 + 1 = 141 one-layer chunk passes, against 128 at 16 micro-batches (test below).
     e = estimate(table4_run("8k-gpus"))
     assert not e.fits and e.memory.total.value < 1.04 * H100.memory_bytes
@@ -169,7 +168,7 @@ def test_interleaved_gradient_reduction_hides_chunk_by_chunk():
 def test_the_128k_row_depends_on_the_flop_count():
     e = estimate(table4_run("16k-gpus-128k-context"))
     assert e.fits
-    # the engine's (PaLM's) count: 56.4% against 38% (+48.5%); the causal count: 40.3% (+6.0%). Pinned both ways.
+    # the engine's (PaLM's) count: 56.4% against 38% (+48.4%); the causal count: 40.2% (+5.9%). Pinned both ways.
     assert 0.38 * 1.40 < e.compute.mfu.value < 0.38 * 1.52
     assert causal_mfu("16k-gpus-128k-context") == pytest.approx(0.38, rel=0.10)
     cp = [c for c in e.communication.collectives if c.group == "cp"]
@@ -192,10 +191,9 @@ def test_stated_settings_move_the_16k_row_as_expected():
 # 3,072 GPUs (384 nodes), and an aggregation layer oversubscribed 1:7 (``placement.spine_scale``: a group loses
 # bandwidth only where it has fewer than 7 nodes per pod). The engine places ranks in Megatron's order (PP outermost),
 # so the DP groups (64 or 128 consecutive nodes) stay in a pod and the PP groups cross it (3 or 6 of their nodes per
-# pod: 3/7 or 6/7 of the NIC share), which the asynchronous p2p hides. Results, 2026-11-27: 16K +15.9% → +15.4%,
-# 8K +17.6% → +17.4%, 128K full-square +47.8% → +46.6%, causal +5.5% → +4.6%; after the price audit of the same day
-# 16K +16.8% → +16.3%, 8K +18.5% → +18.4%, 128K full-square +48.5% → +47.2%. The 1:7 spine does not explain the
-# common +16–19%; the bands are the same as above.
+# pod: 3/7 or 6/7 of the NIC share), which the asynchronous p2p hides. Results, 2026-11-27: 16K +16.6% → +16.0%,
+# 8K +18.2% → +18.0%, 128K full-square +48.4% → +47.1%, causal +5.9% → +5.0%. The 1:7 spine does not explain the
+# common +16–18%; the bands are the same as above.
 def table4_on_meta_network(row: str) -> Scenario:
     from llmplan.catalog.hardware import load_hardware_catalog
 
@@ -212,7 +210,7 @@ def test_table4_rows_on_metas_network_move_under_a_point():
         # slower, never faster (extra hops, PP across pods), by less than 0.5 MFU points of the 38-43% published
         assert flat.compute.mfu.value - 0.005 < meta.compute.mfu.value <= flat.compute.mfu.value
     e = estimate(table4_on_meta_network("16k-gpus"))
-    assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20  # +15.4%: pinned as on the flat fabric
+    assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20  # +16.0%: pinned as on the flat fabric
     (pp,) = [c for c in e.communication.collectives if c.group == "pp"]
     assert pp.exposed_s.value == 0 and pp.bus_bandwidth < 0.5 * 50e9  # 3 of its nodes per pod: 3/7 of a NIC
     e8 = estimate(table4_on_meta_network("8k-gpus"))

@@ -16,13 +16,13 @@ Checks per row:
   fp16 with fp32 gradients, no sequence parallelism (not yet invented), no distributed optimizer.
 
 What the per-operation model gives with the catalog defaults and the Megatron profile (TFLOP/s per
-GPU, ours vs Table 1), recorded 2026-11-27 after the per-operation price audit (no rotary in a
-learned-position GPT; each GEMM's fixed cost without the sweep harness's host latency): 1.7B 128.4 (137),
-3.6B 132.2 (138), 7.5B 132.6 (142), 18.4B 129.0 (135), 39.1B 139.9 (138), 76.1B 144.1 (140), 145.6B 150.0
-(148), 310.1B 154.6 (155), 529.6B 158.0 (163), 1008.0B 161.3 (163): -6.6% to +2.9%, median 3.0% off. With the
-network model of issue 23 (collectives as NCCL runs them, the node's eight HDR NICs shared by its DP rings,
-gradient buckets) and before the audit: -11.6% to +0.6%, median 2.8% off. Before
-it (each DP ring priced at one GPU's 25 GB/s share of the network) the small, data-parallel-heavy rows
+GPU, ours vs Table 1), recorded 2026-11-27 with the network model of issue 23 (collectives as NCCL runs
+them, the node's eight HDR NICs shared by its DP rings, gradient buckets) and the output head and loss on
+the last pipeline stage (docs/training.md, "Pipeline stages: the head on the last"): 1.7B 122.8 (137), 3.6B
+125.9 (138), 7.5B 125.5 (142), 18.4B 122.8 (135), 39.1B 134.7 (138), 76.1B 139.3 (140), 145.6B 144.9 (148),
+310.1B 149.5 (155), 529.6B 150.9 (163), 1008.0B 153.1 (163): -11.6% to -0.5%, median 6.8% off. With the head
+spread over the stages the pipelined rows read 0.4-4.6 points higher (-11.6% to +0.6%, median 2.8%). Before
+the network model (each DP ring priced at one GPU's 25 GB/s share of the network) the small, data-parallel-heavy rows
 were 20-21% under (-2.4% to -20.9%, median 5.6%). Nothing here is fitted to the table: GEMM and
 attention rates come from a bf16 kernel sweep on an H100 (``kernel_rates``), scaled by the A100's catalog
 figure; network shares from NCCL's maintainers. The test pins the band (-15% to +5%) and the median

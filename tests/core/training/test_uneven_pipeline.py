@@ -58,20 +58,33 @@ def test_uneven_stages_cost_the_slowest_stages_time():
     assert any("steps 6.7% longer than an even spread" in w for w in e.warnings)
 
 
-def test_126_layers_on_16_stages_take_as_long_as_128():
-    """The slowest stage sets the pace: 126 layers split 7, 8 ×14, 7 step as slowly as 128 split
-    8 ×16 (both have 8-layer stages); only the smaller FLOP total of the head share differs (< 1%)."""
-    def llama(layers):
-        return spec_from_config(dict(model_type="llama", vocab_size=128256, hidden_size=4096,
-                                     num_hidden_layers=layers, num_attention_heads=32, num_key_value_heads=8,
-                                     intermediate_size=14336))
+def _llama(layers):
+    return spec_from_config(dict(model_type="llama", vocab_size=128256, hidden_size=4096, num_hidden_layers=layers,
+                                 num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336))
 
-    t126, t128 = (estimate(scenario(llama(n), 128, tp=8, pp=16, seq_len=8192, global_batch=64,
-                                    recompute="full")).compute.step_time_s.value for n in (126, 128))
-    assert t126 == pytest.approx(t128, rel=0.01)
-    t120 = estimate(scenario(llama(120), 128, tp=8, pp=16, seq_len=8192, global_batch=64,
-                             recompute="full")).compute.step_time_s.value  # 7 ×8, 8 ×8: also 8-layer stages
-    assert t120 == pytest.approx(t128, rel=0.02)
+
+def _step(layers):
+    return estimate(scenario(_llama(layers), 128, tp=8, pp=16, seq_len=8192, global_batch=64, recompute="full"))
+
+
+def test_the_head_makes_the_last_stage_the_slowest():
+    """The output head and loss run on the last stage (docs/training.md, "Pipeline stages: the head on the last").
+    Here the head (128,256 × 4,096) is 2.4 blocks' worth of weights, so the last stage sets the pace even with a
+    layer fewer: 126 layers split 7, 8 ×14, 7 and 120 split 7 ×8, 8 ×8 both run 7 blocks + the head on the last
+    stage, the same GEMM seconds per step; 128 split 8 ×16 runs 8 blocks + the head there, one block per
+    micro-batch more; and 16 layers on 16 stages (one block + the head on the last) is 126's last stage less six
+    blocks. Exact identities of the composition (rel 1e-9), not measurements."""
+    e120, e126, e128 = (_step(n) for n in (120, 126, 128))
+    for e in (e120, e126, e128):
+        assert e.compute.step_time_s.inputs["slowest_stage"] == "the last, with the head and loss"
+        assert 0.5 < e.compute.step_time_s.inputs["fill_slot_share"] < 1.0
+    g120, g126, g128 = (e.compute.breakdown["gemm"] for e in (e120, e126, e128))
+    assert g126 == pytest.approx(g120, rel=1e-12)
+    block = g128 - g126  # one block's GEMM seconds per step
+    assert block > 0
+    # 16 layers on 16 stages: one block + the head on the last stage, i.e. 126's last stage less six blocks
+    g16 = _step(16).compute.breakdown["gemm"]
+    assert g16 == pytest.approx(g126 - 6 * block, rel=1e-9)
 
 
 def test_explicit_first_and_last_stage_layers_reach_the_estimate():
@@ -83,3 +96,18 @@ def test_explicit_first_and_last_stage_layers_reach_the_estimate():
     bad = ParallelLayout(**{**sc.parallelism.model_dump(), "first_stage_layers": 10, "last_stage_layers": 9})
     with pytest.raises(LayoutError, match="middle stages = layers"):
         estimate(sc.model_copy(update={"parallelism": bad}))
+
+
+def test_fill_slots_are_the_other_stages():
+    """1F1B with stage times t_s: m slots of the slowest stage plus one slot of each other stage (docs/training.md,
+    "Pipeline stages: the head on the last"). Four stages of 2, 2, 2 and 3 time units: each fill slot is 2/3 of the
+    slowest one; equal stages give the textbook (p-1)/m. The search's rows (numpy) give the same as the estimate."""
+    import numpy as np
+
+    from llmplan.core.training.timing import fill_pace
+
+    assert fill_pace(9.0, 3.0, 4) == pytest.approx(2 / 3)
+    assert fill_pace(8.0, 2.0, 4) == pytest.approx(1.0)
+    assert fill_pace(5.0, 5.0, 1) == 1.0
+    rows = fill_pace(np.array([9.0, 8.0, 5.0]), np.array([3.0, 2.0, 5.0]), np.array([4, 4, 1]))
+    assert rows == pytest.approx([2 / 3, 1.0, 1.0])

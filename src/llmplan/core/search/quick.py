@@ -33,9 +33,9 @@ from llmplan.core.search.quick_time import (
     data_parallel_seconds,
     distinct_rows,
     inner_seconds,
+    last_stage_layers,
     offload_seconds,
     optimizer_seconds,
-    slowest_stage_layers,
 )
 from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
@@ -102,7 +102,6 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     pp, vp, dp = (x.astype(f) for x in (c.pp, c.vp, c.dp))
     mb, m = c.mb.astype(f), c.accum.astype(f)
     seq = float(t.seq_len)
-    stage_layers = slowest_stage_layers(s.spec.num_layers, c.pp, c.vp).astype(f)  # the engine's split
 
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
     # eager-kernel profiles: the engine's phase peak with the switches' terms, per distinct layout
@@ -121,8 +120,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
 
     # ---- time ------------------------------------------------------------------------------------
     # the engine's per-operation model (timing.layer_and_head), once per distinct per-GPU shape
-    t_compute_mb, t_recompute_mb, _peak = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel,
-                                                   stage_layers, pp)
+    t_compute_mb, t_recompute_mb, pace = _op_times(s.spec, t, prof, cluster, eff, c, sequence_parallel)
 
     # TP, CP, PP and EP traffic per step, as the engine prices and hides it (quick_time.py); it stretches
     # with the compute by the bubble, as in the estimate ((compute + exposed inner traffic) × (1 + bubble))
@@ -132,7 +130,8 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     slots = m + (pp - 1) / vp
     slot = t_compute_mb + (t_tp + t_cp + t_pp + t_ep) / m
     compute = m * (t_compute_mb - t_recompute_mb)  # recomputation is reported apart
-    bubble = np.where(slots > m, (slots - m) * slot, 0.0)  # no bubble, even where a row is priced infinite
+    # the fill and drain slots are the other stages' (timing.fill_pace); no bubble, even where a row is priced infinite
+    bubble = np.where(slots > m, (slots - m) * slot * pace, 0.0)
 
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
@@ -155,12 +154,12 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
 
 
 def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: ClusterSpec, eff: Efficiency,
-              c: Columns, sequence_parallel: bool, stage_layers: np.ndarray, pp: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Seconds per micro-batch on the slowest stage (and the recomputed part of them), from the engine's
-    own per-operation model: every distinct (tp, cp, ep, micro-batch, recompute) is priced once by
-    ``timing.layer_and_head``, then spread over the rows as the engine composes it (the slowest stage's
-    blocks + the head's share, never faster than the host issues its kernels)."""
+              c: Columns, sequence_parallel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seconds per micro-batch on the slowest stage, the recomputed part of them, and ``timing.fill_pace``,
+    from the engine's own per-operation model: every distinct (tp, cp, ep, micro-batch, recompute) is priced
+    once by ``timing.layer_and_head``, then composed over the rows as the engine composes it
+    (``timing._micro_batch``: the last stage's blocks + the head and loss, or the fullest other stage's
+    blocks, whichever is slower; never faster than the host issues its kernels)."""
     base = prof or FrameworkProfile()
     r, _ = timing.rates(cluster.gpu, eff, t.precision)  # a dtype the GPU cannot train in: its InputError says so
     # the ZeRO stage matters where the profile hands ZeRO to DeepSpeed (``framework_profile.in_effect``) and where
@@ -189,9 +188,13 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
         per_key[k] = (layer.gpu, layer.host(prof), head.gpu, head.host(prof),
                       _recomputed(m, shape, tr, prof, r, fwd, rest, int(rc)))
     layer_gpu, layer_host, head_gpu, head_host, rec = (per_key[inverse, i] for i in range(5))
-    gpu = stage_layers * layer_gpu + head_gpu / pp
-    host = stage_layers * layer_host + head_host / pp
-    return np.maximum(gpu, host), stage_layers * rec, r.gemm
+    last, before = (x.astype(np.float64) for x in last_stage_layers(m.num_layers, c.pp, c.vp))
+    last_gpu, other_gpu = last * layer_gpu + head_gpu, before * layer_gpu
+    on_last = (c.pp == 1) | (last_gpu >= other_gpu)
+    gpu = np.where(on_last, last_gpu, other_gpu)
+    host = np.where(on_last, last * layer_host + head_host, before * layer_host)
+    pace = timing.fill_pace(m.num_layers * layer_gpu + head_gpu, gpu, c.pp)
+    return np.maximum(gpu, host), np.where(on_last, last, before) * rec, pace
 
 
 def _recomputed(m, shape, tr: TrainingSettings, prof, r, fwd, rest, rc: int) -> float:

@@ -288,13 +288,28 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
 
 
 @lru_cache(maxsize=4096)
-def _slowest(layers: int, pp: int, vp: int) -> int:
-    """The slowest pipeline stage's layers under the engine's split (``stages.split_layers``)."""
-    return split_layers(layers, pp, vp).slowest
+def _ends(layers: int, pp: int, vp: int) -> tuple[int, int, int]:
+    """(the slowest stage's layers, the last stage's, the most on any other stage) under the engine's split
+    (``stages.split_layers``)."""
+    split = split_layers(layers, pp, vp)
+    return split.slowest, split.per_stage[-1], split.before_last
+
+
+def _split_rows(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """``_ends`` of each row, one column each, worked out once per distinct (pp, vp)."""
+    keys = pp.astype(np.int64) * 4096 + vp
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    ends = np.array([_ends(layers, int(k // 4096), int(k % 4096)) for k in uniq]).reshape(-1, 3)
+    return ends[inverse.reshape(-1)]
 
 
 def slowest_stage_layers(layers: int, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
-    """The slowest pipeline stage's layers of each row (``_slowest``): the layers whose time every step takes."""
-    keys = pp.astype(np.int64) * 4096 + vp
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    return np.array([_slowest(layers, int(k // 4096), int(k % 4096)) for k in uniq])[inverse.reshape(-1)]
+    """The most layers any pipeline stage of each row holds: the layers whose traffic every step carries."""
+    return _split_rows(layers, pp, vp)[:, 0]
+
+
+def last_stage_layers(layers: int, pp: np.ndarray, vp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (last stage's layers, most layers on any other stage): the last stage also runs the head and
+    loss, so either can be the slowest (``timing._micro_batch``)."""
+    ends = _split_rows(layers, pp, vp)
+    return ends[:, 1], ends[:, 2]

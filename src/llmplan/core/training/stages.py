@@ -49,7 +49,8 @@ class StageSplit:
     chunks: tuple[tuple[int, ...], ...]
     rule: str  # "even", "llama3", "balanced" or "explicit" (see RULES)
     per_stage: tuple[int, ...] = field(init=False)  # layers per stage
-    slowest: int = field(init=False)  # layers of the most loaded stage: it sets the pace of the pipeline
+    slowest: int = field(init=False)  # layers of the most loaded stage (by layers; the head is not counted here)
+    before_last: int = field(init=False)  # most layers on any stage but the last (0 with one stage)
     is_even: bool = field(init=False)  # every chunk holds the same number of layers
     _described: str = field(init=False, repr=False, compare=False)  # describe()'s text
 
@@ -57,6 +58,7 @@ class StageSplit:
         per_stage = tuple(sum(c) for c in self.chunks)
         object.__setattr__(self, "per_stage", per_stage)
         object.__setattr__(self, "slowest", max(per_stage))
+        object.__setattr__(self, "before_last", max(per_stage[:-1], default=0))
         object.__setattr__(self, "is_even", len({n for c in self.chunks for n in c}) == 1)
         runs: list[list[int]] = []
         for n in per_stage:

@@ -9,17 +9,22 @@ softmax, dropout, residual adds) at HBM bandwidth × ``efficiency.memory_bandwid
 forward, read in the backward, and its gradient written and read once — 4 passes over the
 stored bytes, one more when full recompute writes them again.
 
-Pipeline bubble (Narayanan et al. 2021 §2.2): (p-1)/m of the ideal time for 1F1B, (p-1)/(m·v)
-interleaved.
+Where the work sits (docs/training.md, "Pipeline stages: the head on the last"): the output head
+and the loss run on the last pipeline stage, the embedding on the first, as Megatron-LM,
+DeepSpeed's PipelineModule and torchtitan place them. A stage's time per micro-batch is its
+blocks' time, plus the head and loss on the last stage (the embedding lookup is not priced: no
+stage is charged for it).
 
-Uneven stages: a pipeline moves at the pace of its slowest stage — every micro-batch waits
-for it in the steady state, and the fill and drain are made of its time slots too. So the
-per-GPU compute is that of the stage with the most layers: the evenly spread time × (slowest
-stage's layers / mean layers per stage). 126 layers on 16 stages as 7, 8 ×14, 7: × 8/7.875 =
-1.6% longer than if the same layers could be spread evenly. The head and embedding work is
-still counted as spread over the stages (as for even splits), so a split that moves layers
-off the first and last stage to make room for them is charged its layer imbalance only. MFU follows PaLM App. B: model FLOPs (no recompute) per second over the
-cluster's peak; HFU counts the recomputed FLOPs too.
+Pipeline pace (Narayanan et al. 2021 §2.2, 1F1B): every micro-batch waits for the slowest stage,
+so the steady state is m of its time slots; the fill and drain are the other p-1 stages' slots,
+one each. Step = m·t_slowest + Σ_(other stages) t_s / v, i.e. the ideal time m·t_slowest stretched
+by the bubble (p-1)/(m·v) × (the other stages' mean time / t_slowest). With equal stages this is
+the textbook (p-1)/(m·v); with a head-heavy last stage the steady state is the last stage's and the
+fill and drain the lighter stages'. 126 layers on 16 stages as 7, 8 ×14, 7 (Llama 3 405B): a
+middle stage's 8 layers set the pace, 1.6% longer than an even spread of the layers. Exposed
+TP/PP/EP traffic is counted on the stage with the most layers and stretched with it. MFU follows
+PaLM App. B: model FLOPs (no recompute) per second over the cluster's peak; HFU counts the
+recomputed FLOPs too.
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ class ComputeTimes:
     imbalance: float  # slowest stage's layers / mean layers per stage (1 for an even split)
     parts: dict[str, float]  # seconds per step by kind, for compute.breakdown
     notes: tuple[str, ...] = ()
+    pace: float = 1.0  # the other stages' mean time per micro-batch / the slowest stage's (``fill_pace``)
+    head_stage: bool = False  # the slowest stage is the last, with the head and loss (pp > 1)
 
     @property
     def total(self) -> float:
@@ -142,20 +149,39 @@ _PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + sh
 _COMPUTE_TIMES = IdentityCache(64)  # (gpu, efficiency, training, profile, model) objects + layout -> ComputeTimes
 
 
+def fill_pace(total_s, slowest_s, pp):
+    """The other stages' mean time per micro-batch over the slowest stage's: the share of a slowest-stage
+    slot that each of the p-1 fill-and-drain slots takes (module doc). 1 with one stage or equal stages.
+    Scalars or numpy arrays (the search's rows)."""
+    if isinstance(pp, int):
+        return (total_s - slowest_s) / ((pp - 1) * slowest_s) if pp > 1 and slowest_s > 0 else 1.0
+    import numpy as np  # the search's arrays only: the estimate's hot path stays scalar
+
+    den = (pp - 1) * slowest_s
+    return np.divide(total_s - slowest_s, den, out=np.ones_like(den, dtype=float), where=(pp > 1) & (den > 0))
+
+
 def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
-                 r: ot.Rates) -> ot.PartTimes:
-    """One micro-batch through the slowest stage: its blocks forward, backward and recomputed, and its
-    share of the head and loss (spread over the stages, as the FLOP count spreads it).
+                 r: ot.Rates) -> tuple[ot.PartTimes, float, bool]:
+    """One micro-batch through the slowest stage — its blocks forward, backward and recomputed, and on the
+    last stage the head and loss — with ``fill_pace`` and whether that stage is the last (module doc).
 
     Looked up first by the identity of the (frozen) model, training and profile objects (``core.memo``):
     the search asks for many layouts with the same objects, and hashing pydantic models field by field
     would cost more than the rest of this function."""
-    objs, rest = (m, tr, prof), (OpShape.of(lay, tr, prof), r, lay.max_stage_layers, lay.pp)
+    split = lay.split
+    objs, rest = (m, tr, prof), (OpShape.of(lay, tr, prof), r, split.per_stage[-1], split.before_last, lay.pp)
     hit = _PER_MICRO_BATCH.get(objs, rest)
     if hit is not None:
         return hit
     fwd, rest_t, head = layer_and_head(m, rest[0], tr, prof, r)
-    return _PER_MICRO_BATCH.put(objs, rest, (fwd + rest_t).scale(lay.max_stage_layers) + head.scale(1.0 / lay.pp))
+    layer = fwd + rest_t
+    last = layer.scale(split.per_stage[-1]) + head
+    other = layer.scale(split.before_last)
+    on_last = lay.pp == 1 or last.gpu >= other.gpu
+    slow = last if on_last else other
+    total = layer.gpu * m.num_layers + head.gpu
+    return _PER_MICRO_BATCH.put(objs, rest, (slow, fill_pace(total, slow.gpu, lay.pp), on_last and lay.pp > 1))
 
 
 def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
@@ -177,7 +203,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     r, notes = rates(gpu, eff, tr.precision)
     hbm = r.bandwidth
     peak = training_peak(gpu.name, gpu.peak_flops, tr.precision)[0] if r.fp8_gemm else r.peak  # MFU: the dtype's
-    per_mb = _micro_batch(m, lay, tr, prof, r)
+    per_mb, pace, head_stage = _micro_batch(m, lay, tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
     launch = max(host_s - gpu_s, 0.0)
@@ -198,7 +224,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
                   f"GEMM calls takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
     matmul = parts["gemm"] + parts["attention"]
     mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
-    return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes)
+    return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage)
 
 
 _FP8_RECIPES = {
@@ -240,8 +266,9 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
     bub = bubble_fraction(lay)
     ideal = ct.total - ct.optimizer + exposed_inner
     exposed_offload = offload.value if offload is not None else 0.0  # offload_time.py
-    step = ideal * (1 + bub) + ct.optimizer + exposed_dp + exposed_offload + host_s
-    breakdown = {**ct.parts, "exposed_communication": exposed_inner + exposed_dp, "pipeline_bubble": ideal * bub,
+    fill = ideal * bub * ct.pace  # the p-1 fill-and-drain slots are the other stages' (module doc)
+    step = ideal + fill + ct.optimizer + exposed_dp + exposed_offload + host_s
+    breakdown = {**ct.parts, "exposed_communication": exposed_inner + exposed_dp, "pipeline_bubble": fill,
                  "offload": exposed_offload}
     if host_s:
         breakdown["host_transfers"] = host_s
@@ -262,7 +289,10 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
     src = "megatron-2021"
     split = lay.split
     stages = {"stage_layers": split.describe(), "slowest_stage_layers": split.slowest,
-              "mean_stage_layers": sum(split.per_stage) / lay.pp, "stage_imbalance": ct.imbalance}
+              "mean_stage_layers": sum(split.per_stage) / lay.pp, "stage_imbalance": ct.imbalance,
+              "slowest_stage": ("the last, with the head and loss" if ct.head_stage else
+                                "one stage" if lay.pp == 1 else "one without the head"),
+              "fill_slot_share": ct.pace}
     uneven: tuple[str, ...] = ()
     if ct.imbalance != 1.0:
         uneven = (f"uneven pipeline: the slowest stage has {split.slowest} layers against a mean of "
@@ -276,8 +306,9 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                            "korthikanti"),
         step_time_s=Figure.own(step, "s",
                                "(GEMMs + attention + memory-bound kernels + launch-bound excess + exposed TP/CP/EP/PP "
-                               "of the slowest pipeline stage) × (1 + bubble) + optimizer step + exposed DP + exposed "
-                               "offload (CPU optimizer step, PCIe, NVMe)",
+                               "of the slowest pipeline stage; the last holds the head and loss) × (1 + bubble × the "
+                               "other stages' time share) + optimizer step + exposed DP + exposed offload (CPU "
+                               "optimizer step, PCIe, NVMe)",
                                {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound, "optimizer_s": ct.optimizer,
                                 "launch_s": ct.launch, "framework": sc.framework.name,
                                 "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
@@ -295,8 +326,9 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                    "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
                                    "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
                                   uneven + ct.notes),
-        bubble_fraction=Figure.own(bub, "1", "(p-1)/(m·v), in time slots of the slowest stage",
-                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp}, src),
+        bubble_fraction=Figure.own(bub, "1", "(p-1)/(m·v) idle slots per micro-batch slot; each slot is one of "
+                                   "the other stages' (their mean time, fill_slot_share of the slowest stage's)",
+                                   {"p": lay.pp, "m": lay.accumulation, "v": lay.vp, "fill_slot_share": ct.pace}, src),
         tokens_per_s=Figure.own(tps, "tokens/s", "global_batch · seq_len × real-token share / step time",
                                 {"tokens_per_step": tokens, "step_time_s": step, "real_token_share": share,
                                  "batching": tr.batching}, src),
