@@ -318,11 +318,15 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                         "recompute": tr.recompute,
                         "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
     else:
-        a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
+        titan = titan_eager(tr, prof)
+        a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras"
+                       + (" (torchtitan's uncompiled modules: fp32 norm copies, K/V repeated to the query width, "
+                          "SiLU's output)" if titan else ""),
                        {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
                         "stage": where, "embedding_logits_recompute": sm.extra_activations,
                         "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
-                        "sequence_parallel": lay.sp, "cp": lay.cp}, "korthikanti")
+                        "sequence_parallel": lay.sp, "cp": lay.cp,
+                        **({"uncompiled_norm": titan} if titan else {})}, "korthikanti")
     if not sm.buffers:
         b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
     elif sm.phase:

@@ -15,7 +15,9 @@ Two kernel styles (``FrameworkProfile.kernels``):
   under autocast every linear casts its fp32 input to bf16 itself, and PEFT's LoRA adds dropout,
   two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
-  the bytes below are the reads and writes of those kernels.
+  the bytes below are the reads and writes of those kernels. torchtitan's Llama modules run uncompiled
+  (``FrameworkProfile.eager_modules``) are the same list in their bf16 stream (FSDP2's mixed precision, no
+  autocast), with their complex-multiply rotary and ``repeat_kv`` copies (``titan_eager``).
 The backward of an elementwise kernel reads the gradient and the saved inputs and writes the input
 gradients; each op states how many times its forward's bytes that is (``Elementwise.backward``), from
 what its autograd formula reads and writes: a cast, a dropout, a scale or a rotary multiply by a
