@@ -402,16 +402,21 @@ def _fsdp_memory(key: str) -> Callable[[], float]:
 
 
 def _fsdp_memory_rows() -> list[Reference]:
-    """torchtitan's H100 memory column (reserved bytes) + the FSDP2 profile's CUDA context."""
+    """torchtitan's H100 memory column (reserved bytes) + the FSDP2 profile's CUDA context: the compiled rows
+    within 10%, the uncompiled ones as their test pins them (within 12%: 9-10% low, test_fsdp_runs)."""
     from llmplan.catalog.frameworks import framework_profile
-    from tests.core.training.test_fsdp_runs import H100_MEMORY, ROWS
+    from tests.core.training.test_fsdp_runs import H100_EAGER_MEMORY, H100_MEMORY, ROWS
 
     context = framework_profile("fsdp2").context_bytes / GIB
+    rows = [(key, gib, 0.10, "") for key, gib in H100_MEMORY.items()]
+    rows += [(key, gib, 0.12, "; uncompiled, pinned (test_h100_eager_rows_memory_pinned)")
+             for key, (gib, _err) in H100_EAGER_MEMORY.items()]
     return [Reference(f"{key}-memory", "Training memory (FSDP runs)",
                       ROWS[key].quantity.replace("tokens/s per GPU", "peak reserved + context (GiB)"),
                       gib + context, "GiB", f"{ROWS[key].source}; Memory(GiB) column {gib} (max reserved) + the "
-                      f"profile's {context:g} GiB CUDA context", _fsdp_memory(key), rel_tol=0.10, kind="measured")
-            for key, gib in H100_MEMORY.items()]
+                      f"profile's {context:g} GiB CUDA context{note}", _fsdp_memory(key), rel_tol=tol,
+                      kind="measured")
+            for key, gib, tol, note in rows]
 
 
 # ---- collectives: published nccl-tests bus bandwidths ------------------------------------------------

@@ -54,3 +54,21 @@ def test_limits_name_the_profile_and_gpu(qtbot):
     text = w.findChild(QLabel, "longest sequence that fits").text()
     assert "tokens at micro-batch 1" in text and "unsloth" in text
     assert "sequences of" in w.findChild(QLabel, "largest micro-batch that fits").text()
+
+
+def test_pretrain_tab_shows_torchtitans_compile_switch(qtbot):
+    """torchtitan (fsdp2) trains uncompiled unless ``training.compile`` is set: its one switch shows on the
+    Pre-train tab too, auto reading off (torchtitan's default), and turning it on sets the plan field."""
+    state = PlanState()
+    state.edit_many({"workload": "pretrain", "training.framework": "fsdp2"}, "pick")
+    state.evaluate_now()
+    w = training_form(state, False)
+    qtbot.addWidget(w)
+    w.show()
+    assert _visible(w, "training.torch_compile")
+    assert not _visible(w, "training.liger")
+    combo = w.findChild(QComboBox, "training.torch_compile")
+    assert combo.itemText(0) == "auto (off)"
+    combo.setCurrentIndex(1)
+    assert state.doc.training.torch_compile is True
+    assert "compile off" in w.findChild(QLabel, "framework policy").text()

@@ -38,6 +38,20 @@ class FrameworkProfile(FrozenModel):
         "memory (Hugging Face transformers, torchtune); triton: eager modeling code whose norms, rotary and "
         "gated MLP run as fused Triton kernels (unsloth)"
     )
+    eager_modules: Literal["transformers", "torchtitan"] = Field(
+        "transformers", description="the modeling code a step runs where its kernels are eager (kernels eager and "
+        "no torch.compile): transformers: Hugging Face-style modules under torch.autocast (an fp32 residual stream "
+        "with fp32 parameters), one process per GPU, memory as the peak over the step's phases "
+        "(core.training.eager_memory); torchtitan: torchtitan's Llama modules handed bf16 parameters and inputs by "
+        "FSDP2's MixedPrecisionPolicy (no autocast: a bf16 stream), with complex-number rotary and repeat_kv "
+        "copies, each block checkpoint-wrapped, memory counted block by block as for fused kernels with what the "
+        "uncompiled modules keep (core.training.activations)"
+    )
+    titan_norm: Literal["rmsnorm", "fused_rmsnorm"] = Field(
+        "rmsnorm", description="eager_modules torchtitan: its model.norm_type — rmsnorm (the default: "
+        "_norm(x.float()).type_as(x) * weight, op by op) or fused_rmsnorm (a Triton kernel that keeps its input "
+        "and one rsqrt per row, as a fused norm); compiled, both are fused"
+    )
     params_are_master: bool = Field(
         False, description="trainable parameters are kept in fp32 and ARE the master copy; each forward casts "
         "them to 16 bits (PyTorch AMP autocast, FSDP2 mixed precision); False: 16-bit weights plus an fp32 "

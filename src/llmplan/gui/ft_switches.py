@@ -1,4 +1,4 @@
-"""Fine-tune tab: the chosen framework profile's switches and what fits on the GPU.
+"""Fine-tune and Pre-train tabs: the chosen framework profile's switches; what fits on the GPU (fine-tune).
 
 The profile (``training.framework``) decides which switches mean anything: only those it supports
 are shown (and any the plan turned on that it does not, so the user can turn them off again), each

@@ -219,8 +219,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              0.0, 0.99, 2, 0.05))
     add_extra_knobs(f, state, "training", TrainingSettings, TRAINING_KNOWN)
     outer.addWidget(box)
+    outer.addWidget(switches_group(state))  # both tabs: torchtitan's torch.compile (fsdp2) is a pre-training switch
     if finetune:
-        outer.addWidget(switches_group(state))
         outer.addWidget(limits_group(state))
     outer.addWidget(system_group(state, training=True))
     outer.addWidget(efficiency_group(state))

@@ -41,6 +41,7 @@ from llmplan.core.search.shape import ModelShape
 from llmplan.core.training import timing
 from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.lora import adapter_params
+from llmplan.core.training.memory import phase_memory
 from llmplan.core.training.ops import casts_weights, fsdp_cast_shard
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
@@ -106,7 +107,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     # ---- memory: the training engine's own functions, on arrays (quick_memory.py) ----------------
     # eager-kernel profiles: the engine's phase peak with the switches' terms, per distinct layout
     eager = (eager_stage_memory(s.spec, t, prof, cluster, c, sequence_parallel)
-             if prof is not None and prof.kernels != "fused" else None)
+             if prof is not None and phase_memory(prof) else None)
     sm = eager.memory if eager is not None else stage_memory(
         s.spec, t, c.tp, c.pp, c.vp, c.dp, c.cp, c.ep, c.zero, c.offload, c.recompute, c.mb, c.accum,
         sequence_parallel, prof)

@@ -33,7 +33,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
-from llmplan.core.training.ops import loss_kind
+from llmplan.core.training.ops import loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, stage_params
 from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
 from llmplan.core.training.states import model_states
@@ -131,18 +131,19 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     kv_rows = (tp > 1) & (m.num_kv_heads % np.maximum(tp, 1) != 0) if m.mla is None else np.zeros(n, bool)
     per_layer, emb, logits, work, buffers, loss = (np.zeros(n) for _ in range(6))
     loss_name = loss_kind(t, prof)
+    eager = titan_eager(t, prof)  # torchtitan's uncompiled modules (memory._block_bytes)
     keys = sp_rows * 16 + kv_rows * 8 + recompute * 2 + (pp > 1)
     for key in np.unique(keys):
         idx = np.nonzero(keys == key)[0]
         sp, kv, rc, piped = bool(key // 16), bool(key // 8 % 2), int(key // 2 % 4), int(key % 2)
         view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
         tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[rc]})
-        per_layer[idx] = act.average_layer_bytes(m, view, tr) + mem.lora_activation_bytes(view, tr)
+        per_layer[idx] = act.average_layer_bytes(m, view, tr, eager=eager) + mem.lora_activation_bytes(view, tr)
         emb[idx] = act.embedding_bytes(m, view, tr)
-        logits[idx] = act.logits_bytes(m, view)
+        logits[idx] = act.logits_bytes(m, view) + (act.final_norm_extra(m, view, eager) if eager else 0.0)
         loss[idx] = act.loss_peak_bytes(m, view, loss_name)
         if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
-            work[idx] = act.average_layer_bytes(m, view, tr, "none")
+            work[idx] = act.average_layer_bytes(m, view, tr, "none", eager)
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
     # (one integer per row: np.unique over 1-D keys is far faster than over rows)

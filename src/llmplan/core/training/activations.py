@@ -15,6 +15,9 @@ parallelism also splits the "replicated" ones (norms, dropout masks, block input
 parallelism splits the sequence. Selective recompute drops the s×s terms; full recompute
 keeps only each block's input (2·sbh, /t with sequence parallelism); torchtitan's operator-level
 selective checkpointing keeps what ``selective_op`` lists.
+
+torchtitan's modules run uncompiled (``ops.titan_eager``) keep more than fused kernels where a block is not
+checkpointed, and a recomputed block holds that much meanwhile (``eager_block_extra``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from llmplan.core.workload import TrainingSettings
 
 
 def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "dense",
-                attention: str = "full", recompute: str | None = None) -> float:
-    """Bytes one block keeps for one micro-batch on one GPU (``recompute`` overrides the plan's)."""
+                attention: str = "full", recompute: str | None = None, eager: str = "") -> float:
+    """Bytes one block keeps for one micro-batch on one GPU (``recompute`` overrides the plan's). ``eager``:
+    the norm type of torchtitan's uncompiled modules (``eager_block_extra``), "" for fused kernels."""
     rc = tr.recompute if recompute is None else recompute
     t = lay.tp
     rep = t if lay.sp else 1  # divisor of the tensors TP alone does not split
@@ -72,11 +76,62 @@ def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "de
             split += n_tensors * 2 * sb * e.shared_intermediate_size * e.num_shared_experts / t
     else:
         split += n_tensors * 2 * sb * m.intermediate_size / t
+    if eager:
+        extra_rep, extra_split = eager_block_extra(m, lay, kind, eager)
+        replicated, split = replicated + extra_rep, split + extra_split
     return replicated / rep + split
 
 
-def average_layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, recompute: str | None = None) -> float:
-    """Mean over the model's blocks (dense/MoE and full/sliding mixes weighted by their counts)."""
+def eager_block_extra(m: ModelSpec, lay: Layout, kind: str = "dense",
+                      norm: str = "rmsnorm") -> tuple[float, float]:
+    """(bytes before the sequence-parallel split, bytes after the TP split) that one block of torchtitan's
+    uncompiled modules keeps beyond what fused kernels keep (``layer_bytes``), for one micro-batch, read from
+    pytorch/torchtitan torchtitan/models/norms.py and models/llama/model.py at 9dec370a (2024-12-26), with
+    autograd's saved tensors (a product saves each factor only for the other's gradient):
+
+    - ``RMSNorm``: ``_norm(x.float()).type_as(x) * weight`` keeps the fp32 copy of its input (saved by ``pow``
+      and by the product with the rsqrt), the fp32 rsqrt per token and its bf16 normalised output (the
+      weight product's factor) beside its output, which the projections keep: 4·h + 4 B more per token and
+      norm than a fused norm's input (two per block); ``norm`` fused_rmsnorm (a Triton kernel saving its input
+      and the rsqrt) keeps 4 B per token and norm more;
+    - ``repeat_kv``: SDPA keeps K and V copied to the query heads' width: 2·(2·q − k − v) B more than fused
+      attention's K and V (0 without grouped-query attention; latent attention is not torchtitan's);
+    - ``FeedForward``: ``w2(silu(w1(x)) * w3(x))`` keeps SiLU's input, its output, the up projection and the
+      product: one intermediate-wide bf16 tensor (2·I B, the routed experts' k·I in MoE layers) more than a
+      fused SwiGLU's three;
+    - rotary keeps nothing (the complex multiply's factor is the constant ``freqs_cis``), and the SDPA
+      output is the output projection's input, as fused attention counts them.
+    Without flash attention the fused s×s terms stand (SDPA's math path is not modelled further)."""
+    s = lay.seq_len / lay.cp
+    sb = s * lay.micro_batch
+    t = lay.tp
+    h = m.hidden_size
+    replicated = 2 * ((4 * h if norm == "rmsnorm" else 0.0) + 4) * sb
+    split = 0.0
+    if m.mla is None:
+        kv_div = m.num_kv_heads if lay.kv_replicated else t
+        split += 2 * sb * (2 * m.q_width / t - 2 * m.kv_width / kv_div)
+    if m.gated_mlp:
+        if kind == "moe" and m.moe:
+            e = m.moe
+            split += 2 * sb * (e.experts_per_token * e.expert_intermediate_size
+                               + e.shared_intermediate_size * e.num_shared_experts) / t
+        else:
+            split += 2 * sb * m.intermediate_size / t
+    return replicated, split
+
+
+def final_norm_extra(m: ModelSpec, lay: Layout, norm: str = "rmsnorm") -> float:
+    """Last stage: what torchtitan's uncompiled final norm keeps beyond a fused norm's input (its fp32 input copy
+    and rsqrt, ``eager_block_extra``): (4·h + 4) B per token, 4 B for ``fused_rmsnorm``."""
+    rep = lay.tp if lay.sp else 1
+    return ((4 * m.hidden_size if norm == "rmsnorm" else 0.0) + 4) * lay.seq_len / lay.cp * lay.micro_batch / rep
+
+
+def average_layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, recompute: str | None = None,
+                        eager: str = "") -> float:
+    """Mean over the model's blocks (dense/MoE and full/sliding mixes weighted by their counts); ``eager`` as
+    ``layer_bytes``."""
     L = m.num_layers
     moe_share = m.moe_layer_count / L
     slide_share = m.sliding_layer_count / L
@@ -86,7 +141,7 @@ def average_layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, recompu
             continue
         for att, a_s in (("full", 1 - slide_share), ("sliding", slide_share)):
             if a_s > 0:
-                total += ks * a_s * layer_bytes(m, lay, tr, kind, att, recompute)
+                total += ks * a_s * layer_bytes(m, lay, tr, kind, att, recompute, eager)
     return total
 
 

@@ -27,7 +27,7 @@ from llmplan.core.training.eager_memory import (
 )
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import adapter_params, base_bits_per_param
-from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind
+from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
@@ -63,11 +63,21 @@ class StageMemory:
                 + self.overhead)
 
 
-def _block_bytes(m: ModelSpec, lay: Layout, tr) -> tuple[float, float]:
+def phase_memory(prof: FrameworkProfile) -> bool:
+    """Whether a step's memory is the peak over its phases (``eager_memory``: Hugging Face-style eager modules,
+    with or without Triton kernels or torch.compile); otherwise block by block (fused kernels, and torchtitan's
+    modules compiled or not: ``FrameworkProfile.eager_modules``)."""
+    return prof.kernels != "fused" and prof.eager_modules == "transformers"
+
+
+def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple[float, float]:
     """(per-block activation bytes kept under the plan's recompute, LoRA's included; the working set of the
-    block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout."""
-    per_layer = act.average_layer_bytes(m, lay, tr) + lora_activation_bytes(lay, tr)
-    work = act.average_layer_bytes(m, lay, tr, "none") if tr.recompute in ("full", "selective_op") else 0.0
+    block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout.
+    torchtitan's uncompiled modules keep more (``activations.eager_block_extra``)."""
+    eager = titan_eager(tr, prof)
+    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(lay, tr)
+    work = (act.average_layer_bytes(m, lay, tr, "none", eager) if tr.recompute in ("full", "selective_op")
+            else 0.0)
     return per_layer, work
 
 
@@ -99,9 +109,9 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
         st = replace(st, weights=st.weights + saved_copy * rest, gradients=st.gradients + saved_copy * rest,
                      optimizer=st.optimizer + opt)
         trainable += saved_copy
-    if prof.kernels != "fused":  # modeling code run op by op (eager, or eager with Triton kernels)
+    if phase_memory(prof):  # Hugging Face-style modeling code run op by op (eager, or with Triton kernels)
         return _eager_stage(sc, pb, lay, index, stage, layers, sp, trainable, st)
-    per_layer, work = blocks or _block_bytes(m, lay, tr)
+    per_layer, work = blocks or _block_bytes(m, lay, tr, prof)
     flight = act.in_flight(lay, index)
     extra = 0.0
     if stage in ("first", "only"):
@@ -110,6 +120,8 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
         work = 0.0
     if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
         extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
+        if titan_eager(tr, prof):
+            extra += act.final_norm_extra(m, lay, titan_eager(tr, prof))
     else:
         extra += work
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra
@@ -275,7 +287,8 @@ def worst_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout) -> StageMemory:
     if hit is not None:
         return hit
     stages = candidate_stages(lay)
-    blocks = _block_bytes(sc.model, lay, sc.training) if sc.framework.kernels == "fused" and len(stages) > 1 else None
+    blocks = (_block_bytes(sc.model, lay, sc.training, sc.framework)
+              if not phase_memory(sc.framework) and len(stages) > 1 else None)
     mems = [_stage(sc, pb, lay, s, blocks) for s in stages]
     return _WORST.put(objs, lay, max(mems, key=lambda x: x.total))
 
@@ -353,11 +366,15 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                         "recompute": tr.recompute,
                         "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
     else:
-        a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras",
+        titan = titan_eager(tr, prof)
+        a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras"
+                       + (" (torchtitan's uncompiled modules: fp32 norm copies, K/V repeated to the query width, "
+                          "SiLU's output)" if titan else ""),
                        {"per_block": sm.layer_activations, "blocks": sm.layers, "in_flight": sm.in_flight,
                         "stage": where, "embedding_logits_recompute": sm.extra_activations,
                         "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
-                        "sequence_parallel": lay.sp, "cp": lay.cp}, "korthikanti")
+                        "sequence_parallel": lay.sp, "cp": lay.cp,
+                        **({"uncompiled_norm": titan} if titan else {})}, "korthikanti")
     if not sm.buffers:
         b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
     elif sm.phase:

@@ -16,7 +16,9 @@ Two kernel styles (``FrameworkProfile.kernels``):
   under autocast every linear casts its fp32 input to bf16 itself, and PEFT's LoRA adds dropout,
   two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
-  the bytes below are the reads and writes of those kernels.
+  the bytes below are the reads and writes of those kernels. torchtitan's Llama modules run uncompiled
+  (``FrameworkProfile.eager_modules``) are the same list in their bf16 stream (FSDP2's mixed precision, no
+  autocast), with their complex-multiply rotary and ``repeat_kv`` copies (``titan_eager``).
 The backward of an elementwise kernel reads the gradient and the saved inputs and writes the input
 gradients; each op states how many times its forward's bytes that is (``Elementwise.backward``), from
 what its autograd formula reads and writes: a cast, a dropout, a scale or a rotary multiply by a
@@ -107,8 +109,9 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels != "fused" and (kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage)
-                                    or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
+    if prof.kernels != "fused" and prof.eager_modules == "transformers" and (
+            kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage)
+            or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
     return 2.0
 
@@ -246,9 +249,10 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     # without flash: bytes per score element of the forward. Eager (transformers): bf16 scores written, softmax
     # to fp32 (read 2, write 4), cast back (read 4, write 2), read by AV (2): 20 B (+3 with dropout: mask and
     # output). Fused (Megatron's scaled_masked_softmax): scores written and read, probabilities written and
-    # read: 8 B (+5 with dropout: 1-byte mask, dropout output written and read).
-    per_score = (20.0 if prof.kernels == "eager" else 8.0) + ((3.0 if prof.kernels == "eager" else 5.0)
-                                                              if tr.dropout > 0 else 0.0)
+    # read: 8 B (+5 with dropout: 1-byte mask, dropout output written and read); torch.compile fuses the eager
+    # chain into such kernels.
+    eager_softmax = prof.kernels == "eager" and not tr.torch_compile
+    per_score = (20.0 if eager_softmax else 8.0) + ((3.0 if eager_softmax else 5.0) if tr.dropout > 0 else 0.0)
     scores = 0.0 if tr.flash_attention else per_score * lay.micro_batch * heads * (lay.seq_len / lay.cp) * lay.seq_len
     ew: list[Elementwise] = []
     fused = fused_elementwise(tr, prof)
@@ -258,7 +262,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     # position_embedding_type "learned_absolute" builds no RotaryEmbedding; transformers' OPT and BLOOM blocks)
     rope = m.position == "rope"
     if fused:
-        ew += [Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5),  # reads x and the gradient, writes one
+        ew += [_fused_norms(h, rep, T),
                *([Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0)] if rope else []),
                Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
                Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
@@ -272,13 +276,17 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     else:
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
-        ew += [Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
-               *([Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0)] if rope else []),
+        ew += [_fused_norms(h, rep, T) if titan_eager(tr, prof) == "fused_rmsnorm" else
+               Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
+               *([_titan_rotary(q, kv, T) if prof.eager_modules == "torchtitan" else
+                  Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0)] if rope else []),
                Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
                # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
                            2 if m.gated_mlp else 1, 1.6)]
+        if prof.eager_modules == "torchtitan" and kv < q and not m.mla:
+            ew.append(_repeat_kv(q, kv, T))
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     ew += moe_permutation(m, lay, rep, y, prof)
@@ -336,7 +344,7 @@ def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: Frame
     T = _tokens(lay)
     h, k = float(m.hidden_size), float(e.experts_per_token)
     local = e.num_experts / lay.ep
-    if prof.kernels == "eager":
+    if prof.kernels == "eager" and prof.eager_modules == "transformers":
         per_token, kernels = y * h * (6 * k + 1), 3.0 * local
     else:
         sorts = 2.0 if local > 1 else 0.0
@@ -356,6 +364,34 @@ def fused_elementwise(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
     """Norms, rotary and the gated activation run as fused kernels: the profile's style (Megatron's fused
     kernels, unsloth's Triton kernels), Liger's kernels or torch.compile's Inductor fusion."""
     return prof.kernels != "eager" or bool(tr.liger) or bool(tr.torch_compile)
+
+
+def _fused_norms(h: float, rep: float, T: float) -> Elementwise:
+    """A block's two fused norms: each reads x and writes its output (2 + 2 B), the backward reads x and the
+    gradient and writes one (1.5×)."""
+    return Elementwise("fused norms", 2 * 4 * h / rep * T, 2, 1.5)
+
+
+def titan_eager(tr: TrainingSettings, prof: FrameworkProfile) -> str:
+    """The norm type of torchtitan's modules where they run uncompiled (``FrameworkProfile.eager_modules``,
+    torch_compile off: "rmsnorm" or "fused_rmsnorm", ``FrameworkProfile.titan_norm``), "" otherwise: the eager
+    op list prices them and their blocks keep what ``activations.eager_block_extra`` adds."""
+    return prof.titan_norm if prof.eager_modules == "torchtitan" and not fused_elementwise(tr, prof) else ""
+
+
+def _titan_rotary(q: float, kv: float, T: float) -> Elementwise:
+    """torchtitan's ``apply_rotary_emb`` (models/llama/model.py at 9dec370a) for q and k: ``.float()`` (read 2 B,
+    write 4 B), the complex multiply by ``freqs_cis`` (read 4, write 4) and ``type_as`` back (read 4, write 2):
+    20 B per element as ``rotate_half``, in 3 kernels per tensor; the backward multiplies the gradient by the
+    conjugate constant (1×)."""
+    return Elementwise("rotary (complex multiply in fp32)", 20 * (q + kv) * T, 6, 1.0)
+
+
+def _repeat_kv(q: float, kv: float, T: float) -> Elementwise:
+    """torchtitan's ``repeat_kv`` (models/llama/model.py at 9dec370a): with fewer K/V heads than query heads,
+    ``expand`` then ``reshape`` copies K and V to the query heads' width before SDPA (read 2·kv, write 2·q B per
+    token each); the backward sums the copies back (the same bytes, 1×)."""
+    return Elementwise("repeat_kv copies of K and V", 2 * (2 * kv + 2 * q) * T, 2, 1.0)
 
 
 def shared_lora_inputs(prof: FrameworkProfile) -> bool:
@@ -487,7 +523,7 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         r = float(tr.lora_rank)
         extra = (Gemm("lm_head.lora_A", T, r, h, 1.0, True), Gemm("lm_head.lora_B", T, v / lay.tp, r, 1.0, True))
     ew: list[Elementwise] = []
-    if not fused_elementwise(tr, prof):
+    if not fused_elementwise(tr, prof) and titan_eager(tr, prof) != "fused_rmsnorm":
         up32 = x == 2.0
         ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
     else:
