@@ -26,16 +26,18 @@ NDR InfiniBand (the catalog's ``dgx-h100`` preset; the README names only "H100 G
 catalog's H100 defaults and the ``megatron`` profile with ``tp_comm_overlap`` on. The measured figure is never
 an input.
 
-Result (recorded 2026-11-27, TFLOP/s per GPU, ours vs published; the head and loss on the last pipeline stage,
-docs/training.md "Pipeline stages: the head on the last"): 1.7B 468.3 / 408.8 (+14.6%), 7.1B 545.3 / 465.9
-(+17.0%), 16B 486.5 / 489.1 (−0.5%), 32B 331.0 / 459.6 (−28.0%), 70B 382.3 / 419.7 (−8.9%), 119B 415.7 / 420.5
-(−1.1%), 177B 430.7 / 432.8 (−0.5%), 314B 445.1 / 474.4 (−6.2%), 462B 447.2 / 459.9 (−2.8%). Median −1.1%,
-median |error| 6.2%, worst −28.0%. The pipelined rows moved 1–6 points when the head went to the last stage
-(70B −8.1%, 119B +1.2%, 177B +2.9%, 314B −2.7%, 462B +3.4% before).
+Result (recorded 2026-11-27, TFLOP/s per GPU, ours vs published; the per-operation price audit and the head and
+loss on the last pipeline stage combined, docs/training.md "Auditing the per-operation prices" and "Pipeline
+stages: the head on the last"): 1.7B 515.5 / 408.8 (+26.1%), 7.1B 583.8 / 465.9 (+25.3%), 16B 507.2 / 489.1
+(+3.7%), 32B 344.9 / 459.6 (−24.9%), 70B 402.1 / 419.7 (−4.2%), 119B 433.1 / 420.5 (+3.0%), 177B 444.5 / 432.8
+(+2.7%), 314B 453.8 / 474.4 (−4.3%), 462B 454.5 / 459.9 (−1.2%). Median +2.7%, median |error| 4.2%, worst
+−24.9%. Moved when kern28 + head28 + eager28 combined: before them (the old prices, the head spread over the
+stages) the rows read +14.6, +17.0, −0.5, −28.0, −8.1, +1.2, +2.9, −2.7 and +3.4% (median +1.2%); the audit
+made every step shorter, and the head on the last stage took 1–6 points back from the pipelined rows.
 
 The pattern (docs/training.md, "Megatron-Core on H100"):
 - the rows whose step is all compute (1.7B, 7.1B: TP ≤ 2, every DP ring spans whole nodes and hides behind the
-  backward) are +25…+26% fast, the same sign as Llama 3's Table 4 rows on H100 (+17…+19%,
+  backward) are +25…+26% fast, the same sign as Llama 3's Table 4 rows on H100 (+17…+18%,
   test_llama3_405b.py): the engine's H100 compute is optimistic by that much. Each price of those steps was
   checked against an independent source and corrected where one was wrong; every correction made the step
   shorter (docs/training.md, "Auditing the per-operation prices"). It is not the clock (an independent
@@ -48,11 +50,11 @@ The pattern (docs/training.md, "Megatron-Core on H100"):
   micro-batch 4 (one micro-batch per step) the same row reads +27%, like the compute-only rows
   (test_the_unstated_micro_batch_decides_the_tp8_row);
 - the pipelined rows (70B…462B) depend on the unstated interleaving: at v = 1 the bubble is
-  (p − 1)/m, and v = 2 or 4 adds 4…20 points (177B: −0.5% → +11% → +19%;
+  (p − 1)/m, and v = 2 or 4 adds 4…21 points (177B: +2.7% → +15% → +23%;
   test_the_unstated_interleaving_moves_the_pipelined_rows).
 So the near-zero median is partly the compute optimism of the first point cancelled by the conservative
 assumptions (micro-batch 1, no interleaving) of the other two. Over every micro-batch and interleaving left
-open that fits (``settings_range``), each row's fastest reading is +15…+30% and the slowest −28…+17%; for
+open that fits (``settings_range``), each row's fastest reading is +16…+33% and the slowest −26…+26%; for
 1.7B and 7.1B even the slowest is above the published figure. Bands are pinned at the recorded error
 ± about 4 points, so a change that moves a row is seen; the median is asserted within 10% (issue 15's target
 for Narayanan's table).
@@ -102,15 +104,15 @@ class Row:
 
 
 ROWS = (
-    Row("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, (0.10, 0.19)),
-    Row("7.1B", 32, 4096, 30, 2, 1, 48, 192, 465.9, (0.13, 0.21)),
-    Row("16B", 48, 6144, 32, 4, 1, 48, 192, 489.1, (-0.05, 0.04)),
-    Row("32B", 56, 7168, 48, 8, 1, 48, 192, 459.6, (-0.32, -0.24)),
-    Row("70B", 64, 8192, 84, 8, 2, 48, 384, 419.7, (-0.13, -0.05)),
-    Row("119B", 80, 10240, 92, 8, 4, 48, 768, 420.5, (-0.05, 0.03)),
-    Row("177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8, (-0.05, 0.04)),
-    Row("314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4, (-0.10, -0.02)),
-    Row("462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9, (-0.07, 0.01)),
+    Row("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, (0.22, 0.30)),
+    Row("7.1B", 32, 4096, 30, 2, 1, 48, 192, 465.9, (0.21, 0.29)),
+    Row("16B", 48, 6144, 32, 4, 1, 48, 192, 489.1, (0.00, 0.08)),
+    Row("32B", 56, 7168, 48, 8, 1, 48, 192, 459.6, (-0.29, -0.21)),
+    Row("70B", 64, 8192, 84, 8, 2, 48, 384, 419.7, (-0.09, 0.00)),
+    Row("119B", 80, 10240, 92, 8, 4, 48, 768, 420.5, (-0.01, 0.07)),
+    Row("177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8, (-0.02, 0.07)),
+    Row("314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4, (-0.09, 0.00)),
+    Row("462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9, (-0.05, 0.03)),
 )
 BY_LABEL = {r.label: r for r in ROWS}
 
@@ -212,11 +214,12 @@ def test_the_unstated_micro_batch_decides_the_tp8_row():
 
 def test_the_unstated_interleaving_moves_the_pipelined_rows():
     """177B (PP6, 24 micro-batches per DP rank): the 1F1B bubble is 5/24 of the compute at v = 1; v = 2 and 4
-    (16 and 8 layers per stage split in 2 and 4 chunks) cut it to 5/48 and 5/96: −0.5% → +11% → +19% (recorded
-    2026-11-27, head on the last stage). Which one NVIDIA ran is not stated."""
+    (16 and 8 layers per stage split in 2 and 4 chunks) cut it to 5/48 and 5/96: +2.7% → +14.6% → +23.4% (recorded
+    2026-11-27, price audit + head on the last stage; moved when kern28 + head28 + eager28 combined, from −0.5% →
+    +11% → +19% with the head alone). Which one NVIDIA ran is not stated."""
     errs = [error("177B", 1, v) for v in (1, 2, 4)]
     assert errs[0] < errs[1] < errs[2]
-    assert 0.07 < errs[1] < 0.15 and 0.15 < errs[2] < 0.23
+    assert 0.10 < errs[1] < 0.19 and 0.19 < errs[2] < 0.28
 
 
 def table(micro_batch: int = 1, vp: int = 1) -> str:
@@ -253,9 +256,9 @@ def settings_range(row: Row) -> tuple[float, float]:
 
 def test_no_unstated_setting_makes_the_engine_slower_than_every_row():
     """Over every micro-batch and interleaving the README leaves open (``settings_range``), the fastest reading of
-    every row is 14…30% above the published figure, and for 1.7B and 7.1B even the slowest is above it (+14.6%,
-    +17.0%; recorded 2026-11-27, head on the last stage: 314B and 462B read +14.5% and +14.6% at their fastest,
-    462B −2.8% at its slowest). Whatever NVIDIA ran, the engine is not pessimistic on these rows; on the two
+    every row is 16…34% above the published figure, and for 1.7B and 7.1B even the slowest is above it (+26.1%,
+    +25.3%; recorded 2026-11-27, price audit + head on the last stage combined: 314B and 462B read +16.8% and +16.4%
+    at their fastest, 462B −1.2% at its slowest). Whatever NVIDIA ran, the engine is not pessimistic on these rows; on the two
     smallest it is at least 10% optimistic, with nothing but compute in the step."""
     ranges = {r.label: settings_range(r) for r in ROWS}
     assert all(hi > 0.12 for _, hi in ranges.values()), ranges
@@ -297,23 +300,26 @@ def nemo_gpt_oss_tokens_per_gpu() -> float:
 
 
 def test_nemo_gpt_oss_row_is_pinned_fast():
-    """6,881 tokens/s per GPU against 5,993: +14.8% (recorded 2026-11-27), pinned at +10…+20%. Our step is 11.9 s: GEMMs
-    8.0 s, EP all-to-all 1.0 s (exposed: the recipe sets no expert-parallel overlap), memory-bound kernels 0.7 s
-    (0.37 s of it the MoE token permutation, unpermutation and the two sorts by local expert of Megatron's
-    all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s moved the row from +48.7%), attention 0.6 s,
-    the loss 1.4 s, bubble 0.3 s; measured 14.1 s. The last of the four stages (9 layers each) also runs the
-    201,088-word head and its fp32 loss, 1.4× the time of each other stage, and sets the pace: with the head spread
-    over the stages (before 2026-11-27) the row read +42.8% at a 9.6 s step. Each local expert's GEMM is priced at its own shape, 1,024
+    """8,398 tokens/s per GPU against 5,993: +40.1% (recorded 2026-11-27, price audit + head on the last stage
+    combined), pinned at +37…+43%. Our step is 9.8 s: GEMMs 5.9 s, EP all-to-all 1.0 s (exposed: the recipe sets no
+    expert-parallel overlap), memory-bound kernels 0.7 s (0.37 s of it the MoE token permutation, unpermutation and
+    the two sorts by local expert of Megatron's all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s
+    moved the row from +48.7%), attention 0.6 s, the loss 1.4 s, bubble 0.2 s; measured 13.7 s. The last of the
+    four stages (9 layers each) also runs the 201,088-word head and its fp32 loss, 1.4× the time of each other
+    stage, and sets the pace. Moved when kern28 + head28 + eager28 combined: with the old prices and the head spread
+    over the stages the row read +42.8% (9.6 s); the head on the last stage alone gave +14.8% (11.9 s), the audit
+    alone +83.9% (its 7.5 µs GEMM fixed cost, not 23 µs, for about 70k small expert GEMMs a step), both +40.1%.
+    Each local expert's GEMM is priced at its own shape, 1,024
     tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 × 2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's
     nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and × 3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran
     3–11% faster than that price, so a grouped GEMM that reaches what one GEMM of its shape does is not the
-    missing 2.2 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
+    missing 3.9 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
     recipe forces balanced routing, so no load imbalance is charged either. Left open (docs/training.md,
     "Megatron-Core on H100")."""
     e = estimate(nemo_gpt_oss_run())
     assert e.fits
     err = nemo_gpt_oss_tokens_per_gpu() / NEMO_GPT_OSS_H100 - 1
-    assert 0.10 < err < 0.20, f"{err:+.1%}"
+    assert 0.37 < err < 0.43, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
 
@@ -337,7 +343,7 @@ def held_gemm_rate(gpu_id: str) -> float:
 def test_the_sustained_clock_is_not_the_h100_gap():
     """gpu-fryer's H100 SXM holds ~730 TFLOP/s with all eight GPUs busy for minutes; the catalog holds 688.5 (its
     own single-GPU 0.78 s measurement), 5.7% less. So a DGX's GPUs do not drop their clocks below what the engine
-    charges, and the +15…+17% of the compute-only rows above lies elsewhere. The A100 PCIe's measured figure
+    charges, and the +25…+26% of the compute-only rows above lies elsewhere. The A100 PCIe's measured figure
     (215.4) is 3.8% under gpu-fryer's 224. The A100 SXM's catalog clock, 0.869, is an assumption (taken from the
     H100) that gpu-fryer contradicts: 232.8 against ~270, 13.8% less; that GPU holds its short-run MAMF rate
     (267.9). Recorded 2026-11-27; asserted within 3 points of those ratios."""
@@ -349,13 +355,13 @@ def test_the_sustained_clock_is_not_the_h100_gap():
 
 def test_the_a100_clock_assumption_hides_the_same_gap():
     """What the A100 SXM rows would read with the clock gpu-fryer measures (sustained_clock 1.0 instead of the assumed
-    0.869): Narayanan et al. 2021 Table 1 moves from −11.6…−0.5% (median −6.8%) to −4.6…+9.3% (median +4.7%), the
-    large, compute-bound rows to +6…+9% (recorded 2026-11-27, head on the last stage; with the head spread over the
-    stages these were −11.6…+0.6%, median −2.8%, and −4.6…+10.6%, median +7.4%). On both GPUs, then, large compute-bound runs are
-    about 10–17% slower than the engine's terms add up to, and on the A100 the assumed clock hides it. Not changed
-    here: on its own it would break A100 families issue 15 counts as met (torchtitan's five A100 rows would read
-    +11.5…+28.0% against 15%, OPT-175B +28.2%; recorded 2026-11-27), and the missing term has no independent
-    measurement yet."""
+    0.869): Narayanan et al. 2021 Table 1 moves from −6.7…+1.8% (median −4.3%) to +1.2…+12.1% (median +5.4%), the
+    large, compute-bound rows to +6…+12% (recorded 2026-11-27, price audit + head on the last stage combined; before
+    kern28 + head28 + eager28 these were −11.6…+0.6%, median −2.8%, and −4.6…+10.6%, median +7.4%). On both GPUs,
+    then, large compute-bound runs are about 10–26% slower than the engine's terms add up to, and on the A100 the
+    assumed clock hides it. Not changed here: on its own it would break A100 families issue 15 counts as met
+    (torchtitan's five A100 rows would read +11.5…+28.0% against 15%, OPT-175B +28.2%; recorded before kern28 and
+    eager28, not recomputed), and the missing term has no independent measurement yet."""
     from tests.core.training import test_narayanan_2021 as nara
 
     measured = nara.CATALOG_A100.model_copy(update={"sustained_clock": 1.0})

@@ -1,5 +1,6 @@
-"""Issue 15: can compute slowed by overlapped collectives explain why compute-bound H100 runs are 15–18% slower
-than the engine's terms add up to? Checked, and no: these tests pin the numbers behind that answer
+"""Issue 15: can compute slowed by overlapped collectives explain why compute-bound H100 runs are 17–26% slower
+than the engine's terms add up to (Megatron-Core's 1.7B and 7.1B rows, Llama 3's Table 4; 15–18% before the price
+audit of kern28)? Checked, and no: these tests pin the numbers behind that answer
 (docs/training.md, "Compute under an overlapped collective").
 
 The mechanism is real. A collective that runs beside compute takes SMs from it: NCCL runs one thread block
@@ -61,9 +62,11 @@ ROWS = {  # row: (estimate, its error as its own test pins it)
 
 @pytest.mark.parametrize("row", sorted(ROWS))
 def test_the_measured_mean_slowdown_leaves_the_compute_bound_rows_fast(row):
-    """Recorded 2026-11-27 (the head and loss on the last pipeline stage): hidden communication is 10.5% (1.7B), 9.0%
-    (Llama 3 8K GPUs) and 14.5% (16K GPUs) of the step; at Lee et al.'s mean slowdown the rows would read at least
-    +12.3%, +16.2% and +13.4% (from +14.6%, +18.2%, +16.6%). Asserted: under 16% of the step overlaps, and the error stays above +12% (issue 15's target is 10%)."""
+    """Recorded 2026-11-27 (the price audit and the head and loss on the last pipeline stage combined; moved when
+    kern28 + head28 + eager28 combined, from 10.5%, 9.0%, 14.5% hidden and +12.3%, +16.2%, +13.4%): hidden
+    communication is 11.5% (1.7B), 9.1% (Llama 3 8K GPUs) and 14.6% (16K GPUs) of the step; at Lee et al.'s mean
+    slowdown the rows would read at least +23.4%, +17.2% and +14.4% (from +26.1%, +19.2%, +17.5%). Asserted: under
+    16% of the step overlaps, and the error stays above +12% (issue 15's target is 10%)."""
     build, err = ROWS[row]
     share = hidden_share(build())
     assert share < 0.16, f"{row}: {share:.1%} of the step hidden"
@@ -71,13 +74,14 @@ def test_the_measured_mean_slowdown_leaves_the_compute_bound_rows_fast(row):
 
 
 def test_even_a_stopped_gpu_under_every_collective_leaves_the_1_7b_row_off():
-    """The 1.7B row (DP48 only): its gradient reduce-scatter and weight all-gather hide 0.041 s of a 0.394 s step.
-    If compute stopped entirely while they ran (f = 1) the row would still read +3.7%; at Lee et al.'s largest
-    measured slowdown (0.40) +10.0%. Asserted above +2% and above +9%."""
+    """The 1.7B row (DP48 only): its gradient reduce-scatter and weight all-gather hide 0.041 s of a 0.358 s step.
+    If compute stopped entirely while they ran (f = 1) the row would still read +13.1%; at Lee et al.'s largest
+    measured slowdown (0.40) +20.6%. Asserted above +11% and above +19% (recorded 2026-11-27; moved when kern28 +
+    head28 + eager28 combined, from +3.7% and +10.0% of a 0.394 s step, asserted then above +2% and +9%)."""
     e = mc._estimate("1.7B")
     share, err = hidden_share(e), mc.error("1.7B")
-    assert error_with_contention(err, share, 1.0) > 0.02
-    assert error_with_contention(err, share, 0.40) > 0.09
+    assert error_with_contention(err, share, 1.0) > 0.11
+    assert error_with_contention(err, share, 0.40) > 0.19
 
 
 def test_nccls_sm_share_on_these_fabrics_is_below_the_measured_mean():
@@ -152,19 +156,21 @@ def sm_share_error(e, sc, err: float) -> float:
     return (1 + err) * step / (step + contention_s(e, sc)) - 1
 
 
-SM_SHARE = {  # row: (estimate, scenario, error as its test pins it, the doc table's reading; recorded 2026-11-27)
+# recorded 2026-11-27 with kern28's prices + head28's last-stage head combined (before: +13.1, +12.7, −30.1, −11.6,
+# +17.7, +15.9%); moved when kern28 + head28 + eager28 combined
+SM_SHARE = {  # row: (estimate, scenario, error as its test pins it, the doc table's reading)
     "megatron-core 1.7B": (lambda: mc._estimate("1.7B"), lambda: mc.run(mc.BY_LABEL["1.7B"]),
-                           lambda: mc.error("1.7B"), 0.131),
+                           lambda: mc.error("1.7B"), 0.244),
     "megatron-core 7.1B": (lambda: mc._estimate("7.1B"), lambda: mc.run(mc.BY_LABEL["7.1B"]),
-                           lambda: mc.error("7.1B"), 0.127),
+                           lambda: mc.error("7.1B"), 0.204),
     "megatron-core 32B": (lambda: mc._estimate("32B"), lambda: mc.run(mc.BY_LABEL["32B"]),
-                          lambda: mc.error("32B"), -0.301),
+                          lambda: mc.error("32B"), -0.272),
     "megatron-core 70B": (lambda: mc._estimate("70B"), lambda: mc.run(mc.BY_LABEL["70B"]),
-                          lambda: mc.error("70B"), -0.116),
+                          lambda: mc.error("70B"), -0.071),
     "llama3 405B 8K GPUs": (ROWS["llama3 405B 8K GPUs"][0], lambda: table4_run("8k-gpus"),
-                            ROWS["llama3 405B 8K GPUs"][1], 0.177),
+                            ROWS["llama3 405B 8K GPUs"][1], 0.187),
     "llama3 405B 16K GPUs": (ROWS["llama3 405B 16K GPUs"][0], lambda: table4_run("16k-gpus"),
-                             ROWS["llama3 405B 16K GPUs"][1], 0.159),
+                             ROWS["llama3 405B 16K GPUs"][1], 0.169),
 }
 
 

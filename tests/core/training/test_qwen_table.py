@@ -126,10 +126,11 @@ Why rows miss, as far as found (pinned, not fixed):
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 63-86% fast (30-71% before the DeepSpeed terms dropped its autocast casts) and its
-  memory grows twice as fast as llmplan's: both read as the multinode script's own
-  ``--per_device_train_batch_size 2`` rather than the README's 1 (``test_multinode_lora_reads_as_the_scripts_
-  batch_of_two``: memory −4 … −11%, tokens/s +25 … −18% with 2); recorded, not chosen. The servers' network is
+- "LoRA (multinode)" is 65-126% fast (63-86% before the price audit's 7.5 µs GEMM fixed cost; 30-71% before the
+  DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
+  multinode script's own ``--per_device_train_batch_size 2`` rather than the README's 1
+  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −4 … −11%, tokens/s +52 … −17% with 2, the
+  256-token row the one left fast); recorded, not chosen. The servers' network is
   not stated.
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
@@ -336,11 +337,15 @@ def test_gptq_block_keeps_its_dequantised_weights_for_the_backward():
 
 def test_multinode_lora_reads_as_the_scripts_batch_of_two():
     """Recorded, not chosen: "LoRA (multinode)" is off in memory growth (−6% at 256 tokens, −31% at 8,192) and in
-    speed (63-86% fast) together. finetune_lora_ds.sh, the multinode script, passes
+    speed (65-126% fast) together. finetune_lora_ds.sh, the multinode script, passes
     ``--per_device_train_batch_size 2``; the README says every run used a batch of 1, and the single-GPU rows
-    (whose script also says 2) agree with 1. Planned with the script's 2, both gaps close at once (memory −4 …
-    −11%, tokens/s +25 … −18%, pinned ± 3 points), which no one missing term would do. The README's 1 stays the
-    test's setting; this records what the rows look like."""
+    (whose script also says 2) agree with 1. Planned with the script's 2, both gaps close at once but for the
+    shortest rows' speed (memory −4 … −11%, tokens/s +52% at 256 tokens, +20% at 512, then +1 … −17%; pinned ± 3
+    points), which no one missing term would do. The README's 1 stays the test's setting; this records what the
+    rows look like. Recorded 2026-11-27; moved when kern28 + head28 + eager28 combined (tokens/s was +25 … −18%:
+    the price audit's 7.5 µs GEMM fixed cost, not 23 µs, shortens the 256-token steps most, where each of the
+    many small GEMMs and LoRA adapter GEMMs paid the host latency twice; the head and eager changes do not touch
+    this run)."""
     key = ("7B", "lora", 2, 2)
     mem, tps = [], []
     for seq_len, (gib, s_per_it) in zip(LENGTHS, TABLE[key], strict=True):
@@ -348,4 +353,4 @@ def test_multinode_lora_reads_as_the_scripts_batch_of_two():
         mem.append(est.memory.total.value / GIB * n / gib - 1)
         tps.append(est.compute.tokens_per_s.value / (8 * n * 2 * seq_len / s_per_it) - 1)
     assert min(mem) >= -0.111 - 0.03 and max(mem) <= -0.044 + 0.03, mem
-    assert min(tps) >= -0.178 - 0.03 and max(tps) <= 0.245 + 0.03, tps
+    assert min(tps) >= -0.173 - 0.03 and max(tps) <= 0.523 + 0.03, tps
