@@ -18,10 +18,13 @@ Checks per row:
 What the per-operation model gives with the catalog defaults and the Megatron profile (TFLOP/s per
 GPU, ours vs Table 1), recorded 2026-11-27 with the network model of issue 23 (collectives as NCCL runs
 them, the node's eight HDR NICs shared by its DP rings, gradient buckets) and the output head and loss on
-the last pipeline stage (docs/training.md, "Pipeline stages: the head on the last"): 1.7B 122.8 (137), 3.6B
-125.9 (138), 7.5B 125.5 (142), 18.4B 122.8 (135), 39.1B 134.7 (138), 76.1B 139.3 (140), 145.6B 144.9 (148),
-310.1B 149.5 (155), 529.6B 150.9 (163), 1008.0B 153.1 (163): -11.6% to -0.5%, median 6.8% off. With the head
-spread over the stages the pipelined rows read 0.4-4.6 points higher (-11.6% to +0.6%, median 2.8%). Before
+the last pipeline stage and the per-operation price audit (docs/training.md, "Pipeline stages: the head on the
+last" and "Auditing the per-operation prices"): 1.7B 128.4 (137), 3.6B 132.2 (138), 7.5B 132.6 (142), 18.4B 129.0
+(135), 39.1B 139.1 (138), 76.1B 142.5 (140), 145.6B 147.5 (148), 310.1B 151.1 (155), 529.6B 152.0 (163), 1008.0B
+153.9 (163): -6.7% to +1.8%, median 4.3% off. Moved when kern28 + head28 + eager28 combined: before them (the
+old prices, the head spread over the stages) -11.6% to +0.6%, median 2.8%; the audit's 7.5 us GEMM fixed cost
+lifts the small rows most (+4-6 points), the head on the last stage lowers the deep pipelined rows (up to -4.6
+points). Before
 the network model (each DP ring priced at one GPU's 25 GB/s share of the network) the small, data-parallel-heavy rows
 were 20-21% under (-2.4% to -20.9%, median 5.6%). Nothing here is fitted to the table: GEMM and
 attention rates come from a bf16 kernel sweep on an H100 (``kernel_rates``), scaled by the A100's catalog
