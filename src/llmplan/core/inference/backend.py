@@ -121,6 +121,25 @@ def dequantises_prompt(engine: EngineProfile, gpu: GpuSpec, backend: Backend, mi
     return cap is not None and micro_batch > cap and float_prompt_rate(engine, gpu, backend) is not None
 
 
+def is_block_quantised(fmt: WeightFormat) -> bool:
+    """A GGUF with block-quantised weights (Q4_K_M, Q8_0, IQ…), not one stored as F16, BF16 or F32."""
+    return fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
+
+
+def engine_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend, fmt: WeightFormat,
+                       micro_batch: int) -> tuple[float | None, bool]:
+    """The engine's prompt GEMM rate for weights of ``fmt`` (None: the plan's matmul efficiency applies) and
+    whether the weights are dequantised to F16 first (``dequantises_prompt``; its kernel is priced apart:
+    ``latency.dequant_s``). One choice for the single-GPU path (``latency.rates``) and the layer split
+    (``multi_gpu``): dequantised weights run the F16 cuBLAS GEMM, block-quantised ones the engine's quantised
+    kernels (``quant_prompt_rate``), F16 weights ``float_prompt_rate``."""
+    if is_block_quantised(fmt):
+        if dequantises_prompt(engine, gpu, backend, micro_batch):
+            return float_prompt_rate(engine, gpu, backend), True
+        return quant_prompt_rate(engine, gpu, backend), False
+    return (float_prompt_rate(engine, gpu, backend) if is_f16_weights(fmt) else None), False
+
+
 def decode_stream_efficiency(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> float | None:
     """Measured fraction of ``gpu``'s peak bandwidth the engine's batch-1 decode streams weights at (None: the
     plan's ``efficiency.memory_bandwidth``). The first ``decode_bandwidth_efficiency_by_gpu`` row for this

@@ -27,10 +27,9 @@ from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
     dequantises_prompt,
-    float_prompt_rate,
-    is_f16_weights,
+    engine_prompt_rate,
+    is_block_quantised,
     metal_prompt_rate,
-    quant_prompt_rate,
     stream_efficiency,
 )
 from llmplan.core.inference.eager import eager_decode, eager_prefill
@@ -100,16 +99,8 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
     engine = plan.engine
     flops = peak * eff.matmul
     fmt = plan.weights.format
-    quantised_gguf = fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32")
     backend = backend_of(gpu, scenario.inference.backend)
-    dequant = quantised_gguf and dequantises_prompt(engine, gpu, backend, plan.chunk_tokens)
-    quant_rate = quant_prompt_rate(engine, gpu, backend) if quantised_gguf and not dequant else None
-    if dequant:  # dequantised to F16, then the F16 cuBLAS GEMM (its dequantisation: prefill_time)
-        flops = float_prompt_rate(engine, gpu, backend) or flops
-    elif quant_rate:
-        flops = quant_rate
-    elif is_f16_weights(fmt):
-        flops = float_prompt_rate(engine, gpu, backend) or flops
+    flops = engine_prompt_rate(engine, gpu, backend, fmt, plan.chunk_tokens)[0] or flops  # dequantising: prefill_time
     flops = metal_prompt_rate(engine, gpu, backend, fmt) or flops
     if engine.prefill_quant_factor_apple and fmt.kind == engine_quant_kind(engine) and gpu.vendor == "apple":
         flops *= curve_at_or_below(engine.prefill_quant_factor_apple, apple_generation(gpu.name))
@@ -257,7 +248,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
     fmt = plan.weights.format
-    if fmt.kind == "gguf" and fmt.variant not in ("F16", "BF16", "F32") and dequantises_prompt(
+    if is_block_quantised(fmt) and dequantises_prompt(
             plan.engine, scenario.cluster.gpu, backend_of(scenario.cluster.gpu, scenario.inference.backend),
             plan.chunk_tokens):
         compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp

@@ -28,10 +28,7 @@ from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
-    dequantises_prompt,
-    float_prompt_rate,
-    is_f16_weights,
-    quant_prompt_rate,
+    engine_prompt_rate,
     runtime_context_bytes,
     stream_efficiency,
 )
@@ -47,8 +44,6 @@ from llmplan.core.kvcache import batch_kv_bytes, kv_layout
 from llmplan.core.quant import quantized_weights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
-
-FLOAT_GGUF = ("F16", "BF16", "F32")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,22 +211,12 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
-    quant = fmt.kind == "gguf" and fmt.variant not in FLOAT_GGUF
     inf = scenario.inference
     chunk = min(engine.prefill_chunk_tokens or inf.prompt_tokens, inf.prompt_tokens)
-    backend = backend_of(g, inf.backend)
     total = inf.batch * inf.prompt_tokens
     micro = min(engine.prefill_chunk_tokens or total, total)  # n_ubatch tokens, all sequences together
-    dequant = quant and dequantises_prompt(engine, g, backend, micro)
-    quant_rate = quant_prompt_rate(engine, g, backend) if quant and not dequant else None
-    if dequant:  # dequantised to F16 each micro-batch, then the F16 cuBLAS GEMM
-        rate = float_prompt_rate(engine, g, backend) or 0.0
-    elif quant_rate:
-        rate = quant_rate
-    else:
-        float_rate = float_prompt_rate(engine, g, backend_of(g, scenario.inference.backend)) \
-            if is_f16_weights(fmt) else None
-        rate = float_rate or g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
+    rate, dequant = engine_prompt_rate(engine, g, backend_of(g, inf.backend), fmt, micro)
+    rate = rate or g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
     if rate <= 0:
         raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
     # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
