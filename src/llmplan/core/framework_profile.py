@@ -229,6 +229,13 @@ class FrameworkProfile(FrozenModel):
 KBIT_KEEPS_DTYPE: tuple[str, ...] = ("gptq",)
 
 
+def transformers_modules_eager(prof: FrameworkProfile) -> bool:
+    """Whether the step runs Hugging Face-style modeling code op by op (eager, or with Triton kernels or
+    torch.compile over it): its fp32 residual stream under AMP and its phase-by-phase memory. Not fused
+    kernels, and not torchtitan's modules, compiled or not (``eager_modules``)."""
+    return prof.kernels != "fused" and prof.eager_modules == "transformers"
+
+
 def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zero_stage: int = 0) -> bool:
     """Whether a LoRA run on a quantised base has its embeddings, head and norms in fp32 (and so an fp32
     residual stream): the profile runs prepare_model_for_kbit_training and the base is one it upcasts.

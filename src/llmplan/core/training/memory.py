@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
-from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -67,7 +67,7 @@ def phase_memory(prof: FrameworkProfile) -> bool:
     """Whether a step's memory is the peak over its phases (``eager_memory``: Hugging Face-style eager modules,
     with or without Triton kernels or torch.compile); otherwise block by block (fused kernels, and torchtitan's
     modules compiled or not: ``FrameworkProfile.eager_modules``)."""
-    return prof.kernels != "fused" and prof.eager_modules == "transformers"
+    return transformers_modules_eager(prof)
 
 
 def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple[float, float]:
@@ -120,8 +120,8 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
         work = 0.0
     if stage in ("last", "only"):  # the loss's backward and the first recompute come one after the other
         extra += act.logits_bytes(m, lay) + max(act.loss_peak_bytes(m, lay, loss_kind(tr, prof)), work)
-        if titan_eager(tr, prof):
-            extra += act.final_norm_extra(m, lay, titan_eager(tr, prof))
+        if norm := titan_eager(tr, prof):
+            extra += act.final_norm_extra(m, lay, norm)
     else:
         extra += work
     activ = per_layer * layers_in_flight(lay.split, index, lay.accumulation) + extra

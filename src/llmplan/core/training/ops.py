@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llmplan.core.bytes_per_param import lora_targeted
-from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training.comms import per_micro_batch
@@ -109,7 +109,7 @@ def residual_bytes(tr: TrainingSettings, prof: FrameworkProfile) -> float:
     otherwise."""
     if tr.precision == "fp32":
         return 4.0
-    if prof.kernels != "fused" and prof.eager_modules == "transformers" and (
+    if transformers_modules_eager(prof) and (
             kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage)
             or (tr.method == "full" and prof.params_are_master and tr.regime == "amp")):
         return 4.0
