@@ -77,5 +77,6 @@ def test_ollama_follows_the_default_llama_cpp():
     for field in ("decode_layer_s", "decode_layer_s_pipelined", "prefill_quant_mmq_max_tokens",
                   "prefill_float_share_by_gpu", "decode_kernels_per_layer", "decode_kernel_s", "prefill_quant_ops_per_sm_clock",
                   "decode_bandwidth_efficiency", "decode_bandwidth_efficiency_by_gpu", "prefill_quant_share",
-                  "prefill_float_share", "prefill_score_bytes", "flash_attention", "prefill_metal_share"):
+                  "prefill_float_share", "prefill_score_bytes", "flash_attention", "prefill_metal_share",
+                  "prefill_metal_coissued"):
         assert getattr(ollama, field) == getattr(default, field), field

@@ -195,6 +195,13 @@ class EngineProfile(FrozenModel):
         "weights (an fp16 plan too) match 'F16'; the first matching row wins; no row: the plan's matmul "
         "efficiency (core/inference/backend.py)",
     )
+    prefill_metal_coissued: tuple[tuple[str, float], ...] = Field(
+        (), description="(GGUF type or preset pattern, instructions) per thread and 32-wide K step that llama.cpp's "
+        "Metal kernel_mul_mm spends dequantising its 16 weights in integer, FP16 and conversion instructions, "
+        "counted from the type's dequantize_* function; Apple GPUs from the M3 on issue them beside the matrix "
+        "multiply's FP32 FMAs, so they leave the prefill_metal_share cost there; the first matching row wins; no "
+        "row: the share holds on every generation (core/inference/metal_dequant.py)",
+    )
     prefill_quant_factor_apple: Curve = Field(
         (), description="(Apple GPU generation: 1 for M1, 2 for M2 ..., fraction of the fp16 GEMM rate) the "
         "engine's quantised matmul reaches on a prompt with its own quantised weights (MLX qmm dequantises in "
@@ -242,6 +249,15 @@ class EngineProfile(FrozenModel):
             if not pattern or not 0 < share <= 1:
                 raise ValueError(f"prefill_metal_share: each row is [GGUF type pattern, share in (0, 1]]; not "
                                  f"[{pattern!r}, {share}]")
+        return v
+
+    @field_validator("prefill_metal_coissued")
+    @classmethod
+    def _metal_coissued(cls, v: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        for pattern, ops in v:
+            if not pattern or not 0 <= ops < 512:
+                raise ValueError(f"prefill_metal_coissued: each row is [GGUF type pattern, instructions per 16 "
+                                 f"weights in [0, 512)]; not [{pattern!r}, {ops}]")
         return v
 
     @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")

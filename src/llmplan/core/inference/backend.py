@@ -27,7 +27,8 @@ On Metal every weight type multiplies a prompt through one kernel, ``kernel_mul_
 threadgroup dequantises a tile of the weights to half in threadgroup memory and runs 8x8 ``simdgroup_matrix``
 multiply-accumulates on it, so the rate falls with each type's dequantisation work (``metal_prompt_rate``, from
 ``prefill_metal_share``: a measured share of the fp16 peak per GGUF type). Apple's M1-M4 GPUs run fp16 at their
-fp32 rate, which is the catalog's peak.
+fp32 rate, which is the catalog's peak. From the M3 on part of that dequantisation issues beside the multiply
+(``core.inference.metal_dequant``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Literal
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.metal_dequant import coissued_share, coissues
 from llmplan.core.inference.mmq import mmq_rate
 from llmplan.core.quant import WeightFormat
 from llmplan.errors import InputError
@@ -183,12 +185,17 @@ def quant_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend) -> 
 def metal_prompt_rate(engine: EngineProfile, gpu: GpuSpec, backend: Backend, fmt: WeightFormat) -> float | None:
     """FLOP/s of the engine's Metal prompt kernels on ``gpu`` with weights of ``fmt`` (None: the plan's matmul
     efficiency): the first ``prefill_metal_share`` row whose pattern matches the GGUF type or preset (F16 weights,
-    an fp16 plan's too, match 'F16'), times the GPU's fp16 peak."""
+    an fp16 plan's too, match 'F16'), times the GPU's fp16 peak. From the M3 on, the dequantisation's integer,
+    FP16 and conversion instructions (``prefill_metal_coissued``) issue beside the multiply's FP32 FMAs and
+    leave that share's cost (``metal_dequant.coissued_share``)."""
     if backend != "metal" or not engine.prefill_metal_share:
         return None
     name = "F16" if is_f16_weights(fmt) else fmt.variant if fmt.kind == "gguf" else ""
     peak = gpu.peak_flops.for_dtype("fp16")
-    for pattern, share in engine.prefill_metal_share:
-        if name and peak and fnmatchcase(name, pattern):
-            return peak * share
-    return None
+    share = next((s for pattern, s in engine.prefill_metal_share if name and fnmatchcase(name, pattern)), None)
+    if not share or not peak:
+        return None
+    coissued = next((n for pattern, n in engine.prefill_metal_coissued if fnmatchcase(name, pattern)), None)
+    if coissued and coissues(gpu.name):
+        share = coissued_share(share, coissued)
+    return peak * share

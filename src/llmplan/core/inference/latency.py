@@ -18,7 +18,6 @@ acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
@@ -34,6 +33,7 @@ from llmplan.core.inference.backend import (
 )
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
+from llmplan.core.inference.metal_dequant import apple_generation
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
 from llmplan.core.workload import Scenario
@@ -118,12 +118,6 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
     return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host, stream)
-
-
-def apple_generation(name: str) -> int:
-    """1 for an M1, 2 for an M2 ... from the GPU's name ("Apple M2 Ultra 76-core GPU"); 1 when unnamed."""
-    m = re.search(r"\bM(\d+)\b", name)
-    return int(m.group(1)) if m else 1
 
 
 def curve_at_or_below(curve: tuple[tuple[float, float], ...], x: float) -> float:
