@@ -17,18 +17,23 @@ speed generating N tokens (tg N) and prompt processing of N tokens (pp N), N = 5
 Prompts run at the Metal prompt kernel's measured share of the fp16 peak per weight type (engines.toml
 `prefill_metal_share`: F16 from llama.cpp PR #5488's M2 Ultra run, the other types by their rate beside F16 in
 PR #3084; neither is one of these tables). Before that model every type ran at one share, 0.6: Table A prefill
-median |error| 12.5%, F16 rows -11% ... -22%.
+median |error| 12.5%, F16 rows -11% ... -22%. From the M3 on, the dequantisation's integer, FP16 and conversion
+instructions, counted from llama.cpp's code, issue beside the multiply (`prefill_metal_coissued`,
+test_metal_dequant_counts.py): Table A prefill median 5.1% -> 4.6%, quantised rows M3 -7.8% -> -3.5% (median),
+M4 -13.1% -> -9.1%; Table B prefill median 8.2% -> 6.7%, its M3 Max Q4_K_M prompts -17% ... -1% -> -12% ... +6%.
 
 Tolerances (what holds, asserted; what does not, pinned with its reason - docs/inference.md):
-- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 8% (5.1%), every row <= 25% (worst 19%);
-  per family decode <= 10% and prefill <= 12% (M4 the lowest: median -10.8%, -17.6% with one share for every
-  type, -27% before the M4 GPU clock was measured, docs/inference.md);
-- Table B: the short runs (N <= 1024) within 25% except the M1 Max's K-quant rows, pinned at +40% ... +95%
-  (2024 K-quant kernels on the M1 Max reached 0.44-0.46 of its bandwidth, Q4_0 and F16 0.6-0.75 on the same
-  chip); decode at 4096-8192 generated tokens pinned (flash attention off: the measured slowdown with context
-  is several times what reading the cache at the stream rate costs); prompts of 1024-8192 tokens within 25%
-  except the M1 Max laptop's F16 ones, pinned at +15% ... +30% (its rate falls 32% from 512 to 8192 tokens
-  where the M2 Ultra desktop's holds within 8%: not modelled);
+- Table A: decode median |error| <= 8% (measured 5.9%), prefill <= 6% (4.6%), every row <= 20% (worst 19%,
+  a decode row; prompts -11.9% ... +7.8%); per family decode <= 10% and prefill <= 10% (M4 the lowest: median
+  -7.5%; -10.8% before the M3+ co-issue, -17.6% with one share for every type, -27% before the M4 GPU clock was
+  measured, docs/inference.md); M3 and M4 quantised prompts apart: median |error| <= 5% and <= 10%;
+- Table B: the short runs (N <= 1024) within 25% except the M1 Max's K-quant decode rows, pinned at +40% ... +95%
+  (2024 K-quant mat-vec kernels on the M1 Max reached 0.44-0.46 of its bandwidth, Q4_0 and F16 0.6-0.75 on the
+  same chip; the M1 Max's K-quant prompts are +2% ... +29%); decode at 4096-8192 generated tokens pinned (flash
+  attention off: the measured slowdown with context is several times what reading the cache at the stream rate
+  costs); prompts of 1024-8192 tokens within 25% except the M1 Max laptop's F16 ones, pinned at +15% ... +30%
+  (its rate falls 32% from 512 to 8192 tokens where the M2 Ultra desktop's holds within 8%: not modelled); the
+  M3 Max's K-quant prompts within -15% ... +10%;
 - never above the hardware roofline; every fit verdict matches the runs and OOM cells.
 """
 
@@ -145,7 +150,7 @@ def test_table_a_medians_and_worst_row():
     pp, tg = errors(TABLE_A)
     print(f"all {len(TABLE_A)} rows: prefill median |error| {median_abs(pp):.1%}, decode {median_abs(tg):.1%}")
     assert median_abs(tg) <= 0.08
-    assert median_abs(pp) <= 0.08
+    assert median_abs(pp) <= 0.06
     assert max(map(abs, pp + tg)) <= 0.20, "a row beyond 20%"
 
 
@@ -156,7 +161,37 @@ def test_table_a_per_family(family):
     print(f"{family}: {len(rows)} rows, prefill median {statistics.median(pp):+.1%} (|.| {median_abs(pp):.1%}), "
           f"decode median {statistics.median(tg):+.1%} (|.| {median_abs(tg):.1%})")
     assert median_abs(tg) <= 0.10
-    assert median_abs(pp) <= 0.12
+    assert median_abs(pp) <= 0.10
+
+
+@pytest.mark.parametrize(("family", "bound"), [("M3", 0.05), ("M4", 0.10)])
+def test_table_a_quantised_prompts_on_m3_and_m4(family, bound):
+    """The chips that co-issue (Apple GPU family 9), their Q8_0 and Q4_0 prompts apart: M3 median -3.5% (range
+    -7.8% ... +2.6%), M4 -9.1% (-11.9% ... -5.8%); before the co-issue -7.8% and -13.1%. The M4 rows sit as far
+    under as its F16 rows (median -6.9%): the co-issue leaves the M4's quantised/F16 ratio right, its level is the
+    M4 clock's (docs/inference.md)."""
+    rows = [r for r in TABLE_A if r.family == family and r.fmt != "f16"]
+    pp, _ = errors(rows)
+    print(f"{family} quantised: {len(rows)} rows, prompt median {statistics.median(pp):+.1%}, "
+          f"{min(pp):+.1%} ... {max(pp):+.1%}")
+    assert median_abs(pp) <= bound
+    assert max(map(abs, pp)) <= 0.15
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_table_a_rate_beside_f16_by_generation(fmt):
+    """The table's own quantised/F16 prompt ratio on each chip that has both, against the model's: on M1/M2 the
+    measured shares' (PR #3084, M2 Ultra: Q8_0 0.904, Q4_0 0.920), from the M3 on the co-issued ones (0.942,
+    0.964). Measured medians: M1 0.895 / 0.883, M2 0.897 / 0.892, M3 0.967 / 0.957, M4 0.968 / 0.960 - within 5%
+    by family (worst M1 Q4_0, +4.2%: the reference build's Q4_0 ran a little slower than PR #3084's on M1/M2, as
+    PR #3648's run of 2023-10 did; from the M3 on Q8_0 -2.6%, Q4_0 within 1%)."""
+    for family in ("M1", "M2", "M3", "M4"):
+        pairs = [(r, f) for r in TABLE_A for f in TABLE_A
+                 if r.family == family and (r.chip, r.cores) == (f.chip, f.cores) and r.fmt == fmt and f.fmt == "f16"]
+        measured = statistics.median(r.pp / f.pp for r, f in pairs)
+        model = statistics.median(ours(r)[0] / ours(f)[0] for r, f in pairs)
+        print(f"{family} {fmt}/F16: table {measured:.3f}, ours {model:.3f}")
+        assert model == pytest.approx(measured, rel=0.05)
 
 
 def test_both_build_eras_give_the_same_apple_estimates():
@@ -239,6 +274,10 @@ def test_table_b_short_runs_and_pinned_gaps():
     assert all(abs(v[1]) <= 0.25 for k, v in rest.items() if k not in m1_f16_long)  # prompts up to 8192 tokens
     # Pinned: the M1 Max's K-quant decode in May 2024 builds (kernels since improved: see the 2026 row below).
     assert all(0.40 <= v[0] <= 0.95 for v in m1_kquant.values())
+    # The M3 Max's K-quant prompts (co-issued dequantisation): -11.8% ... +5.9%, before it -17.2% ... -0.6%.
+    m3_kquant = [v[1] for k, v in errs.items() if k[0].startswith("apple-m3") and k[2] == "q4_k_m"]
+    assert all(-0.15 <= p <= 0.10 for p in m3_kquant)
+    assert median_abs([v[1] for v in errs.values()]) <= 0.08  # every prompt cell: 6.7% (8.2% before)
     # Pinned: decode over 4096-8192 generated tokens with flash attention off slows more than the cache reads.
     long_tg = [v[0] for k, v in rest.items() if k[3] >= 4096]
     assert max(long_tg) <= 0.45 and statistics.median(long_tg) >= 0.05
@@ -266,6 +305,21 @@ def test_m1_max_kquant_in_a_current_build():
         print(f"{engine}: pp512 {pp:.1f} vs 499.58 ({pp / 499.58 - 1:+.1%})")
         assert -0.20 <= pp / 499.58 - 1 <= -0.10
     assert run(gpu, LLAMA3_8B, "q4_k_m", 1, 128).inference.tokens_per_s_per_user.value == pytest.approx(46.2, rel=0.15)
+
+
+def test_m4_kquant_in_a_current_build():
+    """brand-o/normiebench issue #3 (2026-03-08, llama.cpp Metal, Mac mini M4, 10-core GPU, 16 GB): Llama 3.1 8B
+    Q4_K_M pp512 224.81 and tg128 20.87 t/s. Decode within 10% (-4.8%). The prompt is pinned at -28% ... -18%
+    (measured -23.3%; -28.0% before the M3+ co-issue): the M4's F16 and Q4_0 prompts of the #4167 table sit
+    -7% and -6% under (its clock, docs/inference.md), and the M1 Max's current-build K-quant prompt above sits
+    -17% under: current builds run K-quant prompts faster than the May 2024 kernels both eras' figures come from,
+    by an amount no per-type run of a current build was found to measure."""
+    gpu = CAT.gpu("apple-m4-10c-16gb").spec
+    pp = 512 / run(gpu, LLAMA3_8B, "q4_k_m", 512, 1, "llama-cpp-2026").inference.ttft_s.value
+    print(f"pp512 {pp:.1f} vs 224.81 ({pp / 224.81 - 1:+.1%})")
+    assert -0.28 <= pp / 224.81 - 1 <= -0.18
+    tg = run(gpu, LLAMA3_8B, "q4_k_m", 1, 128, "llama-cpp-2026").inference.tokens_per_s_per_user.value
+    assert tg == pytest.approx(20.87, rel=0.10)
 
 
 def test_fit_verdicts_of_table_b():
