@@ -10,9 +10,9 @@ On M1 and M2 (Apple GPU families 7 and 8) a core's four schedulers each issue on
 FFMA, integer, compare-select and bitwise instructions share one pipeline (P. Turner, metal-benchmarks,
 "ALU Layout", measured on an M1 Max): every dequantisation instruction costs the matrix multiply an issue
 slot. The measured per-type shares (``prefill_metal_share``, llama.cpp's own M2 Ultra runs) carry that cost.
-From the M3 on (family 9) "the high-performance ALUs execute different combinations of integer, FP32 and FP16
-in parallel" (Apple, "Explore GPU advancements in M3 and A17 Pro", tech talk, 2023-11): the multiply's FP32
-FMAs (half A, float B and accumulators) no longer wait for the dequantisation's integer, FP16 and conversion
+From the M3 on (family 9) the shader core's ALUs run integer, FP32 and FP16 instructions in parallel (Apple's
+tech talk "Explore GPU advancements in M3 and A17 Pro", 2023-11, as reported by AppleInsider and Gizmochina on
+2023-11-10, which advise FP16 arithmetic for that reason): the multiply's FP32 FMAs (half A, float B and accumulators) no longer wait for the dequantisation's integer, FP16 and conversion
 instructions. Its FP32 instructions and its device loads still take their slots. So, per step, the M1/M2
 cost beyond F16, ``MMA_ISSUES_PER_STEP / share - MMA_ISSUES_PER_STEP / share_F16``, loses the ``n`` co-issued
 instructions counted from the type's ``dequantize_*`` function (engines.toml ``prefill_metal_coissued``):
