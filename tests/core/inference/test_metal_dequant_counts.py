@@ -16,6 +16,9 @@ Instruction classes (P. Turner, metal-benchmarks, "ALU Layout" and "Instruction 
 - loads: device loads beyond an F16 tile's two 16-byte loads.
 On M1/M2 every one takes an issue slot from the multiply; from the M3 on the first three issue in parallel
 with the multiply's FP32 FMAs (Apple, "Explore GPU advancements in M3 and A17 Pro", 2023-11).
+The Q4_K* row counts Q4_K's kernel; a Q4_K_M file keeps about a sixth of its weights in Q6_K (attn_v and
+ffn_down of about half the layers, the output head), whose count (63 for the mix) would raise its M3 share by
+about 1%: left out, within the counts' own uncertainty.
 Tolerances: the derived shares are the stated arithmetic to 0.001.
 """
 
