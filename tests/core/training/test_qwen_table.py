@@ -112,11 +112,13 @@ Why rows miss, as far as found (pinned, not fixed):
   context: PyTorch sets CUDA_MODULE_LOADING=LAZY when it is unset since 1.13 (pytorch/pytorch PR #86509: 287 MB
   of context against 667 MB loaded eagerly), so PyTorch 2.0 / CUDA 11.8's context is no larger than the 0.5 GiB the
   profile carries. ZeRO-3's gathers are priced as DeepSpeed's code makes them (above); the caching
-  allocator's reserve under ZeRO-3 is not, for want of a measurement. Unmodelled,
-  and it would widen the gap: PEFT before 0.8 (Qwen asks for ``peft<0.8.0``) cast the adapters to the base
-  weight's dtype (peft v0.7.1 ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``), so the
-  single-GPU runs without DeepSpeed trained bf16 adapters with bf16 Adam states where the hf-trainer profile
-  assumes fp32 ones.
+  allocator's reserve under ZeRO-3 is not, for want of a measurement. The adapters are fp32, as the profile
+  prices them: Qwen's Docker images pin ``peft==0.5.0`` (QwenLM/Qwen 6c467b5, 2023-12-28, "Fix peft version in
+  dockerfiles"), whose ``LoraLayer.update_layer`` moves the new adapters to the weight's device only
+  (``self.to(self.weight.device)``; huggingface/peft v0.5.0, 2023-08-22, ``src/peft/tuners/lora.py``); PEFT casts
+  them to the base's 16-bit dtype from v0.6.0 (2023-11-02) until 0.12's ``autocast_adapter_dtype``. (Until
+  2026-11-27 this note read Qwen's ``peft<0.8.0``, a README note of 2024-02-01 about loading adapters for
+  inference, as the training environment.)
 - 7B full on 2 GPUs grows 11.4 G per GPU from 256 to 1,024 tokens (69.6 → 81.0; out of memory at 2,048, as the
   README says), about 16 MB per token, twice what the blocks would save without any checkpointing (Qwen's
   eager block saves about 0.2 MB per token per layer, 6.5 MB over 32 layers, the logits 1-2 MB more); llmplan
@@ -135,6 +137,43 @@ Why rows miss, as far as found (pinned, not fixed):
 - not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
   on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
   (0.27 GB of states, under 1% of any row).
+Qwen's own code, read item by item for what the run allocates beyond llmplan's terms (qwen29, 2026-11-27;
+QwenLM/Qwen finetune.py, finetune/*.sh and ds_config_zero2/3.json at b1d80a9 and b5fad3d, the README history;
+modeling_qwen.py as published with the checkpoints; DeepSpeed v0.12.3; peft v0.5.0; accelerate's prepare_model). None
+adds memory the peak does not already hold, so the bands are unchanged (memory median 9.7%; per method LoRA 11.8%,
+LoRA (emb) 6.3%, Q-LoRA 11.9%, full 19.3%; 40 rows more than 10% under, 4 over):
+- the loss without DeepSpeed: ``lm_logits`` is bf16 (modeling_qwen's ``QWenLMHeadModel.__init__`` casts the model to
+  bf16 when the config names no dtype, and the Trainer's autocast keeps the head in bf16), the loss makes a shifted
+  ``.contiguous()`` bf16 copy, autocast runs ``cross_entropy`` in fp32 (an fp32 copy, then fp32 log-probabilities):
+  2 + 2 + 4 + 4 = 12 B per logit in the forward, 2 B more than ``upcast`` charges there; accelerate's
+  ``convert_outputs_to_fp32`` (``Accelerator.prepare_model`` under native AMP) then makes an fp32 copy of the
+  returned logits beside the bf16 ones and the saved log-probabilities (10 B), freed when the Trainer's
+  ``compute_loss`` returns. The backward holds 12 B (``upcast``'s) beside the same tensors, so the forward's 2 B
+  only tie with it (``test_qwen_loss_forward_under_autocast_never_sets_the_peak``);
+- flash-attention: ``use_flash_attn = "auto"`` turns it on wherever flash_attn imports and the model is 16-bit,
+  at every length (no length-dependent fallback); Qwen's Docker image builds flash-attn v2.3.3 and its layer_norm
+  extension; the eager softmax path would add s² scores per head, which the 8,192-token rows rule out;
+- logn attention scaling runs only when ``not self.training``; the rotary cache is ``max(2·s, 16)`` × head_dim
+  fp32 cos and sin (16 MiB at 8,192 tokens); a causal-mask buffer of max_position_embeddings² bools is
+  registered by some modeling_qwen versions (``registered_causal_mask``, 64 MiB for the 8,192 positions of the
+  four configs), only without flash-attention by later ones;
+- gradient checkpointing is modeling_qwen's own ``torch.utils.checkpoint.checkpoint`` per block (reentrant):
+  each block keeps its input, as ``recompute = full`` prices; labels and input ids are int32, padded to
+  ``model_max_length`` (every position computed, as planned);
+- ZeRO-2 (ds_config_zero2.json): ``allgather_bucket_size`` 2e8 only cuts the step's gather into shards, each an
+  ``all_gather`` into views of the flat 16-bit groups (runtime/utils.py ``all_gather_dp_groups``; skipped on one
+  rank): no buffer; ``reduce_bucket_size`` 2e8 with ``overlap_comm``:
+  the two buckets already priced; fp16's overflow check (``_has_inf_or_nan``: ``x.float().sum()``, a 4 B copy of
+  one gradient at a time) comes before, and is smaller than, the norm's 8 B copy that is priced;
+- ZeRO-3's optimizer construction (``_create_fp32_partitions``: a 16-bit clone then its fp32 copy per sub-group;
+  ``initialize_optimizer_states``: an fp32 gradient buffer of the largest sub-group's ``ds_numel``, which on a
+  partition's tensor is the partition's size) holds less than the step's 6 B copies, and the 16-bit gradient
+  buffer is allocated after it;
+- over-counted, not missing: Qwen's q, k and v are one fused ``c_attn``, so PEFT adds one adapter (r × (h + 3h))
+  where llmplan counts three (``test_fused_c_attn_adapters_are_over_counted``).
+What is left is the allocator's reserve if "G" is the device figure (a flat 5% of the allocated bytes here), or
+something no code read shows; it needs a measured run.
+
 Tolerances: the issue's medians (memory ≤ 10%: 9.7% recorded; tokens/s ≤ 20%); each row group pinned to its
 recorded band ± 3 points, so that a change to the model shows here and this note is updated.
 """
@@ -146,6 +185,7 @@ import statistics
 import pytest
 
 from llmplan.core.engine import estimate
+from llmplan.core.training import eager_memory
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.resolve import resolve
@@ -354,3 +394,37 @@ def test_multinode_lora_reads_as_the_scripts_batch_of_two():
         tps.append(est.compute.tokens_per_s.value / (8 * n * 2 * seq_len / s_per_it) - 1)
     assert min(mem) >= -0.111 - 0.03 and max(mem) <= -0.044 + 0.03, mem
     assert min(tps) >= -0.173 - 0.03 and max(tps) <= 0.523 + 0.03, tps
+
+
+def test_qwen_loss_forward_under_autocast_never_sets_the_peak(monkeypatch):
+    """Qwen's loss without DeepSpeed holds 12 B per logit in its forward (module doc: bf16 ``lm_logits``, its shifted
+    ``.contiguous()`` bf16 copy, autocast's fp32 copy for ``cross_entropy``, the fp32 log-probabilities), 2 B more
+    than ``upcast``'s 10; its backward holds ``upcast``'s 12 beside the same tensors. Charged at 12, the forward only
+    ties with the backward, so no row planned without DeepSpeed moves (relative 1e-9); if this fails, the forward
+    has become a peak and Qwen's 12 B must be priced (at 13 B, 21 of the 36 rows would move)."""
+    assert eager_memory.loss_bytes_per_logit("upcast", False)[1] >= 2 + 2 + 4 + 4
+    keys = [k for k in TABLE if k[1] in ("lora", "lora-emb") and k[2] * k[3] == 1]
+    before = [plan(*k, n)[0].memory.total.value for k in keys for n in LENGTHS]
+    monkeypatch.setitem(eager_memory.LOSS_FORWARD_BYTES, "upcast", 2 + 2 + 4 + 4)
+    after = [plan(*k, n)[0].memory.total.value for k in keys for n in LENGTHS]
+    assert after == pytest.approx(before, rel=1e-9)
+
+
+def test_fused_c_attn_adapters_are_over_counted():
+    """Qwen's attention projects q, k and v with one fused ``c_attn`` (h → 3h), so PEFT (finetune.py's
+    ``lora_target_modules`` c_attn, c_proj, w1, w2; r 64) adds one adapter of r × (h + 3h) where llmplan, which plans
+    q, k and v as three projections, counts three of r × (h + h): Qwen-7B (h 4096, 32 layers, w1/w2 11,008 wide)
+    has 32 × (64 × 16,384 + 64 × 8,192 + 3 × 64 × 15,104) = 143,130,624 adapter parameters, llmplan counts
+    16,777,216 more (2 · r · h per layer, 0.27 GB of fp32 states and gradients). Exact: a change to either count
+    shows here."""
+    from llmplan.core.params import count_params
+    from llmplan.core.training.lora import adapter_params
+
+    sc = resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100),
+                              training=TrainingSettings(method="lora", lora_rank=64), workload="finetune"))
+    m = sc.model
+    counted = adapter_params(count_params(m), m, None, 64, sc.training.lora_targets)
+    h, inter, r = m.hidden_size, m.intermediate_size, 64
+    peft = m.num_layers * (r * (h + 3 * h) + r * (h + h) + 3 * r * (h + inter))
+    assert peft == 143_130_624
+    assert counted - peft == m.num_layers * 2 * r * h == 16_777_216
