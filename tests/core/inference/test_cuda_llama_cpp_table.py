@@ -13,26 +13,33 @@ GeForce and workstation card, A40, L40S) median |error| 5.2%, every row within 2
 batch-1 stream share 0.613, measured on an H100 PCIe in llama.cpp issue #6763) median +13%; over the whole table 5.8%;
 several cards against one of the same card (with every layer on two or more CUDA GPUs b2843 replays no CUDA graph,
 105.8 µs a layer instead of 86.7, from PR #6766's runs without graphs): every GDDR rig's tg512 ratio within 6%;
-prompts in scope median |error| 11.5% (GeForce 8.7%, workstation 12.8%, data centre 11.5%).
+prompts in scope median |error| 11.3% (GeForce 8.7%, workstation 12.8%, data centre 11.3%).
 The prompt figures rest on three 2024 kernel facts (docs/inference.md, "llama.cpp / Ollama"): F16 weights run cuBLAS
-with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766; 0.364 on an A100, PR #6017); b2843 multiplies
+with fp16 accumulate at 0.438 of that peak (RTX 4090 run of PR #4766; 0.364 on an A100 PCIe, PR #6017, carried to the
+other A100s, the H100s and the H200 at the ratio of their measured GEMM efficiency: test_cublas_share_carry.py); b2843 multiplies
 a prompt micro-batch above 32 tokens by block-quantised weights as dequantise-to-F16 + that same GEMM (MMQ only up to
 32 rows where fp16 tensor cores exist, until PR #8075); and it runs attention without flash attention, moving 20 B
 per score element.
 What does not, pinned with its cause:
 - decode on the 4 x A100 SXM rig with the 8B model: +41% to +46% (the only decode rows beyond 40%), four cards
   26% slower than one there, beyond the lost CUDA graphs that every other rig's slowdown matches;
-- prompts on the H100 PCIe, +32% to +63% (Q4_K_M) and +47% to +62% (F16, 8B): its cuBLAS share is the A100's
-  carried (no 2024 H100 run found), and this 350 W card reaches about 0.2 of its fp16 peak here; Q4_K_M prompts on
-  the A100s are -15% to +14% (they were -12% to -50% with the June 2024 MMQ rate), but the 4 x A100 SXM rig's +41%
-  to +50%;
-- 70B Q4_K_M prompts at 512 tokens on the A40 (+73%, four of them +54%) and the RTX 6000 Ada (+32%);
+- prompts on the H100 PCIe, one card +15% to +37% (Q4_K_M) and +29% to +32% (F16, 8B), four cards -9% to +40%
+  (they were +35% to +59%, +47% to +62% and +13% to +63% with the A100's share carried unscaled): the card's own
+  measured GEMM efficiency (0.656 of 756 TFLOP/s against the A100 PCIe's 0.822) explains part; the rest is not
+  priced, and both H100 PCIe rigs of the table ran at a 310 W power limit (the notebooks' nvidia-smi) where the
+  datasheet card, and the GEMM measurement, run up to 350 W; Q4_K_M prompts on the A100s are -12% to +17% (they were
+  -12% to -50% with the June 2024 MMQ rate), but the 4 x A100 SXM rig's +46% to +55% (+41% to +50% before the SXM's
+  GEMM efficiency was carried: the rig's F16 prompts and decode are anomalous too);
+- 70B Q4_K_M prompts at 512 tokens on the A40 (+73%, four of them +54%) and the RTX 6000 Ada (+32%); the A40's runs,
+  and the 4 x A100 SXM rig's 70B Q4_K_M run (+55% at pp512), get faster with the prompt's length, which a steady b2843
+  run cannot, as do the five runs with anomalous F16 cells and no other run of the table;
 - prompts longer than one 512-token micro-batch on several cards: llama.cpp pipelines the micro-batches across
   the cards (PR #6017), which the layer-split model does not.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 
 import pytest
@@ -204,7 +211,8 @@ def test_several_cards_cost_the_cuda_graphs_they_lose():
 
 
 def test_prompt_median_over_the_table():
-    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 11.5% (38.6% with F16 prompts at the plan's
+    """The acceptance figure for prompts (≤ 20%) over the cells in scope: 11.3% (11.5% with the A100 PCIe's cuBLAS share
+    carried to the H100 PCIe unscaled; 38.6% with F16 prompts at the plan's
     best-GEMM efficiency and no score-matrix traffic; 17.4% with Q4_K_M prompts at the June 2024 MMQ rate)."""
     e = errors(lambda c: c.kind == "pp" and in_scope(c))
     assert statistics.median(abs(x) for x in e) <= 0.15
@@ -214,36 +222,76 @@ def test_prompt_median_over_the_table():
                                                       ("datacenter", 0.15, 0.80)])
 def test_prompt_median_per_class(cls, median, worst):
     """GeForce: median 8.7%, worst +24% (RTX 4080 F16 pp512); workstation: median 12.8%, worst +49% (RTX 6000 Ada F16
-    pp1024); data centre: median 11.5% (33.8% before the dequantise path), worst +73% (A40 70B Q4_K_M, pinned)."""
+    pp1024); data centre: median 11.3% (11.5% before the cuBLAS share was carried by GEMM efficiency, 33.8% before the
+    dequantise path), worst +73% (A40 70B Q4_K_M, pinned)."""
     e = errors(lambda c: c.kind == "pp" and card_class(c.gpu) == cls and in_scope(c))
     assert statistics.median(abs(x) for x in e) <= median
     assert max(abs(x) for x in e) <= worst
 
 
 def test_hbm_q4_prompts_run_the_dequantise_path():
-    """Q4_K_M prompts on the A100 PCIe and SXM (one card and 4 x A100 PCIe): -15% to +14% (they were -12% to -50%
-    with the June 2024 MMQ rate, which b2843 did not use above 32 tokens). Tolerance 20%."""
+    """Q4_K_M prompts on the A100 PCIe and SXM (one card and 4 x A100 PCIe): -12% to +17% (they were -12% to -50%
+    with the June 2024 MMQ rate, which b2843 did not use above 32 tokens; -15% to +14% before the SXM's cuBLAS share
+    was carried at its GEMM efficiency, 0.380 rather than the PCIe card's 0.364). Tolerance 20%."""
     e = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu.startswith("nvidia-a100")
                and not (c.cards == 4 and "sxm" in c.gpu))
     assert len(e) == 18 and max(abs(x) for x in e) < 0.20
 
 
 def test_prompt_errors_outside_the_bands_pinned():
-    """Pinned, not accepted (module docstring): the H100 PCIe's prompts, Q4_K_M +32% to +63% and 8B F16 +47% to +62%
-    (the A100's cuBLAS share carried; the card reaches about 0.2 of its fp16 peak in this table); the 4 x A100 SXM
-    rig's Q4_K_M prompts +41% to +50%; 70B Q4_K_M at 512 tokens on the 300 W 48 GB cards up to +73% (A40); these
-    are the only prompt cells in scope beyond 50%."""
+    """Pinned, not accepted (module docstring): the H100 PCIe's prompts, one and four cards, +12% to +40% (Q4_K_M, and
+    8B F16) -- they were +32% to +63% with the A100's cuBLAS share carried unscaled; the card's measured GEMM
+    efficiency (0.656 against the A100 PCIe's 0.822, catalogs/systems/efficiency.toml) now scales it, and the rest
+    is not priced (both H100 PCIe rigs ran at a 310 W power limit); the 4 x A100 SXM rig's Q4_K_M prompts +46% to
+    +55% (+41% to +50% before the SXM's GEMM efficiency was carried); 70B Q4_K_M at 512 tokens on the 300 W 48 GB
+    cards up to +73% (A40). The A40 and the 4 x A100 SXM rig hold the only prompt cells in scope beyond 50%
+    (next test: their runs get faster with length)."""
     h100 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.gpu == "nvidia-h100-pcie-80gb"
                   and (c.fmt == "Q4_K_M" or c.model == "8B"))
     sxm4 = errors(lambda c: c.kind == "pp" and in_scope(c) and c.fmt == "Q4_K_M" and c.gpu == "nvidia-a100-sxm4-80gb"
                   and c.cards == 4)
     big = errors(lambda c: c.kind == "pp" and in_scope(c) and c.model == "70B" and c.fmt == "Q4_K_M" and c.gpu in (
         "nvidia-rtx-6000-ada-48gb", "nvidia-a40-48gb", "nvidia-l40s-48gb") and c.tokens == 512)
-    assert min(h100) > 0.25 and max(h100) < 0.70
-    assert min(sxm4) > 0.35 and max(sxm4) < 0.55
+    assert min(h100) > 0.10 and max(h100) < 0.45
+    assert min(sxm4) > 0.40 and max(sxm4) < 0.60
     assert 0.6 < max(big) < 0.8 and min(big) > 0
     beyond = {c.gpu for c in MEASURED if c.kind == "pp" and in_scope(c) and abs(error(c)) > 0.5}
-    assert beyond == {"nvidia-h100-pcie-80gb", "nvidia-a40-48gb"}
+    assert beyond == {"nvidia-a100-sxm4-80gb", "nvidia-a40-48gb"}
+
+
+def speeds_up_with_length(run: tuple[str, int, str, str]) -> bool:
+    """Whether a published prompt run gets faster from 4,096 to 8,192 tokens (one card: between any two lengths).
+    b2843 does the same weight GEMMs for every 512-token micro-batch and adds attention against a growing cache, so
+    a steady run's tokens/s can only fall with length; several cards pipeline micro-batches, which lifts 1,024 and
+    4,096 over 512 but not 8,192 over 4,096."""
+    speeds = [c.measured for c in sorted(MEASURED, key=lambda c: c.tokens)
+              if c.kind == "pp" and (c.gpu, c.cards, c.model, c.fmt) == run]
+    pairs = list(itertools.pairwise(speeds))
+    return any(b > a for a, b in (pairs if run[1] == 1 else pairs[-1:]))
+
+
+def test_cells_beyond_half_come_from_runs_that_speed_up_with_length():
+    """Every prompt cell in scope beyond 50% belongs to a run whose speed rises with the prompt length, which a steady
+    b2843 run cannot do (speeds_up_with_length), as do all five runs with anomalous F16 cells and no other run of the
+    table. A40 70B Q4_K_M: 209 -> 240 -> 269 -> 291 t/s from pp512 to pp8192 (four A40s: 301 -> 312 from
+    4,096 to 8,192), with spreads of 9.1 t/s at pp512 and 1.43 t/s at tg512 in its notebook where its 8B runs show
+    0.02-0.19 t/s. Its build (2833) takes the same path as the RTX A6000's (2824) and the H100's (2843): MMQ up to 32
+    tokens, dequantise + cuBLAS above. The RTX A6000, the same GA102 with 84 SMs at 300 W, is 1.07-1.14x the A40 on the
+    8B prompts (its 768 against 696 GB/s, 1,800 against 1,740 MHz) and 2.30x on this pp512 (1.17x at pp8192, where ours
+    is -4%). No hardware figure of the A40 (datasheet: GDDR6 with ECC on, 300 W) separates it from the A6000 there, so
+    the cell is pinned, not priced; nothing is excluded from the medians for it."""
+    beyond = {(c.gpu, c.cards, c.model, c.fmt) for c in MEASURED if c.kind == "pp" and in_scope(c)
+              and abs(error(c)) > 0.5}
+    assert beyond == {("nvidia-a40-48gb", 1, "70B", "Q4_K_M"), ("nvidia-a40-48gb", 4, "70B", "Q4_K_M"),
+                      ("nvidia-a100-sxm4-80gb", 4, "70B", "Q4_K_M")}
+    assert all(speeds_up_with_length(run) for run in beyond)
+    runs = {(c.gpu, c.cards, c.model, c.fmt) for c in MEASURED if c.kind == "pp"}
+    odd = {(c.gpu, c.cards, c.model, c.fmt) for c in MEASURED if anomalous(c)}
+    assert len(odd) == 5 and all(speeds_up_with_length(run) for run in odd)
+    assert {run for run in runs - odd if speeds_up_with_length(run)} == beyond
+    a40 = [error(c) for c in MEASURED if (c.gpu, c.cards, c.model, c.fmt, c.kind) == ("nvidia-a40-48gb", 1, "70B",
+                                                                                        "Q4_K_M", "pp")]
+    assert 0.6 < a40[0] < 0.8 and abs(a40[-1]) < 0.10
 
 
 def test_several_cards_do_not_pipeline_long_prompts_pinned():

@@ -133,9 +133,10 @@ def test_mmq_below_the_threshold_and_in_current_builds():
 def test_a100_share_reproduces_the_run_it_comes_from():
     """llama.cpp PR #6017 (ggerganov, 2024-03-12): one A100 80GB PCIe, codellama-7b F16 (LLaMA 7B shapes), pp512
     8,668.24 t/s -> 0.364 of 312 TFLOP/s (calibration: checks the arithmetic, tolerance 1%, no score term as for the
-    4090 share). Carried to the H100 and H200, unmeasured."""
+    4090 share). Carried to the other A100s, the H100s and the H200 at the ratio of their measured GEMM efficiency
+    (test_cublas_share_carry.py), unmeasured in llama.cpp."""
     llama = engine_profile("llama-cpp")
     assert float_prompt_rate(llama, gpu("nvidia-a100-pcie-80gb"), "cuda") == pytest.approx(0.364 * 312e12, rel=1e-3)
     assert float_prompt_rate(llama, gpu("nvidia-h100-pcie-80gb"), "cuda") == pytest.approx(
-        0.364 * gpu("nvidia-h100-pcie-80gb").peak_flops.fp16, rel=1e-6)
+        0.290 * gpu("nvidia-h100-pcie-80gb").peak_flops.fp16, rel=1e-6)
     assert pp512("nvidia-a100-pcie-80gb", LLAMA_7B, "f16", "llama-cpp-2026") == pytest.approx(8668.24, rel=0.01)
