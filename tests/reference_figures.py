@@ -429,35 +429,51 @@ def _nccl_rows() -> list[Reference]:
             for key, quantity, ref, src, kind, compute in registry()]
 
 
-# ---- the Hugging Face stack on an H100 -----------------------------------------------------------------
+# ---- the Hugging Face stack on an H100 and an H200 ------------------------------------------------------
 
-def _hf_run(name: str, what: str) -> Callable[[], float]:
+_HF_SOURCES = {
+    "h100": ("test_hf_h100_runs", "measured on an H100 SXM 80GB HBM3, torch 2.11 / transformers 5.17 / peft / "
+             "bitsandbytes 0.50.2, 2026-11-24; ours: the hf-trainer profile"),
+    "h200": ("test_hf_h200_runs", "measured on an H200 SXM 141GB, torch 2.11 / transformers 5.17 / peft 0.21 / "
+             "bitsandbytes 0.50.2, 2026-11-27; ours: the hf-trainer profile"),
+}
+
+
+def _hf_module(gpu: str):
+    import importlib
+
+    return importlib.import_module(f"tests.core.training.{_HF_SOURCES[gpu][0]}")
+
+
+def _hf_run(gpu: str, name: str, what: str) -> Callable[[], float]:
     def compute() -> float:
-        from tests.core.training.test_hf_h100_runs import _estimate
-
-        _, est = _estimate(name)
+        _, est = _hf_module(gpu)._estimate(name)
         return est.memory.total.value / GIB if what == "memory" else est.compute.step_time_s.value * 1e3
 
     return compute
 
 
 def _hf_rows() -> list[Reference]:
-    from tests.core.training.test_hf_h100_runs import CONTEXT, RUNS, STEP_BANDS
-
-    src = ("measured on an H100 SXM 80GB HBM3, torch 2.11 / transformers 5.17 / peft / bitsandbytes 0.50.2, "
-           "2026-11-24; ours: the hf-trainer profile")
     rows: list[Reference] = []
-    for name, (model, mode, mb, ckpt, reserved, step) in RUNS.items():
-        if reserved is None:
-            continue
-        label = f"{model.split('/')[-1]} {mode}, {mb} × 2,048{', checkpointing' if ckpt else ''}"
-        rows.append(Reference(f"hf-h100-{name}-memory", "Hugging Face training on an H100 (memory)",
-                              f"{label}: peak reserved + context (GiB)", (reserved + CONTEXT) / GIB, "GiB", src,
-                              _hf_run(name, "memory"), rel_tol=0.10, kind="measured"))
-        lo, hi = STEP_BANDS.get(name, (-0.15, 0.15))
-        rows.append(Reference(f"hf-h100-{name}-step", "Hugging Face training on an H100 (step time)",
-                              f"{label}: step time (ms)", step * 1e3, "ms", src, _hf_run(name, "step"),
-                              rel_tol=max(abs(lo), hi), kind="measured"))
+    for gpu, (_, src) in _HF_SOURCES.items():
+        mod = _hf_module(gpu)
+        for name, run in mod.RUNS.items():
+            if gpu == "h100":
+                model, mode, mb, ckpt, reserved, step = run
+                seq = 2048
+            else:
+                model, mode, mb, seq, ckpt, reserved, step, _ = run
+            if reserved is None:
+                continue
+            label = f"{model.split('/')[-1]} {mode}, {mb} × {seq:,}{', checkpointing' if ckpt else ''}"
+            what = f"Hugging Face training on an {gpu.upper()}"
+            rows.append(Reference(f"hf-{gpu}-{name}-memory", f"{what} (memory)",
+                                  f"{label}: peak reserved + context (GiB)", (reserved + mod.CONTEXT) / GIB, "GiB", src,
+                                  _hf_run(gpu, name, "memory"), rel_tol=0.10, kind="measured"))
+            lo, hi = mod.STEP_BANDS.get(name, (-0.15, 0.15))
+            rows.append(Reference(f"hf-{gpu}-{name}-step", f"{what} (step time)",
+                                  f"{label}: step time (ms)", step * 1e3, "ms", src, _hf_run(gpu, name, "step"),
+                                  rel_tol=max(abs(lo), hi), kind="measured"))
     return rows
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from llmplan.core.frozen import FrozenModel
 
@@ -211,9 +211,26 @@ class FrameworkProfile(FrozenModel):
         "Trainer's default optim was adamw_torch (foreach) from transformers 4.32 (PR #25109) until it became "
         "adamw_torch_fused"
     )
+    block_host_s: tuple[tuple[str, float], ...] = Field(
+        (), description="(kind, seconds) rows: measured host (CPU) time of one decoder block per micro-batch of "
+        "eager training, forward + backward (+ recompute), for kinds full_16bit, full_autocast, lora and qlora, "
+        "each also with _recompute (gradient checkpointing); a step is never faster than its blocks' host time "
+        "(core/training/host_time.py); empty: the kernel count × launch_s alone"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
+
+    @field_validator("block_host_s")
+    @classmethod
+    def _block_host(cls, v: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        kinds = ("full_16bit", "full_autocast", "lora", "qlora")
+        known = kinds + tuple(k + "_recompute" for k in kinds)
+        for key, seconds in v:
+            if key not in known or not 0 < seconds <= 0.1:
+                raise ValueError(f"block_host_s: each row is [kind ({', '.join(known)}), seconds in (0, 0.1]]; "
+                                 f"not [{key!r}, {seconds}]")
+        return v
 
     @model_validator(mode="after")
     def _defaults_supported(self) -> FrameworkProfile:

@@ -10,26 +10,27 @@ come from microbenchmarks, ``core.training.kernel_rates``).
 
 Tolerances (the issue's): memory within 10% and never more than 10% under; step time within 15%;
 the OOM run "does not fit". Result, recorded 2026-11-25, QLoRA updated 2026-11-27, step times again after the
-per-operation price audit of 2026-11-27 (estimate vs measured; before the audit in brackets):
+per-operation price audit and the measured host time of eager blocks (2026-11-27; estimate vs measured):
 
 | run | memory | step time |
 |---|---|---|
-| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 204 vs 203 ms (+0.7%; +3.3%) |
-| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 482 vs 458 ms (+5.3%; +6.8%) |
-| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 188 vs 176 ms (+6.4%; +9.4%) |
-| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 465 vs 451 ms (+3.1%; +9.3%) |
-| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 341 vs 448 ms (-23.8%; -15.3%) |
-| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 424 vs 619 ms (-31.4%; -25.3%) |
+| 1B AMP 4×2048 | 48.0 vs 45.9 GiB (+4.6%) | 204 vs 203 ms (+0.7%) |
+| 1B AMP 8×2048 checkpointing | 45.5 vs 47.3 GiB (-3.6%) | 482 vs 458 ms (+5.3%) |
+| 1B pure bf16 4×2048 | 35.2 vs 34.5 GiB (+2.1%) | 188 vs 176 ms (+6.4%) |
+| 8B LoRA 2×2048 | 55.9 vs 55.4 GiB (+0.9%) | 465 vs 451 ms (+3.1%) |
+| 8B LoRA 1×2048 checkpointing | 20.4 vs 20.8 GiB (-2.1%) | 422 vs 448 ms (-5.7%) |
+| 8B QLoRA 1×2048 checkpointing | 14.0 vs 14.4 GiB (-3.0%) | 570 vs 619 ms (-7.9%) |
 | 8B AMP full 1×2048 checkpointing | does not fit | OOM |
 
-Two step times miss: the checkpointed LoRA and QLoRA runs, where the measured time barely falls with half
-the tokens (448 ms at 1×2048 against 451 ms at 2×2048) — host-side work per module (PEFT's Python,
-bitsandbytes' dequantisation calls, checkpoint hooks) that the one measured launch cost does not
-capture. Their bands are pinned so a change is seen; the QLoRA/LoRA ratio is 1.24 against 1.38 (the
-model charges QLoRA its NF4 dequantisation with the nested absmax's two extra kernels, the fp32 that
-bitsandbytes' Linear4bit returns, which prepare_model_for_kbit_training's fp32 inputs spread through
-rotary, the MLP and the LoRA adds, and PEFT's clone of each 4-bit base output: tests/core/training/
-test_hf_qlora_terms.py). Before those three terms (2026-11-25) QLoRA was 452 ms (-27.0%), ratio 1.19.
+The checkpointed LoRA and QLoRA runs are bound by the host: their measured time barely falls with half
+the tokens (448 ms at 1×2048 against 451 ms at 2×2048). Until 2026-11-27 the model charged the host only
+a bare kernel dispatch per kernel and read -23.8% and -31.4%. It now charges each eager Hugging Face block
+its host time measured on width-64 models of the same structure, where the GPU has almost nothing to do
+(``core.training.host_time``: 13.2 ms per checkpointed LoRA block, 17.8 ms per checkpointed QLoRA
+block, measured on another machine, an H200's, not on these runs). The QLoRA/LoRA ratio is 1.35 against the
+measured 1.38: bitsandbytes' host work per 4-bit matmul, beside the NF4 dequantisation, the nested absmax's
+two extra kernels, the fp32 that Linear4bit returns and PEFT's clone of each 4-bit base output
+(tests/core/training/test_hf_qlora_terms.py).
 """
 
 import pytest
@@ -51,18 +52,26 @@ RUNS = {
     "8b-qlora-ckpt": ("meta-llama/Llama-3.1-8B", "qlora", 1, True, 14_940_110_848, 0.6190146),
     "8b-amp-ckpt-oom": ("meta-llama/Llama-3.1-8B", "amp", 1, True, None, None),
 }
-STEP_BANDS = {"8b-lora-ckpt": (-0.28, -0.19), "8b-qlora-ckpt": (-0.36, -0.27)}  # pinned misses (module doc)
+
+
+STEP_BANDS: dict[str, tuple[float, float]] = {}  # every row within the issue's 15% (module doc)
+
+
+def hf_estimate(model, mode, mb, ckpt, gpu="nvidia-h100-sxm-80gb", seq=2048):
+    """The plan a user writes for one of these runs: one GPU, the Hugging Face profile by default, LoRA r=16
+    on all seven projections; ``mode`` amp (fp32 weights under autocast), bf16 (pure), lora or qlora."""
+    method = {"amp": "full", "bf16": "full", "lora": "lora", "qlora": "qlora"}[mode]
+    training = TrainingSettings(method=method, regime="pure" if mode == "bf16" else "amp", micro_batch=mb, offload="none",
+                                global_batch=mb, seq_len=seq, recompute="full" if ckpt else "none",
+                                zero_stage=0, optimizer="adamw", lora_rank=16)
+    doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu),
+                       workload="finetune", training=training, parallelism=ParallelLayout())
+    return evaluate_plan(doc)
 
 
 def _estimate(name):
     model, mode, mb, ckpt, _, _ = RUNS[name]
-    method = {"amp": "full", "bf16": "full", "lora": "lora", "qlora": "qlora"}[mode]
-    training = TrainingSettings(method=method, regime="pure" if mode == "bf16" else "amp", micro_batch=mb, offload="none",
-                                global_batch=mb, seq_len=2048, recompute="full" if ckpt else "none",
-                                zero_stage=0, optimizer="adamw", lora_rank=16)
-    doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb"),
-                       workload="finetune", training=training, parallelism=ParallelLayout())
-    return evaluate_plan(doc)
+    return hf_estimate(model, mode, mb, ckpt)
 
 
 @pytest.mark.parametrize("name", [n for n in RUNS if RUNS[n][4]])
@@ -93,7 +102,7 @@ def test_qlora_is_slower_than_lora_by_its_dequantisation():
     _, qlora = _estimate("8b-qlora-ckpt")
     ratio = qlora.compute.step_time_s.value / lora.compute.step_time_s.value
     assert qlora.compute.breakdown["dequantisation"] > 0 and lora.compute.breakdown["dequantisation"] == 0
-    assert 1.17 <= ratio <= 1.29  # measured 1.38 (module doc): the model gives 1.24 (1.22 before the price audit)
+    assert 1.24 <= ratio <= 1.52  # measured 1.38 ± 10% (module doc): the model gives 1.35 (1.24 before the host time)
 
 
 def test_the_loss_upcast_is_the_largest_transient_of_a_small_model():

@@ -35,24 +35,25 @@ class PartTimes:
     fp8: float = 0.0  # fp8 training: amax, casts and transposed copies around the fp8 GEMMs
     kernels: float = 0.0  # launches
     gemm_calls: float = 0.0
+    host_extra: float = 0.0  # measured host seconds beyond the launches (eager Hugging Face blocks: host_time)
 
     # Spelled out field by field (not a generator over the fields): an estimate adds and scales these on every
     # call, and the generator form cost a few microseconds of the 0.2 ms budget. Same sums, same order.
     def __add__(self, o: PartTimes) -> PartTimes:
         return PartTimes(self.gemm + o.gemm, self.attention + o.attention, self.elementwise + o.elementwise,
                          self.loss + o.loss, self.dequant + o.dequant, self.casts + o.casts, self.fp8 + o.fp8,
-                         self.kernels + o.kernels, self.gemm_calls + o.gemm_calls)
+                         self.kernels + o.kernels, self.gemm_calls + o.gemm_calls, self.host_extra + o.host_extra)
 
     def scale(self, f: float) -> PartTimes:
         return PartTimes(self.gemm * f, self.attention * f, self.elementwise * f, self.loss * f, self.dequant * f,
-                         self.casts * f, self.fp8 * f, self.kernels * f, self.gemm_calls * f)
+                         self.casts * f, self.fp8 * f, self.kernels * f, self.gemm_calls * f, self.host_extra * f)
 
     @property
     def gpu(self) -> float:
         return self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts + self.fp8
 
     def host(self, prof: FrameworkProfile) -> float:
-        return self.kernels * prof.launch_s + self.gemm_calls * prof.gemm_launch_s
+        return self.kernels * prof.launch_s + self.gemm_calls * prof.gemm_launch_s + self.host_extra
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from llmplan.core.training import batch
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
+from llmplan.core.training.host_time import block_host_seconds
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.ops import fsdp_cast_shard, head_ops, layer_ops
 from llmplan.core.workload import Scenario, TrainingSettings
@@ -126,6 +127,11 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
     elif tr.recompute == "selective_op":
         rest = rest + ot.selective_op_recompute(ops, r)
     head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes, shape.cast_shard), r)  # type: ignore[arg-type]
+    measured = block_host_seconds(tr, prof)
+    if measured is not None:  # eager Hugging Face blocks: their measured host time, where above the launches'
+        extra = measured[0] - (fwd + rest).host(prof)
+        if extra > 0:
+            rest = rest + ot.PartTimes(host_extra=extra)
     return fwd, rest, head
 
 
@@ -220,8 +226,11 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     if per_mb.fp8:
         notes += (fp8_note(prof, r, parts["fp8_casts"]),)
     if launch:
-        notes += (f"host-bound: issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} "
-                  f"GEMM calls takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
+        measured = block_host_seconds(tr, prof) if per_mb.host_extra else None
+        how = (f"the blocks' measured host time ({measured[0] * 1e3:.3g} ms per block and micro-batch, {measured[1]}; "
+               "eager Hugging Face modules, docs/training.md 'Host-bound steps')" if measured else
+               f"issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} GEMM calls")
+        notes += (f"host-bound: {how} takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
     matmul = parts["gemm"] + parts["attention"]
     mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage)
