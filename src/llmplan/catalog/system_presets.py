@@ -260,6 +260,13 @@ def _settings(cat: SystemCatalog, personal: bool, storage, data_storage, offload
                            "file or fix your override") from e
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise CatalogError(f"invalid system setting '{field}': {err['msg']} (got {err.get('input')!r}); fix the "
-                           "value or your system/*.toml override") from e
+        table = _TABLE_OF.get(e.title)
+        field = ".".join(str(p) for p in ((table,) if table else ()) + tuple(err["loc"]))
+        got = "" if err["type"] == "wrong_type" else f" (got {err.get('input')!r})"  # that message shows it
+        raise CatalogError(f"invalid system setting '{field}': {err['msg']}{got}; fix the value or your "
+                           "system/*.toml override") from e
+
+
+# The default table each settings model is built from, to name it in a problem ('pipeline.pretokenized').
+_TABLE_OF = {"PowerProfile": "gpu_power", "PipelineProfile": "pipeline", "HostProfile": "host",
+             "CheckpointOptions": "checkpoint"}
