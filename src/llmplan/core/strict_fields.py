@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, model_validator
@@ -40,54 +41,112 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def wrong_type(annotation: Any, value: Any, where: Where = ()) -> tuple[Where, str, Any] | None:
+Found = tuple[Where, str, Any]  # where inside the value, what must be there, what is there
+Check = Callable[[Any, Where], Found | None]
+
+
+def wrong_type(annotation: Any, value: Any, where: Where = ()) -> Found | None:
     """(where inside ``value``, what must be there, what is there) when ``value`` is not of ``annotation``'s
     type without coercion; None when it is, or when pydantic's own check is the right one (nested models,
     ``Any``, types this check does not know)."""
+    check = checker(annotation)
+    return None if check is None else check(value, where)
+
+
+@functools.cache
+def checker(annotation: Any) -> Check | None:
+    """The check of one annotation, built once (a catalog load checks thousands of values); None where there
+    is nothing to check."""
     origin = get_origin(annotation)
     if origin in (Union, types.UnionType):
         args = get_args(annotation)
-        if value is None and type(None) in args:
-            return None
-        found = [wrong_type(a, value, where) for a in args if a is not type(None)]
-        if not found or any(f is None for f in found):
-            return None
-        return where, " or ".join(dict.fromkeys(f[1] for f in found)), value
+        parts = [checker(a) for a in args if a is not type(None)]
+        return None if not parts or None in parts else _union(parts, type(None) in args)
     if origin is Literal:
-        choices = get_args(annotation)
+        return _choice(get_args(annotation))
+    if origin in (tuple, list):
+        args = get_args(annotation)
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            return _rows(checker(args[0]) if args else None)
+        return _row(tuple(checker(a) for a in args))
+    if origin is dict:
+        args = get_args(annotation)
+        return _table(checker(args[1]) if args else None)
+    if annotation is bool:
+        return _simple(bool, (), "true or false")
+    if annotation in (int, float):
+        return _simple(object, (bool, str), "an integer" if annotation is int else "a number")
+    if annotation is str:
+        return _simple(str, (), "text (in quotes)")
+    return None
+
+
+def _simple(kind: type, refused: tuple[type, ...], what: str) -> Check:
+    def check(value: Any, where: Where) -> Found | None:
+        return None if isinstance(value, kind) and not isinstance(value, refused) else (where, what, value)
+    return check
+
+
+def _union(parts: list[Check], allows_none: bool) -> Check:
+    def check(value: Any, where: Where) -> Found | None:
+        if value is None and allows_none:
+            return None
+        found = []
+        for part in parts:
+            wrong = part(value, where)
+            if wrong is None:
+                return None
+            found.append(wrong)
+        return where, " or ".join(dict.fromkeys(f[1] for f in found)), value
+    return check
+
+
+def _choice(choices: tuple[Any, ...]) -> Check:
+    what = "one of " + ", ".join(_shown(c) for c in choices)
+
+    def check(value: Any, where: Where) -> Found | None:
         if any(value == c and type(value) is type(c) for c in choices):
             return None
-        return where, "one of " + ", ".join(_shown(c) for c in choices), value
-    if origin in (tuple, list):
+        return where, what, value
+    return check
+
+
+def _rows(each: Check | None) -> Check:
+    def check(value: Any, where: Where) -> Found | None:
         if not isinstance(value, list | tuple):
             return where, "a list", value
-        args = get_args(annotation)
-        each = args[0] if (origin is list or (len(args) == 2 and args[1] is Ellipsis)) else None
-        for i, item in enumerate(value):
-            if each is None and i >= len(args):
-                break  # a row too long: pydantic says so
-            found = wrong_type(each if each is not None else args[i], item, (*where, i))
-            if found is not None:
-                return found
+        if each is not None:
+            for i, item in enumerate(value):
+                wrong = each(item, (*where, i))
+                if wrong is not None:
+                    return wrong
         return None
-    if origin is dict:
+    return check
+
+
+def _row(items: tuple[Check | None, ...]) -> Check:
+    def check(value: Any, where: Where) -> Found | None:
+        if not isinstance(value, list | tuple):
+            return where, "a list", value
+        for i, (item_check, item) in enumerate(zip(items, value, strict=False)):  # a row too long: pydantic says so
+            wrong = None if item_check is None else item_check(item, (*where, i))
+            if wrong is not None:
+                return wrong
+        return None
+    return check
+
+
+def _table(each: Check | None) -> Check:
+    def check(value: Any, where: Where) -> Found | None:
         if not isinstance(value, dict):
             return where, "a table", value
-        _key, item_type = get_args(annotation) or (Any, Any)
-        for key, item in value.items():
-            found = wrong_type(item_type, item, (*where, str(key)))
-            if found is not None:
-                return found
+        if each is not None:
+            for key, item in value.items():
+                wrong = each(item, (*where, str(key)))
+                if wrong is not None:
+                    return wrong
         return None
-    if annotation is bool:
-        return None if isinstance(value, bool) else (where, "true or false", value)
-    if annotation in (int, float):
-        if isinstance(value, bool | str):
-            return where, "an integer" if annotation is int else "a number", value
-        return None
-    if annotation is str:
-        return None if isinstance(value, str) else (where, "text (in quotes)", value)
-    return None
+    return check
 
 
 def _in_value(where: Where) -> str:
@@ -115,8 +174,9 @@ def type_message(where: Where, what: str, got: Any) -> str:
 
 
 @functools.cache
-def _annotations(cls: type[BaseModel]) -> dict[str, Any]:
-    return {name: f.annotation for name, f in cls.model_fields.items()}
+def _field_checks(cls: type[BaseModel]) -> dict[str, Check]:
+    checks = {name: checker(f.annotation) for name, f in cls.model_fields.items()}
+    return {name: check for name, check in checks.items() if check is not None}
 
 
 class StrictFields(NumbersAreNumbers):
@@ -128,12 +188,11 @@ class StrictFields(NumbersAreNumbers):
     def _numbers_are_numbers(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        fields = _annotations(cls)
+        checks = _field_checks(cls)
         errors = []
         for name, value in data.items():
-            if name not in fields:
-                continue  # an unknown field: pydantic's extra="forbid" names it
-            found = wrong_type(fields[name], value)
+            check = checks.get(name)  # an unknown field: pydantic's extra="forbid" names it
+            found = None if check is None else check(value, ())
             if found is not None:
                 message = type_message(*found)
                 errors.append(InitErrorDetails(type=PydanticCustomError("wrong_type", "{message}", {"message": message}),
