@@ -15,11 +15,10 @@ layers ran from CPU RAM at ~3 tokens/s). So the verdict has three tiers:
 ``plan_fixes`` runs the change ladder of ``llmplan.fit.changes`` (the one behind "This machine")
 on the plan's own hardware, for any catalog GPU and cluster or a plan's own list of different cards:
 the nearest changes that make a plan fit, or, when it fits only with offload, that put it all on the
-GPU. Qt-free; the GUI calls
-``plan_verdict`` on every estimate (one extra engine call, under a millisecond once warm) and
-``plan_fixes`` in a worker thread (tens of engine calls). The change ladder (``fit.changes``, ``fit.local``,
-``fit.trial`` and the detection modules they import) loads on the first ``plan_fixes``, not with the verdict:
-the app's first paint needs only ``plan_verdict``.
+GPU. Qt-free; the GUI calls ``plan_verdict`` on every estimate (one extra engine call, under a
+millisecond once warm) and ``plan_fixes`` in a worker thread (tens of engine calls). The change ladder
+(``fit.changes``, ``fit.local``, ``fit.trial`` and the detection modules they import) loads on the first
+``plan_fixes``, not with the verdict: the app's first paint needs only ``plan_verdict``.
 """
 
 from __future__ import annotations
