@@ -154,6 +154,8 @@ def test_a_user_network_refuses_a_number_for_a_boolean(data_dir):
     ("pipeline", 'pretokenized = "no"', "'pipeline.pretokenized': must be true or false, not 'no'"),
     ("checkpoint", "async_save = 1", "'checkpoint.async_save': must be true or false, not 1"),
     ("host", 'dataloader_workers_per_gpu = "4"', "'host.dataloader_workers_per_gpu': must be an integer, not '4'"),
+    ("[pue]", 'id = "it-only"\nname = "x"\nvalue = "1.2"\nsource = "test"',
+     "'pue.value': must be a number, not '1.2'"),
 ])
 def test_a_user_system_table_refuses_a_wrong_type(data_dir, table, line, says):
     from llmplan.catalog.system_presets import default_system_settings, load_system_catalog, system_problems
