@@ -116,3 +116,49 @@ def test_an_offload_that_costs_no_speed_says_so_instead_of_zero_percent():
     assert scenario.training.method == "full" and v.tier == "offload"
     assert v.all_gpu is not None and v.tokens_per_s >= 0.995 * v.all_gpu.tokens_per_s
     assert "Offload costs almost no speed (under 1%)" in v.cost and "0 %" not in v.cost
+
+
+def _on_cards(*overrides: str):
+    """Llama 3.1 70B on 2x RTX 3090 + RTX 4090 (``hardware.cards``), llama.cpp splitting the layers."""
+    from llmplan.plan.document import CardRef
+
+    doc = _plan("workload=inference", "model.id=meta-llama/Llama-3.1-70B", "inference.engine=llama.cpp", *overrides)
+    cards = (CardRef(gpu="nvidia-rtx-3090-24gb", count=2), CardRef(gpu="nvidia-rtx-4090-24gb"))
+    return doc.model_copy(update={"hardware": doc.hardware.model_copy(update={
+        "gpu": "nvidia-rtx-3090-24gb", "gpus_per_node": 1, "cards": cards})})
+
+
+def test_a_plan_on_its_own_cards_gets_fixes_judged_card_by_card():
+    """One source of fixes (strict29): ``plan_fixes`` also answers for a plan that names its cards, which
+    ``fit.mixed.changes_on_cards`` did before with the same search. The case of tests/cli/test_cli_mixed_cards.py:
+    Q8_0 with a 16k prompt and an fp16 KV cache leaves 15 of 80 layers in host RAM; the nearest change is
+    Q6_K (53.9 GiB of weights), after which every layer is on a card. No fix adds GPUs: the cards are the machine."""
+    from llmplan.fit.tiers import plan_machine
+    from llmplan.plan.evaluate import estimate_cards
+
+    doc = _on_cards("inference.weight_format=q8_0", "inference.kv_dtype=fp16", "inference.prompt_tokens=16384")
+    machine = plan_machine(doc)
+    assert [c.id for c in machine.cards] == ["nvidia-rtx-3090-24gb"] * 2 + ["nvidia-rtx-4090-24gb"]
+    assert machine.gpu_count == 3 and machine.host_ram_bytes is None
+    fixes = plan_fixes(doc)
+    assert fixes[0].overrides == ("inference.weight_format=q6_k",)
+    for change in fixes:
+        assert not any(o.startswith("hardware.") for o in change.overrides), change.overrides
+        split, _scenario = estimate_cards(apply_overrides(doc, change.overrides))
+        assert split.fits and split.host_layers == 0, change.sentence
+    assert plan_fixes(_on_cards("inference.weight_format=q4_k_m", "inference.prompt_tokens=4096")) == ()  # fits
+
+
+def test_the_fix_lists_have_one_source():
+    """Every list of fixes for a plan comes from ``plan_fixes``; the change ladder is searched elsewhere only by
+    the "This machine" verdict (``fit.verdict``, which knows the detected machine and its host RAM)."""
+    from pathlib import Path
+
+    import llmplan
+
+    root = Path(llmplan.__file__).parent
+    callers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if "nearest_changes(" in p.read_text("utf-8") and p.name != "changes.py")
+    assert callers == ["fit/tiers.py", "fit/verdict.py"], callers
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "plan_fixes(" in p.read_text("utf-8"))
+    assert users == ["cli/mixed_cards.py", "fit/tiers.py", "gui/machine_cards.py", "gui/plan_fixes.py"], users

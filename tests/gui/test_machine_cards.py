@@ -170,6 +170,9 @@ def test_cards_show_the_longest_context_and_one_click_fixes(llama70b, qtbot):
     assert "15 layers in host RAM" in cards.summary.text()
     assert "With every layer on a card, a card overflows at any context." in cards.summary.text()
     assert cards.fixes.isVisibleTo(cards) and "Use Q6_K weights instead of Q8_0" in cards.fixes.text()
+    from llmplan.fit.tiers import plan_fixes
+
+    assert cards._changes == plan_fixes(llama70b.state.doc)  # the one source of a plan's fixes
     shot = os.environ.get("LLMPLAN_SCREENSHOT_DIR")
     if shot:
         llama70b.resize(1400, 1000)

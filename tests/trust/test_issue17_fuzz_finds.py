@@ -22,7 +22,8 @@ def data_dir(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("value", ["1e3", " 8", False])
 def test_a_user_gpu_file_refuses_text_and_booleans_as_numbers(data_dir, value):
-    """Was: ``tflops.bf16 = "1e3"`` read as 1,000 TFLOP/s, ``false`` as 0 (pydantic's lax mode)."""
+    """Was: ``tflops.bf16 = "1e3"`` read as 1,000 TFLOP/s, ``false`` as 0 (pydantic's lax mode). The problem names
+    the field and what it must be (``core.strict_fields``)."""
     from llmplan.catalog.hardware import load_hardware_catalog
 
     (data_dir / "hardware").mkdir()
@@ -30,7 +31,8 @@ def test_a_user_gpu_file_refuses_text_and_booleans_as_numbers(data_dir, value):
     (data_dir / "hardware" / "mine.toml").write_text(array_of_tables("gpu", [entry]))
     catalog = load_hardware_catalog()
     assert "my-gpu" not in {g.id for g in catalog.gpus}
-    assert any("mine.toml" in p and "not numbers" in p for p in catalog.problems), catalog.problems
+    assert any("mine.toml" in p and "tflops.fp16: must be a number" in p and "not a number" in p
+               for p in catalog.problems), catalog.problems
 
 
 @pytest.mark.parametrize(("path", "value"), [(("schema_version",), True), (("matmul", 0, "n"), True),

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from llmplan.core.frozen import NumbersAreNumbers
 from llmplan.core.hardware import GpuSpec, PeakFlops
+from llmplan.core.strict_fields import StrictFields
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -47,7 +47,7 @@ GPU_FIGURES = (
 )
 
 
-class _Strict(NumbersAreNumbers):
+class _Strict(StrictFields):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

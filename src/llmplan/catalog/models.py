@@ -22,10 +22,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.present import one_line
+from llmplan.core.strict_fields import StrictFields
 from llmplan.errors import CatalogError, ConfigError
 from llmplan.formats.atomic import atomic_write
 from llmplan.formats.bounded import parse_json, read_capped
@@ -36,7 +37,7 @@ MAX_ENTRY_BYTES = 1024 * 1024  # an entry is a config.json plus a few fields: a 
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
-class ReferenceParams(BaseModel):
+class ReferenceParams(StrictFields):
     """A parameter total measured outside llmplan, and where it comes from."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -44,7 +45,7 @@ class ReferenceParams(BaseModel):
     source: str = Field(min_length=3)
 
 
-class ModelEntry(BaseModel):
+class ModelEntry(StrictFields):
     """One catalog model. ``spec`` is built from ``config`` on first use and cached."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

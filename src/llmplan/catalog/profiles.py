@@ -43,10 +43,10 @@ class ProfileCatalog(Generic[P]):
     def profile(self, key: str, entry: dict) -> P:
         try:
             return self.model(id=key, **entry)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise CatalogError(f"{self.kind} '{key}': field '{field}': {first['msg']}") from None
+        except ValidationError as exc:  # each wrong field (at most three), so one edit fixes them all
+            wrong = [f"field '{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" if e["loc"] else e["msg"]
+                     for e in exc.errors()[:3]]
+            raise CatalogError(f"{self.kind} '{key}': {'; '.join(wrong)}") from None
         except TypeError as exc:  # a key that is not a name (TOML allows any)
             raise CatalogError(f"{self.kind} '{key}': {exc}") from None
 

@@ -260,6 +260,21 @@ def _settings(cat: SystemCatalog, personal: bool, storage, data_storage, offload
                            "file or fix your override") from e
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise CatalogError(f"invalid system setting '{field}': {err['msg']} (got {err.get('input')!r}); fix the "
-                           "value or your system/*.toml override") from e
+        field = _setting_name(e.title, tuple(err["loc"]))
+        got = "" if err["type"] == "wrong_type" else f" (got {err.get('input')!r})"  # that message shows it
+        raise CatalogError(f"invalid system setting '{field}': {err['msg']}{got}; fix the value or your "
+                           "system/*.toml override") from e
+
+
+# Where each settings model's fields come from in the files, to name them in a problem ('pipeline.pretokenized').
+_TABLE_OF = {"PowerProfile": "gpu_power", "PipelineProfile": "pipeline", "HostProfile": "host",
+             "CheckpointOptions": "checkpoint"}
+_ENTRY_OF = {("PowerProfile", "pue"): "pue.value"}  # the grid's two numbers may be the plan's own: no name
+
+
+def _setting_name(model: str, loc: tuple) -> str:
+    """The file's name for a settings field: its [table] and key, or the [[list]] entry's key it is read from."""
+    if loc and (model, loc[0]) in _ENTRY_OF:
+        return ".".join([_ENTRY_OF[model, loc[0]], *map(str, loc[1:])])
+    table = _TABLE_OF.get(model)
+    return ".".join(str(p) for p in ((table,) if table else ()) + loc)

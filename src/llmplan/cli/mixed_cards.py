@@ -79,15 +79,15 @@ def mixed_document(doc: PlanDocument) -> tuple[PlanDocument, str]:
 
 def run_mixed(args: argparse.Namespace, doc: PlanDocument) -> int:
     """Estimate ``doc``, a plan with ``hardware.cards``, and print it (and save it with ``--save``); when it
-    does not fit on the cards alone, the nearest changes that make it fit (``fit.mixed.changes_on_cards``)."""
-    from llmplan.fit.mixed import changes_on_cards
+    does not fit on the cards alone, the nearest changes that make it fit (``fit.tiers.plan_fixes``)."""
+    from llmplan.fit.tiers import plan_fixes
 
     doc, note = mixed_document(doc)
     plan, scenario = estimate_cards(doc)
     if getattr(args, "save", None):
         save_plan(doc, args.save)
     data = mixed_json(plan, scenario, note, doc.hardware.tensor_split)
-    changes = changes_on_cards(doc) if not plan.fits or plan.host_layers else ()
+    changes = plan_fixes(doc) if not plan.fits or plan.host_layers else ()
     data["changes"] = [{"kind": c.kind, "sentence": c.sentence, "overrides": list(c.overrides),
                         "distance": c.distance} for c in changes]
     print(json_text(data) if args.json else mixed_text(data, scenario.model.name, MemoryUnit.decimal(args.gb)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import Field, ValidationInfo, field_validator
 
 from llmplan.core.frozen import FrozenModel
+from llmplan.core.strict_fields import StrictFields
 
 Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
 WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf")  # core.quant.WeightFormat.kind
@@ -32,7 +33,7 @@ def check_weight_format(profile: EngineProfile, weight_format: str) -> str | Non
     return f"{profile.name} does not load {weight_format} weights; it loads {loads}"
 
 
-class EngineProfile(FrozenModel):
+class EngineProfile(StrictFields, FrozenModel):
     id: str = Field("generic", min_length=1)
     name: str = "generic runtime"
     preallocates_kv: bool = Field(

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from llmplan.core.frozen import FrozenModel
+from llmplan.core.strict_fields import StrictFields
 
 KernelStyle = Literal["fused", "eager", "triton"]
 LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce"]
@@ -29,7 +30,7 @@ SWITCH_NAMES: tuple[str, ...] = ("liger", "torch_compile", "optimizer_in_backwar
 QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
 
 
-class FrameworkProfile(FrozenModel):
+class FrameworkProfile(StrictFields, FrozenModel):
     id: str = Field("megatron", min_length=1)
     name: str = "Megatron-LM (Megatron-Core)"
     kernels: KernelStyle = Field(

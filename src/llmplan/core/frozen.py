@@ -55,7 +55,8 @@ def _number_fields(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
 
 class NumbersAreNumbers(BaseModel):
     """Refuses true/false and text in number fields (also inside tuples/lists of numbers), naming the field;
-    used by the engine's specs and by the catalog's file schemas (a user GPU file's ``tflops.fp16 = "1e3"``)."""
+    used by the engine's specs and plans. The models of hand-edited catalog files widen it to every field
+    (``core.strict_fields.StrictFields``: a user GPU file's ``tflops.fp16 = "1e3"``, ``unified_memory = "yes"``)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -10,14 +10,15 @@ layers across unequal cards (vLLM, SGLang ...) keeps the largest group of identi
 
 Training needs identical GPUs and keeps the largest group. The nearest changes and the largest context and
 batch are searched over the same split (``fit.verdict``: ``trial.summarize`` evaluates a plan with
-``hardware.cards`` through ``estimate_cards``, so every change is judged card by card).
+``hardware.cards`` through ``estimate_cards``, so every change is judged card by card). A plan that names its
+own cards, not run here, gets its changes from ``fit.tiers.plan_fixes``.
 """
 
 from __future__ import annotations
 
 from llmplan.core.present import MemoryUnit, tokens_per_s
 from llmplan.errors import LlmplanError
-from llmplan.fit.local import FitChange, LocalFit, LocalMachine
+from llmplan.fit.local import LocalFit, LocalMachine
 from llmplan.plan.document import CardRef, HardwareRef, PlanDocument
 from llmplan.plan.evaluate import estimate_cards
 from llmplan.plan.overrides import apply_overrides
@@ -93,20 +94,3 @@ def mixed_fit(doc: PlanDocument, machine: LocalMachine, notes: list[str]) -> Loc
     status = ("fits_offload" if plan.host_layers else "fits_split") if fits else "does_not_fit"
     return LocalFit(machine=machine, status=status, fits=fits, verdict=f"This machine ({label}): {head}",
                     current=None, one_gpu=None, split=None, local_plan=local, notes=tuple(notes))
-
-
-def changes_on_cards(doc: PlanDocument) -> tuple[FitChange, ...]:
-    """The nearest changes for a plan that names its own cards (``estimate --gpu A --gpu B``, a saved plan,
-    the app's "Cards in this machine"): the same search as ``--this-machine``, on those cards with host RAM
-    taken as unlimited (the plan says nothing of it). () when the plan fits with every layer on a card."""
-    from llmplan.fit.changes import nearest_changes
-    from llmplan.fit.trial import summarize
-    from llmplan.plan.resolve import resolve_cards
-
-    specs = tuple(resolve_cards(doc))
-    machine = LocalMachine(gpu=specs[0], gpu_count=len(specs), label=" + ".join(c.name for c in specs),
-                           catalog_id=None, speed_known=True, host_ram_bytes=None, cards=specs)
-    current = summarize(doc, machine)
-    if current.fits and current.mode != "offload":
-        return ()
-    return nearest_changes(doc, current, machine, full_gpu=current.fits)

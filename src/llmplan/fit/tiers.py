@@ -13,12 +13,12 @@ layers ran from CPU RAM at ~3 tokens/s). So the verdict has three tiers:
 - ``does_not_fit``: it needs more GPU memory than there is.
 
 ``plan_fixes`` runs the change ladder of ``llmplan.fit.changes`` (the one behind "This machine")
-on the plan's own hardware, for any catalog GPU and cluster: the nearest changes that make a plan
-fit, or, when it fits only with offload, that put it all on the GPU. Qt-free; the GUI calls
-``plan_verdict`` on every estimate (one extra engine call, under a millisecond once warm) and
-``plan_fixes`` in a worker thread (tens of engine calls). The change ladder (``fit.changes``, ``fit.local``,
-``fit.trial`` and the detection modules they import) loads on the first ``plan_fixes``, not with the verdict:
-the app's first paint needs only ``plan_verdict``.
+on the plan's own hardware, for any catalog GPU and cluster or a plan's own list of different cards:
+the nearest changes that make a plan fit, or, when it fits only with offload, that put it all on the
+GPU. Qt-free; the GUI calls ``plan_verdict`` on every estimate (one extra engine call, under a
+millisecond once warm) and ``plan_fixes`` in a worker thread (tens of engine calls). The change ladder
+(``fit.changes``, ``fit.local``, ``fit.trial`` and the detection modules they import) loads on the first
+``plan_fixes``, not with the verdict: the app's first paint needs only ``plan_verdict``.
 """
 
 from __future__ import annotations
@@ -150,10 +150,20 @@ def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVer
                        offloaded_bytes(scenario, est))
 
 
-def plan_machine(doc: PlanDocument, scenario: Scenario) -> LocalMachine:
-    """The plan's own hardware in the shape the change ladder takes (host RAM unknown: not checked)."""
+def plan_machine(doc: PlanDocument) -> LocalMachine:
+    """The plan's own hardware in the shape the change ladder takes, host RAM unknown (not checked): its
+    identical GPUs, or every card of a plan that names its cards (``hardware.cards``: ``estimate --gpu A --gpu
+    B``, a saved plan, the app's "Cards in this machine"), in order, so that each change is judged card by card
+    (``fit.trial.summarize``). User errors raise ``LlmplanError``."""
     from llmplan.fit.local import LocalMachine
 
+    if doc.hardware.cards:
+        from llmplan.plan.resolve import resolve_cards
+
+        specs = tuple(resolve_cards(doc))
+        return LocalMachine(gpu=specs[0], gpu_count=len(specs), label=" + ".join(c.name for c in specs),
+                            catalog_id=None, speed_known=True, host_ram_bytes=None, cards=specs)
+    scenario, _est = evaluate_plan(doc)
     gpus = scenario.cluster.gpus_per_node * scenario.cluster.nodes
     gpu = scenario.cluster.gpu
     return LocalMachine(gpu=gpu, gpu_count=gpus, label=f"{gpus}× {gpu.name}" if gpus > 1 else gpu.name,
@@ -161,18 +171,23 @@ def plan_machine(doc: PlanDocument, scenario: Scenario) -> LocalMachine:
 
 
 def plan_fixes(doc: PlanDocument, cancelled=lambda: False) -> tuple[FitChange, ...]:
-    """The nearest changes that make ``doc`` fit its own GPUs, or, when it fits only by offloading,
-    that put it all on the GPU; () when it fits, or when it cannot be evaluated. Each change's
-    ``overrides`` apply to ``doc`` itself (``llmplan.plan.overrides.apply_overrides``)."""
+    """The nearest changes that make ``doc`` fit its own GPUs (or its own cards), or, when it fits only by
+    offloading, that put it all on the GPUs; () when it fits, or when it cannot be evaluated. Each change's
+    ``overrides`` apply to ``doc`` itself (``llmplan.plan.overrides.apply_overrides``).
+
+    The one source of fix suggestions for a plan: the app's fix buttons under the verdict, its "Cards in this
+    machine" pane and ``llmplan-cli estimate`` with several ``--gpu`` cards all call it (the "This machine"
+    verdict searches the detected machine instead, ``fit.verdict``). More GPUs in the node are among the
+    changes for a plan on identical catalog GPUs; a plan that names its cards keeps them (the cards are the
+    machine)."""
     from llmplan.fit.changes import nearest_changes
     from llmplan.fit.trial import summarize
 
     try:
-        scenario, _est = evaluate_plan(doc)
-        machine = plan_machine(doc, scenario)
+        machine = plan_machine(doc)
         summary = summarize(doc, machine)
     except LlmplanError:
         return ()
     if cancelled() or (summary.fits and summary.mode != "offload"):
         return ()
-    return nearest_changes(doc, summary, machine, full_gpu=summary.fits, more_gpus=True)
+    return nearest_changes(doc, summary, machine, full_gpu=summary.fits, more_gpus=not doc.hardware.cards)

@@ -209,12 +209,9 @@ class MachineCards(QGroupBox):
         self.summary.setText(f"{verdict}: {present.tokens_per_s(1 / plan.tpot_s)} per user, first token in "
                              f"{present.duration(plan.ttft_s)}{host}. {longest}")
         if not plan.fits or plan.host_layers:
-            from llmplan.fit.mixed import changes_on_cards
+            from llmplan.fit.tiers import plan_fixes
 
-            try:
-                self._show_fixes(changes_on_cards(self.state.doc))
-            except LlmplanError:
-                self._show_fixes(())
+            self._show_fixes(plan_fixes(self.state.doc))  # () when the plan cannot be evaluated
         self.changed.emit()
 
     def _show_fixes(self, changes: tuple) -> None:

@@ -362,7 +362,7 @@ class ResultsPanel(QWidget):
         self.cost.setText(f"Each card's layers and memory: Inference tab, Cards in this machine. The figures below "
                           f"are for one {gpu}.")
         self.cost.setVisible(True)
-        self.fixes.request(outcome.doc, "none", "")  # the fixes search plans identical GPUs
+        self.fixes.request(outcome.doc, "none", "")  # one list: the Cards pane shows plan_fixes on the cards
 
     def _show_step(self, compute) -> None:
         """The step-time bar, titled with the framework profile the estimate used (training only)."""

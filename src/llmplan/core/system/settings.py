@@ -11,9 +11,10 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from llmplan.core.frozen import FrozenModel
+from llmplan.core.strict_fields import StrictFields
 
 
-class StoragePreset(FrozenModel):
+class StoragePreset(StrictFields, FrozenModel):
     """Where checkpoints and training data live, as two bandwidth caps per direction.
 
     A transfer that involves ``n`` nodes runs at ``min(n · per_node, aggregate)``: each
@@ -46,7 +47,7 @@ class StoragePreset(FrozenModel):
         return min(caps)  # the validator guarantees at least one cap
 
 
-class FailureRate(FrozenModel):
+class FailureRate(StrictFields, FrozenModel):
     """Job interruptions per GPU-hour, measured on a published large-scale run."""
 
     id: str = Field(min_length=1)
@@ -56,7 +57,7 @@ class FailureRate(FrozenModel):
     notes: str = ""
 
 
-class PowerProfile(FrozenModel):
+class PowerProfile(StrictFields, FrozenModel):
     """How much a GPU node draws and what the data centre adds on top.
 
     GPU power = TDP · (idle_fraction + (1 − idle_fraction) · min(1, MFU / saturation_mfu)):
@@ -72,7 +73,7 @@ class PowerProfile(FrozenModel):
     source: str = Field(min_length=1, description="citations for the four numbers")
 
 
-class GridProfile(FrozenModel):
+class GridProfile(StrictFields, FrozenModel):
     """Electricity price and carbon intensity (user-set; defaults named in the catalog)."""
 
     price_per_kwh: float = Field(ge=0, description="USD per kWh")
@@ -80,7 +81,7 @@ class GridProfile(FrozenModel):
     source: str = Field(min_length=1)
 
 
-class PipelineProfile(FrozenModel):
+class PipelineProfile(StrictFields, FrozenModel):
     """Data-loading facts: text bytes per token and how fast one CPU core tokenises."""
 
     text_bytes_per_token: float = Field(gt=0)
@@ -90,7 +91,7 @@ class PipelineProfile(FrozenModel):
     source: str = Field(min_length=1)
 
 
-class HostProfile(FrozenModel):
+class HostProfile(StrictFields, FrozenModel):
     """Host-side memory the training processes need besides offloaded states."""
 
     dataloader_workers_per_gpu: int = Field(ge=0)
@@ -99,7 +100,7 @@ class HostProfile(FrozenModel):
     source: str = Field(min_length=1)
 
 
-class CheckpointOptions(FrozenModel):
+class CheckpointOptions(StrictFields, FrozenModel):
     """How checkpoints are taken and how long a restart takes besides reading one."""
 
     async_save: bool = Field(
