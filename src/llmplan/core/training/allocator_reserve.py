@@ -34,6 +34,13 @@ What the frameworks do with it (the profile's ``gather_pending_blocks`` and ``ga
 - FSDP2 (``fully_shard``: torchtitan, torchtune) frees its all-gather outputs only after making the gather
   streams wait on the copy-out event, with no ``record_stream``, so a freed block is reusable at once: 0.
 - Megatron's distributed optimizer gathers into persistent buffers: 0.
+
+Pools are never given back during training (no ``empty_cache``), so the side stream's pool keeps the most it ever
+held: where a phase's peak holds fewer gathered blocks than another phase (DeepSpeed's optimizer step gathers
+nothing), the difference stays reserved too (``memory._eager_stage``). Not priced: more pending blocks where a
+host runs further ahead (timing, not code), FSDP1's unsharded gradients freed with ``record_stream`` onto its
+post-backward stream (a full fine-tune's, not LoRA's small adapters'), NCCL's own buffers, and what loading the
+model leaves reserved before training.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ def gather_reserve(unit_bytes, fetch_bytes, held: int, prof):
     (``segment_bytes(unit_bytes)``); under FSDP1's flat parameters, the 2 MiB rounding of the ``held`` units the
     allocated bytes count; under DeepSpeed (``prof.gather_flat_copy``), one fetch's flat all-gather buffer
     (``fetch_bytes``: the prefetch in flight, or the unit where nothing is prefetched). 0 for a profile with
-    neither. Floats or arrays; the caller applies it only where blocks are gathered per use (ZeRO-3 over more
+    neither (FSDP2's per-parameter tensors and Megatron's buffers are not flat blocks freed on a side stream). Floats or arrays; the caller applies it only where blocks are gathered per use (ZeRO-3 over more
     than one GPU)."""
     pending = prof.gather_pending_blocks
     if not pending and not prof.gather_flat_copy:

@@ -185,6 +185,8 @@ def fused_gather_reserve(prof: FrameworkProfile, st: StateBytes, largest_layer):
     gathered (``states.model_states``) and a prefetch budget (``prefetch_params``) caps a fetch. Floats or
     arrays: the estimate and the search's quick model both call it."""
     unit = largest_layer * st.weight_bytes
+    if not (prof.gather_pending_blocks or prof.gather_flat_copy):
+        return unit, 0.0
     budget = prof.prefetch_params
     fetch = np.minimum(largest_layer, budget) * st.weight_bytes if budget else unit
     return unit, gathered_reserve(prof, st, unit, fetch, 1)
@@ -195,6 +197,8 @@ def gathered_reserve(prof: FrameworkProfile, st: StateBytes, unit, fetch, held: 
     (``allocator_reserve.gather_reserve``): only where ZeRO-3 / FSDP gathers (``st.gather_buffer``) over more than
     one GPU. ``unit``: one gathered block's bytes; ``fetch``: the prefetch in flight; ``held``: the gathered
     blocks the allocated bytes count. Floats or arrays (the search's quick model passes its rows)."""
+    if not (prof.gather_pending_blocks or prof.gather_flat_copy):
+        return 0.0
     if np.ndim(st.shard_dense) == 0 and np.ndim(st.gather_buffer) == 0:
         if not st.gather_buffer or st.shard_dense <= 1:
             return 0.0
