@@ -124,3 +124,21 @@ def test_a_bad_user_entry_is_skipped_and_named(tmp_path, monkeypatch, bad):
     assert load_framework_profiles()["hf-trainer"].gather_pending_blocks == 1  # the shipped entry
     (problem,) = framework_problems()
     assert bad.split(" =")[0] in problem and "skipped" in problem
+
+
+def test_a_full_fine_tune_block_is_counted_in_the_dtype_it_is_gathered_in():
+    """Composer's FSDP1 keeps fp32 shards (``params_are_master``) but allocates the unsharded flat parameter in
+    its bf16 ``param_dtype``: Llama 3.1 8B's block (4,096² × 2 + 4,096 × 1,024 × 2 + 3 × 4,096 × 14,336 + 2 ×
+    4,096 = 218,112,000 parameters) is 436,224,000 B, a 209 × 2 MiB segment; one block pending and the rounding
+    of the one block the fused path counts gathered."""
+    t = TrainingSettings(framework="composer", method="full", zero_stage=3, seq_len=2048, micro_batch=1,
+                         global_batch=8, recompute="full")
+    sc = resolve(PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"),
+                              hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb", gpus_per_node=8),
+                              workload="pretrain", training=t, parallelism=ParallelLayout(dp=8)))
+    assert sc.framework.params_are_master
+    ov = estimate(sc).memory.overhead
+    block = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert ov.inputs["gathered_block"] == 2.0 * block == 436_224_000
+    seg = 209 * 2 * MIB
+    assert ov.inputs["gather_reserve"] == seg + (seg - 2.0 * block)

@@ -202,7 +202,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx], se[idx], fetched[idx] = (
                 st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes, st.shard_dense, st.shard_expert,
                 st.offloaded_weights)
-            held[idx] = mem.fused_gather_reserve(prof, st, sub.largest_layer)[1]
+            held[idx] = mem.fused_gather_reserve(prof, tr, st, sub.largest_layer)[1]
         allocated = w + g + o + activ + buffers + gather
         stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes + held, -np.inf)
         row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd, se, fetched)

@@ -78,8 +78,9 @@ def gather_reserve(unit_bytes, fetch_bytes, held: int, prof):
     (``segment_bytes(unit_bytes)``); under FSDP1's flat parameters, the 2 MiB rounding of the ``held`` units the
     allocated bytes count; under DeepSpeed (``prof.gather_flat_copy``), one fetch's flat all-gather buffer
     (``fetch_bytes``: the prefetch in flight, or the unit where nothing is prefetched). 0 for a profile with
-    neither (FSDP2's per-parameter tensors and Megatron's buffers are not flat blocks freed on a side stream). Floats or arrays; the caller applies it only where blocks are gathered per use (ZeRO-3 over more
-    than one GPU)."""
+    neither (FSDP2's per-parameter tensors and Megatron's buffers are not flat blocks freed on a side stream).
+    Floats or arrays; the caller applies it only where blocks are gathered per use (ZeRO-3 over more than one
+    GPU)."""
     pending = prof.gather_pending_blocks
     if not pending and not prof.gather_flat_copy:
         return 0.0 * unit_bytes

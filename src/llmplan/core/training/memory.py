@@ -133,7 +133,7 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
     buffers = st.gather_buffer + comm_buffers(m, lay)
     buffers += dequant_buffer(m, lay, tr)
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
-    unit, held = fused_gather_reserve(prof, st, sp.largest_layer)
+    unit, held = fused_gather_reserve(prof, tr, st, sp.largest_layer)
     overhead = prof.context_bytes + prof.fragmentation * allocated + held
     return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead,
                        st.gradients, gather_reserve=held, gather_unit=unit)
@@ -180,15 +180,18 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
                        pk.offloaded, paged_host, paged, held, unit)
 
 
-def fused_gather_reserve(prof: FrameworkProfile, st: StateBytes, largest_layer):
+def fused_gather_reserve(prof: FrameworkProfile, tr, st: StateBytes, largest_layer):
     """(one gathered block's weights, ``gathered_reserve``) under fused kernels, where one block is counted
-    gathered (``states.model_states``) and a prefetch budget (``prefetch_params``) caps a fetch. Floats or
-    arrays: the estimate and the search's quick model both call it."""
-    unit = largest_layer * st.weight_bytes
+    gathered (``states.model_states``) and a prefetch budget (``prefetch_params``) caps a fetch. The block is
+    allocated in the dtype it is gathered in: a full fine-tune's compute dtype (FSDP's ``param_dtype``,
+    ``bytes_per_param.gathered_weight_bytes``), LoRA's frozen base in its stored format. Floats or arrays: the
+    estimate and the search's quick model both call it."""
+    per_param = gathered_weight_bytes(tr.precision) if tr.method == "full" else frozen_bytes(tr, 1.0, 1.0, prof)
+    unit = largest_layer * per_param
     if not (prof.gather_pending_blocks or prof.gather_flat_copy):
         return unit, 0.0
     budget = prof.prefetch_params
-    fetch = np.minimum(largest_layer, budget) * st.weight_bytes if budget else unit
+    fetch = np.minimum(largest_layer, budget) * per_param if budget else unit
     return unit, gathered_reserve(prof, st, unit, fetch, 1)
 
 
@@ -233,7 +236,8 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
     block's all-gather issued ahead of it, at most ``budget`` parameters where given; that prefetch alone:
     ``eager_memory.prefetched_gather``). A full fine-tune gathers the trained weights (``states.model_states``);
     LoRA gathers the frozen base in its stored format and the adapters, and only the adapters have gradients.
-    Third: the gathered block's weights, the unit of ``gathered_reserve``."""
+    Third: the gathered block's weights as its flat buffer holds them, the unit of ``gathered_reserve`` (a full
+    fine-tune's in the dtype they are gathered in, FSDP's ``param_dtype``: ``gathered_weight_bytes``)."""
     if not st.gather_buffer:
         return 0.0, 0.0, 0.0
     if tr.method == "full":
@@ -243,7 +247,8 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
     ahead = prefetched_gather(sp.largest_layer, weights, prof, budget)
-    return gathered + ahead, ahead, weights
+    unit = sp.largest_layer * gathered_weight_bytes(tr.precision) if tr.method == "full" else weights
+    return gathered + ahead, ahead, unit
 
 
 def _gathered_root(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile, st: StateBytes) -> float:
