@@ -541,7 +541,7 @@ def _answerai_rows() -> list[Reference]:
     src = ("AnswerDotAI/fsdp_qlora benchmarks_03_2024.md (commit 4cd6923; runs of Feb-Mar 2024, train.py 049515f): "
            "2 GPUs, FSDP FULL_SHARD or NO_SHARD ('DDP'), pure bf16, LoRA r 64, reentrant checkpointing; ours: the "
            "hf-trainer profile with zero_engine native (tests/core/training/test_fsdp_qlora_answerai.py, which "
-           "also pins the reserved-memory rows, median −19.9%, not within 10%)")
+           "also pins the reserved-memory rows, median −16.4%, not within 10%)")
     names = {"7b-lora-bs1-512": "Llama-2-7B LoRA, 1 × 512", "7b-lora-bs1-2048": "Llama-2-7B LoRA, 1 × 2,048"}
     rows = [Reference(f"answerai-{name}-allocated", "FSDP + QLoRA on 2 × 24 GB (Answer.AI)",
                       f"{names[name]} on 2 × RTX 3090: peak allocated per GPU (GiB)", gib, "GiB", src,

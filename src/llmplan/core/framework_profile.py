@@ -218,6 +218,19 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "each also with _recompute (gradient checkpointing); a step is never faster than its blocks' host time "
         "(core/training/host_time.py); empty: the kernel count × launch_s alone"
     )
+    gather_pending_blocks: int = Field(
+        0, ge=0, le=4, description="ZeRO-3/FSDP gathers on a side CUDA stream: gathered blocks the caching "
+        "allocator keeps reserved beyond the allocated bytes, freed with record_stream onto the compute stream and "
+        "not reusable until its event completes (core.training.allocator_reserve): 1 for FSDP1 with "
+        "limit_all_gathers (torch fsdp _limiter_utils: two all-gathers in flight) and for DeepSpeed ZeRO-3 (the "
+        "least its code allows); 0 for FSDP2 (no record_stream) and Megatron's persistent buffers"
+    )
+    gather_flat_copy: bool = Field(
+        False, description="ZeRO-3 copies each coalesced flat all-gather output into per-parameter tensors on the "
+        "all-gather stream while the flat buffer is alive (DeepSpeed AllGatherCoalescedHandle.wait: torch.cat), "
+        "so that stream's pool holds one fetch's flat buffer beyond the allocated bytes; False: FSDP's flat "
+        "parameters are used in place"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -295,7 +308,9 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
       no autocast runs (accelerate sets native_amp only outside DeepSpeed): ``params_are_master`` off, so no
       autocast weight copies and no fp32 residual stream; what prepare_model_for_kbit_training cast to fp32 is
       cast back (``kbit_fp32_modules`` off); ZeRO-3 gathers the embeddings and head per use, not as FSDP's root
-      unit (``fsdp_root_unsharded`` off);
+      unit (``fsdp_root_unsharded`` off); ZeRO-3 gathers on its all-gather stream, frees with record_stream and
+      copies each flat all-gather output per parameter (``gather_pending_blocks`` 1, ``gather_flat_copy``:
+      ``core.training.allocator_reserve``);
     - gradients are kept in the model dtype (the ipg buckets and ``grads_in_partition`` have ``self.dtype``,
       ZeRO-3's ``grad_partitions_flat_buffer`` the gradient-accumulation dtype, the model's by default);
       ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step.
@@ -311,7 +326,7 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
         view = prof.model_copy(update={
             "name": f"{prof.name} under DeepSpeed ZeRO-{zero_stage}", "params_are_master": False,
             "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False,
-            "fsdp_root_unsharded": False})
+            "fsdp_root_unsharded": False, "gather_pending_blocks": 1, "gather_flat_copy": True})
         hit = _ZERO_VIEWS[key] = (prof, view)
     return hit[1]
 

@@ -21,18 +21,30 @@ swaps the linears for bitsandbytes' Linear4bit and never calls prepare_model_for
 frameworks.toml entry would set them; the plan sets ``regime = pure``, the LoRA settings above, ``recompute =
 full``, ``zero_stage`` 3 (FULL_SHARD) or 0 (NO_SHARD) and ``offload = cpu`` with ``offload_params`` for
 FSDP's CPUOffload. Reserved memory is llmplan's total less the CUDA context (the allocator's reserve is the
-allocated bytes plus ``fragmentation``). Nothing here is fitted.
+allocated bytes plus ``fragmentation`` and, under FULL_SHARD, the side-stream gather reserve). Nothing here is
+fitted.
 
-Results (2026-11-27), llmplan ÷ published − 1:
+Results (2026-11-27; reserved memory 2026-11-28), llmplan ÷ published − 1:
 - peak allocated, the two rows that give it: +0.2% and +2.2% (within 10%);
-- peak reserved: median |error| 16.9%, every row under (−31% … −4%), so the issue's 10% is not met. The
-  allocated rows show why: published reserved ÷ allocated is 1.24 (LoRA, 512 tokens) and 1.12 (2,048), where
-  llmplan's allocator reserve is 5% of the allocated bytes. FSDP gathers and frees every block in each
-  forward and backward, on its own stream, and the caching allocator keeps those blocks reserved; no code
-  read gives that reserve as a term, so it stays the profile's 5% and the rows are pinned.
+- peak reserved: median |error| 16.4%, every row under (−28% … −0.03%), 11 of the 15 more than 10% under, so
+  the issue's 10% is not met. The allocated rows show why: published reserved ÷ allocated is 1.24 (LoRA, 512
+  tokens) and 1.12 (2,048). What the caching allocator's and FSDP1's code give beyond the allocation is priced
+  (``core.training.allocator_reserve``: FSDP1 allocates each gathered flat parameter on its unshard stream and
+  frees it with ``record_stream`` onto the compute stream; with ``limit_all_gathers`` one block more than the
+  allocated bytes count is still reserved, 0.39 GiB for a Llama-2-7B bf16 block, with each block's 2 MiB
+  segment rounding) besides the profile's 5%; the rest is not in any code read. The 7B LoRA rows' reserved
+  is the same at 512 and 2,048 tokens (10.24 and 10.22 GiB) while their allocated grows 0.88 GiB, which a
+  reserve set before training would explain: train.py resets the peak statistics after wrapping the model,
+  and ``reset_peak_memory_stats`` sets the peak reserved to the bytes then reserved (loading and FSDP's
+  flattening leave their cached blocks); the QLoRA note gives 3.72 GiB reserved after wrapping. That is not
+  priced. Before the reserve term (2026-11-27) → after, per row: 7B QLoRA 512 −29.5% → −27.2%, 2,048
+  −11.1% → −9.0%, batch 4 −19.0% → −18.0%, batch 10 −14.1% → −13.5%; 7B LoRA 512 −14.9% → −11.1%, 2,048
+  −3.8% → −0.03%, batch 4 −11.5% → −9.0%, batch 6 −19.1% → −17.3%; CPU offload: 7B LoRA −28.6% → −26.8%,
+  7B QLoRA −16.5% → −16.0%, 70B QLoRA −31.1% → −28.2%, Mistral −16.9% → −16.4%; DDP (NO_SHARD) unchanged
+  −20.7% and −9.4%. Median 16.9% → 16.4%, rows more than 10% under 13 → 11.
 - every published run fits its 24 GB card; Mistral 7B at 32,768 tokens does not ("24GB of memory per GPU
   isn't quite enough to finetune at the full context length"), and the longest context llmplan finds
-  (31,126) is within one power of two of the published 24,576;
+  (30,963; 31,126 before the reserve term) is within one power of two of the published 24,576;
 - tokens/s on the 4090s: median |error| 11.3% (the issue asks ≤ 20%), −24% … +9%. The 3090 rows' speed is not
   used (the file blames the older motherboard's PCIe lanes, which it does not state).
 
@@ -64,23 +76,23 @@ RTX3090, RTX4090 = "nvidia-rtx-3090-24gb", "nvidia-rtx-4090-24gb"
 TARGETS = ("q", "k", "v", "gate", "up", "down")  # train.py lora_target_modules "all"
 SHARD, DDP, OFFLOAD = "full_shard", "ddp", "offload"
 
-# name: (peak reserved GiB, model, GPU, method, batch, context, sharding, llmplan's error recorded 2026-11-27)
+# name: (peak reserved GiB, model, GPU, method, batch, context, sharding, llmplan's error recorded 2026-11-28)
 MEMORY = {
-    "7b-qlora-bs1-512": (4.98, L7, RTX3090, "qlora", 1, 512, SHARD, -0.295),
-    "7b-qlora-bs1-2048": (5.21, L7, RTX3090, "qlora", 1, 2048, SHARD, -0.111),
-    "7b-lora-bs1-512": (10.24, L7, RTX3090, "lora", 1, 512, SHARD, -0.149),
-    "7b-lora-bs1-2048": (10.22, L7, RTX3090, "lora", 1, 2048, SHARD, -0.038),
-    "7b-qlora-bs4": (11.22, L7, RTX3090, "qlora", 4, 2048, SHARD, -0.19),
-    "7b-qlora-bs10": (20.97, L7, RTX3090, "qlora", 10, 2048, SHARD, -0.141),
-    "7b-lora-bs4": (16.14, L7, RTX3090, "lora", 4, 2048, SHARD, -0.115),
-    "7b-lora-bs6": (21.35, L7, RTX3090, "lora", 6, 2048, SHARD, -0.191),
+    "7b-qlora-bs1-512": (4.98, L7, RTX3090, "qlora", 1, 512, SHARD, -0.272),
+    "7b-qlora-bs1-2048": (5.21, L7, RTX3090, "qlora", 1, 2048, SHARD, -0.09),
+    "7b-lora-bs1-512": (10.24, L7, RTX3090, "lora", 1, 512, SHARD, -0.111),
+    "7b-lora-bs1-2048": (10.22, L7, RTX3090, "lora", 1, 2048, SHARD, -0.0),
+    "7b-qlora-bs4": (11.22, L7, RTX3090, "qlora", 4, 2048, SHARD, -0.18),
+    "7b-qlora-bs10": (20.97, L7, RTX3090, "qlora", 10, 2048, SHARD, -0.135),
+    "7b-lora-bs4": (16.14, L7, RTX3090, "lora", 4, 2048, SHARD, -0.09),
+    "7b-lora-bs6": (21.35, L7, RTX3090, "lora", 6, 2048, SHARD, -0.173),
     "7b-qlora-ddp-bs8": (20.94, L7, RTX3090, "qlora", 8, 2048, DDP, -0.207),
     "7b-lora-ddp-bs4": (22.04, L7, RTX3090, "lora", 4, 2048, DDP, -0.094),
-    "7b-lora-offload-bs10": (22.69, L7, RTX4090, "lora", 10, 2048, OFFLOAD, -0.286),
-    "7b-qlora-offload-bs12": (22.38, L7, RTX4090, "qlora", 12, 2048, OFFLOAD, -0.165),
-    "70b-qlora-offload-bs2": (14.92, L70, RTX3090, "qlora", 2, 2048, OFFLOAD, -0.311),
-    "mistral-qlora-offload-bs12": (22.54, M7, RTX4090, "qlora", 12, 2048, OFFLOAD, -0.169),
-    "mistral-qlora-offload-24k": (22.54, M7, RTX4090, "qlora", 1, 24_576, OFFLOAD, -0.169),
+    "7b-lora-offload-bs10": (22.69, L7, RTX4090, "lora", 10, 2048, OFFLOAD, -0.268),
+    "7b-qlora-offload-bs12": (22.38, L7, RTX4090, "qlora", 12, 2048, OFFLOAD, -0.16),
+    "70b-qlora-offload-bs2": (14.92, L70, RTX3090, "qlora", 2, 2048, OFFLOAD, -0.282),
+    "mistral-qlora-offload-bs12": (22.54, M7, RTX4090, "qlora", 12, 2048, OFFLOAD, -0.164),
+    "mistral-qlora-offload-24k": (22.54, M7, RTX4090, "qlora", 1, 24_576, OFFLOAD, -0.164),
 }
 ALLOCATED = {"7b-lora-bs1-512": 8.28, "7b-lora-bs1-2048": 9.16}  # the LoRA rows' note
 # 4090 case study: (model, method, batch, context, sharding, seconds for 1,024 samples, recorded error)
@@ -131,13 +143,14 @@ def test_every_published_run_fits_its_24_gb_card(memory):
 
 
 def test_reserved_memory_median_and_rows_stay_where_recorded(memory):
-    """The issue's 10% is not met (module doc: the allocator's reserve under FSDP); each row is pinned to its
-    recorded error ± 3 points so that a change to these terms shows here."""
+    """The issue's 10% is not met (module doc: the reserve beyond what the allocator's and FSDP's code give);
+    each row is pinned to its recorded error ± 3 points so that a change to these terms shows here."""
     err = {name: e for name, (_, e) in memory.items()}
-    assert statistics.median(abs(e) for e in err.values()) == pytest.approx(0.169, abs=0.02)
+    assert statistics.median(abs(e) for e in err.values()) == pytest.approx(0.164, abs=0.02)
     moved = off_record(err, {name: row[-1] for name, row in MEMORY.items()})
     assert not moved, moved
-    assert all(e < 0 for e in err.values())  # every row under: the reserve, not the allocation, is short
+    assert max(err.values()) < 0.005  # none over: the reserve, not the allocation, is short (7B LoRA 2,048: −0.03%)
+    assert sum(e < -0.10 for e in err.values()) == 11
 
 
 @pytest.mark.parametrize("name", sorted(ALLOCATED))

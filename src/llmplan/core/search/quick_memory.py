@@ -13,7 +13,8 @@ search and the estimate agree on what fits:
   ``memory`` on arrays, once per (sequence parallelism, replicated KV heads, recompute, pp > 1),
   the switches those functions branch on;
 - the CUDA context and the allocator's fragmentation: the framework profile's ``context_bytes`` and
-  ``fragmentation``.
+  ``fragmentation``; the allocator's reserve for side-stream ZeRO-3 / FSDP gathers:
+  ``memory.fused_gather_reserve``.
 
 Eager-kernel profiles (``eager_stage_memory``) are priced by the engine's ``memory.worst_stage`` once per
 distinct layout, with every fine-tuning switch's term (paged optimizer, activation offload,
@@ -188,7 +189,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         working = np.where(layers > 0, work, 0.0)  # last stage: the loss's backward or the first recompute
         last = (role == 0) | (role == 3)
         activ = activ + np.where(last, logits + np.maximum(loss, working), working)
-        w, g, o, gather, wb, gb, mb_, ob, sd, se, fetched = (np.zeros(n) for _ in range(11))
+        w, g, o, gather, wb, gb, mb_, ob, sd, se, fetched, held = (np.zeros(n) for _ in range(12))
         z_keys = zero * 2 + offload
         for zk in np.unique(z_keys):
             idx = np.nonzero(z_keys == zk)[0]
@@ -201,8 +202,9 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx], se[idx], fetched[idx] = (
                 st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes, st.shard_dense, st.shard_expert,
                 st.offloaded_weights)
+            held[idx] = mem.fused_gather_reserve(prof, tr, st, sub.largest_layer)[1]
         allocated = w + g + o + activ + buffers + gather
-        stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes, -np.inf)
+        stage_total = np.where(present, allocated * (1 + prof.fragmentation) + prof.context_bytes + held, -np.inf)
         row = (stage_total, w, g, o, activ, total, expert, trainable * np.ones(n), wb, gb, mb_, ob, sd, se, fetched)
         if out is None:
             out = list(row)

@@ -35,12 +35,11 @@ commit 6ea44d0, 2023-11-10, the release of Qwen's published fine-tuning table), 
 
 ``reduce_bucket_size`` is the profile's (``zero2_reduce_bucket``, ``zero3_reduce_bucket``); "auto" is filled
 by the Trainer with hidden_size² (transformers ``HfTrainerDeepSpeedConfig.trainer_config_finalize``).
-What is not priced: the caching allocator's reserve beyond the allocated bytes (ZeRO-3 gathers on its own
-CUDA stream, whose cached blocks the compute stream cannot reuse; the profile's ``fragmentation`` is the only
-term for it), a coalesced gather's flat buffer alive beside its per-parameter ``torch.cat`` copies while
-``AllGatherCoalescedHandle.wait`` runs (a module's weight and bias: two tensors), and, at fp16, the overflow
-check's per-gradient fp32 sum (ZeRO-1/2: 4 B × a gradient, ZeRO-3: a bool per partition element), smaller
-than the norm's copy that follows it.
+The caching allocator's reserve for ZeRO-3's side-stream gathers (a block freed with ``record_stream`` onto the
+compute stream, the coalesced gather's flat buffer alive beside its per-parameter ``torch.cat`` copies while
+``AllGatherCoalescedHandle.wait`` runs) is priced in the overhead, not here: ``allocator_reserve``. What is not
+priced: at fp16, the overflow check's per-gradient fp32 sum (ZeRO-1/2: 4 B × a gradient, ZeRO-3: a bool per
+partition element), smaller than the norm's copy that follows it.
 """
 
 from __future__ import annotations

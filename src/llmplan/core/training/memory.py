@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
@@ -18,6 +20,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
+from llmplan.core.training import allocator_reserve as reserve
 from llmplan.core.training import deepspeed_zero as ds
 from llmplan.core.training.eager_memory import (
     EAGER_PHASES,
@@ -55,6 +58,8 @@ class StageMemory:
     host_activations: float = 0.0  # activation offload: saved tensors in pinned host memory
     paged_host: float = 0.0  # paged optimizer: states the GPU has no room for, in host memory
     paged: float = 0.0  # paged optimizer: all its states (outside PyTorch's allocator, not in the total)
+    gather_reserve: float = 0.0  # ZeRO-3/FSDP side-stream gathers: reserved beyond allocated (in ``overhead``)
+    gather_unit: float = 0.0  # the gathered block's bytes that reserve is counted in
 
     @property
     def total(self) -> float:
@@ -128,9 +133,10 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
     buffers = st.gather_buffer + comm_buffers(m, lay)
     buffers += dequant_buffer(m, lay, tr)
     allocated = st.weights + st.gradients + st.master + st.optimizer + activ + buffers
-    overhead = prof.context_bytes + prof.fragmentation * allocated
+    unit, held = fused_gather_reserve(prof, tr, st, sp.largest_layer)
+    overhead = prof.context_bytes + prof.fragmentation * allocated + held
     return StageMemory(index, layers, sp, trainable, st, activ, per_layer, flight, extra, buffers, overhead,
-                       st.gradients)
+                       st.gradients, gather_reserve=held, gather_unit=unit)
 
 
 def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stage: str, layers: int,
@@ -144,12 +150,14 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     on_gpu = trainable / st.shard_dense
     piece = ds.largest_gradient_piece(_largest_trainable(m, pb, tr), on_gpu, st.shard_dense, zs)
     budget = ds.prefetch_elements(m, prof) if zs == 3 else 0.0
-    blocks, ahead = _gathered_blocks(tr, prof, sp, st, trainable, layers, budget)
+    blocks, ahead, unit = _gathered_blocks(tr, prof, sp, st, trainable, layers, budget)
     head_bytes = head.gemm.n * head.gemm.k * frozen_weight_bytes(tr.precision) if head is not None else 0.0
     gathered = ds.gathered_by_phase(blocks, head_bytes, ahead, st.shard_dense, zs)
     step = ds.step_transient(on_gpu, piece, tr, zs) if zs else foreach_intermediates(tr, prof, st)
+    if gathered is None:
+        gathered = dict.fromkeys(EAGER_PHASES, blocks)
     pk = eager_peak(m, lay, tr, prof, st, ops, head, layers, largest, ds.backward_buckets(m, tr, prof, zs), step,
-                    dict.fromkeys(EAGER_PHASES, blocks) if gathered is None else gathered)
+                    gathered)
     buffers = pk.weight_copies + pk.gathered
     buffers += _gathered_root(m, lay, tr, prof, st)
     buffers += pk.framework_buffers + ds.persistent_bucket(m, tr, prof, zs)
@@ -161,12 +169,45 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
         paged = st.optimizer
         st = replace(st, optimizer=0.0)
         allocated -= paged
-    overhead = prof.context_bytes + prof.fragmentation * allocated
+    held = gathered_reserve(prof, st, unit, ahead, 2 if ahead else 1)
+    if held:  # the side stream's pool keeps the most it ever gathered, whatever the peak phase holds
+        held += max(gathered.values()) - pk.gathered
+    overhead = prof.context_bytes + prof.fragmentation * allocated + held
     if paged:  # they use what the allocator leaves free; the rest lives on the host and pages in each step
         paged_host = min(paged, max(0.0, paged - (sc.cluster.gpu.usable_memory_bytes - allocated - overhead)))
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
                        pk.activations - pk.blocks, buffers, overhead, pk.gradients, pk.phase,
-                       pk.offloaded, paged_host, paged)
+                       pk.offloaded, paged_host, paged, held, unit)
+
+
+def fused_gather_reserve(prof: FrameworkProfile, tr, st: StateBytes, largest_layer):
+    """(one gathered block's weights, ``gathered_reserve``) under fused kernels, where one block is counted
+    gathered (``states.model_states``) and a prefetch budget (``prefetch_params``) caps a fetch. The block is
+    allocated in the dtype it is gathered in: a full fine-tune's compute dtype (FSDP's ``param_dtype``,
+    ``bytes_per_param.gathered_weight_bytes``), LoRA's frozen base in its stored format. Floats or arrays: the
+    estimate and the search's quick model both call it."""
+    per_param = gathered_weight_bytes(tr.precision) if tr.method == "full" else frozen_bytes(tr, 1.0, 1.0, prof)
+    unit = largest_layer * per_param
+    if not (prof.gather_pending_blocks or prof.gather_flat_copy):
+        return unit, 0.0
+    budget = prof.prefetch_params
+    fetch = np.minimum(largest_layer, budget) * per_param if budget else unit
+    return unit, gathered_reserve(prof, st, unit, fetch, 1)
+
+
+def gathered_reserve(prof: FrameworkProfile, st: StateBytes, unit, fetch, held: int):
+    """The caching allocator's reserve beyond the allocated bytes for blocks gathered per use on a side stream
+    (``allocator_reserve.gather_reserve``): only where ZeRO-3 / FSDP gathers (``st.gather_buffer``) over more than
+    one GPU. ``unit``: one gathered block's bytes; ``fetch``: the prefetch in flight; ``held``: the gathered
+    blocks the allocated bytes count. Floats or arrays (the search's quick model passes its rows)."""
+    if not (prof.gather_pending_blocks or prof.gather_flat_copy):
+        return 0.0
+    if np.ndim(st.shard_dense) == 0 and np.ndim(st.gather_buffer) == 0:
+        if not st.gather_buffer or st.shard_dense <= 1:
+            return 0.0
+        return reserve.gather_reserve(unit, fetch, held, prof)
+    on = (st.gather_buffer > 0) & (st.shard_dense > 1)
+    return np.where(on, reserve.gather_reserve(unit, fetch, held, prof), 0.0)
 
 
 def foreach_intermediates(tr, prof: FrameworkProfile, st: StateBytes) -> float:
@@ -194,9 +235,11 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
     """ZeRO-3 / FSDP under an eager profile: (the block gathered with its unsharded gradients and the next
     block's all-gather issued ahead of it, at most ``budget`` parameters where given; that prefetch alone:
     ``eager_memory.prefetched_gather``). A full fine-tune gathers the trained weights (``states.model_states``);
-    LoRA gathers the frozen base in its stored format and the adapters, and only the adapters have gradients."""
+    LoRA gathers the frozen base in its stored format and the adapters, and only the adapters have gradients.
+    Third: the gathered block's weights as its flat buffer holds them, the unit of ``gathered_reserve`` (a full
+    fine-tune's in the dtype they are gathered in, FSDP's ``param_dtype``: ``gathered_weight_bytes``)."""
     if not st.gather_buffer:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     if tr.method == "full":
         weights, gathered = sp.largest_layer * st.weight_bytes, st.gather_buffer
     else:
@@ -204,7 +247,8 @@ def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes
         weights = sp.largest_layer * frozen_bytes(tr, 1.0, 1.0, prof) + adapters * st.weight_bytes
         gathered = weights + adapters * st.grad_bytes
     ahead = prefetched_gather(sp.largest_layer, weights, prof, budget)
-    return gathered + ahead, ahead
+    unit = sp.largest_layer * gathered_weight_bytes(tr.precision) if tr.method == "full" else weights
+    return gathered + ahead, ahead, unit
 
 
 def _gathered_root(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile, st: StateBytes) -> float:
@@ -325,6 +369,22 @@ def _loss_terms(tr, prof: FrameworkProfile) -> str:
     return f"{kind}: {fwd:g} B per logit in the forward, {bwd:g} B in the backward"
 
 
+def _overhead_figure(sm: StageMemory, prof: FrameworkProfile) -> Figure:
+    """The CUDA context, the allocator's fragmentation (an assumption) and, where ZeRO-3 / FSDP gathers on a side
+    stream, the reserve the caching allocator's rules give (``allocator_reserve``)."""
+    what = ("CUDA context and workspaces + allocator fragmentation × allocated bytes (with it the total is the "
+            "device's figure, as nvidia-smi shows it; without it, PyTorch's allocated bytes, as "
+            "torch.cuda.max_memory_allocated reads them)")
+    inputs = {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name}
+    if not sm.gather_reserve:
+        return Figure.own(sm.overhead, "B", what, inputs, "assumption")
+    inputs.update(gather_reserve=sm.gather_reserve, gathered_block=sm.gather_unit,
+                  pending_blocks=prof.gather_pending_blocks, flat_copy=prof.gather_flat_copy)
+    return Figure.own(sm.overhead, "B", f"{what} + {reserve.describe(prof)}", inputs, "caching-allocator",
+                      ("the fragmentation share is an llmplan assumption; the side-stream reserve follows the "
+                       "allocator's and the framework's code",))
+
+
 def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     tr = sc.training
     st = sm.states
@@ -397,11 +457,7 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                        "all-gather (2·s·b·h) + pipeline send/receive buffers + QLoRA dequantised matrix",
                        {"zero3_gather": st.gather_buffer, "sequence_parallel": lay.sp, "pp": lay.pp,
                         "method": tr.method}, "korthikanti")
-    ov = Figure.own(sm.overhead, "B", "CUDA context and workspaces + allocator fragmentation × allocated bytes "
-                    "(with it the total is the device's figure, as nvidia-smi shows it; without it, PyTorch's "
-                    "allocated bytes, as torch.cuda.max_memory_allocated reads them)",
-                    {"context": prof.context_bytes, "fragmentation": prof.fragmentation, "framework": prof.name},
-                    "assumption")
+    ov = _overhead_figure(sm, prof)
     parts = {"weights": w, "master_weights": ms, "gradients": g, "optimizer": o, "activations": a,
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node
