@@ -225,6 +225,18 @@ def test_sustained_clock_is_each_gpus_own(cat):
         assert cat.efficiency_basis_for(gpu)["sustained_clock"].basis == "assumption"
 
 
+def test_the_h200_shares_the_hopper_class_and_its_measurement_agrees(cat):
+    """The H200 takes the H100 SXM's measured matmul share and held clock (the same 132-SM, 700 W chip). Checked on
+    an H200 SXM 141GB (llmplan's device harness, torch 2.11, 2026-11-27): back-to-back bf16 8192³ GEMMs for 3.0 s
+    held 672.4 TFLOP/s, where the catalog gives 989.4 × 0.801 × 0.869 = 688.5 (+2.4%); a 1 GiB device copy ran at
+    4,136 GB/s counting reads and writes, 0.862 of its 4.8 TB/s, where the catalog's share is 0.8 (-7%)."""
+    gpu = "nvidia-h200-sxm-141gb"
+    eff, spec = cat.efficiency_for(gpu), cat.gpu(gpu).spec
+    held = spec.peak_flops.bf16 * eff.matmul * eff.sustained_clock
+    assert held / 672.4e12 - 1 == pytest.approx(0.024, abs=0.005)
+    assert spec.memory_bandwidth * eff.memory_bandwidth / 4136e9 - 1 == pytest.approx(-0.072, abs=0.005)
+
+
 def test_cluster_from_a_node_preset(cat):
     cluster = cat.cluster_from(None, nodes=4, node_id="dgx-h100")
     assert cluster.total_gpus == 32
