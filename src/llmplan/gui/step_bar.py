@@ -24,7 +24,7 @@ PARTS = {  # breakdown key -> (label, colour)
     "dequantisation": ("NF4 dequantisation", "#b07aa1"),
     "fp8_casts": ("fp8 casts (amax, cast, transpose)", "#a0cbe8"),
     "optimizer": ("Optimizer step", "#e15759"),
-    "launch_overhead": ("Kernel launches (host-bound)", "#9c755f"),
+    "launch_overhead": ("Host CPU, beyond the GPU (host-bound)", "#9c755f"),
     "exposed_communication": ("Exposed communication", "#59a14f"),
     "pipeline_bubble": ("Pipeline bubble", "#bab0ac"),
     "offload": ("Offload", "#ff9da7"),

@@ -24,11 +24,16 @@ def judge(mem: MemoryBreakdown, comp: ComputeReport, comm: CommunicationReport, 
     compute = comp.compute_time_s.value
     mem_bound = float(inp["memory_bound_s"])
     # A loss that costs at least SIGNIFICANT of the step is what limits the plan; otherwise compute does.
-    worst = max(("comm", exposed), ("bubble", bubble), ("offload", offload), key=lambda kv: kv[1])
+    host = float(inp.get("launch_s", 0.0))  # host time beyond the GPU's (timing: max(GPU, host) per micro-batch)
+    worst = max(("comm", exposed), ("bubble", bubble), ("offload", offload), ("host", host), key=lambda kv: kv[1])
     if worst[1] < SIGNIFICANT * step:
         worst = ("compute", compute)
     if worst[0] == "offload":
         return _offload(comp, offload, step)
+    if worst[0] == "host":
+        return Bottleneck("host CPU", f"Host-bound: the CPU issuing the kernels (the modeling code's Python, autograd, "
+                                      f"adapters, checkpoint hooks) adds {host / step:.0%} to each step while the GPU "
+                                      "waits; a larger micro-batch, fused kernels (Liger) or torch.compile shorten it.")
     if worst[0] == "bubble":
         return Bottleneck("pipeline bubble", f"The pipeline bubble idles GPUs for {bubble / step:.0%} of each "
                                              "step; raise the micro-batch count or use interleaving.")

@@ -28,7 +28,8 @@ bitsandbytes, prepare_model_for_kbit_training, all seven adapted); each with ``_
 gradient checkpointing. A key the profile does not list is derived: with recompute, the ratio of the
 measured pairs (mean of with/without for the kinds measured both ways) times the key without it, or
 the reverse. Fewer adapted linears scale the adapters' part (``lora`` − ``full_16bit``) by
-adapted/7. Where the kernel count gives more (an MoE block's loop over experts), that stays.
+adapted/7. Where the kernel count gives more (an MoE block's loop over experts), that stays. Not applied
+under ZeRO-3/FSDP full sharding, whose hooks gather each module's weights (not measured).
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def _lookup(table: dict[str, float], kind: str, recompute: bool) -> float | None
 
 def block_kind(tr, prof: FrameworkProfile) -> str | None:
     """Which measured kind of block a plan runs, or None where none was measured: fp8 or fp32 training,
-    DeepSpeed/FSDP sharding (their hooks were not measured), fused or compiled kernels, a quantised base
-    other than NF4."""
-    if tr.precision in ("fp8", "fp32") or tr.zero_stage or tr.liger or tr.torch_compile:
+    ZeRO-3/FSDP full sharding (its per-module gather hooks were not measured), fused or compiled kernels, a
+    quantised base other than NF4. ZeRO-1/2 keep the blocks' code as it is and hook only the trainable
+    parameters' gradients, so the measurement stands for them."""
+    if tr.precision in ("fp8", "fp32") or tr.zero_stage >= 3 or tr.liger or tr.torch_compile:
         return None
     if tr.method == "full":
         return "full_autocast" if prof.params_are_master and tr.regime == "amp" else "full_16bit"
