@@ -166,7 +166,7 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
     T = _tokens(lay)
     full = tr.method == "full"
     adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets)}
-    last = {(g.module or g.name): i for i, g in enumerate(pb.groups)}
+    last = {(g.module or g.name): i for i, g in enumerate(pb.groups)} if adapted else {}
     out: list[Gemm] = []
     for i, g in enumerate(pb.groups):
         if len(g.shape) != 2 or g.place != "layer" or g.category in ("norm",):
