@@ -14,7 +14,7 @@ Two kernel styles (``FrameworkProfile.kernels``):
   runs pow, mean, add, rsqrt, mul and the weight mul as separate kernels; rotary is
   ``q·cos + rotate_half(q)·sin`` (slice, neg, cat, two muls, add); the MLP is ``act(gate) · up``;
   under autocast every linear casts its fp32 input to bf16 itself, and PEFT's LoRA adds dropout,
-  two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
+  two small GEMMs, a scale and an add to each adapted module (a fused q/k/v once). Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
   the bytes below are the reads and writes of those kernels. torchtitan's Llama modules run uncompiled
   (``FrameworkProfile.eager_modules``) are the same list in their bf16 stream (FSDP2's mixed precision, no
@@ -503,7 +503,7 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     lora = 0.0
     drop = (tr.lora_dropout or 0) > 0
     if tr.method != "full" and (drop or not shared_lora):
-        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection (PEFT's cast copies)
+        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per adapted module (PEFT's cast copies)
         lora = sum((2 + (1 if drop else 0)) * k_in + 2 * tr.lora_rank for _, k_in, _ in _adapted_widths(m, lay, tr))
     elif tr.method != "full":
         lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(_adapted_widths(m, lay, tr))
