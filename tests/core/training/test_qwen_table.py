@@ -153,7 +153,7 @@ Why rows miss, as far as found (pinned, not fixed):
 - "LoRA (multinode)" is 65-126% fast (63-86% before the price audit's 7.5 µs GEMM fixed cost; 30-71% before the
   DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
   multinode script's own ``--per_device_train_batch_size 2`` rather than the README's 1
-  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −4 … −11%, tokens/s +52 … −17% with 2, the
+  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −5 … −11%, tokens/s +58 … −16% with 2, the
   256-token row the one left fast); recorded, not chosen. The servers' network is
   not stated.
 Qwen's own code, read item by item for what the run allocates beyond llmplan's terms (qwen29, 2026-11-27;
