@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmplan.core.model import ModelSpec
+from llmplan.core.model import FusedLinear, ModelSpec
 from llmplan.core.present import one_line
 from llmplan.core.strict_fields import StrictFields
 from llmplan.errors import CatalogError, ConfigError
@@ -60,6 +60,11 @@ class ModelEntry(StrictFields):
     reference_params: ReferenceParams | None = None
     reference_note: str | None = None
     config: dict[str, Any]
+    fused_linears: tuple[FusedLinear, ...] | None = Field(
+        None, description="projections the checkpoint stores as one Linear module ('qkv', 'gate_up'); null: as the "
+        "config's model_type has them (core.model.FUSED_LINEARS). Set it for a checkpoint whose layout differs "
+        "from its family's modeling code (LoRA counts one adapter per module)"
+    )
     user: bool = False
 
     @field_validator("release_date")
@@ -81,7 +86,13 @@ class ModelEntry(StrictFields):
 
     @cached_property
     def spec(self) -> ModelSpec:
-        return spec_from_config(self.config, name=self.display_name)
+        spec = spec_from_config(self.config, name=self.display_name)
+        if self.fused_linears is None:
+            return spec
+        try:
+            return ModelSpec.model_validate({**spec.model_dump(), "fused_linears": self.fused_linears})
+        except ValidationError as exc:
+            raise ConfigError(f"{self.id}: fused_linears: {exc.errors()[0]['msg']}") from None
 
 
 class ModelCatalog:

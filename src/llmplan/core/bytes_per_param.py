@@ -20,11 +20,12 @@ Sources:
 - Muon (Jordan et al. 2024): one fp32 momentum for the block matrices, AdamW for the rest;
 - weight formats: ``core.quant`` prices every tensor under the format's own rules (GGUF presets,
   GPTQ/AWQ groups, NF4 blocks ...); ``weight_format_bits`` is its bits per weight;
-- LoRA (Hu et al. 2022 §4.1): r·(in + out) parameters per adapted matrix.
+- LoRA (Hu et al. 2022 §4.1): r·(in + out) parameters per adapted module (``core.lora_modules``).
 """
 
 from __future__ import annotations
 
+from llmplan.core.lora_modules import lora_modules
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, TensorGroup
 from llmplan.core.quant import NF4_BLOCK, NF4_DQ_BLOCKS, quantized_weights
@@ -166,25 +167,10 @@ def weight_format_bytes(spec: ModelSpec, weight_format: str) -> int:
 
 # ---- LoRA -----------------------------------------------------------------------------------
 
-# the last component of a tensor name -> the LoRA target name people use (PEFT's module names)
-LORA_TARGET_OF = {
-    "q_proj": "q", "q_b_proj": "q", "k_proj": "k", "kv_b_proj": "k", "v_proj": "v", "o_proj": "o",
-    "gate_proj": "gate", "up_proj": "up", "down_proj": "down",
-}
-
-
-def lora_targeted(g: TensorGroup, targets: tuple[str, ...]) -> bool:
-    """Whether LoRA adapts this tensor group: a 2-D weight inside the blocks whose module name is
-    targeted. Routed experts are adapted when their projections are targeted (PEFT matches
-    ``experts.N.gate_proj`` by its name); MTP modules are not loaded for fine-tuning."""
-    if g.place != "layer" or len(g.shape) != 2 or g.category == "mtp" or g.name.endswith(".bias"):
-        return False
-    return LORA_TARGET_OF.get(g.name.rsplit(".", 1)[-1], "") in targets
-
-
 def lora_params(pb: ParamBreakdown, rank: int, targets: tuple[str, ...], tp: int = 1, ep: int = 1,
                 layer_share: float = 1.0) -> float:
-    """LoRA's trainable parameters: A (r × in) and B (out × r) per adapted matrix.
+    """LoRA's trainable parameters: A (r × in) and B (out × r) per adapted module (``core.lora_modules``: one
+    per fused module, as PEFT adds them).
 
     Whole model with the defaults; on one GPU with ``tp``/``ep`` and ``layer_share`` (the share of
     the blocks on this pipeline stage). Under Megatron tensor parallelism a column-parallel weight
@@ -192,9 +178,7 @@ def lora_params(pb: ParamBreakdown, rank: int, targets: tuple[str, ...], tp: int
     experts are spread over ``ep`` (their down projection is row-parallel, gate/up column-parallel).
     """
     total = 0.0
-    for g in pb.groups:
-        if not lora_targeted(g, targets):
-            continue
+    for g in lora_modules(pb, targets):
         out, inp = g.shape
         count = g.count * layer_share
         split = g.tp_split

@@ -24,6 +24,23 @@ MAX_DIM = 1 << 40
 
 LayerMlp = Literal["dense", "moe"]
 LayerAttention = Literal["full", "sliding"]
+FusedLinear = Literal["qkv", "gate_up"]
+
+# Projections a family's checkpoint stores as one Linear module, by model_type, read from each family's modeling
+# code (huggingface/transformers src/transformers/models/<family>/, and Qwen's remote modeling_qwen.py):
+# - qwen (Qwen-1): ``c_attn`` = nn.Linear(h, 3·h) for q, k and v (QWenAttention); w1, w2 (gate, up) apart;
+# - phi3 (Phi-3, Phi-3.5, Phi-4-mini, Phi-4): ``qkv_proj`` = nn.Linear(h, q + 2·kv) (Phi3Attention) and
+#   ``gate_up_proj`` = nn.Linear(h, 2·intermediate) (Phi3MLP);
+# - gpt2: ``c_attn`` = Conv1D(3·h, h) (GPT2Attention); gpt_bigcode (StarCoder): ``c_attn`` =
+#   nn.Linear(h, h + 2·kv) (GPTBigCodeAttention, multi-query);
+# - gpt_neox (Pythia): ``query_key_value`` = nn.Linear(h, 3·h) (GPTNeoXAttention); bloom: the same
+#   (BloomAttention); falcon: ``query_key_value`` = FalconLinear(h, (heads + 2·kv heads)·head_dim) (FalconAttention).
+# Every other family here keeps q, k, v, gate and up as separate Linear modules (GPT-J's q_proj, k_proj, v_proj
+# too). PEFT adapts whole modules, so this is what ``core.bytes_per_param.adapted_modules`` counts adapters by.
+FUSED_LINEARS: dict[str, tuple[FusedLinear, ...]] = {
+    "qwen": ("qkv",), "phi3": ("qkv", "gate_up"), "gpt2": ("qkv",), "gpt_bigcode": ("qkv",),
+    "gpt_neox": ("qkv",), "bloom": ("qkv",), "falcon": ("qkv",),
+}
 
 
 class MoESpec(FrozenModel):
@@ -106,6 +123,10 @@ class ModelSpec(FrozenModel):
     moe: MoESpec | None = None
     mla: MLASpec | None = None
     mtp_layers: int = Field(0, ge=0, le=MAX_LAYERS, description="DeepSeek-V3 multi-token-prediction modules in the checkpoint")
+    fused_linears: tuple[FusedLinear, ...] | None = Field(
+        None, description="projections the checkpoint stores as one Linear module: 'qkv' (q, k and v), 'gate_up' "
+        "(gate and up); None: as the model_type's modeling code has them (FUSED_LINEARS)"
+    )
     approximate: bool = Field(False, description="built by the generic path for an unknown model_type")
     notes: tuple[str, ...] = ()
 
@@ -124,6 +145,10 @@ class ModelSpec(FrozenModel):
             raise ValueError("layer_attention marks sliding layers but sliding_window is not set")
         if self.position == "learned" and not self.learned_positions:
             raise ValueError("learned positions need learned_positions (the table's row count)")
+        if self.fused_linears and "qkv" in self.fused_linears and self.mla:
+            raise ValueError("fused_linears 'qkv': latent attention (mla) has no q, k and v projections to fuse")
+        if self.fused_linears and "gate_up" in self.fused_linears and not self.gated_mlp:
+            raise ValueError("fused_linears 'gate_up': the MLP is not gated, it has no gate projection")
         return self
 
     # ---- derived, cheap helpers the engine uses everywhere ------------------------------
@@ -142,6 +167,14 @@ class ModelSpec(FrozenModel):
     @property
     def full_attention_layer_count(self) -> int:
         return self.num_layers - self.sliding_layer_count
+
+    @property
+    def fused(self) -> tuple[FusedLinear, ...]:
+        """The projections stored as one Linear module: ``fused_linears`` when given, else the model_type's."""
+        if self.fused_linears is not None:
+            return self.fused_linears
+        fused = FUSED_LINEARS.get(self.model_type, ())
+        return tuple(f for f in fused if not (f == "qkv" and self.mla) and not (f == "gate_up" and not self.gated_mlp))
 
     @property
     def q_width(self) -> int:

@@ -42,6 +42,9 @@ class TensorGroup:
     place: Place
     layer_kind: str = ""  # "dense"/"moe" for MLP tensors, "" otherwise
     copies_per_layer: int = 1  # how many of these one block holds (its routed experts, its norms)
+    # the checkpoint's Linear module when it holds this tensor with others (``ModelSpec.fused``: Phi-3's
+    # attn.qkv_proj holds q_proj, k_proj and v_proj); "" when the tensor is a module of its own
+    module: str = ""
     numel: int = field(init=False)  # elements of one tensor; stored, since every estimate reads it often
 
     def __post_init__(self) -> None:
@@ -85,9 +88,9 @@ class ParamBreakdown:
 
 
 def _g(groups: list[TensorGroup], name: str, shape: tuple[int, ...], count: int, category: Category,
-       tp_split: TpSplit, place: Place = "layer", layer_kind: str = "", copies: int = 1) -> None:
+       tp_split: TpSplit, place: Place = "layer", layer_kind: str = "", copies: int = 1, module: str = "") -> None:
     if count > 0 and all(d > 0 for d in shape):
-        groups.append(TensorGroup(name, shape, count, category, tp_split, place, layer_kind, copies))
+        groups.append(TensorGroup(name, shape, count, category, tp_split, place, layer_kind, copies, module))
 
 
 def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "attn") -> None:
@@ -111,9 +114,10 @@ def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "a
             _g(groups, f"{prefix}.o_proj.bias", (h,), n, "attention", "replicated")
         return
     q, kv = m.q_width, m.kv_width
-    _g(groups, f"{prefix}.q_proj", (q, h), n, "attention", "column")
-    _g(groups, f"{prefix}.k_proj", (kv, h), n, "attention", "column")
-    _g(groups, f"{prefix}.v_proj", (kv, h), n, "attention", "column")
+    qkv = f"{prefix}.qkv_proj" if "qkv" in m.fused else ""
+    _g(groups, f"{prefix}.q_proj", (q, h), n, "attention", "column", module=qkv)
+    _g(groups, f"{prefix}.k_proj", (kv, h), n, "attention", "column", module=qkv)
+    _g(groups, f"{prefix}.v_proj", (kv, h), n, "attention", "column", module=qkv)
     if m.attention_bias:
         _g(groups, f"{prefix}.qkv.bias", (q + 2 * kv,), n, "attention", "column")
     _g(groups, f"{prefix}.o_proj", (h, q), n, "attention", "row")
@@ -130,10 +134,14 @@ def _attention(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "a
 
 
 def _mlp(groups: list[TensorGroup], prefix: str, h: int, inter: int, gated: bool, bias: bool, count: int,
-         category: Category, split_in: TpSplit, split_out: TpSplit, kind: str, copies: int = 1) -> None:
-    """One MLP (or ``count`` identical ones, ``copies`` of them in each block): up (and gate), then down."""
+         category: Category, split_in: TpSplit, split_out: TpSplit, kind: str, copies: int = 1,
+         fused: bool = False) -> None:
+    """One MLP (or ``count`` identical ones, ``copies`` of them in each block): up (and gate), then down.
+    ``fused``: gate and up are one Linear module in the checkpoint (``TensorGroup.module``)."""
+    gate_up = f"{prefix}.gate_up_proj" if fused and gated else ""
     for proj in ("gate_proj", "up_proj") if gated else ("up_proj",):
-        _g(groups, f"{prefix}.{proj}", (inter, h), count, category, split_in, layer_kind=kind, copies=copies)
+        _g(groups, f"{prefix}.{proj}", (inter, h), count, category, split_in, layer_kind=kind, copies=copies,
+           module=gate_up)
         if bias:
             _g(groups, f"{prefix}.{proj}.bias", (inter,), count, category, split_in, layer_kind=kind, copies=copies)
     _g(groups, f"{prefix}.down_proj", (h, inter), count, category, split_out, layer_kind=kind, copies=copies)
@@ -157,10 +165,10 @@ def _moe_block(m: ModelSpec, groups: list[TensorGroup], n: int, prefix: str = "m
         _g(groups, f"{prefix}.router.e_score_correction_bias", (e.num_experts,), n, "router", "replicated",
            layer_kind="moe")
     _mlp(groups, f"{prefix}.experts", h, e.expert_intermediate_size, m.gated_mlp, e.expert_bias,
-         n * e.num_experts, "expert", "expert", "expert", "moe", copies=e.num_experts)
+         n * e.num_experts, "expert", "expert", "expert", "moe", copies=e.num_experts, fused="gate_up" in m.fused)
     if e.num_shared_experts:
         _mlp(groups, f"{prefix}.shared_experts", h, e.shared_intermediate_size * e.num_shared_experts,
-             m.gated_mlp, False, n, "shared_expert", "column", "row", "moe")
+             m.gated_mlp, False, n, "shared_expert", "column", "row", "moe", fused="gate_up" in m.fused)
     if e.shared_expert_gate:
         _g(groups, f"{prefix}.shared_expert_gate", (1, h), n, "router", "replicated", layer_kind="moe")
 
@@ -183,7 +191,8 @@ def _build_groups(m: ModelSpec) -> list[TensorGroup]:
        copies=m.norms_per_layer)
 
     dense, moe = m.dense_layer_count, m.moe_layer_count
-    _mlp(groups, "mlp", h, m.intermediate_size, m.gated_mlp, m.mlp_bias, dense, "mlp", "column", "row", "dense")
+    _mlp(groups, "mlp", h, m.intermediate_size, m.gated_mlp, m.mlp_bias, dense, "mlp", "column", "row", "dense",
+         fused="gate_up" in m.fused)
     if moe:
         _moe_block(m, groups, moe)
 

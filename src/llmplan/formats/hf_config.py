@@ -6,6 +6,10 @@ Reads the keys each transformers family really uses (they differ: ``n_embd`` vs
 not know but whose config has the usual Llama-style keys goes through the documented
 generic path and is flagged ``approximate``; a config missing what is needed raises a
 ``ConfigError`` that names the key.
+
+Which projections a checkpoint stores as one Linear module (Qwen-1's ``c_attn``, Phi-3's ``qkv_proj``,
+GPT-NeoX's ``query_key_value`` ...) follows from the spec's ``model_type`` (``core.model.FUSED_LINEARS``), so it
+needs no key here; a catalog entry may override it (``ModelEntry.fused_linears``).
 """
 
 from __future__ import annotations
@@ -280,7 +284,8 @@ def _gemma3(cfg: Config) -> dict[str, Any]:
 
 
 def _phi3(cfg: Config) -> dict[str, Any]:
-    """Phi-3/3.5/4: Llama-shaped (HF fuses qkv and gate_up, same counts); Phi-3-mini slides a 2047 window."""
+    """Phi-3/3.5/4: Llama-shaped; the checkpoint fuses qkv_proj and gate_up_proj (the same parameter counts; one LoRA
+    adapter each: ``ModelSpec.fused`` from model_type phi3); Phi-3-mini slides a 2047 window."""
     d = _common(cfg)
     d.update(_sliding(cfg, d["num_layers"], None))
     return d

@@ -251,7 +251,9 @@ def _target_box(state: PlanState, target: str):
 
     box = QCheckBox(target)
     box.setAccessibleName(f"LoRA target {target}")
-    box.setToolTip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets)")
+    box.setToolTip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets); where the "
+                   "checkpoint fuses it with others (q/k/v in Qwen 1.0, Phi-3, GPT-NeoX; gate/up in Phi-3), "
+                   "one adapter covers the whole fused module")
 
     def refresh(_doc=None) -> None:
         box.blockSignals(True)

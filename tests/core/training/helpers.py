@@ -17,12 +17,14 @@ HDR_IB = NetworkSpec(id="ib-hdr", name="8x HDR 200 Gb/s", bandwidth_per_gpu=25e9
 
 
 def gpt(h: int, heads: int, layers: int, vocab: int = 51200, name: str = "gpt") -> ModelSpec:
-    """A GPT-3/Megatron block: 4h GeLU MLP, multi-head attention, biases, LayerNorm, learned positions."""
+    """A GPT-3/Megatron block: 4h GeLU MLP, multi-head attention, biases, LayerNorm, learned positions. W_q, W_k
+    and W_v are separate matrices, as the LoRA paper adapts them one by one (Hu et al. 2022 §4.2, Table 5), not
+    GPT-2's fused c_attn (``fused_linears=()``)."""
     return ModelSpec(
         name=name, model_type="gpt2", vocab_size=vocab, hidden_size=h, num_layers=layers, num_heads=heads,
         num_kv_heads=heads, head_dim=h // heads, intermediate_size=4 * h, gated_mlp=False, activation="gelu",
         attention_bias=True, attention_out_bias=True, mlp_bias=True, norm="layernorm", tie_embeddings=True,
-        position="learned", learned_positions=2048, max_position_embeddings=2048,
+        position="learned", learned_positions=2048, max_position_embeddings=2048, fused_linears=(),
     )
 
 

@@ -70,15 +70,28 @@ Found and fixed from code, with what each did to the table:
   the most it gathered (the output head through the loss) whatever the peak phase holds: 72B LoRA + ZeRO-3
   −20.5 … −16.3% → −16.6 … −13.3%, 7B full on 2 GPUs −17.5 … −4.0% → −15.3 … −1.5% (1.8B full runs on one
   GPU: nothing gathered); memory median 9.7% → 9.5%, rows more than 10% under 40 → 40.
+- one adapter per fused ``c_attn`` (``core.lora_modules``, 2026-11-28): Qwen's q, k and v are one Linear module
+  (modeling_qwen.py ``QWenAttention``: ``c_attn`` = nn.Linear(h, 3h)), and PEFT wraps whole modules, so it adds
+  one A (r × h) and one B (3h × r) there, where llmplan had counted three adapters: 16.8M parameters too many on
+  7B (``test_fused_c_attn_gets_one_adapter``), and two adapters' GEMMs, dropout, casts, scale and add too many in
+  every block. Each row drops the fp32 adapters, gradients and Adam states of 2·r·h per layer (0.4 GiB on 7B,
+  1.9 GiB on 72B) and runs faster by the kernels left out (most at short lengths, where the steps are
+  launch-bound). Memory, before → after: 1.8B LoRA −21.0 … −5.7% → −21.6 … −6.2%, 7B LoRA −10.5 … −3.7% →
+  −11.4 … −4.9%, 14B LoRA −8.8 … −1.6% → −9.6 … −3.1%, 7B LoRA (emb) −7.6 … +0.8% → −8.2 … −0.4%, 7B Q-LoRA
+  −17.5 … −9.5% → −18.6 … −11.9%, 14B Q-LoRA −15.5 … −7.2% → −17.8 … −8.6%, 72B Q-LoRA −4.8 … −2.0% → −7.7 …
+  −3.8%, 72B LoRA + ZeRO-3 −16.6 … −13.3% → −17.2 … −13.8%; full fine-tuning unchanged. Memory median 9.5% →
+  10.8% (above the issue's 10% again: the over-count had covered part of the missing bytes), rows more than 10%
+  under 40 → 41, over 4 → 3; tokens/s median 16.3% → 11.6% (7B LoRA −24.6 … −4.1% → −11.6 … +3.3%).
 
-Results (2026-11-27; ZeRO-3 memory 2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
-- memory, median |error| 9.5% over the 81 rows; per method LoRA 11.8% (30 rows, 16 more than 10% under), LoRA
-  (emb) 6.3% (18, 1), Q-LoRA 11.9% (24, 16), full 19.3% (9, 7): the issue's ≤ 10% per tool and method and "no
-  row more than 10% under" are not met. 40 rows more than 10% under, 4 over (LoRA (emb) at short lengths, +2.4% at
-  most): 7B and 14B LoRA −2 … −10%; LoRA (emb) −10 … +2%; Q-LoRA −25 … −2%; 1.8B LoRA, Q-LoRA and full −6 …
-  −25%; 72B LoRA + ZeRO-3 −17 … −13%; 7B full on 2 GPUs −15 … −2%.
-- tokens/s, median |error| 16.3% (the issue asks ≤ 20%; 17.1% before the per-operation price audit of
-  2026-11-27, which took the sweep harness's host latency out of each GEMM's GPU time: every group moved faster).
+Results (2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
+- memory, median |error| 10.8% over the 81 rows; per method LoRA 12.4% (30 rows, 16 more than 10% under), LoRA
+  (emb) 7.2% (18, 1), Q-LoRA 13.9% (24, 17), full 19.3% (9, 7): the issue's ≤ 10% overall, per tool and method
+  and "no row more than 10% under" are not met. 41 rows more than 10% under, 3 over (LoRA (emb) at short lengths,
+  +1.2% at most): 7B and 14B LoRA −3 … −11%; LoRA (emb) −11 … +1%; Q-LoRA −26 … −4%; 1.8B LoRA, Q-LoRA and full
+  −6 … −26%; 72B LoRA + ZeRO-3 −17 … −14%; 7B full on 2 GPUs −15 … −2%.
+- tokens/s, median |error| 11.6% (the issue asks ≤ 20%; 16.3% before the adapters of the fused c_attn were
+  counted once, 17.1% before the per-operation price audit of 2026-11-27, which took the sweep harness's host
+  latency out of each GEMM's GPU time: every group moved faster).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
 How Qwen measured (checked 2026-11-27 for zgap28; not established): the README's text around the table says "we
@@ -140,12 +153,9 @@ Why rows miss, as far as found (pinned, not fixed):
 - "LoRA (multinode)" is 65-126% fast (63-86% before the price audit's 7.5 µs GEMM fixed cost; 30-71% before the
   DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
   multinode script's own ``--per_device_train_batch_size 2`` rather than the README's 1
-  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −4 … −11%, tokens/s +52 … −17% with 2, the
+  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −5 … −11%, tokens/s +58 … −16% with 2, the
   256-token row the one left fast); recorded, not chosen. The servers' network is
   not stated.
-- not modelled: Qwen's q, k and v are one fused ``c_attn``, so PEFT puts one adapter (r × 4h) and one dropout
-  on it where llmplan counts three (r × 6h): 7B's adapters are 143.1M parameters, llmplan counts 159.9M
-  (0.27 GB of states, under 1% of any row).
 Qwen's own code, read item by item for what the run allocates beyond llmplan's terms (qwen29, 2026-11-27;
 QwenLM/Qwen finetune.py, finetune/*.sh and ds_config_zero2/3.json at b1d80a9 and b5fad3d, the README history;
 modeling_qwen.py as published with the checkpoints; DeepSpeed v0.12.3; peft v0.5.0; accelerate's prepare_model). None
@@ -178,12 +188,13 @@ LoRA (emb) 6.3%, Q-LoRA 11.9%, full 19.3%; 40 rows more than 10% under, 4 over):
   ``initialize_optimizer_states``: an fp32 gradient buffer of the largest sub-group's ``ds_numel``, which on a
   partition's tensor is the partition's size) holds less than the step's 6 B copies, and the 16-bit gradient
   buffer is allocated after it;
-- over-counted, not missing: Qwen's q, k and v are one fused ``c_attn``, so PEFT adds one adapter (r × (h + 3h))
-  where llmplan counts three (``test_fused_c_attn_adapters_are_over_counted``).
+- counted as PEFT adds them since 2026-11-28: Qwen's q, k and v are one fused ``c_attn``, so PEFT adds one adapter
+  (r × (h + 3h)) where llmplan had counted three (``test_fused_c_attn_gets_one_adapter``).
 What is left is the allocator's reserve if "G" is the device figure (a flat 5% of the allocated bytes here), or
 something no code read shows; it needs a measured run.
 
-Tolerances: the issue's medians (memory ≤ 10%: 9.7% recorded; tokens/s ≤ 20%); each row group pinned to its
+Tolerances: the medians as recorded (memory 10.8%, pinned ≤ 11%: the issue's ≤ 10% is not met since the fused
+c_attn's adapters are counted once; tokens/s ≤ 20%, the issue's); each row group pinned to its
 recorded band ± 3 points, so that a change to the model shows here and this note is updated.
 """
 
@@ -221,24 +232,23 @@ TABLE = {
                             (289.2, 161.5)],
     ("72B", "qlora", 1, 1): [(61.4, 27.4), (61.4, 31.5), (62.9, 41.4), (64.1, 59.5), (68.0, 97.7), (75.6, 179.8)],
 }
-# recorded (2026-11-27; memory after zgap28's per-phase ZeRO-3 gathers, tokens/s after the price audit; the ZeRO-3
-# groups' memory 2026-11-28, after the allocator's side-stream reserve):
+# recorded (2026-11-28, after one adapter per fused c_attn; module doc):
 # (lowest, highest memory error), (lowest, highest tokens/s error) of each group
 BANDS = {
-    ("1.8B", "lora", 1, 1): ((-0.210, -0.057), (-0.163, -0.032)),
-    ("1.8B", "lora-emb", 1, 1): ((-0.103, -0.066), (-0.171, -0.009)),
-    ("1.8B", "qlora", 1, 1): ((-0.247, -0.194), (-0.035, 0.309)),
+    ("1.8B", "lora", 1, 1): ((-0.216, -0.062), (-0.058, 0.120)),
+    ("1.8B", "lora-emb", 1, 1): ((-0.108, -0.076), (-0.057, 0.106)),
+    ("1.8B", "qlora", 1, 1): ((-0.264, -0.204), (-0.018, 0.507)),
     ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.125, 3.179)),
-    ("7B", "lora", 1, 1): ((-0.105, -0.037), (-0.246, -0.041)),
-    ("7B", "lora-emb", 1, 1): ((-0.076, 0.008), (-0.143, -0.010)),
-    ("7B", "qlora", 1, 1): ((-0.175, -0.095), (-0.027, 1.104)),
+    ("7B", "lora", 1, 1): ((-0.114, -0.049), (-0.116, 0.033)),
+    ("7B", "lora-emb", 1, 1): ((-0.082, -0.004), (-0.115, 0.066)),
+    ("7B", "qlora", 1, 1): ((-0.186, -0.119), (-0.015, 1.423)),
     ("7B", "full", 1, 2): ((-0.153, -0.015), (0.626, 3.612)),
-    ("7B", "lora", 2, 2): ((-0.308, -0.060), (0.649, 1.263)),
-    ("14B", "lora", 1, 1): ((-0.088, -0.016), (-0.196, -0.077)),
-    ("14B", "lora-emb", 1, 1): ((-0.077, 0.024), (-0.169, -0.022)),
-    ("14B", "qlora", 1, 1): ((-0.155, -0.072), (-0.041, 1.975)),
-    ("72B", "lora", 1, 4): ((-0.166, -0.133), (-0.096, 1.446)),
-    ("72B", "qlora", 1, 1): ((-0.048, -0.020), (-0.008, 2.389)),
+    ("7B", "lora", 2, 2): ((-0.310, -0.065), (0.669, 1.342)),
+    ("14B", "lora", 1, 1): ((-0.096, -0.031), (-0.141, -0.022)),
+    ("14B", "lora-emb", 1, 1): ((-0.083, 0.012), (-0.143, 0.021)),
+    ("14B", "qlora", 1, 1): ((-0.178, -0.086), (-0.031, 2.138)),
+    ("72B", "lora", 1, 4): ((-0.172, -0.138), (-0.089, 1.448)),
+    ("72B", "qlora", 1, 1): ((-0.077, -0.038), (-0.000, 2.440)),
 }
 
 
@@ -300,10 +310,12 @@ def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
 
 
 def test_medians(results):
-    """The issue's medians: memory 9.5% recorded (≤ 10%), tokens/s 16.3% (≤ 20%; 17.1% before the price audit); module doc."""
+    """Memory 10.8% recorded (pinned ≤ 11%; the issue's ≤ 10% is not met since the fused c_attn's adapters are
+    counted once, 9.5% before), tokens/s 11.6% (the issue's ≤ 20%; 16.3% before, 17.1% before the price audit);
+    module doc."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
-    assert statistics.median(abs(m) for m, *_ in rows) <= 0.10
+    assert statistics.median(abs(m) for m, *_ in rows) <= 0.11
     assert statistics.median(abs(t) for _, t, *_ in rows) <= 0.20
 
 
@@ -320,12 +332,14 @@ def test_every_published_run_fits(results):
     assert all(fits for group in results.values() for _, _, fits, _ in group)
 
 
-# Memory under each reading of the published "G" (module doc, "How Qwen measured"), recorded 2026-11-28: the unit
+# Memory under each reading of the published "G" (module doc, "How Qwen measured"), recorded 2026-11-28 (after one
+# adapter per fused c_attn; before: GiB device 0.095, 40, 4; GiB allocated 0.164, 62, 0; GB device 0.057, 24, 29;
+# GB allocated 0.102, 44, 5): the unit
 # (GiB, or 1e9 bytes) and the quantity (the device, as llmplan's total; or PyTorch's allocated bytes, as Qwen's
 # published inference profiler reads them: llmplan's total less its overhead term) → (median |error|, rows more
 # than 10% under, rows over).
-READINGS = {("GiB", "device"): (0.095, 40, 4), ("GiB", "allocated"): (0.164, 62, 0),
-            ("GB", "device"): (0.057, 24, 29), ("GB", "allocated"): (0.102, 44, 5)}
+READINGS = {("GiB", "device"): (0.108, 41, 3), ("GiB", "allocated"): (0.173, 69, 0),
+            ("GB", "device"): (0.066, 25, 24), ("GB", "allocated"): (0.112, 44, 4)}
 
 
 @pytest.mark.parametrize("unit, quantity", READINGS, ids=lambda x: str(x))
@@ -394,20 +408,21 @@ def test_multinode_lora_reads_as_the_scripts_batch_of_two():
     speed (65-126% fast) together. finetune_lora_ds.sh, the multinode script, passes
     ``--per_device_train_batch_size 2``; the README says every run used a batch of 1, and the single-GPU rows
     (whose script also says 2) agree with 1. Planned with the script's 2, both gaps close at once but for the
-    shortest rows' speed (memory −4 … −11%, tokens/s +52% at 256 tokens, +20% at 512, then +1 … −17%; pinned ± 3
+    shortest rows' speed (memory −5 … −11%, tokens/s +58% at 256 tokens, +23% at 512, then +3 … −16%; pinned ± 3
     points), which no one missing term would do. The README's 1 stays the test's setting; this records what the
     rows look like. Recorded 2026-11-27; moved when kern28 + head28 + eager28 combined (tokens/s was +25 … −18%:
     the price audit's 7.5 µs GEMM fixed cost, not 23 µs, shortens the 256-token steps most, where each of the
     many small GEMMs and LoRA adapter GEMMs paid the host latency twice; the head and eager changes do not touch
-    this run)."""
+    this run; moved again 2026-11-28, when the fused c_attn got one adapter: memory −4.4 … −11.1%, tokens/s +52 …
+    −17%)."""
     key = ("7B", "lora", 2, 2)
     mem, tps = [], []
     for seq_len, (gib, s_per_it) in zip(LENGTHS, TABLE[key], strict=True):
         est, n = plan(*key, seq_len, micro_batch=2)
         mem.append(est.memory.total.value / GIB * n / gib - 1)
         tps.append(est.compute.tokens_per_s.value / (8 * n * 2 * seq_len / s_per_it) - 1)
-    assert min(mem) >= -0.111 - 0.03 and max(mem) <= -0.044 + 0.03, mem
-    assert min(tps) >= -0.173 - 0.03 and max(tps) <= 0.523 + 0.03, tps
+    assert min(mem) >= -0.114 - 0.03 and max(mem) <= -0.049 + 0.03, mem
+    assert min(tps) >= -0.163 - 0.03 and max(tps) <= 0.577 + 0.03, tps
 
 
 def test_qwen_loss_forward_under_autocast_never_sets_the_peak(monkeypatch):
@@ -424,21 +439,22 @@ def test_qwen_loss_forward_under_autocast_never_sets_the_peak(monkeypatch):
     assert after == pytest.approx(before, rel=1e-9)
 
 
-def test_fused_c_attn_adapters_are_over_counted():
-    """Qwen's attention projects q, k and v with one fused ``c_attn`` (h → 3h), so PEFT (finetune.py's
-    ``lora_target_modules`` c_attn, c_proj, w1, w2; r 64) adds one adapter of r × (h + 3h) where llmplan, which plans
-    q, k and v as three projections, counts three of r × (h + h): Qwen-7B (h 4096, 32 layers, w1/w2 11,008 wide)
-    has 32 × (64 × 16,384 + 64 × 8,192 + 3 × 64 × 15,104) = 143,130,624 adapter parameters, llmplan counts
-    16,777,216 more (2 · r · h per layer, 0.27 GB of fp32 states and gradients). Exact: a change to either count
-    shows here."""
+def test_fused_c_attn_gets_one_adapter():
+    """Qwen's attention projects q, k and v with one fused ``c_attn`` (h → 3h; modeling_qwen.py ``QWenAttention``,
+    as published with the checkpoints), so PEFT (finetune.py's ``lora_target_modules`` c_attn, c_proj, w1, w2; r 64;
+    peft ``LoraLayer.update_layer``: lora_A in → r, lora_B r → out per wrapped module) adds one adapter of
+    r × (h + 3h) there: Qwen-7B (h 4096, 32 layers, w1/w2 11,008 wide) has 32 × (64 × 16,384 + 64 × 8,192 +
+    3 × 64 × 15,104) = 143,130,624 adapter parameters. llmplan counted 16,777,216 more (three adapters of
+    r × (h + h)) until 2026-11-28. Exact, and the same count in the search's quick model."""
+    from llmplan.core.bytes_per_param import trainable_params
     from llmplan.core.params import count_params
     from llmplan.core.training.lora import adapter_params
 
     sc = resolve(PlanDocument(model=ModelRef(id=MODELS["7B"]), hardware=HardwareRef(gpu=A100),
                               training=TrainingSettings(method="lora", lora_rank=64), workload="finetune"))
     m = sc.model
-    counted = adapter_params(count_params(m), m, None, 64, sc.training.lora_targets)
     h, inter, r = m.hidden_size, m.intermediate_size, 64
     peft = m.num_layers * (r * (h + 3 * h) + r * (h + h) + 3 * r * (h + inter))
     assert peft == 143_130_624
-    assert counted - peft == m.num_layers * 2 * r * h == 16_777_216
+    assert adapter_params(count_params(m), m, None, 64, sc.training.lora_targets) == peft
+    assert trainable_params(count_params(m), "lora", 64, sc.training.lora_targets) == peft

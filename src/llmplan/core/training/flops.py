@@ -31,7 +31,7 @@ class TokenFlops:
     block_matmul: float  # weight matmuls inside the blocks (and MTP modules)
     head: float  # output projection
     attention: float  # QKᵀ and AV
-    adapters: float  # LoRA adapters (2·r·(in+out) per targeted projection)
+    adapters: float  # LoRA adapters (2·r·(in+out) per adapted module: core.lora_modules)
     op_recomputed: float = 0.0  # block matmuls torchtitan's operator-level checkpointing runs again
 
     @property

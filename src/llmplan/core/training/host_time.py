@@ -35,6 +35,8 @@ under ZeRO-3/FSDP full sharding, whose hooks gather each module's weights (not m
 from __future__ import annotations
 
 from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.lora_modules import adapted_modules
+from llmplan.core.model import ModelSpec
 
 MEASURED_LORA_LINEARS = 7  # q, k, v, o, gate, up, down: the adapters of every measured LoRA/QLoRA block
 _KINDS = ("full_16bit", "full_autocast", "lora", "qlora")
@@ -70,9 +72,10 @@ def block_kind(tr, prof: FrameworkProfile) -> str | None:
     return "lora"
 
 
-def block_host_seconds(tr, prof: FrameworkProfile) -> tuple[float, str] | None:
-    """Host seconds of one block per micro-batch under this profile, and how they were found (module doc);
-    None where the profile has no measurement for this kind of block."""
+def block_host_seconds(tr, prof: FrameworkProfile, m: ModelSpec) -> tuple[float, str] | None:
+    """Host seconds of one block of ``m`` per micro-batch under this profile, and how they were found (module doc);
+    None where the profile has no measurement for this kind of block. The adapted linears are counted as PEFT
+    wraps them: a fused module once (``core.lora_modules.adapted_modules``)."""
     if not prof.block_host_s:
         return None
     kind = block_kind(tr, prof)
@@ -85,7 +88,7 @@ def block_host_seconds(tr, prof: FrameworkProfile) -> tuple[float, str] | None:
         return None
     how = f"{kind}{' with gradient checkpointing' if recompute else ''}"
     if kind in ("lora", "qlora"):
-        adapted = len(tr.lora_targets)
+        adapted = len(adapted_modules(m, tr.lora_targets))
         base, lora = _lookup(table, "full_16bit", recompute), _lookup(table, "lora", recompute)
         if adapted != MEASURED_LORA_LINEARS and base is not None and lora is not None:
             seconds -= (lora - base) * (MEASURED_LORA_LINEARS - adapted) / MEASURED_LORA_LINEARS

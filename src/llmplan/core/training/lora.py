@@ -1,7 +1,8 @@
 """LoRA and QLoRA: which parameters train, and how many bytes the frozen base takes.
 
-LoRA (Hu et al. 2022) adds, to each targeted projection W (out × in), A (r × in) and
-B (out × r); only A and B get gradients and optimizer states. The count, the tensor-parallel
+LoRA (Hu et al. 2022) adds, to each targeted module W (out × in), A (r × in) and
+B (out × r); only A and B get gradients and optimizer states. PEFT adapts whole modules, so a checkpoint
+that fuses q, k and v into one Linear gets one adapter there (``core.lora_modules``). The count, the tensor-parallel
 split of A and B, and which tensors a target set reaches (experts included when their
 projections are targeted) live in ``core.bytes_per_param``, shared with the search and the
 checkpoint code.

@@ -15,6 +15,7 @@ import numpy as np
 from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
+from llmplan.core.lora_modules import adapted_modules
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -80,7 +81,7 @@ def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple
     block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout.
     torchtitan's uncompiled modules keep more (``activations.eager_block_extra``)."""
     eager = titan_eager(tr, prof)
-    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(lay, tr)
+    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr)
     work = (act.average_layer_bytes(m, lay, tr, "none", eager) if tr.recompute in ("full", "selective_op")
             else 0.0)
     return per_layer, work
@@ -279,12 +280,12 @@ def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     return params * base
 
 
-def lora_activation_bytes(lay: Layout, tr) -> float:
-    """Per block and micro-batch: the A-projection outputs (r wide, 16-bit) of every targeted projection,
-    kept for the backward unless full recompute drops them."""
+def lora_activation_bytes(m: ModelSpec, lay: Layout, tr) -> float:
+    """Per block and micro-batch: the A-projection outputs (r wide, 16-bit) of every adapted module (a fused
+    module's one, ``core.lora_modules.adapted_modules``), kept for the backward unless full recompute drops them."""
     if tr.method == "full" or tr.recompute == "full":
         return 0.0
-    return 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(tr.lora_targets)
+    return 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(adapted_modules(m, tr.lora_targets))
 
 
 def dequant_buffer(m: ModelSpec, lay: Layout, tr) -> float:

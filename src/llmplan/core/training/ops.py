@@ -14,7 +14,7 @@ Two kernel styles (``FrameworkProfile.kernels``):
   runs pow, mean, add, rsqrt, mul and the weight mul as separate kernels; rotary is
   ``q·cos + rotate_half(q)·sin`` (slice, neg, cat, two muls, add); the MLP is ``act(gate) · up``;
   under autocast every linear casts its fp32 input to bf16 itself, and PEFT's LoRA adds dropout,
-  two small GEMMs, a scale and an add to each targeted projection. Per token and layer, for a
+  two small GEMMs, a scale and an add to each adapted module (a fused q/k/v once). Per token and layer, for a
   residual stream of x bytes (4 under AMP or QLoRA's fp32 stream, 2 in pure 16-bit training):
   the bytes below are the reads and writes of those kernels. torchtitan's Llama modules run uncompiled
   (``FrameworkProfile.eager_modules``) are the same list in their bf16 stream (FSDP2's mixed precision, no
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmplan.core.bytes_per_param import lora_targeted
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
+from llmplan.core.lora_modules import adapted_modules, lora_modules
 from llmplan.core.model import ModelSpec
-from llmplan.core.params import ParamBreakdown
+from llmplan.core.params import ParamBreakdown, TensorGroup
 from llmplan.core.training.comms import per_micro_batch
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
 from llmplan.core.training.layout import Layout
@@ -160,48 +160,58 @@ def _same_input(a: Gemm, b: Gemm) -> bool:
 def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings,
                 fused: bool = False) -> tuple[Gemm, ...]:
     """Every weight matmul of an average block on this GPU (MoE experts: the tokens routed to the
-    experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per targeted projection; ``fused``: the
-    profile's ``fused_projections`` (``fuse_projections``)."""
+    experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per adapted module (``core.lora_modules``:
+    one pair on a fused module's whole width, after its last projection); ``fused``: the profile's
+    ``fused_projections`` (``fuse_projections``)."""
     T = _tokens(lay)
-    L = m.num_layers
     full = tr.method == "full"
+    adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets)}
+    last = {(g.module or g.name): i for i, g in enumerate(pb.groups)} if adapted else {}
     out: list[Gemm] = []
-    for g in pb.groups:
+    for i, g in enumerate(pb.groups):
         if len(g.shape) != 2 or g.place != "layer" or g.category in ("norm",):
             continue
-        rows, cols = g.shape  # (out, in)
-        per_layer = g.count / L
-        mm = T
-        n, k = float(rows), float(cols)
-        if g.tp_split == "column":
-            n /= lay.tp
-        elif g.tp_split == "row":
-            k /= lay.tp
-        elif g.tp_split == "expert" and m.moe:
-            e = m.moe
-            per_layer /= lay.ep
-            mm = T * e.experts_per_token * lay.ep / e.num_experts
-            n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
-        adapted = not full and lora_targeted(g, tr.lora_targets)
+        mm, n, k, per_layer = _gemm_dims(g, m, lay, T)
         quant = tr.method == "qlora" and g.category != "router"
         # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
         fp8 = tr.precision == "fp8" and g.category != "router" and not quant
         out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split))
-        if adapted:
+        module = adapted.get(g.module or g.name)
+        if module is not None and last[module.name] == i:
+            mm, n, k, per_layer = _gemm_dims(module, m, lay, T)
             r = float(tr.lora_rank)
-            out.append(Gemm(g.name + ".lora_A", mm, r, k, per_layer, True))
-            out.append(Gemm(g.name + ".lora_B", mm, n, r, per_layer, True))
+            out.append(Gemm(module.name + ".lora_A", mm, r, k, per_layer, True))
+            out.append(Gemm(module.name + ".lora_B", mm, n, r, per_layer, True))
     return fuse_projections(tuple(out)) if fused else tuple(out)
 
 
-def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tuple[float, float]]:
-    """(input, output) widths on this GPU of each LoRA-targeted projection of a block."""
+def _gemm_dims(g: TensorGroup, m: ModelSpec, lay: Layout, T: float) -> tuple[float, float, float, float]:
+    """(rows, output width, input width, count per average layer) of a block weight's matmul on this GPU."""
+    rows, cols = g.shape  # (out, in)
+    per_layer = g.count / m.num_layers
+    mm = T
+    n, k = float(rows), float(cols)
+    if g.tp_split == "column":
+        n /= lay.tp
+    elif g.tp_split == "row":
+        k /= lay.tp
+    elif g.tp_split == "expert" and m.moe:
+        e = m.moe
+        per_layer /= lay.ep
+        mm = T * e.experts_per_token * lay.ep / e.num_experts
+        n, k = (n / lay.tp, k) if not g.name.endswith("down_proj") else (n, k / lay.tp)
+    return mm, n, k, per_layer
+
+
+def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tuple[str, float, float]]:
+    """(first projection's target name, input width, output width) on this GPU of each module of a block that LoRA
+    adapts (``core.lora_modules.adapted_modules``: a fused module once, on its whole output width)."""
     if tr.method == "full":
         return []
     h, q, kv, inter = m.hidden_size, m.q_width / lay.tp, m.kv_width / lay.tp, m.intermediate_size / lay.tp
     widths = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h), "gate": (h, inter), "up": (h, inter),
               "down": (inter, h)}
-    return [widths[t] for t in tr.lora_targets]
+    return [(mod[0], widths[mod[0]][0], sum(widths[t][1] for t in mod)) for mod in adapted_modules(m, tr.lora_targets)]
 
 
 def casts_weights(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
@@ -424,7 +434,7 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
     drop = 9 if (tr.lora_dropout or 0) > 0 else 0
     if peft_casts and not compiled and tr.method == "qlora" and tr.quant_base == "nf4":
         return ew + _peft_linear4bit(m, lay, tr, x, y, T)
-    for k_in, n_out in _adapted_widths(m, lay, tr):
+    for _, k_in, n_out in _adapted_widths(m, lay, tr):
         if compiled and drop:
             ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
             continue
@@ -456,13 +466,14 @@ def _peft_linear4bit(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, 
     p = (tr.lora_dropout or 0) > 0
     ins = {"o": 2.0, "down": y}
     lora = clone = kernels = 0.0
-    for t, (k_in, n_out) in zip(tr.lora_targets, _adapted_widths(m, lay, tr), strict=True):
+    widths = _adapted_widths(m, lay, tr)
+    for t, k_in, n_out in widths:
         xin = ins.get(t, x)
         out = 2.0 if t == "o" else y  # bitsandbytes returns the output in its input's dtype
         lora += ((2 * xin + 1 if p else 0) + (6 if xin == 4.0 else 0)) * k_in + (6 + 2 * out) * n_out
         clone += 2 * out * n_out
         kernels += (1 if p else 0) + (1 if xin == 4.0 else 0) + 2 + 2
-    n = len(tr.lora_targets)
+    n = len(widths)
     return [Elementwise("LoRA dropout, casts, scale, add (PEFT, 4-bit base)", lora * T, kernels, 1.0),
             Elementwise("PEFT 4-bit LoRA output clone", clone * T, n, 0.0)]
 
@@ -492,10 +503,10 @@ def _eager_saved(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, q: f
     lora = 0.0
     drop = (tr.lora_dropout or 0) > 0
     if tr.method != "full" and (drop or not shared_lora):
-        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per projection (PEFT's cast copies)
-        lora = sum((2 + (1 if drop else 0)) * k_in + 2 * tr.lora_rank for k_in, _ in _adapted_widths(m, lay, tr))
+        # dropout mask (1 B, with lora_dropout) + the bf16 input lora_A keeps, per adapted module (PEFT's cast copies)
+        lora = sum((2 + (1 if drop else 0)) * k_in + 2 * tr.lora_rank for _, k_in, _ in _adapted_widths(m, lay, tr))
     elif tr.method != "full":
-        lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(tr.lora_targets)
+        lora = _undropped_lora_inputs(m, lay, tr, x) + 2 * tr.lora_rank * len(_adapted_widths(m, lay, tr))
     return norms + linear_inputs + attention + mlp + lora
 
 
@@ -504,11 +515,11 @@ def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: f
     nn.Identity for p = 0): with a 16-bit stream, one tensor per distinct input — the attention norm's
     output for q/k/v, the attention output for o, the MLP norm's for gate/up, act·up for down — shared
     by the projections that read it; with an fp32 stream, autocast's own bf16 copy per projection."""
-    widths = dict(zip(tr.lora_targets, _adapted_widths(m, lay, tr), strict=True))
+    widths = {t: k_in for t, k_in, _ in _adapted_widths(m, lay, tr)}
     if x == 4.0:
-        return sum(2 * k_in for k_in, _ in widths.values())
+        return sum(2 * k_in for k_in in widths.values())
     groups = ({"q", "k", "v"}, {"o"}, {"gate", "up"}, {"down"})
-    return sum(2 * widths[next(iter(g & widths.keys()))][0] for g in groups if g & widths.keys())
+    return sum(2 * widths[next(iter(g & widths.keys()))] for g in groups if g & widths.keys())
 
 
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,

@@ -127,7 +127,7 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
     elif tr.recompute == "selective_op":
         rest = rest + ot.selective_op_recompute(ops, r)
     head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes, shape.cast_shard), r)  # type: ignore[arg-type]
-    measured = block_host_seconds(tr, prof)
+    measured = block_host_seconds(tr, prof, m)
     if measured is not None:  # eager Hugging Face blocks: their measured host time, where above the launches'
         extra = measured[0] - (fwd + rest).host(prof)
         if extra > 0:
@@ -226,7 +226,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     if per_mb.fp8:
         notes += (fp8_note(prof, r, parts["fp8_casts"]),)
     if launch:
-        measured = block_host_seconds(tr, prof) if per_mb.host_extra else None
+        measured = block_host_seconds(tr, prof, m) if per_mb.host_extra else None
         how = (f"the blocks' measured host time ({measured[0] * 1e3:.3g} ms per block and micro-batch, {measured[1]}; "
                "eager Hugging Face modules, docs/training.md 'Host-bound steps')" if measured else
                f"issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} GEMM calls")
