@@ -27,7 +27,8 @@ def test_a_qlora_plan_runs_as_qlora_with_checkpointing_and_its_targets():
     rs = run_settings(_doc(method="qlora", recompute="full", micro_batch=2, seq_len=1024, lora_rank=8,
                            lora_targets=("q", "v")))
     assert (rs.workload, rs.method, rs.checkpointing, rs.micro_batch, rs.seq_len) == ("train", "qlora", True, 2, 1024)
-    assert rs.lora_targets == ("q_proj", "v_proj") and rs.lora_rank == 8 and rs.lora_dropout == 0.05
+    assert rs.lora_targets == ("self_attn.q_proj", "self_attn.v_proj") and rs.lora_rank == 8
+    assert rs.lora_dropout == 0.05
 
 
 def test_pure_bf16_and_inference_plans():
