@@ -56,11 +56,11 @@ class RunSettings:
     flash_attention: bool
 
 
-def run_settings(doc: Any, spec: Any = None) -> RunSettings:
+def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
     """The plan as one process on one GPU runs it. Multi-GPU layouts are refused: this harness measures
     one device, the Hugging Face profile's case. LoRA adapts the modules the estimate counts, named as the
-    model's modeling code names them (``core.lora_modules.peft_target_modules``; ``spec``: the model as built,
-    by default the plan's)."""
+    model's modeling code names them (``core.lora_modules.peft_target_modules``; ``config``: the config.json
+    the model is built from, by default the plan's)."""
     par = doc.parallelism
     if par.tp * par.pp * par.cp * par.dp > 1 or doc.hardware.gpus_per_node * doc.hardware.nodes > 1:
         raise InputError("measure runs a plan on this one GPU: set hardware.gpus_per_node and nodes to 1 and the "
@@ -73,7 +73,7 @@ def run_settings(doc: Any, spec: Any = None) -> RunSettings:
         raise InputError(f"measure runs adamw, adam8bit or sgd, not {tr.optimizer}; set training.optimizer")
     targets: tuple[str, ...] = ()
     if doc.workload != "inference" and tr.method != "full":
-        targets = peft_target_modules(spec if spec is not None else model_spec(doc), tr.lora_targets)
+        targets = peft_target_modules(model_spec(doc, config), tr.lora_targets)
     return RunSettings(
         workload="generate" if doc.workload == "inference" else "train", method=tr.method, regime=tr.regime,
         micro_batch=tr.micro_batch, seq_len=tr.seq_len, checkpointing=tr.recompute == "full",
@@ -156,8 +156,8 @@ def _build(config: dict, rs: RunSettings, torch: Any, transformers: Any, device:
     config = language_model_config(config)
     if config.get("model_type") not in transformers.CONFIG_MAPPING:
         raise InputError(f"transformers {transformers.__version__} has no model_type '{config.get('model_type')}' "
-                         "(Qwen-1's checkpoints ship their own modeling code): measure builds models from "
-                         "transformers' own code only")
+                         "of its own (a model whose checkpoints ship their modeling code, as Qwen-1's do): measure "
+                         "builds models from transformers' own code only")
     cfg = transformers.AutoConfig.for_model(**config)
     cfg.use_cache = rs.workload == "generate"
     attn = "sdpa" if rs.flash_attention else "eager"
@@ -262,7 +262,7 @@ def _generate(model: Any, rs: RunSettings, torch: Any, device: Any, steps: int) 
 
 def measure(doc: Any, config: dict, steps: int = 6, device: str | None = None) -> dict[str, Any]:
     """Run the plan here and return the run file's content (module doc)."""
-    rs = run_settings(doc, model_spec(doc, config))
+    rs = run_settings(doc, config)
     torch, transformers = _modules()
     dev = _device(torch, device)
     model = _build(config, rs, torch, transformers, dev)
