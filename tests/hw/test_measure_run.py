@@ -1,21 +1,28 @@
 """``llmplan-cli measure``: what a plan runs as on one GPU, and a run file that --compare-run reads.
 
 The torch part needs a GPU and the optional packages; here the plan -> settings mapping, the refusals and
-the run file's compatibility are tested (the harness itself is the same code a user runs on a GPU)."""
+the run file's compatibility are tested (the harness itself is the same code a user runs on a GPU), and what the
+harness asks transformers and PEFT for, with stand-ins for them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import types
+from types import SimpleNamespace
 
 import pytest
 
+from llmplan.catalog.models import load_model_catalog
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.errors import InputError
-from llmplan.hw.measure_run import RUN_FORMAT, dumps_run, run_settings
+from llmplan.hw.measure_run import RUN_FORMAT, _build, dumps_run, run_settings
 from llmplan.hw.measured import import_measured_run
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+
+CATALOG = load_model_catalog(include_user=False)
 
 
 def _doc(**training) -> PlanDocument:
@@ -27,7 +34,8 @@ def test_a_qlora_plan_runs_as_qlora_with_checkpointing_and_its_targets():
     rs = run_settings(_doc(method="qlora", recompute="full", micro_batch=2, seq_len=1024, lora_rank=8,
                            lora_targets=("q", "v")))
     assert (rs.workload, rs.method, rs.checkpointing, rs.micro_batch, rs.seq_len) == ("train", "qlora", True, 2, 1024)
-    assert rs.lora_targets == ("q_proj", "v_proj") and rs.lora_rank == 8 and rs.lora_dropout == 0.05
+    assert rs.lora_targets == ("self_attn.q_proj", "self_attn.v_proj") and rs.lora_rank == 8
+    assert rs.lora_dropout == 0.05
 
 
 def test_pure_bf16_and_inference_plans():
@@ -67,3 +75,99 @@ def test_cli_without_torch_says_what_to_install():
     p = subprocess.run([sys.executable, "-m", "llmplan", "measure", "--model", "meta-llama/Llama-3.2-1B",
                         "--gpu", "nvidia-h100-sxm-80gb", "--workload", "finetune"], capture_output=True, text=True)
     assert p.returncode != 0 and "pip install 'llmplan[measure]'" in p.stderr and "Traceback" not in p.stderr
+
+
+# ---- PEFT's target_modules and the model built, with torch, transformers and peft stood in for --------------------
+# The stand-ins record what the harness asks for; the names themselves are checked against the modeling code in
+# tests/core/test_lora_module_names.py.
+
+def _lora_doc(model_id: str, **training) -> PlanDocument:
+    return PlanDocument(model=ModelRef(id=model_id), hardware=HardwareRef(), workload="finetune",
+                        training=TrainingSettings(method="lora", lora_rank=16, **training), parallelism=ParallelLayout())
+
+
+class _Peft(types.ModuleType):
+    """peft's LoraConfig and get_peft_model as the harness calls them."""
+
+    def __init__(self):
+        super().__init__("peft")
+        self.configs: list[dict] = []
+
+    def LoraConfig(self, **kw):  # peft's name
+        self.configs.append(kw)
+        return kw
+
+    def get_peft_model(self, model, config):
+        return ("peft model", model, config)
+
+
+@pytest.fixture
+def peft(monkeypatch):
+    fake = _Peft()
+    monkeypatch.setitem(sys.modules, "peft", fake)
+    return fake
+
+
+def _stand_ins(known=("llama", "phi3", "gpt_neox", "gemma3_text", "mistral")):
+    built: list[dict] = []
+    torch = SimpleNamespace(device=lambda _d: contextlib.nullcontext(), bfloat16="bf16", float32="fp32")
+    tf = SimpleNamespace(
+        __version__="5.24.0", CONFIG_MAPPING=set(known),
+        AutoConfig=SimpleNamespace(for_model=lambda **kw: built.append(kw) or SimpleNamespace(**kw)),
+        AutoModelForCausalLM=SimpleNamespace(from_config=lambda cfg, **kw: ("model", cfg.model_type)))
+    return torch, tf, built
+
+
+@pytest.mark.parametrize(("model_id", "modules"), [
+    ("microsoft/Phi-3-mini-4k-instruct", ["self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj",
+                                          "mlp.down_proj"]),
+    ("EleutherAI/pythia-1.4b", ["attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h",
+                                "mlp.dense_4h_to_h"]),
+    ("meta-llama/Llama-3.1-8B", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                 "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]),
+])
+def test_peft_is_asked_for_the_modules_the_estimate_counts(peft, model_id, modules):
+    """Phi-3's fused qkv_proj and gate_up_proj, Pythia's query_key_value and dense_*, Llama's seven projections:
+    before, all three got Llama's names (Pythia: "Target modules ... not found"; Phi-3: only o_proj and
+    down_proj adapted)."""
+    torch, tf, _ = _stand_ins()
+    config = CATALOG.get(model_id).config
+    rs = run_settings(_lora_doc(model_id))
+    model = _build(config, rs, torch, tf, "cuda")
+    assert peft.configs == [{"r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "target_modules": modules,
+                             "task_type": "CAUSAL_LM"}]
+    assert model[0] == "peft model" and model[1] == ("model", config["model_type"])
+
+
+def test_a_multimodal_checkpoint_is_built_as_its_language_model(peft):
+    """Gemma 3 12B and Mistral Small 3.2: the text_config alone, so neither the vision tower's weights (which
+    llmplan does not count) nor its self_attn.q_proj ... (SigLIP's share the language model's names) come in;
+    Mistral3Config is no AutoModelForCausalLM at all."""
+    torch, tf, built = _stand_ins()
+    for model_id, inner in (("google/gemma-3-12b-it", "gemma3_text"),
+                            ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistral")):
+        _build(CATALOG.get(model_id).config, run_settings(_lora_doc(model_id)), torch, tf, "cuda")
+        assert built[-1]["model_type"] == inner and "vision_config" not in built[-1]
+    assert peft.configs[-1]["target_modules"][0] == "self_attn.q_proj"
+
+
+def test_a_model_transformers_cannot_build_is_refused_with_the_reason(peft):
+    torch, tf, _ = _stand_ins()
+    rs = run_settings(_lora_doc("Qwen/Qwen-7B"))
+    assert rs.lora_targets == ("attn.c_attn", "attn.c_proj", "mlp.w2", "mlp.w1", "mlp.c_proj")
+    with pytest.raises(InputError, match="no model_type 'qwen'"):
+        _build(CATALOG.get("Qwen/Qwen-7B").config, rs, torch, tf, "cuda")
+
+
+def test_full_fine_tuning_and_inference_need_no_module_names():
+    doc = _lora_doc("mistralai/Mixtral-8x7B-v0.1").model_copy(update={"training": TrainingSettings(method="full")})
+    assert run_settings(doc).lora_targets == ()
+    assert run_settings(doc.model_copy(update={"workload": "inference"})).lora_targets == ()
+
+
+def test_cli_refuses_lora_on_routed_experts_without_a_traceback():
+    """Refused before torch is imported: the message names the fix."""
+    p = subprocess.run([sys.executable, "-m", "llmplan", "measure", "--model", "mistralai/Mixtral-8x7B-v0.1",
+                        "--gpu", "nvidia-h200-sxm-141gb", "--workload", "finetune", "--set", "training.method=lora"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "training.lora_targets = q, k, v, o" in p.stderr and "Traceback" not in p.stderr

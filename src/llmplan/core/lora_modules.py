@@ -13,7 +13,8 @@ names any projection of a fused module adapts the whole module, once. Everything
 there are reads it from here: the trainable parameters, gradients and optimizer states (``bytes_per_param.lora_params``),
 the adapter GEMMs and their launches (``training.ops.layer_gemms``), the adapters' pointwise work and saved inputs
 (``training.ops``), their activations (``training.memory.lora_activation_bytes``) and the measured host time's
-share of adapted linears (``training.host_time``).
+share of adapted linears (``training.host_time``). ``peft_target_modules`` names the same modules the way the
+checkpoint's modeling code does, for PEFT's ``target_modules`` (``llmplan-cli measure``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from __future__ import annotations
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, TensorGroup
+from llmplan.errors import InputError
 
-__all__ = ["LORA_TARGET_OF", "adapted_modules", "lora_modules"]
+__all__ = ["LORA_TARGET_OF", "MODULE_NAMES", "adapted_modules", "lora_modules", "peft_target_modules"]
 
 # the last component of a tensor name -> the LoRA target name people use (PEFT's module names)
 LORA_TARGET_OF = {
@@ -79,3 +81,68 @@ def adapted_modules(m: ModelSpec, targets: tuple[str, ...]) -> tuple[tuple[str, 
     mods += [mlp] if "gate_up" in m.fused else [(t,) for t in mlp]
     mods.append(("down",))
     return tuple(mod for mod in mods if any(t in targets for t in mod))
+
+
+# Each projection's Linear module in one decoder block, by model_type, as ``block.<attribute>.<attribute>`` in the
+# family's modeling code: huggingface/transformers v5.24.0 src/transformers/models/<family>/modeling_<family>.py (the
+# decoder layer's attention and MLP attributes and their nn.Linear / Conv1D / FalconLinear members), and for Qwen-1
+# (no built-in class) modeling_qwen.py of the Qwen/Qwen-7B Hub repo (QWenBlock.attn, .mlp; QWenMLP computes
+# ``c_proj(w1(x) * silu(w2(x)))``: w2 is the gate). Two projections share a name where the code fuses them, as
+# ``core.model.FUSED_LINEARS`` says. The name keeps its parent attribute: PEFT matches a ``target_modules`` entry
+# against the end of each module's dotted name, and GPT-2's, StarCoder's and Qwen-1's ``c_proj`` is both the
+# attention output and the MLP's down projection.
+_LLAMA = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
+          "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj"}
+_NEOX_MLP = {"up": "mlp.dense_h_to_4h", "down": "mlp.dense_4h_to_h"}
+_BLOOM = {"q": "self_attention.query_key_value", "k": "self_attention.query_key_value",
+          "v": "self_attention.query_key_value", "o": "self_attention.dense", **_NEOX_MLP}  # Falcon's too
+_GPT2 = {"q": "attn.c_attn", "k": "attn.c_attn", "v": "attn.c_attn", "o": "attn.c_proj", "up": "mlp.c_fc",
+         "down": "mlp.c_proj"}  # GPT-2's are Conv1D; GPT-BigCode's (StarCoder) nn.Linear, named the same
+_DEEPSEEK = {**_LLAMA, "q": "self_attn.q_b_proj", "k": "self_attn.kv_b_proj"}  # MLA: see peft_target_modules
+_ATTN = {t: _LLAMA[t] for t in ("q", "k", "v")}
+MODULE_NAMES: dict[str, dict[str, str]] = {
+    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+                     "gemma3", "gemma3_text", "mistral3", "olmo2", "gpt_oss"), _LLAMA),
+    "deepseek_v2": _DEEPSEEK, "deepseek_v3": _DEEPSEEK,
+    "phi3": {"q": "self_attn.qkv_proj", "k": "self_attn.qkv_proj", "v": "self_attn.qkv_proj",
+             "o": "self_attn.o_proj", "gate": "mlp.gate_up_proj", "up": "mlp.gate_up_proj", "down": "mlp.down_proj"},
+    "gpt_neox": {"q": "attention.query_key_value", "k": "attention.query_key_value",
+                 "v": "attention.query_key_value", "o": "attention.dense", **_NEOX_MLP},
+    "bloom": _BLOOM, "falcon": _BLOOM, "gpt2": _GPT2, "gpt_bigcode": _GPT2,
+    "qwen": {**_GPT2, "gate": "mlp.w2", "up": "mlp.w1"},
+    "starcoder2": {**_LLAMA, "up": "mlp.c_fc", "down": "mlp.c_proj"},
+    "phi": {**_ATTN, "o": "self_attn.dense", "up": "mlp.fc1", "down": "mlp.fc2"},
+    "opt": {**_ATTN, "o": "self_attn.out_proj", "up": "fc1", "down": "fc2"},  # OPTDecoderLayer holds fc1, fc2
+    "gptj": {"q": "attn.q_proj", "k": "attn.k_proj", "v": "attn.v_proj", "o": "attn.out_proj", "up": "mlp.fc_in",
+             "down": "mlp.fc_out"},
+}
+
+
+def peft_target_modules(m: ModelSpec, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """PEFT's ``target_modules`` for LoRA on ``targets``: one name per module ``adapted_modules`` counts, in its
+    order, so PEFT adapts exactly the modules the estimate counts. Latent attention's "q" is ``q_b_proj``, or
+    ``q_proj`` where the model has no query compression (DeepSeek-V2-Lite: DeepseekV2Attention builds q_proj when
+    ``q_lora_rank`` is None). Refused (InputError, saying what to do): a model_type without an entry; MLP targets
+    on a mixture of experts, whose routed experts transformers 5 keeps as one 3-D parameter per layer
+    (``MixtralExperts``, ``Qwen3MoeExperts``, ``DeepseekV3Experts``, ``GptOssExperts``: ``gate_up_proj``,
+    ``down_proj``), which ``target_modules`` cannot reach; and a spec whose ``fused_linears`` disagrees with
+    its family's modules."""
+    names = MODULE_NAMES.get(m.model_type)
+    if names is None:
+        raise InputError(f"llmplan does not know the module names of model_type '{m.model_type}' "
+                         f"(it knows {', '.join(sorted(MODULE_NAMES))}), so it cannot tell PEFT which modules "
+                         "LoRA adapts; measure this model with training.method = full")
+    if m.is_moe and any(t in targets for t in ("gate", "up", "down")):
+        raise InputError(f"{m.name}: transformers keeps the routed experts of a '{m.model_type}' model as one 3-D "
+                         "parameter per layer, which PEFT's target_modules cannot adapt; measure LoRA on the "
+                         "attention only (training.lora_targets = q, k, v, o)")
+    if m.mla and m.mla.q_lora_rank is None:
+        names = {**names, "q": "self_attn.q_proj"}
+    out: list[str] = []
+    for mod in adapted_modules(m, targets):
+        found = {names[t] for t in mod}
+        if len(found) != 1 or found <= set(out):
+            raise InputError(f"{m.name}: its fused_linears ({', '.join(m.fused) or 'none'}) disagree with the "
+                             f"modules of '{m.model_type}' models ({', '.join(sorted(found))}); remove the override")
+        out.append(found.pop())
+    return tuple(out)

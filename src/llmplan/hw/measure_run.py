@@ -13,7 +13,9 @@ or times ``generate()`` for an inference plan, and writes::
 their median (the first two steps warm up); for inference ``step_time_s`` is the time per output token.
 It needs the optional packages torch, transformers, peft and bitsandbytes (``pip install
 'llmplan[measure]'``); nothing else in llmplan imports them. ``run_settings`` (pure) says what will be
-run, so it is tested without a GPU.
+run, so it is tested without a GPU. LoRA adapts the modules the estimate counts, by the names the model's
+modeling code gives them (Phi-3's ``qkv_proj``, Pythia's ``query_key_value``, GPT-2's ``c_attn`` ...:
+``core.lora_modules.MODULE_NAMES``); a multimodal checkpoint is built as its language model alone.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
+from llmplan.core.lora_modules import peft_target_modules
 from llmplan.errors import InputError
 
 RUN_FORMAT = "llmplan-run"
@@ -46,20 +49,18 @@ class RunSettings:
     optimizer: str
     lora_rank: int
     lora_dropout: float
-    lora_targets: tuple[str, ...]
+    lora_targets: tuple[str, ...]  # PEFT's target_modules: block-relative module names, () without LoRA
     batch: int  # generate: sequences
     prompt_tokens: int
     output_tokens: int
     flash_attention: bool
 
 
-_TARGET_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj",
-                   "up": "up_proj", "down": "down_proj"}
-
-
-def run_settings(doc: Any) -> RunSettings:
+def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
     """The plan as one process on one GPU runs it. Multi-GPU layouts are refused: this harness measures
-    one device, the Hugging Face profile's case."""
+    one device, the Hugging Face profile's case. LoRA adapts the modules the estimate counts, named as the
+    model's modeling code names them (``core.lora_modules.peft_target_modules``; ``config``: the config.json
+    the model is built from, by default the plan's)."""
     par = doc.parallelism
     if par.tp * par.pp * par.cp * par.dp > 1 or doc.hardware.gpus_per_node * doc.hardware.nodes > 1:
         raise InputError("measure runs a plan on this one GPU: set hardware.gpus_per_node and nodes to 1 and the "
@@ -70,12 +71,44 @@ def run_settings(doc: Any) -> RunSettings:
         raise InputError(f"measure trains in bf16, fp16 or fp32, not {tr.precision}; set training.precision")
     if doc.workload != "inference" and tr.optimizer not in ("adamw", "adam8bit", "sgd"):
         raise InputError(f"measure runs adamw, adam8bit or sgd, not {tr.optimizer}; set training.optimizer")
+    targets: tuple[str, ...] = ()
+    if doc.workload != "inference" and tr.method != "full":
+        targets = peft_target_modules(model_spec(doc, config), tr.lora_targets)
     return RunSettings(
         workload="generate" if doc.workload == "inference" else "train", method=tr.method, regime=tr.regime,
         micro_batch=tr.micro_batch, seq_len=tr.seq_len, checkpointing=tr.recompute == "full",
         optimizer=tr.optimizer, lora_rank=tr.lora_rank, lora_dropout=tr.lora_dropout,
-        lora_targets=tuple(_TARGET_MODULES[t] for t in tr.lora_targets), batch=inf.batch,
+        lora_targets=targets, batch=inf.batch,
         prompt_tokens=inf.prompt_tokens, output_tokens=inf.output_tokens, flash_attention=tr.flash_attention)
+
+
+def model_spec(doc: Any, config: dict | None = None) -> Any:
+    """The architecture of the plan's model: its inline spec (what the estimate reads), else the spec of
+    ``config`` or of the plan's config.json, else its catalog entry's."""
+    from llmplan.catalog.models import load_model_catalog
+    from llmplan.formats.hf_config import spec_from_config
+
+    ref = doc.model
+    if ref.spec is not None:
+        return ref.spec
+    config = config if config is not None else ref.config
+    if isinstance(config, dict):
+        return spec_from_config(config, ref.name or ref.id or "custom model")
+    if ref.id:
+        return load_model_catalog().get(ref.id).spec
+    raise InputError("measure builds the model from its config.json: give a catalog model that keeps one, a "
+                     "config.json, or a plan with model.config inline")
+
+
+def language_model_config(config: dict) -> dict:
+    """The config.json of the language model alone. A multimodal wrapper (Gemma 3, Mistral 3: ``text_config``
+    with its own model_type) is built without its vision encoder, which llmplan does not count either
+    (``formats.hf_config``), and whose attention modules share names with the language model's."""
+    inner = config.get("text_config")
+    if not (isinstance(inner, dict) and inner.get("model_type") and inner.get("hidden_size")):
+        return config
+    outer = {k: config[k] for k in ("vocab_size", "tie_word_embeddings") if config.get(k) is not None}
+    return {**outer, **inner}
 
 
 def _hf_training(doc: Any) -> Any:
@@ -120,6 +153,11 @@ def _device(torch: Any, wanted: str | None) -> Any:
 
 
 def _build(config: dict, rs: RunSettings, torch: Any, transformers: Any, device: Any) -> Any:
+    config = language_model_config(config)
+    if config.get("model_type") not in transformers.CONFIG_MAPPING:
+        raise InputError(f"transformers {transformers.__version__} has no model_type '{config.get('model_type')}' "
+                         "of its own (a model whose checkpoints ship their modeling code, as Qwen-1's do): measure "
+                         "builds models from transformers' own code only")
     cfg = transformers.AutoConfig.for_model(**config)
     cfg.use_cache = rs.workload == "generate"
     attn = "sdpa" if rs.flash_attention else "eager"
@@ -224,7 +262,7 @@ def _generate(model: Any, rs: RunSettings, torch: Any, device: Any, steps: int) 
 
 def measure(doc: Any, config: dict, steps: int = 6, device: str | None = None) -> dict[str, Any]:
     """Run the plan here and return the run file's content (module doc)."""
-    rs = run_settings(doc)
+    rs = run_settings(doc, config)
     torch, transformers = _modules()
     dev = _device(torch, device)
     model = _build(config, rs, torch, transformers, dev)
