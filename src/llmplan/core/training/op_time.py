@@ -73,15 +73,17 @@ def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
     for g in gemms:
         # fp8: the rate at the fp8 peak, 1-byte operands, bf16 output (module doc of kernel_rates)
         rate, eb, ob = (r.fp8_gemm, 1.0, 2.0) if g.fp8 and r.fp8_gemm else (r.gemm, r.elem_bytes, None)
+        # one call per ``group`` GEMMs (a mixture of experts' grouped local experts; 1 elsewhere)
+        n_calls, grp, fix = g.count / g.group, g.group, g.fixed
         if not backward:
-            t += g.count * kr.gemm_time(g.m, g.n, g.k, rate, r.bandwidth, eb, ob)
-            calls += g.count
+            t += n_calls * kr.gemm_time(g.m, g.n, g.k, rate, r.bandwidth, eb, ob, grp, fix)
+            calls += n_calls
             continue
-        t += g.count * kr.gemm_time(g.m, g.k, g.n, rate, r.bandwidth, eb, ob)  # input gradient
-        calls += g.count
+        t += n_calls * kr.gemm_time(g.m, g.k, g.n, rate, r.bandwidth, eb, ob, grp, fix)  # input gradient
+        calls += n_calls
         if g.trainable:
-            t += g.count * kr.gemm_time(g.n, g.k, g.m, rate, r.bandwidth, eb, ob)  # weight gradient
-            calls += g.count
+            t += n_calls * kr.gemm_time(g.n, g.k, g.m, rate, r.bandwidth, eb, ob, grp, fix)  # weight gradient
+            calls += n_calls
     return t, calls
 
 
