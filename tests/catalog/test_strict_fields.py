@@ -46,6 +46,7 @@ FRAMEWORK_CASES = [
     ('launch_s = "1e-5"', "launch_s", "must be a number, not '1e-5'"),
     ("fragmentation = true", "fragmentation", "must be a number, not true (true/false is not a number)"),
     ("kernels = 1", "kernels", "must be one of 'fused', 'eager', 'triton', not 1"),
+    ('expert_gemms = "fused"', "expert_gemms", "must be one of 'separate', 'multi_stream', 'grouped', not 'fused'"),
     ('switches = ["liger", 3]', "switches", "item 2 must be one of 'liger'"),
     ('switches = "liger"', "switches", "must be a list, not 'liger'"),
     ("name = 3", "name", "must be text (in quotes), not 3"),

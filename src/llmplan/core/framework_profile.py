@@ -134,6 +134,14 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "QKV and a gated MLP's gate and up as one (Megatron-Core linear_qkv and linear_fc1, llm-foundry MPT's "
         "Wqkv); False: one GEMM per projection, as the modeling code declares them (transformers, torchtitan)"
     )
+    expert_gemms: Literal["separate", "multi_stream", "grouped"] = Field(
+        "separate", description="how a mixture of experts' local experts run each projection: separate: one GEMM "
+        "per expert, one after another (Megatron-Core SequentialMLP without --moe-grouped-gemm, DeepSpeed-MoE's "
+        "expert loop, transformers' per-expert loop); multi_stream: one call that issues each expert's cuBLAS GEMM "
+        "round-robin on 4 streams (Transformer Engine GroupedLinear's default path, Megatron-Core TEGroupedMLP "
+        "with --moe-grouped-gemm); grouped: one grouped-GEMM kernel over all local experts (torch._grouped_mm in "
+        "torchtitan, CUTLASS grouped GEMM). ``training.ops.expert_grouping``"
+    )
     supports_pp: bool = True
     supports_tp: bool = True
     supports_cp: bool = True

@@ -300,26 +300,29 @@ def nemo_gpt_oss_tokens_per_gpu() -> float:
 
 
 def test_nemo_gpt_oss_row_is_pinned_fast():
-    """8,398 tokens/s per GPU against 5,993: +40.1% (recorded 2026-11-27, price audit + head on the last stage
-    combined), pinned at +37…+43%. Our step is 9.8 s: GEMMs 5.9 s, EP all-to-all 1.0 s (exposed: the recipe sets no
-    expert-parallel overlap), memory-bound kernels 0.7 s (0.37 s of it the MoE token permutation, unpermutation and
-    the two sorts by local expert of Megatron's all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s
-    moved the row from +48.7%), attention 0.6 s, the loss 1.4 s, bubble 0.2 s; measured 13.7 s. The last of the
-    four stages (9 layers each) also runs the 201,088-word head and its fp32 loss, 1.4× the time of each other
-    stage, and sets the pace. Moved when kern28 + head28 + eager28 combined: with the old prices and the head spread
-    over the stages the row read +42.8% (9.6 s); the head on the last stage alone gave +14.8% (11.9 s), the audit
-    alone +83.9% (its 7.5 µs GEMM fixed cost, not 23 µs, for about 70k small expert GEMMs a step), both +40.1%.
-    Each local expert's GEMM is priced at its own shape, 1,024
-    tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 × 2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's
-    nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and × 3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran
-    3–11% faster than that price, so a grouped GEMM that reaches what one GEMM of its shape does is not the
-    missing 3.9 s; no grouped-GEMM measurement at these shapes is at hand to say whether it falls short. The
-    recipe forces balanced routing, so no load imbalance is charged either. Left open (docs/training.md,
-    "Megatron-Core on H100")."""
+    """8,760 tokens/s per GPU against 5,993: +46.2% (recorded 2026-11-27, local experts grouped), pinned at
+    +43…+49%. Our step is 9.35 s: GEMMs 5.5 s, EP all-to-all 1.0 s (exposed: the recipe sets no expert-parallel
+    overlap), memory-bound kernels 0.7 s (0.37 s of it the MoE token permutation, unpermutation and the two sorts by
+    local expert of Megatron's all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s moved the row from
+    +48.7%), attention 0.6 s, the loss 1.4 s, bubble 0.2 s; measured 13.7 s. The last of the four stages (9 layers
+    each) also runs the 201,088-word head and its fp32 loss, 1.4× the time of each other stage, and sets the pace.
+    History: with the old prices and the head spread over the stages the row read +42.8% (9.6 s); the head on the
+    last stage alone gave +14.8% (11.9 s), the price audit alone +83.9% (its 7.5 µs GEMM fixed cost, not 23 µs, for
+    about 70k small expert GEMMs a step), both +40.1% (9.76 s). Grouped local experts then moved it +40.1% → +46.2%
+    (9.76 → 9.35 s): the recipe sets ``moe_grouped_gemm`` (Megatron-Bridge gpt_oss_provider.py at c0b9a0003), so
+    Megatron-Core runs TEGroupedMLP, whose Transformer Engine GroupedLinear issues the 16 local experts' cuBLAS
+    GEMMs over 4 streams in one call: 4 fixed costs per projection, not 16 (``ops.expert_grouping``; one grouped
+    kernel would read +47.8%). Grouping can only remove fixed costs, so it moves this optimistic row further away.
+    Each local expert's GEMM is priced at its own shape, 1,024 tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 ×
+    2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and ×
+    3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran 3–11% faster than that price, so per-expert GEMM
+    efficiency is not the missing 4.3 s either, unless the grouped call falls short of what its GEMMs do alone; no
+    grouped-GEMM measurement at these shapes is at hand to say so. The recipe forces balanced routing, so no load
+    imbalance is charged. Left open (docs/training.md, "Megatron-Core on H100")."""
     e = estimate(nemo_gpt_oss_run())
     assert e.fits
     err = nemo_gpt_oss_tokens_per_gpu() / NEMO_GPT_OSS_H100 - 1
-    assert 0.37 < err < 0.43, f"{err:+.1%}"
+    assert 0.43 < err < 0.49, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
 

@@ -74,15 +74,19 @@ def gemm_rate(peak: float, matmul_eff: float, sustained_clock: float) -> float:
 
 
 def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0,
-              out_bytes: float | None = None) -> float:
+              out_bytes: float | None = None, group: float = 1.0, fixed: float = 1.0) -> float:
     """Seconds of one (m × k) · (k × n) GEMM on the GPU: roofline of FLOPs and operand bytes + fixed cost.
-    ``out_bytes``: bytes per output element where they differ from the operands' (fp8 GEMMs write bf16)."""
+    ``out_bytes``: bytes per output element where they differ from the operands' (fp8 GEMMs write bf16).
+    ``group``: one call running that many GEMMs of this shape, each with its own weight (a mixture of experts'
+    local experts: ``ops.expert_grouping``): their FLOPs and bytes add up, at the rate of one GEMM (the
+    assumption that a grouped GEMM over the combined rows runs as fast as a plain GEMM of its size; the sweep's
+    rate is already flat in shape above the fixed cost), and the call pays ``fixed`` fixed costs."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     flops = 2.0 * m * n * k
     moved = (elem_bytes * (m * k + k * n + m * n) if out_bytes is None
              else elem_bytes * (m * k + k * n) + out_bytes * m * n)
-    return max(flops / rate, moved / bandwidth) + GEMM_FIXED_S
+    return group * max(flops / rate, moved / bandwidth) + fixed * GEMM_FIXED_S
 
 
 def _interp(seq: float, column: tuple[tuple[float, float], ...], which: int) -> float:

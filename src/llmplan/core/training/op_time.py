@@ -73,6 +73,11 @@ def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
     for g in gemms:
         # fp8: the rate at the fp8 peak, 1-byte operands, bf16 output (module doc of kernel_rates)
         rate, eb, ob = (r.fp8_gemm, 1.0, 2.0) if g.fp8 and r.fp8_gemm else (r.gemm, r.elem_bytes, None)
+        if g.group != 1.0:  # one call per ``group`` GEMMs: a mixture of experts' grouped local experts
+            t_g, c_g = _grouped_pass(g, rate, r.bandwidth, eb, ob, backward)
+            t += t_g
+            calls += c_g
+            continue
         if not backward:
             t += g.count * kr.gemm_time(g.m, g.n, g.k, rate, r.bandwidth, eb, ob)
             calls += g.count
@@ -83,6 +88,19 @@ def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
             t += g.count * kr.gemm_time(g.n, g.k, g.m, rate, r.bandwidth, eb, ob)  # weight gradient
             calls += g.count
     return t, calls
+
+
+def _grouped_pass(g: Gemm, rate: float, bandwidth: float, eb: float, ob: float | None,
+                  backward: bool) -> tuple[float, float]:
+    """Seconds and calls of a grouped GEMM's pass (``ops.expert_grouping``): count / group calls, each running
+    ``group`` GEMMs and paying ``fixed`` fixed costs; kept apart so that the common one-GEMM path stays as fast."""
+    n, grp, fix = g.count / g.group, g.group, g.fixed
+    if not backward:
+        return n * kr.gemm_time(g.m, g.n, g.k, rate, bandwidth, eb, ob, grp, fix), n
+    t = n * kr.gemm_time(g.m, g.k, g.n, rate, bandwidth, eb, ob, grp, fix)  # input gradient
+    if not g.trainable:
+        return t, n
+    return t + n * kr.gemm_time(g.n, g.k, g.m, rate, bandwidth, eb, ob, grp, fix), 2 * n  # + weight gradient
 
 
 def weight_casts(ops: LayerOps | HeadOps) -> tuple[float, float]:

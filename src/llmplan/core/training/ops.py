@@ -30,6 +30,7 @@ same factor, at least one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
@@ -56,6 +57,8 @@ class Gemm:
     quantised: bool = False  # NF4 base weight, dequantised to bf16 before each use (QLoRA)
     fp8: bool = False  # runs in fp8 (training.precision = fp8: the block's linears, not adapters or routers)
     split: str = ""  # tensor-parallel split of the weight ("column", "row"; ``TensorGroup.tp_split``)
+    group: float = 1.0  # GEMMs one call runs (a mixture of experts' local experts run grouped: ``expert_grouping``)
+    fixed: float = 1.0  # fixed GEMM costs that call pays (``expert_grouping``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +157,41 @@ def fuse_projections(gemms: tuple[Gemm, ...]) -> tuple[Gemm, ...]:
 
 
 def _same_input(a: Gemm, b: Gemm) -> bool:
-    return (a.m, a.k, a.count, a.trainable, a.fp8, a.split) == (b.m, b.k, b.count, b.trainable, b.fp8, b.split)
+    return ((a.m, a.k, a.count, a.trainable, a.fp8, a.split, a.group, a.fixed)
+            == (b.m, b.k, b.count, b.trainable, b.fp8, b.split, b.group, b.fixed))
+
+
+# Transformer Engine's compute streams for a multi-GEMM call (transformer_engine/common/util/multi_stream.cpp,
+# get_num_compute_streams, NVIDIA/TransformerEngine at d0067d0)
+TE_COMPUTE_STREAMS = 4
+
+
+def expert_grouping(m: ModelSpec, lay: Layout, style: str) -> tuple[float, float]:
+    """(GEMMs per call, fixed GEMM costs per call) of one projection of the experts this GPU holds
+    (``FrameworkProfile.expert_gemms``; the local experts get equal rows, routing being balanced):
+    - separate: (1, 1), each local expert's GEMM is its own call with its own fixed cost;
+    - multi_stream: Megatron-Core's TEGroupedMLP (``--moe-grouped-gemm``; megatron/core/transformer/moe/experts.py,
+      NVIDIA/Megatron-LM at d98e8a6) calls Transformer Engine's GroupedLinear once per projection, whose default
+      path (``nvte_multi_tensor_gemm`` → ``multi_stream_cublas_gemm``, transformer_engine/common/gemm/cublaslt_gemm.cu
+      at d0067d0; the CUTLASS grouped kernel only with NVTE_USE_CUTLASS_GROUPED_GEMM=1 on Hopper) issues one cuBLAS
+      GEMM per expert round-robin on 4 streams: one host call, and the fixed costs of the GEMMs on different
+      streams overlap, so ceil(local / 4) of them are paid;
+    - grouped: one grouped kernel over all local experts (torch._grouped_mm in torchtitan's GroupedExperts,
+      ``MoEArgs.use_grouped_mm = True``, pytorch/torchtitan torchtitan/models/moe/moe.py at 003edbe): one call, one
+      fixed cost.
+    The FLOPs and bytes are every expert's (``kernel_rates.gemm_time``'s ``group``)."""
+    local = m.moe.num_experts / lay.ep if m.moe else 1.0
+    if style == "separate" or local <= 1:
+        return 1.0, 1.0
+    return local, float(math.ceil(local / TE_COMPUTE_STREAMS)) if style == "multi_stream" else 1.0
 
 
 def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings,
-                fused: bool = False) -> tuple[Gemm, ...]:
+                fused: bool = False, experts: str = "separate") -> tuple[Gemm, ...]:
     """Every weight matmul of an average block on this GPU (MoE experts: the tokens routed to the
     experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per adapted module (``core.lora_modules``:
     one pair on a fused module's whole width, after its last projection); ``fused``: the profile's
-    ``fused_projections`` (``fuse_projections``)."""
+    ``fused_projections`` (``fuse_projections``); ``experts``: its ``expert_gemms`` (``expert_grouping``)."""
     T = _tokens(lay)
     full = tr.method == "full"
     adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets)}
@@ -175,7 +204,8 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
         quant = tr.method == "qlora" and g.category != "router"
         # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
         fp8 = tr.precision == "fp8" and g.category != "router" and not quant
-        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split))
+        group, fixed = expert_grouping(m, lay, experts) if g.tp_split == "expert" else (1.0, 1.0)
+        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split, group, fixed))
         module = adapted.get(g.module or g.name)
         if module is not None and last[module.name] == i:
             mm, n, k, per_layer = _gemm_dims(module, m, lay, T)
@@ -251,7 +281,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         inter += m.moe.shared_intermediate_size * m.moe.num_shared_experts / tp
     x = residual_bytes(tr, prof)
     full = tr.method == "full"
-    gemms = layer_gemms(m, pb, lay, tr, prof.fused_projections)
+    gemms = layer_gemms(m, pb, lay, tr, prof.fused_projections, prof.expert_gemms)
     window = min(lay.seq_len, m.sliding_window) if m.sliding_window else lay.seq_len
     slide = m.sliding_layer_count / m.num_layers
     s_kv = (1 - slide) * lay.seq_len / 2 + slide * min(window, lay.seq_len / 2)
