@@ -37,6 +37,7 @@ from __future__ import annotations
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.lora_modules import adapted_modules
 from llmplan.core.model import ModelSpec
+from llmplan.core.training.ops import casts_weights
 
 MEASURED_LORA_LINEARS = 7  # q, k, v, o, gate, up, down: the adapters of every measured LoRA/QLoRA block
 _KINDS = ("full_16bit", "full_autocast", "lora", "qlora")
@@ -66,7 +67,7 @@ def block_kind(tr, prof: FrameworkProfile) -> str | None:
     if tr.precision in ("fp8", "fp32") or tr.zero_stage >= 3 or tr.liger or tr.torch_compile:
         return None
     if tr.method == "full":
-        return "full_autocast" if prof.params_are_master and tr.regime == "amp" else "full_16bit"
+        return "full_autocast" if casts_weights(tr, prof) else "full_16bit"  # fp32 weights cast per forward
     if tr.method == "qlora":
         return "qlora" if tr.quant_base == "nf4" else None
     return "lora"
