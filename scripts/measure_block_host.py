@@ -101,10 +101,17 @@ def time_steps(kind: str, layers: int, steps: int) -> list[float]:
     return out
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--layers", type=int, nargs="+", default=[16, 28, 32])
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--layers", type=_positive, nargs="+", default=[16, 28, 32])
+    ap.add_argument("--steps", type=_positive, default=20)
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
     args = ap.parse_args(argv)
     try:

@@ -44,3 +44,10 @@ def test_without_torch_it_says_what_it_needs(script, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
     assert script.main([]) == 2
     assert "needs torch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["--steps", "0"], ["--layers", "-4"], ["--steps", "many"]])
+def test_a_count_below_one_or_not_a_number_is_refused_by_name(script, args, capsys):
+    with pytest.raises(SystemExit):
+        script.main(args)
+    assert ("--steps" if "--steps" in args else "--layers") in capsys.readouterr().err
