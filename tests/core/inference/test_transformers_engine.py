@@ -8,6 +8,8 @@ estimate; nothing in the engine profile was read off them (its figures come from
 Tolerances: time per output token 35%, TTFT 25%, memory 5%.
 """
 
+import statistics
+
 import pytest
 
 from llmplan.catalog.engines import engine_profile
@@ -164,17 +166,14 @@ def estimate_2026_11_28(row: str):
     return h100_estimate(512, 33).inference
 
 
-def _median(runs: tuple[float, ...]) -> float:
-    return sorted(runs)[len(runs) // 2]
-
-
 @pytest.mark.xfail(strict=True, reason=(
     "these 2026-11-28 runs issued a whole eager forward of Llama-3.1-8B in 21-27 ms of host time; the engine "
-    "profile charges 61 ms (119 one-element-op times of 15.5 µs per layer, both measured on the 2026-11-24 H100 "
-    "host), which the 2026-11-24 and 2026-11-27 generate() rows above agree with; one host model cannot hold both"))
+    "profile charges 61 ms (119 one-element-op times per layer, counted on a CPU, × the 15.5 µs launch measured on "
+    "the 2026-11-24 H100 host), which the 2026-11-24 and 2026-11-27 generate() rows above agree with; one host "
+    "model cannot hold both"))
 @pytest.mark.parametrize("row", sorted(ROWS_2026_11_28))
 def test_2026_11_28_ttft_and_time_per_output_token(row):
-    ttft, tpot = (_median(r) for r in ROWS_2026_11_28[row])
+    ttft, tpot = (statistics.median(r) for r in ROWS_2026_11_28[row])
     e = estimate_2026_11_28(row)
     assert e.ttft_s.value == pytest.approx(ttft, rel=0.25)
     assert e.tpot_s.value == pytest.approx(tpot, rel=0.35)
@@ -185,7 +184,7 @@ def test_2026_11_28_miss_is_pinned(row):
     """How far the estimate lies above these runs, within 10%: H200 TTFT 71.2 vs 24.3 ms (2.93×), time per output
     token 61.0 vs 23.0 ms (2.65×); H100 TTFT 71.2 vs 28.4 ms (2.51×), time per output token 61.0 vs 40.9 ms (1.49×).
     A change to the host model moves these; docs/inference.md states them."""
-    ttft, tpot = (_median(r) for r in ROWS_2026_11_28[row])
+    ttft, tpot = (statistics.median(r) for r in ROWS_2026_11_28[row])
     e = estimate_2026_11_28(row)
     ttft_ratio, tpot_ratio = PINNED_2026_11_28[row]
     assert e.ttft_s.value / ttft == pytest.approx(ttft_ratio, rel=0.10)
@@ -199,7 +198,7 @@ def test_2026_11_28_ttft_at_512_tokens_is_about_one_decode_step():
     estimate: 71.2 / 61.0 ms = 1.17 (+10%; tolerance 25%). Both phases are the host's: the GPU's share of the
     prefill (1,339 kernels, 17.6 ms under torch.profiler on the H100) and of a decode step (1,500 kernels, 8.1 ms)
     is under the host's 21-27 ms."""
-    ttft, tpot = (_median(r) for r in ROWS_2026_11_28["h200, stamped steps"])
+    ttft, tpot = (statistics.median(r) for r in ROWS_2026_11_28["h200, stamped steps"])
     e = estimate_2026_11_28("h200, stamped steps")
     assert e.ttft_s.value / e.tpot_s.value == pytest.approx(ttft / tpot, rel=0.25)
     assert e.prefill_bound == e.decode_bound == "host (kernel launches)"
