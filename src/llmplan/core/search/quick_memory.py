@@ -30,10 +30,12 @@ import numpy as np
 
 from llmplan.core.bytes_per_param import lora_params
 from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
+from llmplan.core.training.lora import merged_expert_bytes
 from llmplan.core.training.ops import loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, stage_params
 from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
@@ -144,7 +146,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         logits[idx] = act.logits_bytes(m, view) + (act.final_norm_extra(m, view, eager) if eager else 0.0)
         loss[idx] = act.loss_peak_bytes(m, view, loss_name)
         if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
-            work[idx] = act.average_layer_bytes(m, view, tr, "none", eager)
+            work[idx] = act.average_layer_bytes(m, view, tr, "none", eager) + merged_expert_bytes(m, view, tr)
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
     # (one integer per row: np.unique over 1-D keys is far faster than over rows)
@@ -171,7 +173,8 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             slope[u, r] = [getattr(p1, f) - getattr(p0, f) for f in fields]
             layer[u, r] = p1.largest_layer
         if not full:
-            adapters[u] = lora_params(pb, t.lora_rank, t.lora_targets, int(a), int(e), 1.0 / L)
+            adapters[u] = lora_params(pb, t.lora_rank, t.lora_targets, int(a), int(e), 1.0 / L,
+                                      expert_adapters(m, t.lora_experts))
     # ---- every candidate stage, the worst kept ------------------------------------------------------
     out = None
     for k in range(slots):

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
+from llmplan.core.training.lora import merged_expert_bytes
 from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind, projection_bytes
 from llmplan.core.training.states import StateBytes
 from llmplan.core.training.switches import (
@@ -132,7 +133,8 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
              else m.intermediate_size) / lay.tp
     y = projection_bytes(tr, prof)
     T = lay.micro_batch * lay.seq_len / lay.cp
-    return (widths * y * inter + x * m.hidden_size) * T
+    # PEFT's stacked expert adapters: the rebuilt stack's gradient, written before the adapters' (lora.merged_expert_bytes)
+    return (widths * y * inter + x * m.hidden_size) * T + merged_expert_bytes(m, lay, tr, largest=True)
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,

@@ -15,14 +15,16 @@ quantisation (8-bit absmax, fp32 constant per 256 blocks) brings it to 8/64 + 32
 
 from __future__ import annotations
 
-from llmplan.core.bytes_per_param import lora_params, nf4_bits_per_param
+from llmplan.core.bytes_per_param import frozen_weight_bytes, lora_params, nf4_bits_per_param
+from llmplan.core.lora_modules import expert_adapters, stacked_expert_params
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.quant import NF4_BLOCK
 from llmplan.core.training.layout import Layout
+from llmplan.core.workload import TrainingSettings
 
-__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "nf4_bits_per_param",
-           "nf4_dequant_bytes", "nf4_dequant_launches"]
+__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "merged_expert_bytes",
+           "nf4_bits_per_param", "nf4_dequant_bytes", "nf4_dequant_launches"]
 
 
 # Quantised LoRA bases other than NF4: bits per weight of the stored format, and bytes one dequantisation
@@ -70,10 +72,38 @@ def nf4_dequant_launches(double_quant: bool) -> int:
     return 3 if double_quant else 1
 
 
-def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, rank: int,
-                   targets: tuple[str, ...], layer_share: float = 1.0) -> float:
-    """Adapter parameters: on one GPU (``lay`` given, ``layer_share`` of the blocks) or in the whole model."""
+def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, tr: TrainingSettings,
+                   layer_share: float = 1.0) -> float:
+    """Adapter parameters of ``tr``'s LoRA (its rank, targets, and ``lora_experts`` resolved for ``m``:
+    ``core.lora_modules.expert_adapters``): on one GPU (``lay`` given, ``layer_share`` of the blocks) or in the
+    whole model."""
+    experts = expert_adapters(m, tr.lora_experts)
     if lay is None:
-        return lora_params(pb, rank, targets, layer_share=layer_share)
-    return lora_params(pb, rank, targets, lay.tp, lay.ep, layer_share)
+        return lora_params(pb, tr.lora_rank, tr.lora_targets, layer_share=layer_share, experts=experts)
+    return lora_params(pb, tr.lora_rank, tr.lora_targets, lay.tp, lay.ep, layer_share, experts)
 
+
+
+def merged_expert_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, largest: bool = False):
+    """Bytes per average block on one GPU of the expert weights PEFT's ``ParamWrapper`` rebuilds each forward when
+    the routed experts are adapted as stacked parameters (``core.lora_modules``: "target_parameters",
+    "peft_converted"): W + s·B·A for the whole stack of this GPU's experts (peft v0.21.2 ``tuners/lora/layer.py``
+    ``_LoraFactorsProxy.forward``, one ``baddbmm``), in the base weight's dtype. The experts' matmuls
+    (transformers v5.24.0 ``integrations/moe.py`` ``grouped_mm_experts_forward``) keep it for their backward, so it
+    is held like an activation until the block's backward; that backward then writes its gradient, the same size,
+    before the adapters' own (``largest``: that transient, the larger stacked parameter's, gate_up_proj's when it is
+    adapted). Column/row split over ``lay.tp`` as the experts are; the share of the blocks that are MoE layers.
+    0 for a full fine-tune, a dense model, or experts reached another way. Floats or arrays (``lay``'s fields)."""
+    if tr.method == "full" or m.moe is None:
+        return 0.0
+    experts = expert_adapters(m, tr.lora_experts)
+    if not stacked_expert_params(m, tr.lora_targets, experts):
+        return 0.0
+    e = m.moe
+    h, f = m.hidden_size, e.expert_intermediate_size
+    gate_up = (2 if m.gated_mlp else 1) * f * h if ("gate" in tr.lora_targets or "up" in tr.lora_targets) else 0
+    down = f * h if "down" in tr.lora_targets else 0
+    per_expert = max(gate_up, down) if largest else gate_up + down
+    # QLoRA's bitsandbytes replaces nn.Linear modules only: the stacked experts keep the 16-bit dtype
+    return per_expert * e.num_experts / lay.ep / lay.tp * m.moe_layer_count / m.num_layers * frozen_weight_bytes(
+        tr.precision)
