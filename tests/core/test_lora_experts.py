@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import pytest
 
 from llmplan.catalog.frameworks import load_framework_profiles
+from llmplan.core.engine import estimate
 from llmplan.core.params import count_params
 from llmplan.core.search.shape import model_shape
 from llmplan.core.system.checkpoint import checkpoint_size
@@ -161,3 +162,23 @@ def test_per_expert_modules_keep_the_per_token_adapters_and_frozen_experts():
     assert not gemms["moe.experts.gate_proj"].trainable and "moe.experts.gate_proj.lora_A" in gemms
     assert not [n for n in gemms if n.endswith(".lora_merge")]
     assert merged_expert_bytes(sc.model, _lay(), sc.training) == 0.0
+
+
+def test_qlora_leaves_transformers_5_stacked_experts_unquantised():
+    """bitsandbytes quantises nn.Linear weights only (transformers v5.24.0 ``replace_with_bnb_linear``,
+    ``Bnb4BitHfQuantizer.param_needs_quantization``), and PEFT's ``prepare_model_for_kbit_training`` (peft v0.21.2
+    ``utils/other.py``) casts every 16-bit parameter that is not a Params4bit to fp32, as the Hugging Face profile
+    does. Qwen3-30B-A3B's routed experts, 48 × 128 × 3 × 768 × 2048 = 28,991,029,248 weights, therefore take 4 B each
+    under transformers 5 instead of NF4's 4 + 8/64 + 32/(64·256) bits (double quantisation) under transformers 4:
+    101,008,539,648 B more frozen weights. Adapters on the attention only, so both hold the same adapters. Exact."""
+    weights = {}
+    for experts in ("per_expert_modules", "none"):
+        doc = PlanDocument(name="t", model=ModelRef(id="Qwen/Qwen3-30B-A3B"),
+                           hardware=HardwareRef(gpu="nvidia-h200-sxm-141gb"), workload="finetune",
+                           training=TrainingSettings(method="qlora", lora_rank=R, lora_targets=("q", "k", "v", "o"),
+                                                     lora_experts=experts))
+        weights[experts] = estimate(resolve(doc)).memory.weights.value
+    routed = 48 * 128 * 3 * 768 * 2048
+    assert routed == 28_991_029_248
+    nf4 = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+    assert weights["none"] - weights["per_expert_modules"] == pytest.approx(routed * (4 - nf4), rel=1e-12)

@@ -134,7 +134,7 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
     y = projection_bytes(tr, prof)
     T = lay.micro_batch * lay.seq_len / lay.cp
     # PEFT's stacked expert adapters: the rebuilt stack's gradient, written before the adapters' (lora.merged_expert_bytes)
-    return (widths * y * inter + x * m.hidden_size) * T + merged_expert_bytes(m, lay, tr, largest=True)
+    return (widths * y * inter + x * m.hidden_size) * T + merged_expert_bytes(m, lay, tr, largest=True, prof=prof)
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,

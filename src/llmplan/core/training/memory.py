@@ -30,7 +30,12 @@ from llmplan.core.training.eager_memory import (
     prefetched_gather,
 )
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import adapter_params, base_bits_per_param, merged_expert_bytes
+from llmplan.core.training.lora import (
+    adapter_params,
+    base_bits_per_param,
+    merged_expert_bytes,
+    unquantised_expert_share,
+)
 from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
@@ -82,7 +87,7 @@ def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple
     torchtitan's uncompiled modules keep more (``activations.eager_block_extra``)."""
     eager = titan_eager(tr, prof)
     per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr)
-    work = (act.average_layer_bytes(m, lay, tr, "none", eager) + merged_expert_bytes(m, lay, tr)
+    work = (act.average_layer_bytes(m, lay, tr, "none", eager) + merged_expert_bytes(m, lay, tr, prof=prof)
             if tr.recompute in ("full", "selective_op") else 0.0)
     return per_layer, work
 
@@ -105,7 +110,8 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
         trainable = adapter_params(pb, m, lay, tr, layer_share)
         if tr.lora_on_lm_head and stage in ("last", "only"):
             trainable += lm_head_adapter(m, tr.lora_rank, lay.tp)
-        frozen = frozen_bytes(tr, sp.total, sp.matrices, prof)
+        # transformers 5's stacked experts escape bitsandbytes (``lora.unquantised_expert_share``)
+        frozen = frozen_bytes(tr, sp.total, sp.matrices - sp.expert * unquantised_expert_share(m, pb, tr), prof)
         rest = frozen_weight_bytes(tr.precision)  # modules_to_save copies follow the base's dtype
         if tr.modules_to_save and lay.pp == 1:
             saved_copy = embedding_and_head(m, lay.tp)

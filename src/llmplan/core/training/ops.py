@@ -206,13 +206,15 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
     how = expert_adapters(m, tr.lora_experts)
     adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets, how)}
     stacked = how in ("target_parameters", "peft_converted")
+    unquantised = m.is_moe and how != "per_expert_modules"  # lora.unquantised_expert_share
     last = {_adapter_key(g, stacked): i for i, g in enumerate(pb.groups)} if adapted else {}
     out: list[Gemm] = []
     for i, g in enumerate(pb.groups):
         if len(g.shape) != 2 or g.place != "layer" or g.category in ("norm",):
             continue
         mm, n, k, per_layer = _gemm_dims(g, m, lay, T)
-        quant = tr.method == "qlora" and g.category != "router"
+        # QLoRA: bitsandbytes quantises Linear weights; transformers 5's stacked experts stay 16-bit
+        quant = tr.method == "qlora" and g.category != "router" and not (g.category == "expert" and unquantised)
         # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
         fp8 = tr.precision == "fp8" and g.category != "router" and not quant
         group, fixed = expert_grouping(m, lay, experts) if g.tp_split == "expert" else (1.0, 1.0)
@@ -358,7 +360,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     saved += gptq_saved_weights(tr, prof, dequant)
-    saved += merged_expert_bytes(m, lay, tr)  # PEFT's rebuilt expert stack, kept by the experts' matmuls
+    saved += merged_expert_bytes(m, lay, tr, prof=prof)  # PEFT's rebuilt expert stack, kept by the experts' matmuls
     nf4 = tr.quant_base == "nf4"
     dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
