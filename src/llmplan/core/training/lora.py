@@ -3,9 +3,10 @@
 LoRA (Hu et al. 2022) adds, to each targeted module W (out × in), A (r × in) and
 B (out × r); only A and B get gradients and optimizer states. PEFT adapts whole modules, so a checkpoint
 that fuses q, k and v into one Linear gets one adapter there (``core.lora_modules``). The count, the tensor-parallel
-split of A and B, and which tensors a target set reaches (experts included when their
-projections are targeted) live in ``core.bytes_per_param``, shared with the search and the
-checkpoint code.
+split of A and B, and which tensors a target set reaches live in ``core.bytes_per_param`` and
+``core.lora_modules``, shared with the search and the checkpoint code; a mixture of experts' routed experts
+as ``training.lora_experts`` says (``lora_modules.expert_adapters``), with what transformers 5's stacked expert
+parameters cost beyond their adapters (``merged_expert_bytes``, ``unquantised_expert_share``).
 
 QLoRA (Dettmers et al. 2023, §3) stores every linear weight of the blocks in NF4: 4 bits
 plus one absmax per 64 weights; in fp32 that is 32/64 = 0.5 bit/param, and double
