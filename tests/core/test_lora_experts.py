@@ -17,6 +17,7 @@ PEFT's own trainable-parameter count could not be compared here: this environmen
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -29,8 +30,9 @@ from llmplan.core.system.checkpoint import checkpoint_size
 from llmplan.core.training.lora import adapter_params, merged_expert_bytes
 from llmplan.core.training.ops import layer_gemms, layer_ops
 from llmplan.core.workload import TrainingSettings
-from llmplan.errors import InputError
+from llmplan.errors import InputError, PlanFileError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.planfile import dumps_plan, loads_plan
 from llmplan.plan.resolve import resolve
 
 ALL = ("q", "k", "v", "o", "gate", "up", "down")
@@ -182,3 +184,17 @@ def test_qlora_leaves_transformers_5_stacked_experts_unquantised():
     assert routed == 28_991_029_248
     nf4 = (4 + 8 / 64 + 32 / (64 * 256)) / 8
     assert weights["none"] - weights["per_expert_modules"] == pytest.approx(routed * (4 - nf4), rel=1e-12)
+
+
+def test_plans_without_the_field_load_as_auto_and_a_bad_value_names_the_choices():
+    """A plan saved before the field (schema 5 has it optional) loads unchanged and is written back without it;
+    a wrong value is a field error listing the valid ones."""
+    old = {"format": "llmplan", "schema_version": 5, "model": {"id": "mistralai/Mixtral-8x7B-v0.1"},
+           "workload": "finetune", "training": {"method": "lora", "lora_rank": 8}}
+    doc = loads_plan(json.dumps(old))
+    assert doc.training.lora_experts == "auto"
+    assert "lora_experts" not in dumps_plan(doc)
+    old["training"]["lora_experts"] = "experts"
+    with pytest.raises(PlanFileError, match=r"training\.lora_experts: input should be 'auto', 'none', "
+                                            r"'per_expert_modules', 'target_parameters' or 'peft_converted'"):
+        loads_plan(json.dumps(old))
