@@ -17,7 +17,7 @@ share of adapted linears (``training.host_time``). ``peft_target_modules`` names
 checkpoint's modeling code does, for PEFT's ``target_modules`` (``llmplan-cli measure``).
 
 A mixture of experts' routed experts (``training.lora_experts``, resolved by ``expert_adapters``) are reached one
-of four ways (huggingface/transformers v5.24.0, huggingface/peft v0.21.2; docs/training.md):
+of four ways (huggingface/transformers v5.24.0, huggingface/peft v0.21.2; docs/fine-tuning-frameworks.md):
 
 - ``per_expert_modules``: transformers 4 kept each expert's projections as nn.Linear modules
   (``experts.N.gate_proj``, Mixtral's ``experts.N.w1``), so ``target_modules`` gave every expert its own adapter
@@ -30,7 +30,8 @@ of four ways (huggingface/transformers v5.24.0, huggingface/peft v0.21.2; docs/t
   parameter; gate and up share one adapter because they are one parameter. Each forward adds the product to the
   whole stack (``_LoraFactorsProxy``: one ``baddbmm``, W + s·B·A for all E experts, whichever the tokens use; peft
   before 0.21.2 built the delta first, ``get_delta_weight``) and the experts' matmuls run on that copy, so it is
-  kept for their backward, which computes its full gradient (``ops.layer_gemms``, ``ops.merged_expert_weights``).
+  kept for their backward, which computes its full gradient (``training.ops.layer_gemms``,
+  ``training.lora.merged_expert_bytes``).
 - ``peft_converted``: under transformers 5, PEFT >= 0.19 rewrites ``target_modules`` entries ending in the
   transformers 4 expert names (``utils/transformers_weight_conversion.py`` ``_convert_peft_config_moe``;
   ``gate_proj``/``up_proj``/``down_proj`` on the Qwen2-MoE pattern, Mixtral's ``w1``/``w3``/``w2``) into

@@ -141,7 +141,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         sp, kv, rc, piped = bool(key // 16), bool(key // 8 % 2), int(key // 2 % 4), int(key % 2)
         view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
         tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[rc]})
-        per_layer[idx] = act.average_layer_bytes(m, view, tr, eager=eager) + mem.lora_activation_bytes(m, view, tr)
+        per_layer[idx] = act.average_layer_bytes(m, view, tr, eager=eager) + mem.lora_activation_bytes(m, view, tr, prof)
         emb[idx] = act.embedding_bytes(m, view, tr)
         logits[idx] = act.logits_bytes(m, view) + (act.final_norm_extra(m, view, eager) if eager else 0.0)
         loss[idx] = act.loss_peak_bytes(m, view, loss_name)

@@ -85,7 +85,6 @@ def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, tr: Tra
     return lora_params(pb, tr.lora_rank, tr.lora_targets, lay.tp, lay.ep, layer_share, experts)
 
 
-
 def merged_expert_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, largest: bool = False,
                         prof: FrameworkProfile | None = None):
     """Bytes per average block on one GPU of the expert weights PEFT's ``ParamWrapper`` rebuilds each forward when

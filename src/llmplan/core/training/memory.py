@@ -86,7 +86,7 @@ def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple
     block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout.
     torchtitan's uncompiled modules keep more (``activations.eager_block_extra``)."""
     eager = titan_eager(tr, prof)
-    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr)
+    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr, prof)
     work = (act.average_layer_bytes(m, lay, tr, "none", eager) + merged_expert_bytes(m, lay, tr, prof=prof)
             if tr.recompute in ("full", "selective_op") else 0.0)
     return per_layer, work
@@ -291,7 +291,7 @@ def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     return params * base
 
 
-def lora_activation_bytes(m: ModelSpec, lay: Layout, tr) -> float:
+def lora_activation_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile | None = None) -> float:
     """Per block and micro-batch: the A-projection outputs (r wide, 16-bit) of every adapted module (a fused
     module's one, ``core.lora_modules.adapted_modules``) and the expert weights PEFT rebuilds with their adapters
     (``lora.merged_expert_bytes``), kept for the backward unless full recompute drops them."""
@@ -299,7 +299,7 @@ def lora_activation_bytes(m: ModelSpec, lay: Layout, tr) -> float:
         return 0.0
     experts = expert_adapters(m, tr.lora_experts)
     return (2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(adapted_modules(m, tr.lora_targets, experts))
-            + merged_expert_bytes(m, lay, tr))
+            + merged_expert_bytes(m, lay, tr, prof=prof))
 
 
 def dequant_buffer(m: ModelSpec, lay: Layout, tr) -> float:
