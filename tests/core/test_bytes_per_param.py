@@ -23,17 +23,26 @@ def _scenario(model: str, **training):
     return resolve(doc)
 
 
-def test_mixtral_lora_params_are_one_number_experts_included():
+@pytest.mark.parametrize(("experts", "per_expert"), [
+    ("per_expert_modules", 3 * (6144 + 16384)),  # transformers 4: each expert's gate, up and down a Linear
+    ("target_parameters", (6144 + 2 * 16384) + (16384 + 6144)),  # stacked gate_up_proj [E, 2F, H], down_proj
+    ("auto", 2 * (6144 + 2 * 16384) + (16384 + 6144)),  # PEFT's conversion: gate_up_proj at rank 2r
+])
+def test_mixtral_lora_params_are_one_number_experts_included(experts, per_expert):
     # Mixtral-8x22B (config.json): 56 layers, hidden 6144, 8 KV heads × 128, 8 experts of 16,384.
-    # Rank 16 on every projection, r·(in + out) per matrix (Hu et al. 2022 §4.1):
-    # attention (6144+6144) + 2·(6144+1024) + (6144+6144), experts 8 × 3 × (6144+16384).
-    per_layer = 16 * ((6144 + 6144) * 2 + (6144 + 1024) * 2 + 8 * 3 * (6144 + 16384))
+    # Rank 16 on every projection, r·(in + out) per matrix (Hu et al. 2022 §4.1), per expert as each
+    # training.lora_experts layout adapts them (core.lora_modules; PEFT's ParamWrapper: r·E·(in + out)):
+    # attention (6144+6144) + 2·(6144+1024) + (6144+6144), experts 8 × per_expert. Exact.
+    per_layer = 16 * ((6144 + 6144) * 2 + (6144 + 1024) * 2 + 8 * per_expert)
     expected = 56 * per_layer
-    assert expected == 519_307_264
-    sc = _scenario("mistralai/Mixtral-8x22B-v0.1", method="lora", lora_rank=16, lora_targets=ALL)
+    if experts == "per_expert_modules":
+        assert expected == 519_307_264
+    sc = _scenario("mistralai/Mixtral-8x22B-v0.1", method="lora", lora_rank=16, lora_targets=ALL,
+                   lora_experts=experts)
     pb = count_params(sc.model)
-    assert facts.lora_params(pb, 16, ALL) == expected
-    assert adapter_params(pb, sc.model, None, 16, ALL) == expected  # the training engine
+    how = "peft_converted" if experts == "auto" else experts
+    assert facts.lora_params(pb, 16, ALL, experts=how) == expected
+    assert adapter_params(pb, sc.model, None, sc.training) == expected  # the training engine
     assert model_shape(sc.model, sc.training).trainable_params == expected  # the search
     assert checkpoint_size(sc, pb).trainable_params.value == expected  # the checkpoint
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from llmplan.catalog.models import ModelEntry, load_model_catalog
-from llmplan.core.lora_modules import MODULE_NAMES, adapted_modules, peft_target_modules
+from llmplan.core.lora_modules import MODULE_NAMES, PeftTargets, adapted_modules, peft_target_modules
 from llmplan.core.model import FUSED_LINEARS
 from llmplan.errors import InputError
 
@@ -61,7 +61,7 @@ LLAMA = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.
     ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", LLAMA),
 ])
 def test_each_familys_module_names(model_id, names):
-    assert peft_target_modules(CATALOG.get(model_id).spec, ALL) == names
+    assert peft_target_modules(CATALOG.get(model_id).spec, ALL) == PeftTargets(names)
 
 
 @pytest.mark.parametrize(("model_id", "names"), [
@@ -72,28 +72,61 @@ def test_each_familys_module_names(model_id, names):
     ("deepseek-ai/DeepSeek-V2-Lite", ("self_attn.q_proj", "self_attn.kv_b_proj", "self_attn.o_proj")),
 ])
 def test_mixtures_of_experts_adapt_their_attention(model_id, names):
-    assert peft_target_modules(CATALOG.get(model_id).spec, ATTENTION) == names
+    for experts in ("none", "target_parameters"):
+        assert peft_target_modules(CATALOG.get(model_id).spec, ATTENTION, experts) == PeftTargets(names)
 
 
-@pytest.mark.parametrize("model_id", ["mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-235B-A22B", "openai/gpt-oss-120b",
-                                      "deepseek-ai/DeepSeek-V2-Lite", "Qwen/Qwen1.5-MoE-A2.7B"])
-def test_the_routed_experts_are_refused_with_the_fix(model_id):
-    """transformers v5.24.0 holds each layer's routed experts as 3-D nn.Parameters (MixtralExperts,
-    Qwen2MoeExperts, Qwen3MoeExperts, DeepseekV2Experts, GptOssExperts: gate_up_proj, down_proj): no Linear
-    module for target_modules to name, while the estimate counts one adapter per expert projection."""
-    with pytest.raises(InputError, match=r"3-D parameter.*lora_targets = q, k, v, o"):
-        peft_target_modules(CATALOG.get(model_id).spec, ("q", "down"))
+STACKED = ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
+
+
+@pytest.mark.parametrize(("model_id", "experts", "targets"), [
+    # transformers v5.24.0: MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock / GptOssMLP as the decoder layer's
+    # ``mlp``, its ``experts`` holding gate_up_proj and down_proj as 3-D nn.Parameters; no Linear MLP beside them
+    ("mistralai/Mixtral-8x7B-v0.1", "peft_converted", PeftTargets(LLAMA[:4], STACKED, ((STACKED[0], 2),))),
+    ("mistralai/Mixtral-8x7B-v0.1", "target_parameters", PeftTargets(LLAMA[:4], STACKED)),
+    ("mistralai/Mixtral-8x7B-v0.1", "none", PeftTargets(LLAMA[:4])),
+    ("Qwen/Qwen3-235B-A22B", "peft_converted", PeftTargets(LLAMA[:4], STACKED, ((STACKED[0], 2),))),
+    ("openai/gpt-oss-120b", "target_parameters", PeftTargets(LLAMA[:4], STACKED)),
+    # Qwen2MoeSparseMoeBlock.shared_expert (Qwen2MoeMLP: Linear gate/up/down_proj) beside the stacked experts
+    ("Qwen/Qwen1.5-MoE-A2.7B", "target_parameters",
+     PeftTargets((*LLAMA[:4], "mlp.shared_expert.gate_proj", "mlp.shared_expert.up_proj",
+                  "mlp.shared_expert.down_proj"), STACKED)),
+    # DeepseekV3Attention q_b_proj, kv_b_proj, o_proj; PEFT's conversion takes every gate/up/down name, the dense
+    # layers' and shared experts' too
+    ("deepseek-ai/DeepSeek-R1", "peft_converted",
+     PeftTargets(("self_attn.q_b_proj", "self_attn.kv_b_proj", "self_attn.o_proj"), STACKED, ((STACKED[0], 2),))),
+])
+def test_mixtures_of_experts_name_their_stacked_expert_parameters(model_id, experts, targets):
+    assert peft_target_modules(CATALOG.get(model_id).spec, ALL, experts) == targets
+
+
+def test_only_the_down_projection_needs_no_rank_pattern():
+    m = CATALOG.get("Qwen/Qwen3-235B-A22B").spec
+    assert peft_target_modules(m, ("q", "down"), "peft_converted") == PeftTargets(LLAMA[:1], STACKED[1:])
+
+
+@pytest.mark.parametrize(("model_id", "experts", "targets", "words"), [
+    ("mistralai/Mixtral-8x7B-v0.1", "per_expert_modules", ALL, "transformers 4 layout"),
+    # PEFT >= 0.19 would turn DeepSeek's dense/shared gate_proj ... names into expert parameters
+    ("deepseek-ai/DeepSeek-V2-Lite", "target_parameters", ("q", "down"), "lora_experts = peft_converted"),
+    ("deepseek-ai/DeepSeek-V2-Lite", "none", ALL, "lora_experts = peft_converted"),
+    # _convert_peft_config_moe: "Cannot convert PEFT target(s) gate_proj without also targeting up_proj"
+    ("Qwen/Qwen3-235B-A22B", "peft_converted", ("q", "gate"), "gate and up together"),
+])
+def test_what_peft_cannot_build_on_a_mixture_of_experts_is_refused_with_the_fix(model_id, experts, targets, words):
+    with pytest.raises(InputError, match=words):
+        peft_target_modules(CATALOG.get(model_id).spec, targets, experts)
 
 
 def test_every_catalog_model_maps_one_name_to_each_adapted_module():
-    """One PEFT name per module the estimate counts (``adapted_modules``), distinct, for every catalog model; MLP
-    targets only where the experts are not routed."""
+    """One PEFT name per module the estimate counts (``adapted_modules``), distinct, for every dense catalog
+    model; a mixture of experts' attention likewise (its MLP: the tests above)."""
     for entry in CATALOG.entries:
         m = entry.spec
         for targets in (ALL, ATTENTION, ("q",), ("v", "up"), ("down",)):
             if m.is_moe and not set(targets) <= set(ATTENTION):
                 continue
-            names = peft_target_modules(m, targets)
+            names = peft_target_modules(m, targets).modules
             assert len(names) == len(set(names)) == len(adapted_modules(m, targets)), (entry.id, targets)
 
 

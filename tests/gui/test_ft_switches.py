@@ -72,3 +72,18 @@ def test_pretrain_tab_shows_torchtitans_compile_switch(qtbot):
     combo.setCurrentIndex(1)
     assert state.doc.training.torch_compile is True
     assert "compile off" in w.findChild(QLabel, "framework policy").text()
+
+
+def test_the_routed_experts_choice_follows_the_model_and_sets_the_plan_field(qtbot):
+    """Only a mixture of experts under LoRA has routed experts to adapt (training.lora_experts)."""
+    state, w = _form(qtbot, "hf-trainer")
+    combo = w.findChild(QComboBox, "training.lora_experts")
+    assert combo is not None and not combo.isEnabled()  # the default plan's dense model
+    state.edit("model.id", "Qwen/Qwen3-30B-A3B")
+    state.evaluate_now()
+    assert combo.isEnabled() and combo.currentText() == "Auto (as PEFT does)"
+    combo.setCurrentIndex(combo.findData("target_parameters"))
+    assert state.doc.training.lora_experts == "target_parameters"
+    state.edit("training.method", "full")
+    state.evaluate_now()
+    assert not combo.isEnabled()

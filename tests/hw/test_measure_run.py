@@ -159,15 +159,53 @@ def test_a_model_transformers_cannot_build_is_refused_with_the_reason(peft):
         _build(CATALOG.get("Qwen/Qwen-7B").config, rs, torch, tf, "cuda")
 
 
+@pytest.mark.parametrize(("experts", "params", "patterns"), [
+    ("auto", ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"], {"mlp.experts.gate_up_proj": 2}),
+    ("target_parameters", ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"], None),
+    ("none", None, None),
+])
+def test_a_mixture_of_experts_gets_its_stacked_expert_parameters(peft, experts, params, patterns):
+    """Mixtral under transformers 5 (MixtralSparseMoeBlock ``mlp``: MixtralExperts.gate_up_proj, down_proj are
+    3-D nn.Parameters): target_modules names the attention, target_parameters the stacked experts; "auto" is what
+    PEFT >= 0.19 makes of gate/up/down names (peft v0.21.2 utils/transformers_weight_conversion.py
+    ``_convert_peft_config_moe``: gate_up_proj at rank 2r and alpha 2α), written out so any PEFT >= 0.17 runs it."""
+    torch, tf, _ = _stand_ins(known=("mixtral",))
+    doc = _lora_doc("mistralai/Mixtral-8x7B-v0.1", lora_dropout=0.0, lora_experts=experts)
+    _build(CATALOG.get("mistralai/Mixtral-8x7B-v0.1").config, run_settings(doc), torch, tf, "cuda")
+    config = peft.configs[-1]
+    assert config["target_modules"] == ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"]
+    assert config.get("target_parameters") == params
+    if patterns is None:
+        assert "rank_pattern" not in config and "alpha_pattern" not in config
+    else:
+        assert config["rank_pattern"] == {k: f * 16 for k, f in patterns.items()}
+        assert config["alpha_pattern"] == {k: f * 32 for k, f in patterns.items()}
+
+
+@pytest.mark.parametrize(("model_id", "experts", "words"), [
+    ("mistralai/Mixtral-8x7B-v0.1", "per_expert_modules", "transformers 4 layout"),
+    ("deepseek-ai/DeepSeek-V3", "target_parameters", "lora_experts = peft_converted"),
+    ("openai/gpt-oss-20b", "peft_converted", "PEFT converts"),
+])
+def test_what_transformers_5_and_peft_cannot_build_is_refused_with_the_fix(model_id, experts, words):
+    """The transformers 4 layout; DeepSeek's dense and shared-expert Linear MLPs, whose gate/up/down names PEFT
+    >= 0.19 rewrites into expert parameters on a 'deepseek_v3' model; a conversion on a family PEFT does not
+    convert (gpt_oss has no transformers 4 expert names)."""
+    with pytest.raises(InputError, match=words):
+        run_settings(_lora_doc(model_id, lora_dropout=0.0, lora_experts=experts))
+
+
 def test_full_fine_tuning_and_inference_need_no_module_names():
     doc = _lora_doc("mistralai/Mixtral-8x7B-v0.1").model_copy(update={"training": TrainingSettings(method="full")})
     assert run_settings(doc).lora_targets == ()
     assert run_settings(doc.model_copy(update={"workload": "inference"})).lora_targets == ()
 
 
-def test_cli_refuses_lora_on_routed_experts_without_a_traceback():
-    """Refused before torch is imported: the message names the fix."""
+def test_cli_refuses_lora_dropout_on_stacked_experts_without_a_traceback():
+    """Refused before torch is imported: Mixtral's experts are adapted through PEFT's target_parameters (the plan's
+    lora_experts "auto": PEFT's conversion), whose ParamWrapper raises on lora_dropout > 0 (peft v0.21.2
+    tuners/lora/layer.py), and the Hugging Face profile's default dropout is 0.05. The message names the fix."""
     p = subprocess.run([sys.executable, "-m", "llmplan", "measure", "--model", "mistralai/Mixtral-8x7B-v0.1",
                         "--gpu", "nvidia-h200-sxm-141gb", "--workload", "finetune", "--set", "training.method=lora"],
                        capture_output=True, text=True)
-    assert p.returncode != 0 and "training.lora_targets = q, k, v, o" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode != 0 and "training.lora_dropout = 0" in p.stderr and "Traceback" not in p.stderr

@@ -168,9 +168,9 @@ def weight_format_bytes(spec: ModelSpec, weight_format: str) -> int:
 # ---- LoRA -----------------------------------------------------------------------------------
 
 def lora_params(pb: ParamBreakdown, rank: int, targets: tuple[str, ...], tp: int = 1, ep: int = 1,
-                layer_share: float = 1.0) -> float:
+                layer_share: float = 1.0, experts: str = "per_expert_modules") -> float:
     """LoRA's trainable parameters: A (r × in) and B (out × r) per adapted module (``core.lora_modules``: one
-    per fused module, as PEFT adds them).
+    per fused module, as PEFT adds them; ``experts``: how the routed experts are reached, ``expert_adapters``).
 
     Whole model with the defaults; on one GPU with ``tp``/``ep`` and ``layer_share`` (the share of
     the blocks on this pipeline stage). Under Megatron tensor parallelism a column-parallel weight
@@ -178,7 +178,7 @@ def lora_params(pb: ParamBreakdown, rank: int, targets: tuple[str, ...], tp: int
     experts are spread over ``ep`` (their down projection is row-parallel, gate/up column-parallel).
     """
     total = 0.0
-    for g in lora_modules(pb, targets):
+    for g in lora_modules(pb, targets, experts):
         out, inp = g.shape
         count = g.count * layer_share
         split = g.tp_split
@@ -195,6 +195,7 @@ def lora_params(pb: ParamBreakdown, rank: int, targets: tuple[str, ...], tp: int
     return total
 
 
-def trainable_params(pb: ParamBreakdown, method: str, rank: int, targets: tuple[str, ...]) -> float:
+def trainable_params(pb: ParamBreakdown, method: str, rank: int, targets: tuple[str, ...],
+                     experts: str = "per_expert_modules") -> float:
     """Parameters that get gradients and optimizer states: all of them, or LoRA/QLoRA's adapters."""
-    return float(pb.total) if method == "full" else lora_params(pb, rank, targets)
+    return float(pb.total) if method == "full" else lora_params(pb, rank, targets, experts=experts)

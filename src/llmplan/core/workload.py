@@ -37,6 +37,8 @@ Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit
 Batching = Literal["packed", "padded"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
+# How LoRA reaches a mixture of experts' routed experts (core.lora_modules: ``expert_adapters``, docs/training.md)
+LoraExperts = Literal["auto", "none", "per_expert_modules", "target_parameters", "peft_converted"]
 
 
 class TrainingSettings(FrozenModel):
@@ -130,6 +132,13 @@ class TrainingSettings(FrozenModel):
     )
     lora_rank: int = Field(16, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+    lora_experts: LoraExperts = Field(
+        "auto", description="mixture of experts: how LoRA reaches the routed experts. per_expert_modules: one "
+        "adapter per expert projection (transformers 4, experts as nn.Linear); target_parameters: one rank-r adapter "
+        "per expert on each stacked 3-D parameter (transformers 5, PEFT target_parameters: gate_up_proj, down_proj); "
+        "peft_converted: what PEFT >= 0.19 makes of gate/up/down module names under transformers 5 (stacked "
+        "adapters, gate_up_proj at rank 2r; dense and shared-expert MLPs not adapted); none: routed experts not "
+        "adapted; auto: peft_converted on the families PEFT converts, none elsewhere (gpt-oss, Qwen2-MoE)")
     qlora_double_quant: bool = True
     dropout: float = Field(
         0.0, ge=0, lt=1, description="attention and hidden dropout; > 0 stores 1-byte masks (modern LLMs use 0)"

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui import backend
@@ -32,6 +33,17 @@ from llmplan.gui.system_options import system_group
 WORKLOADS = ("inference", "finetune", "pretrain")
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+LORA_EXPERTS = [("auto", "Auto (as PEFT does)"), ("peft_converted", "PEFT's conversion (2r)"),
+                ("target_parameters", "Target parameters (r)"), ("per_expert_modules", "Per expert (transformers 4)"),
+                ("none", "Not adapted")]
+LORA_EXPERT_TIPS = {
+    "auto": "What transformers 5 and PEFT >= 0.19 do with gate/up/down targets: PEFT's conversion on Mixtral, "
+            "Qwen3-MoE, DeepSeek and the other families it converts; not adapted elsewhere (gpt-oss, Qwen2-MoE)",
+    "peft_converted": "PEFT turns gate/up/down names into target_parameters: one adapter pair per expert, gate_up_proj "
+                      "at rank 2r, down_proj at r; dense and shared-expert MLPs lose their adapters",
+    "target_parameters": "PEFT's target_parameters on experts.gate_up_proj and experts.down_proj at rank r",
+    "per_expert_modules": "transformers 4: every expert's gate, up and down projection a Linear with its own adapter",
+    "none": "Routed experts frozen; shared experts and dense layers keep their adapters"}
 # Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
                   "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
@@ -39,7 +51,7 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout",
                   "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
                   "activation_offload", "lora_on_lm_head", "modules_to_save", "quant_base", "batching",
-                  "mean_sequence_tokens", *BATCH_FIELDS)
+                  "mean_sequence_tokens", "lora_experts", *BATCH_FIELDS)
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine", "backend",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
                    "draft_tokens", "draft_acceptance", "draft_cost_ratio",
@@ -150,6 +162,12 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         for i, b in enumerate(boxes):
             targets.addWidget(b, i // 4, i % 4)
         f.addRow("LoRA targets", targets)
+        experts = bound_combo(state, "training.lora_experts", "LoRA on routed experts",
+                              "Mixture of experts: how LoRA reaches the routed experts, which transformers 5 keeps as "
+                              "two stacked 3-D parameters per layer (plan field training.lora_experts). Stacked "
+                              "adapters rebuild each layer's expert weights every forward and keep the copy for the "
+                              "backward", LORA_EXPERTS, chars=16, item_tips=LORA_EXPERT_TIPS)
+        f.addRow("Routed experts", experts)
         double_quant = bound_check(state, "training.qlora_double_quant", "QLoRA double quantisation",
                                    "Quantise the 4-bit quantisation constants too (QLoRA §3): saves ~0.37 bits "
                                    "per parameter")
@@ -159,9 +177,18 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
             adapters = doc.training.method in ("lora", "qlora")
             for w_ in (rank, lora_drop, *boxes):
                 w_.setEnabled(adapters)
+            follow_model(state.outcome)
             double_quant.setEnabled(doc.training.method == "qlora")
 
+        def follow_model(outcome) -> None:  # the routed-experts choice only means something on a mixture of experts
+            if not isValid(experts):  # the tab was rebuilt; the plan lives on
+                return
+            sc = outcome.scenario if outcome is not None else None
+            moe = sc is not None and sc.model.is_moe
+            experts.setEnabled(moe and state.doc.training.method in ("lora", "qlora"))
+
         state.doc_changed.connect(follow_method)
+        state.evaluated.connect(follow_model)
         follow_method(state.doc)
         outer.addWidget(box)
     box = QGroupBox("Training")

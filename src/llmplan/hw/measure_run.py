@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
-from llmplan.core.lora_modules import peft_target_modules
+from llmplan.core.lora_modules import PeftTargets, expert_adapters, peft_target_modules
 from llmplan.errors import InputError
 
 RUN_FORMAT = "llmplan-run"
@@ -54,6 +54,8 @@ class RunSettings:
     prompt_tokens: int
     output_tokens: int
     flash_attention: bool
+    lora_parameters: tuple[str, ...] = ()  # PEFT's target_parameters: a MoE block's stacked expert parameters
+    lora_rank_factors: tuple[tuple[str, int], ...] = ()  # rank_pattern / alpha_pattern: (parameter, multiple)
 
 
 def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
@@ -71,14 +73,19 @@ def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
         raise InputError(f"measure trains in bf16, fp16 or fp32, not {tr.precision}; set training.precision")
     if doc.workload != "inference" and tr.optimizer not in ("adamw", "adam8bit", "sgd"):
         raise InputError(f"measure runs adamw, adam8bit or sgd, not {tr.optimizer}; set training.optimizer")
-    targets: tuple[str, ...] = ()
+    targets = PeftTargets(())
     if doc.workload != "inference" and tr.method != "full":
-        targets = peft_target_modules(model_spec(doc, config), tr.lora_targets)
+        spec = model_spec(doc, config)
+        targets = peft_target_modules(spec, tr.lora_targets, expert_adapters(spec, tr.lora_experts))
+        if targets.parameters and tr.lora_dropout:
+            raise InputError("PEFT's target_parameters (the stacked experts' adapters) refuse lora_dropout > 0 "
+                             "(ParamWrapper); set training.lora_dropout = 0")
     return RunSettings(
         workload="generate" if doc.workload == "inference" else "train", method=tr.method, regime=tr.regime,
         micro_batch=tr.micro_batch, seq_len=tr.seq_len, checkpointing=tr.recompute == "full",
         optimizer=tr.optimizer, lora_rank=tr.lora_rank, lora_dropout=tr.lora_dropout,
-        lora_targets=targets, batch=inf.batch,
+        lora_targets=targets.modules, lora_parameters=targets.parameters,
+        lora_rank_factors=targets.rank_factors, batch=inf.batch,
         prompt_tokens=inf.prompt_tokens, output_tokens=inf.output_tokens, flash_attention=tr.flash_attention)
 
 
@@ -195,8 +202,15 @@ def _lora(model: Any, rs: RunSettings) -> Any:
         import peft
     except ImportError:
         raise InputError("measure needs peft for LoRA: pip install 'llmplan[measure]'") from None
-    config = peft.LoraConfig(r=rs.lora_rank, lora_alpha=2 * rs.lora_rank, lora_dropout=rs.lora_dropout,
-                             target_modules=list(rs.lora_targets), task_type="CAUSAL_LM")
+    alpha = 2 * rs.lora_rank
+    extra: dict[str, Any] = {}
+    if rs.lora_parameters:  # peft >= 0.17: LoRA on the stacked expert parameters (core.lora_modules)
+        extra["target_parameters"] = list(rs.lora_parameters)
+    if rs.lora_rank_factors:
+        extra["rank_pattern"] = {name: k * rs.lora_rank for name, k in rs.lora_rank_factors}
+        extra["alpha_pattern"] = {name: k * alpha for name, k in rs.lora_rank_factors}
+    config = peft.LoraConfig(r=rs.lora_rank, lora_alpha=alpha, lora_dropout=rs.lora_dropout,
+                             target_modules=list(rs.lora_targets), task_type="CAUSAL_LM", **extra)
     return peft.get_peft_model(model, config)
 
 

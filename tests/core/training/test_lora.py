@@ -21,7 +21,7 @@ def test_gpt3_adapter_budget_of_lora_table5(targets, rank):
     # Hu et al. 2022, Table 5 header: "# of Trainable Parameters = 18M" for Wq,Wv r=4; Wq,Wk,Wv,Wo r=2; Wq r=8
     # on GPT-3 175B. Exactly: 96 layers · modules · r · (12288 + 12288) = 18,874,368. Tolerance 5% (the paper
     # rounds to "18M").
-    n = adapter_params(count_params(GPT3), GPT3, None, rank, targets)
+    n = adapter_params(count_params(GPT3), GPT3, None, TrainingSettings(lora_rank=rank, lora_targets=targets))
     assert n == 96 * len(targets) * rank * 2 * 12288
     assert n == pytest.approx(18e6, rel=0.05)
 

@@ -456,5 +456,5 @@ def test_fused_c_attn_gets_one_adapter():
     h, inter, r = m.hidden_size, m.intermediate_size, 64
     peft = m.num_layers * (r * (h + 3 * h) + r * (h + h) + 3 * r * (h + inter))
     assert peft == 143_130_624
-    assert adapter_params(count_params(m), m, None, 64, sc.training.lora_targets) == peft
+    assert adapter_params(count_params(m), m, None, sc.training) == peft
     assert trainable_params(count_params(m), "lora", 64, sc.training.lora_targets) == peft

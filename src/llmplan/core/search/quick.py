@@ -116,7 +116,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     zero = c.zero
     # the engine's FLOPs per token (``flops.token_flops``): model FLOPs for MFU, attention's share for CP
     pb = count_params(s.spec)
-    adapters = 0.0 if t.method == "full" else adapter_params(pb, s.spec, None, t.lora_rank, t.lora_targets)
+    adapters = 0.0 if t.method == "full" else adapter_params(pb, s.spec, None, t)
     tf = token_flops(s.spec, pb, t.seq_len, adapters)
 
     # ---- time ------------------------------------------------------------------------------------

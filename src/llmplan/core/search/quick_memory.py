@@ -30,10 +30,12 @@ import numpy as np
 
 from llmplan.core.bytes_per_param import lora_params
 from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
+from llmplan.core.training.lora import merged_expert_bytes, unquantised_expert_share
 from llmplan.core.training.ops import loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, stage_params
 from llmplan.core.training.stages import layers_in_flight, split_layers, warmup_chunks
@@ -139,12 +141,12 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         sp, kv, rc, piped = bool(key // 16), bool(key // 8 % 2), int(key // 2 % 4), int(key % 2)
         view = Rows(tp[idx], cp[idx], ep[idx], mb[idx], t.seq_len, sp, kv, 2 if piped else 1)
         tr = t.model_copy(update={"recompute": RECOMPUTE_NAMES[rc]})
-        per_layer[idx] = act.average_layer_bytes(m, view, tr, eager=eager) + mem.lora_activation_bytes(m, view, tr)
+        per_layer[idx] = act.average_layer_bytes(m, view, tr, eager=eager) + mem.lora_activation_bytes(m, view, tr, prof)
         emb[idx] = act.embedding_bytes(m, view, tr)
         logits[idx] = act.logits_bytes(m, view) + (act.final_norm_extra(m, view, eager) if eager else 0.0)
         loss[idx] = act.loss_peak_bytes(m, view, loss_name)
         if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
-            work[idx] = act.average_layer_bytes(m, view, tr, "none", eager)
+            work[idx] = act.average_layer_bytes(m, view, tr, "none", eager) + merged_expert_bytes(m, view, tr, prof=prof)
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
     # (one integer per row: np.unique over 1-D keys is far faster than over rows)
@@ -164,6 +166,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
     slope = np.zeros_like(base)
     layer = np.zeros((len(te_uniq), 4))
     adapters = np.zeros(len(te_uniq))
+    unquantised = unquantised_expert_share(m, pb, t)  # QLoRA: transformers 5's stacked experts stay 16/32-bit
     for u, (a, e) in enumerate(te_uniq):
         for r in range(4):
             p0, p1 = _params(m, int(a), int(e), r)
@@ -171,7 +174,8 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
             slope[u, r] = [getattr(p1, f) - getattr(p0, f) for f in fields]
             layer[u, r] = p1.largest_layer
         if not full:
-            adapters[u] = lora_params(pb, t.lora_rank, t.lora_targets, int(a), int(e), 1.0 / L)
+            adapters[u] = lora_params(pb, t.lora_rank, t.lora_targets, int(a), int(e), 1.0 / L,
+                                      expert_adapters(m, t.lora_experts))
     # ---- every candidate stage, the worst kept ------------------------------------------------------
     out = None
     for k in range(slots):
@@ -184,7 +188,7 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         total, expert, matrices, factored = (parts[:, i] for i in range(4))
         sp_rows_k = StageParams("", total, expert, matrices, factored, layer[te_inv, role], False, False)
         trainable = total if full else adapters[te_inv] * layers
-        frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices, prof)
+        frozen = 0.0 if full else mem.frozen_bytes(t, total, matrices - expert * unquantised, prof)
         activ = per_layer * held + np.where((role == 0) | (role == 1), emb * flight, 0.0)
         working = np.where(layers > 0, work, 0.0)  # last stage: the loss's backward or the first recompute
         last = (role == 0) | (role == 3)

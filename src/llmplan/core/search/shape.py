@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from llmplan.core.bytes_per_param import shape_states, trainable_params
+from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.workload import TrainingSettings
@@ -89,7 +90,8 @@ def model_shape(m: ModelSpec, training: TrainingSettings) -> ModelShape:
         moe_layer_fraction=frac,
         sliding_window=window, sliding_fraction=m.sliding_layer_count / L,
         total_params=pc.total,
-        trainable_params=trainable_params(pc, training.method, training.lora_rank, training.lora_targets),
+        trainable_params=trainable_params(pc, training.method, training.lora_rank, training.lora_targets,
+                                          expert_adapters(m, training.lora_experts)),
         factored_share=factored / pc.total, matrix_share=matrices / pc.total,
     )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from llmplan.core import bytes_per_param as facts
 from llmplan.core.explain import Figure
+from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.system.settings import StoragePreset
 from llmplan.core.workload import Scenario
@@ -61,7 +62,8 @@ def checkpoint_size(scenario: Scenario, params: ParamBreakdown) -> CheckpointSiz
         formula = "params × (weight bytes + fp32 master + optimizer bytes)"
         assumptions: tuple[str, ...] = ("gradients are not saved; replicated copies are saved once",)
     else:
-        trainable = facts.lora_params(params, t.lora_rank, t.lora_targets)
+        trainable = facts.lora_params(params, t.lora_rank, t.lora_targets,
+                                      experts=expert_adapters(scenario.model, t.lora_experts))
         # A restart needs the adapters' fp32 copy (the master in mixed precision, the weights in
         # fp32) and the optimizer's states; the frozen base model is not re-saved with each checkpoint.
         opt = facts.optimizer_state_bytes(t.optimizer, 1.0)

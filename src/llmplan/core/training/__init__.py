@@ -40,7 +40,7 @@ def estimate_training(sc: Scenario) -> Estimate:
     mem = memory.breakdown(sc, lay, sm)
 
     full = tr.method == "full"
-    adapters = 0.0 if full else adapter_params(pb, m, None, tr.lora_rank, tr.lora_targets)
+    adapters = 0.0 if full else adapter_params(pb, m, None, tr)
     tf = token_flops(m, pb, lay.seq_len, adapters, tr.recompute == "selective_op")
     sf = step_flops(tf, lay.tokens_per_step, tr)
     st = sm.states

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.layout import Layout
+from llmplan.core.training.lora import merged_expert_bytes
 from llmplan.core.training.ops import HeadOps, LayerOps, loss_kind, projection_bytes
 from llmplan.core.training.states import StateBytes
 from llmplan.core.training.switches import (
@@ -126,13 +127,14 @@ def block_backward_transient(m: ModelSpec, lay: Layout, tr: TrainingSettings, pr
     MulBackward of act(gate)·up holds the incoming gradient and writes both input gradients, each
     tokens × intermediate in the projections' dtype. Liger's SwiGLU (``LigerSiLUMulFunction.backward``,
     ops/swiglu.py ``swiglu_backward``) writes both input gradients over its saved gate and up in place: only
-    the incoming gradient is new."""
+    the incoming gradient is new. Routed experts adapted as stacked parameters (PEFT's ``ParamWrapper``) add the
+    gradient of their rebuilt stack, written before the adapters' (``lora.merged_expert_bytes``)."""
     widths = 1.0 if (tr.liger and m.gated_mlp) else (3.0 if m.gated_mlp else 2.0)
     inter = (m.moe.expert_intermediate_size * m.moe.experts_per_token if m.is_moe and m.moe
              else m.intermediate_size) / lay.tp
     y = projection_bytes(tr, prof)
     T = lay.micro_batch * lay.seq_len / lay.cp
-    return (widths * y * inter + x * m.hidden_size) * T
+    return (widths * y * inter + x * m.hidden_size) * T + merged_expert_bytes(m, lay, tr, largest=True, prof=prof)
 
 
 def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, st: StateBytes,

@@ -35,7 +35,7 @@ under ZeRO-3/FSDP full sharding, whose hooks gather each module's weights (not m
 from __future__ import annotations
 
 from llmplan.core.framework_profile import FrameworkProfile
-from llmplan.core.lora_modules import adapted_modules
+from llmplan.core.lora_modules import adapted_modules, expert_adapters, stacked_expert_params
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.ops import casts_weights
 
@@ -76,7 +76,9 @@ def block_kind(tr, prof: FrameworkProfile) -> str | None:
 def block_host_seconds(tr, prof: FrameworkProfile, m: ModelSpec) -> tuple[float, str] | None:
     """Host seconds of one block of ``m`` per micro-batch under this profile, and how they were found (module doc);
     None where the profile has no measurement for this kind of block. The adapted linears are counted as PEFT
-    wraps them: a fused module once (``core.lora_modules.adapted_modules``)."""
+    wraps them: a fused module once (``core.lora_modules.adapted_modules``), and a stacked expert parameter PEFT
+    wraps (``stacked_expert_params``) as one more: its ``ParamWrapper`` registers and removes a parametrization on
+    every forward, host work not measured apart, so counted like an adapted linear's."""
     if not prof.block_host_s:
         return None
     kind = block_kind(tr, prof)
@@ -89,7 +91,9 @@ def block_host_seconds(tr, prof: FrameworkProfile, m: ModelSpec) -> tuple[float,
         return None
     how = f"{kind}{' with gradient checkpointing' if recompute else ''}"
     if kind in ("lora", "qlora"):
-        adapted = len(adapted_modules(m, tr.lora_targets))
+        experts = expert_adapters(m, tr.lora_experts)
+        adapted = (len(adapted_modules(m, tr.lora_targets, experts))
+                   + stacked_expert_params(m, tr.lora_targets, experts))
         base, lora = _lookup(table, "full_16bit", recompute), _lookup(table, "lora", recompute)
         if adapted != MEASURED_LORA_LINEARS and base is not None and lora is not None:
             seconds -= (lora - base) * (MEASURED_LORA_LINEARS - adapted) / MEASURED_LORA_LINEARS

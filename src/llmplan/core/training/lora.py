@@ -3,9 +3,10 @@
 LoRA (Hu et al. 2022) adds, to each targeted module W (out × in), A (r × in) and
 B (out × r); only A and B get gradients and optimizer states. PEFT adapts whole modules, so a checkpoint
 that fuses q, k and v into one Linear gets one adapter there (``core.lora_modules``). The count, the tensor-parallel
-split of A and B, and which tensors a target set reaches (experts included when their
-projections are targeted) live in ``core.bytes_per_param``, shared with the search and the
-checkpoint code.
+split of A and B, and which tensors a target set reaches live in ``core.bytes_per_param`` and
+``core.lora_modules``, shared with the search and the checkpoint code; a mixture of experts' routed experts
+as ``training.lora_experts`` says (``lora_modules.expert_adapters``), with what transformers 5's stacked expert
+parameters cost beyond their adapters (``merged_expert_bytes``, ``unquantised_expert_share``).
 
 QLoRA (Dettmers et al. 2023, §3) stores every linear weight of the blocks in NF4: 4 bits
 plus one absmax per 64 weights; in fp32 that is 32/64 = 0.5 bit/param, and double
@@ -15,14 +16,17 @@ quantisation (8-bit absmax, fp32 constant per 256 blocks) brings it to 8/64 + 32
 
 from __future__ import annotations
 
-from llmplan.core.bytes_per_param import lora_params, nf4_bits_per_param
+from llmplan.core.bytes_per_param import frozen_weight_bytes, lora_params, nf4_bits_per_param
+from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast
+from llmplan.core.lora_modules import expert_adapters, stacked_expert_params
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.quant import NF4_BLOCK
 from llmplan.core.training.layout import Layout
+from llmplan.core.workload import TrainingSettings
 
-__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "nf4_bits_per_param",
-           "nf4_dequant_bytes", "nf4_dequant_launches"]
+__all__ = ["adapter_params", "base_bits_per_param", "dequant_bytes_per_weight", "merged_expert_bytes",
+           "nf4_bits_per_param", "nf4_dequant_bytes", "nf4_dequant_launches", "unquantised_expert_share"]
 
 
 # Quantised LoRA bases other than NF4: bits per weight of the stored format, and bytes one dequantisation
@@ -70,10 +74,56 @@ def nf4_dequant_launches(double_quant: bool) -> int:
     return 3 if double_quant else 1
 
 
-def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, rank: int,
-                   targets: tuple[str, ...], layer_share: float = 1.0) -> float:
-    """Adapter parameters: on one GPU (``lay`` given, ``layer_share`` of the blocks) or in the whole model."""
+def adapter_params(pb: ParamBreakdown, m: ModelSpec, lay: Layout | None, tr: TrainingSettings,
+                   layer_share: float = 1.0) -> float:
+    """Adapter parameters of ``tr``'s LoRA (its rank, targets, and ``lora_experts`` resolved for ``m``:
+    ``core.lora_modules.expert_adapters``): on one GPU (``lay`` given, ``layer_share`` of the blocks) or in the
+    whole model."""
+    experts = expert_adapters(m, tr.lora_experts)
     if lay is None:
-        return lora_params(pb, rank, targets, layer_share=layer_share)
-    return lora_params(pb, rank, targets, lay.tp, lay.ep, layer_share)
+        return lora_params(pb, tr.lora_rank, tr.lora_targets, layer_share=layer_share, experts=experts)
+    return lora_params(pb, tr.lora_rank, tr.lora_targets, lay.tp, lay.ep, layer_share, experts)
 
+
+def merged_expert_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, largest: bool = False,
+                        prof: FrameworkProfile | None = None):
+    """Bytes per average block on one GPU of the expert weights PEFT's ``ParamWrapper`` rebuilds each forward when
+    the routed experts are adapted as stacked parameters (``core.lora_modules``: "target_parameters",
+    "peft_converted"): W + s·B·A for the whole stack of this GPU's experts (peft v0.21.2 ``tuners/lora/layer.py``
+    ``_LoraFactorsProxy.forward``, one ``baddbmm``), in the base weight's dtype. The experts' matmuls
+    (transformers v5.24.0 ``integrations/moe.py`` ``grouped_mm_experts_forward``) keep it for their backward, so it
+    is held like an activation until the block's backward; that backward then writes its gradient, the same size,
+    before the adapters' own (``largest``: that transient, the larger stacked parameter's, gate_up_proj's when it is
+    adapted). Column/row split over ``lay.tp`` as the experts are; the share of the blocks that are MoE layers.
+    The base weight's dtype: 16-bit (fp32 in fp32 training), and fp32 under QLoRA where ``prof`` runs
+    ``prepare_model_for_kbit_training``, which upcasts the unquantised stacks (``unquantised_expert_share``).
+    0 for a full fine-tune, a dense model, or experts reached another way. Floats or arrays (``lay``'s fields)."""
+    if tr.method == "full" or m.moe is None:
+        return 0.0
+    experts = expert_adapters(m, tr.lora_experts)
+    if not stacked_expert_params(m, tr.lora_targets, experts):
+        return 0.0
+    e = m.moe
+    h, f = m.hidden_size, e.expert_intermediate_size
+    gate_up = (2 if m.gated_mlp else 1) * f * h if ("gate" in tr.lora_targets or "up" in tr.lora_targets) else 0
+    down = f * h if "down" in tr.lora_targets else 0
+    per_expert = max(gate_up, down) if largest else gate_up + down
+    dtype = 4.0 if kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage) else frozen_weight_bytes(tr.precision)
+    return per_expert * e.num_experts / lay.ep / lay.tp * m.moe_layer_count / m.num_layers * dtype
+
+
+def unquantised_expert_share(m: ModelSpec, pb: ParamBreakdown, tr: TrainingSettings) -> float:
+    """The share of the routed experts' parameters (``StageParams.expert``) that are block matrices QLoRA leaves
+    unquantised: under transformers 5 (``lora_experts`` other than "per_expert_modules") the experts are 3-D
+    nn.Parameters, and bitsandbytes quantises nn.Linear weights only (transformers v5.24.0
+    ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``type(module) is nn.Linear``;
+    ``quantizers/quantizer_bnb_4bit.py`` ``param_needs_quantization``: Linear4bit weights), so they stay in the
+    load dtype, and PEFT's ``prepare_model_for_kbit_training`` casts every 16-bit parameter that is not a
+    ``Params4bit`` to fp32 (peft v0.21.2 ``utils/other.py``), as ``memory.frozen_bytes`` prices the non-matrix rest
+    (``framework_profile.kbit_upcast``). 0 outside QLoRA on a mixture of experts or with the transformers 4 layout;
+    else the 2-D share of the expert tensors (gpt-oss's expert biases are the rest)."""
+    if tr.method != "qlora" or not m.is_moe or expert_adapters(m, tr.lora_experts) == "per_expert_modules":
+        return 0.0
+    experts = [g for g in pb.groups if g.category == "expert" and g.place == "layer"]
+    every = sum(g.params for g in experts)
+    return sum(g.params for g in experts if len(g.shape) == 2) / every if every else 0.0

@@ -15,7 +15,7 @@ import numpy as np
 from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
-from llmplan.core.lora_modules import adapted_modules
+from llmplan.core.lora_modules import adapted_modules, expert_adapters, lora_modules, stacked_expert_params
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -30,7 +30,12 @@ from llmplan.core.training.eager_memory import (
     prefetched_gather,
 )
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import adapter_params, base_bits_per_param
+from llmplan.core.training.lora import (
+    adapter_params,
+    base_bits_per_param,
+    merged_expert_bytes,
+    unquantised_expert_share,
+)
 from llmplan.core.training.ops import dequant_transient_bytes, head_ops, layer_ops, loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
@@ -81,9 +86,9 @@ def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple
     block being recomputed, 0 without recompute): the same for every stage, so worked out once per layout.
     torchtitan's uncompiled modules keep more (``activations.eager_block_extra``)."""
     eager = titan_eager(tr, prof)
-    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr)
-    work = (act.average_layer_bytes(m, lay, tr, "none", eager) if tr.recompute in ("full", "selective_op")
-            else 0.0)
+    per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr, prof)
+    work = (act.average_layer_bytes(m, lay, tr, "none", eager) + merged_expert_bytes(m, lay, tr, prof=prof)
+            if tr.recompute in ("full", "selective_op") else 0.0)
     return per_layer, work
 
 
@@ -102,10 +107,11 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
     if full:
         trainable, frozen = sp.total, 0.0
     else:
-        trainable = adapter_params(pb, m, lay, tr.lora_rank, tr.lora_targets, layer_share)
+        trainable = adapter_params(pb, m, lay, tr, layer_share)
         if tr.lora_on_lm_head and stage in ("last", "only"):
             trainable += lm_head_adapter(m, tr.lora_rank, lay.tp)
-        frozen = frozen_bytes(tr, sp.total, sp.matrices, prof)
+        # transformers 5's stacked experts escape bitsandbytes (``lora.unquantised_expert_share``)
+        frozen = frozen_bytes(tr, sp.total, sp.matrices - sp.expert * unquantised_expert_share(m, pb, tr), prof)
         rest = frozen_weight_bytes(tr.precision)  # modules_to_save copies follow the base's dtype
         if tr.modules_to_save and lay.pp == 1:
             saved_copy = embedding_and_head(m, lay.tp)
@@ -225,10 +231,15 @@ def foreach_intermediates(tr, prof: FrameworkProfile, st: StateBytes) -> float:
 
 def _largest_trainable(m: ModelSpec, pb: ParamBreakdown, tr) -> float:
     """Elements of the largest trained tensor: the embedding or head in a full fine-tune or with
-    ``modules_to_save``, else LoRA's widest factor (rank × the widest projection side)."""
+    ``modules_to_save``, else LoRA's widest factor (rank × the widest projection side; a stacked expert
+    parameter's factors are r·E wide, ``core.lora_modules``)."""
     if tr.method == "full" or tr.modules_to_save:
         return largest_tensor(pb)
-    return float(tr.lora_rank * max(m.hidden_size, m.intermediate_size, m.q_width))
+    widest = float(tr.lora_rank * max(m.hidden_size, m.intermediate_size, m.q_width))
+    if stacked_expert_params(m, tr.lora_targets, how := expert_adapters(m, tr.lora_experts)):
+        widest = max([widest] + [tr.lora_rank * g.copies_per_layer * max(g.shape)
+                                 for g in lora_modules(pb, tr.lora_targets, how) if g.category == "expert"])
+    return widest
 
 
 def _gathered_blocks(tr, prof: FrameworkProfile, sp: StageParams, st: StateBytes, trainable: float,
@@ -280,12 +291,15 @@ def frozen_bytes(tr, params, matrices, prof: FrameworkProfile | None = None):
     return params * base
 
 
-def lora_activation_bytes(m: ModelSpec, lay: Layout, tr) -> float:
+def lora_activation_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile | None = None) -> float:
     """Per block and micro-batch: the A-projection outputs (r wide, 16-bit) of every adapted module (a fused
-    module's one, ``core.lora_modules.adapted_modules``), kept for the backward unless full recompute drops them."""
+    module's one, ``core.lora_modules.adapted_modules``) and the expert weights PEFT rebuilds with their adapters
+    (``lora.merged_expert_bytes``), kept for the backward unless full recompute drops them."""
     if tr.method == "full" or tr.recompute == "full":
         return 0.0
-    return 2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(adapted_modules(m, tr.lora_targets))
+    experts = expert_adapters(m, tr.lora_experts)
+    return (2 * lay.seq_len / lay.cp * lay.micro_batch * tr.lora_rank * len(adapted_modules(m, tr.lora_targets, experts))
+            + merged_expert_bytes(m, lay, tr, prof=prof))
 
 
 def dequant_buffer(m: ModelSpec, lay: Layout, tr) -> float:

@@ -34,13 +34,18 @@ import math
 from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
-from llmplan.core.lora_modules import adapted_modules, lora_modules
+from llmplan.core.lora_modules import adapted_modules, expert_adapters, lora_modules
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, TensorGroup
 from llmplan.core.training.comms import per_micro_batch
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.lora import dequant_bytes_per_weight, nf4_dequant_bytes, nf4_dequant_launches
+from llmplan.core.training.lora import (
+    dequant_bytes_per_weight,
+    merged_expert_bytes,
+    nf4_dequant_bytes,
+    nf4_dequant_launches,
+)
 from llmplan.core.workload import TrainingSettings
 
 BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
@@ -191,28 +196,49 @@ def layer_gemms(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetti
     """Every weight matmul of an average block on this GPU (MoE experts: the tokens routed to the
     experts this GPU holds), plus the LoRA adapters' two rank-r GEMMs per adapted module (``core.lora_modules``:
     one pair on a fused module's whole width, after its last projection); ``fused``: the profile's
-    ``fused_projections`` (``fuse_projections``); ``experts``: its ``expert_gemms`` (``expert_grouping``)."""
+    ``fused_projections`` (``fuse_projections``); ``experts``: its ``expert_gemms`` (``expert_grouping``).
+    Routed experts adapted as stacked parameters (``lora_modules.expert_adapters``: PEFT's ``ParamWrapper``) run
+    no adapter GEMM per token: their matmuls use W + s·B·A, rebuilt for every local expert each forward by one
+    batched GEMM (``<stack>.lora_merge``: (out × r)·(r × in) per expert, whose backward gives the gradients of B
+    and A), and compute the full weight gradient of that stack in their backward (``trainable``)."""
     T = _tokens(lay)
     full = tr.method == "full"
-    adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets)}
-    last = {(g.module or g.name): i for i, g in enumerate(pb.groups)} if adapted else {}
+    how = expert_adapters(m, tr.lora_experts)
+    adapted = {} if full else {g.name: g for g in lora_modules(pb, tr.lora_targets, how)}
+    stacked = how in ("target_parameters", "peft_converted")
+    unquantised = m.is_moe and how != "per_expert_modules"  # lora.unquantised_expert_share
+    last = {_adapter_key(g, stacked): i for i, g in enumerate(pb.groups)} if adapted else {}
     out: list[Gemm] = []
     for i, g in enumerate(pb.groups):
         if len(g.shape) != 2 or g.place != "layer" or g.category in ("norm",):
             continue
         mm, n, k, per_layer = _gemm_dims(g, m, lay, T)
-        quant = tr.method == "qlora" and g.category != "router"
+        # QLoRA: bitsandbytes quantises Linear weights; transformers 5's stacked experts stay 16-bit
+        quant = tr.method == "qlora" and g.category != "router" and not (g.category == "expert" and unquantised)
         # routers: too narrow for fp8 GEMMs, kept bf16; a quantised base is dequantised to bf16 for its matmul
         fp8 = tr.precision == "fp8" and g.category != "router" and not quant
         group, fixed = expert_grouping(m, lay, experts) if g.tp_split == "expert" else (1.0, 1.0)
-        out.append(Gemm(g.name, mm, n, k, per_layer, full, quant, fp8, g.tp_split, group, fixed))
-        module = adapted.get(g.module or g.name)
-        if module is not None and last[module.name] == i:
+        module = adapted.get(_adapter_key(g, stacked))
+        merged = stacked and g.category == "expert" and module is not None
+        out.append(Gemm(g.name, mm, n, k, per_layer, full or merged, quant, fp8, g.tp_split, group, fixed))
+        if merged and last[module.name] == i:  # the stack rebuilt once per forward, every local expert in one call
+            _, n, k, per_layer = _gemm_dims(module, m, lay, T)
+            local = m.moe.num_experts / lay.ep if m.moe else 1.0
+            out.append(Gemm(module.name + ".lora_merge", n, k, float(tr.lora_rank), per_layer, True, group=local))
+        elif module is not None and not merged and last[module.name] == i:
             mm, n, k, per_layer = _gemm_dims(module, m, lay, T)
             r = float(tr.lora_rank)
             out.append(Gemm(module.name + ".lora_A", mm, r, k, per_layer, True))
             out.append(Gemm(module.name + ".lora_B", mm, n, r, per_layer, True))
     return fuse_projections(tuple(out)) if fused else tuple(out)
+
+
+def _adapter_key(g: TensorGroup, stacked: bool) -> str:
+    """The name of the adapted module ``g`` belongs to (``lora_modules``): its fused module or its own, and for
+    stacked routed experts their ``gate_up_proj`` (gate and up) or ``down_proj``."""
+    if stacked and g.category == "expert" and not g.name.endswith("down_proj"):
+        return g.name.rsplit(".", 1)[0] + ".gate_up_proj"
+    return g.module or g.name
 
 
 def _gemm_dims(g: TensorGroup, m: ModelSpec, lay: Layout, T: float) -> tuple[float, float, float, float]:
@@ -241,7 +267,8 @@ def _adapted_widths(m: ModelSpec, lay: Layout, tr: TrainingSettings) -> list[tup
     h, q, kv, inter = m.hidden_size, m.q_width / lay.tp, m.kv_width / lay.tp, m.intermediate_size / lay.tp
     widths = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h), "gate": (h, inter), "up": (h, inter),
               "down": (inter, h)}
-    return [(mod[0], widths[mod[0]][0], sum(widths[t][1] for t in mod)) for mod in adapted_modules(m, tr.lora_targets)]
+    mods = adapted_modules(m, tr.lora_targets, expert_adapters(m, tr.lora_experts))
+    return [(mod[0], widths[mod[0]][0], sum(widths[t][1] for t in mod)) for mod in mods]
 
 
 def casts_weights(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
@@ -333,6 +360,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     saved += gptq_saved_weights(tr, prof, dequant)
+    saved += merged_expert_bytes(m, lay, tr, prof=prof)  # PEFT's rebuilt expert stack, kept by the experts' matmuls
     nf4 = tr.quant_base == "nf4"
     dq = nf4_dequant_bytes(tr.qlora_double_quant) if nf4 else dequant_bytes_per_weight(tr.quant_base, False)
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
