@@ -42,7 +42,6 @@ GPU_FIGURES = (
     "nvlink_gbs",
     "pcie_generation",
     "pcie_gbs",
-    "sm_count",
     "tdp_watts",
     "price_per_hour",
 )
@@ -104,7 +103,6 @@ class GpuFileEntry(_Strict):
     unified_memory: bool = False
     gpu_memory_fraction: float = Field(1.0, gt=0, le=1)
     gpu_cores: int | None = Field(None, ge=1)
-    sm_count: int | None = Field(None, ge=1, le=1024, description="streaming multiprocessors (NVIDIA)")
     source: str | None = None
     sources: dict[str, str] = Field(default_factory=dict)
     notes: str = ""
@@ -170,7 +168,6 @@ class GpuFileEntry(_Strict):
             pcie_generation=self.pcie_generation,
             pcie_lanes=self.pcie_lanes,
             gpu_cores=self.gpu_cores,
-            sm_count=self.sm_count,
         )
 
 

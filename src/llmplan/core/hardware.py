@@ -99,10 +99,6 @@ class GpuSpec(FrozenModel):
     pcie_generation: int | None = Field(None, ge=1, le=7, description="host PCIe generation")
     pcie_lanes: int | None = Field(None, ge=1, le=32, description="host PCIe lanes")
     gpu_cores: int | None = Field(None, ge=1, description="GPU core count where variants differ (Apple)")
-    sm_count: int | None = Field(
-        None, ge=1, le=1024, description="streaming multiprocessors (NVIDIA): how many GEMM output tiles run at once, "
-        "for the wave quantisation of small GEMMs (kernel_rates.wave_share); None: not modelled"
-    )
 
     @model_validator(mode="after")
     def _plausible(self) -> GpuSpec:
