@@ -319,6 +319,7 @@ class EfficiencyClass(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None
+    full_clock_share: EfficiencyValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -329,6 +330,7 @@ class EfficiencyDefault(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None  # None: the engine's default fraction
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    full_clock_share: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
 
 
 class HardwareFile(_Strict):

@@ -197,6 +197,11 @@ class Efficiency(FrozenModel):
         688.1 / 792.1, ge=0.3, le=1, description="GEMM rate held over seconds of full load / the rate the matmul "
         "fraction was measured at (clocks drop at the power limit); the default is the H100 SXM's 688.1 / 792.1"
     )
+    full_clock_share: float = Field(
+        0.40, ge=0, lt=1, description="share of a step's GPU time in compute-bound kernels (GEMMs, attention) up to "
+        "which the GPU holds its full clock; above it the clock falls linearly to sustained_clock at a share of 1 "
+        "(the H100 SXM's, measured with GEMMs between memory-bound kernels, 2026-11-28)"
+    )
 
 
 class ClusterSpec(FrozenModel):
