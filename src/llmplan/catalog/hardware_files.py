@@ -309,6 +309,12 @@ class EfficiencyValue(_Strict):
     note: str = ""
 
 
+class ShareValue(EfficiencyValue):
+    """``full_clock_share``: 0 is meaningful (a card that is below its full clock under any load)."""
+
+    value: float = Field(ge=0, lt=1)
+
+
 class EfficiencyClass(_Strict):
     id: str
     gpus: list[str] = Field(min_length=1, description="fnmatch patterns on GPU ids")
@@ -319,7 +325,7 @@ class EfficiencyClass(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None
-    full_clock_share: EfficiencyValue | None = None
+    full_clock_share: ShareValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -330,7 +336,7 @@ class EfficiencyDefault(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None  # None: the engine's default fraction
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
-    full_clock_share: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    full_clock_share: ShareValue | None = None  # None: Efficiency's default (the H100 SXM's)
 
 
 class HardwareFile(_Strict):
