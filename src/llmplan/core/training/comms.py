@@ -18,7 +18,7 @@ Exposure follows the framework profile (``Overlap``: what compute a collective h
 which of its calls cannot hide because nothing is left to compute beside it). A hidden collective is not
 free: its kernels share the SMs and the memory with the compute it runs beside, and that compute runs
 slower. Across GPT and Llama training on 4 A100, H100, MI250 and MI210 GPUs the compute overlapped with
-communication ran 18.9% slower on average (Hassan et al. 2025, "Characterizing Compute-Communication
+communication ran 18.9% slower on average (Lee et al. 2025, "Characterizing Compute-Communication
 Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114, abstract: average 18.9%, at
 most 40%), so each hidden second adds OVERLAP_SLOWDOWN = 0.189 s to the exposed time (``exposed``):
 
