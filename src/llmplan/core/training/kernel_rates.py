@@ -40,9 +40,8 @@ stated in every figure that uses it.
   1,428 TFLOP/s, 0.558 and 0.721 of the 1,978.9 TFLOP/s dense fp8 peak, where bf16 reached 0.703 and
   0.801 of its own. An fp8 GEMM is priced as a bf16 one of the same shape with the fp8 peak, 1-byte
   operands and FP8_MATMUL_RATIO = 0.721 / 0.801 = 0.901 of the bf16 share of peak (the best shapes'
-  ratio). The same roofline + 23 µs (GEMM_FIXED_S + HARNESS_LATENCY_S, as the harness timed it) then
-  gives 127 and 857 µs for the two squares against the measured 125 and 770 µs (+2%, +11%; bf16's
-  8192³, the sweep's best shape, comes out +10% the same way).
+  ratio). The same roofline at full clock + 3 µs, with the harness's 15.5 µs added back as it timed them,
+  gives 115 and 789 µs for the two squares against the measured 125 and 770 µs (−8%, +2%).
 - Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
   size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
   (2·b·heads·s²·d forward, 3.5× that forward + backward).
