@@ -348,10 +348,11 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                 "exposed_offload_s": exposed_offload, **stages},
                                src, uneven + ct.notes),
         compute_time_s=Figure.own(ct.total, "s",
-                                  "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
-                                  "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
-                                  "measured share of peak by length; max(GPU time, kernel launches × launch "
-                                  "cost); + the optimizer's pass over its states"
+                                  "Σ over the slowest stage's operations of max(FLOPs / GEMM rate, bytes / "
+                                  "achievable bandwidth) + 3 µs per GEMM; flash attention at its measured share of "
+                                  "peak by length; GEMMs and attention at the clock the GPU holds (full up to "
+                                  "full_clock_share of its time in them, then down to sustained_clock); 1.8 µs idle "
+                                  "between kernels; max(GPU time, host time); + the optimizer's pass over its states"
                                   + ("; fp8: the linears' GEMMs at the fp8 rate, their casts' bytes / bandwidth"
                                      if "fp8_casts" in ct.parts else ""),
                                   {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
