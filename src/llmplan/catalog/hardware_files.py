@@ -42,7 +42,6 @@ GPU_FIGURES = (
     "nvlink_gbs",
     "pcie_generation",
     "pcie_gbs",
-    "sm_count",
     "tdp_watts",
     "price_per_hour",
 )
@@ -104,7 +103,6 @@ class GpuFileEntry(_Strict):
     unified_memory: bool = False
     gpu_memory_fraction: float = Field(1.0, gt=0, le=1)
     gpu_cores: int | None = Field(None, ge=1)
-    sm_count: int | None = Field(None, ge=1, le=1024, description="streaming multiprocessors (NVIDIA)")
     source: str | None = None
     sources: dict[str, str] = Field(default_factory=dict)
     notes: str = ""
@@ -170,7 +168,6 @@ class GpuFileEntry(_Strict):
             pcie_generation=self.pcie_generation,
             pcie_lanes=self.pcie_lanes,
             gpu_cores=self.gpu_cores,
-            sm_count=self.sm_count,
         )
 
 
@@ -312,6 +309,12 @@ class EfficiencyValue(_Strict):
     note: str = ""
 
 
+class ShareValue(EfficiencyValue):
+    """``full_clock_share``: 0 is meaningful (a card that is below its full clock under any load)."""
+
+    value: float = Field(ge=0, lt=1)
+
+
 class EfficiencyClass(_Strict):
     id: str
     gpus: list[str] = Field(min_length=1, description="fnmatch patterns on GPU ids")
@@ -322,6 +325,7 @@ class EfficiencyClass(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None
+    full_clock_share: ShareValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -332,6 +336,7 @@ class EfficiencyDefault(_Strict):
     host_memory_bandwidth: EfficiencyValue | None = None  # None: the engine's default fraction
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    full_clock_share: ShareValue | None = None  # None: Efficiency's default (the H100 SXM's)
 
 
 class HardwareFile(_Strict):

@@ -99,10 +99,6 @@ class GpuSpec(FrozenModel):
     pcie_generation: int | None = Field(None, ge=1, le=7, description="host PCIe generation")
     pcie_lanes: int | None = Field(None, ge=1, le=32, description="host PCIe lanes")
     gpu_cores: int | None = Field(None, ge=1, description="GPU core count where variants differ (Apple)")
-    sm_count: int | None = Field(
-        None, ge=1, le=1024, description="streaming multiprocessors (NVIDIA): how many GEMM output tiles run at once, "
-        "for the wave quantisation of small GEMMs (kernel_rates.wave_share); None: not modelled"
-    )
 
     @model_validator(mode="after")
     def _plausible(self) -> GpuSpec:
@@ -200,6 +196,11 @@ class Efficiency(FrozenModel):
     sustained_clock: float = Field(
         688.1 / 792.1, ge=0.3, le=1, description="GEMM rate held over seconds of full load / the rate the matmul "
         "fraction was measured at (clocks drop at the power limit); the default is the H100 SXM's 688.1 / 792.1"
+    )
+    full_clock_share: float = Field(
+        0.40, ge=0, lt=1, description="share of a step's GPU time in compute-bound kernels (GEMMs, attention) up to "
+        "which the GPU holds its full clock; above it the clock falls linearly to sustained_clock at a share of 1 "
+        "(the H100 SXM's, measured with GEMMs between memory-bound kernels, 2026-11-28)"
     )
 
 

@@ -23,6 +23,7 @@ PARTS = {  # breakdown key -> (label, colour)
     "loss": ("Loss", "#edc948"),
     "dequantisation": ("NF4 dequantisation", "#b07aa1"),
     "fp8_casts": ("fp8 casts (amax, cast, transpose)", "#a0cbe8"),
+    "kernel_gaps": ("Idle between kernels", "#86bcb6"),
     "optimizer": ("Optimizer step", "#e15759"),
     "launch_overhead": ("Host CPU, beyond the GPU (host-bound)", "#9c755f"),
     "exposed_communication": ("Exposed communication", "#59a14f"),

@@ -39,13 +39,12 @@ def _scenario(precision: str, framework: str = "fsdp2", tp: int = 1, zero: int =
 
 @pytest.mark.parametrize(("n", "measured_s"), [(4096, 124.56e-6), (8192, 770.22e-6)])
 def test_fp8_gemm_rate_reproduces_the_measured_square_gemms(n, measured_s):
-    """e4m3 square GEMMs on an H100 SXM (torch 2.11 / cuBLAS, 2026-11-24): 124.6 µs at 4,096 and 770.2 µs at
-    8,192. The model (kernel_rates module doc: the bf16 sweep's share of peak × FP8_MATMUL_RATIO, 1-byte
-    operands, + 23 µs: the GPU-side 7.5 µs and the harness's own 15.5 µs dispatch latency, which these
-    timings hold) gives +2% and +11%; the bf16 8192³ is +10% the same way (the sweep-wide rate sits below
-    the best shape's). Tolerance: 15%."""
+    """e4m3 square GEMMs on an H100 SXM (torch 2.11 / cuBLAS, 2026-11-24, CUDA-event-timed): 124.6 µs at 4,096
+    and 770.2 µs at 8,192. The model (kernel_rates module doc: the best-shape bf16 share of peak ×
+    FP8_MATMUL_RATIO at full clock, 1-byte operands, + the 3 µs GEMM fixed cost and the harness's own 15.5 µs
+    dispatch latency, which these timings hold) gives −7.9% and +2.4%. Tolerance: 15%."""
     h100 = load_hardware_catalog().efficiency_for("nvidia-h100-sxm-80gb")
-    rate = kr.gemm_rate(1978.9e12, h100.matmul * kr.FP8_MATMUL_RATIO, 1.0)  # a short burst: no sustained clock
+    rate = kr.gemm_rate(1978.9e12, h100.matmul * kr.FP8_MATMUL_RATIO)  # a short burst: full clock
     t = kr.gemm_time(n, n, n, rate, 3.35e12 * h100.memory_bandwidth, 1.0, 2.0) + kr.HARNESS_LATENCY_S
     assert t == pytest.approx(measured_s, rel=0.15)
     assert pytest.approx(0.901, abs=5e-4) == kr.FP8_MATMUL_RATIO
@@ -101,10 +100,12 @@ def test_sequence_parallel_casts_the_shards_before_gathering():
 
 
 def test_fp8_runs_the_linears_only():
-    """Attention and the head keep their bf16 time (torchtitan filters the ``output`` linear; SDPA and Megatron's
-    output layer are not fp8 modules), the linears' GEMMs get faster, and the casts show in the breakdown."""
+    """Attention and the head keep their bf16 rate (torchtitan filters the ``output`` linear; SDPA and Megatron's
+    output layer are not fp8 modules), the linears' GEMMs get faster, and the casts show in the breakdown. Only the
+    clock moves attention: fp8 GEMMs take less of the step, so the GPU holds more of its full clock (within the
+    H100's held-clock range, 0.869-1)."""
     bf16, fp8 = estimate(_scenario("bf16")).compute, estimate(_scenario("fp8")).compute
-    assert fp8.breakdown["attention"] == pytest.approx(bf16.breakdown["attention"], rel=1e-12)
+    assert 0.869 * bf16.breakdown["attention"] <= fp8.breakdown["attention"] <= bf16.breakdown["attention"]
     assert 0.5 < fp8.breakdown["gemm"] / bf16.breakdown["gemm"] < 0.7
     assert fp8.breakdown["fp8_casts"] > 0 and "fp8_casts" not in bf16.breakdown
     assert sum(v for k, v in fp8.breakdown.items()) == pytest.approx(fp8.step_time_s.value, rel=1e-9)

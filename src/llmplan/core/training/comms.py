@@ -15,7 +15,12 @@ bucket of the framework profile's size, a layer's weights under ZeRO-3), each pr
 outermost).
 
 Exposure follows the framework profile (``Overlap``: what compute a collective hides behind, and
-which of its calls cannot hide because nothing is left to compute beside it):
+which of its calls cannot hide because nothing is left to compute beside it). A hidden collective is not
+free: its kernels share the SMs and the memory with the compute it runs beside, and that compute runs
+slower. Across GPT and Llama training on 4 A100, H100, MI250 and MI210 GPUs the compute overlapped with
+communication ran 18.9% slower on average (Lee et al. 2025, "Characterizing Compute-Communication
+Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114, abstract: average 18.9%, at
+most 40%), so each hidden second adds OVERLAP_SLOWDOWN = 0.189 s to the exposed time (``exposed``):
 
 - TP, EP and PP transfers sit on the critical path, TP unless ``tp_comm_overlap`` (Transformer
   Engine userbuffers overlap them with the GEMMs), PP unless ``pp_comm_overlap`` (asynchronous
@@ -93,6 +98,9 @@ class Windows:
     chunks: int = 1
 
 
+OVERLAP_SLOWDOWN = 0.189  # compute slowed by a collective beside it, per hidden second (module doc)
+
+
 def interleaved_windows(per_mb_backward, per_mb_forward, vp, pp, micro_batches):
     """(backward, forward) seconds a data-parallel reduction (gather) hides behind. Without interleaving: the
     last micro-batch's backward (the next step's first forward). Interleaved (``vp`` > 1): the other chunks'
@@ -138,15 +146,18 @@ def exposure(t: float, call_s: float, ov: Overlap | None) -> tuple[float, float]
 def exposed(t, call_s, window, unhidden):
     """(exposed seconds, unhidden seconds) of a collective of ``t`` seconds whose first or last call takes
     ``call_s`` and that hides behind ``window`` seconds of compute: unhidden calls + max(0, t − unhidden −
-    window). Floats (the estimate) or NumPy arrays of rows (the search's quick model, where ``unhidden`` may
-    be an array too): one formula for both."""
+    window), + OVERLAP_SLOWDOWN × the hidden seconds (the compute beside them runs slower; module doc).
+    Floats (the estimate) or NumPy arrays of rows (the search's quick model, where ``unhidden`` may be an
+    array too): one formula for both."""
     if hasattr(t, "shape") or hasattr(window, "shape"):
         import numpy as np
 
         head = np.where(np.logical_and(unhidden, window > 0), np.minimum(t, call_s), 0.0)
-        return head + np.maximum(0.0, t - head - window), head
+        late = head + np.maximum(0.0, t - head - window)
+        return late + OVERLAP_SLOWDOWN * (t - late), head
     head = min(t, call_s) if unhidden and window > 0 else 0.0
-    return head + max(0.0, t - head - window), head
+    late = head + max(0.0, t - head - window)
+    return late + OVERLAP_SLOWDOWN * (t - late), head
 
 
 def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
@@ -202,7 +213,8 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
                          {"calls": calls, "message_bytes": parts[0][2], "algorithm": algo, "span": where,
                           "bus_bandwidth_Bps": bw, "latency_s": lat, "limit": main.limit}, "nccl")
         efig = Figure.of(exp, "s", "time (on the critical path)" if ov is None else
-                         "unhidden calls + max(0, time − unhidden − overlappable compute)",
+                         "unhidden calls + max(0, time − unhidden − overlappable compute) + 0.189 × hidden time "
+                         "(the compute beside it slows)",
                          {"time_s": t, "overlappable_s": ov.window if ov else 0.0, "unhidden_s": head,
                           "hides_behind": ov.behind if ov else "nothing: on the critical path",
                           "unhidden": (ov.unhidden or "none") if ov else "every call"}, "assumption")
@@ -243,7 +255,8 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
                 Overlap(window, behind, c.unhidden) if c.window else None,
                 win.chunks if chunked else 1)
-            left.append(max(0.0, window - (out[-1].time_s.value - out[-1].exposed_s.value)))
+            hid = (out[-1].time_s.value - out[-1].exposed_s.value) / (1.0 - OVERLAP_SLOWDOWN)
+            left.append(max(0.0, window - hid))
     return tuple(out)
 
 

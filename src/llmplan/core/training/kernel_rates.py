@@ -1,40 +1,47 @@
 """How fast one kernel runs: the microbenchmark-derived rates of the per-operation time model.
 
 Every constant here comes from microbenchmarks measured on an NVIDIA H100 SXM 80GB HBM3 with
-torch 2.11 / CUDA 13.0 on 2026-11-24 (CUDA-event-timed medians of single kernels), never from
-an end-to-end training run. Other GPUs are reached by their catalog peaks and efficiencies with
-the same *shape* of curve: a GEMM of a given (m, n, k) reaches the same share of that GPU's
-large-GEMM rate as it did on the H100, and flash attention at a given length and head size the
-same share of that GPU's GEMM rate. That is an assumption (wave quantisation differs with the
-SM count), stated in every figure that uses it.
+torch 2.11 / CUDA 13.0 (2026-11-24, and the GEMM sweep and clock mixes again on 2026-11-28), never from
+an end-to-end training run. Other GPUs are reached by their catalog peaks and efficiencies with the
+same *shape* of curve: a GEMM reaches the same share of that GPU's best-shape rate as on the H100 (less
+the same fixed cost), and flash attention at a given length and head size the same share of that GPU's
+GEMM rate. That is an assumption (GPUs without persistent GEMM kernels lose more to wave quantisation),
+stated in every figure that uses it.
 
-- GEMM: t = max(FLOPs / (peak · matmul · SWEEP_SHARE · sustained), bytes / bandwidth) + GEMM_FIXED_S.
-  A least-squares fit over the 85 bf16 GEMMs of the sweep that take longer than 45 µs (square
-  256-16,384; q/k/v/o, up, down and lm_head shapes of six model widths at 128-32,768 tokens):
-  0.740 of the dense peak plus 23 µs per GEMM (median error 0.4%, worst 26%). That 23 µs is not all
-  GPU time: the harness records its start event, then calls the GEMM from Python, on an idle GPU, so
-  every timed call also holds the host's dispatch latency; the same harness timed a one-element
-  ``add_`` (dispatch plus a trivial kernel) at 15.5 µs (``HARNESS_LATENCY_S``). In a training step the
-  host runs ahead of the GPU and its issue time is charged apart (``FrameworkProfile.launch_s``,
-  ``gemm_launch_s``: max(GPU, host)), so the GPU side of a GEMM keeps 23 − 15.5 = 7.5 µs. That is an
-  upper bound: ``F.linear`` dispatches more host code than ``add_`` (its fastest call, 3.3 GFLOP, took
-  25.6 µs in all). The slope of a least-squares line does not move when a constant leaves every
-  point, so the rate below stands; compare a GEMM with the sweep as gemm_time + HARNESS_LATENCY_S.
-  (The flash-attention timings hold the same latency once per call, 1.6-5% of a head-size-128 forward
-  at 2,048-8,192 tokens and 12% at 512, and are used as measured: slightly slow at short lengths.)
-  The sweep's best shape reached 0.801 (8192³, 792 TFLOP/s), the figure the catalog's MAMF column holds, so the
-  sweep-wide rate is 0.740 / 0.801 = 0.924 of the catalog's. ``sustained`` is each GPU's own
-  ``Efficiency.sustained_clock`` (catalogs/systems/efficiency.toml): under load that lasts seconds a
-  power-limited card drops its clocks (the H100 SXM: 688 TFLOP/s at n = 8192 over 0.78 s against 792
-  in a short burst, 0.869), while a GeForce card holds its boost clock (RTX 4090: 158.6 TFLOP/s in a
-  3 s run of n = 8192 against its 162.4 short-run figure, 0.977).
+- GEMM: t = max(FLOPs / (peak · matmul · clock), bytes / bandwidth) + GEMM_FIXED_S.
+  ``matmul`` is the catalog's best-shape share of peak (H100 SXM: 792.1 of 989.4 TFLOP/s, the MAMF table).
+  A second sweep (H100 SXM and H200 SXM, torch 2.11 / CUDA 13.0, 2026-11-28) timed the same 109 bf16 shapes
+  as the first (square 256-16,384; q/k/v/o, up, down and lm_head shapes of six model widths at 128-32,768
+  tokens) by their kernel durations (torch.profiler), each call 3 ms after the last so the card held its full
+  clock. Kernels of 0.2-5 ms ran at a median 790 TFLOP/s, the best-shape rate: Hopper's cuBLAS kernels are
+  persistent, and the sweep shows no wave-quantisation steps worth modelling (a tile-and-wave term made the fit
+  worse above 20 µs). What a short kernel loses is a fixed 3 µs (GEMM_FIXED_S: a 256³ GEMM took 2.6 µs; 3 µs
+  leaves the median error of the kernels under 20 µs at +2%). With ``matmul`` 0.801 this reproduces the 95
+  kernels up to 5 ms at a median error of 3.8% on both cards, without bias (tests/core/training/test_gemm_sweep.py).
+  The first sweep (2026-11-24) timed each call with CUDA events around a Python call, so every timing held the
+  host's dispatch latency, and it ran shapes back to back, so its long kernels ran at the power-capped clock:
+  its fitted 0.740 of peak + 23 µs mixed both effects, and the time model then applied the held clock again.
+- Clock: a card at its power limit lowers its clock, by how much of the step it spends in compute-bound
+  kernels (``clock_factor``). With GEMMs alternating with memory-bound adds (H100 SXM, 2026-11-28; the mixes in
+  catalogs/systems/efficiency.toml, source ``h100-duty-cycle-2026``), the GEMMs held the full clock while they
+  were up to ~40% of the time (``Efficiency.full_clock_share``) and fell linearly to the held clock of GEMMs
+  back to back (``Efficiency.sustained_clock``, 0.869) as the share rose to 100%. Real Hugging Face Llama
+  blocks on the same card (pure bf16, fused AdamW, profiled) ran their GEMMs at 784, 761 and 745 TFLOP/s with
+  compute-bound kernels 48%, 63% and 64% of the GPU's time, where the line gives 0.98, 0.95 and 0.94 of the
+  best-shape rate. The share is taken over one micro-batch of the whole model (blocks, head and loss; the
+  optimizer step and communication are left out, so the share is a little high and the clock a little low).
+- Between two kernels the GPU idles KERNEL_GAP_S = 1.8 µs even when the second is already queued (the
+  launch from the queue): torch.profiler on a GPU-bound Hugging Face training step of four Llama-3.1-8B
+  blocks (2,048 tokens, pure bf16, fused AdamW; H100 SXM, 2026-11-28) found 1,787 kernels separated by
+  gaps of at most 20 µs summing to 3.18 ms (1.78 µs each; median gap 1.8 µs). The same profile of
+  Llama-3.2-1B steps gave 1.7 µs. Every kernel and GEMM call of the per-operation lists pays it
+  (``PartTimes.gaps``); gaps longer than that (a host that cannot keep up) are the host model's.
 - fp8 GEMMs (e4m3, ``torch._scaled_mm``, tensorwise scales): square n = 4,096 and 8,192 ran at 1,103 and
   1,428 TFLOP/s, 0.558 and 0.721 of the 1,978.9 TFLOP/s dense fp8 peak, where bf16 reached 0.703 and
   0.801 of its own. An fp8 GEMM is priced as a bf16 one of the same shape with the fp8 peak, 1-byte
   operands and FP8_MATMUL_RATIO = 0.721 / 0.801 = 0.901 of the bf16 share of peak (the best shapes'
-  ratio). The same roofline + 23 µs (GEMM_FIXED_S + HARNESS_LATENCY_S, as the harness timed it) then
-  gives 127 and 857 µs for the two squares against the measured 125 and 770 µs (+2%, +11%; bf16's
-  8192³, the sweep's best shape, comes out +10% the same way).
+  ratio). The same roofline at full clock + 3 µs, with the harness's 15.5 µs added back as it timed them,
+  gives 115 and 789 µs for the two squares against the measured 125 and 770 µs (−8%, +2%).
 - Flash attention (SDPA, causal, GQA): the measured forward and forward+backward TFLOP/s by head
   size and sequence length, as shares of the dense bf16 peak, with FLOPs counted causally
   (2·b·heads·s²·d forward, 3.5× that forward + backward).
@@ -50,10 +57,9 @@ from __future__ import annotations
 import bisect
 import math
 
-SWEEP_SHARE = 0.740 / 0.801
-SWEEP_FIXED_S = 23e-6  # the sweep's fitted intercept, host dispatch included
-HARNESS_LATENCY_S = 15.5e-6  # the harness's one-element add_: host dispatch + a trivial kernel
-GEMM_FIXED_S = SWEEP_FIXED_S - HARNESS_LATENCY_S  # the GPU-side part (an upper bound; module doc)
+GEMM_FIXED_S = 3.0e-6  # GPU-side fixed cost of one GEMM kernel (module doc)
+KERNEL_GAP_S = 1.8e-6  # GPU idle between two queued kernels (module doc)
+HARNESS_LATENCY_S = 15.5e-6  # the first sweep's one-element add_: host dispatch + a trivial kernel (fp8 squares)
 CE_BYTES_PER_LOGIT = 55.4
 H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
 FP8_MATMUL_RATIO = (1427.5 / 1978.9) / (792.1 / 989.4)  # fp8 8192³ share of its peak / bf16's (module doc)
@@ -67,20 +73,28 @@ _SDPA = {
 _H100_PEAK = 989.4
 
 
-def gemm_rate(peak: float, matmul_eff: float, sustained_clock: float) -> float:
-    """FLOP/s a typical GEMM shape sustains in a training step (module doc): the short-run matmul rate, the
-    sweep's share of it, and the share of that clock the GPU holds over seconds of load."""
-    return peak * matmul_eff * SWEEP_SHARE * sustained_clock
+def gemm_rate(peak: float, matmul_eff: float) -> float:
+    """FLOP/s of a GEMM at the GPU's full clock: the best-shape share of peak (module doc)."""
+    return peak * matmul_eff
+
+
+def clock_factor(compute_share: float, sustained_clock: float, full_clock_share: float) -> float:
+    """Share of its full clock a power-limited GPU holds when compute-bound kernels take ``compute_share`` of
+    its time: 1 up to ``full_clock_share``, then linearly down to ``sustained_clock`` at 1 (module doc)."""
+    if compute_share <= full_clock_share or sustained_clock >= 1.0:
+        return 1.0
+    return 1.0 - (1.0 - sustained_clock) * (min(compute_share, 1.0) - full_clock_share) / (1.0 - full_clock_share)
 
 
 def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_bytes: float = 2.0,
               out_bytes: float | None = None, group: float = 1.0, fixed: float = 1.0) -> float:
     """Seconds of one (m × k) · (k × n) GEMM on the GPU: roofline of FLOPs and operand bytes + fixed cost.
-    ``out_bytes``: bytes per output element where they differ from the operands' (fp8 GEMMs write bf16).
+    ``rate``: ``gemm_rate`` (the step's clock factor is applied to the sum, ``PartTimes.clocked``). ``out_bytes``: bytes per output element where they differ from
+    the operands' (fp8 GEMMs write bf16).
     ``group``: one call running that many GEMMs of this shape, each with its own weight (a mixture of experts'
-    local experts: ``ops.expert_grouping``): their FLOPs and bytes add up, at the rate of one GEMM (the
-    assumption that a grouped GEMM over the combined rows runs as fast as a plain GEMM of its size; the sweep's
-    rate is already flat in shape above the fixed cost), and the call pays ``fixed`` fixed costs."""
+    local experts: ``ops.expert_grouping``): their FLOPs and bytes add up, at the rate of one GEMM
+    (the assumption that a grouped GEMM over the combined rows runs as fast as a plain GEMM of its size), and
+    the call pays ``fixed`` fixed costs."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     flops = 2.0 * m * n * k

@@ -14,7 +14,7 @@ pays their casts as memory-bound passes (``fp8_casts``); attention, the head and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training import kernel_rates as kr
@@ -49,8 +49,21 @@ class PartTimes:
                          self.casts * f, self.fp8 * f, self.kernels * f, self.gemm_calls * f, self.host_extra * f)
 
     @property
+    def gaps(self) -> float:
+        """GPU idle between queued kernels: ``kernel_rates.KERNEL_GAP_S`` per kernel and GEMM call."""
+        return (self.kernels + self.gemm_calls) * kr.KERNEL_GAP_S
+
+    @property
     def gpu(self) -> float:
-        return self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts + self.fp8
+        return (self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts + self.fp8
+                + (self.kernels + self.gemm_calls) * kr.KERNEL_GAP_S)
+
+    def clocked(self, factor: float) -> PartTimes:
+        """The compute-bound parts (GEMMs, attention) at ``factor`` of the full clock (kernel_rates.clock_factor);
+        memory-bound kernels keep their time: HBM does not slow with the SM clock."""
+        if factor == 1.0:
+            return self
+        return replace(self, gemm=self.gemm / factor, attention=self.attention / factor)
 
     def host(self, prof: FrameworkProfile) -> float:
         return self.kernels * prof.launch_s + self.gemm_calls * prof.gemm_launch_s + self.host_extra
@@ -64,6 +77,8 @@ class Rates:
     bandwidth: float  # achievable bytes/s
     elem_bytes: float  # GEMM operand bytes
     fp8_gemm: float = 0.0  # FLOP/s a typical fp8 GEMM sustains (fp8 training; 0 otherwise)
+    sustained_clock: float = 1.0  # clock share held with compute-bound kernels all the time (kernel_rates.clock_factor)
+    full_clock_share: float = 0.4  # compute-bound share of the GPU's time up to which it keeps its full clock
 
 
 def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,

@@ -114,8 +114,24 @@ def training_peak(gpu_name: str, peaks, precision: str) -> tuple[float, tuple[st
 def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
                    r: ot.Rates) -> tuple[ot.PartTimes, ot.PartTimes, ot.PartTimes]:
     """One micro-batch of one average block — (forward, backward + recompute) — and of the head and loss,
-    on one GPU of this shape. Cached per shape: the search, the charts and the estimate ask for the same
-    few shapes again and again, and the search calls this for each distinct (tp, cp, micro-batch)."""
+    on one GPU of this shape, at the clock the GPU holds over it (``micro_batch_clock``). Cached per shape:
+    the search, the charts and the estimate ask for the same few shapes again and again, and the search calls
+    this for each distinct (tp, cp, micro-batch)."""
+    fwd, rest, head = _full_clock(m, shape, tr, prof, r)
+    clock = micro_batch_clock(m, shape, tr, prof, r)
+    fwd, rest, head = fwd.clocked(clock), rest.clocked(clock), head.clocked(clock)
+    measured = block_host_seconds(tr, prof, m)
+    if measured is not None:  # eager Hugging Face blocks: their measured host time, where above the launches'
+        extra = measured[0] - (fwd + rest).host(prof)
+        if extra > 0:
+            rest = rest + ot.PartTimes(host_extra=extra)
+    return fwd, rest, head
+
+
+@functools.lru_cache(maxsize=512)
+def _full_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
+                r: ot.Rates) -> tuple[ot.PartTimes, ot.PartTimes, ot.PartTimes]:
+    """``layer_and_head`` at the GPU's full clock, before the host's measured time."""
     pb = count_params(m)
     ops = layer_ops(m, pb, shape, tr, prof, shape.cast_shard)  # type: ignore[arg-type]  # reads only OpShape's fields
     fwd = ot.layer_forward(ops, r)
@@ -127,12 +143,18 @@ def layer_and_head(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Fra
     elif tr.recompute == "selective_op":
         rest = rest + ot.selective_op_recompute(ops, r)
     head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes, shape.cast_shard), r)  # type: ignore[arg-type]
-    measured = block_host_seconds(tr, prof, m)
-    if measured is not None:  # eager Hugging Face blocks: their measured host time, where above the launches'
-        extra = measured[0] - (fwd + rest).host(prof)
-        if extra > 0:
-            rest = rest + ot.PartTimes(host_extra=extra)
     return fwd, rest, head
+
+
+def micro_batch_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
+                      r: ot.Rates) -> float:
+    """Share of its full clock the GPU holds over a micro-batch of the whole model (``kernel_rates.clock_factor``),
+    set by the share of its GPU time in compute-bound kernels (GEMMs and attention) at full clock."""
+    fwd, rest, head = _full_clock(m, shape, tr, prof, r)
+    layer = fwd + rest
+    compute = m.num_layers * (layer.gemm + layer.attention) + head.gemm + head.attention
+    total = m.num_layers * layer.gpu + head.gpu
+    return kr.clock_factor(compute / total if total > 0 else 0.0, r.sustained_clock, r.full_clock_share)
 
 
 def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
@@ -141,14 +163,15 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     bf16 rates, the linears get ``Rates.fp8_gemm`` (``kernel_rates.FP8_MATMUL_RATIO``)."""
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
+    clock = {"sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share}
     if precision == "fp8":
         bf16, _ = training_peak(gpu.name, gpu.peak_flops, "bf16")
-        fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO, eff.sustained_clock)
-        return ot.Rates(kr.gemm_rate(bf16, eff.matmul, eff.sustained_clock), eff.matmul / kr.H100_MATMUL, bf16, hbm,
-                        2.0, fp8), notes
+        fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO)
+        return ot.Rates(kr.gemm_rate(bf16, eff.matmul), eff.matmul / kr.H100_MATMUL, bf16, hbm, 2.0, fp8,
+                        **clock), notes
     elem = 4.0 if precision == "fp32" else 2.0
-    gemm = kr.gemm_rate(peak, eff.matmul, eff.sustained_clock)
-    return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem), notes
+    gemm = kr.gemm_rate(peak, eff.matmul)
+    return ot.Rates(gemm, eff.matmul / kr.H100_MATMUL, peak, hbm, elem, **clock), notes
 
 
 _PER_MICRO_BATCH = IdentityCache(512)  # (model, training, profile) objects + shape -> PartTimes
@@ -219,7 +242,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
         opt = ot.optimizer_time(optimizer_params, mb, gb, sb, wb, separate, hbm)
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
-             "dequantisation": per_mb.dequant * steps}
+             "dequantisation": per_mb.dequant * steps, "kernel_gaps": per_mb.gaps * steps}
     if per_mb.fp8:  # fp8 training only: the amax, cast and transpose passes around its fp8 GEMMs (fp8_casts)
         parts["fp8_casts"] = per_mb.fp8 * steps
     parts["optimizer"], parts["launch_overhead"] = opt, launch
@@ -232,7 +255,8 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
                f"issuing {per_mb.kernels * steps:,.0f} kernels and {per_mb.gemm_calls * steps:,.0f} GEMM calls")
         notes += (f"host-bound: {how} takes {host_s:.3g} s, longer than the GPU's {gpu_s:.3g} s of work",)
     matmul = parts["gemm"] + parts["attention"]
-    mem = parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
+    mem = (parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
+           + parts["kernel_gaps"])
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage)
 
 
@@ -324,15 +348,17 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                 "exposed_offload_s": exposed_offload, **stages},
                                src, uneven + ct.notes),
         compute_time_s=Figure.own(ct.total, "s",
-                                  "Σ over the slowest stage's operations of max(FLOPs / GEMM rate at that shape, "
-                                  "bytes / achievable bandwidth) + fixed cost per GEMM; flash attention at its "
-                                  "measured share of peak by length; max(GPU time, kernel launches × launch "
-                                  "cost); + the optimizer's pass over its states"
+                                  "Σ over the slowest stage's operations of max(FLOPs / GEMM rate, bytes / "
+                                  "achievable bandwidth) + 3 µs per GEMM; flash attention at its measured share of "
+                                  "peak by length; GEMMs and attention at the clock the GPU holds (full up to "
+                                  "full_clock_share of its time in them, then down to sustained_clock); 1.8 µs idle "
+                                  "between kernels; max(GPU time, host time); + the optimizer's pass over its states"
                                   + ("; fp8: the linears' GEMMs at the fp8 rate, their casts' bytes / bandwidth"
                                      if "fp8_casts" in ct.parts else ""),
                                   {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
-                                   "gemm_rate": kr.gemm_rate(ct.peak, eff.matmul, eff.sustained_clock),
-                                   "sustained_clock": eff.sustained_clock, "bandwidth": ct.hbm,
+                                   "gemm_rate_full_clock": kr.gemm_rate(ct.peak, eff.matmul),
+                                   "sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share,
+                                   "bandwidth": ct.hbm,
                                    "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
                                   uneven + ct.notes),
         bubble_fraction=Figure.own(bub, "1", "(p-1)/(m·v) idle slots per micro-batch slot; each slot is one of "
