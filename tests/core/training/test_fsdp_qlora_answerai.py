@@ -49,8 +49,8 @@ Results (2026-11-27; reserved memory 2026-11-28), llmplan ÷ published − 1:
   the clock30 time model, GEMMs at the 4090's measured rate at full clock and the clock set by the step's
   compute-bound share; before it 11.3%, −24% … +9%: each 7B row 3-5 points faster, the 24,576-token Mistral
   row +9.1% → +13.3%, the 70B row unchanged at +1.9%: its GEMMs 1.0 s faster per 16.9 s step, its hidden
-  FSDP gathers now 1.0 s slower, 0.189 s per hidden second, ``comms.OVERLAP_SLOWDOWN``). The 3090 rows' speed is not used (the file blames the older motherboard's PCIe lanes, which it does
-  not state).
+  FSDP gathers now 1.0 s slower, 0.189 s per hidden second, ``comms.OVERLAP_SLOWDOWN``). The 3090 rows' speed
+  is not used (the file blames the older motherboard's PCIe lanes, which it does not state).
 
 Found and fixed from code on the way: FSDP1 does not reshard its root unit after the forward (torch
 ``fsdp/_runtime_utils.py`` ``_post_forward_reshard``: ``free_unsharded_flat_param = not state._is_root and

@@ -98,8 +98,8 @@ Results (2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
   +1.2% at most): 7B and 14B LoRA −3 … −11%; LoRA (emb) −11 … +1%; Q-LoRA −26 … −4%; 1.8B LoRA, Q-LoRA and full
   −6 … −26%; 72B LoRA + ZeRO-3 −17 … −14%; 7B full on 2 GPUs −15 … −2%.
 - tokens/s, median |error| 9.5% (the issue asks ≤ 20%; 11.6% before the clock30 time model, 16.3% before the
-  adapters of the fused c_attn were counted once, 17.1% before the per-operation price audit of 2026-11-27, which took the sweep harness's host
-  latency out of each GEMM's GPU time: every group moved faster).
+  adapters of the fused c_attn were counted once, 17.1% before the per-operation price audit of 2026-11-27,
+  which took the sweep harness's host latency out of each GEMM's GPU time: every group moved faster).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
 How Qwen measured (checked 2026-11-27 for zgap28; not established): the README's text around the table says "we
@@ -158,8 +158,8 @@ Why rows miss, as far as found (pinned, not fixed):
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 78-149% fast (65-126% before the clock30 time model; 63-86% before the price audit's 7.5 µs GEMM fixed cost; 30-71% before the
-  DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
+- "LoRA (multinode)" is 78-149% fast (65-126% before the clock30 time model; 63-86% before the price audit's
+  7.5 µs GEMM fixed cost; 30-71% before the DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
   multinode script's own ``--per_device_train_batch_size 2`` rather than the README's 1
   (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −5 … −11%, tokens/s +68 … −11% with 2, the
   256-token row the one left fast); recorded, not chosen. The servers' network is
