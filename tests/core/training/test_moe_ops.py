@@ -140,23 +140,29 @@ GROUPED_GEMM_PR37 = {"grouped": 160.5e12, "separate": 129.5e12}
 
 
 def test_small_expert_gemms_are_priced_optimistic_against_a_public_grouped_gemm_benchmark():
-    """A bound, not a fit: at 512 × 1,536 × 2,048 per expert (3.2 GFLOP, ~5 µs of work each, below the 45 µs the
-    GEMM sweep's fit starts at) the engine's flat-rate roofline prices one grouped kernel at 4.5× and the
-    per-expert loop at 2.1× the measured TFLOP/s (short-run H100 rate, no sustained-clock drop; pinned at 4–5× and
-    1.8–2.4×). Grouping is faster in both (measured 1.24×, priced 2.7×). So "a grouped GEMM runs at the rate of
-    one GEMM of its combined rows" holds only where each expert's GEMM is itself large; GPT-OSS's 1,024 × 5,760 ×
-    2,880 (34 GFLOP each) is in the sweep's range (test_megatron_core_h100, GPT-OSS row)."""
+    """A bound, not a fit: at 512 × 1,536 × 2,048 per expert (3.2 GFLOP, 4 µs of work each at the H100's best-shape
+    rate) the engine's flat-rate roofline, at full clock with its 3 µs per GEMM call, prices one grouped kernel at
+    4.9× and the per-expert loop at 3.5× the measured TFLOP/s (pinned at 4.4–5.4× and 3.2–3.8×; recorded
+    2026-11-28 after clock30, which priced GEMMs at the best-shape rate and full clock with 3 µs, not 0.924 of it
+    with 7.5 µs: 4.5× and 2.1× before). Grouping is faster in both (measured 1.24×, priced 1.7×; 2.7× before).
+    The per-expert price is not the whole gap: llmplan's kernel-level sweep on an H100 (torch 2.11, 2026-11-28)
+    timed one 512 × 2,048 × 2,048 GEMM at 9.3 µs (the model: 8.4), where the loop's 129.5 TFLOP/s is 24.9 µs per
+    expert, so that loop's time holds more than the kernels (the engine prices the host's launches apart,
+    ``FrameworkProfile.gemm_launch_s``). The grouped kernel, though, is one launch at 160.5 TFLOP/s, a fifth of the
+    combined rows' rate as one GEMM: "a grouped GEMM runs at the rate of one GEMM of its combined rows" holds only
+    where each expert's GEMM is itself large; GPT-OSS's 1,024 × 5,760 × 2,880 (34 GFLOP each) is
+    (test_megatron_core_h100, GPT-OSS row)."""
     from llmplan.catalog.hardware import load_hardware_catalog
     from llmplan.core.training import kernel_rates as kr
 
     cat = load_hardware_catalog()
     gpu, eff = cat.gpu("nvidia-h100-sxm-80gb").spec, cat.efficiency_for("nvidia-h100-sxm-80gb")
-    rate, bw = kr.gemm_rate(gpu.peak_flops.bf16, eff.matmul, 1.0), gpu.memory_bandwidth * eff.memory_bandwidth
+    rate, bw = kr.gemm_rate(gpu.peak_flops.bf16, eff.matmul), gpu.memory_bandwidth * eff.memory_bandwidth
     n_exp, m, n, k = 128, 512, 1536, 2048
     flops = 2.0 * m * n * k * n_exp
     priced = {"grouped": flops / kr.gemm_time(m, n, k, rate, bw, group=n_exp, fixed=1),
               "separate": flops / (n_exp * kr.gemm_time(m, n, k, rate, bw))}
     ratio = {s: priced[s] / GROUPED_GEMM_PR37[s] for s in priced}
-    assert 4.0 < ratio["grouped"] < 5.0, ratio
-    assert 1.8 < ratio["separate"] < 2.4, ratio
+    assert 4.4 < ratio["grouped"] < 5.4, ratio
+    assert 3.2 < ratio["separate"] < 3.8, ratio
     assert priced["grouped"] > priced["separate"]

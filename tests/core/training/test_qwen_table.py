@@ -82,6 +82,14 @@ Found and fixed from code, with what each did to the table:
   −3.8%, 72B LoRA + ZeRO-3 −16.6 … −13.3% → −17.2 … −13.8%; full fine-tuning unchanged. Memory median 9.5% →
   10.8% (above the issue's 10% again: the over-count had covered part of the missing bytes), rows more than 10%
   under 40 → 41, over 4 → 3; tokens/s median 16.3% → 11.6% (7B LoRA −24.6 … −4.1% → −11.6 … +3.3%).
+- the clock30 time model (2026-11-28; docs/training.md: GEMMs at the catalog's best-shape rate and full clock,
+  the clock lowered only as far as the step's share of compute-bound kernels says, 1.8 µs between kernels, a
+  hidden collective slowing the compute beside it by 18.9%; constants from H100/H200 microbenchmarks and Lee et
+  al. 2025, none from this table): the single-GPU groups move faster, the lowest tokens/s error of each by 3-7
+  points (7B LoRA −11.6 … +3.3% → −8.4 … +8.2%, 14B LoRA −14.1 … −2.2% → −7.3 … +2.7%); the ZeRO-3 runs'
+  shortest rows slower (72B LoRA +144.8% → +116.6% at 256 tokens, 7B full on 2 GPUs +361% → +303%): each
+  hidden second of their gathers and reductions now adds 0.189 s (72B LoRA at 256 tokens: exposed
+  communication 1.82 → 3.17 s of an 8.1 s step). Memory unchanged; tokens/s median 11.6% → 9.5%.
 
 Results (2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
 - memory, median |error| 10.8% over the 81 rows; per method LoRA 12.4% (30 rows, 16 more than 10% under), LoRA
@@ -89,9 +97,9 @@ Results (2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
   and "no row more than 10% under" are not met. 41 rows more than 10% under, 3 over (LoRA (emb) at short lengths,
   +1.2% at most): 7B and 14B LoRA −3 … −11%; LoRA (emb) −11 … +1%; Q-LoRA −26 … −4%; 1.8B LoRA, Q-LoRA and full
   −6 … −26%; 72B LoRA + ZeRO-3 −17 … −14%; 7B full on 2 GPUs −15 … −2%.
-- tokens/s, median |error| 11.6% (the issue asks ≤ 20%; 16.3% before the adapters of the fused c_attn were
-  counted once, 17.1% before the per-operation price audit of 2026-11-27, which took the sweep harness's host
-  latency out of each GEMM's GPU time: every group moved faster).
+- tokens/s, median |error| 9.5% (the issue asks ≤ 20%; 11.6% before the clock30 time model, 16.3% before the
+  adapters of the fused c_attn were counted once, 17.1% before the per-operation price audit of 2026-11-27,
+  which took the sweep harness's host latency out of each GEMM's GPU time: every group moved faster).
 - every published run fits; 72B LoRA and LoRA (emb) on 4 GPUs without ZeRO-3 do not, as the README says.
 
 How Qwen measured (checked 2026-11-27 for zgap28; not established): the README's text around the table says "we
@@ -150,10 +158,10 @@ Why rows miss, as far as found (pinned, not fixed):
   (1.8B LoRA: 1.0 s at 256 and 512 tokens), a per-step floor llmplan does not price; Q-LoRA on auto-gptq's
   kernels (``disable_exllama=True``) is 2-7× slower than LoRA at 256 tokens, far beyond the dequantisation
   bytes llmplan charges.
-- "LoRA (multinode)" is 65-126% fast (63-86% before the price audit's 7.5 µs GEMM fixed cost; 30-71% before the
-  DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
+- "LoRA (multinode)" is 78-149% fast (65-126% before the clock30 time model; 63-86% before the price audit's
+  7.5 µs GEMM fixed cost; 30-71% before the DeepSpeed terms dropped its autocast casts) and its memory grows twice as fast as llmplan's: both read as the
   multinode script's own ``--per_device_train_batch_size 2`` rather than the README's 1
-  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −5 … −11%, tokens/s +58 … −16% with 2, the
+  (``test_multinode_lora_reads_as_the_scripts_batch_of_two``: memory −5 … −11%, tokens/s +68 … −11% with 2, the
   256-token row the one left fast); recorded, not chosen. The servers' network is
   not stated.
 Qwen's own code, read item by item for what the run allocates beyond llmplan's terms (qwen29, 2026-11-27;
@@ -232,23 +240,23 @@ TABLE = {
                             (289.2, 161.5)],
     ("72B", "qlora", 1, 1): [(61.4, 27.4), (61.4, 31.5), (62.9, 41.4), (64.1, 59.5), (68.0, 97.7), (75.6, 179.8)],
 }
-# recorded (2026-11-28, after one adapter per fused c_attn; module doc):
-# (lowest, highest memory error), (lowest, highest tokens/s error) of each group
+# recorded (2026-11-28, memory after one adapter per fused c_attn, tokens/s after the clock30 time model; module
+# doc): (lowest, highest memory error), (lowest, highest tokens/s error) of each group
 BANDS = {
-    ("1.8B", "lora", 1, 1): ((-0.216, -0.062), (-0.058, 0.120)),
-    ("1.8B", "lora-emb", 1, 1): ((-0.108, -0.076), (-0.057, 0.106)),
-    ("1.8B", "qlora", 1, 1): ((-0.264, -0.204), (-0.018, 0.507)),
-    ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.125, 3.179)),
-    ("7B", "lora", 1, 1): ((-0.114, -0.049), (-0.116, 0.033)),
-    ("7B", "lora-emb", 1, 1): ((-0.082, -0.004), (-0.115, 0.066)),
-    ("7B", "qlora", 1, 1): ((-0.186, -0.119), (-0.015, 1.423)),
-    ("7B", "full", 1, 2): ((-0.153, -0.015), (0.626, 3.612)),
-    ("7B", "lora", 2, 2): ((-0.310, -0.065), (0.669, 1.342)),
-    ("14B", "lora", 1, 1): ((-0.096, -0.031), (-0.141, -0.022)),
-    ("14B", "lora-emb", 1, 1): ((-0.083, 0.012), (-0.143, 0.021)),
-    ("14B", "qlora", 1, 1): ((-0.178, -0.086), (-0.031, 2.138)),
-    ("72B", "lora", 1, 4): ((-0.172, -0.138), (-0.089, 1.448)),
-    ("72B", "qlora", 1, 1): ((-0.077, -0.038), (-0.000, 2.440)),
+    ("1.8B", "lora", 1, 1): ((-0.216, -0.062), (-0.011, 0.120)),
+    ("1.8B", "lora-emb", 1, 1): ((-0.108, -0.076), (-0.008, 0.106)),
+    ("1.8B", "qlora", 1, 1): ((-0.264, -0.204), (0.029, 0.507)),
+    ("1.8B", "full", 1, 1): ((-0.254, -0.193), (-0.075, 3.179)),
+    ("7B", "lora", 1, 1): ((-0.114, -0.049), (-0.084, 0.082)),
+    ("7B", "lora-emb", 1, 1): ((-0.082, -0.004), (-0.054, 0.118)),
+    ("7B", "qlora", 1, 1): ((-0.186, -0.119), (0.049, 1.423)),
+    ("7B", "full", 1, 2): ((-0.153, -0.015), (0.664, 3.031)),
+    ("7B", "lora", 2, 2): ((-0.310, -0.065), (0.777, 1.492)),
+    ("14B", "lora", 1, 1): ((-0.096, -0.031), (-0.073, 0.027)),
+    ("14B", "lora-emb", 1, 1): ((-0.083, 0.012), (-0.077, 0.086)),
+    ("14B", "qlora", 1, 1): ((-0.178, -0.086), (0.036, 2.289)),
+    ("72B", "lora", 1, 4): ((-0.172, -0.138), (-0.027, 1.166)),
+    ("72B", "qlora", 1, 1): ((-0.077, -0.038), (0.078, 2.721)),
 }
 
 
@@ -311,8 +319,8 @@ def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
 
 def test_medians(results):
     """Memory 10.8% recorded (pinned ≤ 11%; the issue's ≤ 10% is not met since the fused c_attn's adapters are
-    counted once, 9.5% before), tokens/s 11.6% (the issue's ≤ 20%; 16.3% before, 17.1% before the price audit);
-    module doc."""
+    counted once, 9.5% before), tokens/s 9.5% (the issue's ≤ 20%; 11.6% before the clock30 time model, 16.3% before
+    the fused c_attn's single adapter, 17.1% before the price audit); module doc."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81
     assert statistics.median(abs(m) for m, *_ in rows) <= 0.11
@@ -408,13 +416,13 @@ def test_multinode_lora_reads_as_the_scripts_batch_of_two():
     speed (65-126% fast) together. finetune_lora_ds.sh, the multinode script, passes
     ``--per_device_train_batch_size 2``; the README says every run used a batch of 1, and the single-GPU rows
     (whose script also says 2) agree with 1. Planned with the script's 2, both gaps close at once but for the
-    shortest rows' speed (memory −5 … −11%, tokens/s +58% at 256 tokens, +23% at 512, then +3 … −16%; pinned ± 3
-    points), which no one missing term would do. The README's 1 stays the test's setting; this records what the
+    shortest rows' speed (memory −5 … −11%, tokens/s +68% at 256 tokens, +33% at 512, +11% at 1,024, then −1 …
+    −11%; pinned ± 3 points), which no one missing term would do. The README's 1 stays the test's setting; this records what the
     rows look like. Recorded 2026-11-27; moved when kern28 + head28 + eager28 combined (tokens/s was +25 … −18%:
     the price audit's 7.5 µs GEMM fixed cost, not 23 µs, shortens the 256-token steps most, where each of the
     many small GEMMs and LoRA adapter GEMMs paid the host latency twice; the head and eager changes do not touch
     this run; moved again 2026-11-28, when the fused c_attn got one adapter: memory −4.4 … −11.1%, tokens/s +52 …
-    −17%)."""
+    −17%; and again with the clock30 time model, 2026-11-28: tokens/s +57.7 … −16.3% → +68.3 … −10.8%)."""
     key = ("7B", "lora", 2, 2)
     mem, tps = [], []
     for seq_len, (gib, s_per_it) in zip(LENGTHS, TABLE[key], strict=True):
@@ -422,7 +430,7 @@ def test_multinode_lora_reads_as_the_scripts_batch_of_two():
         mem.append(est.memory.total.value / GIB * n / gib - 1)
         tps.append(est.compute.tokens_per_s.value / (8 * n * 2 * seq_len / s_per_it) - 1)
     assert min(mem) >= -0.114 - 0.03 and max(mem) <= -0.049 + 0.03, mem
-    assert min(tps) >= -0.163 - 0.03 and max(tps) <= 0.577 + 0.03, tps
+    assert min(tps) >= -0.108 - 0.03 and max(tps) <= 0.683 + 0.03, tps
 
 
 def test_qwen_loss_forward_under_autocast_never_sets_the_peak(monkeypatch):

@@ -26,18 +26,28 @@ Results (2026-11-27), error of llmplan against the published figure: 3B on an A1
 (+ activation offload), −12.1% (LoRA), −11.2% (QLoRA); 8B on a 4090 −16.7% (full), −14.7% (LoRA), −7.8%
 (QLoRA); 70B on 8 A100 +7.3% (LoRA), +42.1% (full with CPU offload). Median |error| 11.2%.
 
+Recorded 2026-11-28 after the clock30 time model (GEMMs at the catalog's best-shape rate and full clock,
+the clock lowered only by the step's compute-bound share, 1.8 µs between kernels; each constant from
+H100/H200 microbenchmarks, none from this table): 3B on an A100 +11.8% (packed), −2.6% (+ compile), −4.5%
+(+ chunked CE), −4.2% (+ checkpointing), −5.5% (+ optimizer in backward), −5.4% (+ activation offload),
+−4.7% (LoRA), −3.9% (QLoRA); 8B on a 4090 −12.5% (full), −7.9% (LoRA), −0.7% (QLoRA); 70B on 8 A100
++13.6% (LoRA), +47.8% (full with CPU offload). Median |error| 5.4%. The old model charged every GEMM 0.924
+of the best-shape rate and the held clock always, so every row read 4-9 points slower than now; the
+packed 3B row (no compile) now reads optimistic.
+
 Where the misses come from (not changed, stated):
-- 8B LoRA on a 4090 (−15%): 3,083 tokens/s with checkpointing is 4.6e10 FLOP per token × 3,083 = 142
-  TFLOP/s averaged over the whole step, 86% of the 4090's dense bf16 rate, close to the 147 TFLOP/s the
-  kernel-rate model gives its GEMMs (the H100 sweep's share and the 4090's own sustained factor applied to
-  its measured rate, ``kernel_rates``) before any other kernel runs.
-- 8B full on a 4090 (−17%): 0.9 s of the 3.2 s step is the paged 8-bit optimizer states crossing PCIe twice
-  (``switches.host_transfer_time``); without it the step would be 2.3 s (+7%).
-- 70B full with CPU offload (+42%; +29% before the CPU step's bytes followed the pure-bf16 code): the CPU
+- 8B LoRA on a 4090 (−8%): 3,083 tokens/s with checkpointing is 4.6e10 FLOP per token × 3,083 = 142
+  TFLOP/s averaged over the whole step, 86% of the 4090's dense bf16 rate. llmplan's step averages 139
+  TFLOP/s (its hardware FLOPs over its step time), its GEMMs priced at the 4090's measured 162.4 TFLOP/s
+  (``kernel_rates``; held to at least 0.977 of it, ``Efficiency.sustained_clock``).
+- 8B full on a 4090 (−13%): 0.90 s of the 2.84 s step is the paged 8-bit optimizer states crossing PCIe
+  twice (``switches.host_transfer_time``); without it the step would be 1.94 s (+28%).
+- 70B full with CPU offload (+48%; +42% before clock30, +29% before the CPU step's bytes followed the
+  pure-bf16 code): the CPU
   AdamW step (torch.optim.AdamW(fused=True) on bf16 weights, gradients and states: 14 B per parameter, not
   the 20 B that counted an fp32 master pure bf16 does not have) over 8.8e9 parameters per GPU is priced at
-  the default host's memory roofline, 3.4 s of a 14.7 s step. The published 20.9 s step (32,768 tokens /
-  1,568) is 6.2 s longer. The one public measurement of torch's fused CPU AdamW in pure bf16 found (pytorch/ao torchao/optim/README.md, CPUOffloadOptimizer:
+  the default host's memory roofline, 3.4 s of a 14.1 s step. The published 20.9 s step (32,768 tokens /
+  1,568) is 6.8 s longer. The one public measurement of torch's fused CPU AdamW in pure bf16 found (pytorch/ao torchao/optim/README.md, CPUOffloadOptimizer:
   1.1B parameters, Ryzen 5600, DDR4: 1.27 → 1.52 s per step, the whole offload 0.25 s) costs less than
   its roofline (14 B × 1.1e9 at 0.7 of two DDR4-3200 channels: 0.43 s), so the
   missing time is not priced from the CPU step; what it is (host-side copies, the PCIe switches two
@@ -61,19 +71,19 @@ from .test_torchtune_profiles_table import ROWS
 
 # row: (published tokens/s, recorded error of llmplan's tokens/s)
 SPEED = {
-    "3b-packed": (7075, 0.033),
-    "3b-compile": (8998, -0.090),
-    "3b-chunked-ce": (9174, -0.108),
-    "3b-checkpointing": (7210, -0.106),
-    "3b-optimizer-in-backward": (7309, -0.118),
-    "3b-activation-offload": (7301, -0.117),
-    "3b-lora": (8210, -0.121),
-    "3b-qlora": (8035, -0.112),
-    "8b-full-4090": (1650, -0.167),
-    "8b-lora-4090": (3083, -0.147),
-    "8b-qlora-4090": (2413, -0.078),
-    "70b-lora-8xa100": (3497, 0.073),
-    "70b-full-offload-8xa100": (1568, 0.421),
+    "3b-packed": (7075, 0.118),
+    "3b-compile": (8998, -0.026),
+    "3b-chunked-ce": (9174, -0.045),
+    "3b-checkpointing": (7210, -0.042),
+    "3b-optimizer-in-backward": (7309, -0.055),
+    "3b-activation-offload": (7301, -0.054),
+    "3b-lora": (8210, -0.047),
+    "3b-qlora": (8035, -0.039),
+    "8b-full-4090": (1650, -0.125),
+    "8b-lora-4090": (3083, -0.079),
+    "8b-qlora-4090": (2413, -0.007),
+    "70b-lora-8xa100": (3497, 0.136),
+    "70b-full-offload-8xa100": (1568, 0.478),
 }
 
 
