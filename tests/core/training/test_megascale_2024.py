@@ -27,23 +27,26 @@ Error = published step / our step − 1 (= our throughput / published − 1; pos
   the default and recommended in almost all cases"); no flash attention (``--use-flash-attn`` is opt-in, and the
   paper lists FlashAttention-2 among MegaScale's own changes, §3.3); no distributed optimizer (opt-in); the GPU is an
   A100 SXM4 80GB with the catalog's defaults (the paper says "Ampere"; on an A800, the same GPU with a 400 GB/s
-  NVLink, the Megatron-LM median reads −3.5%: ``test_an_a800_slows_only_the_rows_whose_tp_is_exposed``).
+  NVLink, the Megatron-LM median reads +1.0%: ``test_an_a800_slows_only_the_rows_whose_tp_is_exposed``).
 - The output head and the loss run on the last pipeline stage, as Megatron does (docs/training.md, "Pipeline stages:
   the head on the last"); for 530B they are 8.7% of a three-layer stage, for 175B 3.5% of a twelve-layer one.
-- Result (recorded 2026-11-27 with the per-operation price audit and the head on the last stage combined, ours vs
-  Table 2, step seconds): 175B batch 768: 256 GPUs 42.42 / 40.0 (−5.7%), 512 21.86 / 21.2 (−3.0%), 768 15.02 /
-  15.2 (+1.2%), 1,024 11.60 / 11.9 (+2.6%); batch 6,144: 3,072 28.96 / 29.02 (+0.2%), 6,144 15.25 / 14.78 (−3.1%),
-  8,192 11.81 / 12.24 (+3.6%), 12,288 8.36 / 8.57 (+2.5%). 530B (Figure 9): 2,240 41.06 / 43.12 (+5.0%), 4,480
-  41.12 / 43.47 (+5.7%), 11,200 41.19 / 44.01 (+6.8%). Table 3's baseline, 256 GPUs at batch 256: 14.83 / 14.83
-  (−0.0%). Median +1.9%, median |error| 3.1%, worst +6.8%. Over the unstated
-  settings that fit (flash attention on or off, distributed optimizer on or off, micro-batch 1 or 2) the median
-  stays within +0…+9% (``test_the_unstated_settings_move_the_median``).
-- The pattern: the 175B rows are within −5.7…+3.6%; the 530B rows (one-layer chunks on 35 stages) are 5–7% fast,
-  MT-NLG 530B on the same layout +19% (test_published_runs.py), Narayanan et al.'s 530B row (Megatron-LM 2021, same
-  layout) −6.7%. Moved when kern28 + head28 + eager28 combined: with the old prices and the head spread over the
-  stages these read −5.2…+4.1% and +12…+14% (median +2.3%); the head on the last stage alone gave −7.5…+1.8% and
-  +4…+6% (median +0.0%); the price audit then made every row 0.2–2.7 points faster.
-  Issue 15's goal (median ≤ 15%) is met; each row is pinned at its recorded error ± about 3 points.
+- Result (recorded 2026-11-28 after clock30, the time model that prices GEMMs at the best-shape rate and full
+  clock; ours vs Table 2, step seconds): 175B batch 768: 256 GPUs 40.29 / 40.0 (−0.7%), 512 20.79 / 21.2 (+2.0%),
+  768 14.31 / 15.2 (+6.2%), 1,024 11.06 / 11.9 (+7.6%); batch 6,144: 3,072 27.54 / 29.02 (+5.4%), 6,144 14.54 /
+  14.78 (+1.7%), 8,192 11.27 / 12.24 (+8.6%), 12,288 7.99 / 8.57 (+7.2%). 530B (Figure 9): 2,240 38.55 / 43.12
+  (+11.8%), 4,480 38.61 / 43.47 (+12.6%), 11,200 38.69 / 44.01 (+13.7%). Table 3's baseline, 256 GPUs at batch
+  256: 14.11 / 14.83 (+5.0%). Median +6.7%, median |error| 6.7%, worst +13.7% (before clock30, 2026-11-27: +1.9%,
+  3.1%, +6.8%; every row has moved 4.7–6.9 points faster). Over the unstated settings that fit (flash attention on
+  or off, distributed optimizer on or off, micro-batch 1 or 2) the median reads +7…+18%
+  (``test_the_unstated_settings_move_the_median``).
+- The pattern: the 175B rows are within −0.7…+8.6%; the 530B rows (one-layer chunks on 35 stages) are 12–14% fast.
+  Before clock30 they read −5.7…+3.6% and +5…+7%: the old model charged GEMMs ~15% more than the kernel-level sweep
+  measures (and the held clock always), and that under-pricing of the GPU's speed hid a gap at scale that the
+  model does not explain; the row that runs closest to one GPU's work (256 GPUs, batch 768: −0.7%) moved least.
+  Earlier moves: when kern28 + head28 + eager28 combined; with the old prices and the head spread over the stages
+  these read −5.2…+4.1% and +12…+14% (median +2.3%); the head on the last stage alone gave −7.5…+1.8% and +4…+6%
+  (median +0.0%). Issue 15's goal (median ≤ 15%) is still met; each row is pinned at its recorded error ± about 3
+  points.
 
 **MegaScale rows** (12): the same runs with what §3 describes and the engine prices: TP/SP communication
 overlapped with the GEMMs (§3.2, ``tp_comm_overlap``), asynchronous pipeline send/receive (§3.2,
@@ -53,10 +56,13 @@ transformer block (§3.1: attention and MLP side by side, one TP all-gather and 
 two; ``ModelSpec.parallel_block`` exists, but the training time model does not price it), sliding-window attention
 (§3.1; the window is not stated) and LAMB (it changes the batch,
 not the step; Table 2 keeps the batch). Both missing features make the real step shorter, so the engine should come
-out slower than these rows; it comes out faster on most of them: 175B −2.7% at 256 GPUs to +12.7% at 8,192, 530B
-+11%, Table 3's batch-256 row +1.7% (recorded 2026-11-27, price audit + head on the last stage combined; −5.1% …
-+10.0%, 530B +10%, −0.8% with the head alone; −2.0 … +19.4% before either). Pinned, as the engine's full overlap hides every collective (0.1–0.2 s exposed) while
-the measured MegaScale runs still lose time as the GPU count grows at a fixed batch (Table 2: 59.1% → 55.2% MFU).
+out slower than these rows; it comes out faster on all of them: 175B +0.9% at 256 GPUs to +15.2% at 8,192, 530B
++17%, Table 3's batch-256 row +4.9% (recorded 2026-11-28 after clock30; 2026-11-27, before it: 175B −2.7% …
++12.7%, 530B +11%, batch-256 +1.7%; −5.1% … +10.0%, 530B +10%, −0.8% with the head alone; −2.0 … +19.4% before
+either). Outside issue 15's per-row reading of 15% on four rows, and pinned there rather than widened silently: the
+engine's full overlap leaves only the head of each collective and the 18.9% contention of the hidden part exposed
+(8% of the 12,288-GPU step, 2.5% without the contention), while the measured MegaScale runs still lose time as the
+GPU count grows at a fixed batch (Table 2: 59.1% → 55.2% MFU); what they lose is not in the model.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ from llmplan.core.engine import estimate
 from llmplan.core.hardware import NetworkSpec
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
+from llmplan.core.training.comms import OVERLAP_SLOWDOWN
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 
 SOURCE = ("Jiang et al., MegaScale (NSDI 2024, arXiv:2402.15627v1): Table 1, §6.1 (Megatron-LM 285068c8, interleaved "
@@ -149,13 +156,14 @@ TABLE3 = (0.477, 0.623)
 # the head on the last"): the 530B rows (35 stages of 3 layers, the head a third of a stage) moved 7-9 points, the
 # 175B rows 2-3
 # recorded error ± 3.5 points, re-pinned 2026-11-27 when kern28 + head28 + eager28 combined (the rows moved 0.2-2.7
-# points faster with the price audit and sat at their old bands' edges)
-_MEGATRON_BANDS = {256: (-0.09, -0.02), 512: (-0.07, 0.0), 768: (-0.02, 0.05), 1024: (-0.01, 0.06),
-                   3072: (-0.03, 0.04), 6144: (-0.07, 0.0), 8192: (0.0, 0.07), 12288: (-0.01, 0.06),
-                   2240: (0.02, 0.09), 4480: (0.02, 0.09), 11200: (0.03, 0.10), 0: (-0.04, 0.03)}  # 0: Table 3
-_MEGASCALE_BANDS = {256: (-0.06, 0.01), 512: (-0.04, 0.03), 768: (-0.01, 0.06), 1024: (0.02, 0.09),
-                    3072: (0.04, 0.11), 6144: (0.06, 0.13), 8192: (0.09, 0.16), 12288: (0.06, 0.13),
-                    2240: (0.07, 0.14), 4480: (0.08, 0.15), 11200: (0.07, 0.14), 0: (-0.02, 0.05)}
+# points faster with the price audit and sat at their old bands' edges); re-pinned 2026-11-28 after clock30 (GEMMs at
+# the best-shape rate and full clock, hidden collectives slowing compute 18.9%): every row moved 2.5-7 points faster
+_MEGATRON_BANDS = {256: (-0.04, 0.03), 512: (-0.02, 0.05), 768: (0.03, 0.10), 1024: (0.04, 0.11),
+                   3072: (0.02, 0.09), 6144: (-0.02, 0.05), 8192: (0.05, 0.12), 12288: (0.04, 0.11),
+                   2240: (0.08, 0.15), 4480: (0.09, 0.16), 11200: (0.10, 0.17), 0: (0.02, 0.09)}  # 0: Table 3
+_MEGASCALE_BANDS = {256: (-0.03, 0.04), 512: (-0.01, 0.06), 768: (0.02, 0.09), 1024: (0.04, 0.11),
+                    3072: (0.07, 0.14), 6144: (0.08, 0.15), 8192: (0.12, 0.19), 12288: (0.08, 0.15),
+                    2240: (0.13, 0.20), 4480: (0.14, 0.21), 11200: (0.13, 0.20), 0: (0.01, 0.08)}
 
 
 def _rows(system: str, bands: dict[int, tuple[float, float]]) -> tuple[Row, ...]:
@@ -248,23 +256,32 @@ def test_row_within_its_pinned_band(row):
 
 
 def test_megatron_median_within_issue_15s_goal():
-    """Issue 15: median error ≤ 15%. Recorded 2026-11-27 with the price audit and the head on the last stage
-    combined: median +1.9%, median |error| 3.1%, worst +6.8% (head alone: +0.0%, 3.0%, -7.5%; before both, with the
-    head spread over the stages: +2.3%, 3.0%, +13.5%)."""
+    """Issue 15: median error ≤ 15%. Recorded 2026-11-28 after clock30: median +6.7%, median |error| 6.7%, worst
+    +13.7% (2026-11-27, price audit and head on the last stage combined: +1.9%, 3.1%, +6.8%; head alone: +0.0%,
+    3.0%, -7.5%; before both, with the head spread over the stages: +2.3%, 3.0%, +13.5%). The median is pinned
+    at its recorded value ± 3.5 points; the worst row must stay inside the issue's 15%."""
     errors = [error(r.key) for r in MEGATRON_ROWS]
-    assert abs(statistics.median(errors)) <= 0.05
-    assert statistics.median(abs(e) for e in errors) <= 0.05
+    assert 0.03 <= statistics.median(errors) <= 0.10
+    assert statistics.median(abs(e) for e in errors) <= 0.10
     assert max(abs(e) for e in errors) <= 0.15
 
 
 def test_megatron_exposes_its_collectives_and_megascale_hides_them():
     """285068c8 reduces the gradients after the backward and runs TP and pipeline transfers on the critical path:
-    at 12,288 GPUs they are a quarter of our Megatron-LM step (2.1 of 8.4 s, recorded 2026-11-27). MegaScale's overlaps
-    leave under 3% exposed."""
+    at 12,288 GPUs they are a quarter of our Megatron-LM step (2.1 of 8.0 s, recorded 2026-11-28 after clock30;
+    2.1 of 8.4 s before). MegaScale's overlaps leave 8% exposed (0.46 of 5.68 s), of which two thirds is the 18.9%
+    that the hidden collectives slow the compute beside them (comms.OVERLAP_SLOWDOWN, Lee et al. 2025, arXiv
+    2507.03114): what does not hide at all is 2.5% of the step (under 3% before clock30 too, when hiding was
+    free)."""
     mega = _estimate("megatron-175b-12288").compute
-    scale = _estimate("megascale-175b-12288").compute
+    est = _estimate("megascale-175b-12288")
+    scale = est.compute
     assert 0.20 < mega.breakdown["exposed_communication"] / mega.step_time_s.value < 0.30
-    assert scale.breakdown["exposed_communication"] / scale.step_time_s.value < 0.03
+    assert 0.06 < scale.breakdown["exposed_communication"] / scale.step_time_s.value < 0.10
+    # exposed = late + S·(time − late), so the part that never hid is (exposed − S·time) / (1 − S)
+    late = sum((c.exposed_s.value - OVERLAP_SLOWDOWN * c.time_s.value) / (1 - OVERLAP_SLOWDOWN)
+               for c in est.communication.collectives)
+    assert 0.0 < late / scale.step_time_s.value < 0.03
     names = {c.name: c for c in _estimate("megatron-175b-12288").communication.collectives}
     tp = names["TP all-gather + reduce-scatter (per block)"]
     assert tp.exposed_s.value == pytest.approx(tp.time_s.value)  # not overlapped at 285068c8
@@ -273,10 +290,11 @@ def test_megatron_exposes_its_collectives_and_megascale_hides_them():
 def test_the_unstated_settings_move_the_median():
     """Megatron-LM rows over the settings the paper leaves open that fit: flash attention off or on, distributed
     optimizer off or on, micro-batch 1 or 2 (530B at micro-batch 2 fits only with the distributed optimizer, so
-    those two combinations are left out). The median moves between +2% and +14%: flash attention is worth 7 points,
-    the distributed optimizer 3 (its reduce-scatter moves half an all-reduce; the all-gather moves 16-bit weights);
-    none of them brings it past issue 15's 15% (recorded 2026-11-27, price audit + head on the last stage combined:
-    slowest reading +1.9%, fastest +10.2%; +0.0% and +8.8% with the head alone)."""
+    those two combinations are left out). Flash attention is worth 8-9 points, the distributed optimizer 2-3 (its
+    reduce-scatter moves half an all-reduce; the all-gather moves 16-bit weights). Recorded 2026-11-28 after
+    clock30: without flash attention the median reads +6.7…+9.4%, with it +15.5…+17.7%, past issue 15's 15% (before
+    clock30, 2026-11-27: +1.9% slowest, +10.2% fastest, none past 15%; +0.0% and +8.8% with the head alone). That
+    flash attention on reads past the bar supports the reading taken: off, as at 285068c8 by default."""
     medians = []
     for flash in (False, True):
         for dist_opt in (False, True):
@@ -287,27 +305,32 @@ def test_the_unstated_settings_move_the_median():
                 else:
                     assert mb == 2 and not dist_opt
     assert len(medians) == 6
-    assert min(medians) > -0.02 and max(medians) < 0.15
+    no_flash, flash = medians[:3], medians[3:]
+    assert all(0.035 < m < 0.13 for m in no_flash), medians
+    assert all(0.12 < m < 0.21 for m in flash), medians
 
 
 def test_full_recomputation_would_be_too_slow():
     """Megatron's GPT-3 175B example script (examples/pretrain_gpt3_175B.sh, last changed 2021-08-19) recomputes every
-    layer; with it every row comes out 17–28% slow (recorded 2026-11-27, price audit + head last), so selective recomputation, which the
-    README of the same commit recommends, is the reading taken."""
+    layer; with it every row comes out 12–23% slow, median |error| 16.3% against selective recomputation's 6.7%
+    (recorded 2026-11-28 after clock30; 17–28% slow on 2026-11-27, price audit + head last), so selective
+    recomputation, which the README of the same commit recommends, is the reading taken."""
     errs = [error(r.key, recompute="full") for r in MEGATRON_ROWS]
-    assert all(-0.30 < e < -0.12 for e in errs)
+    assert all(-0.27 < e < -0.09 for e in errs), errs
+    assert statistics.median(abs(e) for e in errs) > statistics.median(abs(error(r.key)) for r in MEGATRON_ROWS)
 
 
 def test_an_a800_slows_only_the_rows_whose_tp_is_exposed():
     """The paper says "Ampere"; an A800 (the A100 with a 400 GB/s NVLink, catalogs/gpus) makes the TP collectives
-    1.5x longer. Under Megatron-LM, whose TP traffic is on the critical path, every row moves 3-6 points (median
-    +1.9% -> -3.5%, -11.0...+3.3%; recorded 2026-11-27, price audit + head on the last stage combined; +0.0% ->
-    -5.2% with the head alone); MegaScale overlaps it, and its rows
-    do not move."""
+    1.5x longer. Under Megatron-LM, whose TP traffic is on the critical path, every row moves 4-6 points (median
+    +6.7% -> +1.0%, -6.6...+9.7%; recorded 2026-11-28 after clock30; 2026-11-27, before it: +1.9% -> -3.5%,
+    -11.0...+3.3%); MegaScale overlaps it, and its rows move under 2 points: only the 18.9% that the longer hidden
+    TP collectives slow the GEMMs beside them (comms.OVERLAP_SLOWDOWN; before clock30, when hiding was free, they
+    did not move at all)."""
     slower = [error(r.key) - error(r.key, gpu=A800) for r in MEGATRON_ROWS]
     assert all(0.03 < d < 0.07 for d in slower), slower
-    assert -0.08 < statistics.median(error(r.key, gpu=A800) for r in MEGATRON_ROWS) < -0.03
-    assert all(abs(error(r.key) - error(r.key, gpu=A800)) < 0.005 for r in MEGASCALE_ROWS)
+    assert -0.025 < statistics.median(error(r.key, gpu=A800) for r in MEGATRON_ROWS) < 0.045
+    assert all(0.0 <= error(r.key) - error(r.key, gpu=A800) < 0.025 for r in MEGASCALE_ROWS)
 
 
 def table(system: str = "megatron") -> str:
