@@ -215,7 +215,7 @@ def table4_on_meta_network(row: str) -> Scenario:
     return sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"network": net})})
 
 
-def test_table4_rows_on_metas_network_move_under_a_point():
+def test_table4_rows_on_metas_network_move_by_about_a_point():
     for row in TABLE4:
         sc = table4_on_meta_network(row)
         flat, meta = estimate(table4_run(row)), estimate(sc)
