@@ -18,6 +18,7 @@ import pytest
 
 from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec, NetworkSpec, PeakFlops
+from llmplan.core.training.comms import OVERLAP_SLOWDOWN
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.formats.hf_config import spec_from_config
 
@@ -42,8 +43,8 @@ def _meta_run(vp: int, recompute: str = "full") -> Scenario:
 def test_table4_mfu_with_one_layer_chunks():
     e = estimate(_meta_run(vp=8))
     assert e.fits and e.memory.total.value < 80e9
-    # Table 4 reports 38-43%; the per-operation model gives 33.9% (-17.3% against 41%; recorded 2026-11-27 with
-    # kern28 + head28 combined, 33.5% before): the band is pinned
+    # Table 4 reports 38-43%; the per-operation model gives 35.5% (-13.4% against 41%; recorded 2026-11-28 after
+    # clock30, 33.9% before, 33.5% before kern28 + head28): the band is pinned
     assert 0.41 * 0.78 <= e.compute.mfu.value <= 0.41
     assert e.compute.bubble_fraction.value == pytest.approx(15 / (16 * 8))
 
@@ -115,19 +116,21 @@ def causal_mfu(row: str) -> float:
 def test_table4_16k_row_is_pinned_with_the_papers_settings():
     e = estimate(table4_run("16k-gpus"))
     assert e.fits
-    # 48.2% against 41%: +17.5% (issue 15's target is 10%; pinned; recorded 2026-11-27 with the price audit and the
-    # head on the last stage combined, +15.9% before them). It was +9.5% while the engine hid the FSDP
-    # gradient reduce-scatter behind one micro-batch's backward only; interleaved, each chunk's reduction starts
-    # after that chunk's last backward (test_interleaved_gradient_reduction_hides_chunk_by_chunk)
-    assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20
+    # 49.5% against 41%: +20.7% (issue 15's target is 10%; pinned; recorded 2026-11-28 after clock30, which priced
+    # GEMMs at full rate: was 48.2%, +17.5%, band +12…+20%; +15.9% before the price audit and the head on the last
+    # stage). It was +9.5% while the engine hid the FSDP gradient reduce-scatter behind one micro-batch's backward
+    # only; interleaved, each chunk's reduction starts after that chunk's last backward
+    # (test_interleaved_gradient_reduction_hides_chunk_by_chunk)
+    assert 0.41 * 1.17 < e.compute.mfu.value < 0.41 * 1.25
 
 
 def test_table4_8k_row_is_fast_and_just_over_capacity():
-    # 51.2% against 43% (+19.2%; +17.6% before kern28 + head28); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
+    # 53.2% against 43% (+23.8%, recorded 2026-11-28 after clock30; +19.2% and band +14…+21% before it, +17.6%
+    # before kern28 + head28); 81.9 GiB against the 79.6 GiB an H100 reports: 32 micro-batches let the second
     # stage hold 2·14 + 7·16 + 1 = 141 one-layer chunk passes, against 128 at 16 micro-batches (test below).
     e = estimate(table4_run("8k-gpus"))
     assert not e.fits and e.memory.total.value < 1.04 * H100.memory_bytes
-    assert 0.43 * 1.14 < e.compute.mfu.value < 0.43 * 1.21
+    assert 0.43 * 1.20 < e.compute.mfu.value < 0.43 * 1.27
 
 
 def test_table4_8k_row_is_over_only_by_the_allocator_allowance():
@@ -156,23 +159,28 @@ def test_interleaved_gradient_reduction_hides_chunk_by_chunk():
     (core/pipeline_parallel/schedules.py: ``grad_sync_func[chunk]`` once ``is_last_microbatch_for_model_chunk``);
     Llama 3's FSDP reduces "asynchronously" (§3.3.2). The last round of backwards runs the final N = p micro-batches
     chunk by chunk, so every chunk's reduce-scatter but the last hides (16K row: 7/8 · 16 micro-batch backwards of
-    about 0.17 s each, against 0.43 s of traffic) and the exposed time is the last chunk's eighth, by hand:
-    max(t/v, t − (v−1)/v · N · b). Tolerance 1e-9: the same formula, computed apart from the engine."""
+    about 0.17 s each, against 0.43 s of traffic) and the late time is the last chunk's eighth, by hand:
+    late = max(t/v, t − (v−1)/v · N · b); the hidden rest costs OVERLAP_SLOWDOWN (0.189) of itself (the compute
+    beside it slows; ``comms.exposed``), so exposed = late + 0.189 · (t − late): 0.054 + 0.071 = 0.125 s (recorded
+    2026-11-28 after clock30; 0.054 s before the term). Tolerance 1e-9: the same formula, computed apart from the
+    engine."""
     e = estimate(table4_run("16k-gpus"))
     (rs,) = [c for c in e.communication.collectives if c.name == "DP gradient reduce-scatter"]
     t = rs.time_s.value
     window = rs.exposed_s.inputs["overlappable_s"]
     assert window == pytest.approx(7 / 8 * 16 * e.compute.breakdown["gemm"] / 16 * 2 / 3, rel=0.15)  # ~GEMM-bound
-    assert rs.exposed_s.value == pytest.approx(max(t / 8, t - window), rel=1e-9)
-    assert rs.exposed_s.value == pytest.approx(t / 8, rel=1e-9)
+    late = max(t / 8, t - window)
+    assert late == pytest.approx(t / 8, rel=1e-9)
+    assert rs.exposed_s.value == pytest.approx(late + OVERLAP_SLOWDOWN * (t - late), rel=1e-9)
 
 
 def test_the_128k_row_depends_on_the_flop_count():
     e = estimate(table4_run("16k-gpus-128k-context"))
     assert e.fits
-    # the engine's (PaLM's) count: 56.6% against 38% (+49.1%); the causal count: 40.4% (+6.4%). Pinned both ways
-    # (recorded 2026-11-27, kern28 + head28 combined; +47.8% and +5.5% before).
-    assert 0.38 * 1.40 < e.compute.mfu.value < 0.38 * 1.52
+    # the engine's (PaLM's) count: 54.3% against 38% (+42.9%); the causal count: 38.7% (+2.0%). Pinned both ways
+    # (recorded 2026-11-28 after clock30, whose attention runs at the step's clock, 0.87 here: was +49.1% and +6.4%,
+    # band +40…+52%; +47.8% and +5.5% before kern28 + head28).
+    assert 0.38 * 1.37 < e.compute.mfu.value < 0.38 * 1.49
     assert causal_mfu("16k-gpus-128k-context") == pytest.approx(0.38, rel=0.10)
     cp = [c for c in e.communication.collectives if c.group == "cp"]
     assert cp and cp[0].exposed_s.value == pytest.approx(cp[0].time_s.value)  # all-gather CP: on the critical path
@@ -194,9 +202,11 @@ def test_stated_settings_move_the_16k_row_as_expected():
 # 3,072 GPUs (384 nodes), and an aggregation layer oversubscribed 1:7 (``placement.spine_scale``: a group loses
 # bandwidth only where it has fewer than 7 nodes per pod). The engine places ranks in Megatron's order (PP outermost),
 # so the DP groups (64 or 128 consecutive nodes) stay in a pod and the PP groups cross it (3 or 6 of their nodes per
-# pod: 3/7 or 6/7 of the NIC share), which the asynchronous p2p hides. Results, 2026-11-27 (price audit + head on the
-# last stage combined): 16K +17.5% → +17.0%, 8K +19.2% → +19.0%, 128K full-square +49.1% → +47.8%, causal +6.4% →
-# +5.5%. The 1:7 spine does not explain the common +17–19%; the bands are the same as above.
+# pod: 3/7 or 6/7 of the NIC share), which the asynchronous p2p hides. Results, 2026-11-28 after clock30: 16K +20.7% →
+# +18.1%, 8K +23.8% → +23.3%, 128K full-square +42.9% → +40.5% (2026-11-27, before clock30: +17.5% → +17.0%, +19.2% →
+# +19.0%, +49.1% → +47.8%). Since clock30 a hidden collective costs 18.9% of its hidden time, so the slower p2p across
+# pods (0.22 → 0.51 s a step on the 16K row, all hidden) and DP rings cost 0.9-1.1 MFU points where they cost under
+# 0.5 before. The 1:7 spine does not explain the common +20–24%; the bands are the same as above.
 def table4_on_meta_network(row: str) -> Scenario:
     from llmplan.catalog.hardware import load_hardware_catalog
 
@@ -205,18 +215,21 @@ def table4_on_meta_network(row: str) -> Scenario:
     return sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"network": net})})
 
 
-def test_table4_rows_on_metas_network_move_under_a_point():
+def test_table4_rows_on_metas_network_move_by_about_a_point():
     for row in TABLE4:
         sc = table4_on_meta_network(row)
         flat, meta = estimate(table4_run(row)), estimate(sc)
         assert meta.fits == flat.fits and sc.cluster.network.oversubscription == 7
-        # slower, never faster (extra hops, PP across pods), by less than 0.5 MFU points of the 38-43% published
-        assert flat.compute.mfu.value - 0.005 < meta.compute.mfu.value <= flat.compute.mfu.value
+        # slower, never faster (extra hops, PP across pods), by less than 1.2 MFU points of the 38-43% published
+        # (16K: 1.06 points, 128K: 0.91, 8K: 0.23; recorded 2026-11-28 after clock30, under 0.5 before: block comment)
+        assert flat.compute.mfu.value - 0.012 < meta.compute.mfu.value <= flat.compute.mfu.value
     e = estimate(table4_on_meta_network("16k-gpus"))
-    assert 0.41 * 1.12 < e.compute.mfu.value < 0.41 * 1.20  # +17.0%: pinned as on the flat fabric
+    assert 0.41 * 1.14 < e.compute.mfu.value < 0.41 * 1.22  # +18.1%: pinned ±4 points
     (pp,) = [c for c in e.communication.collectives if c.group == "pp"]
-    assert pp.exposed_s.value == 0 and pp.bus_bandwidth < 0.5 * 50e9  # 3 of its nodes per pod: 3/7 of a NIC
+    assert pp.bus_bandwidth < 0.5 * 50e9  # 3 of its nodes per pod: 3/7 of a NIC
+    # all hidden: what is exposed is the compute slowed beside it (OVERLAP_SLOWDOWN of its time), nothing late
+    assert pp.exposed_s.value == pytest.approx(OVERLAP_SLOWDOWN * pp.time_s.value, rel=1e-9)
     e8 = estimate(table4_on_meta_network("8k-gpus"))
-    assert not e8.fits and 0.43 * 1.14 < e8.compute.mfu.value < 0.43 * 1.21  # +19.0%
+    assert not e8.fits and 0.43 * 1.20 < e8.compute.mfu.value < 0.43 * 1.27  # +23.3%
     e128 = estimate(table4_on_meta_network("16k-gpus-128k-context"))
-    assert 0.38 * 1.40 < e128.compute.mfu.value < 0.38 * 1.52  # +47.8% (full-square count)
+    assert 0.38 * 1.37 < e128.compute.mfu.value < 0.38 * 1.49  # +40.5% (full-square count)

@@ -26,36 +26,38 @@ NDR InfiniBand (the catalog's ``dgx-h100`` preset; the README names only "H100 G
 catalog's H100 defaults and the ``megatron`` profile with ``tp_comm_overlap`` on. The measured figure is never
 an input.
 
-Result (recorded 2026-11-27, TFLOP/s per GPU, ours vs published; the per-operation price audit and the head and
-loss on the last pipeline stage combined, docs/training.md "Auditing the per-operation prices" and "Pipeline
-stages: the head on the last"): 1.7B 515.5 / 408.8 (+26.1%), 7.1B 583.8 / 465.9 (+25.3%), 16B 507.2 / 489.1
-(+3.7%), 32B 344.9 / 459.6 (−24.9%), 70B 402.1 / 419.7 (−4.2%), 119B 433.1 / 420.5 (+3.0%), 177B 444.5 / 432.8
-(+2.7%), 314B 453.8 / 474.4 (−4.3%), 462B 454.5 / 459.9 (−1.2%). Median +2.7%, median |error| 4.2%, worst
-−24.9%. Moved when kern28 + head28 + eager28 combined: before them (the old prices, the head spread over the
-stages) the rows read +14.6, +17.0, −0.5, −28.0, −8.1, +1.2, +2.9, −2.7 and +3.4% (median +1.2%); the audit
-made every step shorter, and the head on the last stage took 1–6 points back from the pipelined rows.
+Result (recorded 2026-11-28 after clock30, TFLOP/s per GPU, ours vs published: GEMMs at the catalog's best-shape rate
+and full clock, the clock falling only with the compute-bound share of the step, 1.8 µs between kernels, hidden
+collectives charged 18.9% of their hidden time; docs/training.md "Step time"): 1.7B 541.1 / 408.8 (+32.4%), 7.1B
+586.2 / 465.9 (+25.8%), 16B 492.5 / 489.1 (+0.7%), 32B 330.3 / 459.6 (−28.1%), 70B 392.9 / 419.7 (−6.4%), 119B
+432.6 / 420.5 (+2.9%), 177B 450.0 / 432.8 (+4.0%), 314B 466.2 / 474.4 (−1.7%), 462B 471.8 / 459.9 (+2.6%). Median
++2.6%, median |error| 4.0%, worst −28.1%. Before clock30 (2026-11-27, the price audit and the head and loss on the
+last pipeline stage combined) the rows read +26.1, +25.3, +3.7, −24.9, −4.2, +3.0, +2.7, −4.3 and −1.2% (median
++2.7%): GEMMs at full price made every compute-heavy step shorter, and the 18.9% charge on hidden collectives made
+the rows with much hidden traffic (16B, 32B, 70B: TP overlap and fp32 gradient reduction) slower. Before kern28 +
+head28 + eager28 they read +14.6, +17.0, −0.5, −28.0, −8.1, +1.2, +2.9, −2.7 and +3.4% (median +1.2%).
 
 The pattern (docs/training.md, "Megatron-Core on H100"):
 - the rows whose step is all compute (1.7B, 7.1B: TP ≤ 2, every DP ring spans whole nodes and hides behind the
-  backward) are +25…+26% fast, the same sign as Llama 3's Table 4 rows on H100 (+17…+18%,
-  test_llama3_405b.py): the engine's H100 compute is optimistic by that much. Each price of those steps was
-  checked against an independent source and corrected where one was wrong; every correction made the step
-  shorter (docs/training.md, "Auditing the per-operation prices"). It is not the clock (an independent
-  minutes-long burn of all eight GPUs holds more than the catalog charges: test_the_sustained_clock_is_not_the_h100_gap),
-  and no independent measurement says which term it is;
+  backward) are +26…+32% fast, the same sign as Llama 3's Table 4 rows on H100 (+21…+24%,
+  test_llama3_405b.py). Since clock30 the engine's single-GPU H100 work matches profiled Hugging Face Llama blocks
+  within 1% (docs/training.md, "Step time"), so what is missing is a term of large multi-GPU runs that the old
+  model's GEMM prices (about 15% under) used to hide. It is not the clock (an independent minutes-long burn of all
+  eight GPUs holds what the engine charges these rows: test_the_sustained_clock_is_not_the_h100_gap), and no
+  independent measurement says which term it is;
 - the TP8 rows without a pipeline (32B) are slow because every DP group then holds one GPU per node and its
   fp32 gradient reduce-scatter shares the node's eight NICs: 0.42 s of traffic per step that Megatron hides
   only behind the last micro-batch's backward (schedules.py ``forward_backward_no_pipelining`` runs the others
   under ``no_sync``). How long that window is depends on the micro-batch size the README does not state: at
-  micro-batch 4 (one micro-batch per step) the same row reads +27%, like the compute-only rows
-  (test_the_unstated_micro_batch_decides_the_tp8_row);
+  micro-batch 4 (one micro-batch per step) the same row reads +6% (+27% before clock30: the hidden 0.62 s of DP and
+  0.24 s of TP traffic now cost 18.9% of their time; test_the_unstated_micro_batch_decides_the_tp8_row);
 - the pipelined rows (70B…462B) depend on the unstated interleaving: at v = 1 the bubble is
-  (p − 1)/m, and v = 2 or 4 adds 4…21 points (177B: +2.7% → +15% → +23%;
+  (p − 1)/m, and v = 2 or 4 adds 4…21 points (177B: +4.0% → +15% → +23%;
   test_the_unstated_interleaving_moves_the_pipelined_rows).
 So the near-zero median is partly the compute optimism of the first point cancelled by the conservative
 assumptions (micro-batch 1, no interleaving) of the other two. Over every micro-batch and interleaving left
-open that fits (``settings_range``), each row's fastest reading is +16…+33% and the slowest −26…+26%; for
-1.7B and 7.1B even the slowest is above the published figure. Bands are pinned at the recorded error
+open that fits (``settings_range``), each row's fastest reading but 32B's is +18…+35% (32B: +6%) and the slowest
+−29…+32%; for 1.7B and 7.1B even the slowest is above the published figure. Bands are pinned at the recorded error
 ± about 4 points, so a change that moves a row is seen; the median is asserted within 10% (issue 15's target
 for Narayanan's table).
 
@@ -78,6 +80,7 @@ from llmplan.catalog.hardware import load_hardware_catalog
 from llmplan.core.engine import estimate
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
+from llmplan.core.training.comms import OVERLAP_SLOWDOWN
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 
 SOURCE = ("NVIDIA/Megatron-LM README.md at f2e5db402c (2024-07-15), 'Training Speed and Scalability' model table: "
@@ -96,7 +99,7 @@ class Row:
     dp: int
     batch: int  # global batch, sequences
     tflops: float  # published per-GPU model teraFLOP/s
-    band: tuple[float, float]  # relative error asserted at the stated assumptions (module doc)
+    band: tuple[float, float]  # relative error asserted at the stated assumptions (module doc; moved 2026-11-28 with clock30)
 
     @property
     def gpus(self) -> int:
@@ -104,15 +107,15 @@ class Row:
 
 
 ROWS = (
-    Row("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, (0.22, 0.30)),
+    Row("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, (0.28, 0.36)),
     Row("7.1B", 32, 4096, 30, 2, 1, 48, 192, 465.9, (0.21, 0.29)),
-    Row("16B", 48, 6144, 32, 4, 1, 48, 192, 489.1, (0.00, 0.08)),
-    Row("32B", 56, 7168, 48, 8, 1, 48, 192, 459.6, (-0.29, -0.21)),
-    Row("70B", 64, 8192, 84, 8, 2, 48, 384, 419.7, (-0.09, 0.00)),
+    Row("16B", 48, 6144, 32, 4, 1, 48, 192, 489.1, (-0.03, 0.05)),
+    Row("32B", 56, 7168, 48, 8, 1, 48, 192, 459.6, (-0.32, -0.24)),
+    Row("70B", 64, 8192, 84, 8, 2, 48, 384, 419.7, (-0.11, -0.02)),
     Row("119B", 80, 10240, 92, 8, 4, 48, 768, 420.5, (-0.01, 0.07)),
-    Row("177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8, (-0.02, 0.07)),
-    Row("314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4, (-0.09, 0.00)),
-    Row("462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9, (-0.05, 0.03)),
+    Row("177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8, (0.00, 0.08)),
+    Row("314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4, (-0.06, 0.03)),
+    Row("462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9, (-0.01, 0.07)),
 )
 BY_LABEL = {r.label: r for r in ROWS}
 
@@ -189,34 +192,48 @@ def test_median_error_within_ten_percent():
 
 
 def test_compute_only_rows_are_fast_like_llama3_table4():
-    """1.7B and 7.1B: nothing exposed but compute (under 1% of the step), and both +20…+30% fast: the engine's H100
-    compute, not a communication or bubble term, is what is optimistic there (module doc)."""
+    """1.7B and 7.1B: no bubble, and every collective hidden but its first call (under 1% of the step late); what
+    they expose is only the 18.9% the compute beside them loses (``comms.OVERLAP_SLOWDOWN``, since clock30: 2.6%
+    and 6.7% of the step). Both +24…+36% fast (+32.4%, +25.8%; +20…+30% and +26.1%, +25.3% before clock30): the
+    engine's H100 compute, not a communication or bubble term, is what is optimistic there (module doc)."""
     for label in ("1.7B", "7.1B"):
-        c = _estimate(label).compute
-        assert c.breakdown["exposed_communication"] + c.breakdown["pipeline_bubble"] < 0.01 * c.step_time_s.value
-        assert 0.20 < error(label) < 0.30
+        e = _estimate(label)
+        c = e.compute
+        assert c.breakdown["pipeline_bubble"] == 0
+        late = sum(col.exposed_s.inputs["unhidden_s"] for col in e.communication.collectives)
+        assert late < 0.01 * c.step_time_s.value
+        for col in e.communication.collectives:  # hidden but the unhidden first call: the slowdown term alone
+            head = col.exposed_s.inputs["unhidden_s"]
+            assert col.exposed_s.value == pytest.approx(head + OVERLAP_SLOWDOWN * (col.time_s.value - head), rel=1e-9)
+        assert c.breakdown["exposed_communication"] < 0.07 * c.step_time_s.value
+        assert 0.24 < error(label) < 0.36
 
 
 def test_the_unstated_micro_batch_decides_the_tp8_row():
     """32B (TP8, DP48): each DP group has one GPU per node and its fp32 gradient reduce-scatter shares the node's
     eight NICs with seven others. At micro-batch 1 (four per step) it hides only behind the last micro-batch's
-    backward; at micro-batch 4 (one per step) behind the whole backward. Nearly the same GEMM time, the exposed
-    communication apart: −25% becomes +27% (recorded 2026-11-27), like the compute-only rows."""
+    backward. Nearly the same GEMM time, the exposed communication apart: −28% becomes +6% (recorded 2026-11-28
+    after clock30). Before clock30 micro-batch 4 read +27%, like the compute-only rows, with 5% of its step exposed;
+    now its 0.42 s reduce-scatter is late by only 0.011 s, but the 0.86 s of DP and TP traffic hidden beside the
+    compute costs 18.9% of itself (``comms.OVERLAP_SLOWDOWN``): 26% of the step is exposed."""
     one, four = _estimate("32B", 1).compute, _estimate("32B", 4).compute
     dp = [c for c in _estimate("32B", 1).communication.collectives if c.name == "DP gradient reduce-scatter"]
     assert dp and dp[0].time_s.value > 0.3 and dp[0].exposed_s.value > 0.25
-    assert one.breakdown["exposed_communication"] > 0.35 * one.step_time_s.value
-    assert four.breakdown["exposed_communication"] < 0.07 * four.step_time_s.value
-    # the GEMMs are the same FLOPs; four times longer ones pay the 7.5 µs fixed cost a quarter as often (-2%)
+    assert one.breakdown["exposed_communication"] > 0.45 * one.step_time_s.value
+    assert 0.20 * four.step_time_s.value < four.breakdown["exposed_communication"] < 0.30 * four.step_time_s.value
+    (rs4,) = [c for c in _estimate("32B", 4).communication.collectives if c.name == "DP gradient reduce-scatter"]
+    late = rs4.time_s.value - (rs4.time_s.value - rs4.exposed_s.value) / (1 - OVERLAP_SLOWDOWN)
+    assert late < 0.02  # hidden but 0.011 s: the rest of its exposed time is the slowdown term
+    # the GEMMs are the same FLOPs; four times longer ones pay the 3 µs fixed cost a quarter as often (-1%)
     assert four.breakdown["gemm"] == pytest.approx(one.breakdown["gemm"], rel=0.05)
-    assert 0.21 < error("32B", 4) < 0.33
+    assert 0.02 < error("32B", 4) < 0.10
 
 
 def test_the_unstated_interleaving_moves_the_pipelined_rows():
     """177B (PP6, 24 micro-batches per DP rank): the 1F1B bubble is 5/24 of the compute at v = 1; v = 2 and 4
-    (16 and 8 layers per stage split in 2 and 4 chunks) cut it to 5/48 and 5/96: +2.7% → +14.6% → +23.4% (recorded
-    2026-11-27, price audit + head on the last stage; moved when kern28 + head28 + eager28 combined, from −0.5% →
-    +11% → +19% with the head alone). Which one NVIDIA ran is not stated."""
+    (16 and 8 layers per stage split in 2 and 4 chunks) cut it to 5/48 and 5/96: +4.0% → +15.4% → +23.3% (recorded
+    2026-11-28 after clock30; +2.7% → +14.6% → +23.4% before it, −0.5% → +11% → +19% before kern28 + head28 +
+    eager28). Which one NVIDIA ran is not stated."""
     errs = [error("177B", 1, v) for v in (1, 2, 4)]
     assert errs[0] < errs[1] < errs[2]
     assert 0.10 < errs[1] < 0.19 and 0.19 < errs[2] < 0.28
@@ -256,13 +273,15 @@ def settings_range(row: Row) -> tuple[float, float]:
 
 def test_no_unstated_setting_makes_the_engine_slower_than_every_row():
     """Over every micro-batch and interleaving the README leaves open (``settings_range``), the fastest reading of
-    every row is 16…34% above the published figure, and for 1.7B and 7.1B even the slowest is above it (+26.1%,
-    +25.3%; recorded 2026-11-27, price audit + head on the last stage combined: 314B and 462B read +16.8% and +16.4%
-    at their fastest, 462B −1.2% at its slowest). Whatever NVIDIA ran, the engine is not pessimistic on these rows; on the two
-    smallest it is at least 10% optimistic, with nothing but compute in the step."""
+    every row but 32B is 18…35% above the published figure, and for 1.7B and 7.1B even the slowest is above it
+    (+32.4%, +25.8%). 32B's fastest, micro-batch 4, is +6.0%: since clock30 its 0.86 s of hidden DP and TP traffic
+    costs 18.9% of itself (test_the_unstated_micro_batch_decides_the_tp8_row). Recorded 2026-11-28 after clock30
+    (before it every row's fastest was +16…+34%, 32B's +26.8%). Whatever NVIDIA ran, the engine is not pessimistic on
+    these rows; on the two smallest it is at least 20% optimistic, with nothing but compute in the step."""
     ranges = {r.label: settings_range(r) for r in ROWS}
-    assert all(hi > 0.12 for _, hi in ranges.values()), ranges
-    assert ranges["1.7B"][0] > 0.10 and ranges["7.1B"][0] > 0.10
+    assert all(hi > 0.15 for label, (_, hi) in ranges.items() if label != "32B"), ranges
+    assert 0.02 < ranges["32B"][1] < 0.10
+    assert ranges["1.7B"][0] > 0.20 and ranges["7.1B"][0] > 0.20
 
 
 # --- NeMo's one bf16 H100 row: GPT-OSS 120B (mixture of experts), Megatron-Bridge, NeMo 26.02 ------------------------
@@ -300,29 +319,30 @@ def nemo_gpt_oss_tokens_per_gpu() -> float:
 
 
 def test_nemo_gpt_oss_row_is_pinned_fast():
-    """8,760 tokens/s per GPU against 5,993: +46.2% (recorded 2026-11-27, local experts grouped), pinned at
-    +43…+49%. Our step is 9.35 s: GEMMs 5.5 s, EP all-to-all 1.0 s (exposed: the recipe sets no expert-parallel
-    overlap), memory-bound kernels 0.7 s (0.37 s of it the MoE token permutation, unpermutation and the two sorts by
-    local expert of Megatron's all-to-all dispatcher, ``ops.moe_permutation``: 0.34 s → 0.71 s moved the row from
-    +48.7%), attention 0.6 s, the loss 1.4 s, bubble 0.2 s; measured 13.7 s. The last of the four stages (9 layers
-    each) also runs the 201,088-word head and its fp32 loss, 1.4× the time of each other stage, and sets the pace.
-    History: with the old prices and the head spread over the stages the row read +42.8% (9.6 s); the head on the
-    last stage alone gave +14.8% (11.9 s), the price audit alone +83.9% (its 7.5 µs GEMM fixed cost, not 23 µs, for
-    about 70k small expert GEMMs a step), both +40.1% (9.76 s). Grouped local experts then moved it +40.1% → +46.2%
-    (9.76 → 9.35 s): the recipe sets ``moe_grouped_gemm`` (Megatron-Bridge gpt_oss_provider.py at c0b9a0003), so
-    Megatron-Core runs TEGroupedMLP, whose Transformer Engine GroupedLinear issues the 16 local experts' cuBLAS
-    GEMMs over 4 streams in one call: 4 fixed costs per projection, not 16 (``ops.expert_grouping``; one grouped
-    kernel would read +47.8%). Grouping can only remove fixed costs, so it moves this optimistic row further away.
-    Each local expert's GEMM is priced at its own shape, 1,024 tokens (4,096 · top-4 · EP8 / 128 experts) × 5,760 ×
-    2,880 and × 2,880 × 2,880, and the H100 GEMM sweep's nearest shapes (512 and 2,048 tokens × 8,192 × 3,072 and ×
-    3,072 × 8,192, H100 SXM, torch 2.11, 2026-11-24) ran 3–11% faster than that price, so per-expert GEMM
-    efficiency is not the missing 4.3 s either, unless the grouped call falls short of what its GEMMs do alone; no
+    """9,432 tokens/s per GPU against 5,993: +57.4% (recorded 2026-11-28 after clock30), pinned at +54…+61%. Our
+    step is 8.69 s: GEMMs 4.74 s, EP all-to-all 1.0 s (exposed: the recipe sets no expert-parallel overlap),
+    memory-bound kernels 0.7 s (0.37 s of it the MoE token permutation, unpermutation and the two sorts by local
+    expert of Megatron's all-to-all dispatcher, ``ops.moe_permutation``), attention 0.6 s, the loss 1.4 s, bubble
+    0.2 s, gaps between kernels 0.05 s; measured 13.7 s. The last of the four stages (9 layers each) also runs the
+    201,088-word head and its fp32 loss, 1.4× the time of each other stage, and sets the pace.
+    History: before clock30 the row read +46.2% (9.35 s: GEMMs 5.5 s at 0.924 × 0.869 of the best-shape rate and
+    7.5 µs each; now at the full best-shape rate, the clock of this step's compute-bound share, and 3 µs each).
+    Earlier: with the old prices and the head spread over the stages +42.8% (9.6 s); the head on the last stage
+    alone +14.8% (11.9 s), the price audit alone +83.9% (its 7.5 µs GEMM fixed cost, not 23 µs, for about 70k small
+    expert GEMMs a step), both +40.1% (9.76 s); grouped local experts then +46.2%: the recipe sets
+    ``moe_grouped_gemm`` (Megatron-Bridge gpt_oss_provider.py at c0b9a0003), so Megatron-Core runs TEGroupedMLP,
+    whose Transformer Engine GroupedLinear issues the 16 local experts' cuBLAS GEMMs over 4 streams in one call: 4
+    fixed costs per projection, not 16 (``ops.expert_grouping``). Grouping can only remove fixed costs, so it moves
+    this optimistic row further away. Each local expert's GEMM is priced at its own shape, 1,024 tokens (4,096 ·
+    top-4 · EP8 / 128 experts) × 5,760 × 2,880 and × 2,880 × 2,880; the 2026-11-28 kernel sweep reproduces shapes of
+    that size on an H100 within a few percent (tests/core/training/test_gemm_sweep.py), so per-expert GEMM
+    efficiency is not the missing 5 s either, unless the grouped call falls short of what its GEMMs do alone; no
     grouped-GEMM measurement at these shapes is at hand to say so. The recipe forces balanced routing, so no load
     imbalance is charged. Left open (docs/training.md, "Megatron-Core on H100")."""
     e = estimate(nemo_gpt_oss_run())
     assert e.fits
     err = nemo_gpt_oss_tokens_per_gpu() / NEMO_GPT_OSS_H100 - 1
-    assert 0.43 < err < 0.49, f"{err:+.1%}"
+    assert 0.54 < err < 0.61, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
 
@@ -330,8 +350,9 @@ def test_nemo_gpt_oss_row_is_pinned_fast():
 # --- is the H100 compute optimism the clock? An independent minutes-long, all-GPU GEMM burn says no ----------------
 # huggingface/gpu-fryer README.md at 59ad16a (2025-08-06, PR #9): cuBLAS bf16 matmuls of two 8192 × 8192 matrices on
 # every GPU of a node at once, for minutes (the A100 figures: three 10-minute runs on Jean Zay); "~" figures. The
-# catalog's matching figure is the best-shape GEMM rate held under load, peak · matmul · sustained_clock (the
-# sweep share of ``kernel_rates`` applies to other shapes).
+# catalog's matching figure is the best-shape GEMM rate held with GEMMs back to back, peak · matmul ·
+# sustained_clock: since clock30 the engine charges it only to a step that is all GEMMs and attention, full clock
+# up to ``full_clock_share`` of the step (H100 SXM 0.40) and a line between (``kernel_rates.clock_factor``).
 GPU_FRYER_BF16 = {"nvidia-h100-sxm-80gb": 730e12, "nvidia-a100-sxm4-80gb": 270e12, "nvidia-a100-pcie-40gb": 224e12}
 GPU_FRYER_SOURCE = ("huggingface/gpu-fryer README.md at 59ad16a (2025-08-06): sustained bf16 cuBLAS 8192x8192 matmul "
                     "on all GPUs of a node for minutes (A100: 3 x 10-minute runs, Jean Zay)")
@@ -343,34 +364,52 @@ def held_gemm_rate(gpu_id: str) -> float:
     return cat.gpu(gpu_id).spec.peak_flops.bf16 * eff.matmul * eff.sustained_clock
 
 
+def engine_clock(label: str) -> float:
+    """The share of full clock the engine runs a row's GEMMs at: its GEMM time with the clock never dropping
+    (sustained_clock 1) over its GEMM time as charged."""
+    sc = run(BY_LABEL[label])
+    never = sc.model_copy(update={"efficiency": sc.efficiency.model_copy(update={"sustained_clock": 1.0})})
+    return estimate(never).compute.breakdown["gemm"] / _estimate(label).compute.breakdown["gemm"]
+
+
 def test_the_sustained_clock_is_not_the_h100_gap():
-    """gpu-fryer's H100 SXM holds ~730 TFLOP/s with all eight GPUs busy for minutes; the catalog holds 688.5 (its
-    own single-GPU 0.78 s measurement), 5.7% less. So a DGX's GPUs do not drop their clocks below what the engine
-    charges, and the +25…+26% of the compute-only rows above lies elsewhere. The A100 PCIe's measured figure
-    (215.4) is 3.8% under gpu-fryer's 224. The A100 SXM's catalog clock, 0.869, is an assumption (taken from the
-    H100) that gpu-fryer contradicts: 232.8 against ~270, 13.8% less; that GPU holds its short-run MAMF rate
-    (267.9). Recorded 2026-11-27; asserted within 3 points of those ratios."""
+    """gpu-fryer's H100 SXM holds ~730 TFLOP/s with GEMMs back to back on all eight GPUs for minutes; the catalog's
+    held rate, 688.5 (its own single-GPU 0.78 s measurement), is 5.7% less, and since clock30 the engine charges
+    it only to a step that is all GEMMs. The compute-only rows run their GEMMs at 0.919 (1.7B) and 0.891 (7.1B) of
+    full clock, 728 and 706 TFLOP/s on an 8192² GEMM: at or under what a DGX's GPUs hold with nothing but GEMMs.
+    So the GPUs do not drop their clocks below what the engine charges, and the +26…+32% of those rows lies
+    elsewhere (with gpu-fryer's 730 as the held rate they would read +35.9% and +30.6%). The A100 PCIe's measured
+    figure (215.4) is 3.8% under gpu-fryer's 224. The A100 SXM's catalog clock, 0.869, is an assumption (taken from
+    the H100) that gpu-fryer contradicts: 232.8 against ~270, 13.8% less; that GPU holds its short-run MAMF rate
+    (267.9). Recorded 2026-11-28 after clock30 (the catalog ratios as on 2026-11-27); asserted within 3 points of
+    those ratios, and the rows' clocks within 0.01."""
     ratios = {g: held_gemm_rate(g) / fryer for g, fryer in GPU_FRYER_BF16.items()}
     assert 0.913 < ratios["nvidia-h100-sxm-80gb"] < 0.973
     assert 0.932 < ratios["nvidia-a100-pcie-40gb"] < 0.992
     assert 0.832 < ratios["nvidia-a100-sxm4-80gb"] < 0.892
+    full = held_gemm_rate("nvidia-h100-sxm-80gb") / load_hardware_catalog().efficiency_for(
+        "nvidia-h100-sxm-80gb").sustained_clock
+    clocks = {label: engine_clock(label) for label in ("1.7B", "7.1B")}
+    assert clocks["1.7B"] == pytest.approx(0.919, abs=0.01) and clocks["7.1B"] == pytest.approx(0.891, abs=0.01)
+    assert all(full * c < GPU_FRYER_BF16["nvidia-h100-sxm-80gb"] * 1.005 for c in clocks.values())
 
 
 def test_the_a100_clock_assumption_hides_the_same_gap():
     """What the A100 SXM rows would read with the clock gpu-fryer measures (sustained_clock 1.0 instead of the assumed
-    0.869): Narayanan et al. 2021 Table 1 moves from −6.7…+1.8% (median −4.3%) to +1.2…+12.1% (median +5.4%), the
-    large, compute-bound rows to +6…+12% (recorded 2026-11-27, price audit + head on the last stage combined; before
-    kern28 + head28 + eager28 these were −11.6…+0.6%, median −2.8%, and −4.6…+10.6%, median +7.4%). On both GPUs,
-    then, large compute-bound runs are about 10–26% slower than the engine's terms add up to, and on the A100 the
-    assumed clock hides it. Not changed here: on its own it would break A100 families issue 15 counts as met
-    (torchtitan's five A100 rows would read +11.5…+28.0% against 15%, OPT-175B +28.2%; recorded before kern28 and
-    eager28, not recomputed), and the missing term has no independent measurement yet."""
+    0.869, which the engine reaches in steps that are all GEMMs and attention): Narayanan et al. 2021 Table 1 moves
+    from −5.4…+7.6% (median +0.7%) to +5.5…+18.2% (median +12.4%), the large, compute-bound rows to +13…+18%
+    (recorded 2026-11-28 after clock30; before it, with every GEMM at 0.924 × 0.869 of the best-shape rate, −6.7…+1.8%,
+    median −4.3%, and +1.2…+12.1%, median +5.4%). On both GPUs, then, large compute-bound runs are about 13–32%
+    slower than the engine's terms add up to, and on the A100 the assumed clock hides part of it. Not changed here:
+    on its own it would break A100 families issue 15 counts as met (torchtitan's five A100 rows would read
+    +11.5…+28.0% against 15%, OPT-175B +28.2%; recorded before kern28 and eager28, not recomputed), and the missing
+    term has no independent measurement yet."""
     from tests.core.training import test_narayanan_2021 as nara
 
     measured = nara.CATALOG_A100.model_copy(update={"sustained_clock": 1.0})
     errs = {row[0]: nara.predicted_tflops(row, measured) / row[8] - 1 for row in nara.ROWS}
-    assert 0.02 < statistics.median(errs.values()) < 0.08
-    assert all(0.05 < errs[b] < 0.13 for b in (76.1, 145.6, 310.1, 1008.0))
+    assert 0.09 < statistics.median(errs.values()) < 0.16
+    assert all(0.11 < errs[b] < 0.21 for b in (76.1, 145.6, 310.1, 1008.0))
 
 
 if __name__ == "__main__":

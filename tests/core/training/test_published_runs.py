@@ -3,28 +3,36 @@
 The measured figure is never an input: the per-operation model prices each run's GEMMs, attention,
 elementwise kernels, optimizer, communication and pipeline bubble from microbenchmark-derived rates
 (``core.training.kernel_rates``) and the catalog's A100/H100 figures. Unknown settings are stated per
-case. Results recorded 2026-11-27 (the network model of issue 23; the per-operation price audit, the output head
-and loss on the last pipeline stage and torchtitan's uncompiled modules combined, docs/training.md "Auditing the
-per-operation prices", "Pipeline stages: the head on the last"):
+case. Results recorded 2026-11-28 after clock30 (GEMMs at the catalog's best-shape rate and full clock, the clock
+falling only with the compute-bound share of the step, 1.8 us between kernels, hidden collectives charged 18.9% of
+their hidden time; docs/training.md "Step time"); the column before it is 2026-11-27 (the price audit, the head and
+loss on the last pipeline stage and torchtitan's uncompiled modules combined):
 
-| run | reference | ours | error | before kern28 + head28 + eager28 |
+| run | reference | ours | error | before clock30 |
 |---|---|---|---|---|
-| Korthikanti 2022 Table 5, 22B (TP8, 8 A100), MFU | 41.5% | 41.0% | -1.3% | -6.1% |
-| Korthikanti 2022 Table 5, 1T (TP8 PP64, 512 A100), MFU | 56.3% | 51.2% | -9.1% | -3.4% |
-| BLOOM-176B (TP4 PP12 DP8, 384 A100), TFLOP/s per GPU | ~150 | 169.9 | +13.2% | +12.3% |
-| MT-NLG 530B (TP8 PP35 DP8, 2,240 A100), MFU | 30.2% | 36.0% | +19.3% | +23.0% |
-| MT-NLG 530B, 280 / 350 / 420 DGX A100, TFLOP/s per GPU with recompute | 126 / 121 / 113 | 149.9 / 145.3 / 140.9 | +18.9% / +20.0% / +24.7% | +22.6% / +23.6% / +28.2% |
-| torchtitan Llama 3 70B (FSDP2, 64 A100, uncompiled), tokens/s per GPU | 331 | 322.2 | -2.7% | +2.4% |
-| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 51.2% | +19.2% (does not fit: 81.9 GiB) | +17.6% |
-| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 48.2% | +17.5% | +15.9% |
-| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 56.6% | +49.1% (causal count: +6.4%) | +47.8% (+5.5%) |
+| Korthikanti 2022 Table 5, 22B (TP8, 8 A100), MFU | 41.5% | 42.1% | +1.5% | -1.3% |
+| Korthikanti 2022 Table 5, 1T (TP8 PP64, 512 A100), MFU | 56.3% | 54.7% | -2.9% | -9.1% |
+| BLOOM-176B (TP4 PP12 DP8, 384 A100), TFLOP/s per GPU | ~150 | 182.1 | +21.4% | +13.2% |
+| MT-NLG 530B (TP8 PP35 DP8, 2,240 A100), MFU | 30.2% | 38.6% | +27.7% | +19.3% |
+| MT-NLG 530B, 280 / 350 / 420 DGX A100, TFLOP/s per GPU with recompute | 126 / 121 / 113 | 160.3 / 155.3 / 150.7 | +27.2% / +28.4% / +33.3% | +18.9% / +20.0% / +24.7% |
+| torchtitan Llama 3 70B (FSDP2, 64 A100, uncompiled), tokens/s per GPU | 331 | 338.5 | +2.3% | -2.7% |
+| Llama 3 405B Table 4 row 1 (TP8 PP16 DP64, 8,192 H100), MFU | 43% | 53.2% | +23.8% (does not fit: 81.9 GiB) | +19.2% |
+| Llama 3 405B Table 4 row 2 (TP8 PP16 DP128, 16,384 H100), MFU | 41% | 49.5% | +20.7% | +17.5% |
+| Llama 3 405B Table 4 row 3 (TP8 CP16 PP16 DP8, 131,072 tokens), MFU | 38% | 54.3% | +42.9% (causal count: +2.0%) | +49.1% (+6.4%) |
 
-Moved when kern28 + head28 + eager28 combined. Moving the head and loss from a 1/p share on every stage to the last
-stage moved the pipelined rows: Korthikanti 1T (2 layers a stage, the head a twelfth of the last stage's work) down
-about 6 points, MT-NLG down about 4.5; BLOOM's and Llama 3's splits already leave the last stage a layer short, so
-they moved under a point. The price audit (7.5 us GEMM fixed cost; no rotary in learned-position GPT and ALiBi
-BLOOM) made every step shorter: Korthikanti 22B +4.8 points, the others 0.5-1.6. torchtitan's 70B row now runs
-eager modules, as it ran (compile off): −5 points.
+Moved by clock30: the old model priced GEMMs at 0.924 of the catalog's best-shape rate and always at the held clock
+(0.869), about 15% under what the 2026-11-28 kernel sweep and Hugging Face Llama blocks profiled on an H100 measure.
+At full price every compute-bound row got faster: the A100 rows 5-9 points (the A100 takes the H100's clock
+assumption), the H100 rows 3-6 points. The 128K Llama row moved the other way: its step is mostly attention, which
+the old model ran at its measured rate (full clock) and the new one at the clock of a step that is nearly all
+compute-bound kernels (0.87: attention 3.78 -> 4.34 s), and its hidden collectives now cost 18.9% of their time. The gap the old prices hid on large multi-GPU runs has no term yet (docs/training.md,
+"Megatron-Core on H100").
+
+History before clock30 (kern28 + head28 + eager28 combined, 2026-11-27): moving the head and loss from a 1/p share on
+every stage to the last stage moved the pipelined rows: Korthikanti 1T down about 6 points, MT-NLG down about 4.5;
+BLOOM's and Llama 3's splits already leave the last stage a layer short, so they moved under a point. The price
+audit made every step shorter: Korthikanti 22B +4.8 points, the others 0.5-1.6. torchtitan's 70B row runs eager
+modules, as it ran (compile off): -5 points.
 
 The Llama 3 rows (recorded 2026-11-27) run with the settings the paper states in §3.3.2 (the
 ``llama3-meta`` profile and no activation checkpointing; test_llama3_405b.py says which and why), with the
@@ -33,9 +41,11 @@ rows read +14.9%, +9.5% and +46.3%).
 MT-NLG (2021, DeepSpeed's pipeline engine) ran slower than the model of a Megatron-Core stack says,
 while the same model and layout under Megatron-LM ran as the engine says
 (test_mt_nlg_gap_is_the_framework_not_the_layout).
-The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti and BLOOM;
-the others are pinned at the band they fall in, so a change that moves
-them is seen.
+The issue's targets (Korthikanti 10%, BLOOM 15%, Llama 3 10%) are met for Korthikanti. BLOOM met its 15% until
+clock30 (+13.2%) and is now outside it (+21.4%): the old model reached it by under-pricing GEMMs, and what makes
+the large A100 runs slower than their priced terms is not known. Every row outside its target is pinned at the band
+it falls in (a relative tolerance a few points above the recorded error, and
+``test_runs_outside_the_target_stay_over_as_recorded`` from below), so a change that moves them is seen.
 """
 
 from __future__ import annotations
@@ -72,16 +82,16 @@ CASES = {
     "bloom-176b-tflops": Case(
         "BLOOM-176B on 384 A100 80GB (TP4 PP12 DP8, micro-batch 2, full recompute): TFLOP/s per GPU", 150.0,
         "TFLOP/s", "BigScience, BLOOM (arXiv:2211.05100), §3.5: Megatron-DeepSpeed, about 150 TFLOP/s per GPU",
-        0.15),
+        0.25),  # pinned: +21.4% since clock30, outside the issue's 15% (module doc)
     "mt-nlg-530b-mfu": Case(
         "MT-NLG 530B on 2,240 A100 (TP8 PP35 DP8, batch 1,920, full recompute): MFU", 0.302, "1",
         "Chowdhery et al. 2022, PaLM (arXiv:2204.02311), Table 3 (MT-NLG's MFU); Smith et al. 2022 "
-        "(arXiv:2201.11990) §3 for the layout", 0.25),
+        "(arXiv:2201.11990) §3 for the layout", 0.31),
     **{f"mt-nlg-530b-{nodes}-nodes-tflops": Case(
         f"MT-NLG 530B on {nodes} DGX A100 (TP8 PP35 DP{nodes // 35}, batch 1,920, full recompute): TFLOP/s per GPU "
         "counting the recompute", tflops, "TFLOP/s",
         f"Smith et al. 2022 (arXiv:2201.11990) §2.4: {step} s per iteration, {tflops} TFLOP/s per GPU on {nodes} "
-        "DGX A100 servers", 0.30) for nodes, step, tflops in ((280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113))},
+        "DGX A100 servers", 0.37) for nodes, step, tflops in ((280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113))},
     "torchtitan-llama3-70b-tps": Case(
         "Llama 3 70B on 64 A100 80GB with torchtitan (FSDP2, local batch 1, seq 8,192, full AC): tokens/s per GPU",
         331.0, "tokens/s", "pytorch/torchtitan docs/performance.md, 'Llama 3 performance numbers' table (64 A100 "
@@ -89,15 +99,15 @@ CASES = {
     "llama3-405b-8k-gpus-mfu": Case(
         "Llama 3 405B on 8,192 H100 (TP8 PP16 DP64, seq 8,192, 32 sequences per DP rank, §3.3.2 settings): MFU",
         0.43, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 1 (430 TFLOP/s, 43%)",
-        0.21, fits=False),
+        0.26, fits=False),
     "llama3-405b-16k-gpus-mfu": Case(
         "Llama 3 405B on 16,384 H100 (TP8 PP16 DP128, seq 8,192, 16 sequences per DP rank, §3.3.2 settings): MFU",
         0.41, "1", "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 2 (400 TFLOP/s, 41%)",
-        0.20),
+        0.23),
     "llama3-405b-128k-context-mfu": Case(
         "Llama 3 405B on 16,384 H100 (TP8 CP16 PP16 DP8, seq 131,072, §3.3.2 settings): MFU, full s×s attention "
         "FLOPs (PaLM's count)", 0.38, "1",
-        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 3 (380 TFLOP/s, 38%)", 0.50),
+        "Llama Team, The Llama 3 Herd of Models (arXiv:2407.21783), Table 4 row 3 (380 TFLOP/s, 38%)", 0.45),
 }
 
 
@@ -165,25 +175,26 @@ def test_published_run_within_its_tolerance(case):
 
 
 def test_runs_outside_the_target_stay_over_as_recorded():
-    """The runs outside the issue's targets stay on the side they were recorded on (module doc)."""
-    for case in ("mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-16k-gpus-mfu",
+    """The runs outside the issue's targets stay on the side they were recorded on, at least 15% over (the lowest,
+    Llama 3's 16K row, reads +20.7% since clock30; module doc)."""
+    for case in ("bloom-176b-tflops", "mt-nlg-530b-mfu", "llama3-405b-8k-gpus-mfu", "llama3-405b-16k-gpus-mfu",
                  "llama3-405b-128k-context-mfu",
                  "mt-nlg-530b-280-nodes-tflops", "mt-nlg-530b-350-nodes-tflops", "mt-nlg-530b-420-nodes-tflops"):
-        assert ours(case) > CASES[case].reference * 1.1, case
+        assert ours(case) > CASES[case].reference * 1.15, case
 
 
 def test_mt_nlg_gap_is_the_framework_not_the_layout():
     """The same 529.6B model and TP8 PP35 layout ran at 163 TFLOP/s per GPU under Megatron-LM (Narayanan et al.
-    2021, Table 1: 2,520 GPUs, batch 2,520), where the engine is 6.7% under, and at 126 under DeepSpeed's
-    pipeline engine with Megatron's tensor slicing (MT-NLG, 2,240 GPUs, batch 1,920), where it is 19% over. The
-    engine prices both layouts within 2% of each other (149.9 and 152.0; recorded 2026-11-27, price audit + head on
-    the last stage combined; 148.7 and 150.9 with the head alone), so the gap is what the 2021 DeepSpeed stack lost, not a term of the layout (docs/training.md, "MT-NLG
-    530B is 18% fast")."""
+    2021, Table 1: 2,520 GPUs, batch 2,520), where the engine is 0.2% under, and at 126 under DeepSpeed's
+    pipeline engine with Megatron's tensor slicing (MT-NLG, 2,240 GPUs, batch 1,920), where it is 27% over. The
+    engine prices both layouts within 2% of each other (160.3 and 162.6; recorded 2026-11-28 after clock30: was
+    149.9 and 152.0, -6.7% and +19% against the two runs), so the gap is what the 2021 DeepSpeed stack lost, not a
+    term of the layout (docs/training.md, "MT-NLG 530B is 27% fast")."""
     from .test_narayanan_2021 import ROWS, predicted_tflops
 
     megatron_lm = predicted_tflops(next(r for r in ROWS if r[0] == 529.6))
     mt_nlg = ours("mt-nlg-530b-280-nodes-tflops")
-    assert mt_nlg == pytest.approx(megatron_lm, rel=0.02)  # 149.9 vs 152.0
+    assert mt_nlg == pytest.approx(megatron_lm, rel=0.02)  # 160.3 vs 162.6
     assert megatron_lm == pytest.approx(163, rel=0.10) and mt_nlg > 126 * 1.15
     # measured, 280 -> 420 nodes: -10.3% per GPU; the engine's bubble (34/m with m = 240, 192, 160) gives -6.0%
     drop = ours("mt-nlg-530b-420-nodes-tflops") / mt_nlg
