@@ -198,3 +198,16 @@ def test_plans_without_the_field_load_as_auto_and_a_bad_value_names_the_choices(
     with pytest.raises(PlanFileError, match=r"training\.lora_experts: input should be 'auto', 'none', "
                                             r"'per_expert_modules', 'target_parameters' or 'peft_converted'"):
         loads_plan(json.dumps(old))
+
+
+def test_an_estimate_with_dropout_on_stacked_expert_adapters_says_peft_refuses_it():
+    """PEFT's ParamWrapper raises for lora_dropout > 0 (peft tuners/lora/layer.py, read 2026-11-28): the estimate
+    still runs the plan (its numbers do not depend on it: the stacked adapters run no per-token dropout) but warns,
+    naming both fixes; with dropout 0, or the experts left out, it does not."""
+    sc = _scenario("Qwen/Qwen3-30B-A3B", "target_parameters")
+    dropped = sc.model_copy(update={"training": sc.training.model_copy(update={"lora_dropout": 0.05})})
+    assert any("PEFT refuses lora_dropout > 0" in w and "lora_experts = none" in w
+               for w in estimate(dropped).warnings)
+    for tr in (sc.training.model_copy(update={"lora_dropout": 0.0}),
+               sc.training.model_copy(update={"lora_dropout": 0.05, "lora_experts": "none"})):
+        assert not any("PEFT refuses" in w for w in estimate(sc.model_copy(update={"training": tr})).warnings)
