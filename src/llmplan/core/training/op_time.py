@@ -56,7 +56,7 @@ class PartTimes:
     @property
     def gpu(self) -> float:
         return (self.gemm + self.attention + self.elementwise + self.loss + self.dequant + self.casts + self.fp8
-                + (self.kernels + self.gemm_calls) * kr.KERNEL_GAP_S)
+                + self.gaps)
 
     def clocked(self, factor: float) -> PartTimes:
         """The compute-bound parts (GEMMs, attention) at ``factor`` of the full clock (kernel_rates.clock_factor);
