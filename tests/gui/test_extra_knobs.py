@@ -51,6 +51,15 @@ def test_efficiency_override_is_a_plan_edit(window):
     assert window.state.doc.efficiency.matmul is None
 
 
+def test_the_held_clock_is_a_plan_edit_and_slows_a_compute_bound_step(window):
+    """efficiency.sustained_clock (the clock under full load) has a control; its minimum means the catalog's."""
+    spin = window.findChild(QDoubleSpinBox, "efficiency.sustained_clock")
+    spin.setValue(0.75)
+    assert window.state.doc.efficiency.sustained_clock == 0.75
+    spin.setValue(0.3)
+    assert window.state.doc.efficiency.sustained_clock is None
+
+
 def test_plan_name_and_notes_are_edited_in_one_undoable_step(window, qtbot):
     """Notes travel with a shared plan (DESIGN §3): the app edits them (Edit → Plan Name and Notes…)."""
     from llmplan.gui.plan_info import PlanInfoDialog

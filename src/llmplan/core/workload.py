@@ -210,6 +210,14 @@ class EfficiencyOverrides(FrozenModel):
         None, gt=0, le=1, description="fraction of host DRAM bandwidth the CPU optimizer reaches (offload)"
     )
     pcie: float | None = Field(None, gt=0, le=1, description="fraction of the GPU's PCIe rate copies reach (offload)")
+    sustained_clock: float | None = Field(
+        None, ge=0.3, le=1, description="share of its full clock the GPU holds with GEMMs and attention all of the "
+        "time (a power limit; training step times)"
+    )
+    full_clock_share: float | None = Field(
+        None, ge=0, lt=1, description="share of the GPU's time in GEMMs and attention up to which it keeps its full "
+        "clock (training step times)"
+    )
 
     def apply(self, base: Efficiency) -> Efficiency:
         changes = {k: v for k, v in self.model_dump().items() if v is not None}

@@ -270,6 +270,12 @@ def efficiency_group(state: PlanState) -> QGroupBox:
             ("pcie", "PCIe copies (offload)", "Fraction of the GPU's PCIe payload rate pinned host copies reach")):
         f.addRow(label, bound_float(state, f"efficiency.{key}", f"{label} efficiency", tip, 0.0, 1.0, 2, 0.05,
                                     none_text="catalog default"))
+    f.addRow("Clock under full load", bound_float(
+        state, "efficiency.sustained_clock", "Clock under full load",
+        "Share of its full clock a power-limited GPU holds when GEMMs and attention fill all of its time (H100 SXM: "
+        "0.87, measured). Training step times keep the full clock while they fill up to the catalog's "
+        "full_clock_share of the time (H100: 40%) and fall to this value at 100%; GeForce cards hold 1.0",
+        0.3, 1.0, 2, 0.01, none_text="catalog default"))
     return box
 
 

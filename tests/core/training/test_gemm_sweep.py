@@ -80,3 +80,23 @@ def test_the_clock_line_passes_near_the_measured_mixes():
     eff = load_hardware_catalog().efficiency_for("nvidia-h100-sxm-80gb")
     for share, ratio in measured.items():
         assert kr.clock_factor(share, eff.sustained_clock, eff.full_clock_share) == pytest.approx(ratio, rel=0.04)
+
+
+def test_a_plan_can_override_the_clock_line():
+    """efficiency.sustained_clock and full_clock_share are plan overrides: a card held at 0.7 of its clock, below
+    full clock at any share, runs a GEMM-bound step slower; no override keeps the catalog's line."""
+    from llmplan.core.workload import EfficiencyOverrides, ParallelLayout, TrainingSettings
+    from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+    from llmplan.plan.evaluate import evaluate_plan
+
+    def step(eff: EfficiencyOverrides) -> float:
+        doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B"),
+                           hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb", gpus_per_node=8, nodes=1),
+                           workload="pretrain", training=TrainingSettings(seq_len=4096, micro_batch=1, global_batch=8),
+                           parallelism=ParallelLayout(dp=8), efficiency=eff)
+        return evaluate_plan(doc)[1].compute.step_time_s.value
+
+    base = step(EfficiencyOverrides())
+    held = step(EfficiencyOverrides(sustained_clock=0.7, full_clock_share=0.0))
+    assert held > 1.1 * base
+    assert step(EfficiencyOverrides(sustained_clock=1.0)) < base  # never below full clock: faster or equal
