@@ -1,0 +1,153 @@
+"""What is missing at scale: the engine figures docs/training.md "What is missing at scale (open)" quotes.
+
+Large multi-GPU published runs read 5-30% fast (the estimate is faster than the run). This file recomputes the
+engine numbers that section uses to rank the candidate causes, so the section cannot silently go stale. Nothing
+here changes the engine; every published figure comes from the row's own test module, which cites it:
+- NVIDIA/dgxc-benchmarking v25.02 (commit 8f5cbb3), DGX Cloud recipes on DGX H100, NeMo 24.12, bf16 step times at
+  8 to 2,048 GPUs (test_dgxc_h100_recipes.py);
+- NVIDIA/Megatron-LM README at f2e5db402c (2024-07-15), Megatron-Core r0.8.0 on H100, model TFLOP/s per GPU
+  (test_megatron_core_h100.py);
+- MegaScale, Jiang et al., NSDI 2024 (arXiv:2402.15627), Table 2 step times of GPT 175B (test_megascale_2024.py).
+
+Three readings are pinned, each to ±0.5 points (0.005) around the value recorded 2026-11-28 (after clock30):
+1. How the error grows with the GPU count inside one recipe. A term that grows with the number of GPUs that wait
+   for each other (stragglers, per-GPU clock spread, jitter, synchronisation) can only show up as that growth. The
+   DGX Cloud recipes run the same per-GPU work from their smallest to their largest cluster, so published growth
+   over our growth is what such a term has to explain there.
+2. The slowest-of-N reading of that growth: if each GPU's speed were an independent draw with spread sigma and the
+   slowest GPU set every step's pace, the step would be sigma * E[max of N standard normals] longer than the
+   typical GPU's. The growth between N1 and N2 GPUs then gives sigma, and sigma * E_max(N1) is what the same
+   term would add at the smallest cluster. This is a reading of the published table, not a model input: nothing
+   in the engine is fitted to it.
+3. The compute deficit: the missing time (published step - ours) over our GEMM + attention time, i.e. how much
+   slower the compute-bound kernels would have to run if they alone were the gap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from . import test_dgxc_h100_recipes as dgxc
+from . import test_megascale_2024 as megascale
+from . import test_megatron_core_h100 as mcore
+
+TOL = 0.005  # ±0.5 points, as docs/training.md quotes them
+
+
+def expected_max_of_normals(n: int) -> float:
+    """E[max of n independent standard normal draws], by numerical integration of x · n·φ(x)·Φ(x)^(n-1)."""
+    x = np.linspace(-12.0, 12.0, 48_001)
+    phi = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    cdf = 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    density = n * phi * cdf ** (n - 1)
+    return float(np.sum(x * density) * (x[1] - x[0]))
+
+
+def test_expected_max_matches_known_values():
+    # E[max of 2] = 1/sqrt(pi) exactly; E[max of 16] = 1.7660 (order-statistics tables, e.g. Harter 1961)
+    assert expected_max_of_normals(1) == pytest.approx(0.0, abs=1e-9)
+    assert expected_max_of_normals(2) == pytest.approx(1 / math.sqrt(math.pi), abs=1e-6)
+    assert expected_max_of_normals(16) == pytest.approx(1.7660, abs=1e-3)
+
+
+def _span(key: str) -> tuple[int, int]:
+    gpus = sorted(dgxc.RECIPES[key].steps)
+    return gpus[0], gpus[-1]
+
+
+def _step(key: str, gpus: int) -> float:
+    return dgxc._estimate(key, gpus, "bf16").compute.step_time_s.value
+
+
+def residual_growth(key: str) -> float:
+    """Published step growth from the smallest to the largest cluster, over ours (bf16): what a term growing with
+    the GPU count has to explain in that recipe."""
+    a, b = _span(key)
+    published = dgxc.published(key, b, "bf16") / dgxc.published(key, a, "bf16")
+    ours = _step(key, b) / _step(key, a)
+    return published / ours - 1
+
+
+def slowest_of_n(key: str) -> tuple[float, float]:
+    """(sigma, what sigma adds at the smallest cluster) under the slowest-of-N reading (module doc, point 2)."""
+    a, b = _span(key)
+    e_a, e_b = expected_max_of_normals(a), expected_max_of_normals(b)
+    sigma = residual_growth(key) / (e_b - e_a)
+    return sigma, sigma * e_a
+
+
+def compute_deficit(estimate, published_step: float) -> float:
+    b = estimate.compute.breakdown
+    return (published_step - estimate.compute.step_time_s.value) / (b["gemm"] + b["attention"])
+
+
+# recipe: (error at the smallest cluster, residual growth, sigma, slowest-of-N level at the smallest cluster),
+# recorded 2026-11-28 after clock30
+DGXC = {
+    "nemotron4-15b": (0.105, 0.008, 0.005, 0.008),
+    "gpt3-175b": (0.149, 0.019, 0.023, 0.058),
+    "llama3.1-8b": (0.058, 0.030, 0.026, 0.036),
+    "llama3.1-70b": (0.109, 0.013, 0.012, 0.028),
+}
+
+
+@pytest.mark.parametrize("key", sorted(DGXC))
+def test_dgx_cloud_gap_is_mostly_there_at_the_smallest_cluster(key):
+    err_a, growth, sigma, level = DGXC[key]
+    a, _ = _span(key)
+    assert dgxc.error(key, a, "bf16") == pytest.approx(err_a, abs=TOL)
+    assert residual_growth(key) == pytest.approx(growth, abs=TOL)
+    s, lv = slowest_of_n(key)
+    assert s == pytest.approx(sigma, abs=TOL)
+    assert lv == pytest.approx(level, abs=TOL)
+    # the pattern the doc draws from it: at the smallest cluster (8 to 128 GPUs) a term that grows with the GPU count
+    # explains 8% (Nemotron-4 15B) to 62% (Llama 3.1 8B) of the error, never all of it
+    assert lv < 0.7 * err_a
+
+
+def test_megascale_fixed_batch_rows_lose_more_as_gpus_grow():
+    """At a fixed global batch of 768 the error grows 7-8 points from 256 to 1,024 GPUs; at 6,144 it grows under 2
+    from 3,072 to 12,288 (the growth is the error at the larger count minus the error at the smaller)."""
+    def grow(system: str, a: int, b: int) -> float:
+        return megascale.error(f"{system}-175b-{b}") - megascale.error(f"{system}-175b-{a}")
+
+    assert grow("megatron", 256, 1024) == pytest.approx(0.083, abs=TOL)
+    assert grow("megascale", 256, 1024) == pytest.approx(0.069, abs=TOL)
+    assert grow("megatron", 3072, 12288) == pytest.approx(0.018, abs=TOL)
+    assert grow("megascale", 3072, 12288) == pytest.approx(0.006, abs=TOL)
+
+
+# row: (compute deficit), recorded 2026-11-28 after clock30
+DEFICITS = {
+    ("mcore", "1.7B", 48): 0.423,
+    ("mcore", "7.1B", 96): 0.306,
+    ("dgxc", "nemotron4-15b", 16): 0.121,
+    ("dgxc", "gpt3-175b", 128): 0.163,
+    ("dgxc", "llama3.1-8b", 8): 0.064,
+    ("dgxc", "llama3.1-70b", 64): 0.120,
+}
+
+
+@pytest.mark.parametrize("row", sorted(DEFICITS), ids=lambda r: f"{r[1]}-{r[2]}")
+def test_compute_deficit(row):
+    source, key, gpus = row
+    if source == "mcore":
+        e = mcore._estimate(key)
+        published_step = e.compute.step_time_s.value * (1 + mcore.error(key))  # ours/published TFLOP/s = step ratio
+    else:
+        e = dgxc._estimate(key, gpus, "bf16")
+        published_step = dgxc.published(key, gpus, "bf16")
+    assert compute_deficit(e, published_step) == pytest.approx(DEFICITS[row], abs=TOL)
+
+
+def test_the_slowest_of_n_reading_at_each_rows_gpu_count():
+    """What the slowest-of-N term would add at the GPU count of the rows the doc ranks, at the smallest and largest
+    sigma the four DGX Cloud recipes imply (0.5%, Nemotron-4 15B, and 2.6%, Llama 3.1 8B)."""
+    lo, hi = slowest_of_n("nemotron4-15b")[0], slowest_of_n("llama3.1-8b")[0]
+    for gpus, (want_lo, want_hi) in {48: (0.011, 0.057), 16384: (0.019, 0.102), 12288: (0.019, 0.100)}.items():
+        e = expected_max_of_normals(gpus)
+        assert lo * e == pytest.approx(want_lo, abs=TOL)
+        assert hi * e == pytest.approx(want_hi, abs=TOL)
