@@ -131,15 +131,20 @@ DEFICITS = {
 }
 
 
-@pytest.mark.parametrize("row", sorted(DEFICITS), ids=lambda r: f"{r[1]}-{r[2]}")
-def test_compute_deficit(row):
+def row_case(row: tuple[str, str, int]):
+    """(scenario, our estimate, published step seconds) of a Megatron-Core README row ("mcore", label, GPUs) or a
+    DGX Cloud bf16 row ("dgxc", recipe, GPUs). The README publishes TFLOP/s per GPU counted as we count FLOPs, so
+    its step is ours × (1 + error)."""
     source, key, gpus = row
     if source == "mcore":
         e = mcore._estimate(key)
-        published_step = e.compute.step_time_s.value * (1 + mcore.error(key))  # ours/published TFLOP/s = step ratio
-    else:
-        e = dgxc._estimate(key, gpus, "bf16")
-        published_step = dgxc.published(key, gpus, "bf16")
+        return mcore.run(mcore.BY_LABEL[key]), e, e.compute.step_time_s.value * (1 + mcore.error(key))
+    return dgxc.run(key, gpus, "bf16"), dgxc._estimate(key, gpus, "bf16"), dgxc.published(key, gpus, "bf16")
+
+
+@pytest.mark.parametrize("row", sorted(DEFICITS), ids=lambda r: f"{r[1]}-{r[2]}")
+def test_compute_deficit(row):
+    _, e, published_step = row_case(row)
     assert compute_deficit(e, published_step) == pytest.approx(DEFICITS[row], abs=TOL)
 
 
@@ -182,13 +187,7 @@ SERIAL_DP = {
 
 @pytest.mark.parametrize("row", sorted(SERIAL_DP), ids=lambda r: f"{r[1]}-{r[2]}")
 def test_dp_traffic_serialised_behind_one_hardware_queue(row):
-    source, key, gpus = row
-    if source == "mcore":
-        scenario = mcore.run(mcore.BY_LABEL[key])
-        published_step = mcore._estimate(key).compute.step_time_s.value * (1 + mcore.error(key))
-    else:
-        scenario = dgxc.run(key, gpus, "bf16")
-        published_step = dgxc.published(key, gpus, "bf16")
+    scenario, _, published_step = row_case(row)
     err = published_step / _serial_dp(scenario).compute.step_time_s.value - 1
     assert err == pytest.approx(SERIAL_DP[row], abs=TOL)
 
