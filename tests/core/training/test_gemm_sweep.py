@@ -100,3 +100,26 @@ def test_a_plan_can_override_the_clock_line():
     held = step(EfficiencyOverrides(sustained_clock=0.7, full_clock_share=0.0))
     assert held > 1.1 * base
     assert step(EfficiencyOverrides(sustained_clock=1.0)) < base  # never below full clock: faster or equal
+
+
+def test_the_clock_held_is_explained():
+    """A GEMM-bound step states the clock it was priced at: an input of the compute figure and a note on the step
+    figure (the H100's line; 1 for a GeForce RTX 5090, which holds its boost clock)."""
+    from llmplan.core.workload import ParallelLayout, TrainingSettings
+    from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+    from llmplan.plan.evaluate import evaluate_plan
+
+    def compute(gpu: str):
+        doc = PlanDocument(model=ModelRef(id="meta-llama/Meta-Llama-3-8B"),
+                           hardware=HardwareRef(gpu=gpu, gpus_per_node=8, nodes=1), workload="pretrain",
+                           training=TrainingSettings(seq_len=4096, micro_batch=1, global_batch=8, zero_stage=3),
+                           parallelism=ParallelLayout(dp=8))
+        return evaluate_plan(doc)[1].compute
+
+    h100 = compute("nvidia-h100-sxm-80gb")
+    held = h100.compute_time_s.inputs["clock_share_held"]
+    assert 0.869 < held < 1.0
+    assert any(n.startswith("power limit") and f"{held:.0%}" in n for n in h100.step_time_s.assumptions)
+    rtx = compute("nvidia-rtx-5090-32gb")
+    assert rtx.compute_time_s.inputs["clock_share_held"] == 1.0
+    assert not any(n.startswith("power limit") for n in rtx.step_time_s.assumptions)

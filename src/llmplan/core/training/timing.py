@@ -85,6 +85,7 @@ class ComputeTimes:
     notes: tuple[str, ...] = ()
     pace: float = 1.0  # the other stages' mean time per micro-batch / the slowest stage's (``fill_pace``)
     head_stage: bool = False  # the slowest stage is the last, with the head and loss (pp > 1)
+    clock: float = 1.0  # share of its full clock the GPU holds over the step (``micro_batch_clock``)
 
     @property
     def total(self) -> float:
@@ -233,6 +234,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     hbm = r.bandwidth
     peak = training_peak(gpu.name, gpu.peak_flops, tr.precision)[0] if r.fp8_gemm else r.peak  # MFU: the dtype's
     per_mb, pace, head_stage = _micro_batch(m, lay, tr, prof, r)
+    clock = micro_batch_clock(m, OpShape.of(lay, tr, prof), tr, prof, r)
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
     launch = max(host_s - gpu_s, 0.0)
@@ -257,7 +259,13 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     matmul = parts["gemm"] + parts["attention"]
     mem = (parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
            + parts["kernel_gaps"])
-    return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage)
+    if clock < 1.0:
+        notes += (f"power limit: GEMMs and attention fill enough of the GPU's time that it holds {clock:.0%} of its "
+                  f"full clock (full up to {eff.full_clock_share:.0%} of the time, {eff.sustained_clock:.0%} at "
+                  "100%; measured on an H100/H200 with GEMMs between memory-bound kernels, docs/training.md "
+                  "'The clock')",)
+    return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage,
+                        clock)
 
 
 _FP8_RECIPES = {
@@ -357,7 +365,8 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                      if "fp8_casts" in ct.parts else ""),
                                   {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
                                    "gemm_rate_full_clock": kr.gemm_rate(ct.peak, eff.matmul),
-                                   "sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share,
+                                   "clock_share_held": ct.clock, "sustained_clock": eff.sustained_clock,
+                                   "full_clock_share": eff.full_clock_share,
                                    "bandwidth": ct.hbm,
                                    "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
                                   uneven + ct.notes),
