@@ -28,13 +28,13 @@ from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES
 from llmplan.core.training.comms import (
-    OVERLAP_SLOWDOWN,
     call_time,
     chunk_tail,
     context_parallel_call,
     data_parallel_times,
     expert_parallel_call,
     exposed,
+    hidden,
     interleaved_windows,
     pipeline_call,
     tensor_parallel_call,
@@ -98,7 +98,7 @@ def data_parallel_seconds(sm, c, m, cluster: ClusterSpec, eff: Efficiency, t: Tr
         p = prev[inverse, j]
         window = np.where(p >= 0, left[np.maximum(p, 0), rows], windows[k, rows])
         exp = exposed(sec, chunk_tail(sec, call[inverse, j], chunks), window, unhidden[inverse, j])[0]
-        left[j] = np.maximum(0.0, window - (sec - exp) / (1.0 - OVERLAP_SLOWDOWN))  # the hidden seconds
+        left[j] = np.maximum(0.0, window - hidden(sec, exp))
         out += exp
     return out
 

@@ -160,6 +160,13 @@ def exposed(t, call_s, window, unhidden):
     return late + OVERLAP_SLOWDOWN * (t - late), head
 
 
+def hidden(t, exposed_s):
+    """Seconds of a collective that ran hidden behind compute, from its time and its exposed seconds (``exposed``,
+    which charges OVERLAP_SLOWDOWN of them): what a shared window has left is the window less these. Floats or
+    NumPy arrays."""
+    return (t - exposed_s) / (1.0 - OVERLAP_SLOWDOWN)
+
+
 def _buckets(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
     """(calls, bytes per call) of a reduction done in buckets of ``bucket_bytes`` (0: one call)."""
     if total_bytes <= 0:
@@ -255,8 +262,7 @@ def _collectives(m: ModelSpec, tr: TrainingSettings, prof: FrameworkProfile, cl:
             add(c.name, "dp", c.size, c.stride, c.parts, c.formula, c.inputs,
                 Overlap(window, behind, c.unhidden) if c.window else None,
                 win.chunks if chunked else 1)
-            hid = (out[-1].time_s.value - out[-1].exposed_s.value) / (1.0 - OVERLAP_SLOWDOWN)
-            left.append(max(0.0, window - hid))
+            left.append(max(0.0, window - hidden(out[-1].time_s.value, out[-1].exposed_s.value)))
     return tuple(out)
 
 
