@@ -326,6 +326,8 @@ class EfficiencyClass(_Strict):
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None
     full_clock_share: ShareValue | None = None
+    adamw_fp32: EfficiencyValue | None = None
+    adamw_16bit: EfficiencyValue | None = None
 
 
 class EfficiencyDefault(_Strict):
@@ -337,6 +339,8 @@ class EfficiencyDefault(_Strict):
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
     full_clock_share: ShareValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    adamw_fp32: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    adamw_16bit: EfficiencyValue | None = None
 
 
 class HardwareFile(_Strict):

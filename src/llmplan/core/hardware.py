@@ -202,6 +202,15 @@ class Efficiency(FrozenModel):
         "which the GPU holds its full clock; above it the clock falls linearly to sustained_clock at a share of 1 "
         "(the H100 SXM's, measured with GEMMs between memory-bound kernels, 2026-11-28)"
     )
+    adamw_fp32: float = Field(
+        0.765, ge=0.01, le=1, description="share of peak memory bandwidth at which the fused AdamW kernel moves the "
+        "bytes it counts (parameter, gradient and both moments; 28 B per parameter) with fp32 tensors; the default "
+        "is the H100 SXM's, 2^28 parameters in 2.931 ms (training.optimizer_kernel)"
+    )
+    adamw_16bit: float = Field(
+        0.561, ge=0.01, le=1, description="the same with 16-bit tensors (14 B per parameter): not a memory-bound "
+        "kernel there, so a lower share; the default is the H100 SXM's, profiled in bf16 training steps"
+    )
 
 
 class ClusterSpec(FrozenModel):

@@ -137,7 +137,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
     t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m),
-                     optimizer_seconds(sm, zero, t, cluster, eff))
+                     optimizer_seconds(sm, zero, t, cluster, eff, prof))
 
     step = m * slot + bubble + t_dp + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)

@@ -9,7 +9,7 @@
 - context parallelism's K/V exchange (``comms.context_parallel_call``), and the tensor-parallel, pipeline
   and expert-parallel traffic (``tensor_parallel_call``, ``pipeline_call``, ``expert_parallel_call``),
   priced and hidden the same way;
-- the optimizer's pass over its states: ``op_time.optimizer_time``;
+- the optimizer's pass over its states: ``optimizer_kernel.optimizer_time``;
 - CPU offload: ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute).
 
 Each reads the worst-loaded pipeline stage's parameters and state bytes from ``quick_memory`` (what the
@@ -40,7 +40,7 @@ from llmplan.core.training.comms import (
     tensor_parallel_call,
 )
 from llmplan.core.training.offload_time import offload_time
-from llmplan.core.training.op_time import optimizer_time
+from llmplan.core.training.optimizer_kernel import optimizer_rate, optimizer_time
 from llmplan.core.training.placement import span_stride, topology
 from llmplan.core.training.stages import split_layers
 from llmplan.core.workload import TrainingSettings
@@ -245,16 +245,18 @@ def _dp_prices(cluster, eff, t, prof) -> _DpPrices:
 _WINDOWS = ("", "compute", "last_backward", "first_forward")  # comms.Windows' fields a DP collective hides behind
 
 
-def optimizer_seconds(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency) -> np.ndarray:
-    """The optimizer's pass over its states on the GPU, as the estimate prices it (``op_time.optimizer_time``
-    on the worst-loaded stage's trainable parameters, after ZeRO sharding)."""
+def optimizer_seconds(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency,
+                      prof: FrameworkProfile | None = None) -> np.ndarray:
+    """The optimizer's pass over its states on the GPU, as the estimate prices it (``optimizer_kernel``, the
+    fused AdamW kernel at its measured rate per dtype, on the worst-loaded stage's trainable parameters after
+    ZeRO sharding)."""
     sharded = (zero >= 1) | bool(t.distributed_optimizer)
     params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
     separate = sm.master_bytes > 0
     master = np.where(separate, sm.master_bytes, sm.weight_bytes)
     # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
     return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
-                          True, cluster.gpu.memory_bandwidth * eff.memory_bandwidth)
+                          True, optimizer_rate(cluster.gpu, eff, t, prof))
 
 
 def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,

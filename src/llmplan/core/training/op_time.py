@@ -1,4 +1,4 @@
-"""The per-operation time of one micro-batch on one GPU, and of the optimizer step.
+"""The per-operation time of one micro-batch on one GPU (the optimizer step: ``optimizer_kernel``).
 
 Each GEMM costs ``kernel_rates.gemm_time`` at its own shape (forward; backward: the input
 gradient, and the weight gradient where the weight trains); flash attention its measured share
@@ -196,13 +196,3 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     # saved bf16 copy)
     cast = (sum(weight_casts(ops)) + (ops.cast_params if ops.gemm.trainable else 0.0)) * 6.0 / r.bandwidth
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, 0.0, launches, fc + bc)
-
-
-def optimizer_time(trainable_on_gpu: float, master_bytes: float, grad_bytes: float, state_bytes: float,
-                   weight_bytes: float, separate_master: bool, bandwidth: float) -> float:
-    """One pass over the optimizer's tensors: the parameters (or master copy) read and written, the
-    gradient read, the states read and written, and — where the 16-bit weights are a separate copy —
-    the new weights written; + 4 B/param the fused AdamW microbenchmark moved beyond those (2.93 ms for
-    2^28 fp32 parameters: 32 B/param at the copy rate against 28 counted)."""
-    per = 2 * master_bytes + grad_bytes + 2 * state_bytes + (weight_bytes if separate_master else 0.0) + 4.0
-    return trainable_on_gpu * per / bandwidth

@@ -45,6 +45,7 @@ from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.host_time import block_host_seconds
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.ops import fsdp_cast_shard, head_ops, layer_ops
+from llmplan.core.training.optimizer_kernel import optimizer_rate, optimizer_time
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import InputError
 
@@ -241,7 +242,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     opt = 0.0
     if tr.offload == "none":
         mb, gb, sb, wb, separate = state_bytes
-        opt = ot.optimizer_time(optimizer_params, mb, gb, sb, wb, separate, hbm)
+        opt = optimizer_time(optimizer_params, mb, gb, sb, wb, separate, optimizer_rate(gpu, eff, tr, prof))
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
              "dequantisation": per_mb.dequant * steps, "kernel_gaps": per_mb.gaps * steps}
