@@ -367,6 +367,33 @@ def _held_gemm_rows() -> list[Reference]:
             for gpu, fryer in GPU_FRYER_BF16.items()]
 
 
+def _adamw_rows() -> list[Reference]:
+    """Fused AdamW per optimizer step: the profiled bf16 kernels and the fp32 microbenchmark the catalog's
+    adamw_16bit / adamw_fp32 shares are taken from (calibration: the measurement reproducing itself)."""
+    from tests.core.training.test_fused_adamw_kernel import (
+        DATA,
+        ROWS,
+        microbenchmark_price,
+        profiled_step_price,
+    )
+
+    source = (f"llmplan profiles, {DATA['profiles']['software']}, {DATA['profiles']['date']}: "
+              f"{DATA['profiles']['method']}; tests/core/training/test_fused_adamw_kernel.py")
+    group = "Fused AdamW kernel (optimizer step)"
+    out = [Reference(f"adamw-bf16-{r['gpu_id'].removeprefix('nvidia-')}-{r['model'].split('-')[-1].lower()}-"
+                     f"{r['layers']}l", group,
+                     f"{r['gpu']}: torch fused AdamW on {r['params']:,} bf16 parameters ({r['model']} widths, "
+                     f"{r['layers']} layers), ms per step", r["fused_adamw_us_per_step"] / 1e3, "ms", source,
+                     lambda r=r: profiled_step_price(r) * 1e3, rel_tol=0.05, kind="calibration")
+           for r in ROWS]
+    mb = DATA["microbenchmark"]
+    out.append(Reference("adamw-fp32-h100-sxm-80gb-microbenchmark", group,
+                         f"{mb['gpu']}: torch fused AdamW on 2^28 fp32 parameters, ms", mb["seconds"] * 1e3, "ms",
+                         f"llmplan microbenchmark, {mb['software']}, {mb['date']}: {mb['method']}",
+                         lambda: microbenchmark_price() * 1e3, rel_tol=0.01, kind="calibration"))
+    return out
+
+
 def _nemo_gpt_oss() -> float:
     from tests.core.training.test_megatron_core_h100 import nemo_gpt_oss_tokens_per_gpu
 
@@ -783,7 +810,7 @@ def references() -> tuple[Reference, ...]:
     """Every row, in the order docs/accuracy.md shows them."""
     return tuple(_param_rows() + _zero_rows() + _korthikanti_rows() + _narayanan_rows() + _published_run_rows()
                  + _fsdp_run_rows() + _foundry_rows() + _megatron_h100_rows() + _megascale_rows() + _dgxc_rows()
-                 + _held_gemm_rows() + _fsdp_memory_rows()
+                 + _held_gemm_rows() + _adamw_rows() + _fsdp_memory_rows()
                  + _nccl_rows() + _hf_rows() + _qwen_rows() + _answerai_rows() + _axolotl_rows()
                  + _gguf_rows() + _kv_rows() + _decode_rows() + _cuda_table_rows()
                  + _apple_rows())

@@ -203,13 +203,14 @@ class Efficiency(FrozenModel):
         "(the H100 SXM's, measured with GEMMs between memory-bound kernels, 2026-11-28)"
     )
     adamw_fp32: float = Field(
-        0.765, ge=0.01, le=1, description="share of peak memory bandwidth at which the fused AdamW kernel moves the "
-        "bytes it counts (parameter, gradient and both moments; 28 B per parameter) with fp32 tensors; the default "
-        "is the H100 SXM's, 2^28 parameters in 2.931 ms (training.optimizer_kernel)"
+        0.765, ge=0.01, le=1, description="share of peak memory bandwidth at which the fused AdamW kernel moves its "
+        "bytes with fp32 tensors (parameter, gradient and both moments: 28 B per parameter); the default is the "
+        "H100 SXM's, 2^28 parameters in 2.931 ms (docs/training.md, 'The optimizer kernel')"
     )
     adamw_16bit: float = Field(
-        0.561, ge=0.01, le=1, description="the same with 16-bit tensors (14 B per parameter): not a memory-bound "
-        "kernel there, so a lower share; the default is the H100 SXM's, profiled in bf16 training steps"
+        0.561, ge=0.01, le=1, description="share of peak memory bandwidth at which the fused AdamW kernel moves its "
+        "bytes with 16-bit tensors (14 B per parameter): lower than fp32's, the kernel is not bound by HBM there; "
+        "the default is the H100 SXM's, profiled in bf16 training steps (2026-11-28)"
     )
 
 

@@ -67,21 +67,30 @@ def test_parameter_counts_are_exact(row):
     assert count_params(_spec(row["model"], row["layers"])).total == row["params"]
 
 
+def profiled_step_price(row: dict) -> float:
+    """Seconds the estimate of the profiled run (pure bf16, one GPU) charges for the optimizer step."""
+    sc = _scenario(row["gpu_id"], _spec(row["model"], row["layers"]), _pure_bf16(row["seq"]))
+    return estimate(sc).compute.breakdown["optimizer"]
+
+
+def microbenchmark_price() -> float:
+    """Seconds the engine charges the fp32 microbenchmark on its GPU."""
+    mb = DATA["microbenchmark"]
+    cat = load_hardware_catalog()
+    rate = optimizer_rate(cat.gpu(mb["gpu_id"]).spec, cat.efficiency_for(mb["gpu_id"]), TrainingSettings(), None)
+    return optimizer_time(mb["params"], 4.0, 4.0, 8.0, 0.0, False, rate)
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['gpu_id']}-{r['model']}-{r['layers']}" for r in ROWS])
 def test_the_profiled_bf16_steps_within_5_percent(row):
-    """The estimate of the profiled run (pure bf16, one GPU) charges the measured kernel time within 5%."""
-    sc = _scenario(row["gpu_id"], _spec(row["model"], row["layers"]), _pure_bf16(row["seq"]))
-    priced = estimate(sc).compute.breakdown["optimizer"]
+    """The estimate of the profiled run charges the measured kernel time within 5%."""
+    priced = profiled_step_price(row)
     measured = row["fused_adamw_us_per_step"] * 1e-6
     assert priced == pytest.approx(measured, rel=0.05), f"{priced * 1e3:.2f} vs {measured * 1e3:.2f} ms"
 
 
 def test_the_fp32_microbenchmark_within_1_percent():
-    mb = DATA["microbenchmark"]
-    cat = load_hardware_catalog()
-    rate = optimizer_rate(cat.gpu(mb["gpu_id"]).spec, cat.efficiency_for(mb["gpu_id"]), TrainingSettings(), None)
-    seconds = optimizer_time(mb["params"], 4.0, 4.0, 8.0, 0.0, False, rate)
-    assert seconds == pytest.approx(mb["seconds"], rel=0.01)
+    assert microbenchmark_price() == pytest.approx(DATA["microbenchmark"]["seconds"], rel=0.01)
 
 
 def test_the_16bit_kernel_is_not_half_the_fp32_one_and_the_h200_gains_little():
@@ -141,3 +150,45 @@ def test_the_search_prices_the_optimizer_as_the_estimate(case):
     _, res = quick_layout(sc)
     assert engine > 0
     assert float(res.optimizer_time[0]) == pytest.approx(engine, rel=1e-9)
+
+
+def test_the_catalog_shares_are_the_stored_measurements():
+    """fp32: the microbenchmark's 28 B per parameter; 16-bit: the mean of each card's two profiled steps at 14 B
+    per parameter (rounded to 0.001). Measured on the H100 and H200 classes, the H100's elsewhere (assumption)."""
+    cat = load_hardware_catalog()
+    mb = DATA["microbenchmark"]
+    peak = {g: cat.gpu(g).spec.memory_bandwidth for g in (H100, H200)}
+    assert cat.efficiency_for(H100).adamw_fp32 == pytest.approx(
+        mb["params"] * 28 / mb["seconds"] / peak[H100], abs=5e-4)
+    for gpu in (H100, H200):
+        shares = [r["params"] * 14 / (r["fused_adamw_us_per_step"] * 1e-6) / peak[gpu] for r in ROWS
+                  if r["gpu_id"] == gpu]
+        assert cat.efficiency_for(gpu).adamw_16bit == pytest.approx(sum(shares) / 2, abs=5e-4)
+        assert cat.efficiency_basis_for(gpu)["adamw_16bit"].basis == "measured"
+    assert cat.efficiency_basis_for(H100)["adamw_fp32"].basis == "measured"
+    assert cat.efficiency_basis_for(H200)["adamw_fp32"].basis == "assumption"
+    a100 = cat.efficiency_for("nvidia-a100-sxm4-80gb")
+    assert (a100.adamw_fp32, a100.adamw_16bit) == (0.765, 0.561)
+    assert cat.efficiency_basis_for("nvidia-a100-sxm4-80gb")["adamw_16bit"].basis == "assumption"
+
+
+# fused AdamW per step, torch.profiler on three GPU-bound Hugging Face runs on an H200 SXM 141GB (torch 2.11.0+cu130,
+# transformers 5.17.0, 2026-11-27; the runs of test_hf_h200_runs.py, docs/training.md "Where the time goes,
+# profiled"): a check of the rule, not an input. Bands: (low, high) error of the price against the profile.
+H200_PROFILED = {
+    "3b-amp": (25.8e-3, (-0.08, 0.0)),  # fp32 tensors: the H100's share taken for the H200 reads 5% fast
+    "8b-amp-ckpt": (65.2e-3, (-0.08, 0.0)),  # 6% fast
+    # bf16 tensors: +28%, pinned where it falls. The per-parameter time of the bf16 kernel grows with the model
+    # (5.2 ps here, 6.4 and 6.9 ps in the 2026-11-28 rows); the cause is open (docs/training.md, "The optimizer kernel")
+    "1.5b-bf16": (8.0e-3, (0.20, 0.35)),
+}
+
+
+@pytest.mark.parametrize("name", H200_PROFILED)
+def test_the_rule_against_earlier_h200_profiles(name):
+    from tests.core.training.test_hf_h200_runs import _estimate
+
+    measured, (lo, hi) = H200_PROFILED[name]
+    _, est = _estimate(name)
+    error = est.compute.breakdown["optimizer"] / measured - 1
+    assert lo <= error <= hi, f"{name}: {error:+.1%}"

@@ -3,10 +3,11 @@
 The estimate (``timing``) and the layout search (``search.quick_time``) both price the step here, so
 they cannot drift apart.
 
-Fused AdamW (torch ``AdamW(fused=True)``, the fused Adam of Apex, Transformer Engine and DeepSpeed: one
-multi-tensor kernel) reads and writes the parameter it updates and both moments and reads the gradient,
-7 tensor accesses per parameter: 28 B with fp32 tensors, 14 B with 16-bit ones. Measured rates, as
-shares of the GPU's peak memory bandwidth on those bytes (``Efficiency.adamw_fp32``/``adamw_16bit``):
+Fused AdamW (torch ``AdamW(fused=True)``: one multi-tensor kernel) reads and writes the parameter it
+updates and both moments and reads the gradient, 7 tensor accesses per parameter: 28 B with fp32 tensors,
+14 B with 16-bit ones. Measured rates, as shares of the GPU's peak memory bandwidth on those bytes
+(``Efficiency.adamw_fp32``/``adamw_16bit``); the fused Adam of Apex, Transformer Engine and DeepSpeed
+(Megatron, DeepSpeed profiles) is another multi-tensor kernel, priced the same (an assumption, unmeasured):
 
 - fp32 on an H100 SXM (torch 2.11, 2026-11-24): 2^28 parameters in 2.931 ms, 0.765 of 3,350 GB/s;
 - bf16 on an H100 SXM and an H200 SXM (profiled Hugging Face Llama steps, torch 2.11, 2026-11-28):
@@ -32,7 +33,7 @@ microbenchmark moved beyond its counted bytes at the H100's copy rate (2,911 GB/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.workload import TrainingSettings
@@ -42,10 +43,10 @@ BYTES_16BIT = 14.0  # the same accesses at 2 B
 UNCOUNTED_BYTES = 4.0  # the other optimizers' pass: the fp32 microbenchmark's bytes beyond those counted
 
 
-@dataclass(frozen=True, slots=True)
-class OptimizerRate:
+class OptimizerRate(NamedTuple):
     """How fast this GPU's optimizer step runs: the fused AdamW kernel's seconds per parameter with 16-bit
-    and with fp32 tensors (0 where the optimizer is another kernel), and the achievable bandwidth."""
+    and with fp32 tensors (0 where the optimizer is another kernel), and the achievable bandwidth. A named
+    tuple: an estimate builds one per step it prices, and a frozen dataclass costs more to build."""
 
     bandwidth: float  # achievable bytes/s: the pass of the optimizers without a measured kernel
     s16: float = 0.0  # fused AdamW, 16-bit tensors: seconds per parameter
@@ -80,7 +81,7 @@ def seconds_per_param(counted, rate: OptimizerRate):
     """Seconds per parameter at ``counted`` bytes each (module doc). Floats or NumPy arrays (the search)."""
     if not rate.s16:
         return (counted + UNCOUNTED_BYTES) / rate.bandwidth
-    inside = (min(max(counted, BYTES_16BIT), FP32_BYTES) if isinstance(counted, float | int)
+    inside = (min(max(counted, BYTES_16BIT), FP32_BYTES) if isinstance(counted, (float, int))
               else counted.clip(BYTES_16BIT, FP32_BYTES))
     per = rate.s16 + (inside - BYTES_16BIT) / (FP32_BYTES - BYTES_16BIT) * (rate.s32 - rate.s16)
     return per * counted / inside  # below 14 B or above 28 B: at the nearer measured kernel's bytes per second

@@ -361,7 +361,8 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                   "achievable bandwidth) + 3 µs per GEMM; flash attention at its measured share of "
                                   "peak by length; GEMMs and attention at the clock the GPU holds (full up to "
                                   "full_clock_share of its time in them, then down to sustained_clock); 1.8 µs idle "
-                                  "between kernels; max(GPU time, host time); + the optimizer's pass over its states"
+                                  "between kernels; max(GPU time, host time); + the optimizer's pass over its states (fused "
+                                  "AdamW at its measured kernel rate for its tensors' dtype on this GPU class)"
                                   + ("; fp8: the linears' GEMMs at the fp8 rate, their casts' bytes / bandwidth"
                                      if "fp8_casts" in ct.parts else ""),
                                   {"peak_flops": ct.peak, "matmul_efficiency": eff.matmul,
