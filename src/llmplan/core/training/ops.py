@@ -72,6 +72,7 @@ class Elementwise:
     bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
     kernels: float  # forward launches
     backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
+    backward_kernels: float = -1.0  # backward launches where the code's count is known; < 0: backward · kernels, ≥ 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +358,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     ew += moe_permutation(m, lay, rep, y, prof)
+    ew += grouped_mlp_extras(m, lay, prof)
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     saved += gptq_saved_weights(tr, prof, dequant)
@@ -418,6 +420,47 @@ def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: Frame
         sorts = 2.0 if local > 1 else 0.0
         per_token, kernels = y * h * ((2 * k + k + 1) / rep + 2 * k * sorts), 2.0 + sorts
     return [Elementwise("MoE token permutation", share * per_token * T, share * kernels, 1.0)]
+
+
+def grouped_mlp_extras(m: ModelSpec, lay: Layout, prof: FrameworkProfile) -> list[Elementwise]:
+    """Elementwise work of Megatron-Core's TEGroupedMLP (``expert_gemms = "multi_stream"``) that runs as separate
+    eager PyTorch ops beside its fused activation, per average block (MoE layers' share). Read in
+    megatron/core/transformer/moe/experts.py and megatron/core/fusions/fused_bias_geglu.py (NVIDIA/Megatron-LM at
+    23dd639, the Megatron-Core that Megatron-Bridge c0b9a0003 / NeMo 26.02 pins); the backward ops are autograd's
+    (PyTorch torch/csrc/autograd/FunctionsManual.cpp ``clamp_backward``; ``split`` backs up through ``cat``).
+    Per routed row (T·k rows per GPU, balanced), bf16, I = expert intermediate width / tp, h = hidden size:
+
+    - clamped GLU (a model with ``expert_activation_clamp``, gpt-oss's ``swiglu_limit``):
+      ``weighted_bias_quick_geglu_impl`` clamps the gate half (``clamp(max=limit)``) and the linear half
+      (``clamp(-limit, limit)``) and ``torch.cat``s them back before its compiled activation: 2 × (2I read + 2I
+      written) + (4I + 4I) = 16·I bytes, 3 kernels. Backward: ``where(x <= limit, grad, 0)`` (a ``le`` mask, 3I;
+      the ``where``, 5I), ``where((x >= -limit).logical_and_(x <= limit), grad, 0)`` (3I + 3I + 3I + 5I) and the
+      ``cat`` of the two halves' gradients (8I): 30·I bytes, 9 kernels (each ``where`` fills a zero scalar first).
+    - expert output biases (``expert_bias``): the second GroupedLinear returns its biases (``return_bias``) and
+      ``TEGroupedMLP._apply_bias`` adds them per local expert, ``t + b · p`` (the bias times each row's routing
+      probability, bf16 like the router's probabilities), then ``torch.cat``s the experts' outputs: 2h (b · p
+      written) + 6h (the add) + 4h (the cat) = 12·h bytes, 2 kernels per local expert + 1. Backward (MulBackward
+      of b · p; the add and the cat pass views): grad · p and its sum over the rows for the bias (2h + 2h read,
+      2h written), grad · b and its sum over h for the probability (the same): 12·h bytes, 4 kernels per local
+      expert. The first GroupedLinear's bias is the GEMM's epilogue (Transformer Engine GroupedLinear at
+      5671fd3), free here as in the engine's GEMM price.
+
+    Other profiles' experts are charged their own way (the fused activation, or the eager loop's ops)."""
+    e = m.moe
+    if e is None or not m.is_moe or prof.expert_gemms != "multi_stream" or prof.kernels != "fused":
+        return []
+    share = m.moe_layer_count / m.num_layers
+    rows = _tokens(lay) * e.experts_per_token
+    out: list[Elementwise] = []
+    if e.expert_activation_clamp is not None and m.gated_mlp:
+        i = e.expert_intermediate_size / lay.tp
+        out.append(Elementwise("clamped GLU: clamps and cat (eager)", share * 16 * i * rows, share * 3,
+                               30 / 16, share * 9))
+    if e.expert_bias:
+        local = e.num_experts / lay.ep
+        out.append(Elementwise("expert output bias: b·p, add, cat (eager)", share * 12 * m.hidden_size * rows,
+                               share * (2 * local + 1), 1.0, share * 4 * local))
+    return out
 
 
 def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
