@@ -319,19 +319,20 @@ def nemo_gpt_oss_tokens_per_gpu() -> float:
 
 
 def test_nemo_gpt_oss_row_is_pinned_fast():
-    """8,548 tokens/s per GPU against 5,993: +42.6% (recorded 2026-11-28 after gptoss31), pinned at +40…+46%. Our
-    step is 9.58 s: GEMMs 4.59 s, EP all-to-all 0.91 s (exposed: the recipe sets no expert-parallel overlap),
-    memory-bound kernels 1.60 s, attention 0.61 s, the loss 1.36 s, bubble 0.23 s, gaps between kernels 0.19 s;
+    """8,387 tokens/s per GPU against 5,993: +39.9% (recorded 2026-11-28 after gptoss31), pinned at +37…+43%. Our
+    step is 9.77 s: GEMMs 4.60 s, EP all-to-all 0.91 s (exposed: the recipe sets no expert-parallel overlap),
+    memory-bound kernels 1.60 s, attention 0.77 s, the loss 1.36 s, bubble 0.24 s, gaps between kernels 0.19 s;
     measured 13.7 s. The last of the four stages (9 layers each) also runs the 201,088-word head and its fp32 loss
     and sets the pace.
-    gptoss31 (+57.4% → +42.6%) read the code this run executes (docs/training.md, "GPT-OSS 120B on 64 H100: the
-    code, candidate by candidate"): Megatron-Core's TEGroupedMLP runs two chains of eager PyTorch ops around its
+    gptoss31 (+57.4% → +39.9%) read the code this run executes (docs/training.md, "GPT-OSS 120B on 64 H100: the
+    code, candidate by candidate"). Megatron-Core's TEGroupedMLP runs two chains of eager PyTorch ops around its
     fused activation that the engine left out (``ops.grouped_mlp_extras``): the ±7 clamps of gpt-oss's clamped GLU
     and their ``torch.cat`` (16·I bytes per routed row forward, 30·I backward), and the expert output biases added
     per local expert (12·h bytes forward and backward, 2 and 4 kernels per local expert): +0.89 s of memory-bound
     time, +0.14 s of gaps and +0.04 s of bubble, less 0.17 s of GEMMs and attention (a step less compute-bound
-    holds a higher clock), net +0.90 s. Of the 1.6 s memory-bound, 0.37 s is the MoE token permutation
-    (``ops.moe_permutation``) and 0.89 s those two chains.
+    holds a higher clock), net +0.90 s (+42.6%). Of the 1.6 s memory-bound, 0.37 s is the MoE token permutation
+    (``ops.moe_permutation``) and 0.89 s those two chains. The 18 sliding layers (128-token window) now run at
+    their window's flash share (``kernel_rates.window_share``), not the 4,096-token one: attention 0.61 → 0.77 s.
     History: +57.4% after clock30 (8.69 s); +46.2% before it (9.35 s: GEMMs 5.5 s at 0.924 × 0.869 of the
     best-shape rate and 7.5 µs each; now at the full best-shape rate, the clock of this step's compute-bound share,
     and 3 µs each). Earlier: with the old prices and the head spread over the stages +42.8% (9.6 s); the head on the
@@ -349,7 +350,7 @@ def test_nemo_gpt_oss_row_is_pinned_fast():
     e = estimate(nemo_gpt_oss_run())
     assert e.fits
     err = nemo_gpt_oss_tokens_per_gpu() / NEMO_GPT_OSS_H100 - 1
-    assert 0.40 < err < 0.46, f"{err:+.1%}"
+    assert 0.37 < err < 0.43, f"{err:+.1%}"
     ep = [c for c in e.communication.collectives if c.group == "ep"]
     assert ep and ep[0].exposed_s.value == pytest.approx(ep[0].time_s.value)
 

@@ -97,6 +97,9 @@ class LayerOps:
     # 0: autocast casts all of them every forward
     cast_shard: int = 0
     cast_gathers: int = 1  # FSDP: gathers per micro-batch, each with its cast (2 FULL_SHARD, 1 SHARD_GRAD_OP)
+    sliding_flops: float = 0.0  # the sliding-window layers' share of ``attention_flops`` (their window's keys)
+    window: float = 0.0  # keys a sliding layer's query sees (``kernel_rates.window_share``)
+    square_flops: float = 0.0  # without flash: both matmuls over every layer's whole s×s square (a window only masks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,8 +315,9 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     gemms = layer_gemms(m, pb, lay, tr, prof.fused_projections, prof.expert_gemms)
     window = min(lay.seq_len, m.sliding_window) if m.sliding_window else lay.seq_len
     slide = m.sliding_layer_count / m.num_layers
-    s_kv = (1 - slide) * lay.seq_len / 2 + slide * min(window, lay.seq_len / 2)
-    attn_flops = 2.0 * lay.micro_batch * heads * (lay.seq_len / lay.cp) * s_kv * (d_qk + d_v)
+    per_key = 2.0 * lay.micro_batch * heads * (lay.seq_len / lay.cp) * (d_qk + d_v)  # both matmuls, per key seen
+    sliding = per_key * slide * min(window, lay.seq_len / 2)
+    attn_flops = per_key * (1 - slide) * lay.seq_len / 2 + sliding
     # without flash: bytes per score element of the forward. Eager (transformers): bf16 scores written, softmax
     # to fp32 (read 2, write 4), cast back (read 4, write 2), read by AV (2): 20 B (+3 with dropout: mask and
     # output). Fused (Megatron's scaled_masked_softmax): scores written and read, probabilities written and
@@ -368,7 +372,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
                     saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8,
-                    cast_shard, 2 if tr.zero_stage == 3 else 1)
+                    cast_shard, 2 if tr.zero_stage == 3 else 1, sliding, float(window), per_key * lay.seq_len)
 
 
 def gptq_saved_weights(tr: TrainingSettings, prof: FrameworkProfile, quantised: float) -> float:
