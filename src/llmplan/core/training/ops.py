@@ -627,6 +627,18 @@ def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: f
     return sum(2 * widths[next(iter(g & widths.keys()))] for g in groups if g & widths.keys())
 
 
+# Bytes per logit a loss's kernels move where they are read in its code (others: the measured fp32 cross-entropy's,
+# kernel_rates.CE_BYTES_PER_LOGIT). fused_linear: Liger's kernel reads the bf16 logits chunk twice (online max and
+# sum, then the gradient) and writes the gradient over it, 3 × 2 B (ops/cross_entropy.py). te_ce: Transformer
+# Engine's parallel_cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py at 5671fd3, TE 2.12), which
+# Megatron-Core calls under cross_entropy_loss_fusion with cross_entropy_fusion_impl "te"
+# (megatron/core/models/common/language_module/language_module.py at 23dd639): ``online_softmax_kernel`` reads
+# the 16-bit logits (2 B), ``cross_entropy_kernel`` reads them again and writes the gradient in place (4 B), and
+# the backward's ``element_mul_kernel`` scales it by the per-token loss gradient in place (4 B; Megatron's loss is
+# per token, reduce_loss False): 10 B.
+LOSS_BYTES = {"fused_linear": 6.0, "te_ce": 10.0}
+
+
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
              x: float, cast_shard: int = 0) -> HeadOps:
     T = _tokens(lay)
@@ -659,11 +671,10 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or casts_weights(tr, prof) else 0.0
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
         ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
-    # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
-    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py). flash-attn's fused
-    # cross-entropy (fused_ce) has no upcast kernel; its code moves the same 6 B (a read of each 16-bit row in the
-    # forward, a read and the gradient's write in the backward), but no measurement of that 2023 kernel is at
-    # hand, so it keeps the measured fp32 cross-entropy's rate, an upper bound (docs/training.md, "Memory of
-    # the llm-foundry runs", gives what the 6 B would move)
-    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0,
+    # the loss kernels' bytes per logit: LOSS_BYTES. flash-attn's fused cross-entropy (fused_ce) has no upcast
+    # kernel; its code moves 6 B (a read of each 16-bit row in the forward, a read and the gradient's write in
+    # the backward), but no measurement of that 2023 kernel is at hand, so it keeps the measured fp32
+    # cross-entropy's rate, an upper bound (docs/training.md, "Memory of the llm-foundry runs", gives what the
+    # 6 B would move)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, LOSS_BYTES.get(loss, 0.0),
                    cast_shard if casts_weights(tr, prof) else 0, 2 if tr.zero_stage == 3 else 1)
