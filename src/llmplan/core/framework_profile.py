@@ -19,7 +19,8 @@ from llmplan.core.frozen import FrozenModel
 from llmplan.core.strict_fields import StrictFields
 
 KernelStyle = Literal["fused", "eager", "triton"]
-LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce"]
+LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce",
+                   "te_ce"]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
 # profile's default). What each changes, with its source: ``core.training.switches``.
@@ -73,7 +74,8 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "remote code under DeepSpeed); fused_linear: the head and loss computed in chunks, logits never whole (Liger); "
         "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune); fused_ce: flash-attn's fused "
         "cross-entropy kernel on the 16-bit logits, which keeps them in 16 bits and writes a 16-bit gradient "
-        "(llm-foundry's loss_fn fused_crossentropy)"
+        "(llm-foundry's loss_fn fused_crossentropy); te_ce: Transformer Engine's parallel cross-entropy on the "
+        "16-bit logits, gradient written in place (Megatron-Core's cross_entropy_fusion_impl te)"
     )
     launch_s: float = Field(
         15.5e-6, ge=0, le=1e-3,

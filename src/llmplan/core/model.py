@@ -59,6 +59,10 @@ class MoESpec(FrozenModel):
         False, description="DeepSeek-V3's e_score_correction_bias: one float per expert"
     )
     expert_bias: bool = Field(False, description="expert MLP projections have biases (gpt-oss)")
+    expert_activation_clamp: float | None = Field(
+        None, gt=0, le=1e6, description="gpt-oss's swiglu_limit: before the gated activation the gate half is "
+        "clamped to at most this and the linear half to ±this; None: no clamp"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:

@@ -33,7 +33,7 @@ Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
 Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked",
-               "fused_ce"]
+               "fused_ce", "te_ce"]
 Batching = Literal["packed", "padded"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
@@ -94,7 +94,10 @@ class TrainingSettings(FrozenModel):
         "shifted_16bit: model code that shifts the logits itself and never upcasts them, run without autocast "
         "(Qwen 1.0's modeling_qwen.py under DeepSpeed): a shifted 16-bit copy and a 16-bit cross-entropy; "
         "fused_ce: flash-attn's fused cross-entropy on the 16-bit logits (llm-foundry's default): the 16-bit "
-        "logits and their 16-bit gradient, 4 B per logit at its backward",
+        "logits and their 16-bit gradient, 4 B per logit at its backward; te_ce: Transformer Engine's parallel "
+        "cross-entropy (Megatron-Core with cross_entropy_loss_fusion and cross_entropy_fusion_impl te, as NeMo's "
+        "performance scripts run it): the 16-bit logits read twice and the gradient written over them, 10 B per "
+        "logit moved",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "

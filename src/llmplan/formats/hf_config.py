@@ -107,6 +107,16 @@ def _bool(cfg: Config, key: str, default: bool) -> bool:
     return v
 
 
+def _limit(cfg: Config, key: str) -> float | None:
+    """A positive, finite bound (gpt-oss's ``swiglu_limit``); absent or null: None."""
+    v = cfg.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not 0 < v <= 1e6:
+        raise ConfigError(f"config.json: '{key}' must be a positive number, got {v!r}")
+    return float(v)
+
+
 def _text_config(cfg: Config) -> Config:
     """Multimodal wrappers (Gemma 3, Llama 4 ...) keep the language model under text_config."""
     inner = cfg.get("text_config")
@@ -440,6 +450,7 @@ def _gpt_oss(cfg: Config) -> dict[str, Any]:
         expert_intermediate_size=d["intermediate_size"],
         router_bias=True,
         expert_bias=True,
+        expert_activation_clamp=_limit(cfg, "swiglu_limit"),
     )
     d["layer_mlp"] = ("moe",) * d["num_layers"]
     d.update(_sliding(cfg, d["num_layers"], lambda i: i % 2 == 0))

@@ -211,12 +211,15 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "which held a second fp32 copy of the logits (14 bytes per logit in the forward); \"16-bit, shifted "
              "copy\" is model code that shifts the logits itself and never upcasts them, run without autocast "
              "(Qwen 1.0 under DeepSpeed): 6 bytes per logit; \"fused CE\" is flash-attn's cross-entropy kernel on "
-             "the 16-bit logits (llm-foundry's default): 4 bytes per logit",
+             "the 16-bit logits (llm-foundry's default): 4 bytes per logit; \"TE fused CE\" is Transformer "
+             "Engine's cross-entropy kernel, Megatron-Core's fused loss with the te implementation (NeMo's "
+             "performance scripts): the 16-bit logits, the gradient written over them",
              [("auto", "framework's own"), ("upcast", "fp32 upcast (HF)"),
               ("upcast_shifted", "fp32 upcast, shifted copy (HF ≤ 4.48)"),
               ("shifted_16bit", "16-bit, shifted copy (Qwen 1.0, DeepSpeed)"), ("fp32_logits", "fp32 logits"),
               ("fused_linear", "fused linear CE (Liger)"), ("chunked", "chunked CE (torchtune)"),
-              ("fused_ce", "fused CE, 16-bit logits (flash-attn)")]))
+              ("fused_ce", "fused CE, 16-bit logits (flash-attn)"),
+              ("te_ce", "TE fused CE (Megatron)")]))
     f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
              "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
              _opts(["bf16", "fp16", "fp8", "fp32"])))

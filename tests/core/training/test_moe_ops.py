@@ -19,7 +19,7 @@ import pytest
 from llmplan.catalog.frameworks import load_framework_profiles
 from llmplan.catalog.models import load_model_catalog
 from llmplan.core.params import count_params
-from llmplan.core.training.ops import layer_gemms, moe_permutation
+from llmplan.core.training.ops import grouped_mlp_extras, layer_gemms, moe_permutation
 from llmplan.core.workload import TrainingSettings
 
 H, K, E = 2880, 4, 128
@@ -74,6 +74,55 @@ def test_eager_loop_launches_per_local_expert():
 def test_dense_models_have_no_permutation():
     dense = load_model_catalog(include_user=False).get("meta-llama/Meta-Llama-3-8B").spec
     assert moe_permutation(dense, _lay(1), 1, 2.0, _prof("fused")) == []
+
+
+# --- TEGroupedMLP's eager ops around the fused activation (``ops.grouped_mlp_extras``) --------------------------------
+# Source: NVIDIA/Megatron-LM at 23dd639 (the Megatron-Core of Megatron-Bridge c0b9a0003, NeMo 26.02):
+# megatron/core/fusions/fused_bias_geglu.py ``weighted_bias_quick_geglu_impl`` clamps the gate half to at most the
+# limit and the linear half to ±limit with torch ops and ``torch.cat``s them before its compiled activation;
+# megatron/core/transformer/moe/experts.py ``TEGroupedMLP._apply_bias`` adds the second GroupedLinear's returned
+# biases per local expert (``t + b * p``) and ``torch.cat``s the outputs. Backward: autograd's clamp_backward
+# (pytorch torch/csrc/autograd/FunctionsManual.cpp: ``where(self <= max, grad, 0)``,
+# ``where((self >= min).logical_and_(self <= max), grad, 0)``), split's backward (a cat) and MulBackward's
+# grad · other summed to each operand's shape. GPT-OSS 120B: I = h = 2,880, T·k = 16,384 rows per GPU; bytes worked
+# by hand from those ops, exact (1e-12 relative); kernel counts exact.
+ROWS = 4096 * K
+
+
+def test_clamped_glu_runs_its_clamps_and_cat_eagerly():
+    """Forward 2 clamps (2I read, 2I written each) + cat (4I + 4I) = 16·I B per row, 3 kernels; backward 8I + 14I + 8I
+    = 30·I B per row in 9 kernels (le, where and a zero scalar; ge, le, logical_and_, where and a zero; the cat)."""
+    clamp = next(op for op in grouped_mlp_extras(_oss(), _lay(8), load_framework_profiles()["megatron"])
+                 if op.name.startswith("clamped GLU"))
+    assert clamp.bytes == pytest.approx(16 * 2880 * ROWS, rel=1e-12)
+    assert clamp.backward * clamp.bytes == pytest.approx(30 * 2880 * ROWS, rel=1e-12)
+    assert (clamp.kernels, clamp.backward_kernels) == (3, 9)
+
+
+def test_expert_output_biases_are_added_per_local_expert():
+    """b·p written (2h), t + b·p (2h + 2h read, 2h written), cat (2h + 2h): 12·h B per row forward, 2 kernels per local
+    expert + the cat; backward grad·p and its row sum, grad·b and its sum over h: 12·h B, 4 kernels per local expert.
+    EP8: 16 local experts."""
+    bias = next(op for op in grouped_mlp_extras(_oss(), _lay(8), load_framework_profiles()["megatron"])
+                if op.name.startswith("expert output bias"))
+    assert bias.bytes == pytest.approx(12 * H * ROWS, rel=1e-12) and bias.backward == 1.0
+    assert (bias.kernels, bias.backward_kernels) == (2 * 16 + 1, 4 * 16)
+
+
+def test_only_te_grouped_mlp_with_clamps_or_biases_pays_them():
+    """A model without clamp or expert biases (Mixtral), other expert paths (torchtitan's grouped kernel, DeepSpeed's
+    loop) and dense models: nothing."""
+    cat, profiles = load_model_catalog(include_user=False), load_framework_profiles()
+    assert grouped_mlp_extras(cat.get("mistralai/Mixtral-8x7B-v0.1").spec, _lay(8), profiles["megatron"]) == []
+    assert grouped_mlp_extras(_oss(), _lay(8), profiles["fsdp2"]) == []
+    assert grouped_mlp_extras(_oss(), _lay(8), profiles["deepspeed"]) == []
+    assert grouped_mlp_extras(cat.get("meta-llama/Meta-Llama-3-8B").spec, _lay(1), profiles["megatron"]) == []
+
+
+def test_gpt_oss_config_carries_its_swiglu_limit():
+    """openai/gpt-oss-120b and -20b config.json: "swiglu_limit": 7.0."""
+    cat = load_model_catalog(include_user=False)
+    assert all(cat.get(f"openai/gpt-oss-{s}").spec.moe.expert_activation_clamp == 7.0 for s in ("120b", "20b"))
 
 
 # --- grouped local experts (``FrameworkProfile.expert_gemms``, ``ops.expert_grouping``) ---------------------------

@@ -73,12 +73,15 @@ from llmplan.core.workload import TrainingSettings
 
 # per logit: (bf16 + fp32 copy + the shifted fp32 copy +) fp32 log-probs; fused_ce: the 16-bit logits its kernel
 # saves (``activations.loss_peak_bytes``)
-LOSS_FORWARD_BYTES = {"upcast": 10.0, "upcast_shifted": 14.0, "shifted_16bit": 6.0, "fp32_logits": 6.0, "fused_ce": 2.0}
+LOSS_FORWARD_BYTES = {"upcast": 10.0, "upcast_shifted": 14.0, "shifted_16bit": 6.0, "fp32_logits": 6.0, "fused_ce": 2.0,
+                      "te_ce": 2.0}
 # NLL's and log-softmax's fp32 input gradients beside the saved log-probs; the shifted loss's slice backward
 # (a zero-filled fp32 gradient, 4 B, and the shifted gradient copied in) comes after them and holds 8 B
 # (shifted_16bit: the same three tensors at 2 B; its slice backward, a zero-filled 16-bit gradient and the copy,
-# holds 4 B after them); fused_ce: the saved 16-bit logits and the 16-bit gradient written beside them
-LOSS_BACKWARD_BYTES = {"upcast": 12.0, "upcast_shifted": 12.0, "shifted_16bit": 6.0, "fp32_logits": 12.0, "fused_ce": 4.0}
+# holds 4 B after them); fused_ce: the saved 16-bit logits and the 16-bit gradient written beside them; te_ce:
+# Transformer Engine's kernel writes the gradient over the 16-bit logits it saves and scales it there (2 B throughout)
+LOSS_BACKWARD_BYTES = {"upcast": 12.0, "upcast_shifted": 12.0, "shifted_16bit": 6.0, "fp32_logits": 12.0, "fused_ce": 4.0,
+                       "te_ce": 2.0}
 
 
 @dataclass(frozen=True, slots=True)

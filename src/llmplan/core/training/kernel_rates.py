@@ -61,6 +61,9 @@ GEMM_FIXED_S = 3.0e-6  # GPU-side fixed cost of one GEMM kernel (module doc)
 KERNEL_GAP_S = 1.8e-6  # GPU idle between two queued kernels (module doc)
 HARNESS_LATENCY_S = 15.5e-6  # the first sweep's one-element add_: host dispatch + a trivial kernel (fp8 squares)
 CE_BYTES_PER_LOGIT = 55.4
+# queries per flash-attention tile: kBlockM of flash-attention 2's forward for head sizes 64 and 128 on sm90
+# (csrc/flash_attn/src/flash_fwd_launch_template.h, run_mha_fwd_hdim64 / hdim128, Dao-AILab/flash-attention at 0251105)
+FLASH_QUERY_TILE = 128.0
 H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
 FP8_MATMUL_RATIO = (1427.5 / 1978.9) / (792.1 / 989.4)  # fp8 8192³ share of its peak / bf16's (module doc)
 
@@ -113,6 +116,21 @@ def _interp(seq: float, column: tuple[tuple[float, float], ...], which: int) -> 
     i = bisect.bisect_right(xs, x) - 1
     f = (x - xs[i]) / (xs[i + 1] - xs[i])
     return column[i][which] * (1 - f) + column[i + 1][which] * f
+
+
+def window_share(seq: float, window: float, head_dim: float, backward: bool) -> float:
+    """Share of the dense peak a sliding-window layer's flash attention reaches, its FLOPs counted over the keys
+    inside the window (``window`` keys per query). The kernel skips the key tiles wholly outside the window
+    (flash-attention's ``n_block_min`` with ``window_size_left``, csrc/flash_attn/src/flash_fwd_kernel.h,
+    Dao-AILab/flash-attention at 0251105), so a tile of M = FLASH_QUERY_TILE queries computes window + M keys,
+    as many as a causal attention of length 2·window + M does per query tile on average, of which it counts
+    the window: that length's measured share (``flash_share``; the 512-token row below 512) times 2·window /
+    (2·window + M). A window of half the sequence or more leaves causal attention as it is. The same tiling
+    for cuDNN's fused attention is an assumption (its kernels are closed)."""
+    eq = 2.0 * window + FLASH_QUERY_TILE
+    if eq >= seq:
+        return flash_share(seq, head_dim, backward)
+    return flash_share(eq, head_dim, backward) * 2.0 * window / eq
 
 
 def flash_share(seq: float, head_dim: float, backward: bool) -> float:

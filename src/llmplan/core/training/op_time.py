@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training import kernel_rates as kr
-from llmplan.core.training.ops import BACKWARD_FACTOR, Gemm, HeadOps, LayerOps
+from llmplan.core.training.ops import BACKWARD_FACTOR, Elementwise, Gemm, HeadOps, LayerOps
 from llmplan.core.training.selective_op import recomputed_gemms
 
 
@@ -118,6 +118,12 @@ def _grouped_pass(g: Gemm, rate: float, bandwidth: float, eb: float, ob: float |
     return t + n * kr.gemm_time(g.n, g.k, g.m, rate, bandwidth, eb, ob, grp, fix), 2 * n  # + weight gradient
 
 
+def backward_launches(e: Elementwise) -> float:
+    """Kernels an elementwise op's backward launches: the count read in its code where the op states it, else its
+    forward's launches scaled by the backward's share of the bytes, at least one."""
+    return e.backward_kernels if e.backward_kernels >= 0 else max(e.backward * e.kernels, 1.0)
+
+
 def weight_casts(ops: LayerOps | HeadOps) -> tuple[float, float]:
     """Weights cast to 16 bits per micro-batch: (in the forward, again in the backward). Autocast casts every
     fp32 weight each forward; FSDP casts its local 1/n shard before each gather, the backward's gather
@@ -128,15 +134,36 @@ def weight_casts(ops: LayerOps | HeadOps) -> tuple[float, float]:
     return shard, shard * (ops.cast_gathers - 1)
 
 
+def _flash_pass(ops: LayerOps, r: Rates, backward: bool) -> float:
+    """Seconds of flash attention's forward, or of its backward (forward + backward, 3.5× the forward's FLOPs, at
+    the measured forward + backward share, less the forward): the full layers at the share of their length, the
+    sliding-window layers at their window's (``kernel_rates.window_share``)."""
+    t = 0.0
+    for flops, window in ((ops.attention_flops - ops.sliding_flops, 0.0), (ops.sliding_flops, ops.window)):
+        if flops <= 0:
+            continue
+        fwd = flops / (r.peak * _flash_rate(ops, window, False) * r.attention_scale)
+        if backward:
+            t += max(3.5 * flops / (r.peak * _flash_rate(ops, window, True) * r.attention_scale) - fwd, 0.0)
+        else:
+            t += fwd
+    return t
+
+
+def _flash_rate(ops: LayerOps, window: float, both: bool) -> float:
+    if window:
+        return kr.window_share(ops.attention_seq, window, ops.head_dim, both)
+    return kr.flash_share(ops.attention_seq, ops.head_dim, both)
+
+
 def layer_forward(ops: LayerOps, r: Rates, weight_cast: bool = True) -> PartTimes:
     """One block's forward; ``weight_cast`` False: a full recompute under FSDP, which runs on the weights the
     backward's gather cast."""
     gemm, calls = _gemm_pass(ops, r, False)
     if ops.flash:
-        share = kr.flash_share(ops.attention_seq, ops.head_dim, False) * r.attention_scale
-        attn = ops.attention_flops / (r.peak * share)
+        attn = _flash_pass(ops, r, False)
     else:  # two batched GEMMs over the whole s×s square (no causal skipping) + the softmax traffic
-        attn = 2 * ops.attention_flops / r.gemm + ops.scores_bytes / r.bandwidth
+        attn = ops.square_flops / r.gemm + ops.scores_bytes / r.bandwidth
     ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
     launches = sum(e.kernels for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
@@ -166,13 +193,11 @@ def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
 def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
     gemm, calls = _gemm_pass(ops, r, True)
     if ops.flash:
-        fwd = kr.flash_share(ops.attention_seq, ops.head_dim, False) * r.attention_scale
-        both = kr.flash_share(ops.attention_seq, ops.head_dim, True) * r.attention_scale
-        attn = max(3.5 * ops.attention_flops / (r.peak * both) - ops.attention_flops / (r.peak * fwd), 0.0)
+        attn = _flash_pass(ops, r, True)
     else:
-        attn = 4 * ops.attention_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
+        attn = 2 * ops.square_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
     ew = sum(e.backward * e.bytes for e in ops.elementwise) / r.bandwidth
-    launches = sum(max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 1
+    launches = sum(backward_launches(e) for e in ops.elementwise) + 1
     deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
     # the 16-bit weight gradient upcast into the fp32 .grad (in full), and FSDP's cast of the shard it gathers again
     again = weight_casts(ops)[1]
@@ -189,7 +214,7 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     f, fc = _gemm_pass(ops, r, False)
     b, bc = _gemm_pass(ops, r, True)
     ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
-    launches = sum(e.kernels + max(e.backward * e.kernels, 1.0) for e in ops.elementwise) + 8  # + loss kernels
+    launches = sum(e.kernels + backward_launches(e) for e in ops.elementwise) + 8  # + loss kernels
     loss = ops.logits * (ops.loss_bytes or kr.CE_BYTES_PER_LOGIT) / r.bandwidth
     # the fp32 head weight cast to bf16 in the forward (FSDP: its shard, per gather); a trained head's bf16 gradient
     # is cast back to fp32 in the backward, a frozen one's cast has no backward (the input gradient reuses the

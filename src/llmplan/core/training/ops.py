@@ -72,6 +72,7 @@ class Elementwise:
     bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
     kernels: float  # forward launches
     backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
+    backward_kernels: float = -1.0  # backward launches where the code's count is known; < 0: backward · kernels, ≥ 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,9 @@ class LayerOps:
     # 0: autocast casts all of them every forward
     cast_shard: int = 0
     cast_gathers: int = 1  # FSDP: gathers per micro-batch, each with its cast (2 FULL_SHARD, 1 SHARD_GRAD_OP)
+    sliding_flops: float = 0.0  # the sliding-window layers' share of ``attention_flops`` (their window's keys)
+    window: float = 0.0  # keys a sliding layer's query sees (``kernel_rates.window_share``)
+    square_flops: float = 0.0  # without flash: both matmuls over every layer's whole s×s square (a window only masks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,8 +315,9 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     gemms = layer_gemms(m, pb, lay, tr, prof.fused_projections, prof.expert_gemms)
     window = min(lay.seq_len, m.sliding_window) if m.sliding_window else lay.seq_len
     slide = m.sliding_layer_count / m.num_layers
-    s_kv = (1 - slide) * lay.seq_len / 2 + slide * min(window, lay.seq_len / 2)
-    attn_flops = 2.0 * lay.micro_batch * heads * (lay.seq_len / lay.cp) * s_kv * (d_qk + d_v)
+    per_key = 2.0 * lay.micro_batch * heads * (lay.seq_len / lay.cp) * (d_qk + d_v)  # both matmuls, per key seen
+    sliding = per_key * slide * min(window, lay.seq_len / 2)
+    attn_flops = per_key * (1 - slide) * lay.seq_len / 2 + sliding
     # without flash: bytes per score element of the forward. Eager (transformers): bf16 scores written, softmax
     # to fp32 (read 2, write 4), cast back (read 4, write 2), read by AV (2): 20 B (+3 with dropout: mask and
     # output). Fused (Megatron's scaled_masked_softmax): scores written and read, probabilities written and
@@ -357,6 +362,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
     ew += moe_permutation(m, lay, rep, y, prof)
+    ew += grouped_mlp_extras(m, lay, prof)
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     saved += gptq_saved_weights(tr, prof, dequant)
@@ -366,7 +372,7 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     fp8 = block_casts(gemms, prof.fp8_recipe, tr.zero_stage >= 3, rep) if tr.precision == "fp8" else None
     return LayerOps(gemms, tuple(ew), attn_flops, lay.seq_len / lay.cp, float(d_qk), tr.flash_attention, scores,
                     saved, cast, dequant, x, dq, nf4_dequant_launches(tr.qlora_double_quant) if nf4 else 2.0, fp8,
-                    cast_shard, 2 if tr.zero_stage == 3 else 1)
+                    cast_shard, 2 if tr.zero_stage == 3 else 1, sliding, float(window), per_key * lay.seq_len)
 
 
 def gptq_saved_weights(tr: TrainingSettings, prof: FrameworkProfile, quantised: float) -> float:
@@ -418,6 +424,47 @@ def moe_permutation(m: ModelSpec, lay: Layout, rep: float, y: float, prof: Frame
         sorts = 2.0 if local > 1 else 0.0
         per_token, kernels = y * h * ((2 * k + k + 1) / rep + 2 * k * sorts), 2.0 + sorts
     return [Elementwise("MoE token permutation", share * per_token * T, share * kernels, 1.0)]
+
+
+def grouped_mlp_extras(m: ModelSpec, lay: Layout, prof: FrameworkProfile) -> list[Elementwise]:
+    """Elementwise work of Megatron-Core's TEGroupedMLP (``expert_gemms = "multi_stream"``) that runs as separate
+    eager PyTorch ops beside its fused activation, per average block (MoE layers' share). Read in
+    megatron/core/transformer/moe/experts.py and megatron/core/fusions/fused_bias_geglu.py (NVIDIA/Megatron-LM at
+    23dd639, the Megatron-Core that Megatron-Bridge c0b9a0003 / NeMo 26.02 pins); the backward ops are autograd's
+    (PyTorch torch/csrc/autograd/FunctionsManual.cpp ``clamp_backward``; ``split`` backs up through ``cat``).
+    Per routed row (T·k rows per GPU, balanced), bf16, I = expert intermediate width / tp, h = hidden size:
+
+    - clamped GLU (a model with ``expert_activation_clamp``, gpt-oss's ``swiglu_limit``):
+      ``weighted_bias_quick_geglu_impl`` clamps the gate half (``clamp(max=limit)``) and the linear half
+      (``clamp(-limit, limit)``) and ``torch.cat``s them back before its compiled activation: 2 × (2I read + 2I
+      written) + (4I + 4I) = 16·I bytes, 3 kernels. Backward: ``where(x <= limit, grad, 0)`` (a ``le`` mask, 3I;
+      the ``where``, 5I), ``where((x >= -limit).logical_and_(x <= limit), grad, 0)`` (3I + 3I + 3I + 5I) and the
+      ``cat`` of the two halves' gradients (8I): 30·I bytes, 9 kernels (each ``where`` fills a zero scalar first).
+    - expert output biases (``expert_bias``): the second GroupedLinear returns its biases (``return_bias``) and
+      ``TEGroupedMLP._apply_bias`` adds them per local expert, ``t + b · p`` (the bias times each row's routing
+      probability, bf16 like the router's probabilities), then ``torch.cat``s the experts' outputs: 2h (b · p
+      written) + 6h (the add) + 4h (the cat) = 12·h bytes, 2 kernels per local expert + 1. Backward (MulBackward
+      of b · p; the add and the cat pass views): grad · p and its sum over the rows for the bias (2h + 2h read,
+      2h written), grad · b and its sum over h for the probability (the same): 12·h bytes, 4 kernels per local
+      expert. The first GroupedLinear's bias is the GEMM's epilogue (Transformer Engine GroupedLinear at
+      5671fd3), free here as in the engine's GEMM price.
+
+    Other profiles' experts are charged their own way (the fused activation, or the eager loop's ops)."""
+    e = m.moe
+    if e is None or not m.is_moe or prof.expert_gemms != "multi_stream" or prof.kernels != "fused":
+        return []
+    share = m.moe_layer_count / m.num_layers
+    rows = _tokens(lay) * e.experts_per_token
+    out: list[Elementwise] = []
+    if e.expert_activation_clamp is not None and m.gated_mlp:
+        i = e.expert_intermediate_size / lay.tp
+        out.append(Elementwise("clamped GLU: clamps and cat (eager)", share * 16 * i * rows, share * 3,
+                               30 / 16, share * 9))
+    if e.expert_bias:
+        local = e.num_experts / lay.ep
+        out.append(Elementwise("expert output bias: b·p, add, cat (eager)", share * 12 * m.hidden_size * rows,
+                               share * (2 * local + 1), 1.0, share * 4 * local))
+    return out
 
 
 def loss_kind(tr: TrainingSettings, prof: FrameworkProfile) -> str:
@@ -580,6 +627,18 @@ def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: f
     return sum(2 * widths[next(iter(g & widths.keys()))] for g in groups if g & widths.keys())
 
 
+# Bytes per logit a loss's kernels move where they are read in its code (others: the measured fp32 cross-entropy's,
+# kernel_rates.CE_BYTES_PER_LOGIT). fused_linear: Liger's kernel reads the bf16 logits chunk twice (online max and
+# sum, then the gradient) and writes the gradient over it, 3 × 2 B (ops/cross_entropy.py). te_ce: Transformer
+# Engine's parallel_cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py at 5671fd3, TE 2.12), which
+# Megatron-Core calls under cross_entropy_loss_fusion with cross_entropy_fusion_impl "te"
+# (megatron/core/models/common/language_module/language_module.py at 23dd639): ``online_softmax_kernel`` reads
+# the 16-bit logits (2 B), ``cross_entropy_kernel`` reads them again and writes the gradient in place (4 B), and
+# the backward's ``element_mul_kernel`` scales it by the per-token loss gradient in place (4 B; Megatron's loss is
+# per token, reduce_loss False): 10 B.
+LOSS_BYTES = {"fused_linear": 6.0, "te_ce": 10.0}
+
+
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
              x: float, cast_shard: int = 0) -> HeadOps:
     T = _tokens(lay)
@@ -612,11 +671,10 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or casts_weights(tr, prof) else 0.0
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
         ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
-    # Liger's cross-entropy kernel reads the bf16 logits chunk twice (online max and sum, then the gradient)
-    # and writes the gradient over it in place: 3 × 2 B per logit (ops/cross_entropy.py). flash-attn's fused
-    # cross-entropy (fused_ce) has no upcast kernel; its code moves the same 6 B (a read of each 16-bit row in the
-    # forward, a read and the gradient's write in the backward), but no measurement of that 2023 kernel is at
-    # hand, so it keeps the measured fp32 cross-entropy's rate, an upper bound (docs/training.md, "Memory of
-    # the llm-foundry runs", gives what the 6 B would move)
-    return HeadOps(gemm, tuple(ew), logits, cast, extra, 6.0 if loss == "fused_linear" else 0.0,
+    # the loss kernels' bytes per logit: LOSS_BYTES. flash-attn's fused cross-entropy (fused_ce) has no upcast
+    # kernel; its code moves 6 B (a read of each 16-bit row in the forward, a read and the gradient's write in
+    # the backward), but no measurement of that 2023 kernel is at hand, so it keeps the measured fp32
+    # cross-entropy's rate, an upper bound (docs/training.md, "Memory of the llm-foundry runs", gives what the
+    # 6 B would move)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, LOSS_BYTES.get(loss, 0.0),
                    cast_shard if casts_weights(tr, prof) else 0, 2 if tr.zero_stage == 3 else 1)

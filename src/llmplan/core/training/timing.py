@@ -44,7 +44,7 @@ from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.host_time import block_host_seconds
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.ops import fsdp_cast_shard, head_ops, layer_ops
+from llmplan.core.training.ops import fsdp_cast_shard, grouped_mlp_extras, head_ops, layer_ops
 from llmplan.core.training.optimizer_kernel import optimizer_rate, optimizer_time
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import InputError
@@ -260,6 +260,12 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     matmul = parts["gemm"] + parts["attention"]
     mem = (parts["memory_bound"] + parts["loss"] + parts["dequantisation"] + parts.get("fp8_casts", 0.0)
            + parts["kernel_gaps"])
+    extras = grouped_mlp_extras(m, lay, prof)
+    if extras:
+        moved = sum(e.bytes * (1 + e.backward) for e in extras)
+        notes += (f"Megatron-Core's TEGroupedMLP runs eager PyTorch ops beside its fused activation: "
+                  f"{'; '.join(e.name for e in extras)}: {moved / 1e9:.3g} GB per average block and micro-batch "
+                  "(forward and backward), in the memory-bound time (docs/training.md 'Mixture of experts')",)
     if clock < 1.0:
         notes += (f"power limit: GEMMs and attention fill enough of the GPU's time that it holds {clock:.0%} of its "
                   f"full clock (full up to {eff.full_clock_share:.0%} of the time, {eff.sustained_clock:.0%} at "
@@ -359,7 +365,7 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
         compute_time_s=Figure.own(ct.total, "s",
                                   "Σ over the slowest stage's operations of max(FLOPs / GEMM rate, bytes / "
                                   "achievable bandwidth) + 3 µs per GEMM; flash attention at its measured share of "
-                                  "peak by length; GEMMs and attention at the clock the GPU holds (full up to "
+                                  "peak by length (sliding-window layers at their window's); GEMMs and attention at the clock the GPU holds (full up to "
                                   "full_clock_share of its time in them, then down to sustained_clock); 1.8 µs idle "
                                   "between kernels; max(GPU time, host time); + the optimizer's pass over its states (fused "
                                   "AdamW at its measured kernel rate for its tensors' dtype on this GPU class)"
