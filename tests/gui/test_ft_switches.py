@@ -87,3 +87,21 @@ def test_the_routed_experts_choice_follows_the_model_and_sets_the_plan_field(qtb
     state.edit("training.method", "full")
     state.evaluate_now()
     assert not combo.isEnabled()
+
+
+def test_gradient_clipping_shows_the_profiles_default_and_sets_the_plan_field(qtbot):
+    """training.grad_clip sits with the switches under every profile, its auto item saying the profile's default
+    (the Hugging Face Trainer's max_grad_norm 1.0: on; torchtune's clip_grad_norm: null: off) and the policy line
+    naming the framework's own setting; picking "off" writes the plan field."""
+    state, w = _form(qtbot, "hf-trainer")
+    assert _visible(w, "training.grad_clip")
+    combo = w.findChild(QComboBox, "training.grad_clip")
+    assert combo.itemText(0) == "auto (on)"
+    assert "Hugging Face Trainer + PEFT default: on (max_grad_norm 1.0)" in w.findChild(QLabel, "framework policy").text()
+    combo.setCurrentIndex(2)
+    assert state.doc.training.grad_clip == "off"
+    state.edit_many({"training.framework": "torchtune", "training.grad_clip": "auto"}, "pick")
+    state.evaluate_now()
+    assert combo.itemText(0) == "auto (off)"
+    assert combo.currentIndex() == 0
+    assert "torchtune default: off (clip_grad_norm: null)" in w.findChild(QLabel, "framework policy").text()
