@@ -41,7 +41,7 @@ model prices its candidate rows with these same functions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
@@ -64,9 +64,9 @@ SMALL_KERNELS = {"foreach": 6, "multi_tensor": 9, "deepspeed": 14}
 HOST_CALLS = {"foreach": 7, "multi_tensor": 10, "deepspeed": 14}
 
 
-@dataclass(frozen=True, slots=True)
-class ClipTime:
-    """Seconds per optimizer step of the gradient clipping on one GPU, and what they are made of."""
+class ClipTime(NamedTuple):
+    """Seconds per optimizer step of the gradient clipping on one GPU, and what they are made of (a tuple: a
+    training estimate builds one each time its settings change, and a frozen dataclass costs microseconds)."""
 
     seconds: float
     bytes: float  # moved through HBM
