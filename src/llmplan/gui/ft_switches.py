@@ -43,18 +43,28 @@ def _profile(state: PlanState) -> Any:
         return None
 
 
-class SwitchRow(QComboBox):
-    """auto / on / off for one switch; "auto" says what the profile does."""
+GRAD_CLIP_TIP = ("Clip the gradient norm before each optimizer step: one pass reading every gradient this GPU holds "
+                 "for the norm, one reading and writing them to scale (torch clip_grad_norm_, Megatron "
+                 "clip_grad_norm_fp32); DeepSpeed computes the norm at every step either way.\nSource: "
+                 "llmplan.core.training.grad_clip\n(plan field: training.grad_clip; auto: the framework's default)")
 
-    def __init__(self, state: PlanState, name: str) -> None:
+
+class SwitchRow(QComboBox):
+    """auto / on / off for one switch; "auto" says what the profile does. ``values``: the plan field's value
+    for each item (None, True, False for the on/off switches; "auto", "on", "off" for ``grad_clip``)."""
+
+    def __init__(self, state: PlanState, name: str, values: tuple = _VALUES, label: str = "",
+                 tip: str = "") -> None:
         super().__init__()
         compact(self, 14)
-        self._state, self.name = state, name
-        info = SWITCHES[name]
+        self._state, self.name, self._values = state, name, values
+        info = SWITCHES.get(name)
+        self.label = label or info.label
         path = f"training.{name}"
         self.setObjectName(path)
-        self.setAccessibleName(info.label)
-        self.setToolTip(f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's default)")
+        self.setAccessibleName(self.label)
+        self.setToolTip(tip or f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's "
+                        "default)")
         self.addItems(["auto", "on", "off"])
         self.currentIndexChanged.connect(self._changed)
         state.doc_changed.connect(self.refresh)
@@ -63,43 +73,11 @@ class SwitchRow(QComboBox):
         self.blockSignals(True)
         if default_on is not None:
             self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
-        self.setCurrentIndex(_VALUES.index(getattr(self._state.doc.training, self.name)))
+        self.setCurrentIndex(self._values.index(getattr(self._state.doc.training, self.name)))
         self.blockSignals(False)
 
     def _changed(self, i: int) -> None:
-        value = _VALUES[i]
-        if not self._state.edit(f"training.{self.name}", value, f"Set {SWITCHES[self.name].label}"):
-            self.refresh()
-
-
-class GradClipRow(QComboBox):
-    """auto / on / off for ``training.grad_clip``; "auto" says what the profile does by default."""
-
-    VALUES = ("auto", "on", "off")
-
-    def __init__(self, state: PlanState) -> None:
-        super().__init__()
-        compact(self, 14)
-        self._state = state
-        self.setObjectName("training.grad_clip")
-        self.setAccessibleName("Gradient clipping")
-        self.setToolTip("Clip the gradient norm before each optimizer step: one pass reading every gradient this GPU "
-                        "holds for the norm, one reading and writing them to scale (torch clip_grad_norm_, Megatron "
-                        "clip_grad_norm_fp32); DeepSpeed computes the norm at every step either way.\n(plan field: "
-                        "training.grad_clip; auto: the framework's default)")
-        self.addItems(list(self.VALUES))
-        self.currentIndexChanged.connect(self._changed)
-        state.doc_changed.connect(self.refresh)
-
-    def refresh(self, _doc: Any = None, default_on: bool | None = None) -> None:
-        self.blockSignals(True)
-        if default_on is not None:
-            self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
-        self.setCurrentIndex(self.VALUES.index(self._state.doc.training.grad_clip))
-        self.blockSignals(False)
-
-    def _changed(self, i: int) -> None:
-        if not self._state.edit("training.grad_clip", self.VALUES[i], "Set gradient clipping"):
+        if not self._state.edit(f"training.{self.name}", self._values[i], f"Set {self.label}"):
             self.refresh()
 
 
@@ -129,7 +107,7 @@ class SwitchesGroup(QGroupBox):
         self.rows = {name: SwitchRow(state, name) for name in SWITCH_NAMES}
         for name, row in self.rows.items():
             form.addRow(SWITCHES[name].label, row)
-        self.grad_clip = GradClipRow(state)
+        self.grad_clip = SwitchRow(state, "grad_clip", ("auto", "on", "off"), "Gradient clipping", GRAD_CLIP_TIP)
         form.addRow("Gradient clipping", self.grad_clip)
         self.quant = bound_combo(state, "training.quant_base", "Quantised base",
                                  "QLoRA: the format of the frozen base — NF4 (bitsandbytes), GPTQ or AWQ 4-bit "
