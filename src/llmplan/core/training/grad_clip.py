@@ -19,7 +19,9 @@ configs leave ``clip_grad_norm: null``). What each runs, read from its code (``F
   path ``core.training.deepspeed_zero`` describes): ``step()`` calls ``get_grad_norm_direct`` at every step,
   clipping or not — ``torch.linalg.norm(g.data.double())`` per gradient of the partition (the 16-bit gradient
   read, an fp64 copy written and read) — and ``unscale_and_clip_grads`` multiplies the fp32 gradient partition
-  by 1/combined_scale (read and write, 8 B). Two kernels per gradient tensor, each a Python-level call.
+  by 1/combined_scale (read and write, 8 B). Two kernels per gradient tensor, each a Python-level call. Every
+  ZeRO stage is priced so; DeepSpeed's BF16_Optimizer and FP16_Optimizer (its stage-0/1 paths for 16-bit
+  training) norm each tensor without the fp64 copy, so this is an upper bound for them.
 
 The element count is the gradients this GPU's optimizer steps (after ZeRO/FSDP/distributed-optimizer sharding;
 LoRA: the adapters'), in their dtype (``states``' gradient bytes). Multi-tensor kernels (``foreach``,
