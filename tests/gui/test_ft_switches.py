@@ -105,3 +105,17 @@ def test_gradient_clipping_shows_the_profiles_default_and_sets_the_plan_field(qt
     assert combo.itemText(0) == "auto (off)"
     assert combo.currentIndex() == 0
     assert "torchtune default: off (clip_grad_norm: null)" in w.findChild(QLabel, "framework policy").text()
+
+
+def test_the_results_list_the_clipping_with_its_explanation(qtbot):
+    """The results table has "Gradient clipping per step" where the plan clips (its figure: bytes, kernels, source)
+    and none where it does not."""
+    from llmplan.gui.report import rows
+
+    state, _w = _form(qtbot, "hf-trainer")
+    clip = [r for r in rows(state.outcome.estimate, state.outcome.scenario) if r.label == "Gradient clipping per step"]
+    assert len(clip) == 1 and clip[0].figure.inputs["bytes"] > 0 and "clip_grad.py" in clip[0].figure.citation()
+    state.edit("training.grad_clip", "off")
+    state.evaluate_now()
+    assert not [r for r in rows(state.outcome.estimate, state.outcome.scenario)
+                if r.label == "Gradient clipping per step"]

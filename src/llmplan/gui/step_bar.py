@@ -92,8 +92,9 @@ class StepTimeBar(QWidget):
             if rect.contains(pos) and self.compute is not None:
                 value = self.compute.breakdown[key]
                 share = value / self.compute.step_time_s.value if self.compute.step_time_s.value else 0.0
+                own = self.compute.grad_clip_s if key == "gradient_clipping" else None  # a part with its own figure
                 QToolTip.showText(event.globalPosition().toPoint(),
                                   f"{PARTS[key][0]}: {fmt_seconds(value)} ({share:.0%} of the step)\n"
-                                  f"{self.compute.step_time_s.describe()}", self)
+                                  f"{(own or self.compute.step_time_s).describe()}", self)
                 return
         QToolTip.hideText()
