@@ -35,7 +35,7 @@ Python-level calls × ``launch_s``), plus, where the loop reads the norm on the 
 the host to issue the next kernel, and the host has lost its lead. The scalar all-reduce of the norm across the
 sharding and model-parallel groups (tens of microseconds of latency) is not priced.
 
-Memory: none beyond what is counted elsewhere — ``_foreach_norm`` returns one fp32 scalar per tensor; DeepSpeed's
+Memory: none beyond what is counted elsewhere — ``_foreach_norm`` returns one scalar per tensor; DeepSpeed's
 fp64 copy of the largest gradient piece is ``deepspeed_zero``'s step transient. Under CPU offload the norm and
 scaling run on the offload path and are not priced here. Scalars or NumPy arrays throughout (the search's quick
 model prices its candidate rows with these same functions).
