@@ -60,10 +60,12 @@ FP32 = 4.0  # DeepSpeed's fp32 gradient partition, bytes per element
 # one-element kernels and Python-level calls beside the passes, counted from the code cited in the module doc:
 # foreach: the norm's clean-up, stack, vector_norm, + 1e-6, max_norm / x, clamp (6 kernels; 7 calls with the two
 # foreach ops); multi_tensor: the l2norm clean-up, two zeros, pow, all-reduce, pow(1/2), + 1e-6, division,
-# clamp_max_ (9 kernels; 10 calls); deepspeed: stack, square, sum, float, all-reduce, pow, isinf, isnan,
-# logical_or, the -1 select (3), the clip coefficient (3), the scaling (14 kernels and calls beside 2 per tensor)
-SMALL_KERNELS = {"foreach": 6, "multi_tensor": 9, "deepspeed": 14}
-HOST_CALLS = {"foreach": 7, "multi_tensor": 10, "deepspeed": 14}
+# clamp_max_ (9 kernels; 10 calls); deepspeed, beside 2 per tensor: get_grad_norm_direct's stack, square, sum,
+# float, all-reduce, pow, isinf, isnan, logical_or, the -1 tensor and its select (4), scaled_global_norm's stack
+# and norm, step's division by the loss scale, unscale_and_clip_grads' coefficient (3), clamp, combined scale,
+# reciprocal and mul_ (24 kernels and calls)
+SMALL_KERNELS = {"foreach": 6, "multi_tensor": 9, "deepspeed": 24}
+HOST_CALLS = {"foreach": 7, "multi_tensor": 10, "deepspeed": 24}
 
 
 class ClipTime(NamedTuple):
