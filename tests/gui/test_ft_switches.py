@@ -87,3 +87,35 @@ def test_the_routed_experts_choice_follows_the_model_and_sets_the_plan_field(qtb
     state.edit("training.method", "full")
     state.evaluate_now()
     assert not combo.isEnabled()
+
+
+def test_gradient_clipping_shows_the_profiles_default_and_sets_the_plan_field(qtbot):
+    """training.grad_clip sits with the switches under every profile, its auto item saying the profile's default
+    (the Hugging Face Trainer's max_grad_norm 1.0: on; torchtune's clip_grad_norm: null: off) and the policy line
+    naming the framework's own setting; picking "off" writes the plan field."""
+    state, w = _form(qtbot, "hf-trainer")
+    assert _visible(w, "training.grad_clip")
+    combo = w.findChild(QComboBox, "training.grad_clip")
+    assert combo.itemText(0) == "auto (on)"
+    assert "Hugging Face Trainer + PEFT default: on (max_grad_norm 1.0)" in w.findChild(QLabel, "framework policy").text()
+    combo.setCurrentIndex(2)
+    assert state.doc.training.grad_clip == "off"
+    state.edit_many({"training.framework": "torchtune", "training.grad_clip": "auto"}, "pick")
+    state.evaluate_now()
+    assert combo.itemText(0) == "auto (off)"
+    assert combo.currentIndex() == 0
+    assert "torchtune default: off (clip_grad_norm: null)" in w.findChild(QLabel, "framework policy").text()
+
+
+def test_the_results_list_the_clipping_with_its_explanation(qtbot):
+    """The results table has "Gradient clipping per step" where the plan clips (its figure: bytes, kernels, source)
+    and none where it does not."""
+    from llmplan.gui.report import rows
+
+    state, _w = _form(qtbot, "hf-trainer")
+    clip = [r for r in rows(state.outcome.estimate, state.outcome.scenario) if r.label == "Gradient clipping per step"]
+    assert len(clip) == 1 and clip[0].figure.inputs["bytes"] > 0 and "clip_grad.py" in clip[0].figure.citation()
+    state.edit("training.grad_clip", "off")
+    state.evaluate_now()
+    assert not [r for r in rows(state.outcome.estimate, state.outcome.scenario)
+                if r.label == "Gradient clipping per step"]

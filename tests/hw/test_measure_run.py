@@ -209,3 +209,39 @@ def test_cli_refuses_lora_dropout_on_stacked_experts_without_a_traceback():
                         "--gpu", "nvidia-h200-sxm-141gb", "--workload", "finetune", "--set", "training.method=lora"],
                        capture_output=True, text=True)
     assert p.returncode != 0 and "training.lora_dropout = 0" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_harness_clips_where_the_plan_clips():
+    """``training.grad_clip``: on (the Hugging Face profile's default, the Trainer's max_grad_norm 1.0) runs
+    ``torch.nn.utils.clip_grad_norm_(params, 1.0)`` between the backward and the optimizer step, every step, as
+    the Trainer does; off runs none (the plain loop the H100 and H200 rows were measured with)."""
+    from llmplan.hw.measure_run import WARMUP_STEPS, _train
+
+    assert run_settings(_doc()).max_grad_norm == 1.0  # auto: the profile clips
+    assert run_settings(_doc(grad_clip="off")).max_grad_norm == 0.0
+    assert run_settings(_doc().model_copy(update={"workload": "inference"})).max_grad_norm == 0.0
+
+    calls: list[str] = []
+    param = SimpleNamespace(requires_grad=True)
+    loss = SimpleNamespace(backward=lambda: calls.append("backward"))
+    opt = SimpleNamespace(step=lambda: calls.append("step"), zero_grad=lambda set_to_none: calls.append("zero"))
+
+    class Model(SimpleNamespace):
+        def __call__(self, **_):
+            return SimpleNamespace(loss=loss)
+
+    model = Model(parameters=lambda: [param], config=SimpleNamespace(vocab_size=10))
+
+    def clip(params, max_norm):
+        assert params == [param]
+        calls.append(f"clip {max_norm}")
+
+    torch = SimpleNamespace(optim=SimpleNamespace(AdamW=lambda params, lr, fused: opt), randint=lambda *a, **k: None,
+                            autocast=lambda *a, **k: contextlib.nullcontext(), bfloat16="bf16",
+                            nn=SimpleNamespace(utils=SimpleNamespace(clip_grad_norm_=clip)))
+    cpu = SimpleNamespace(type="cpu")
+    for plan, want in ((_doc(), ["backward", "clip 1.0", "step", "zero"]),
+                       (_doc(grad_clip="off"), ["backward", "step", "zero"])):
+        calls.clear()
+        _train(model, run_settings(plan), torch, cpu, steps=1)
+        assert calls == want * (1 + WARMUP_STEPS)

@@ -72,6 +72,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
                            "global_batch_tokens": t.global_batch_tokens, "batch_rule": t.batch_rule,
                            "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
                            "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
+                           "grad_clip": t.grad_clip,
                            "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
     if est.compute is not None:
         k = est.compute
@@ -81,7 +82,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "bubble_fraction": k.bubble_fraction.value, "tokens_per_s": k.tokens_per_s.value,
             "mfu": k.mfu.value, "hfu": k.hfu.value, "training_days": k.training_days.value,
             "gpu_hours": k.gpu_hours.value, "cost_usd": _v(k.cost_usd),
-            "exposed_offload_s": _v(k.offload_time_s) or 0.0,
+            "exposed_offload_s": _v(k.offload_time_s) or 0.0, "grad_clip_s": _v(k.grad_clip_s) or 0.0,
             "breakdown": dict(k.breakdown),
         }
     if est.communication is not None:

@@ -241,6 +241,33 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "so that stream's pool holds one fetch's flat buffer beyond the allocated bytes; False: FSDP's flat "
         "parameters are used in place"
     )
+    grad_clip: bool = Field(
+        True, description="the framework clips the gradient norm when a plan leaves training.grad_clip on auto: its "
+        "default (Megatron --clip-grad 1.0, the Hugging Face Trainer's max_grad_norm 1.0, torchtitan's max_norm 1.0; "
+        "torchtune's clip_grad_norm: null is off). core.training.grad_clip prices it"
+    )
+    grad_clip_setting: str = Field(
+        "--clip-grad 1.0", description="the framework's own setting behind ``grad_clip``, in its words (shown with "
+        "the switch: \"Hugging Face Trainer default: on (max_grad_norm 1.0)\")"
+    )
+    grad_clip_kernels: Literal["foreach", "multi_tensor", "deepspeed"] = Field(
+        "multi_tensor", description="how the clipping runs (core.training.grad_clip): foreach: "
+        "torch.nn.utils.clip_grad_norm_ (a _foreach_norm pass reading the gradients, a _foreach_mul_ pass reading "
+        "and writing them); multi_tensor: Megatron-Core's clip_grad_norm_fp32 with Transformer Engine's "
+        "multi_tensor_l2norm and multi_tensor_scale_tensor (the same passes); deepspeed: DeepSpeed's ZeRO optimizer, "
+        "which computes the norm at every step, clipping or not (an fp64 copy of each gradient, its norm) and "
+        "scales the fp32 gradient partition"
+    )
+    grad_clip_always: bool = Field(
+        False, description="the framework clips at every step and has no setting that turns it off (torchtitan "
+        "calls clip_grad_norm_ unconditionally; its max_norm 0 would zero the gradients): training.grad_clip = off "
+        "is refused under it"
+    )
+    grad_norm_item: bool = Field(
+        False, description="the training loop reads the gradient norm on the host at every step (.item(): the "
+        "Hugging Face Trainer under DeepSpeed, model.get_global_grad_norm().item()), a device-to-host sync that "
+        "stops the host from running ahead"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -323,7 +350,11 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
       ``core.training.allocator_reserve``);
     - gradients are kept in the model dtype (the ipg buckets and ``grads_in_partition`` have ``self.dtype``,
       ZeRO-3's ``grad_partitions_flat_buffer`` the gradient-accumulation dtype, the model's by default);
-      ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step.
+      ZeRO-3 keeps that buffer for the whole run, ZeRO-2 frees the gradients at each step;
+    - the gradient norm is DeepSpeed's (``get_grad_norm_direct`` at every step, clipping or not, and
+      ``unscale_and_clip_grads`` scaling the fp32 partition), and the Trainer reads it on the host at every step
+      (``model.get_global_grad_norm()`` then ``.item()``): ``grad_clip_kernels`` deepspeed, ``grad_norm_item``
+      (``core.training.grad_clip``).
     The buffers DeepSpeed adds are ``core.training.deepspeed_zero``. Views are cached per profile object and
     stage, so identity-keyed caches downstream keep hitting."""
     if prof.zero_engine != "deepspeed" or not zero_stage:
@@ -336,7 +367,8 @@ def in_effect(prof: FrameworkProfile, zero_stage: int) -> FrameworkProfile:
         view = prof.model_copy(update={
             "name": f"{prof.name} under DeepSpeed ZeRO-{zero_stage}", "params_are_master": False,
             "fp32_grad_accumulation": False, "grads_freed_after_step": zero_stage < 3, "kbit_fp32_modules": False,
-            "fsdp_root_unsharded": False, "gather_pending_blocks": 1, "gather_flat_copy": True})
+            "fsdp_root_unsharded": False, "gather_pending_blocks": 1, "gather_flat_copy": True,
+            "grad_clip_kernels": "deepspeed", "grad_norm_item": True})
         hit = _ZERO_VIEWS[key] = (prof, view)
     return hit[1]
 

@@ -109,6 +109,7 @@ class ComputeReport:
     gpu_hours: Figure
     cost_usd: Figure | None
     offload_time_s: Figure | None = None  # exposed offload time per step (training.offload), its parts as inputs
+    grad_clip_s: Figure | None = None  # gradient clipping per step (training.grad_clip), None where it does not run
     breakdown: dict[str, float] = field(default_factory=dict)  # seconds per part of a step (sums to step_time_s)
     global_batch: Figure | None = None  # sequences per optimizer step (training.batch: fixed across layouts)
     accumulation: Figure | None = None  # micro-batches per data-parallel replica per step

@@ -35,6 +35,7 @@ Regime = Literal["auto", "amp", "pure"]
 Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked",
                "fused_ce", "te_ce"]
 Batching = Literal["packed", "padded"]
+GradClip = Literal["auto", "on", "off"]
 BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 # How LoRA reaches a mixture of experts' routed experts (core.lora_modules: ``expert_adapters``, docs/training.md)
@@ -121,6 +122,11 @@ class TrainingSettings(FrozenModel):
     modules_to_save: bool | None = Field(
         None, description="train the embeddings and the output head in full beside the adapters (PEFT "
         "modules_to_save: a trainable copy of each); None: profile default")
+    grad_clip: GradClip = Field(
+        "auto", description="clip the gradient norm before each optimizer step (Megatron --clip-grad, the Hugging "
+        "Face Trainer's max_grad_norm, torchtitan's max_norm): a pass reading the gradients this GPU holds for their "
+        "norm and one scaling them (core.training.grad_clip); auto: the framework profile's default (on for all "
+        "but torchtune)")
     quant_base: QuantBase = Field(
         "nf4", description="QLoRA: the quantised base's format — nf4 (bitsandbytes), gptq or awq (4-bit, group "
         "128), int8 (LLM.int8), mxfp4 (OCP microscaling)")
@@ -256,12 +262,35 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         raise ValueError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
                          f"bases, not {tr.quant_base}")
+    clip = tr.grad_clip
+    if clip == "auto":  # torchtune refuses clipping with optimizer-in-backward, which wins where both are on auto
+        clip = "on" if prof.grad_clip and not (tr.optimizer_in_backward is None and upd.get("optimizer_in_backward")) \
+            else "off"
+        upd["grad_clip"] = clip
+    elif clip == "on" and tr.optimizer_in_backward is None and upd.get("optimizer_in_backward"):
+        upd["optimizer_in_backward"] = False  # clipping needs the whole gradient: auto leaves the switch off
+    why = grad_clip_refusal(clip, upd.get("optimizer_in_backward", tr.optimizer_in_backward), prof)
+    if why:
+        raise ValueError(f"training.grad_clip: {why}")
     if tr.lora_dropout is None:
         upd["lora_dropout"] = prof.lora_dropout
     if tr.loss == "auto":
         liger = upd.get("liger", tr.liger)
         upd["loss"] = "fused_linear" if liger else prof.loss
     return tr.model_copy(update=upd) if upd else tr
+
+
+def grad_clip_refusal(clip: str, optimizer_in_backward: bool | None, prof: FrameworkProfile) -> str:
+    """Why ``training.grad_clip`` = ``clip`` cannot run under ``prof``, or "": off under a framework that clips at
+    every step (torchtitan), on beside optimizer-in-backward (torchtune's recipes raise "Gradient clipping is not
+    supported with optimizer in bwd": each parameter is stepped before the whole gradient's norm exists)."""
+    if clip == "off" and prof.grad_clip_always:
+        return (f"the {prof.name} profile clips at every step ({prof.grad_clip_setting}) and has no setting that "
+                "turns it off")
+    if clip == "on" and optimizer_in_backward:
+        return ("clipping needs the whole gradient's norm before any parameter is stepped, and optimizer in backward "
+                "steps each parameter as its gradient is ready (torchtune refuses the two together): turn one off")
+    return ""
 
 
 class Scenario(FrozenModel):

@@ -3,8 +3,10 @@
 The profile (``training.framework``) decides which switches mean anything: only those it supports
 are shown (and any the plan turned on that it does not, so the user can turn them off again), each
 as auto / on / off with the profile's auto policy written beside them ("torchtune default: optimizer
-in backward ..."). Below, the longest sequence and the largest micro-batch that fit one GPU of the
-plan's kind under that profile (``core.training.limits``), recomputed a moment after each estimate.
+in backward ..."); gradient clipping, which every profile has, always, with its default ("Hugging Face
+Trainer + PEFT default: on (max_grad_norm 1.0)"). Below, the longest sequence and the largest
+micro-batch that fit one GPU of the plan's kind under that profile (``core.training.limits``),
+recomputed a moment after each estimate.
 """
 
 from __future__ import annotations
@@ -41,18 +43,28 @@ def _profile(state: PlanState) -> Any:
         return None
 
 
-class SwitchRow(QComboBox):
-    """auto / on / off for one switch; "auto" says what the profile does."""
+GRAD_CLIP_TIP = ("Clip the gradient norm before each optimizer step: one pass reading every gradient this GPU holds "
+                 "for the norm, one reading and writing them to scale (torch clip_grad_norm_, Megatron "
+                 "clip_grad_norm_fp32); DeepSpeed computes the norm at every step either way.\nSource: "
+                 "llmplan.core.training.grad_clip\n(plan field: training.grad_clip; auto: the framework's default)")
 
-    def __init__(self, state: PlanState, name: str) -> None:
+
+class SwitchRow(QComboBox):
+    """auto / on / off for one switch; "auto" says what the profile does. ``values``: the plan field's value
+    for each item (None, True, False for the on/off switches; "auto", "on", "off" for ``grad_clip``)."""
+
+    def __init__(self, state: PlanState, name: str, values: tuple = _VALUES, label: str = "",
+                 tip: str = "") -> None:
         super().__init__()
         compact(self, 14)
-        self._state, self.name = state, name
-        info = SWITCHES[name]
+        self._state, self.name, self._values = state, name, values
+        info = SWITCHES.get(name)
+        self.label = label or info.label
         path = f"training.{name}"
         self.setObjectName(path)
-        self.setAccessibleName(info.label)
-        self.setToolTip(f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's default)")
+        self.setAccessibleName(self.label)
+        self.setToolTip(tip or f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's "
+                        "default)")
         self.addItems(["auto", "on", "off"])
         self.currentIndexChanged.connect(self._changed)
         state.doc_changed.connect(self.refresh)
@@ -61,13 +73,19 @@ class SwitchRow(QComboBox):
         self.blockSignals(True)
         if default_on is not None:
             self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
-        self.setCurrentIndex(_VALUES.index(getattr(self._state.doc.training, self.name)))
+        self.setCurrentIndex(self._values.index(getattr(self._state.doc.training, self.name)))
         self.blockSignals(False)
 
     def _changed(self, i: int) -> None:
-        value = _VALUES[i]
-        if not self._state.edit(f"training.{self.name}", value, f"Set {SWITCHES[self.name].label}"):
+        if not self._state.edit(f"training.{self.name}", self._values[i], f"Set {self.label}"):
             self.refresh()
+
+
+def grad_clip_policy(prof: Any) -> str:
+    """The profile's clipping default in words: "Hugging Face Trainer + PEFT default: on (max_grad_norm 1.0)"."""
+    default = "on" if prof.grad_clip else "off"
+    tail = "; it cannot be turned off" if prof.grad_clip_always else ""
+    return f"Gradient clipping — {prof.name} default: {default} ({prof.grad_clip_setting}){tail}."
 
 
 class SwitchesGroup(QGroupBox):
@@ -89,6 +107,8 @@ class SwitchesGroup(QGroupBox):
         self.rows = {name: SwitchRow(state, name) for name in SWITCH_NAMES}
         for name, row in self.rows.items():
             form.addRow(SWITCHES[name].label, row)
+        self.grad_clip = SwitchRow(state, "grad_clip", ("auto", "on", "off"), "Gradient clipping", GRAD_CLIP_TIP)
+        form.addRow("Gradient clipping", self.grad_clip)
         self.quant = bound_combo(state, "training.quant_base", "Quantised base",
                                  "QLoRA: the format of the frozen base — NF4 (bitsandbytes), GPTQ or AWQ 4-bit "
                                  "(group 128), LLM.int8, or MXFP4; sets its bits per weight and the dequantisation "
@@ -118,13 +138,16 @@ class SwitchesGroup(QGroupBox):
         for name, row in self.rows.items():
             form.setRowVisible(row, name in supported or bool(getattr(tr, name)))
             row.refresh(default_on=bool(getattr(effective, name)) if effective is not None else name in defaults)
+        self.grad_clip.refresh(default_on=(effective.grad_clip == "on" if effective is not None else
+                                           bool(prof is not None and prof.grad_clip)))
         form.setRowVisible(self.quant, tr.method == "qlora")
         form.setRowVisible(self.mean, tr.batching == "padded")
         if prof is None:
             self.policy.setText("Unknown framework: pick one above.")
         else:
             shown = ", ".join(SWITCHES[n].label for n in prof.switches) or "none"
-            self.policy.setText(f"<b>{prof.name}</b>: {prof.policy or prof.describes}<br>Switches: {shown}.")
+            self.policy.setText(f"<b>{prof.name}</b>: {prof.policy or prof.describes}<br>Switches: {shown}.<br>"
+                                f"{grad_clip_policy(prof)}")
 
 
 def switches_group(state: PlanState) -> QGroupBox:

@@ -122,6 +122,8 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
             if label == "Pipeline bubble" and fig.value == 0:
                 continue  # no pipeline (PP 1): does not apply, not "0.0 %"
             out.append(Row("Time and cost", label, fig, style="gpu_hours" if label == "GPU-hours" else ""))
+            if label == "Step time" and c.grad_clip_s is not None:  # its part, with its bytes, kernels and source
+                out.append(Row("Time and cost", "Gradient clipping per step", c.grad_clip_s))
         if c.cost_usd is not None:
             out.append(Row("Time and cost", "Cost", c.cost_usd))
     if est.inference is not None:

@@ -1,7 +1,7 @@
 """One training step of the slowest GPU, stacked by what it spends its time on.
 
 Beside the memory bar: ``ComputeReport.breakdown`` (GEMMs, attention, memory-bound kernels, loss,
-dequantisation, fp8 casts, optimizer, launch overhead, exposed communication, pipeline bubble, offload) as
+dequantisation, fp8 casts, gradient clipping, optimizer, launch overhead, exposed communication, pipeline bubble, offload) as
 coloured segments that add up to the step time. Hover shows the part's seconds and the step-time
 formula, so a person sees *why* a step takes what it takes.
 """
@@ -24,6 +24,7 @@ PARTS = {  # breakdown key -> (label, colour)
     "dequantisation": ("NF4 dequantisation", "#b07aa1"),
     "fp8_casts": ("fp8 casts (amax, cast, transpose)", "#a0cbe8"),
     "kernel_gaps": ("Idle between kernels", "#86bcb6"),
+    "gradient_clipping": ("Gradient clipping", "#ff9d9a"),
     "optimizer": ("Optimizer step", "#e15759"),
     "launch_overhead": ("Host CPU, beyond the GPU (host-bound)", "#9c755f"),
     "exposed_communication": ("Exposed communication", "#59a14f"),
@@ -91,8 +92,9 @@ class StepTimeBar(QWidget):
             if rect.contains(pos) and self.compute is not None:
                 value = self.compute.breakdown[key]
                 share = value / self.compute.step_time_s.value if self.compute.step_time_s.value else 0.0
+                own = self.compute.grad_clip_s if key == "gradient_clipping" else None  # a part with its own figure
                 QToolTip.showText(event.globalPosition().toPoint(),
                                   f"{PARTS[key][0]}: {fmt_seconds(value)} ({share:.0%} of the step)\n"
-                                  f"{self.compute.step_time_s.describe()}", self)
+                                  f"{(own or self.compute.step_time_s).describe()}", self)
                 return
         QToolTip.hideText()

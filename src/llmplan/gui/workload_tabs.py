@@ -50,7 +50,7 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant", "shard_group",
                   "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout",
                   "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",
-                  "activation_offload", "lora_on_lm_head", "modules_to_save", "quant_base", "batching",
+                  "activation_offload", "lora_on_lm_head", "modules_to_save", "grad_clip", "quant_base", "batching",
                   "mean_sequence_tokens", "lora_experts", *BATCH_FIELDS)
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine", "backend",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",

@@ -3,7 +3,8 @@
 ``llmplan-cli measure PLAN`` builds the plan's model from its config.json with random weights (no
 download: the numbers depend on shapes, not values), trains a few steps the way the Hugging Face
 profile describes — PyTorch AMP with fp32 parameters or pure 16-bit, PEFT LoRA, bitsandbytes QLoRA
-with ``prepare_model_for_kbit_training``, gradient checkpointing for ``recompute = full``, fused AdamW —
+with ``prepare_model_for_kbit_training``, gradient checkpointing for ``recompute = full``, the Trainer's
+``clip_grad_norm_`` to 1.0 where the plan clips (``training.grad_clip``, on by the profile's default), fused AdamW —
 or times ``generate()`` for an inference plan, and writes::
 
     {"format": "llmplan-run", "schema_version": 1, "peak_memory_bytes": ..., "peak_reserved_bytes": ...,
@@ -34,6 +35,7 @@ from llmplan.errors import InputError
 RUN_FORMAT = "llmplan-run"
 RUN_SCHEMA_VERSION = 1
 WARMUP_STEPS = 2
+TRAINER_MAX_GRAD_NORM = 1.0  # transformers TrainingArguments.max_grad_norm default: what training.grad_clip on runs
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class RunSettings:
     flash_attention: bool
     lora_parameters: tuple[str, ...] = ()  # PEFT's target_parameters: a MoE block's stacked expert parameters
     lora_rank_factors: tuple[tuple[str, int], ...] = ()  # rank_pattern / alpha_pattern: (parameter, multiple)
+    max_grad_norm: float = 0.0  # clip the gradient norm to this before each step (the Trainer's default 1.0); 0: no
 
 
 def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
@@ -86,7 +89,8 @@ def run_settings(doc: Any, config: dict | None = None) -> RunSettings:
         optimizer=tr.optimizer, lora_rank=tr.lora_rank, lora_dropout=tr.lora_dropout,
         lora_targets=targets.modules, lora_parameters=targets.parameters,
         lora_rank_factors=targets.rank_factors, batch=inf.batch,
-        prompt_tokens=inf.prompt_tokens, output_tokens=inf.output_tokens, flash_attention=tr.flash_attention)
+        prompt_tokens=inf.prompt_tokens, output_tokens=inf.output_tokens, flash_attention=tr.flash_attention,
+        max_grad_norm=TRAINER_MAX_GRAD_NORM if doc.workload != "inference" and tr.grad_clip == "on" else 0.0)
 
 
 def model_spec(doc: Any, config: dict | None = None) -> Any:
@@ -245,6 +249,8 @@ def _train(model: Any, rs: RunSettings, torch: Any, device: Any, steps: int) -> 
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
+        if rs.max_grad_norm:  # as the Trainer clips (accelerator.clip_grad_norm_ -> torch's, foreach)
+            torch.nn.utils.clip_grad_norm_(params, rs.max_grad_norm)
         opt.step()
         opt.zero_grad(set_to_none=True)
         _sync(torch, device)

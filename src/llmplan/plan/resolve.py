@@ -180,8 +180,9 @@ def resolve_framework_profile(doc: PlanDocument) -> Any:
 
 
 def check_switches(doc: PlanDocument, prof: Any) -> None:
-    """A switch turned on that the plan's framework profile does not support, or a quantised base it cannot
-    train LoRA on, is a field error naming the profiles that do."""
+    """A switch turned on that the plan's framework profile does not support, gradient clipping turned off under
+    a framework that always clips, or a quantised base it cannot train LoRA on, is a field error naming the
+    profiles that do."""
     from llmplan.catalog.frameworks import profiles_supporting
     from llmplan.core.framework_profile import SWITCH_NAMES
 
@@ -191,6 +192,11 @@ def check_switches(doc: PlanDocument, prof: Any) -> None:
             others = profiles_supporting(name)
             raise PlanFileError(f"training.{name}: the {prof.id} profile does not support it; profiles that do: "
                                 f"{', '.join(others) or 'none'} (training.framework)")
+    if tr.grad_clip == "off" and prof.grad_clip_always:
+        others = profiles_supporting("grad_clip:off")
+        raise PlanFileError(f"training.grad_clip: the {prof.id} profile clips at every step ({prof.grad_clip_setting}) "
+                            f"and cannot turn it off; profiles that can: {', '.join(others) or 'none'} "
+                            "(training.framework), or set grad_clip to auto or on")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         others = profiles_supporting(f"quant_base:{tr.quant_base}")
         raise PlanFileError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "

@@ -2,8 +2,9 @@
 
 Source: seven training steps measured on one NVIDIA H100 80GB HBM3 (SXM) on 2026-11-24 with torch
 2.11.0+cu130, transformers 5.17.0, peft, bitsandbytes 0.50.2 — models built from the catalog's configs
-with random weights, SDPA attention, fused AdamW, LoRA r=16 alpha=32 dropout 0.05 on all seven
-projections, QLoRA NF4 with double quantisation and prepare_model_for_kbit_training; peak memory from
+with random weights, SDPA attention, fused AdamW, no gradient clipping (a plain loop: forward, backward,
+``opt.step()``, ``zero_grad(set_to_none=True)``; the plans set ``grad_clip`` off), LoRA r=16 alpha=32
+dropout 0.05 on all seven projections, QLoRA NF4 with double quantisation and prepare_model_for_kbit_training; peak memory from
 torch.cuda.max_memory_reserved (+ 0.5 GiB CUDA context), step time the median of steps 3-8. The
 measured figures below are targets only: nothing in the engine was fitted to them (its kernel rates
 come from microbenchmarks, ``core.training.kernel_rates``).
@@ -59,11 +60,13 @@ STEP_BANDS: dict[str, tuple[float, float]] = {}  # every row within the issue's 
 
 def hf_estimate(model, mode, mb, ckpt, gpu="nvidia-h100-sxm-80gb", seq=2048):
     """The plan a user writes for one of these runs: one GPU, the Hugging Face profile by default, LoRA r=16
-    on all seven projections; ``mode`` amp (fp32 weights under autocast), bf16 (pure), lora or qlora."""
+    on all seven projections; ``mode`` amp (fp32 weights under autocast), bf16 (pure), lora or qlora. Gradient
+    clipping off (``training.grad_clip``): the harness was a plain PyTorch loop — forward, backward, ``opt.step()``,
+    ``zero_grad(set_to_none=True)`` — with no ``clip_grad_norm_``, where the Trainer would clip by default."""
     method = {"amp": "full", "bf16": "full", "lora": "lora", "qlora": "qlora"}[mode]
     training = TrainingSettings(method=method, regime="pure" if mode == "bf16" else "amp", micro_batch=mb, offload="none",
                                 global_batch=mb, seq_len=seq, recompute="full" if ckpt else "none",
-                                zero_stage=0, optimizer="adamw", lora_rank=16)
+                                zero_stage=0, optimizer="adamw", lora_rank=16, grad_clip="off")
     doc = PlanDocument(model=ModelRef(id=model), hardware=HardwareRef(gpu=gpu),
                        workload="finetune", training=training, parallelism=ParallelLayout())
     return evaluate_plan(doc)

@@ -3,7 +3,8 @@
 Source: eight training steps measured on one NVIDIA H200 (141 GB, SXM; 700 W) on 2026-11-27 with torch
 2.11.0+cu130, transformers 5.17.0, peft 0.21.0, bitsandbytes 0.50.2, accelerate 1.15.0 — the same harness
 and recipe as the H100 runs (tests/core/training/test_hf_h100_runs.py): models built from the catalog's
-configs with random weights, SDPA attention, fused AdamW, LoRA r=16 alpha=32 dropout 0.05 on all seven
+configs with random weights, SDPA attention, fused AdamW, no gradient clipping (the plans set ``grad_clip`` off,
+``hf_estimate``), LoRA r=16 alpha=32 dropout 0.05 on all seven
 projections of a bf16 base, QLoRA NF4 with double quantisation and prepare_model_for_kbit_training; peak
 memory from torch.cuda.max_memory_reserved (+ 0.5 GiB CUDA context, as measured beside it on the H100 with
 the same CUDA 13.0), step time the median of the steps after the first two. Other models and shapes

@@ -20,7 +20,10 @@ GPU, ours vs Table 1), recorded 2026-11-28 after clock30 (GEMMs at the catalog's
 the clock falling only with the compute-bound share of the step, 1.8 us between kernels, hidden collectives
 charged 18.9% of their hidden time; docs/training.md "Step time"): 1.7B 129.6 (137), 3.6B 134.3 (138), 7.5B
 137.4 (142), 18.4B 135.3 (135), 39.1B 146.6 (138), 76.1B 150.7 (140), 145.6B 156.5 (148), 310.1B 160.9 (155),
-529.6B 162.6 (163), 1008.0B 164.8 (163): -5.4% to +7.6%, median 3.5% off. Before clock30 (2026-11-27, the network
+529.6B 162.6 (163), 1008.0B 164.8 (163): -5.4% to +7.6%, median 3.5% off. With the gradient clipping priced
+(2026-11-28, clip31: Megatron's --clip-grad 1.0, three passes over the fp32 main grads each GPU holds): 1.7B 129.1,
+3.6B 133.8, 7.5B 136.9, 18.4B 135.1, 39.1B 146.4, 76.1B 150.5, 145.6B 156.4, the rest unchanged to 0.1: -5.8% to
++7.5%, median 3.7% off (the one-stage, unsharded rows move most). Before clock30 (2026-11-27, the network
 model of issue 23, the output head and loss on the last pipeline stage and the per-operation price audit):
 -6.7% to +1.8%, median 4.3% off; the large compute-bound rows moved most (+5-9 points: the old model priced GEMMs
 about 15% under what an H100 measures, and the A100 takes that curve), the small DP-heavy rows 1-3 points. Before

@@ -75,9 +75,13 @@ def test_offload_time_is_added_to_the_step_and_lowers_mfu():
     on_gpu = estimate(_sc(offload="none"))
     inputs = off.compute.step_time_s.inputs
     assert inputs["exposed_offload_s"] == pytest.approx(off.compute.offload_time_s.value)
-    # with offload the optimizer runs on the CPU: the GPU's optimizer pass leaves the step, the offload joins it
+    # with offload the optimizer runs on the CPU: the GPU's optimizer pass and the gradient clipping before it
+    # (Megatron's --clip-grad 1.0, priced on the GPU only without offload: core.training.grad_clip) leave the step,
+    # the offload joins it
+    assert on_gpu.compute.breakdown["gradient_clipping"] > 0 and "gradient_clipping" not in off.compute.breakdown
     assert off.compute.step_time_s.value == pytest.approx(on_gpu.compute.step_time_s.value
                                                           - on_gpu.compute.breakdown["optimizer"]
+                                                          - on_gpu.compute.breakdown["gradient_clipping"]
                                                           + inputs["exposed_offload_s"], rel=1e-9)
     assert off.compute.mfu.value < on_gpu.compute.mfu.value
 

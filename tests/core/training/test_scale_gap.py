@@ -232,12 +232,14 @@ def one_node_plan(gpus: int):
 
 
 def test_the_proposed_one_node_runs_as_the_engine_prices_them():
-    """Step seconds, ±5 ms: 0.354 on one GPU (its optimizer step unsharded), 0.342 on 8 with the DP traffic
-    overlapped and 0.367 with it serialised; the 48-GPU row measured 0.452 (408.8 TFLOP/s) against our 0.341."""
+    """Step seconds, ±5 ms: 0.362 on one GPU (its optimizer step and its gradient clipping unsharded: Megatron's
+    --clip-grad 1.0 reads and scales 1.7 B fp32 main grads, 8.2 ms; 0.354 before clipping was priced), 0.342 on 8
+    with the DP traffic overlapped and 0.368 with it serialised; the 48-GPU row measured 0.452 (408.8 TFLOP/s)
+    against our 0.342."""
     from llmplan.core.engine import estimate
 
     one = estimate(one_node_plan(1))
-    assert one.fits and one.compute.step_time_s.value == pytest.approx(0.354, abs=0.005)
+    assert one.fits and one.compute.step_time_s.value == pytest.approx(0.362, abs=0.005)
     assert estimate(one_node_plan(8)).compute.step_time_s.value == pytest.approx(0.342, abs=0.005)
     assert _serial_dp(one_node_plan(8)).compute.step_time_s.value == pytest.approx(0.367, abs=0.005)
     row = mcore._estimate("1.7B").compute.step_time_s.value

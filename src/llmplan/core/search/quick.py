@@ -14,7 +14,7 @@ per distinct layout (``quick_memory.eager_stage_memory``).
 Time per step, composed as the estimate composes it (Narayanan et al. 2021, §3): (m + (pp-1)/v)
 micro-batch slots of the slowest stage (the engine's split), each its compute (``timing.layer_and_head``)
 plus its share of the exposed TP, CP, PP and EP traffic; then the exposed data-parallel collectives, the
-optimizer's pass or the offload path, and (eager profiles) the host transfers
+gradient clipping and the optimizer's pass or the offload path, and (eager profiles) the host transfers
 (``switches.host_transfer_time``). The traffic, optimizer and offload terms are in ``quick_time.py``.
 """
 
@@ -29,6 +29,7 @@ from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES, eager_stage_memory, stage_memory
 from llmplan.core.search.quick_time import (
+    clip_seconds,
     context_parallel_seconds,
     data_parallel_seconds,
     distinct_rows,
@@ -85,7 +86,7 @@ class QuickResult:
     dp_comm: np.ndarray  # s of exposed data-parallel traffic
     ep_comm: np.ndarray
     recompute: np.ndarray  # s spent recomputing activations
-    optimizer_time: np.ndarray
+    optimizer_time: np.ndarray  # s of the optimizer step (or offload path) and the gradient clipping before it
     tokens_per_step: np.ndarray
     model_flops: np.ndarray  # per step, all GPUs
 
@@ -136,8 +137,9 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
 
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
+    # the optimizer's pass or the offload path, with the gradient clipping before the step (0 on offload rows)
     t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m),
-                     optimizer_seconds(sm, zero, t, cluster, eff, prof))
+                     optimizer_seconds(sm, zero, t, cluster, eff, prof)) + clip_seconds(sm, c, s.spec, t, prof, cluster, eff)
 
     step = m * slot + bubble + t_dp + t_opt
     if eager is not None:  # activation offload and paged optimizer states cross PCIe (the engine's own term)

@@ -9,7 +9,8 @@
 - context parallelism's K/V exchange (``comms.context_parallel_call``), and the tensor-parallel, pipeline
   and expert-parallel traffic (``tensor_parallel_call``, ``pipeline_call``, ``expert_parallel_call``),
   priced and hidden the same way;
-- the optimizer's pass over its states: ``optimizer_kernel.optimizer_time``;
+- the optimizer's pass over its states: ``optimizer_kernel.optimizer_time``; the gradient clipping before it:
+  ``grad_clip.clip_time``;
 - CPU offload: ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute).
 
 Each reads the worst-loaded pipeline stage's parameters and state bytes from ``quick_memory`` (what the
@@ -24,9 +25,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import DEFAULT_PROFILE, FrameworkProfile, in_effect
 from llmplan.core.hardware import ClusterSpec, Efficiency
+from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES
+from llmplan.core.training import grad_clip
 from llmplan.core.training.comms import (
     call_time,
     chunk_tail,
@@ -257,6 +260,28 @@ def optimizer_seconds(sm, zero: np.ndarray, t: TrainingSettings, cluster: Cluste
     # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
     return optimizer_time(params, master, sm.grad_bytes, sm.optimizer_bytes, np.where(separate, sm.weight_bytes, 0.0),
                           True, optimizer_rate(cluster.gpu, eff, t, prof))
+
+
+def clip_seconds(sm, c, m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: ClusterSpec,
+                 eff: Efficiency) -> np.ndarray:
+    """The gradient clipping before the optimizer step, as the estimate prices it (``grad_clip.clip_time`` on the
+    worst-loaded stage's gradients after sharding, in their dtype), under DeepSpeed's view of the profile on the
+    rows whose ZeRO stage DeepSpeed runs (``framework_profile.deepspeed_stage``), nothing on the rows that offload
+    (the offload path's own)."""
+    base = prof if prof is not None else DEFAULT_PROFILE
+    sharded = (c.zero >= 1) | bool(t.distributed_optimizer)
+    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+    tensors = grad_clip.tensors_on_gpu(count_params(m), m, t, params)
+    bandwidth = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
+    d = c.dp * c.cp
+    deepspeed = np.zeros(len(c.tp), dtype=bool)
+    if base.zero_engine == "deepspeed":
+        deepspeed = (c.zero >= 2) | ((c.zero == 1) & ((d > 1) | (c.offload == 1)))
+    out = np.zeros(len(c.tp))
+    for view, rows in ((base, ~deepspeed), (in_effect(base, 2), deepspeed)):
+        if rows.any() and grad_clip.clips(t, view):
+            out = np.where(rows, grad_clip.clip_time(params, tensors, sm.grad_bytes, view, bandwidth).seconds, out)
+    return np.where(c.offload == 1, 0.0, out)
 
 
 def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,

@@ -50,7 +50,7 @@ def estimate_training(sc: Scenario) -> Estimate:
                    bool(st.master_bytes))
     ct = compute_times(sc, lay, pb, opt_params, state_bytes)
 
-    busy = ct.total - ct.optimizer
+    busy = ct.total - ct.step_end
     per_mb = busy / lay.accumulation
     bwd_share = (2.0 if full else 1.0) / (3.0 if full else 2.0)
     attn_share = tf.attention / tf.forward if tf.forward else 0.0

@@ -39,6 +39,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.result import ComputeReport
 from llmplan.core.training import batch
+from llmplan.core.training import grad_clip as gc
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training.flops import StepFlops
@@ -87,10 +88,21 @@ class ComputeTimes:
     pace: float = 1.0  # the other stages' mean time per micro-batch / the slowest stage's (``fill_pace``)
     head_stage: bool = False  # the slowest stage is the last, with the head and loss (pp > 1)
     clock: float = 1.0  # share of its full clock the GPU holds over the step (``micro_batch_clock``)
+    clip: gc.ClipTime | None = None  # the gradient clipping before the optimizer step (``grad_clip``); None: none
+
+    @property
+    def clipping(self) -> float:
+        return self.clip.seconds if self.clip is not None else 0.0
+
+    @property
+    def step_end(self) -> float:
+        """Seconds once per step after the last backward: the gradient clipping and the optimizer's pass (not
+        stretched by the pipeline bubble, no window for the data-parallel reduction)."""
+        return self.optimizer + self.clipping
 
     @property
     def total(self) -> float:
-        return self.matmul + self.memory_bound + self.optimizer + self.launch
+        return self.matmul + self.memory_bound + self.optimizer + self.launch + self.clipping
 
 
 def training_peak(gpu_name: str, peaks, precision: str) -> tuple[float, tuple[str, ...]]:
@@ -239,16 +251,21 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
     steps = lay.accumulation
     gpu_s, host_s = per_mb.gpu * steps, per_mb.host(prof) * steps
     launch = max(host_s - gpu_s, 0.0)
-    opt = 0.0
+    opt, clip = 0.0, None
     if tr.offload == "none":
         mb, gb, sb, wb, separate = state_bytes
         opt = optimizer_time(optimizer_params, mb, gb, sb, wb, separate, optimizer_rate(gpu, eff, tr, prof))
+        if gc.clips(tr, prof):
+            clip = gc.clip_time(optimizer_params, gc.tensors_on_gpu(count_params(m), m, tr, optimizer_params), gb,
+                                prof, hbm)
     parts = {"gemm": per_mb.gemm * steps, "attention": per_mb.attention * steps,
              "memory_bound": (per_mb.elementwise + per_mb.casts) * steps, "loss": per_mb.loss * steps,
              "dequantisation": per_mb.dequant * steps, "kernel_gaps": per_mb.gaps * steps}
     if per_mb.fp8:  # fp8 training only: the amax, cast and transpose passes around its fp8 GEMMs (fp8_casts)
         parts["fp8_casts"] = per_mb.fp8 * steps
     parts["optimizer"], parts["launch_overhead"] = opt, launch
+    if clip is not None:
+        parts["gradient_clipping"] = clip.seconds
     if per_mb.fp8:
         notes += (fp8_note(prof, r, parts["fp8_casts"]),)
     if launch:
@@ -272,7 +289,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
                   "100%; measured on an H100/H200 with GEMMs between memory-bound kernels, docs/training.md "
                   "'The clock')",)
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage,
-                        clock)
+                        clock, clip)
 
 
 _FP8_RECIPES = {
@@ -290,6 +307,27 @@ def fp8_note(prof: FrameworkProfile, r: ot.Rates, cast_s: float) -> str:
             f"measured on an H100), attention and the output head in bf16 at {r.gemm / 1e12:.0f} TFLOP/s; the casts "
             f"move {cast_s * r.bandwidth / 1e9:,.1f} GB per step at {r.bandwidth / 1e9:,.0f} GB/s: {cast_s:.3g} s "
             "(fp8_casts in compute.breakdown; docs/training.md, 'fp8 training')")
+
+
+def clip_figure(sc: Scenario, ct: ComputeTimes) -> Figure | None:
+    """The gradient clipping's seconds per step with what they are made of (``grad_clip``), None where it does not
+    run (off, or under CPU offload)."""
+    c = ct.clip
+    if c is None:
+        return None
+    prof, tr = sc.framework, sc.training
+    how = {"foreach": "torch.nn.utils.clip_grad_norm_: _foreach_norm reads the gradients, _foreach_mul_ reads and "
+                      "writes them (3 passes in their dtype)",
+           "multi_tensor": "Megatron-Core clip_grad_norm_fp32: multi_tensor_l2norm reads the main grads this rank "
+                           "owns, multi_tensor_scale_tensor reads and writes them (3 passes)",
+           "deepspeed": "DeepSpeed ZeRO: an fp64 copy of each 16-bit gradient written and read for its norm, then "
+                        "the fp32 partition scaled (runs at every step, clipping or not)"}[prof.grad_clip_kernels]
+    notes = ((f"training.grad_clip is {tr.grad_clip}, but DeepSpeed's optimizer computes the norm and scales the "
+              "gradients at every step all the same",) if tr.grad_clip == "off" else ())
+    return Figure.own(c.seconds, "s", "max(bytes / achievable bandwidth + kernels × idle gap, Python-level calls × "
+                      "launch_s) + one launch_s where the loop reads the norm on the host (.item())",
+                      {"how": how, "bytes": c.bytes, "kernels": c.kernels, "host_s": c.host_s, "sync_s": c.sync_s,
+                       "bandwidth": ct.hbm, "grad_clip": tr.grad_clip, "framework": prof.name}, "grad-clip", notes)
 
 
 def bubble_fraction(lay: Layout) -> float:
@@ -312,10 +350,10 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
     tr, eff = sc.training, sc.efficiency
     gpus = lay.gpus
     bub = bubble_fraction(lay)
-    ideal = ct.total - ct.optimizer + exposed_inner
+    ideal = ct.total - ct.step_end + exposed_inner
     exposed_offload = offload.value if offload is not None else 0.0  # offload_time.py
     fill = ideal * bub * ct.pace  # the p-1 fill-and-drain slots are the other stages' (module doc)
-    step = ideal + fill + ct.optimizer + exposed_dp + exposed_offload + host_s
+    step = ideal + fill + ct.step_end + exposed_dp + exposed_offload + host_s
     breakdown = {**ct.parts, "exposed_communication": exposed_inner + exposed_dp, "pipeline_bubble": fill,
                  "offload": exposed_offload}
     if host_s:
@@ -355,9 +393,10 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
         step_time_s=Figure.own(step, "s",
                                "(GEMMs + attention + memory-bound kernels + launch-bound excess + exposed TP/CP/EP/PP "
                                "of the slowest pipeline stage; the last holds the head and loss) × (1 + bubble × the "
-                               "other stages' time share) + optimizer step + exposed DP + exposed offload (CPU "
-                               "optimizer step, PCIe, NVMe)",
+                               "other stages' time share) + gradient clipping + optimizer step + exposed DP + exposed "
+                               "offload (CPU optimizer step, PCIe, NVMe)",
                                {"matmul_s": ct.matmul, "memory_bound_s": ct.memory_bound, "optimizer_s": ct.optimizer,
+                                "grad_clip_s": ct.clipping,
                                 "launch_s": ct.launch, "framework": sc.framework.name,
                                 "exposed_inner_s": exposed_inner, "bubble": bub, "exposed_dp_s": exposed_dp,
                                 "exposed_offload_s": exposed_offload, **stages},
@@ -395,6 +434,7 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                              {"seconds": seconds, "gpus": gpus}, "assumption"),
         cost_usd=cost,
         offload_time_s=offload,
+        grad_clip_s=clip_figure(sc, ct),
         breakdown=breakdown,
         global_batch=Figure.own(lay.global_batch, "1", "training.global_batch, else global_batch_tokens / "
                                 "seq_len, else the published batch for the model size; rounded to a multiple of "
