@@ -15,6 +15,7 @@ from llmplan.core.frozen import FrozenModel
 from llmplan.core.strict_fields import StrictFields
 
 Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
+DECODE_PARTS = ("gqa", "mla", "mlp", "moe", "step")  # decode_kernels rows (core/inference/serving_floor.py)
 WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf")  # core.quant.WeightFormat.kind
 _KIND_NAMES = {"float": "fp16/bf16/fp32", "fp8": "fp8", "int8": "int8/w8a8", "gptq": "GPTQ", "awq": "AWQ",
                "bnb": "bitsandbytes nf4/fp4", "mlx": "MLX quantized (mlx-4bit, mlx-8bit)", "gguf": "GGUF (q4_k_m, q8_0 …)"}
@@ -144,6 +145,19 @@ class EngineProfile(StrictFields, FrozenModel):
         description="seconds each kernel of a captured CUDA graph costs beyond the bytes it streams (graph replay of "
         "tiny kernels, microbenchmark)",
     )
+    decode_kernels: tuple[tuple[str, int, int], ...] = Field(
+        (), description="(part, kernels other than GEMMs, GEMM kernels) one batch-1 decode step launches per layer "
+        "part ('gqa' or 'mla' attention, 'mlp' or 'moe' feed-forward) and once per step ('step': embedding, final "
+        "norm, lm_head, sampling), counted from a GPU serving engine's model code; each kernel costs "
+        "decode_kernel_s and each GEMM at least its fixed cost (core/inference/serving_floor.py); (): no such floor",
+    )
+    decode_quant_kernels_per_gemm: int = Field(
+        0, ge=0, le=4, description="extra kernels per GEMM with fp8 weights (the activations' fp8 quantisation)"
+    )
+    allreduce_small: tuple[tuple[int, float, float], ...] = Field(
+        (), description="(TP size, message bytes, seconds) of the engine's own small all-reduce inside an NVLink "
+        "node (custom all-reduce), measured; interpolated by log size; (): allreduce_latency_s",
+    )
     prefill_quant_int8_efficiency: float | None = Field(
         None, gt=0, le=1,
         description="fraction of the GPU's dense int8 peak the engine's quantised matmul kernels (llama.cpp MMQ) "
@@ -259,6 +273,24 @@ class EngineProfile(StrictFields, FrozenModel):
             if not pattern or not 0 <= ops < 512:
                 raise ValueError(f"prefill_metal_coissued: each row is [GGUF type pattern, instructions per 16 "
                                  f"weights in [0, 512)]; not [{pattern!r}, {ops}]")
+        return v
+
+    @field_validator("decode_kernels")
+    @classmethod
+    def _decode_kernels(cls, v: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, int, int], ...]:
+        for part, other, gemms in v:
+            if part not in DECODE_PARTS or not 0 <= other <= 200 or not 0 <= gemms <= 50:
+                raise ValueError(f"decode_kernels: each row is [part in {', '.join(DECODE_PARTS)}, kernels 0-200, "
+                                 f"GEMMs 0-50]; not [{part!r}, {other}, {gemms}]")
+        return v
+
+    @field_validator("allreduce_small")
+    @classmethod
+    def _allreduce_small(cls, v: tuple[tuple[int, float, float], ...]) -> tuple[tuple[int, float, float], ...]:
+        for tp, size, seconds in v:
+            if not 2 <= tp <= 64 or size <= 0 or not 0 < seconds < 0.01:
+                raise ValueError(f"allreduce_small: each row is [TP size 2-64, bytes > 0, seconds in (0, 0.01)]; "
+                                 f"not [{tp}, {size}, {seconds}]")
         return v
 
     @field_validator("gemm_efficiency", "attention_efficiency", "prefill_quant_factor_apple")

@@ -34,6 +34,7 @@ from llmplan.core.inference.backend import (
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
+from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, small_allreduce_s
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
 from llmplan.core.workload import Scenario
@@ -167,13 +168,21 @@ def _attn_width(spec: ModelSpec) -> int:
     return 2 * spec.num_heads * spec.head_dim
 
 
-def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
+def _allreduce_one_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
+    """One TP all-reduce of ``tokens`` tokens' activations: the ring's bytes over the link plus the fixed latency,
+    or, inside a node with an engine whose own small all-reduce is measured (``allreduce_small``), the larger of
+    that measurement and the ring's bytes over the link."""
     tp = plan.tp
     if tp == 1:
         return 0.0
     buf = tokens * scenario.model.hidden_size * ACT_BYTES
-    per = 2 * (tp - 1) / tp * buf / r.link + r.latency
-    return 2 * scenario.model.num_layers * per
+    ring = 2 * (tp - 1) / tp * buf / r.link
+    small = small_allreduce_s(plan.engine, tp, buf) if tp <= scenario.cluster.gpus_per_node else None
+    return max(small, ring) if small is not None else ring + r.latency
+
+
+def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
+    return 2 * scenario.model.num_layers * _allreduce_one_s(scenario, plan, r, tokens)
 
 
 def _pp_send_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
@@ -242,11 +251,13 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
     fmt = plan.weights.format
+    floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights)
+    fixed = passes * floor.fixed_s if floor is not None else 0.0  # each pass launches every layer's kernels
     if is_block_quantised(fmt) and dequantises_prompt(
             plan.engine, scenario.cluster.gpu, backend_of(scenario.cluster.gpu, scenario.inference.backend),
             plan.chunk_tokens):
         compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp
-    return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights)
+    return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights, fixed_s=fixed)
 
 
 def dequant_s(q: QuantizedWeights, layer_share: float, passes: int, stream: float) -> float:
@@ -301,7 +312,21 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple")
     layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
     fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
+    floor = serving_floor(scenario, plan, r, tokens, gpu_read)
+    if floor is not None:
+        fixed += floor.fixed_s
+        comm = floor.collective_s + _pp_send_s(scenario, plan, r, tokens)
     return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)
+
+
+def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, weight_bytes: float) -> (
+        DecodeFloor | None):
+    """The GPU serving engines' kernel and collective floor of one forward pass of ``tokens`` tokens reading
+    ``weight_bytes`` (``core.inference.serving_floor``); None for profiles without a decode kernel list."""
+    layers = plan.layers_per_stage * plan.pp
+    fp8 = plan.weights.format.kind == "fp8"
+    return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
+                        _allreduce_one_s(scenario, plan, r, tokens))
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[

@@ -1,0 +1,113 @@
+"""The per-layer floor of a decode step on the GPU serving engines (vLLM, SGLang, TensorRT-LLM, TGI).
+
+At batch 1 a decode step reads little per GPU (a TP rank of a 70B model ~35 MB a layer), so what sets its time
+is not only bytes over bandwidth: every layer launches 10-40 small kernels, each of which takes a few
+microseconds however little it reads, and each tensor-parallel all-reduce of a few KB costs its latency.
+
+- **Kernels**: the profile's ``decode_kernels`` lists, per layer part and once per step, the kernels the engine's
+  model code launches (attention GQA or MLA, feed-forward dense or fused-MoE; embedding, final norm, lm_head and
+  sampling per step), counted from the engines' code (catalogs/engines.toml names the files and commits). The
+  engines replay a decode step as a CUDA graph, so a kernel pays no host launch, only the GPU's hand-over:
+  ``decode_kernel_s`` each (the same graph-replay microbenchmark the llama.cpp profiles use).
+- **GEMMs**: each GEMM takes at least ``GEMM_FIXED_S`` (3 µs, the measured duration of a small cuBLAS GEMM on an
+  H100: ``core.training.kernel_rates``). The step's weight bytes are already priced at the bandwidth
+  (``latency.decode_step``); the floor adds what the GEMMs' fixed costs exceed them by, over the whole step
+  (an aggregate: a step of many small GEMMs and a few large ones is priced as if its bytes were spread evenly).
+- **fp8 weights** add ``decode_quant_kernels_per_gemm`` kernels per GEMM (the activations' fp8 quantisation
+  before each scaled GEMM).
+- **Collectives**: with TP inside a node every layer all-reduces its attention output and its feed-forward
+  output (RowParallelLinear / the MoE's final reduce), and each step gathers the logits. A small all-reduce costs
+  what the engine's own custom all-reduce was measured at (``allreduce_small``: TP size × message bytes,
+  interpolated by log size, never less than the ring's bytes over the link); the logits gather is priced as one
+  more all-reduce of the activations' size (an approximation: it moves vocabulary / TP logits per token).
+  Profiles without that table keep ``allreduce_latency_s``.
+
+Not modelled: the engines' host-side scheduling per step (Python, detokenisation; a few hundred µs in vLLM V0),
+SGLang's DP attention (``--enable-dp-attention``), expert-parallel all-to-alls, and kernels that reach less than
+the copy bandwidth at batch 1. docs/inference.md compares the result with published batch-1 measurements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.model import ModelSpec
+from llmplan.core.training.kernel_rates import GEMM_FIXED_S
+
+COLLECTIVES_PER_LAYER = 2  # attention output and feed-forward output (RowParallelLinear all-reduces)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeFloor:
+    """One decode step's floor on one GPU (seconds; counts per step)."""
+
+    kernels: int  # kernels the step launches, GEMMs included
+    gemms: int
+    kernel_s: float  # kernels × the per-kernel hand-over
+    gemm_floor_s: float  # what the GEMMs' fixed costs add beyond the step's weight bytes at the bandwidth
+    collectives: int
+    collective_s: float
+
+    @property
+    def fixed_s(self) -> float:
+        """The GPU part: kernel hand-overs and GEMM floors."""
+        return self.kernel_s + self.gemm_floor_s
+
+
+def _row(engine: EngineProfile, part: str) -> tuple[int, int]:
+    return next(((o, g) for p, o, g in engine.decode_kernels if p == part), (0, 0))
+
+
+def step_kernels(spec: ModelSpec, engine: EngineProfile, layers: int, fp8: bool) -> tuple[int, int]:
+    """(kernels other than GEMMs, GEMMs) of one decode step over ``layers`` layers (the model's own mix of MLA or
+    GQA attention and dense or MoE feed-forward, scaled to ``layers``), plus the per-step kernels."""
+    attn = _row(engine, "mla" if spec.mla else "gqa")
+    moe_share = spec.moe_layer_count / spec.num_layers
+    mlp, moe = _row(engine, "mlp"), _row(engine, "moe")
+    other = layers * (attn[0] + (1 - moe_share) * mlp[0] + moe_share * moe[0])
+    gemms = layers * (attn[1] + (1 - moe_share) * mlp[1] + moe_share * moe[1])
+    step = _row(engine, "step")
+    other, gemms = other + step[0], gemms + step[1]
+    if fp8:
+        other += gemms * engine.decode_quant_kernels_per_gemm
+    return round(other), round(gemms)
+
+
+def small_allreduce_s(engine: EngineProfile, tp: int, size: float) -> float | None:
+    """Seconds of one all-reduce of ``size`` bytes over ``tp`` GPUs of a node with the engine's custom all-reduce
+    (log-size interpolation of its measured rows for the nearest TP size at or above ``tp``, else the largest;
+    beyond the largest size measured, that row's time plus the extra bytes at the last interval's rate), or None
+    when the profile measured none."""
+    rows = engine.allreduce_small
+    if not rows or tp < 2:
+        return None
+    sizes = sorted({t for t, _, _ in rows})
+    pick = next((t for t in sizes if t >= tp), sizes[-1])
+    pts = sorted((b, s) for t, b, s in rows if t == pick)
+    if size <= pts[0][0]:
+        return pts[0][1]
+    for (b0, s0), (b1, s1) in itertools.pairwise(pts):
+        if size <= b1:
+            f = math.log(size / b0) / math.log(b1 / b0)
+            return s0 + f * (s1 - s0)
+    if len(pts) == 1:
+        return pts[0][1]
+    (b0, s0), (b1, s1) = pts[-2], pts[-1]
+    return s1 + (size - b1) * (s1 - s0) / (b1 - b0)
+
+
+def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, tokens: int, fp8: bool,
+                 weight_bytes: float, bandwidth: float, allreduce_s: float) -> DecodeFloor | None:
+    """The floor of one forward pass of ``tokens`` tokens over ``layers`` layers on one GPU of a TP group of
+    ``tp`` (None: the profile lists no decode kernels). ``weight_bytes``: what the pass reads at ``bandwidth``;
+    ``allreduce_s``: one all-reduce of the pass's activations (``small_allreduce_s`` or the flat latency)."""
+    if not engine.decode_kernels:
+        return None
+    other, gemms = step_kernels(spec, engine, layers, fp8)
+    kernel_s = (other + gemms) * (engine.decode_kernel_s or 0.0)
+    gemm_floor = max(0.0, gemms * GEMM_FIXED_S - weight_bytes / bandwidth)
+    collectives = COLLECTIVES_PER_LAYER * layers + 1 if tp > 1 else 0
+    return DecodeFloor(other + gemms, gemms, kernel_s, gemm_floor, collectives, collectives * allreduce_s)
