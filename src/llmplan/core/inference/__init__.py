@@ -89,7 +89,7 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
 
 def _phase_inputs(t: PhaseTime) -> dict[str, float]:
     return {"compute_s": t.compute_s, "memory_s": t.memory_s, "comm_s": t.comm_s, "host_s": t.host_s,
-            "flops": t.flops, "bytes": t.bytes}
+            "fixed_s": t.fixed_s, "flops": t.flops, "bytes": t.bytes}
 
 
 def estimate_inference(scenario: Scenario) -> Estimate:
@@ -105,12 +105,14 @@ def estimate_inference(scenario: Scenario) -> Estimate:
     replicas = s.parallelism.dp
     gpus = plan.tp * plan.pp * replicas
 
-    ttft = Figure.of(pre.total_s, "s", formula="max(FLOPs ÷ (tp·peak·eff), weight bytes ÷ bandwidth) + TP/PP comm",
+    ttft = Figure.of(pre.total_s, "s", formula="max(FLOPs ÷ (tp·peak·eff), weight bytes ÷ bandwidth) + TP/PP comm + fixed",
                      inputs={**_phase_inputs(pre), "batch": inf.batch, "prompt_tokens": inf.prompt_tokens,
                              "flops_per_s": r.flops},
                      source="roofline", assumptions=("the batch's prompts are prefilled together",))
     tpot_inputs = {**_phase_inputs(step), "batch": inf.batch, "context": avg_context, "bandwidth": r.bandwidth}
-    tpot_formula = "max(FLOPs ÷ (tp·peak·eff), (weights read + KV read) ÷ bandwidth) + comm"
+    # fixed_s: the per-step floor (kernel hand-overs and GEMM minimums: core/inference/serving_floor.py; llama.cpp's
+    # per-layer floor; the engine's per-step overhead)
+    tpot_formula = "max(FLOPs ÷ (tp·peak·eff), (weights read + KV read) ÷ bandwidth) + comm + fixed"
     tpot_source = "roofline"
     if inf.draft_tokens:
         tpot_inputs |= {"draft_tokens": inf.draft_tokens, "acceptance": inf.draft_acceptance,
