@@ -304,18 +304,18 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     if plan.gpu_layers < spec.num_layers:
         host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
         host = (read * (1 - frac) + host_kv) / r.host_bandwidth
-    comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
     engine = plan.engine
+    floor = serving_floor(scenario, plan, r, tokens, gpu_read)
+    tp_comm = floor.collective_s if floor is not None else _tp_allreduce_s(scenario, plan, r, tokens)
+    comm = tp_comm + _pp_send_s(scenario, plan, r, tokens)
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
         e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
         return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
     per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple")
     layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
     fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
-    floor = serving_floor(scenario, plan, r, tokens, gpu_read)
     if floor is not None:
         fixed += floor.fixed_s
-        comm = floor.collective_s + _pp_send_s(scenario, plan, r, tokens)
     return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)
 
 

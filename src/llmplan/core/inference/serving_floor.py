@@ -81,12 +81,9 @@ def small_allreduce_s(engine: EngineProfile, tp: int, size: float) -> float | No
     (log-size interpolation of its measured rows for the nearest TP size at or above ``tp``, else the largest;
     beyond the largest size measured, that row's time plus the extra bytes at the last interval's rate), or None
     when the profile measured none."""
-    rows = engine.allreduce_small
-    if not rows or tp < 2:
+    if not engine.allreduce_small or tp < 2:
         return None
-    sizes = sorted({t for t, _, _ in rows})
-    pick = next((t for t in sizes if t >= tp), sizes[-1])
-    pts = sorted((b, s) for t, b, s in rows if t == pick)
+    pts = _points(engine.allreduce_small, tp)
     if size <= pts[0][0]:
         return pts[0][1]
     for (b0, s0), (b1, s1) in itertools.pairwise(pts):
@@ -97,6 +94,25 @@ def small_allreduce_s(engine: EngineProfile, tp: int, size: float) -> float | No
         return pts[0][1]
     (b0, s0), (b1, s1) = pts[-2], pts[-1]
     return s1 + (size - b1) * (s1 - s0) / (b1 - b0)
+
+
+_POINTS: dict[tuple[int, int], tuple[object, tuple[tuple[float, float], ...]]] = {}
+
+
+def _points(rows: tuple[tuple[int, float, float], ...], tp: int) -> tuple[tuple[float, float], ...]:
+    """(bytes, seconds) of the rows for the smallest measured TP size at or above ``tp`` (else the largest), by size.
+    Memoised by the rows' identity (the serving search prices the same group at many batch sizes; hashing the
+    nested tuple on every call cost more than the lookup saved)."""
+    hit = _POINTS.get((id(rows), tp))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    sizes = sorted({t for t, _, _ in rows})
+    pick = next((t for t in sizes if t >= tp), sizes[-1])
+    pts = tuple(sorted((b, s) for t, b, s in rows if t == pick))
+    if len(_POINTS) > 256:
+        _POINTS.clear()
+    _POINTS[(id(rows), tp)] = (rows, pts)
+    return pts
 
 
 def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, tokens: int, fp8: bool,
