@@ -29,11 +29,10 @@ the copy bandwidth at batch 1. docs/inference.md compares the result with publis
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.inference.eager import curve_at
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.kernel_rates import GEMM_FIXED_S
 
@@ -84,14 +83,8 @@ def small_allreduce_s(engine: EngineProfile, tp: int, size: float) -> float | No
     if not engine.allreduce_small or tp < 2:
         return None
     pts = _points(engine.allreduce_small, tp)
-    if size <= pts[0][0]:
-        return pts[0][1]
-    for (b0, s0), (b1, s1) in itertools.pairwise(pts):
-        if size <= b1:
-            f = math.log(size / b0) / math.log(b1 / b0)
-            return s0 + f * (s1 - s0)
-    if len(pts) == 1:
-        return pts[0][1]
+    if size <= pts[-1][0] or len(pts) == 1:
+        return curve_at(pts, size)
     (b0, s0), (b1, s1) = pts[-2], pts[-1]
     return s1 + (size - b1) * (s1 - s0) / (b1 - b0)
 
