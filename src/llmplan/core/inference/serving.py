@@ -29,7 +29,7 @@ from llmplan.core.inference.latency import decode_step, prefill_time, rates
 from llmplan.core.inference.memory import plan_memory
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
-from llmplan.errors import InputError
+from llmplan.errors import InputError, LayoutError
 
 MELANGE = "Griggs et al., Mélange: Cost Efficient Large Language Model Serving by Exploiting GPU Heterogeneity, 2024"
 
@@ -111,7 +111,10 @@ def _replica(model: ModelSpec, req: ServingRequest, gpu: GpuSpec, tp: int, setti
     sc = Scenario(model=model, cluster=ClusterSpec(gpu=gpu, gpus_per_node=tp), workload="inference",
                   inference=InferenceSettings(prompt_tokens=max_prompt, output_tokens=max(1, out_max), **settings),
                   parallelism=ParallelLayout(tp=tp), efficiency=eff, engine_profile=engine)
-    plan = plan_memory(sc, engine)
+    try:
+        plan = plan_memory(sc, engine)
+    except LayoutError as e:  # e.g. 40 heads over tp=8: this replica cannot be built
+        return str(e)
     if plan.fixed_gpu + plan.kv_per_seq_gpu > plan.capacity:
         need = (plan.fixed_gpu + plan.kv_per_seq_gpu) / 2**30
         return f"does not fit: needs {need:.1f} GiB per GPU, {plan.capacity / 2**30:.1f} GiB usable"

@@ -25,11 +25,15 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
-    """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers."""
+    """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers.
+    Engines that split a model by layers (llama.cpp and Ollama: ``--split-mode layer``, their default) get
+    PP only: their row split is not tensor parallelism as vLLM runs it and is not modelled, so pricing it as
+    TP would promise twice a layer split's decode speed on two cards."""
     m, c = scenario.model, scenario.cluster
+    layer_split = scenario.engine_profile is not None and scenario.engine_profile.partial_offload
     out = []
     for tp in TP_CHOICES:
-        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp:
+        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp or (layer_split and tp > 1):
             continue
         for pp in range(1, min(m.num_layers, c.total_gpus // tp) + 1):
             if (c.total_gpus // tp) % pp == 0:
