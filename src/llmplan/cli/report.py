@@ -112,7 +112,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "gpu_layers": _v(i.gpu_layers),
         }
         fit = longest_context(scenario)
-        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context}
+        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context,
+                             "longest_context_batch": fit.batch}
     out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
@@ -228,7 +229,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
             ("max concurrent sequences", present.integer(i["max_concurrency"])),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
-            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
+            *([("longest context that fits", longest_context_text(i)),
                ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
               if "longest_context_tokens" in i else []),
         ]))
@@ -238,6 +239,19 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def longest_context_text(i: dict[str, Any]) -> str:
+    """The longest context, saying what it assumes: for llama.cpp/Ollama (``gpu_layers`` set) every layer on the
+    GPU, so a plan that runs with layers in host RAM reads "none", not a bare "0 tokens"; per sequence when
+    several run at once (a batch of 64 leaves each a 64th of the cache, not the model's whole context)."""
+    n, batch = i["longest_context_tokens"], i.get("longest_context_batch", 1)
+    each = f" per sequence, {batch:,} at once" if batch > 1 else ""
+    if i.get("gpu_layers") is None:
+        return f"{n:,} tokens{each}"
+    if n == 0:
+        return "none with every layer on the GPU (the weights alone do not fit)"
+    return f"{n:,} tokens{each} (every layer on the GPU)"
 
 
 def run_finishes(sysd: dict[str, Any]) -> bool:

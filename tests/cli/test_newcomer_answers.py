@@ -1,0 +1,40 @@
+"""Answers a new user got wrong or could not read, found by asking the CLI the questions of docs/fit.md's users
+(a hobbyist with one 24 GB card, an engineer serving on an H100, a researcher on many nodes), 2026-11-28.
+Each test failed before its fix."""
+
+import json
+
+from llmplan.cli import main
+
+LLAMA_70B_Q4_ON_4090 = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-rtx-4090-24gb",
+                        "--workload", "inference", "--set", "inference.engine=llama.cpp",
+                        "--set", "inference.weight_format=q4_k_m"]
+
+
+def test_offloaded_plan_says_why_no_context_fits_on_the_gpu(capsys):
+    # 39.6 GiB of Q4_K_M weights on a 24 GB card: llama.cpp runs it with 32 of 80 layers in host RAM; the
+    # context is searched with every layer on the GPU, which no context allows. It printed "0 tokens".
+    assert main(LLAMA_70B_Q4_ON_4090) == 0
+    out = capsys.readouterr().out
+    assert "FITS WITH OFFLOAD" in out
+    assert "longest context that fits  none with every layer on the GPU (the weights alone do not fit)" in out
+    assert "0 tokens" not in out
+
+
+def test_llama_cpp_context_names_its_assumption(capsys):
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-rtx-4090-24gb", "--workload",
+                 "inference", "--set", "inference.engine=llama.cpp", "--set", "inference.weight_format=q4_k_m",
+                 "--set", "inference.kv_dtype=fp16"]) == 0
+    assert "89,856 tokens (every layer on the GPU)" in capsys.readouterr().out  # docs/inference.md derives it
+
+
+def test_context_at_a_batch_is_per_sequence(capsys):
+    args = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
+            "inference", "--set", "inference.batch=64"]
+    assert main(args) == 0
+    assert "tokens per sequence, 64 at once" in capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    inf = json.loads(capsys.readouterr().out)["inference"]
+    assert inf["longest_context_batch"] == 64
+    # 64 sequences share ~54 GiB of vLLM's pool at 128 KiB a token: ~6,900 tokens each, not the 131,072 one gets
+    assert 6_000 < inf["longest_context_tokens"] < 8_000
