@@ -38,3 +38,28 @@ def test_context_at_a_batch_is_per_sequence(capsys):
     assert inf["longest_context_batch"] == 64
     # 64 sequences share ~54 GiB of vLLM's pool at 128 KiB a token: ~6,900 tokens each, not the 131,072 one gets
     assert 6_000 < inf["longest_context_tokens"] < 8_000
+
+
+def test_many_nodes_without_a_network_names_the_flag(capsys):
+    # A researcher's first try at 512 GPUs: --gpus 8 --nodes 64. The message named only the plan field.
+    assert main(["estimate", "--model", "meta-llama/Meta-Llama-3-70B", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "8",
+                 "--nodes", "64", "--workload", "pretrain"]) == 2
+    err = capsys.readouterr().err
+    assert "64 nodes need a network between them" in err and "--network ib-ndr-400" in err
+    assert "Traceback" not in err
+
+
+def test_a_pdf_or_a_weights_file_is_named_for_what_it_is(tmp_path, capsys):
+    pdf = tmp_path / "paper.pdf"
+    pdf.write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n")  # a PDF's header (ISO 32000-2, 7.5.2)
+    assert main(["estimate", "--model", str(pdf), "--gpu", "nvidia-rtx-4090-24gb"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("paper.pdf: this is a PDF document, not a config.json; give the model's config.json, its "
+                        "folder, a .gguf file, or a Hugging Face repo id (ORG/NAME)")
+    assert main(["estimate", str(pdf)]) == 2  # given as a plan
+    assert "this is a PDF document, not a .llmplan file" in capsys.readouterr().err
+    weights = tmp_path / "model.bin"
+    header = b'{"__metadata__":{"format":"pt"}}'  # safetensors: u64 little-endian header size, then the header
+    weights.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 16)
+    assert main(["params", str(weights)]) == 2
+    assert "this is a safetensors weights file" in capsys.readouterr().err
