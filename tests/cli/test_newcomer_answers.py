@@ -63,3 +63,24 @@ def test_a_pdf_or_a_weights_file_is_named_for_what_it_is(tmp_path, capsys):
     weights.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 16)
     assert main(["params", str(weights)]) == 2
     assert "this is a safetensors weights file" in capsys.readouterr().err
+
+
+def test_nothing_fits_says_by_how_much(capsys):
+    # DeepSeek-V3 in FP8 (671B without its MTP module, ~627 GiB) cannot fit eight 80 GB H100s (8 x 79.6 GiB), as
+    # every deployment guide says (DeepSeek-V3 README, "How to Run Locally": 8 x H200 or 2 nodes of H100). The
+    # answer was an error without a number; it now says how far the roomiest layout is from fitting.
+    assert main(["estimate", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "8",
+                 "--workload", "inference", "--set", "inference.weight_format=fp8"]) == 2
+    err = capsys.readouterr().err
+    assert "the most frugal, TP8 PP1, needs 8" in err and "GiB per GPU, 71.3 GiB usable" in err
+    # a full fine-tune of a 70B model on one 24 GB card: the number, and the advice that fits a fine-tune
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-rtx-4090-24gb",
+                 "--workload", "finetune"]) == 2
+    err = capsys.readouterr().err
+    assert "no layout fits: no layout" not in err  # the prefix was doubled
+    assert "the most frugal layout needs" in err and "24.0 GiB usable): add GPUs, or use LoRA or QLoRA" in err
+    # pre-training advice does not suggest LoRA
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-405B", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "8",
+                 "--workload", "pretrain"]) == 2
+    err = capsys.readouterr().err
+    assert "LoRA" not in err and "add GPUs or shorten the sequence" in err

@@ -134,7 +134,8 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
     result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep,
                     weight_formats=weight_formats)
     if not result.best:
-        raise InputError(f"no layout fits: {result.note}")
+        note = result.note
+        raise InputError(note if note.startswith("no layout fits") else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
         return scenario.model_copy(update={"parallelism": best.parallelism, "inference": chosen_inference(scenario,

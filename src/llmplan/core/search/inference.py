@@ -41,7 +41,8 @@ def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
     return out
 
 
-def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+def _estimates(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+    """Every candidate layout the engine accepts, with its estimate (fitting or not)."""
     from llmplan.core.search.planner import scenario_for  # planner imports this module lazily
 
     engine = refine or estimate_inference
@@ -51,9 +52,24 @@ def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]
             est = engine(scenario_for(scenario, layout, scenario.training))
         except LlmplanError:
             continue  # the engine judges this layout invalid (e.g. an engine without pipeline stages)
-        if est.fits and est.inference is not None:
+        if est.inference is not None:
             rows.append((layout, est))
     return rows
+
+
+def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+    return [(layout, est) for layout, est in _estimates(scenario, refine) if est.fits]
+
+
+def _least(scenario: Scenario, refine) -> str:
+    """The layout that needs the least memory per GPU and how much, so that "nothing fits" has a number."""
+    rows = _estimates(scenario, refine)
+    if not rows:
+        return ""
+    layout, est = min(rows, key=lambda r: r[1].memory.total.value)
+    gib = 2**30
+    return (f" (the most frugal, TP{layout.tp} PP{layout.pp}, needs {est.memory.total.value / gib:,.1f} GiB per "
+            f"GPU, {est.memory.capacity.value / gib:,.1f} GiB usable)")
 
 
 def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None,
@@ -71,7 +87,7 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     if not rows and formats:
         chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
-        why = _no_fit(scenario, formats)
+        why = _no_fit(scenario, formats, "" if cancel and cancel() else _least(scenario, refine))
         return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
     price = c.hourly_price
     if objective == "cost":
@@ -114,13 +130,15 @@ def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
     return "", []
 
 
-def _no_fit(scenario: Scenario, formats: tuple[str, ...]) -> str:
-    """Why nothing fits, after the engine tried every layout (and every format, when left open)."""
+def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> str:
+    """Why nothing fits, after the engine tried every layout (and every format, when left open); ``least``: the
+    most frugal layout's need in the plan's own format."""
     fmt = scenario.inference.weight_format
     if formats:
-        return (f"no layout fits, in {fmt} nor in any smaller weight format the engine knows: "
+        return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
                 "add GPUs or shorten the context")
-    return f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout: add GPUs or quantise"
+    return (f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout{least}: add GPUs, "
+            "quantise, or shorten the context")
 
 
 def _front(rows: list[tuple[ParallelLayout, Estimate]], price: float | None) -> tuple:
