@@ -69,3 +69,12 @@ def test_bad_fixture_is_one_clear_line(tmp_path, capsys):
                str(bad)])
     err = capsys.readouterr().err
     assert rc != 0 and err.count("\n") == 1 and "x.json" in err and "not valid JSON" in err
+
+
+def test_a_limit_of_one_reads_in_the_singular(rtx4090_fixture, capsys, monkeypatch):
+    # QLoRA on Llama-3.1-8B at 4,096 tokens on an RTX 4090: one sequence per micro-batch is all that fits
+    monkeypatch.setenv(FIXTURE_ENV, str(rtx4090_fixture))
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--workload", "finetune", "--set",
+                 "training.method=qlora", "--this-machine"]) == 0
+    out = capsys.readouterr().out
+    assert "Largest micro-batch that fits: 1 sequence (now 1)" in out and "1 sequences" not in out

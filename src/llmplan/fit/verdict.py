@@ -265,6 +265,8 @@ def _limits(doc: PlanDocument, s: FitSummary, machine: LocalMachine, max_ctx: in
 
 
 def _limit_sentence(what: str, current: int, top: int, capped: bool, unit: str, bound: str) -> str:
+    if top == 1:
+        unit = unit.replace("sequences", "sequence", 1)  # "1 sequence", not "1 sequences"
     if capped:
         return f"Largest {what} that fits: {top:,} {unit} (up to {bound}; now {current:,})"
     return f"Largest {what} that fits: {top:,} {unit} (now {current:,})"
