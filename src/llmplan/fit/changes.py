@@ -211,8 +211,13 @@ class Tried:
     summary: FitSummary
 
 
+TIGHT = 0.5  # a change that fits only within the allocator's fragmentation margin (llmplan's assumption)
+
+
 def _distance(step: Step, s: FitSummary, base_speed: float | None) -> float:
     d = step.base_distance
+    if s.estimate is not None and s.estimate.memory.tight:  # it may still run out of memory: not a first choice
+        d += TIGHT
     inf = s.estimate.inference if s.estimate is not None else None
     if s.mode == "offload" and inf is not None:
         w = inf.weight_bytes.value

@@ -165,6 +165,9 @@ def outcome(s: FitSummary) -> str:
             host += f" of {gib(s.host_available_bytes)}"
         return (f"fits with CPU offload: {gib(s.needed_bytes)} per GPU, {host}" if s.fits
                 else f"needs {gib(s.needed_bytes)} per GPU and {host}")
+    if s.fits and s.estimate is not None and s.estimate.memory.tight:
+        return (f"fits, tight: {gib(s.headroom_bytes)} free per GPU, within the allocator's fragmentation margin "
+                f"({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})")
     if s.fits:
         return f"fits with {gib(s.headroom_bytes)} free per GPU ({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})"
     return f"needs {gib(s.needed_bytes)} per GPU, {gib(s.capacity_bytes)} usable ({gib(-s.headroom_bytes)} short)"
