@@ -11,17 +11,19 @@ table ``tests/core/inference/xiongjiedai_table.py`` transcribes).
 import pytest
 
 from llmplan.catalog.engines import engine_profile
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.catalog.models import load_model_catalog
 from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.search import search
 from llmplan.core.search.inference import candidate_layouts
 from llmplan.core.workload import InferenceSettings, Scenario
-from tests.core.inference.xiongjiedai_table import MODELS, _specs
 
 
 def _scenario(engine: str, weight_format: str) -> Scenario:
-    hw, models = _specs()
-    return Scenario(model=models.get(MODELS["70B"]).spec, cluster=ClusterSpec(gpu=hw.gpu("nvidia-rtx-4090-24gb").spec,
+    hw, models = load_hardware_catalog(), load_model_catalog()
+    return Scenario(model=models.get("meta-llama/Meta-Llama-3-70B").spec,
+                    cluster=ClusterSpec(gpu=hw.gpu("nvidia-rtx-4090-24gb").spec,
                     gpus_per_node=2), workload="inference",
                     inference=InferenceSettings(engine=engine, weight_format=weight_format, kv_dtype="fp16",
                                                 prompt_tokens=1, output_tokens=511),
