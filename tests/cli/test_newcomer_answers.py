@@ -84,3 +84,22 @@ def test_nothing_fits_says_by_how_much(capsys):
                  "--workload", "pretrain"]) == 2
     err = capsys.readouterr().err
     assert "LoRA" not in err and "add GPUs or shorten the sequence" in err
+
+
+def test_fine_tune_says_the_longest_sequence_and_largest_micro_batch(capsys):
+    # The engineer's question "what is the longest sequence / largest micro-batch that fits?" had an answer only
+    # in the app (its "What fits on one GPU" group) and for this machine; the CLI prints it for any GPU now.
+    args = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-rtx-4090-24gb", "--workload",
+            "finetune", "--set", "training.method=qlora"]
+    assert main([*args, "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)["training"]
+    assert t["seq_len"] == 4096 and t["longest_seq_len_tokens"] > 4096 and t["largest_micro_batch"] >= 1
+    held = [*args, "--set", "parallelism.tp=1", *(x for k in ("micro_batch", "zero_stage", "recompute", "offload")
+                                                  for x in ("--set", f"training.{k}={t[k]}"))]  # as chosen
+    assert main([*held, "--set", f"training.seq_len={t['longest_seq_len_tokens']}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fits"]  # the longest sequence does fit
+    assert main([*held, "--set", f"training.seq_len={t['longest_seq_len_tokens'] + 64}", "--json"]) == 0
+    assert not json.loads(capsys.readouterr().out)["fits"]  # and 64 tokens more does not
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "what fits on one GPU" in out and f"{t['longest_seq_len_tokens']:,} tokens at micro-batch 1" in out

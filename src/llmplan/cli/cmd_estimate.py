@@ -245,6 +245,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.measured import load_calibration
     from llmplan.plan.calibrated import load_calibration_quietly
+    from llmplan.plan.evaluate import automatic_choice
 
     if args.no_calibration:
         calibration, note = None, None
@@ -260,13 +261,18 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if fit.local_plan is not None and fit.local_plan.hardware.cards:  # every card of a mixed machine
         return _this_machine_cards(args, fit, note)
     if fit.current is not None and fit.local_plan is not None:
-        scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
+        # the scenario the verdict estimated: the local plan with the default policy's choices for the knobs it
+        # leaves open (``evaluate_plan``), so the settings printed are those of the figures ("auto: full recompute")
+        choice = automatic_choice(fit.local_plan, resolve(fit.local_plan))
+        scenario, est, source, here, auto = choice.scenario, fit.current.estimate, "this-machine", True, choice.label()
     else:
-        scenario, source, _auto, policy_est = choose(args, doc, resolve(doc))
+        scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False
     if args.save:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
+    if auto:
+        data["automatic"] = auto
     data["this_machine"] = dict(fit_json(fit), estimated_here=here)
     if note:
         data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]

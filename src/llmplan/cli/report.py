@@ -21,6 +21,7 @@ from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
 from llmplan.fit.tiers import plan_verdict
+from llmplan.errors import LlmplanError
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
@@ -73,6 +74,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
                            "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
                            "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
                            "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
+        if scenario.workload == "finetune":
+            out["training"] |= training_limits(scenario)
     if est.compute is not None:
         k = est.compute
         out["compute"] = {
@@ -199,6 +202,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     rows.append(("total", b(mem["total"])))
     rows.append(("capacity", b(data["gpu_memory_bytes"])))
     lines.append(table(rows))
+    if limits := _limit_rows(data.get("training") or {}):
+        lines += ["", "what fits on one GPU (the rest of the plan as it is)", table(limits)]
     if data["compute"]:
         c = data["compute"]
         lines += ["", "time"]
@@ -239,6 +244,30 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def training_limits(scenario: Scenario) -> dict[str, int | None]:
+    """The longest sequence at the plan's micro-batch and the largest micro-batch at its sequence length that
+    fit one GPU of the layout (``core.training.limits``, the app's "What fits on one GPU"); None when the plan
+    cannot be varied."""
+    from llmplan.core.training.limits import largest_micro_batch, longest_sequence
+
+    try:
+        return {"longest_seq_len_tokens": longest_sequence(scenario),
+                "largest_micro_batch": largest_micro_batch(scenario)}
+    except LlmplanError:
+        return {"longest_seq_len_tokens": None, "largest_micro_batch": None}
+
+
+def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
+    s, mb = t.get("longest_seq_len_tokens"), t.get("largest_micro_batch")
+    if s is None or mb is None:
+        return []
+    seqs = "sequence" if mb == 1 else "sequences"
+    return [("longest sequence that fits", f"{s:,} tokens at micro-batch {t['micro_batch']}" if s
+             else f"none at micro-batch {t['micro_batch']}"),
+            ("largest micro-batch that fits", f"{mb:,} {seqs} of {t['seq_len']:,} tokens" if mb
+             else f"none: one sequence of {t['seq_len']:,} tokens does not fit")]
 
 
 def longest_context_text(i: dict[str, Any]) -> str:
