@@ -20,8 +20,8 @@ from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
-from llmplan.fit.tiers import plan_verdict
 from llmplan.errors import LlmplanError
+from llmplan.fit.tiers import plan_verdict
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
