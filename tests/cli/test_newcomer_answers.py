@@ -103,3 +103,12 @@ def test_fine_tune_says_the_longest_sequence_and_largest_micro_batch(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "what fits on one GPU" in out and f"{t['longest_seq_len_tokens']:,} tokens at micro-batch 1" in out
+
+
+def test_serving_options_count_the_gpus_they_price(capsys):
+    # "1 × NVIDIA A100 SXM4 40GB (tp=2)" at $2.58/h read as one GPU at twice its price: it was one replica of
+    # tensor parallel 2, two GPUs. Each option now leads with the GPUs it takes.
+    assert main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "10", "--ttft", "1", "--tpot", "0.05",
+                 "--gpus", "nvidia-a100-sxm4-40gb", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "2 × NVIDIA A100 SXM4 40GB (1 replica of TP 2)" in out and "(tp=" not in out
