@@ -112,3 +112,15 @@ def test_serving_options_count_the_gpus_they_price(capsys):
                  "--gpus", "nvidia-a100-sxm4-40gb", "--top", "5"]) == 0
     out = capsys.readouterr().out
     assert "2 × NVIDIA A100 SXM4 40GB (1 replica of TP 2)" in out and "(tp=" not in out
+
+
+def test_a_short_gpu_name_gets_the_catalog_ids_it_means(capsys):
+    # "--gpu h100" or "--gpu 4090" is what people type; the ids are long (nvidia-h100-sxm-80gb), so spelling
+    # distance found nothing to suggest and the message only pointed to the whole catalog.
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "4090"]) == 2
+    assert "did you mean nvidia-rtx-4090-24gb?" in capsys.readouterr().err
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert "nvidia-h100-sxm-80gb" in err and "nvidia-h100-pcie-80gb" in err and "nvidia-h200" not in err
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "M3 Max"]) == 2
+    assert "apple-m3-max-40c-64gb" in capsys.readouterr().err
