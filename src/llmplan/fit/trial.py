@@ -94,11 +94,15 @@ def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) 
     if machine.speed_known and not cpu_only:
         tps = float(est.inference.tokens_per_s.value) if est.inference is not None else (
             float(est.compute.tokens_per_s.value) if est.compute is not None else None)
-    summary = FitSummary(fits=False, mode=mode, tp=par.tp, pp=par.pp, needed_bytes=float(mem.total.value),
+    needed, fits = float(mem.total.value), bool(mem.fits)
+    if cpu_only:  # the "device" is host RAM: what llama.cpp keeps in host RAM (the input embedding) is in it too
+        needed += float(mem.host_ram.value)
+        fits = needed <= float(mem.capacity.value)
+    summary = FitSummary(fits=False, mode=mode, tp=par.tp, pp=par.pp, needed_bytes=needed,
                          capacity_bytes=float(mem.capacity.value), host_needed_bytes=host_needed,
                          host_available_bytes=machine.host_ram_bytes, gpu_layers=gpu_layers, total_layers=L,
                          tokens_per_s=tps, estimate=est)
-    return replace(summary, fits=bool(mem.fits) and summary.host_ok)
+    return replace(summary, fits=fits and summary.host_ok)
 
 
 def _summarize_cards(doc: PlanDocument, machine: LocalMachine) -> FitSummary:
