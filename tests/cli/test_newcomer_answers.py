@@ -124,3 +124,22 @@ def test_a_short_gpu_name_gets_the_catalog_ids_it_means(capsys):
     assert "nvidia-h100-sxm-80gb" in err and "nvidia-h100-pcie-80gb" in err and "nvidia-h200" not in err
     assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "M3 Max"]) == 2
     assert "apple-m3-max-40c-64gb" in capsys.readouterr().err
+
+
+def test_a_model_released_quantised_is_estimated_as_released(capsys):
+    # gpt-oss-20b is released with MXFP4 experts (12.8 GiB, "runs within 16 GB"); the plan's default bf16 made it
+    # a 39 GiB model that a 24 GB card could only offload. A model whose config.json carries a
+    # quantization_config is now estimated in that format when the command names none and the engine loads it.
+    base = ["estimate", "--model", "openai/gpt-oss-20b", "--gpu", "nvidia-rtx-4090-24gb", "--workload", "inference"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "inference: vLLM, weights mxfp4, KV cache bf16, 1 sequence of 1,024 tokens in + 256 out" in out
+    assert "weights as released: mxfp4" in out and "\nFITS: " in out
+    assert main([*base, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["released_format"] == "mxfp4" and data["inference"]["weight_format"] == "mxfp4"
+    assert main([*base, "--set", "inference.weight_format=awq-4bit", "--json"]) == 0  # a named format wins
+    assert "released_format" not in json.loads(capsys.readouterr().out)
+    assert main([*base, "--set", "inference.engine=llama.cpp", "--json"]) == 0  # llama.cpp loads GGUF only
+    data = json.loads(capsys.readouterr().out)
+    assert "released_format" not in data and data["inference"]["weight_format"] == "bf16"

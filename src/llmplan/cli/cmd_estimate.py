@@ -86,7 +86,42 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
     if args.workload:
         sets.append(f"workload={args.workload}")
-    return apply_overrides(doc, [*sets, *args.overrides])
+    doc = apply_overrides(doc, [*sets, *args.overrides])
+    if args.plan:
+        return doc
+    fmt = released_format(doc)
+    if fmt is None:
+        return doc
+    args.released_format = fmt  # said beside the estimate (``run``)
+    return apply_overrides(doc, [f"inference.weight_format={fmt}"])
+
+
+def released_format(doc: PlanDocument) -> str | None:
+    """For inference of a model whose config says how its weights were released (``quantization_config``:
+    DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
+    loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy."""
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.catalog.models import load_model_catalog
+    from llmplan.core.engine_profile import check_weight_format
+    from llmplan.errors import LlmplanError
+    from llmplan.plan.hub_plan import safetensors_weight_format
+
+    if doc.workload != "inference" or "weight_format" in doc.inference.model_fields_set or doc.model.hub:
+        return None
+    config = doc.model.config
+    if config is None and doc.model.id:
+        try:
+            config = load_model_catalog().get(doc.model.id).config
+        except LlmplanError:
+            return None
+    if not isinstance(config, dict) or not isinstance(config.get("quantization_config"), dict):
+        return None
+    fmt = safetensors_weight_format(config)
+    try:
+        loads = fmt is not None and check_weight_format(engine_profile(doc.inference.engine), fmt) is None
+    except LlmplanError:
+        return None
+    return fmt if loads else None
 
 
 def _doc_for_model(model: str) -> PlanDocument:
@@ -212,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     data = estimate_json(est, scenario, source)
     if auto:
         data["automatic"] = auto
+    if getattr(args, "released_format", None):
+        data["released_format"] = args.released_format
     if calibration_note is not None:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
     _print(args, data, est)

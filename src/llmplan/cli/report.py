@@ -113,6 +113,11 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "cost_per_million_input": _v(i.cost_per_million_input),
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
+            # the settings the figures are for: the engine profile, the formats, the request shape
+            "engine": i.engine, "engine_name": scenario.engine_profile.name if scenario.engine_profile else i.engine,
+            "weight_format": i.weight_format, "kv_dtype": scenario.inference.kv_dtype,
+            "batch": scenario.inference.batch, "prompt_tokens": scenario.inference.prompt_tokens,
+            "output_tokens": scenario.inference.output_tokens,
         }
         fit = longest_context(scenario)
         out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context,
@@ -183,6 +188,14 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'}, "
                      f"loss {t.get('loss', 'auto')}, switches on: {on} (training.framework, training.regime, "
                      f"training.<switch>)")
+    if data.get("inference") and "engine" in data["inference"]:
+        i = data["inference"]
+        lines.append(f"inference: {i.get('engine_name', i['engine'])}, weights {i['weight_format']}, KV cache {i['kv_dtype']}, "
+                     f"{i['batch']:,} sequence{'s' if i['batch'] != 1 else ''} of {i['prompt_tokens']:,} tokens in "
+                     f"+ {i['output_tokens']:,} out (inference.engine, inference.weight_format, inference.<field>)")
+    if data.get("released_format"):
+        lines.append(f"weights as released: {data['released_format']} (the model's config.json quantization_config; "
+                     "--set inference.weight_format=... for another)")
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
         lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
