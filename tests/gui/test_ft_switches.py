@@ -87,13 +87,3 @@ def test_the_routed_experts_choice_follows_the_model_and_sets_the_plan_field(qtb
     state.edit("training.method", "full")
     state.evaluate_now()
     assert not combo.isEnabled()
-
-
-def test_a_largest_micro_batch_of_one_reads_in_the_singular(qtbot):
-    state, w = _form(qtbot, "hf-trainer")
-    state.edit_many({"training.seq_len": 32768}, "long")  # Llama 3 8B LoRA on the default H100: one sequence
-    state.evaluate_now()
-    box = next(g for g in w.findChildren(QGroupBox) if hasattr(g, "compute_now"))
-    box.compute_now()
-    text = w.findChild(QLabel, "largest micro-batch that fits").text()
-    assert text.startswith("1 sequence of 32,768 tokens"), text
