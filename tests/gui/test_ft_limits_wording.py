@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import QGroupBox, QLabel
-
 from tests.gui.test_ft_switches import _form
 
 
