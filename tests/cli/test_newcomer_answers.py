@@ -143,3 +143,29 @@ def test_a_model_released_quantised_is_estimated_as_released(capsys):
     assert main([*base, "--set", "inference.engine=llama.cpp", "--json"]) == 0  # llama.cpp loads GGUF only
     data = json.loads(capsys.readouterr().out)
     assert "released_format" not in data and data["inference"]["weight_format"] == "bf16"
+
+
+def test_a_vllm_plan_is_never_offered_gguf_weights(capsys):
+    # Llama-3.1-8B at 128K tokens on a 24 GB card under vLLM: "auto: weight format iq3_s" was the answer, a
+    # llama.cpp type nobody serves with vLLM. The formats tried are the engine's own now, and the message names
+    # the change that does fit: an 8-bit KV cache.
+    args = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-rtx-4090-24gb", "--workload",
+            "inference", "--set", "inference.prompt_tokens=130816", "--set", "inference.output_tokens=256"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "iq3_s" not in err and "an 8-bit KV cache (inference.kv_dtype=fp8)" in err
+    assert main([*args, "--set", "inference.kv_dtype=fp8", "--json"]) == 0
+    fmt = json.loads(capsys.readouterr().out)["inference"]["weight_format"]
+    from llmplan.core.quant import parse_weight_format
+
+    assert parse_weight_format(fmt).kind not in ("gguf", "mlx")
+
+
+def test_llama_cpp_is_offered_gguf_weights_only():
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.core.quant import parse_weight_format
+    from llmplan.core.search.policy import formats_to_try
+
+    assert {parse_weight_format(f).kind for f in formats_to_try((), engine_profile("llama.cpp"))} == {"gguf"}
+    assert {parse_weight_format(f).kind for f in formats_to_try((), engine_profile("mlx"))} <= {"float", "mlx"}
+    assert formats_to_try(("weight_format",), engine_profile("vllm")) == ()  # a stated format is kept

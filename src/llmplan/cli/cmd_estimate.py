@@ -197,7 +197,7 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario
     from llmplan.plan.evaluate import automatic_choice
 
     if not layout_given(args):
-        formats = formats_to_try(doc.inference.model_fields_set)
+        formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile)
         chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
         fmt = chosen.inference.weight_format
         label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""

@@ -22,6 +22,7 @@ from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+WIDE_KV = ("bf16", "fp16", "fp32")  # KV cache types an 8-bit cache halves or better
 
 
 def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
@@ -117,12 +118,15 @@ def _tpot(est: Estimate) -> float:
 
 def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
                   ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
-    """The least quantised of ``formats`` in which some layout fits, and its fitting layouts."""
+    """The first of ``formats`` (least quantised first: ``policy.formats_to_try``) in which some layout fits,
+    and its fitting layouts; a format no smaller than the plan's own is skipped."""
     from llmplan.core.quant import quantized_weights
 
     fmt = scenario.inference.weight_format.lower()
-    sizes = {f: quantized_weights(scenario.model, f).total_bytes for f in formats if f != fmt}
-    for f in sorted(sizes, key=sizes.get, reverse=True):
+    own = quantized_weights(scenario.model, fmt).total_bytes
+    for f in formats:
+        if f == fmt or quantized_weights(scenario.model, f).total_bytes >= own:
+            continue
         alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
         rows = _fitting(alt, refine)
         if rows:
@@ -134,11 +138,12 @@ def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> st
     """Why nothing fits, after the engine tried every layout (and every format, when left open); ``least``: the
     most frugal layout's need in the plan's own format."""
     fmt = scenario.inference.weight_format
+    kv = " or an 8-bit KV cache (inference.kv_dtype=fp8)" if scenario.inference.kv_dtype in WIDE_KV else ""
     if formats:
         return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
-                "add GPUs or shorten the context")
+                f"add GPUs, or use a shorter context{kv}")
     return (f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout{least}: add GPUs, "
-            "quantise, or shorten the context")
+            f"quantise, or use a shorter context{kv}")
 
 
 def _front(rows: list[tuple[ParallelLayout, Estimate]], price: float | None) -> tuple:
