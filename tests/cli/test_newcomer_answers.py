@@ -169,3 +169,16 @@ def test_llama_cpp_is_offered_gguf_weights_only():
     assert {parse_weight_format(f).kind for f in formats_to_try((), engine_profile("llama.cpp"))} == {"gguf"}
     assert {parse_weight_format(f).kind for f in formats_to_try((), engine_profile("mlx"))} <= {"float", "mlx"}
     assert formats_to_try(("weight_format",), engine_profile("vllm")) == ()  # a stated format is kept
+
+
+def test_a_macs_capacity_says_it_is_the_wired_share(capsys):
+    # "capacity 48.00 GiB" on a 64 GB Mac, with no word why: the GPU may wire 3/4 of unified memory by default
+    # (a 64 GB Mac's recommendedMaxWorkingSetSize; docs/fit.md), raised with sysctl iogpu.wired_limit_mb.
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "apple-m3-max-40c-64gb", "--workload",
+                 "inference", "--set", "inference.engine=llama.cpp", "--set", "inference.weight_format=q4_k_m"]) == 0
+    out = capsys.readouterr().out
+    assert ("unified memory: the GPU may use 48.00 GiB of the 64.00 GiB by default (raise it with sudo sysctl "
+            "iogpu.wired_limit_mb)") in out
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
+                 "inference"]) == 0
+    assert "unified memory" not in capsys.readouterr().out

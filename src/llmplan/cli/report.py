@@ -43,7 +43,9 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
         "model": scenario.model.name,
         "workload": scenario.workload,
         "hardware": {"gpu": c.gpu.name, "gpu_id": c.gpu.id, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes,
-                     "gpus": c.total_gpus, "network": c.network.name},
+                     "gpus": c.total_gpus, "network": c.network.name, "gpu_vendor": c.gpu.vendor,
+                     "unified_memory": c.gpu.unified_memory, "gpu_memory_total_bytes": c.gpu.memory_bytes,
+                     "gpu_memory_usable_bytes": c.gpu.usable_memory_bytes},
         "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
         "memory_per_gpu": memory,
         "worst_gpu": mem.worst_gpu,
@@ -215,6 +217,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     rows.append(("total", b(mem["total"])))
     rows.append(("capacity", b(data["gpu_memory_bytes"])))
     lines.append(table(rows))
+    if note := _unified_note(data["hardware"], b):
+        lines.append(note)
     if limits := _limit_rows(data.get("training") or {}):
         lines += ["", "what fits on one GPU (the rest of the plan as it is)", table(limits)]
     if data["compute"]:
@@ -257,6 +261,16 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def _unified_note(hw: dict[str, Any], b) -> str:
+    """Why a Mac's capacity is less than its RAM: the GPU wires a share of unified memory by default (2/3 up to
+    32 GiB, 3/4 above: docs/fit.md), which ``sysctl iogpu.wired_limit_mb`` raises."""
+    total, usable = hw.get("gpu_memory_total_bytes"), hw.get("gpu_memory_usable_bytes")
+    if not hw.get("unified_memory") or not total or not usable or usable >= total:
+        return ""
+    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if hw.get("gpu_vendor") == "apple" else ""
+    return f"  unified memory: the GPU may use {b(usable)} of the {b(total)} by default{how}"
 
 
 def training_limits(scenario: Scenario) -> dict[str, int | None]:
