@@ -75,12 +75,12 @@ MLX_LADDER = ("mlx-8bit", "mlx-4bit")
 
 def formats_to_try(stated: Iterable[str], engine: EngineProfile | None = None) -> tuple[str, ...]:
     """The weight formats to try when the plan leaves ``inference.weight_format`` open (``stated``: the
-    inference fields the plan states), else none: the search tries them, largest first, only when nothing
-    fits in the plan's own format. ``engine``: the plan's engine profile, whose own ladder is tried: GGUF
+    inference fields the plan states), else none: the search tries them in order, least quantised first, only
+    when nothing fits in the plan's own format. ``engine``: the plan's engine profile, whose own ladder is tried: GGUF
     presets for llama.cpp and Ollama (``partial_offload``), MLX's for MLX, and for the serving engines their
     checkpoint formats (FP8, INT8, AWQ, GPTQ), never GGUF types: vLLM was offered IQ3_S for Llama-3.1-8B at 128K
     tokens on a 24 GB card, and bitsandbytes NF4 (the largest 4-bit format, not the one people serve) for 70B.
-    Without an engine (a neutral runtime): the serving ladder. The search tries them in this order."""
+    Without an engine (a neutral runtime): the serving ladder."""
     from llmplan.core.quant import parse_weight_format
 
     if "weight_format" in set(stated):
