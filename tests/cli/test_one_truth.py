@@ -59,13 +59,13 @@ def test_qlora_on_a_24gb_card_says_what_it_chose(capsys):
 
 
 def test_open_weight_format_is_chosen_when_bf16_fits_nowhere(capsys):
-    # 70B in bf16 (141 GB) fits on no layout of one 24 GB card; the plan does not state a format
-    data = _run(capsys, ["--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-rtx-4090-24gb",
+    # 8B in bf16 (16 GB) fits on no layout of one 16 GB card under vLLM; the plan does not state a format, so
+    # vLLM's own ladder is tried (FP8 first). (70B on one 24 GB card was the example until the formats tried
+    # became the engine's own: no vLLM format holds 70B in 24 GB; llama.cpp's IQ2 types did.)
+    data = _run(capsys, ["--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-rtx-4080-16gb",
                          "--workload", "inference"])
-    assert data["fits"] and data["automatic"].startswith("auto: weight format ")
-    chosen = data["automatic"].removeprefix("auto: weight format ")
-    assert chosen != "bf16"
-    stated = main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-rtx-4090-24gb",
+    assert data["fits"] and data["automatic"] == "auto: weight format fp8"
+    stated = main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-rtx-4080-16gb",
                    "--workload", "inference", "--set", "inference.weight_format=bf16"])
     assert stated != 0 and "no layout fits" in capsys.readouterr().err  # a stated format is kept
 

@@ -264,3 +264,14 @@ def test_an_unmatched_gpu_names_the_closest_catalog_entries():
     odd = DetectedGpu(vendor="nvidia", name="NVIDIA Zorblax 9000", index=0, source="nvidia-smi",
                       memory_total_bytes=8 * 2**30, memory_free_bytes=None)
     assert "llmplan-cli catalog gpus" in local_hardware(DetectionReport(gpus=(odd,), host=None)).notes[0]
+
+
+def test_cpu_only_counts_every_byte_in_host_ram():
+    """Without a GPU the "device" is host RAM, and the input embedding llama.cpp keeps in host RAM is in that same
+    RAM: Llama-3.1-8B in bf16 read "15.0 GiB of weights, fits in 14.4 GiB" (the 1.0 GiB embedding left out)."""
+    report = DetectionReport(gpus=(), host=vm_host(), reasons=("NVIDIA: nvidia-smi not installed",))
+    cpu = fit_this_machine(plan(L8, engine="llama.cpp"), local_hardware(report))
+    est = cpu.current.estimate
+    weights = est.inference.weight_bytes.value
+    assert cpu.current.needed_bytes == est.memory.total.value + est.memory.host_ram.value
+    assert cpu.current.needed_bytes > weights  # every weight is in RAM, with the KV cache and buffers beside it

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -249,9 +250,18 @@ def _norm(name: str) -> str:
 
 
 def _unknown(kind: str, wanted: str, known: Iterable[str], command: str) -> CatalogError:
-    close = get_close_matches(wanted, list(known), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    close = _close_ids(wanted, list(known))
+    more = f" (and {len(close) - 5} more)" if len(close) > 5 else ""
+    hint = f"; did you mean {', '.join(close[:5])}{more}?" if close else ""
     return CatalogError(f"unknown {kind} id {wanted!r}{hint} (list them with `{command}`)")
+
+
+def _close_ids(wanted: str, known: list[str]) -> list[str]:
+    """Ids that contain every word of ``wanted``, ignoring case and punctuation ("h100", "rtx4090", "m3 max":
+    what people type for "nvidia-h100-sxm-80gb"), in catalog order; else the spelling-close ones."""
+    words = [w for w in re.split(r"[^a-z0-9]+", wanted.lower()) if w]
+    hits = [k for k in known if words and all(w in re.sub(r"[^a-z0-9]", "", k.lower()) for w in words)]
+    return hits or get_close_matches(wanted, known, n=3, cutoff=0.5)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -86,7 +86,42 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
     if args.workload:
         sets.append(f"workload={args.workload}")
-    return apply_overrides(doc, [*sets, *args.overrides])
+    doc = apply_overrides(doc, [*sets, *args.overrides])
+    if args.plan:
+        return doc
+    fmt = released_format(doc)
+    if fmt is None:
+        return doc
+    args.released_format = fmt  # said beside the estimate (``run``)
+    return apply_overrides(doc, [f"inference.weight_format={fmt}"])
+
+
+def released_format(doc: PlanDocument) -> str | None:
+    """For inference of a model whose config says how its weights were released (``quantization_config``:
+    DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
+    loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy."""
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.catalog.models import load_model_catalog
+    from llmplan.core.engine_profile import check_weight_format
+    from llmplan.errors import LlmplanError
+    from llmplan.plan.hub_plan import safetensors_weight_format
+
+    if doc.workload != "inference" or "weight_format" in doc.inference.model_fields_set or doc.model.hub:
+        return None
+    config = doc.model.config
+    if config is None and doc.model.id:
+        try:
+            config = load_model_catalog().get(doc.model.id).config
+        except LlmplanError:
+            return None
+    if not isinstance(config, dict) or not isinstance(config.get("quantization_config"), dict):
+        return None
+    fmt = safetensors_weight_format(config)
+    try:
+        loads = fmt is not None and check_weight_format(engine_profile(doc.inference.engine), fmt) is None
+    except LlmplanError:
+        return None
+    return fmt if loads else None
 
 
 def _doc_for_model(model: str) -> PlanDocument:
@@ -134,7 +169,8 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
     result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep,
                     weight_formats=weight_formats)
     if not result.best:
-        raise InputError(f"no layout fits: {result.note}")
+        note = result.note
+        raise InputError(note if note.startswith("no layout fits") else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
         return scenario.model_copy(update={"parallelism": best.parallelism, "inference": chosen_inference(scenario,
@@ -161,7 +197,7 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario
     from llmplan.plan.evaluate import automatic_choice
 
     if not layout_given(args):
-        formats = formats_to_try(doc.inference.model_fields_set)
+        formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile)
         chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
         fmt = chosen.inference.weight_format
         label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
@@ -211,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     data = estimate_json(est, scenario, source)
     if auto:
         data["automatic"] = auto
+    if getattr(args, "released_format", None):
+        data["released_format"] = args.released_format
     if calibration_note is not None:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
     _print(args, data, est)
@@ -244,6 +282,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.measured import load_calibration
     from llmplan.plan.calibrated import load_calibration_quietly
+    from llmplan.plan.evaluate import automatic_choice
 
     if args.no_calibration:
         calibration, note = None, None
@@ -259,13 +298,18 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     if fit.local_plan is not None and fit.local_plan.hardware.cards:  # every card of a mixed machine
         return _this_machine_cards(args, fit, note)
     if fit.current is not None and fit.local_plan is not None:
-        scenario, est, source, here = resolve(fit.local_plan), fit.current.estimate, "this-machine", True
+        # the scenario the verdict estimated: the local plan with the default policy's choices for the knobs it
+        # leaves open (``evaluate_plan``), so the settings printed are those of the figures ("auto: full recompute")
+        choice = automatic_choice(fit.local_plan, resolve(fit.local_plan))
+        scenario, est, source, here, auto = choice.scenario, fit.current.estimate, "this-machine", True, choice.label()
     else:
-        scenario, source, _auto, policy_est = choose(args, doc, resolve(doc))
+        scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False
     if args.save:
         save_plan(fit.local_plan if here else with_layout(doc, scenario), args.save)
     data = estimate_json(est, scenario, source)
+    if auto:
+        data["automatic"] = auto
     data["this_machine"] = dict(fit_json(fit), estimated_here=here)
     if note:
         data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]

@@ -123,12 +123,13 @@ def print_plan(plan: ServingPlan, model_name: str, as_json: bool, top: int = 10)
         print("  no candidate meets the SLOs:")
     feasible = [o for o in plan.options if o.feasible]
     shown = feasible[:top] if feasible else plan.options
+    width = max([60, *(len(o.label) for o in shown)])  # the columns after the label stay aligned
     for o in shown:
         if o.feasible:
-            print(f"  ${o.cost_per_hour.value:8.2f}/h  {o.label:<60} batch {o.batch:>5}  "
+            print(f"  ${o.cost_per_hour.value:8.2f}/h  {o.label:<{width}} batch {o.batch:>5}  "
                   f"TTFT {o.ttft_s * 1e3:7.1f} ms  TPOT {o.tpot_s * 1e3:6.1f} ms  {o.why}")
         else:
-            print(f"  rejected   {o.label:<60} {o.why}")
+            print(f"  rejected   {o.label:<{width}} {o.why}")
     if len(feasible) > len(shown):
         print(f"  ... {len(feasible) - len(shown)} more options meet the SLOs (--top N shows more, --json all)")
     return 0 if plan.best else 1

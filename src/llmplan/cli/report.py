@@ -20,6 +20,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
+from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import plan_verdict
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
@@ -42,7 +43,9 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
         "model": scenario.model.name,
         "workload": scenario.workload,
         "hardware": {"gpu": c.gpu.name, "gpu_id": c.gpu.id, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes,
-                     "gpus": c.total_gpus, "network": c.network.name},
+                     "gpus": c.total_gpus, "network": c.network.name, "gpu_vendor": c.gpu.vendor,
+                     "unified_memory": c.gpu.unified_memory, "gpu_memory_total_bytes": c.gpu.memory_bytes,
+                     "gpu_memory_usable_bytes": c.gpu.usable_memory_bytes},
         "params": {"total": est.params.total, "active": est.params.active, "embedding": est.params.embedding},
         "memory_per_gpu": memory,
         "worst_gpu": mem.worst_gpu,
@@ -74,6 +77,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
                            "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
                            "grad_clip": t.grad_clip,
                            "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
+        if scenario.workload == "finetune":
+            out["training"] |= training_limits(scenario)
     if est.compute is not None:
         k = est.compute
         out["compute"] = {
@@ -111,9 +116,15 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "cost_per_million_input": _v(i.cost_per_million_input),
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
+            # the settings the figures are for: the engine profile, the formats, the request shape
+            "engine": i.engine, "engine_name": scenario.engine_profile.name if scenario.engine_profile else i.engine,
+            "weight_format": i.weight_format, "kv_dtype": scenario.inference.kv_dtype,
+            "batch": scenario.inference.batch, "prompt_tokens": scenario.inference.prompt_tokens,
+            "output_tokens": scenario.inference.output_tokens,
         }
         fit = longest_context(scenario)
-        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context}
+        out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context,
+                             "longest_context_batch": fit.batch}
     out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
@@ -180,6 +191,14 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'}, "
                      f"loss {t.get('loss', 'auto')}, switches on: {on} (training.framework, training.regime, "
                      f"training.<switch>)")
+    if data.get("inference") and "engine" in data["inference"]:
+        i = data["inference"]
+        lines.append(f"inference: {i.get('engine_name', i['engine'])}, weights {i['weight_format']}, KV cache {i['kv_dtype']}, "
+                     f"{i['batch']:,} sequence{'s' if i['batch'] != 1 else ''} of {i['prompt_tokens']:,} tokens in "
+                     f"+ {i['output_tokens']:,} out (inference.engine, inference.weight_format, inference.<field>)")
+    if data.get("released_format"):
+        lines.append(f"weights as released: {data['released_format']} (the model's config.json quantization_config; "
+                     "--set inference.weight_format=... for another)")
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
         lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
@@ -199,6 +218,10 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     rows.append(("total", b(mem["total"])))
     rows.append(("capacity", b(data["gpu_memory_bytes"])))
     lines.append(table(rows))
+    if note := _unified_note(data["hardware"], b):
+        lines.append(note)
+    if limits := _limit_rows(data.get("training") or {}):
+        lines += ["", "what fits on one GPU (the rest of the plan as it is)", table(limits)]
     if data["compute"]:
         c = data["compute"]
         lines += ["", "time"]
@@ -229,7 +252,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
             ("max concurrent sequences", present.integer(i["max_concurrency"])),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
-            *([("longest context that fits", f"{i['longest_context_tokens']:,} tokens"),
+            *([("longest context that fits", longest_context_text(i)),
                ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
               if "longest_context_tokens" in i else []),
         ]))
@@ -239,6 +262,53 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
     return "\n".join(lines)
+
+
+def _unified_note(hw: dict[str, Any], b) -> str:
+    """Why a Mac's capacity is less than its RAM: the GPU wires a share of unified memory by default (2/3 up to
+    32 GiB, 3/4 above: docs/fit.md), which ``sysctl iogpu.wired_limit_mb`` raises."""
+    total, usable = hw.get("gpu_memory_total_bytes"), hw.get("gpu_memory_usable_bytes")
+    if not hw.get("unified_memory") or not total or not usable or usable >= total:
+        return ""
+    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if hw.get("gpu_vendor") == "apple" else ""
+    return f"  unified memory: the GPU may use {b(usable)} of the {b(total)} by default{how}"
+
+
+def training_limits(scenario: Scenario) -> dict[str, int | None]:
+    """The longest sequence at the plan's micro-batch and the largest micro-batch at its sequence length that
+    fit one GPU of the layout (``core.training.limits``, the app's "What fits on one GPU"); None when the plan
+    cannot be varied."""
+    from llmplan.core.training.limits import largest_micro_batch, longest_sequence
+
+    try:
+        return {"longest_seq_len_tokens": longest_sequence(scenario),
+                "largest_micro_batch": largest_micro_batch(scenario)}
+    except LlmplanError:
+        return {"longest_seq_len_tokens": None, "largest_micro_batch": None}
+
+
+def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
+    s, mb = t.get("longest_seq_len_tokens"), t.get("largest_micro_batch")
+    if s is None or mb is None:
+        return []
+    seqs = "sequence" if mb == 1 else "sequences"
+    return [("longest sequence that fits", f"{s:,} tokens at micro-batch {t['micro_batch']}" if s
+             else f"none at micro-batch {t['micro_batch']}"),
+            ("largest micro-batch that fits", f"{mb:,} {seqs} of {t['seq_len']:,} tokens" if mb
+             else f"none: one sequence of {t['seq_len']:,} tokens does not fit")]
+
+
+def longest_context_text(i: dict[str, Any]) -> str:
+    """The longest context, saying what it assumes: for llama.cpp/Ollama (``gpu_layers`` set) every layer on the
+    GPU, so a plan that runs with layers in host RAM reads "none", not a bare "0 tokens"; per sequence when
+    several run at once (a batch of 64 leaves each a 64th of the cache, not the model's whole context)."""
+    n, batch = i["longest_context_tokens"], i.get("longest_context_batch", 1)
+    each = f" per sequence, {batch:,} at once" if batch > 1 else ""
+    if i.get("gpu_layers") is None:
+        return f"{n:,} tokens{each}"
+    if n == 0:
+        return "none with every layer on the GPU (the weights alone do not fit)"
+    return f"{n:,} tokens{each} (every layer on the GPU)"
 
 
 def run_finishes(sysd: dict[str, Any]) -> bool:

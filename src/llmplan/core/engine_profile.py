@@ -16,9 +16,10 @@ from llmplan.core.strict_fields import StrictFields
 
 Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
 DECODE_PARTS = ("gqa", "mla", "mlp", "moe", "step")  # decode_kernels rows (core/inference/serving_floor.py)
-WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf")  # core.quant.WeightFormat.kind
+WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf", "mxfp4")  # core.quant.WeightFormat.kind
 _KIND_NAMES = {"float": "fp16/bf16/fp32", "fp8": "fp8", "int8": "int8/w8a8", "gptq": "GPTQ", "awq": "AWQ",
-               "bnb": "bitsandbytes nf4/fp4", "mlx": "MLX quantized (mlx-4bit, mlx-8bit)", "gguf": "GGUF (q4_k_m, q8_0 …)"}
+               "bnb": "bitsandbytes nf4/fp4", "mlx": "MLX quantized (mlx-4bit, mlx-8bit)", "gguf": "GGUF (q4_k_m, q8_0 …)",
+               "mxfp4": "MXFP4 experts (gpt-oss)"}
 
 
 def check_weight_format(profile: EngineProfile, weight_format: str) -> str | None:
@@ -224,7 +225,7 @@ class EngineProfile(StrictFields, FrozenModel):
     )
     weight_formats: tuple[str, ...] = Field(
         (), description="kinds of inference.weight_format the engine loads (float, fp8, int8, gptq, awq, bnb, mlx, "
-        "gguf: see core.quant.WeightFormat.kind); (): any"
+        "gguf, mxfp4: see core.quant.WeightFormat.kind); (): any"
     )
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""

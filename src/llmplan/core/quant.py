@@ -21,6 +21,9 @@ tensor group of ``count_params(spec).groups`` under the format's own rules:
   Suffix ``-nodq`` turns double quantization off.
 - ``mlx-4bit`` / ``mlx-8bit`` (MLX ``nn.quantize``, group 64): b bits plus an fp16 scale
   and bias per group; MLX quantizes the embedding and output head too.
+- ``mxfp4`` (OCP Microscaling Formats v1.0: FP4 E2M1 elements, one E8M0 scale byte per block of 32, 4.25
+  bits per weight) on the routed experts, everything else bf16: the layout gpt-oss is released in (its
+  config's ``quantization_config`` leaves attention, router, embeddings and ``lm_head`` unconverted).
 - every GGUF type and llama.cpp preset (``q4_k_m``, ``iq4_xs``, ``q8_0`` ...): see
   ``llmplan.core.quant_ggml``.
 """
@@ -51,7 +54,10 @@ SOURCE_QUANT = {
     "bnb": "qlora",
     "mlx": "MLX nn.quantize: affine quantization, group size 64, fp16 scale and bias per group",
     "gguf": "llama.cpp",
+    "mxfp4": "OCP Microscaling Formats (MX) v1.0 (FP4 E2M1, E8M0 scale per 32); openai/gpt-oss config.json "
+             "quantization_config: routed experts only",
 }
+MX_BLOCK = 32  # OCP MX v1.0: one shared E8M0 scale per 32 elements
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,8 @@ def parse_weight_format(name: str) -> WeightFormat:
         return WeightFormat(key, "int8", 8, variant="llm.int8")
     if key in ("w8a8", "smoothquant", "int8-w8a8"):
         return WeightFormat(key, "int8", 8, variant="w8a8")
+    if key == "mxfp4":
+        return WeightFormat(key, "mxfp4", 4, group_size=MX_BLOCK)
     m = re.fullmatch(r"(nf4|fp4)(-nodq)?", key)
     if m:
         return WeightFormat(key, "bnb", 4, group_size=64, variant=m.group(1), double_quant=not m.group(2))
@@ -115,7 +123,7 @@ def parse_weight_format(name: str) -> WeightFormat:
         return WeightFormat(key, "gguf", variant=gg[1], gguf_is_preset=gg[0] == "preset")
     raise InputError(
         f"unknown inference.weight_format '{name}'; use fp32, fp16, bf16, fp8, fp8-channel, int8, w8a8, "
-        "gptq-4bit, awq-4bit, nf4, fp4, mlx-4bit, mlx-8bit, or a GGUF preset such as q4_k_m, q8_0, iq4_xs"
+        "gptq-4bit, awq-4bit, nf4, fp4, mxfp4, mlx-4bit, mlx-8bit, or a GGUF preset such as q4_k_m, q8_0, iq4_xs"
     )
 
 
@@ -158,6 +166,8 @@ def _plain_group_bytes(fmt: WeightFormat, g: TensorGroup) -> GroupBytes:
     if fmt.kind == "float":
         return GroupBytes(g, n * _FLOAT_BYTES[fmt.name], fmt.name)
     quantize = _is_block_linear(g)
+    if fmt.kind == "mxfp4":  # the routed experts only (gpt-oss: modules_to_not_convert holds everything else)
+        quantize = quantize and g.category == "expert"
     if fmt.kind == "mlx":  # MLX quantizes every Linear and Embedding whose width divides the group
         quantize = len(g.shape) == 2 and g.category != "router" and g.shape[-1] % fmt.group_size == 0
     if not quantize:
@@ -176,6 +186,8 @@ def _plain_group_bytes(fmt: WeightFormat, g: TensorGroup) -> GroupBytes:
         zeros = math.ceil(rows_total * groups_per_row * fmt.bits / 8)
         g_idx = 4 * cols * g.count if fmt.kind == "gptq" else 0
         return GroupBytes(g, packed + scales + zeros + g_idx, f"int{fmt.bits} g{fmt.group_size} + fp16 scales")
+    if fmt.kind == "mxfp4":
+        return GroupBytes(g, math.ceil(n / 2) + math.ceil(n / MX_BLOCK), "mxfp4 (e2m1 + e8m0 scale per 32)")
     if fmt.kind == "bnb":
         blocks = math.ceil(n / NF4_BLOCK)
         absmax = blocks + 4 * math.ceil(blocks / NF4_DQ_BLOCKS) if fmt.double_quant else 4 * blocks
@@ -285,5 +297,5 @@ def gguf_metadata_bytes(spec: ModelSpec) -> int:
 def known_formats() -> tuple[str, ...]:
     """Every accepted weight_format name, for menus and error messages."""
     base = ("fp32", "fp16", "bf16", "fp8", "fp8-channel", "int8", "w8a8", "gptq-4bit", "gptq-3bit", "gptq-8bit",
-            "awq-4bit", "nf4", "nf4-nodq", "fp4", "mlx-4bit", "mlx-8bit")
+            "awq-4bit", "nf4", "nf4-nodq", "fp4", "mxfp4", "mlx-4bit", "mlx-8bit")
     return base + tuple(p.lower() for p in GGUF_PRESETS if p not in ("F32", "F16", "BF16"))

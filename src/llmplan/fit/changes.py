@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from llmplan.core.search.policy import GGUF_LADDER, GPU_LADDER, MLX_LADDER
 from llmplan.fit.local import FitChange, FitSummary, LocalMachine
 from llmplan.fit.trial import engine_of, gib, outcome, speed_of, try_change
 from llmplan.plan.document import PlanDocument
@@ -42,9 +43,6 @@ QUALITY_LOSS = {
     "mlx-8bit": 0.0026, "awq-4bit": 0.1754, "gptq-4bit": 0.1754, "nf4": 0.1754, "mlx-4bit": 0.1754,
     "gptq-3bit": 0.6569, "gptq-2bit": 3.5199,
 }
-GGUF_LADDER = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k")
-GPU_LADDER = ("fp8", "int8", "awq-4bit", "gptq-3bit")
-MLX_LADDER = ("mlx-8bit", "mlx-4bit")
 CONTEXT_FLOOR = 256
 SEQ_FLOOR = 512
 HALVINGS = 6
@@ -211,8 +209,13 @@ class Tried:
     summary: FitSummary
 
 
+TIGHT = 0.5  # a change that fits only within the allocator's fragmentation margin (llmplan's assumption)
+
+
 def _distance(step: Step, s: FitSummary, base_speed: float | None) -> float:
     d = step.base_distance
+    if s.estimate is not None and s.estimate.memory.tight:  # it may still run out of memory: not a first choice
+        d += TIGHT
     inf = s.estimate.inference if s.estimate is not None else None
     if s.mode == "offload" and inf is not None:
         w = inf.weight_bytes.value

@@ -94,11 +94,15 @@ def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) 
     if machine.speed_known and not cpu_only:
         tps = float(est.inference.tokens_per_s.value) if est.inference is not None else (
             float(est.compute.tokens_per_s.value) if est.compute is not None else None)
-    summary = FitSummary(fits=False, mode=mode, tp=par.tp, pp=par.pp, needed_bytes=float(mem.total.value),
+    needed, fits = float(mem.total.value), bool(mem.fits)
+    if cpu_only:  # the "device" is host RAM: what llama.cpp keeps in host RAM (the input embedding) is in it too
+        needed += float(mem.host_ram.value)
+        fits = needed <= float(mem.capacity.value)
+    summary = FitSummary(fits=False, mode=mode, tp=par.tp, pp=par.pp, needed_bytes=needed,
                          capacity_bytes=float(mem.capacity.value), host_needed_bytes=host_needed,
                          host_available_bytes=machine.host_ram_bytes, gpu_layers=gpu_layers, total_layers=L,
                          tokens_per_s=tps, estimate=est)
-    return replace(summary, fits=bool(mem.fits) and summary.host_ok)
+    return replace(summary, fits=fits and summary.host_ok)
 
 
 def _summarize_cards(doc: PlanDocument, machine: LocalMachine) -> FitSummary:
@@ -165,6 +169,9 @@ def outcome(s: FitSummary) -> str:
             host += f" of {gib(s.host_available_bytes)}"
         return (f"fits with CPU offload: {gib(s.needed_bytes)} per GPU, {host}" if s.fits
                 else f"needs {gib(s.needed_bytes)} per GPU and {host}")
+    if s.fits and s.estimate is not None and s.estimate.memory.tight:
+        return (f"fits, tight: {gib(s.headroom_bytes)} free per GPU, within the allocator's fragmentation margin "
+                f"({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})")
     if s.fits:
         return f"fits with {gib(s.headroom_bytes)} free per GPU ({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})"
     return f"needs {gib(s.needed_bytes)} per GPU, {gib(s.capacity_bytes)} usable ({gib(-s.headroom_bytes)} short)"

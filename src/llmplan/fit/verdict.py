@@ -182,8 +182,12 @@ def _margin(s: FitSummary | None, mode: str) -> float | None:
     if s is None:
         return None
     if s.mode != mode:
-        # the GPU overflowed into host RAM: what spilled is how far past the limit it is
-        return -s.host_needed_bytes if s.mode == "offload" and s.host_needed_bytes > 0 else None
+        # layers overflowed into host RAM: what spilled is how far past the limit it is. Not so for training,
+        # where the policy's CPU offload moves the optimizer states: their bytes (0.5 GiB for LoRA on an 8B
+        # model) say nothing of the GPU's shortfall, and read as one they stalled the search far below the
+        # limit (QLoRA 8B on a 24 GB card: 4,608 tokens where 6,144 fits): unknown, so the search bisects.
+        layers = s.gpu_layers is not None
+        return -s.host_needed_bytes if s.mode == "offload" and s.host_needed_bytes > 0 and layers else None
     m = s.capacity_bytes - s.needed_bytes
     if s.host_needed_bytes > 0 and s.host_available_bytes is not None:
         m = min(m, s.host_available_bytes - s.host_needed_bytes)
@@ -265,6 +269,8 @@ def _limits(doc: PlanDocument, s: FitSummary, machine: LocalMachine, max_ctx: in
 
 
 def _limit_sentence(what: str, current: int, top: int, capped: bool, unit: str, bound: str) -> str:
+    if top == 1:
+        unit = unit.replace("sequences", "sequence", 1)  # "1 sequence", not "1 sequences"
     if capped:
         return f"Largest {what} that fits: {top:,} {unit} (up to {bound}; now {current:,})"
     return f"Largest {what} that fits: {top:,} {unit} (now {current:,})"

@@ -182,9 +182,40 @@ def unencodable(value: Any) -> str | None:
     return None
 
 
+# Files people pick by mistake, by their first bytes (each format's published signature): named in the refusal,
+# since "bad byte at offset 10" does not tell a user that they chose the paper's PDF instead of its config.json.
+_SIGNATURES = (
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive (or a file packed as one: .docx, .xlsx, a PyTorch .bin/.pt checkpoint)"),
+    (b"GGUF", "a GGUF model file"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"\x7fELF", "a program (ELF executable)"),
+)
+_FIX = {"config.json": "give the model's config.json, its folder, a .gguf file, or a Hugging Face repo id (ORG/NAME)",
+        ".llmplan file (UTF-8 JSON)": "open a plan llmplan saved (estimate --save, the app's Save); a model's "
+                                      "config.json, folder or .gguf file goes to --model"}
+
+
+def file_kind(raw: bytes) -> str | None:
+    """What ``raw`` is when its first bytes are one of ``_SIGNATURES`` (a safetensors file: an 8-byte header
+    length, then its JSON header), else None."""
+    for magic, kind in _SIGNATURES:
+        if raw.startswith(magic):
+            return kind
+    if len(raw) > 9 and raw[8:10] == b'{"' and int.from_bytes(raw[:8], "little") < len(raw):
+        return "a safetensors weights file (its model's config.json is beside it)"
+    return None
+
+
 def decode_text(raw: bytes | str, origin: str, *, what: str, error: type[LlmplanError]) -> str:
-    """UTF-8 text without a BOM; a bad byte is refused with its offset."""
+    """UTF-8 text without a BOM; a bad byte is refused with its offset, a known binary format by its name."""
     if isinstance(raw, bytes):
+        kind = file_kind(raw)
+        if kind is not None:
+            fix = _FIX.get(what, f"pick a {what}")
+            raise error(f"{origin}: this is {kind}, not a {what}; {fix}")
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -198,7 +198,8 @@ class AutoDialog(QDialog):
             return
         self.list.setHeaderLabels(SEARCH_HEADERS)
         QThreadPool.globalInstance().start(SearchJob(outcome.scenario, self.objective.currentData(), self._signals,
-                                                     self._cancel, keep, formats_to_try(doc.inference.model_fields_set)))
+                                                     self._cancel, keep, formats_to_try(doc.inference.model_fields_set,
+                                                                                        outcome.scenario.engine_profile)))
 
     def cancel(self) -> None:
         self._cancel.set()

@@ -206,7 +206,7 @@ class LimitsGroup(QGroupBox):
             return
         self.longest.setText(f"{s:,} tokens at micro-batch {tr.micro_batch} ({prof}, {gpu})" if s else
                              f"none: micro-batch {tr.micro_batch} does not fit even one token ({gpu})")
-        self.largest.setText(f"{b:,} sequences of {tr.seq_len:,} tokens ({prof}, {gpu})" if b else
+        self.largest.setText(f"{b:,} sequence{'s' if b != 1 else ''} of {tr.seq_len:,} tokens ({prof}, {gpu})" if b else
                              f"none: one sequence of {tr.seq_len:,} tokens does not fit ({gpu})")
 
 

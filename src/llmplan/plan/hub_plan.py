@@ -83,6 +83,8 @@ def safetensors_weight_format(config: dict[str, Any] | None) -> str | None:
             name = f"{method}-{bits}bit"
         elif method in ("fp8", "fbgemm_fp8") or (method == "compressed-tensors" and "fp8" in str(q).lower()):
             name = "fp8"
+        elif method == "mxfp4":  # gpt-oss: the routed experts in MXFP4, the rest bf16
+            name = "mxfp4"
         elif method == "bitsandbytes":
             name = ("nf4" if q.get("bnb_4bit_quant_type", "nf4") == "nf4" else "fp4") if q.get("load_in_4bit") \
                 else "int8" if q.get("load_in_8bit") else None

@@ -87,7 +87,8 @@ def resolve_network(doc: PlanDocument) -> NetworkSpec:
         if hw.nodes > 1:
             raise PlanFileError(
                 f"hardware.network: {hw.nodes} nodes need a network between them; "
-                "set hardware.network to a catalog network id (llmplan-cli catalog networks)"
+                "set hardware.network to a catalog network id (llmplan-cli catalog networks lists them; "
+                "on the command line: --network ib-ndr-400, for example)"
             )
         return NetworkSpec()
     net = _hardware_catalog().network(hw.network)

@@ -119,3 +119,16 @@ def test_missing_peak_for_the_compute_dtype_is_a_clear_error():
 
     with pytest.raises(InputError, match=r"peak_flops\.fp32"):
         estimate(scenario(LLAMA3_8B, H100, weight_format="fp32"))  # the test H100 lists no FP32 peak
+
+
+def test_tensor_parallel_must_split_the_heads():
+    """A TP degree the heads cannot be split over is refused, as vLLM refuses it ("Total number of attention
+    heads (32) must be divisible by tensor parallel size (3)", vllm/config.py verify_with_parallel_config) and as
+    the training layout already did. Before this rule the engine priced Llama-3-8B on TP 3 as if it ran."""
+    with pytest.raises(LayoutError, match="32 attention heads cannot be split over tp=3; choose tp from 1, 2, 4"):
+        estimate(scenario(LLAMA3_8B, H100, gpus=3, tp=3))
+    # 48 query heads split over tp=12; 8 KV heads neither divide by 12 nor replicate evenly on 12 ranks
+    with pytest.raises(LayoutError, match="8 KV heads cannot be split over tp=12"):
+        estimate(scenario({**LLAMA3_8B, "num_key_value_heads": 8, "num_attention_heads": 48, "hidden_size": 6144},
+                          H100, gpus=12, tp=12))
+    assert estimate(scenario(LLAMA3_8B, H100, gpus=16, tp=16)).fits  # KV heads replicated twice: allowed

@@ -72,3 +72,25 @@ def test_compute_dtypes():
     assert parse_weight_format("w8a8").compute_dtype == "int8"
     assert parse_weight_format("awq-4bit").compute_dtype == "fp16"
     assert parse_weight_format("q4_k_m").compute_dtype == "fp16"
+
+
+def test_mxfp4_is_gpt_oss_as_released():
+    """gpt-oss ships its routed experts in MXFP4 (OCP MX v1.0: FP4 E2M1 + one E8M0 scale per 32 = 4.25 bits) and
+    everything else in bf16 (config.json quantization_config, modules_to_not_convert). The model card gives the
+    checkpoint sizes: 12.8 GiB (gpt-oss-20b) and 60.8 GiB (gpt-oss-120b) (OpenAI, "gpt-oss-120b & gpt-oss-20b
+    Model Card", arXiv:2508.10925, 2025-08, Table 1); tolerance: the card's one decimal. Without the format a
+    hobbyist asking about gpt-oss-20b on a 24 GB card got bf16 (39 GiB) and an offload verdict."""
+    from llmplan.catalog.models import load_model_catalog
+
+    catalog = load_model_catalog()
+    for model_id, card_gib in (("openai/gpt-oss-20b", 12.8), ("openai/gpt-oss-120b", 60.8)):
+        q = quantized_weights(catalog.get(model_id).spec, "mxfp4")
+        assert q.total_bytes / 2**30 == pytest.approx(card_gib, abs=0.05)
+    dense = quantized_weights(spec_from_config(LLAMA3_8B), "mxfp4")  # no experts: nothing to convert
+    assert dense.total_bytes == quantized_weights(spec_from_config(LLAMA3_8B), "bf16").total_bytes
+
+
+def test_a_hub_config_quantised_to_mxfp4_reads_as_mxfp4():
+    from llmplan.plan.hub_plan import safetensors_weight_format
+
+    assert safetensors_weight_format({"quantization_config": {"quant_method": "mxfp4"}}) == "mxfp4"

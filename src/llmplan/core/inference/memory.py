@@ -22,6 +22,7 @@ from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
 from llmplan.core.params import TensorGroup
 from llmplan.core.quant import QuantizedWeights, quantized_weights, stored_as
+from llmplan.core.training.layout import check_head_split
 from llmplan.core.workload import Scenario
 from llmplan.errors import LayoutError
 
@@ -104,6 +105,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         )
     if pp > spec.num_layers:
         raise LayoutError(f"parallelism.pp ({pp}) exceeds the model's {spec.num_layers} layers; lower it")
+    check_head_split(spec, tp)  # vLLM, SGLang, TensorRT-LLM refuse the same (e.g. 32 heads over tp=3)
     gpu = scenario.cluster.gpu
     q = quantized_weights(spec, inf.weight_format)
     if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one

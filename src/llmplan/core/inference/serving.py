@@ -29,7 +29,7 @@ from llmplan.core.inference.latency import decode_step, prefill_time, rates
 from llmplan.core.inference.memory import plan_memory
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
-from llmplan.errors import InputError
+from llmplan.errors import InputError, LayoutError
 
 MELANGE = "Griggs et al., Mélange: Cost Efficient Large Language Model Serving by Exploiting GPU Heterogeneity, 2024"
 
@@ -111,7 +111,10 @@ def _replica(model: ModelSpec, req: ServingRequest, gpu: GpuSpec, tp: int, setti
     sc = Scenario(model=model, cluster=ClusterSpec(gpu=gpu, gpus_per_node=tp), workload="inference",
                   inference=InferenceSettings(prompt_tokens=max_prompt, output_tokens=max(1, out_max), **settings),
                   parallelism=ParallelLayout(tp=tp), efficiency=eff, engine_profile=engine)
-    plan = plan_memory(sc, engine)
+    try:
+        plan = plan_memory(sc, engine)
+    except LayoutError as e:  # e.g. 40 heads over tp=8: this replica cannot be built
+        return str(e)
     if plan.fixed_gpu + plan.kv_per_seq_gpu > plan.capacity:
         need = (plan.fixed_gpu + plan.kv_per_seq_gpu) / 2**30
         return f"does not fit: needs {need:.1f} GiB per GPU, {plan.capacity / 2**30:.1f} GiB usable"
@@ -199,6 +202,14 @@ def _with_why(o: ServingOption, why: str) -> ServingOption:
                          o.batch, why)
 
 
+def _gpus_label(rep: _Replica, n: int) -> str:
+    """``n`` replicas of ``rep`` by the GPUs they take: "2 × NVIDIA A100 SXM4 40GB (1 replica of TP 2)". It read
+    "1 × NVIDIA A100 SXM4 40GB (tp=2)", which a reader takes for one GPU while the price was for two."""
+    if rep.tp == 1:
+        return f"{n} × {rep.gpu.name}"
+    return f"{n * rep.tp} × {rep.gpu.name} ({n} replica{'s' if n != 1 else ''} of TP {rep.tp})"
+
+
 def _single(rep: _Replica, n: int, price: float, needed: float) -> ServingOption:
     gpus = n * rep.tp
     cost = Figure.of(gpus * price, "USD", formula="replicas × tp × price per GPU-hour",
@@ -206,7 +217,7 @@ def _single(rep: _Replica, n: int, price: float, needed: float) -> ServingOption
     cap = Figure.of(n * rep.rate, "1", formula="replicas ÷ (P ÷ prefill rate + O · tpot(B) ÷ B) requests/s",
                     inputs={"replicas": n, "per_replica": rep.rate, "batch": rep.batch, "needed": needed},
                     source=MELANGE)
-    label = f"{n} × {rep.gpu.name}" + (f" (tp={rep.tp})" if rep.tp > 1 else "")
+    label = _gpus_label(rep, n)
     return ServingOption(label, ((rep.gpu.id, n, rep.tp),), gpus, True, cost, cap, rep.ttft, rep.tpot, rep.batch,
                          "cheapest")
 
@@ -231,7 +242,7 @@ def _mixes(reps: list[_Replica], needed: float) -> list[ServingOption]:
             if best is None or best[0] >= alone:
                 continue
             cost, na, nb = best
-            label = f"{na} × {a.gpu.name} (tp={a.tp}) + {nb} × {b.gpu.name} (tp={b.tp})"
+            label = f"{_gpus_label(a, na)} + {_gpus_label(b, nb)}"
             cost_fig = Figure.of(cost, "USD", formula="Σ replicas × tp × price per GPU-hour",
                                  inputs={"replicas_a": na, "replicas_b": nb}, source=MELANGE)
             cap = Figure.of(na * a.rate + nb * b.rate, "1", formula="Σ replicas × requests/s per replica",

@@ -22,14 +22,19 @@ from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+WIDE_KV = ("bf16", "fp16", "fp32")  # KV cache types an 8-bit cache halves or better
 
 
 def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
-    """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers."""
+    """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers.
+    Engines that split a model by layers (llama.cpp and Ollama: ``--split-mode layer``, their default) get
+    PP only: their row split is not tensor parallelism as vLLM runs it and is not modelled, so pricing it as
+    TP would promise twice a layer split's decode speed on two cards."""
     m, c = scenario.model, scenario.cluster
+    layer_split = scenario.engine_profile is not None and scenario.engine_profile.partial_offload
     out = []
     for tp in TP_CHOICES:
-        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp:
+        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp or (layer_split and tp > 1):
             continue
         for pp in range(1, min(m.num_layers, c.total_gpus // tp) + 1):
             if (c.total_gpus // tp) % pp == 0:
@@ -37,7 +42,8 @@ def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
     return out
 
 
-def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+def _estimates(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+    """Every candidate layout the engine accepts, with its estimate (fitting or not)."""
     from llmplan.core.search.planner import scenario_for  # planner imports this module lazily
 
     engine = refine or estimate_inference
@@ -47,9 +53,24 @@ def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]
             est = engine(scenario_for(scenario, layout, scenario.training))
         except LlmplanError:
             continue  # the engine judges this layout invalid (e.g. an engine without pipeline stages)
-        if est.fits and est.inference is not None:
+        if est.inference is not None:
             rows.append((layout, est))
     return rows
+
+
+def _fitting(scenario: Scenario, refine) -> list[tuple[ParallelLayout, Estimate]]:
+    return [(layout, est) for layout, est in _estimates(scenario, refine) if est.fits]
+
+
+def _least(scenario: Scenario, refine) -> str:
+    """The layout that needs the least memory per GPU and how much, so that "nothing fits" has a number."""
+    rows = _estimates(scenario, refine)
+    if not rows:
+        return ""
+    layout, est = min(rows, key=lambda r: r[1].memory.total.value)
+    gib = 2**30
+    return (f" (the most frugal, TP{layout.tp} PP{layout.pp}, needs {est.memory.total.value / gib:,.1f} GiB per "
+            f"GPU, {est.memory.capacity.value / gib:,.1f} GiB usable)")
 
 
 def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", refine=None, cancel=None,
@@ -67,7 +88,7 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     if not rows and formats:
         chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
-        why = _no_fit(scenario, formats)
+        why = _no_fit(scenario, formats, "" if cancel and cancel() else _least(scenario, refine))
         return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
     price = c.hourly_price
     if objective == "cost":
@@ -97,12 +118,15 @@ def _tpot(est: Estimate) -> float:
 
 def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
                   ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
-    """The least quantised of ``formats`` in which some layout fits, and its fitting layouts."""
+    """The first of ``formats`` (least quantised first: ``policy.formats_to_try``) in which some layout fits,
+    and its fitting layouts; a format no smaller than the plan's own is skipped."""
     from llmplan.core.quant import quantized_weights
 
     fmt = scenario.inference.weight_format.lower()
-    sizes = {f: quantized_weights(scenario.model, f).total_bytes for f in formats if f != fmt}
-    for f in sorted(sizes, key=sizes.get, reverse=True):
+    own = quantized_weights(scenario.model, fmt).total_bytes
+    for f in formats:
+        if f == fmt or quantized_weights(scenario.model, f).total_bytes >= own:
+            continue
         alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
         rows = _fitting(alt, refine)
         if rows:
@@ -110,13 +134,16 @@ def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
     return "", []
 
 
-def _no_fit(scenario: Scenario, formats: tuple[str, ...]) -> str:
-    """Why nothing fits, after the engine tried every layout (and every format, when left open)."""
+def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> str:
+    """Why nothing fits, after the engine tried every layout (and every format, when left open); ``least``: the
+    most frugal layout's need in the plan's own format."""
     fmt = scenario.inference.weight_format
+    kv = " or an 8-bit KV cache (inference.kv_dtype=fp8)" if scenario.inference.kv_dtype in WIDE_KV else ""
     if formats:
-        return (f"no layout fits, in {fmt} nor in any smaller weight format the engine knows: "
-                "add GPUs or shorten the context")
-    return f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout: add GPUs or quantise"
+        return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
+                f"add GPUs, or use a shorter context{kv}")
+    return (f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout{least}: add GPUs, "
+            f"quantise, or use a shorter context{kv}")
 
 
 def _front(rows: list[tuple[ParallelLayout, Estimate]], price: float | None) -> tuple:

@@ -91,6 +91,25 @@ def fixed_batch(scenario: Scenario) -> Scenario:
     return scenario.model_copy(update={"training": t.model_copy(update={"global_batch": target})})
 
 
+def _least(res: QuickResult, cluster) -> str:
+    """How far the most memory-frugal layout is from fitting, so that "nothing fits" comes with a number."""
+    if not len(res.memory):
+        return ""
+    gib = 2**30
+    return (f" (the most frugal layout needs {float(np.min(res.memory)) / gib:,.1f} GiB per GPU, "
+            f"{cluster.gpu.usable_memory_bytes / gib:,.1f} GiB usable)")
+
+
+def _advice(scenario: Scenario) -> str:
+    """What shrinks a training plan that fits nowhere: LoRA/QLoRA only where the plan fine-tunes every weight."""
+    t = scenario.training
+    if scenario.workload == "finetune" and t.method == "full":
+        return "add GPUs, or use LoRA or QLoRA"
+    if t.method == "lora":
+        return "add GPUs, use QLoRA, or shorten the sequence"
+    return "add GPUs or shorten the sequence"
+
+
 def _search_training(scenario: Scenario, top: int, objective: Objective, refine: Refine | None, refine_count: int,
                      use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...]
                      ) -> SearchResult:
@@ -125,10 +144,10 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
                                 "the quick model found no layout that fits; the full engine found these among "
                                 "the most memory-frugal ones")
     if not len(fit):
-        why = "no layout fits in memory on these GPUs, even with CPU offload: add GPUs, or use LoRA or QLoRA"
+        why = f"no layout fits in memory on these GPUs, even with CPU offload{_least(res, cluster)}: {_advice(scenario)}"
         if keep:
-            why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set: add GPUs, or change "
-                   "those settings")
+            why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set{_least(res, cluster)}: "
+                   "add GPUs, or change those settings")
         return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price

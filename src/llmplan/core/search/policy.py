@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
@@ -65,16 +66,30 @@ def held_knobs(stated: Iterable[str]) -> tuple[str, ...]:
     return tuple(k for k in AUTOMATIC if k in given)
 
 
-def formats_to_try(stated: Iterable[str]) -> tuple[str, ...]:
-    """Every weight format the engine knows when the plan leaves ``inference.weight_format`` open
-    (``stated``: the inference fields the plan states), else none: the search tries them, largest
-    first, only when nothing fits in the plan's own format."""
-    from llmplan.core.quant import known_formats
+# The formats each kind of engine is deployed with, least quantised first (``fit.changes`` walks the same
+# ladders for its nearest changes): llama.cpp's common presets; the serving engines' checkpoint formats; MLX's.
+GGUF_LADDER = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k")
+GPU_LADDER = ("fp8", "int8", "awq-4bit", "gptq-3bit")
+MLX_LADDER = ("mlx-8bit", "mlx-4bit")
+
+
+def formats_to_try(stated: Iterable[str], engine: EngineProfile | None = None) -> tuple[str, ...]:
+    """The weight formats to try when the plan leaves ``inference.weight_format`` open (``stated``: the
+    inference fields the plan states), else none: the search tries them in order, least quantised first, only
+    when nothing fits in the plan's own format. ``engine``: the plan's engine profile, whose own ladder is tried: GGUF
+    presets for llama.cpp and Ollama (``partial_offload``), MLX's for MLX, and for the serving engines their
+    checkpoint formats (FP8, INT8, AWQ, GPTQ), never GGUF types: vLLM was offered IQ3_S for Llama-3.1-8B at 128K
+    tokens on a 24 GB card, and bitsandbytes NF4 (the largest 4-bit format, not the one people serve) for 70B.
+    Without an engine (a neutral runtime): the serving ladder."""
+    from llmplan.core.quant import parse_weight_format
 
     if "weight_format" in set(stated):
         return ()
-    # TQ1_0/TQ2_0 store ternary weights: only for models trained ternary (BitNet b1.58, Ma et al. 2024)
-    return tuple(f for f in known_formats() if not f.startswith("tq"))
+    if engine is None:
+        return GPU_LADDER
+    ladder = GGUF_LADDER if engine.partial_offload else MLX_LADDER if "mlx" in engine.weight_formats else GPU_LADDER
+    loads = engine.weight_formats
+    return tuple(f for f in ladder if not loads or parse_weight_format(f).kind in loads)
 
 
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.model import ModelSpec
 from llmplan.core.training import batch
 from llmplan.core.training.stages import RULES, StageSplit, split_layers
 from llmplan.core.workload import Scenario
@@ -73,19 +74,8 @@ def resolve(sc: Scenario) -> Layout:
                 f"rule the framework runs the layout: the {prof.name} profile has no {name.upper()} parallelism; "
                 f"set parallelism.{name} to 1, or training.framework to one that has it (megatron)"
             )
-    if m.num_heads % tp:
-        raise LayoutError(
-            f"rule heads divisible by tp: {m.num_heads} attention heads cannot be split over tp={tp}; "
-            f"choose tp from {_divisors(m.num_heads, 64)}"
-        )
-    kv_replicated = False
-    if m.mla is None and m.num_kv_heads % tp:
-        if tp % m.num_kv_heads:
-            raise LayoutError(
-                f"rule KV heads divisible by tp: {m.num_kv_heads} KV heads cannot be split over tp={tp} "
-                f"(nor replicated evenly); choose tp dividing {m.num_kv_heads} or a multiple of it"
-            )
-        kv_replicated = True
+    kv_replicated = check_head_split(m, tp)
+    if kv_replicated:
         warnings.append(
             f"{m.num_kv_heads} KV heads on tp={tp}: each KV head is replicated on {tp // m.num_kv_heads} ranks"
         )
@@ -150,6 +140,25 @@ def _uneven_note(split: StageSplit, layers: int) -> str:
     if slow > 0:
         note += f"; the slowest stage ({split.slowest} layers) sets the pace: steps {slow:.1%} longer than an even spread"
     return note
+
+
+def check_head_split(m: ModelSpec, tp: int) -> bool:
+    """Refuse a tensor-parallel degree the model's heads cannot be split over, as Megatron and vLLM do (each
+    rank holds whole query heads; KV heads are split, or replicated when tp is a multiple of their count).
+    Returns True when the KV heads are replicated. Training and inference layouts share this rule."""
+    if m.num_heads % tp:
+        raise LayoutError(
+            f"rule heads divisible by tp: {m.num_heads} attention heads cannot be split over tp={tp}; "
+            f"choose tp from {_divisors(m.num_heads, 64)}"
+        )
+    if m.mla is None and m.num_kv_heads % tp:
+        if tp % m.num_kv_heads:
+            raise LayoutError(
+                f"rule KV heads divisible by tp: {m.num_kv_heads} KV heads cannot be split over tp={tp} "
+                f"(nor replicated evenly); choose tp dividing {m.num_kv_heads} or a multiple of it"
+            )
+        return True
+    return False
 
 
 def _divisors(n: int, limit: int) -> str:
