@@ -177,7 +177,8 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     bf16 rates, the linears get ``Rates.fp8_gemm`` (``kernel_rates.FP8_MATMUL_RATIO``)."""
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    clock = {"sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share}
+    clock = {"sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share,
+             "pointwise": gpu.memory_bandwidth * eff.elementwise}
     if precision == "fp8":
         bf16, _ = training_peak(gpu.name, gpu.peak_flops, "bf16")
         fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO)
