@@ -89,14 +89,15 @@ EW_FLOOR_S = {EW_POINTWISE: 1.565e-6, EW_UPCAST: 2.699e-6, EW_NORM: 1.975e-6, EW
 
 
 def elementwise_time(moved: float, kernels: float, kind: str, pointwise_rate: float, upcast: float = 0.0) -> float:
-    """Seconds of an elementwise op of ``kernels`` launches moving ``moved`` bytes: max(kernels × the kind's floor,
-    bytes at the kind's rate), where ``upcast`` of the bytes are bf16 -> fp32 casts inside the op, at their own rate
-    (module doc)."""
+    """Seconds of an elementwise op of ``kernels`` launches moving ``moved`` bytes: max(kernels × floor, bytes at the
+    kind's rate), where ``upcast`` of the bytes (and that share of the kernels, for the floor) are bf16 -> fp32 casts
+    inside the op, at their own rate and floor (module doc)."""
+    floor = kernels * (EW_FLOOR_S[kind] * (1.0 - upcast) + EW_FLOOR_S[EW_UPCAST] * upcast)
     if moved <= 0:
-        return kernels * EW_FLOOR_S[kind]
+        return floor
     rate = pointwise_rate * EW_RATIO[kind]
     stream = moved * (1.0 - upcast) / rate + (moved * upcast / (pointwise_rate * EW_RATIO[EW_UPCAST]) if upcast else 0.0)
-    return max(kernels * EW_FLOOR_S[kind], stream)
+    return max(floor, stream)
 
 
 # (head_dim, seq) -> (forward, forward+backward) TFLOP/s share of the 989.4 TFLOP/s bf16 peak
