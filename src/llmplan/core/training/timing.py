@@ -306,7 +306,7 @@ def fp8_note(prof: FrameworkProfile, r: ot.Rates, cast_s: float) -> str:
     return (f"fp8 training ({_FP8_RECIPES[prof.fp8_recipe]}). The blocks' linears run in fp8 at {r.fp8_gemm / 1e12:.0f} "
             f"TFLOP/s (a typical shape: {kr.FP8_MATMUL_RATIO:.3f} of the bf16 GEMMs' share of peak, from e4m3 GEMMs "
             f"measured on an H100), attention and the output head in bf16 at {r.gemm / 1e12:.0f} TFLOP/s; the casts "
-            f"move {cast_s * r.bandwidth / 1e9:,.1f} GB per step at {r.bandwidth / 1e9:,.0f} GB/s: {cast_s:.3g} s "
+            f"move {cast_s * r.copy / 1e9:,.1f} GB per step at {r.copy / 1e9:,.0f} GB/s (the copy rate): {cast_s:.3g} s "
             "(fp8_casts in compute.breakdown; docs/training.md, 'fp8 training')")
 
 
