@@ -40,7 +40,8 @@ from llmplan.formats.bounded import load_json, load_toml
 from llmplan.resources_path import catalogs_dir, user_data_dir
 
 EFFICIENCY_FIELDS = ("matmul", "memory_bandwidth", "intra_node", "network", "host_memory_bandwidth", "pcie",
-                     "sustained_clock", "full_clock_share", "adamw_fp32", "adamw_16bit")
+                     "sustained_clock", "full_clock_share", "elementwise", "adamw_fp32",
+                     "adamw_16bit")
 
 
 @dataclass(frozen=True)

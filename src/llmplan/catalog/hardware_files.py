@@ -326,6 +326,7 @@ class EfficiencyClass(_Strict):
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None
     full_clock_share: ShareValue | None = None
+    elementwise: EfficiencyValue | None = None
     adamw_fp32: EfficiencyValue | None = None
     adamw_16bit: EfficiencyValue | None = None
 
@@ -339,6 +340,7 @@ class EfficiencyDefault(_Strict):
     pcie: EfficiencyValue | None = None
     sustained_clock: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
     full_clock_share: ShareValue | None = None  # None: Efficiency's default (the H100 SXM's)
+    elementwise: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
     adamw_fp32: EfficiencyValue | None = None  # None: Efficiency's default (the H100 SXM's)
     adamw_16bit: EfficiencyValue | None = None
 

@@ -202,6 +202,12 @@ class Efficiency(FrozenModel):
         "which the GPU holds its full clock; above it the clock falls linearly to sustained_clock at a share of 1 "
         "(the H100 SXM's, measured with GEMMs between memory-bound kernels, 2026-11-28)"
     )
+    elementwise: float = Field(
+        0.9004, ge=0.01, le=1, description="share of peak memory bandwidth a large vectorised pointwise kernel "
+        "(add, mul, SiLU, an fp32 -> bf16 cast) reaches; the training time model prices the other elementwise kinds "
+        "relative to it (docs/training.md, 'Elementwise kernels by kind'); the default is the H100 SXM's, 3,016 of "
+        "3,350 GB/s (2026-11-28)"
+    )
     adamw_fp32: float = Field(
         0.765, ge=0.01, le=1, description="share of peak memory bandwidth at which the fused AdamW kernel moves its "
         "bytes with fp32 tensors (parameter, gradient and both moments: 28 B per parameter); the default is the "

@@ -9,8 +9,11 @@ and backward), under SHARD_GRAD_OP once. Autocast without FSDP casts every weigh
 a full recompute). The 16-bit weight gradient's upcast into the fp32 gradient stays full-size: with an fp32
 ``reduce_dtype`` FSDP casts the unsharded gradient before the reduce-scatter.
 
-Each cast moves 6 B per weight (read fp32, write bf16) at the achievable bandwidth. The values below are
-that arithmetic on the block's own weight count (``LayerOps.cast_params``): exact (relative 1e-12).
+Each cast moves 6 B per weight: an fp32 -> bf16 cast (read fp32, write bf16) at the pointwise rate, the gradient's
+bf16 -> fp32 cast at the widening cast's rate (``kernel_rates.EW_RATIO``, H100 SXM microbenchmark, 2026-11-28;
+with ``Rates.pointwise`` unset the pointwise rate is ``bandwidth``). The values below are that arithmetic on the
+block's own weight count (``LayerOps.cast_params``): exact (relative 1e-12). A cast of a small shard costs at
+least its kernels' floor, one cast per weight matrix (K of them) at the pointwise kernel's 1.565 µs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 from llmplan.catalog.frameworks import framework_profile
 from llmplan.core.framework_profile import in_effect
 from llmplan.core.params import count_params
+from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training import timing
 from llmplan.core.training.ops import fsdp_cast_shard, head_ops, layer_ops
@@ -30,6 +34,10 @@ from .helpers import gpt
 M = gpt(2048, 16, 4, vocab=32000)
 R = ot.Rates(gemm=300e12, attention_scale=1.0, peak=989e12, bandwidth=3e12, elem_bytes=2.0)
 N = 64  # the sharding group
+D = 6 / R.bandwidth  # seconds per weight cast down to bf16
+U = 6 / (R.bandwidth * kr.EW_RATIO[kr.EW_UPCAST])  # per bf16 gradient cast up into the fp32 .grad
+K = 6  # weight matrices of a block (q, k, v, o, up, down), one cast kernel each
+FLOOR = K * kr.EW_FLOOR_S[kr.EW_POINTWISE]
 
 
 def _times(zero: int, recompute: str = "full", framework: str = "fsdp2", n: int = N):
@@ -42,40 +50,42 @@ def _times(zero: int, recompute: str = "full", framework: str = "fsdp2", n: int 
     head = head_ops(M, count_params(M), shape, tr, prof, ops.residual_bytes, shard)  # type: ignore[arg-type]
     timing.layer_and_head.cache_clear()
     fwd, rest, head_t = timing.layer_and_head(M, shape, tr, prof, R)
+    assert sum(g.count for g in ops.gemms) == K
     return shard, ops.cast_params, head.cast_params, fwd.casts, rest.casts, head_t.casts
 
 
 def test_zero3_casts_the_shard_at_both_gathers_and_not_in_the_recompute():
     shard, w, hw, fwd, rest, head = _times(3)
     assert shard == N and w > 0
-    assert fwd == pytest.approx(w / N * 6 / R.bandwidth, rel=1e-12)
+    assert w / N * D < FLOOR  # 1/64 of a block's weights: the cast kernels' floor
+    assert fwd == pytest.approx(FLOOR, rel=1e-12)
     # the gradient upcast (full) + the backward gather's cast (shard); the full recompute casts nothing
-    assert rest == pytest.approx((w + w / N) * 6 / R.bandwidth, rel=1e-12)
-    assert head == pytest.approx((2 * hw / N + hw) * 6 / R.bandwidth, rel=1e-12)
+    assert rest == pytest.approx(w * U + w / N * D, rel=1e-12)
+    assert head == pytest.approx(2 * hw / N * D + hw * U, rel=1e-12)
 
 
 def test_shard_grad_op_casts_the_shard_once_a_micro_batch():
     shard, w, hw, fwd, rest, head = _times(2)
     assert shard == N
-    assert fwd == pytest.approx(w / N * 6 / R.bandwidth, rel=1e-12)
-    assert rest == pytest.approx(w * 6 / R.bandwidth, rel=1e-12)
-    assert head == pytest.approx((hw / N + hw) * 6 / R.bandwidth, rel=1e-12)
+    assert fwd == pytest.approx(FLOOR, rel=1e-12)
+    assert rest == pytest.approx(w * U, rel=1e-12)
+    assert head == pytest.approx(hw / N * D + hw * U, rel=1e-12)
 
 
 def test_without_per_micro_batch_gathers_autocast_casts_every_weight_each_forward():
     shard, w, hw, fwd, rest, head = _times(1)
     assert shard == 0
-    assert fwd == pytest.approx(w * 6 / R.bandwidth, rel=1e-12)
-    assert rest == pytest.approx(2 * w * 6 / R.bandwidth, rel=1e-12)  # gradient upcast + the recompute's cast
-    assert head == pytest.approx(2 * hw * 6 / R.bandwidth, rel=1e-12)
+    assert fwd == pytest.approx(w * D, rel=1e-12)
+    assert rest == pytest.approx(w * U + w * D, rel=1e-12)  # gradient upcast + the recompute's cast
+    assert head == pytest.approx(hw * D + hw * U, rel=1e-12)
 
 
 def test_one_rank_still_casts_per_gather():
     """A one-GPU ZeRO-3 run gathers (and casts) the whole weight twice a micro-batch."""
     shard, w, _, fwd, rest, _ = _times(3, n=1)
     assert shard == 1
-    assert fwd == pytest.approx(w * 6 / R.bandwidth, rel=1e-12)
-    assert rest == pytest.approx(2 * w * 6 / R.bandwidth, rel=1e-12)
+    assert fwd == pytest.approx(w * D, rel=1e-12)
+    assert rest == pytest.approx(w * U + w * D, rel=1e-12)
 
 
 def test_only_fp32_parameters_gathered_per_micro_batch_have_the_shard_cast():

@@ -19,6 +19,7 @@ from dataclasses import replace
 import pytest
 
 from llmplan.core.params import count_params
+from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training import timing
 from llmplan.core.training.layout import resolve as lay_of
@@ -100,12 +101,15 @@ def test_the_peft_4bit_adapter_path_follows_its_input_dtypes():
 
 
 def test_a_frozen_fp32_head_is_cast_once_a_trained_one_twice():
-    """QLoRA's fp32 lm_head (frozen): autocast's cast in the forward only, 6 B per weight. A trained fp32 head
-    (AMP full fine-tune) also casts its bf16 gradient back: twice."""
+    """QLoRA's fp32 lm_head (frozen): autocast's cast in the forward only, 6 B per weight, an fp32 -> bf16 copy at
+    the pointwise rate. A trained fp32 head (AMP full fine-tune) also casts its bf16 gradient back up: 6 B more, at
+    the bf16 -> fp32 cast's rate (``kernel_rates.EW_RATIO``; H100 SXM, 2026-11-28)."""
     sc, lay, pb, ops = _ops()
     r, _ = timing.rates(sc.cluster.gpu, sc.efficiency, sc.training.precision)
     head = head_ops(sc.model, pb, lay, sc.training, sc.framework, ops.residual_bytes)
     assert not head.gemm.trainable and head.cast_params == 128256 * H
-    assert ot.head_time(head, r).casts == pytest.approx(head.cast_params * 6 / r.bandwidth)
+    down = head.cast_params * 6 / r.pointwise
+    assert ot.head_time(head, r).casts == pytest.approx(down)
     trained = replace(head, gemm=replace(head.gemm, trainable=True))
-    assert ot.head_time(trained, r).casts == pytest.approx(2 * head.cast_params * 6 / r.bandwidth)
+    up = head.cast_params * 6 / (r.pointwise * kr.EW_RATIO[kr.EW_UPCAST])
+    assert ot.head_time(trained, r).casts == pytest.approx(down + up)

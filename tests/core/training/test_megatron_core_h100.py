@@ -194,8 +194,10 @@ def test_median_error_within_ten_percent():
 def test_compute_only_rows_are_fast_like_llama3_table4():
     """1.7B and 7.1B: no bubble, and every collective hidden but its first call (under 1% of the step late); what
     they expose is only the 18.9% the compute beside them loses (``comms.OVERLAP_SLOWDOWN``, since clock30: 2.6%
-    and 6.7% of the step). Both +24…+36% fast (+32.4%, +25.8%; +20…+30% and +26.1%, +25.3% before clock30): the
-    engine's H100 compute, not a communication or bubble term, is what is optimistic there (module doc)."""
+    and 6.7% of the step). Both +24…+36% fast (+32.9%, +26.1% since ew31's elementwise kinds; +32.3%, +25.8% at
+    clock30; +20…+30% and +26.1%, +25.3% before clock30): the engine's H100 compute, not a communication or bubble
+    term, is what is optimistic there (module doc). Since ew31 the 7.1B row's weight all-gather after the optimizer
+    step (50.0 ms) outlasts its 49.2 ms window by 0.7 ms: asserted within 0.2% of the step of the slowdown term."""
     for label in ("1.7B", "7.1B"):
         e = _estimate(label)
         c = e.compute
@@ -204,7 +206,8 @@ def test_compute_only_rows_are_fast_like_llama3_table4():
         assert late < 0.01 * c.step_time_s.value
         for col in e.communication.collectives:  # hidden but the unhidden first call: the slowdown term alone
             head = col.exposed_s.inputs["unhidden_s"]
-            assert col.exposed_s.value == pytest.approx(head + OVERLAP_SLOWDOWN * (col.time_s.value - head), rel=1e-9)
+            term = head + OVERLAP_SLOWDOWN * (col.time_s.value - head)
+            assert 0 <= col.exposed_s.value - term <= 0.002 * c.step_time_s.value
         assert c.breakdown["exposed_communication"] < 0.07 * c.step_time_s.value
         assert 0.24 < error(label) < 0.36
 

@@ -97,7 +97,10 @@ Results (2026-11-28), llmplan ÷ published − 1, per row group in ``BANDS``:
   and "no row more than 10% under" are not met. 41 rows more than 10% under, 3 over (LoRA (emb) at short lengths,
   +1.2% at most): 7B and 14B LoRA −3 … −11%; LoRA (emb) −11 … +1%; Q-LoRA −26 … −4%; 1.8B LoRA, Q-LoRA and full
   −6 … −26%; 72B LoRA + ZeRO-3 −17 … −14%; 7B full on 2 GPUs −15 … −2%.
-- tokens/s, median |error| 9.2% (the issue asks ≤ 20%; 9.5% before gradient clipping was priced — every run
+- tokens/s, median |error| 9.45% (the issue asks ≤ 20%; 9.2% before ew31 priced elementwise kernels by kind,
+  which moved the GPTQ Q-LoRA groups 1-3 points faster, 14B at 256 tokens +225.3% → +228.3%, 72B +270.4% →
+  +273.7%: their dequantisation and pointwise kernels run at the measured H100 rates, not 0.8 of peak; 9.5% before
+  gradient clipping was priced — every run
   clips: Qwen's finetune.py keeps the Trainer's max_grad_norm 1.0, and DeepSpeed's ZeRO optimizer computes the
   norm at every step anyway (``core.training.grad_clip``); the fastest-estimated rows moved most, 7B full on 2 GPUs
   +66.4 … +303.1% → +62.6 … +279.4%, 1.8B full −7.5 … +317.9% → −8.0 … +295.2%; 11.6% before the clock30 time
@@ -259,9 +262,9 @@ BANDS = {
     ("7B", "lora", 2, 2): ((-0.310, -0.065), (0.777, 1.484)),
     ("14B", "lora", 1, 1): ((-0.096, -0.031), (-0.074, 0.026)),
     ("14B", "lora-emb", 1, 1): ((-0.083, 0.012), (-0.077, 0.080)),
-    ("14B", "qlora", 1, 1): ((-0.178, -0.086), (0.036, 2.253)),
+    ("14B", "qlora", 1, 1): ((-0.178, -0.086), (0.043, 2.283)),  # tokens/s (0.036, 2.253) before ew31
     ("72B", "lora", 1, 4): ((-0.172, -0.138), (-0.027, 1.164)),
-    ("72B", "qlora", 1, 1): ((-0.077, -0.038), (0.077, 2.703)),
+    ("72B", "qlora", 1, 1): ((-0.077, -0.038), (0.083, 2.737)),  # tokens/s (0.077, 2.703) before ew31
 }
 
 
@@ -324,7 +327,7 @@ def results() -> dict[tuple, list[tuple[float, float, bool, float]]]:
 
 def test_medians(results):
     """Memory 10.8% recorded (pinned ≤ 11%; the issue's ≤ 10% is not met since the fused c_attn's adapters are
-    counted once, 9.5% before), tokens/s 9.5% (the issue's ≤ 20%; 11.6% before the clock30 time model, 16.3% before
+    counted once, 9.5% before), tokens/s 9.45% (the issue's ≤ 20%; 9.2% before ew31, 11.6% before the clock30 time model, 16.3% before
     the fused c_attn's single adapter, 17.1% before the price audit); module doc."""
     rows = [r for group in results.values() for r in group]
     assert len(rows) == 81

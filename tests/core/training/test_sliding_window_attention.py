@@ -79,9 +79,10 @@ def test_models_without_windows_keep_the_causal_price():
 
 def test_without_flash_every_layer_computes_its_whole_square():
     """Eager attention masks the window after the s×s product: Mistral-7B v0.1 (window 4,096) at 8,192 tokens pays
-    the full square, 2 · 32 heads · 8,192² · (128 + 128) FLOPs forward, as a model without a window does."""
+    the full square, 2 · 32 heads · 8,192² · (128 + 128) FLOPs forward, as a model without a window does. The softmax
+    traffic moves at the copy kind's rate (no measured kind: ``kernel_rates.EW_RATIO``, since ew31)."""
     ops = _ops("mistralai/Mistral-7B-v0.1", flash=False, seq=8192)
     square = 2 * 32 * 8192 * 8192 * (128 + 128)
     assert ops.square_flops == pytest.approx(square, rel=1e-12)
-    assert layer_forward(ops, R).attention == pytest.approx(square / R.gemm + ops.scores_bytes / R.bandwidth,
+    assert layer_forward(ops, R).attention == pytest.approx(square / R.gemm + ops.scores_bytes / R.copy,
                                                            rel=1e-12)

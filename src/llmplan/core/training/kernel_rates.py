@@ -48,8 +48,23 @@ stated in every figure that uses it.
 - Cross-entropy over fp32 logits, forward + backward: 20.0 ms for 8,192 tokens × 128,256 and
   23.7 ms for 8,192 × 151,936: 19.0 ps per logit, i.e. 55 bytes per logit at the measured
   2,911 GB/s copy rate. Charged as those bytes at each GPU's achievable bandwidth.
-- Memory-bound kernels move their bytes at the catalog's achievable bandwidth (H100: a 1 GiB
-  device copy ran at 2,911 GB/s, 0.869 of 3,350 GB/s).
+- Elementwise kernels by kind (``elementwise_time``; H100 SXM, torch 2.11.0+cu130, 2026-11-28, CUDA-graph replay
+  of 20 calls, so no host launch: tests/data/elementwise/h100_sxm_elementwise_2026-11-28.json). A kernel takes
+  max(kernels × floor, bytes / rate) at its kind's rate and floor. Rates from the rows of 2^24 elements and more
+  (64 MB and more: out of the 50 MB L2), as ratios to the pointwise rate, which is the catalog's
+  ``efficiency.elementwise`` × peak bandwidth (H100: 3,016 GB/s, the median of 15 rows of bf16 add, mul, SiLU,
+  fp32 -> bf16 cast and fp32 add): bf16 -> fp32 casts 1,960 GB/s (0.650: PyTorch runs a widening copy in its
+  unrolled, not its vectorised, kernel); Hugging Face's RMSNorm, 8 kernels over 36 B per element, 2,381 GB/s
+  (0.789); same-dtype copies 2,721 GB/s (0.902), the rate of every kind not measured (reductions, gathers,
+  transposes, fused norms, dropout, dequantisation, fp8 casts). Floors from the rows of 2^16 elements or fewer:
+  1.565 µs per pointwise kernel, 2.699 per widening cast, 1.51 per copy, 1.975 per RMSNorm kernel. Other GPUs:
+  the same ratios to their own pointwise rate and the same floors (an assumption: the floor is a launch-side
+  latency, set by the clock rather than the bandwidth). The sizes in between (2^18-2^22) ran faster than this
+  where their tensors stayed in L2 across the graph's 20 calls (up to 5.5 TB/s at 2^22 elements): the price
+  takes HBM's rate there, as for a tensor a step reads after other kernels have evicted it.
+- The loss (``CE_BYTES_PER_LOGIT``) and the optimizer keep their own measurements at the catalog's achievable
+  bandwidth (``efficiency.memory_bandwidth``); dequantisation, fp8 casts and the eager softmax's traffic (no
+  measured kind) move at the copy rate.
 """
 
 from __future__ import annotations
@@ -66,6 +81,24 @@ CE_BYTES_PER_LOGIT = 55.4
 FLASH_QUERY_TILE = 128.0
 H100_MATMUL = 0.801  # the catalog's H100 figure the attention shares are measured against
 FP8_MATMUL_RATIO = (1427.5 / 1978.9) / (792.1 / 989.4)  # fp8 8192³ share of its peak / bf16's (module doc)
+
+# elementwise kinds (module doc): rate as a share of the pointwise rate, floor in seconds per kernel
+EW_POINTWISE, EW_UPCAST, EW_NORM, EW_COPY = "pointwise", "upcast", "rmsnorm_eager", "copy"
+EW_RATIO = {EW_POINTWISE: 1.0, EW_UPCAST: 1960.2 / 3016.4, EW_NORM: 2381.3 / 3016.4, EW_COPY: 2720.6 / 3016.4}
+EW_FLOOR_S = {EW_POINTWISE: 1.565e-6, EW_UPCAST: 2.699e-6, EW_NORM: 1.975e-6, EW_COPY: 1.51e-6}
+
+
+def elementwise_time(moved: float, kernels: float, kind: str, pointwise_rate: float, upcast: float = 0.0) -> float:
+    """Seconds of an elementwise op of ``kernels`` launches moving ``moved`` bytes: max(kernels × floor, bytes at the
+    kind's rate), where ``upcast`` of the bytes (and that share of the kernels, for the floor) are bf16 -> fp32 casts
+    inside the op, at their own rate and floor (module doc)."""
+    floor = kernels * (EW_FLOOR_S[kind] * (1.0 - upcast) + EW_FLOOR_S[EW_UPCAST] * upcast)
+    if moved <= 0:
+        return floor
+    rate = pointwise_rate * EW_RATIO[kind]
+    stream = moved * (1.0 - upcast) / rate + (moved * upcast / (pointwise_rate * EW_RATIO[EW_UPCAST]) if upcast else 0.0)
+    return max(floor, stream)
+
 
 # (head_dim, seq) -> (forward, forward+backward) TFLOP/s share of the 989.4 TFLOP/s bf16 peak
 _SDPA_SEQ = (512, 2048, 8192, 32768)

@@ -2,8 +2,8 @@
 
 Each GEMM costs ``kernel_rates.gemm_time`` at its own shape (forward; backward: the input
 gradient, and the weight gradient where the weight trains); flash attention its measured share
-of peak at its length and head size; each elementwise kernel its bytes at the achievable
-bandwidth. The GPU cannot run kernels faster than the host issues them: a micro-batch takes
+of peak at its length and head size; each elementwise op its bytes at its kind's rate, at least its kernels'
+floor (``kernel_rates.elementwise_time``). The GPU cannot run kernels faster than the host issues them: a micro-batch takes
 max(GPU time, launches × launch cost) — the host-bound case of small models and eager code.
 Recompute adds the forward again (full: every block; selective without flash: attention;
 selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels).
@@ -74,11 +74,42 @@ class Rates:
     gemm: float  # FLOP/s a typical shape sustains (16-bit, or fp32)
     attention_scale: float  # this GPU's attention rate relative to the H100 measurement (× its peak)
     peak: float  # the dense peak attention runs against (bf16 under fp8 training)
-    bandwidth: float  # achievable bytes/s
+    bandwidth: float  # achievable bytes/s (efficiency.memory_bandwidth: the loss's and the optimizer's)
     elem_bytes: float  # GEMM operand bytes
     fp8_gemm: float = 0.0  # FLOP/s a typical fp8 GEMM sustains (fp8 training; 0 otherwise)
     sustained_clock: float = 1.0  # clock share held with compute-bound kernels all the time (kernel_rates.clock_factor)
     full_clock_share: float = 0.4  # compute-bound share of the GPU's time up to which it keeps its full clock
+    pointwise: float = 0.0  # bytes/s of a large pointwise kernel (efficiency.elementwise; 0: ``bandwidth``)
+
+    @property
+    def ew(self) -> float:
+        """The pointwise rate the elementwise kinds are priced against (``kernel_rates.elementwise_time``)."""
+        return self.pointwise or self.bandwidth
+
+    @property
+    def copy(self) -> float:
+        """Bytes/s of the copy kind: memory-bound work of no measured kind."""
+        return self.ew * kr.EW_RATIO[kr.EW_COPY]
+
+
+def ew_forward(elementwise: tuple[Elementwise, ...], r: Rates) -> float:
+    """Seconds of the elementwise ops' forward kernels, each at its kind's rate and floor."""
+    pw = r.ew
+    return sum(kr.elementwise_time(e.bytes, e.kernels, e.kind, pw, e.upcast) for e in elementwise)
+
+
+def ew_backward(elementwise: tuple[Elementwise, ...], r: Rates) -> float:
+    """Seconds of their backward kernels (``Elementwise.backward`` × the forward's bytes, ``backward_launches``)."""
+    pw = r.ew
+    return sum(kr.elementwise_time(e.backward * e.bytes, backward_launches(e), e.kind, pw, e.backward_upcast)
+               for e in elementwise)
+
+
+def cast_time(cast_down: float, cast_up: float, kernels: float, r: Rates) -> float:
+    """Seconds of weight casts, 6 B per parameter: fp32 -> bf16 copies for the forward (``cast_down`` parameters)
+    and bf16 gradients cast up into fp32 .grad (``cast_up``)."""
+    moved = 6.0 * (cast_down + cast_up)
+    return kr.elementwise_time(moved, kernels, kr.EW_POINTWISE, r.ew, cast_up / (cast_down + cast_up)) if moved else 0.0
 
 
 def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
@@ -163,15 +194,15 @@ def layer_forward(ops: LayerOps, r: Rates, weight_cast: bool = True) -> PartTime
     if ops.flash:
         attn = _flash_pass(ops, r, False)
     else:  # two batched GEMMs over the whole s×s square (no causal skipping) + the softmax traffic
-        attn = ops.square_flops / r.gemm + ops.scores_bytes / r.bandwidth
-    ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
+        attn = ops.square_flops / r.gemm + ops.scores_bytes / r.copy
+    ew = ew_forward(ops.elementwise, r)
     launches = sum(e.kernels for e in ops.elementwise) + 1
-    deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
-    cast = weight_casts(ops)[0] * 6.0 / r.bandwidth if weight_cast else 0.0  # read fp32, write the 16-bit copy
+    deq = ops.dequant_params * ops.dequant_bytes / r.copy
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) if ops.cast_params and weight_cast else 0.0
+    cast = cast_time(weight_casts(ops)[0], 0.0, n_cast, r) if weight_cast else 0.0  # read fp32, write the 16-bit copy
     f8 = ops.fp8_casts
-    fp8, n_fp8 = (f8.forward / r.bandwidth, f8.forward_kernels) if f8 else (0.0, 0.0)
+    fp8, n_fp8 = (f8.forward / r.copy, f8.forward_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
 
 
@@ -181,12 +212,12 @@ def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
     is not a fused SDPA kernel (whose output the policy keeps)."""
     gemm, calls = _gemm_pass(ops, r, False, recomputed_gemms(ops.gemms))
     attn = 0.0 if ops.flash else layer_forward(ops, r).attention
-    ew = sum(e.bytes for e in ops.elementwise) / r.bandwidth
+    ew = ew_forward(ops.elementwise, r)
     launches = sum(e.kernels for e in ops.elementwise)
     # no weight casts: FSDP2 (the one profile with this policy) recomputes with the bf16 weights it gathered;
     # fp8: the forward's casts again, without the amax passes the policy saved (fp8_casts module doc)
     f8 = ops.fp8_casts
-    fp8, n_fp8 = (f8.recompute / r.bandwidth, f8.recompute_kernels) if f8 else (0.0, 0.0)
+    fp8, n_fp8 = (f8.recompute / r.copy, f8.recompute_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, 0.0, 0.0, fp8, launches + n_fp8, calls)
 
 
@@ -195,17 +226,17 @@ def layer_backward(ops: LayerOps, r: Rates) -> PartTimes:
     if ops.flash:
         attn = _flash_pass(ops, r, True)
     else:
-        attn = 2 * ops.square_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.bandwidth
-    ew = sum(e.backward * e.bytes for e in ops.elementwise) / r.bandwidth
+        attn = 2 * ops.square_flops / r.gemm + BACKWARD_FACTOR * ops.scores_bytes / r.copy
+    ew = ew_backward(ops.elementwise, r)
     launches = sum(backward_launches(e) for e in ops.elementwise) + 1
-    deq = ops.dequant_params * ops.dequant_bytes / r.bandwidth
+    deq = ops.dequant_params * ops.dequant_bytes / r.copy
     # the 16-bit weight gradient upcast into the fp32 .grad (in full), and FSDP's cast of the shard it gathers again
     again = weight_casts(ops)[1]
-    cast = (ops.cast_params + again) * 6.0 / r.bandwidth
     n_q = sum(g.count for g in ops.gemms if g.quantised) * ops.dequant_kernels
     n_cast = sum(g.count for g in ops.gemms) * (2 if again else 1) if ops.cast_params else 0.0
+    cast = cast_time(again, ops.cast_params, n_cast, r)
     f8 = ops.fp8_casts
-    fp8, n_fp8 = (f8.backward / r.bandwidth, f8.backward_kernels) if f8 else (0.0, 0.0)
+    fp8, n_fp8 = (f8.backward / r.copy, f8.backward_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
 
 
@@ -213,11 +244,11 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     """Forward and backward of the final norm, the output projection and the loss."""
     f, fc = _gemm_pass(ops, r, False)
     b, bc = _gemm_pass(ops, r, True)
-    ew = sum((1 + e.backward) * e.bytes for e in ops.elementwise) / r.bandwidth
+    ew = ew_forward(ops.elementwise, r) + ew_backward(ops.elementwise, r)
     launches = sum(e.kernels + backward_launches(e) for e in ops.elementwise) + 8  # + loss kernels
     loss = ops.logits * (ops.loss_bytes or kr.CE_BYTES_PER_LOGIT) / r.bandwidth
     # the fp32 head weight cast to bf16 in the forward (FSDP: its shard, per gather); a trained head's bf16 gradient
     # is cast back to fp32 in the backward, a frozen one's cast has no backward (the input gradient reuses the
     # saved bf16 copy)
-    cast = (sum(weight_casts(ops)) + (ops.cast_params if ops.gemm.trainable else 0.0)) * 6.0 / r.bandwidth
+    cast = cast_time(sum(weight_casts(ops)), ops.cast_params if ops.gemm.trainable else 0.0, 0.0, r)
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, 0.0, launches, fc + bc)

@@ -39,6 +39,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, TensorGroup
 from llmplan.core.training.comms import per_micro_batch
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
+from llmplan.core.training.kernel_rates import EW_COPY, EW_NORM, EW_POINTWISE
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import (
     dequant_bytes_per_weight,
@@ -73,6 +74,9 @@ class Elementwise:
     kernels: float  # forward launches
     backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
     backward_kernels: float = -1.0  # backward launches where the code's count is known; < 0: backward · kernels, ≥ 1
+    kind: str = EW_COPY  # what its kernels do, for their rate and floor (``kernel_rates.elementwise_time``)
+    upcast: float = 0.0  # share of the forward's bytes in bf16 -> fp32 casts (priced at their own rate)
+    backward_upcast: float = 0.0  # the same share of the backward's bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,10 +339,10 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
     rope = m.position == "rope"
     if fused:
         ew += [_fused_norms(h, rep, T),
-               *([Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0)] if rope else []),
-               Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0),
+               *([Elementwise("fused rotary", 4 * (q + kv) * T, 1, 1.0, kind=EW_POINTWISE)] if rope else []),
+               Elementwise("residual adds", 2 * 6 * h / rep * T, 2, 0.0, kind=EW_POINTWISE),
                Elementwise("fused SwiGLU" if m.gated_mlp else "activation", (6 if m.gated_mlp else 4) * inter * T, 1,
-                           1.6)]
+                           1.6, kind=EW_POINTWISE)]
         saved = 0.0
         if prof.kernels != "fused":  # Liger, unsloth or torch.compile over eager modeling code (switches module doc)
             ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, bool(tr.torch_compile) or prof.kernels == "triton",
@@ -349,14 +353,16 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         up32 = x == 2.0  # the norm's .to(float32) copies (and casts back) only when the stream is 16-bit
         norm_bytes = (6 * h if up32 else 0) + 20 * h + (6 * h if up32 else 0) + 2 * x * h
         ew += [_fused_norms(h, rep, T) if titan_eager(tr, prof) == "fused_rmsnorm" else
-               Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0),
+               Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0,
+                           kind=EW_NORM),
                *([_titan_rotary(q, kv, T) if prof.eager_modules == "torchtitan" else
-                  Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0)] if rope else []),
+                  Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0, kind=EW_POINTWISE)] if rope else []),
                Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
                # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
-               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0),
+               Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0,
+                           kind=EW_POINTWISE),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
-                           2 if m.gated_mlp else 1, 1.6)]
+                           2 if m.gated_mlp else 1, 1.6, kind=EW_POINTWISE)]
         if prof.eager_modules == "torchtitan" and kv < q and not m.mla:
             ew.append(_repeat_kv(q, kv, T))
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
@@ -499,7 +505,8 @@ def _titan_rotary(q: float, kv: float, T: float) -> Elementwise:
     write 4 B), the complex multiply by ``freqs_cis`` (read 4, write 4) and ``type_as`` back (read 4, write 2):
     20 B per element as ``rotate_half``, in 3 kernels per tensor; the backward multiplies the gradient by the
     conjugate constant (1×)."""
-    return Elementwise("rotary (complex multiply in fp32)", 20 * (q + kv) * T, 6, 1.0)
+    return Elementwise("rotary (complex multiply in fp32)", 20 * (q + kv) * T, 6, 1.0, kind=EW_POINTWISE,
+                       upcast=6 / 20, backward_upcast=6 / 20)
 
 
 def _repeat_kv(q: float, kv: float, T: float) -> Elementwise:
@@ -529,34 +536,39 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
         if y == 4.0:  # bitsandbytes returns each 4-bit linear's output in its input's dtype: fp32 here, except
             # o_proj, whose input is SDPA's bf16 output (autocast runs SDPA in bf16) and so stays bf16
             outs = q + 2 * kv + (2 if m.gated_mlp else 1) * inter + h
-            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 6, 1.0),
+            ew += [Elementwise("bitsandbytes output casts to fp32", 6 * outs * T, 6, 1.0, kind=EW_POINTWISE, upcast=1.0),
                    Elementwise("autocast casts of fp32 q, k, v for SDPA and of the down input",
-                               6 * (q + 2 * kv + inter) * T, 4, 1.0)]
+                               6 * (q + 2 * kv + inter) * T, 4, 1.0, kind=EW_POINTWISE, backward_upcast=1.0)]
         if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
             casts = 3 + (2 if m.gated_mlp else 1)
             # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
-            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5))
+            # (the gradient's cast up, 6 of the backward's 9 B, then the fp32 sum)
+            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5, kind=EW_POINTWISE,
+                                  backward_upcast=2 / 3))
     drop = 9 if (tr.lora_dropout or 0) > 0 else 0
     if peft_casts and not compiled and tr.method == "qlora" and tr.quant_base == "nf4":
         return ew + _peft_linear4bit(m, lay, tr, x, y, T)
     for _, k_in, n_out in _adapted_widths(m, lay, tr):
         if compiled and drop:
-            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0))
+            ew.append(Elementwise("LoRA dropout, scale, add (fused)", ((x + 2) * k_in + 6 * n_out) * T, 2, 1.0,
+                                  kind=EW_POINTWISE))
             continue
         if compiled:  # p = 0: nn.Identity, no dropped copy; out + scale·lora_B(...) is one kernel (2 + 2 + 2 B), its
             # backward the scale on the incoming gradient (2 + 2 B: 2/3 of the forward's bytes)
-            ew.append(Elementwise("LoRA scale, add (fused)", 6 * n_out * T, 1, 2 / 3))
+            ew.append(Elementwise("LoRA scale, add (fused)", 6 * n_out * T, 1, 2 / 3, kind=EW_POINTWISE))
             continue
         # PEFT casts a 16-bit input to the fp32 adapter dtype first (_cast_input_dtype: 2 -> 4 B), dropout
         # reads and writes fp32 (+ a 1-byte mask), autocast casts it back for lora_A (4 -> 2 B); after
         # lora_B the scale (2 + 2) and the add to the base output (2 + 2 + 2); autocast also casts A and B.
         if not peft_casts:
             ew.append(Elementwise("LoRA dropout, scale, add", ((5 if drop else 0) * k_in + 10 * n_out) * T,
-                                  (1 if drop else 0) + 2, 1.0))
+                                  (1 if drop else 0) + 2, 1.0, kind=EW_POINTWISE))
             continue
         lora = ((6 if x == 2.0 else 0) + drop + 6) * k_in + (6 + 2 * y) * n_out
         kernels = (1 if x == 2.0 else 0) + (1 if drop else 0) + 1 + 2 + 2
-        ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0))
+        # the bf16 -> fp32 input cast forward (a 16-bit stream), the gradient of autocast's cast back backward
+        ew.append(Elementwise("LoRA input casts, dropout, scale, add", lora * T, kernels, 1.0, kind=EW_POINTWISE,
+                              upcast=(6 if x == 2.0 else 0) * k_in / lora, backward_upcast=6 * k_in / lora))
     return ew
 
 
@@ -570,16 +582,18 @@ def _peft_linear4bit(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, 
     lora_A; then the scale and the add into the base output, and autocast's casts of A and B."""
     p = (tr.lora_dropout or 0) > 0
     ins = {"o": 2.0, "down": y}
-    lora = clone = kernels = 0.0
+    lora = clone = kernels = up = 0.0
     widths = _adapted_widths(m, lay, tr)
     for t, k_in, n_out in widths:
         xin = ins.get(t, x)
         out = 2.0 if t == "o" else y  # bitsandbytes returns the output in its input's dtype
         lora += ((2 * xin + 1 if p else 0) + (6 if xin == 4.0 else 0)) * k_in + (6 + 2 * out) * n_out
+        up += (6 if xin == 4.0 else 0) * k_in  # autocast's fp32 -> bf16 cast for lora_A: its gradient cast up
         clone += 2 * out * n_out
         kernels += (1 if p else 0) + (1 if xin == 4.0 else 0) + 2 + 2
     n = len(widths)
-    return [Elementwise("LoRA dropout, casts, scale, add (PEFT, 4-bit base)", lora * T, kernels, 1.0),
+    return [Elementwise("LoRA dropout, casts, scale, add (PEFT, 4-bit base)", lora * T, kernels, 1.0, kind=EW_POINTWISE,
+                        backward_upcast=up / lora if lora else 0.0),
             Elementwise("PEFT 4-bit LoRA output clone", clone * T, n, 0.0)]
 
 
@@ -653,13 +667,15 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     ew: list[Elementwise] = []
     if not fused_elementwise(tr, prof) and titan_eager(tr, prof) != "fused_rmsnorm":
         up32 = x == 2.0
-        ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6))
+        ew.append(Elementwise("final RMSNorm", ((12 * h if up32 else 0) + 20 * h + 2 * x * h) * T, 8 if up32 else 6,
+                              kind=EW_NORM))
     else:
         ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
     loss = loss_kind(tr, prof)
     if loss in ("upcast", "upcast_shifted", "chunked"):  # chunked: the same upcast, a chunk at a time
-        ew.append(Elementwise("logits .float() upcast", 6 * logits, 8 if loss == "chunked" else 1, 1.0))
+        ew.append(Elementwise("logits .float() upcast", 6 * logits, 8 if loss == "chunked" else 1, 1.0,
+                              kind=EW_POINTWISE, upcast=1.0))  # backward: the fp32 gradient cast down
     if loss == "upcast_shifted":  # .contiguous() of the shifted fp32 logits: read 4 B, write 4 B; its backward
         # (SliceBackward) writes a zero-filled fp32 gradient and copies the shifted one into it: 12 B, 1.5x
         ew.append(Elementwise("shifted logits .contiguous() copy", 8 * logits, 1, 1.5))
@@ -670,7 +686,7 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     head_params = v * h / lay.tp
     cast = head_params if (prof.kernels != "fused" and x == 4.0) or casts_weights(tr, prof) else 0.0
     if extra:  # the adapter's elementwise work: its output (V wide) scaled and added into the logits
-        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0))
+        ew.append(Elementwise("lm_head LoRA scale, add", 6 * logits + 2 * h * T, 2, 1.0, kind=EW_POINTWISE))
     # the loss kernels' bytes per logit: LOSS_BYTES. flash-attn's fused cross-entropy (fused_ce) has no upcast
     # kernel; its code moves 6 B (a read of each 16-bit row in the forward, a read and the gradient's write in
     # the backward), but no measurement of that 2023 kernel is at hand, so it keeps the measured fp32

@@ -4,10 +4,9 @@ One GPU's step = (matmul time + memory-bound time + exposed TP/CP/EP/PP communic
 stretched by the pipeline bubble, plus the data-parallel reduction that did not hide
 behind the last backward. Matmul time is the hardware FLOPs at the dtype's dense peak ×
 ``efficiency.matmul``. Memory-bound time is the elementwise traffic (norms, activations,
-softmax, dropout, residual adds) at HBM bandwidth × ``efficiency.memory_bandwidth``
-(roofline, Williams et al. 2009): each activation the backward keeps is written in the
-forward, read in the backward, and its gradient written and read once — 4 passes over the
-stored bytes, one more when full recompute writes them again.
+softmax, dropout, residual adds, casts), each op's bytes at its kind's measured rate relative to
+HBM bandwidth × ``efficiency.elementwise`` and at least its kernels' floor
+(``kernel_rates.elementwise_time``; roofline, Williams et al. 2009).
 
 Where the work sits (docs/training.md, "Pipeline stages: the head on the last"): the output head
 and the loss run on the last pipeline stage, the embedding on the first, as Megatron-LM,
@@ -89,6 +88,7 @@ class ComputeTimes:
     head_stage: bool = False  # the slowest stage is the last, with the head and loss (pp > 1)
     clock: float = 1.0  # share of its full clock the GPU holds over the step (``micro_batch_clock``)
     clip: gc.ClipTime | None = None  # the gradient clipping before the optimizer step (``grad_clip``); None: none
+    pointwise: float = 0.0  # bytes/s of a large pointwise kernel, the elementwise kinds' reference (``Rates.pointwise``)
 
     @property
     def clipping(self) -> float:
@@ -177,7 +177,8 @@ def rates(gpu, eff, precision: str) -> tuple[ot.Rates, tuple[str, ...]]:
     bf16 rates, the linears get ``Rates.fp8_gemm`` (``kernel_rates.FP8_MATMUL_RATIO``)."""
     peak, notes = training_peak(gpu.name, gpu.peak_flops, precision)
     hbm = gpu.memory_bandwidth * eff.memory_bandwidth
-    clock = {"sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share}
+    clock = {"sustained_clock": eff.sustained_clock, "full_clock_share": eff.full_clock_share,
+             "pointwise": gpu.memory_bandwidth * eff.elementwise}
     if precision == "fp8":
         bf16, _ = training_peak(gpu.name, gpu.peak_flops, "bf16")
         fp8 = kr.gemm_rate(peak, eff.matmul * kr.FP8_MATMUL_RATIO)
@@ -289,7 +290,7 @@ def _compute_times(gpu, eff, tr: TrainingSettings, prof: FrameworkProfile, m: Mo
                   "100%; measured on an H100/H200 with GEMMs between memory-bound kernels, docs/training.md "
                   "'The clock')",)
     return ComputeTimes(matmul, mem, opt, launch, peak, hbm, lay.split.imbalance(), parts, notes, pace, head_stage,
-                        clock, clip)
+                        clock, clip, r.ew)
 
 
 _FP8_RECIPES = {
@@ -305,7 +306,7 @@ def fp8_note(prof: FrameworkProfile, r: ot.Rates, cast_s: float) -> str:
     return (f"fp8 training ({_FP8_RECIPES[prof.fp8_recipe]}). The blocks' linears run in fp8 at {r.fp8_gemm / 1e12:.0f} "
             f"TFLOP/s (a typical shape: {kr.FP8_MATMUL_RATIO:.3f} of the bf16 GEMMs' share of peak, from e4m3 GEMMs "
             f"measured on an H100), attention and the output head in bf16 at {r.gemm / 1e12:.0f} TFLOP/s; the casts "
-            f"move {cast_s * r.bandwidth / 1e9:,.1f} GB per step at {r.bandwidth / 1e9:,.0f} GB/s: {cast_s:.3g} s "
+            f"move {cast_s * r.copy / 1e9:,.1f} GB per step at {r.copy / 1e9:,.0f} GB/s (the copy rate): {cast_s:.3g} s "
             "(fp8_casts in compute.breakdown; docs/training.md, 'fp8 training')")
 
 
@@ -403,7 +404,8 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                src, uneven + ct.notes),
         compute_time_s=Figure.own(ct.total, "s",
                                   "Σ over the slowest stage's operations of max(FLOPs / GEMM rate, bytes / "
-                                  "achievable bandwidth) + 3 µs per GEMM; flash attention at its measured share of "
+                                  "achievable bandwidth) + 3 µs per GEMM; each elementwise op max(kernels × floor, "
+                                  "bytes / its kind's rate: pointwise, bf16 → fp32 cast, eager RMSNorm or copy); flash attention at its measured share of "
                                   "peak by length (sliding-window layers at their window's); GEMMs and attention at the clock the GPU holds (full up to "
                                   "full_clock_share of its time in them, then down to sustained_clock); 1.8 µs idle "
                                   "between kernels; max(GPU time, host time); + the optimizer's pass over its states (fused "
@@ -414,7 +416,7 @@ def report(sc: Scenario, lay: Layout, sf: StepFlops, ct: ComputeTimes, exposed_i
                                    "gemm_rate_full_clock": kr.gemm_rate(ct.peak, eff.matmul),
                                    "clock_share_held": ct.clock, "sustained_clock": eff.sustained_clock,
                                    "full_clock_share": eff.full_clock_share,
-                                   "bandwidth": ct.hbm,
+                                   "bandwidth": ct.hbm, "pointwise_bandwidth": ct.pointwise,
                                    "framework": sc.framework.name, **ct.parts, **stages}, "microbench-h100",
                                   uneven + ct.notes),
         bubble_fraction=Figure.own(bub, "1", "(p-1)/(m·v) idle slots per micro-batch slot; each slot is one of "
