@@ -69,8 +69,8 @@ class TrainingSettings(FrozenModel):
     tokens: float = Field(1e12, gt=0, le=1e17, description="tokens to train on (for time and cost)")
     recompute: Recompute = "selective"
     recompute_modules: tuple[RecomputeModule, ...] = Field(
-        DEFAULT_RECOMPUTE_MODULES, description="recompute = selective under Megatron-Core: the modules its backward "
-        "runs again (--recompute-modules; core.training.recompute_modules). core_attn: the attention core (the "
+        DEFAULT_RECOMPUTE_MODULES, description="recompute = selective under Megatron-Core (ignored by the other "
+        "recompute settings): the modules its backward runs again (--recompute-modules; core.training.recompute_modules). core_attn: the attention core (the "
         "classic selective recompute, the default); layernorm: the norms not fused into a linear (MoE layers' pre-MLP "
         "norm, MLA's input norm); mla_up_proj: MLA's up-projections and rotary; mlp: the dense MLPs; moe: the whole "
         "MoE layer; moe_act: the experts' activation; shared_experts: the shared experts")
@@ -365,7 +365,7 @@ class Scenario(FrozenModel):
         t = self.training
         if t.recompute == "selective_op":
             _check_selective_op(self)
-        if t.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
+        if t.recompute == "selective" and t.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
             _check_recompute_modules(self)
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
@@ -393,11 +393,9 @@ def _check_selective_op(sc: Scenario) -> None:
 
 def _check_recompute_modules(sc: Scenario) -> None:
     """Named-module recompute is Megatron-Core's (``--recompute-granularity selective --recompute-modules``), and
-    each name recomputes something only where the model has it (``core.training.recompute_modules``)."""
+    each name recomputes something only where the model has it (``core.training.recompute_modules``). Other
+    recompute settings ignore the list, as Megatron-Core does with ``--recompute-granularity full``."""
     t, prof, m = sc.training, sc.framework, sc.model
-    if t.recompute != "selective":
-        raise ValueError(f"training.recompute_modules: the modules apply to recompute = selective (the plan's is "
-                         f"{t.recompute}); leave them at core_attn or set recompute to selective")
     if not prof.recompute_modules:
         raise ValueError(f"training.recompute_modules: named-module recompute is Megatron-Core's "
                          f"(--recompute-modules); the {prof.name} profile recomputes the attention core only "

@@ -102,7 +102,6 @@ def test_old_plans_mean_what_they_meant():
 
 @pytest.mark.parametrize(("build", "words"), [
     (lambda: _sc(LLAMA3_8B, ("mlp",), framework="fsdp2"), "Megatron-Core"),
-    (lambda: _sc(LLAMA3_8B, ("mlp",), rc="full"), "apply to recompute = selective"),
     (lambda: _sc(LLAMA3_8B, ("moe_act",)), r"under moe_act \(moe_act: needs MoE layers.*allowed here: core_attn, mlp \["),
     (lambda: _sc(LLAMA3_8B, ("layernorm",)), "fused into a linear"),
     (lambda: _sc(GPT_OSS, ("mla_up_proj",), ep=8), "multi-latent attention"),
@@ -114,6 +113,15 @@ def test_old_plans_mean_what_they_meant():
 def test_refused_where_megatron_core_runs_nothing(build, words):
     with pytest.raises(ValueError, match=words):
         build()
+
+
+def test_other_recompute_settings_ignore_the_list():
+    """Megatron-Core reads --recompute-modules under granularity selective only; a list left in a plan set to full
+    or none (the app keeps the ticks when the Recompute list changes) changes nothing, nor is it refused."""
+    for rc in ("none", "full"):
+        a, b = estimate(_sc(LLAMA3_8B, rc=rc)), estimate(_sc(LLAMA3_8B, ("mlp", "moe_act"), rc=rc))
+        assert a.memory.total.value == b.memory.total.value
+        assert a.compute.step_time_s.value == b.compute.step_time_s.value
 
 
 def test_recompute_time_is_the_forward_again_at_the_engine_prices():
