@@ -9,8 +9,8 @@ gradients); frozen weights (LoRA/QLoRA) need only the input gradient (1×).
 
 Model FLOPs exclude recomputation (PaLM App. B, Korthikanti §5); hardware FLOPs add the
 recomputed forward (full: every block; selective: QKᵀ and AV again; selective_op: every second
-matmul of each block, ``selective_op``; FlashAttention's backward recomputes QKᵀ, half the
-attention forward).
+matmul of each block, ``selective_op``; Megatron-Core's named modules: their matmuls,
+``recompute_modules``; FlashAttention's backward recomputes QKᵀ, half the attention forward).
 """
 
 from __future__ import annotations

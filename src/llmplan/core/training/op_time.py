@@ -6,7 +6,8 @@ of peak at its length and head size; each elementwise kernel its bytes at the ac
 bandwidth. The GPU cannot run kernels faster than the host issues them: a micro-batch takes
 max(GPU time, launches × launch cost) — the host-bound case of small models and eager code.
 Recompute adds the forward again (full: every block; selective without flash: attention;
-selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels).
+selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels; Megatron-Core's
+named modules: ``recompute_modules.recompute_time``).
 QLoRA dequantises each NF4 weight before every use (forward, recompute, input gradient).
 fp8 training runs the block's linears in fp8 (their three GEMMs at the fp8 rate, 1-byte operands) and
 pays their casts as memory-bound passes (``fp8_casts``); attention, the head and the loss stay bf16.
