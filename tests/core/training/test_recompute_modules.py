@@ -175,3 +175,12 @@ def test_the_search_holds_the_plans_modules():
     res = search(sc, top=3, keep=("recompute",), refine_count=3)
     assert res.best and all(r.training.recompute == "selective"
                             and r.training.recompute_modules == ("layernorm", "moe_act") for r in res.best)
+
+
+def test_a_free_search_tries_the_plans_list_as_its_selective_option():
+    """With flash attention, classic selective recompute drops nothing and the search tries none and full only;
+    with named modules it tries selective too (the plan's list): half as many layouts again."""
+    plain = search(_sc(V2_LITE), top=3, refine_count=1)
+    named = search(_sc(V2_LITE, ("layernorm", "moe_act")), top=3, refine_count=1)
+    assert plain.evaluated > 0 and named.evaluated == plain.evaluated * 3 // 2
+    assert all(r.training.recompute_modules == ("layernorm", "moe_act") for r in named.best)

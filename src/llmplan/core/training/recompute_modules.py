@@ -107,6 +107,8 @@ def working_bytes(m: ModelSpec, lay, tr: TrainingSettings):
     """What the stage holds while one module is recomputed: the most one module drops in one block (module doc).
     0 for plans without named modules."""
     mods = _effective(named(tr))
+    if not mods:
+        return 0.0
     kinds = (("moe",) if m.moe_layer_count else ()) + (("dense",) if m.dense_layer_count else ())
     best = 0.0
     for name in mods:
