@@ -176,6 +176,12 @@ def layer_forward(ops: LayerOps, r: Rates, weight_cast: bool = True) -> PartTime
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
 
 
+def forward_gemms(ops: LayerOps, r: Rates, gemms: tuple[Gemm, ...]) -> tuple[float, float]:
+    """Seconds and calls of the forward of ``gemms`` (some of ``ops.gemms``), at this block's prices: what a
+    recompute runs again (``recompute_modules``)."""
+    return _gemm_pass(ops, r, False, gemms)
+
+
 def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
     """What operator-level selective checkpointing runs again in the backward (``selective_op``): the
     matmuls it did not keep and every elementwise kernel of the forward; the attention core too when it

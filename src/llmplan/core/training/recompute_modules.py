@@ -185,7 +185,7 @@ def recompute_time(m: ModelSpec, ops: LayerOps, r: ot.Rates, tr: TrainingSetting
                 ew_bytes += act.bytes * moe_share * e.shared_intermediate_size * e.num_shared_experts / inter_all
                 kernels += moe_share * act.kernels
     gemms = tuple(g for g in ops.gemms if g.name.startswith(tuple(prefixes))) if prefixes else ()
-    gemm, calls = ot._gemm_pass(ops, r, False, gemms) if gemms else (0.0, 0.0)
+    gemm, calls = ot.forward_gemms(ops, r, gemms) if gemms else (0.0, 0.0)
     return ot.PartTimes(gemm=gemm, elementwise=ew_bytes / r.bandwidth, kernels=kernels, gemm_calls=calls)
 
 
