@@ -74,6 +74,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
                            est.compute.accumulation else 1,
                            "global_batch_tokens": t.global_batch_tokens, "batch_rule": t.batch_rule,
                            "zero_stage": t.zero_stage, "offload": t.offload, "recompute": t.recompute,
+                           "recompute_modules": list(t.recompute_modules) if t.recompute == "selective" else [],
                            "framework": scenario.framework.id, "regime": t.regime, "loss": t.loss,
                            "grad_clip": t.grad_clip,
                            "switches_on": [n for n in SWITCH_NAMES if getattr(t, n)]}
@@ -186,7 +187,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"micro-batch {t['micro_batch']}, global batch {t['global_batch']:,} "
                      f"({t.get('accumulation', 1):,} accumulation step{'s' if t.get('accumulation', 1) != 1 else ''}), "
                      f"ZeRO-{t['zero_stage']}, "
-                     f"recompute {t['recompute']}, offload {t['offload']}")
+                     f"recompute {_recompute_words(t)}, offload {t['offload']}")
         on = ", ".join(t.get("switches_on") or ()) or "none"
         lines.append(f"framework: {t['framework']} profile, {'pure 16-bit' if t['regime'] == 'pure' else 'AMP'}, "
                      f"loss {t.get('loss', 'auto')}, switches on: {on} (training.framework, training.regime, "
@@ -359,3 +360,9 @@ def system_rows(sysd: dict[str, Any], b) -> list[tuple[str, str]]:
     if cs:
         rows.append(("cold start (load weights)", present.duration(cs["total_s"])))
     return rows
+
+
+def _recompute_words(t: dict) -> str:
+    """"selective" alone for the classic attention-core recompute, else with Megatron-Core's module names."""
+    mods = t.get("recompute_modules") or []
+    return t["recompute"] + (f" ({', '.join(mods)})" if mods and mods != ["core_attn"] else "")

@@ -158,6 +158,10 @@ class FrameworkProfile(StrictFields, FrozenModel):
         False, description="runs operator-level selective activation checkpointing (training.recompute = "
         "\"selective_op\"): torchtitan's ac_mode selective, selective_ac_option op"
     )
+    recompute_modules: bool = Field(
+        False, description="runs Megatron-Core's named-module selective recompute (training.recompute_modules, "
+        "--recompute-modules); False: selective recompute is the attention core only"
+    )
     regime: RegimeKind = Field(
         "amp", description="the precision regime a plan on \"auto\" gets: amp (fp32 master weights) or pure (the "
         "model's 16-bit dtype throughout, torchtune's dtype: bf16)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.framework_profile import (
@@ -29,6 +29,10 @@ Workload = Literal["pretrain", "finetune", "inference"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Optimizer = Literal["sgd", "momentum", "adamw", "adam8bit", "adafactor", "lion", "muon"]
 Recompute = Literal["none", "selective", "selective_op", "full"]
+# Megatron-Core's --recompute-modules (core.training.recompute_modules, docs/training.md), in this order
+RecomputeModule = Literal["core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts"]
+RECOMPUTE_MODULES: tuple[str, ...] = RecomputeModule.__args__  # type: ignore[attr-defined]
+DEFAULT_RECOMPUTE_MODULES: tuple[str, ...] = ("core_attn",)  # Megatron-Core's default: classic selective recompute
 Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
@@ -64,6 +68,12 @@ class TrainingSettings(FrozenModel):
     )
     tokens: float = Field(1e12, gt=0, le=1e17, description="tokens to train on (for time and cost)")
     recompute: Recompute = "selective"
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
+        DEFAULT_RECOMPUTE_MODULES, description="recompute = selective under Megatron-Core (ignored by the other "
+        "recompute settings): the modules its backward runs again (--recompute-modules; core.training.recompute_modules). core_attn: the attention core (the "
+        "classic selective recompute, the default); layernorm: the norms not fused into a linear (MoE layers' pre-MLP "
+        "norm, MLA's input norm); mla_up_proj: MLA's up-projections and rotary; mlp: the dense MLPs; moe: the whole "
+        "MoE layer; moe_act: the experts' activation; shared_experts: the shared experts")
     flash_attention: bool = True
     zero_stage: Literal[0, 1, 2, 3] = 1
     offload: Offload = "none"
@@ -155,6 +165,14 @@ class TrainingSettings(FrozenModel):
     overlap_grad_reduce: bool = Field(
         True, description="overlap the data-parallel gradient reduction with the last micro-batch's backward"
     )
+
+    @field_validator("recompute_modules")
+    @classmethod
+    def _canonical_modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        """One order and no repeats, so that equal lists are equal plans (Megatron-Core reads them as a set)."""
+        if not v:
+            raise ValueError("name at least one module (no module to recompute: set training.recompute to none)")
+        return tuple(name for name in RECOMPUTE_MODULES if name in v)
 
 
 class InferenceSettings(FrozenModel):
@@ -347,6 +365,8 @@ class Scenario(FrozenModel):
         t = self.training
         if t.recompute == "selective_op":
             _check_selective_op(self)
+        if t.recompute == "selective" and t.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
+            _check_recompute_modules(self)
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
                              f"({t.seq_len}), the longest sequence a padded batch is padded to")
@@ -369,3 +389,51 @@ def _check_selective_op(sc: Scenario) -> None:
         raise ValueError(f"training.recompute: selective_op is modelled for dense attention and MLP blocks; "
                          f"{m.name} has {'experts' if m.is_moe else 'latent attention'} (set recompute "
                          "to full or none)")
+
+
+def _check_recompute_modules(sc: Scenario) -> None:
+    """Named-module recompute is Megatron-Core's (``--recompute-granularity selective --recompute-modules``), and
+    each name recomputes something only where the model has it (``core.training.recompute_modules``). Other
+    recompute settings ignore the list, as Megatron-Core does with ``--recompute-granularity full``."""
+    t, prof, m = sc.training, sc.framework, sc.model
+    if not prof.recompute_modules:
+        raise ValueError(f"training.recompute_modules: named-module recompute is Megatron-Core's "
+                         f"(--recompute-modules); the {prof.name} profile recomputes the attention core only "
+                         "(leave the modules at core_attn, or set training.framework to megatron)")
+    allowed = valid_recompute_modules(m, prof, t.precision)
+    wrong = [name for name in t.recompute_modules if name not in allowed]
+    if wrong:
+        raise ValueError(f"training.recompute_modules: nothing for Megatron-Core to recompute in {m.name} under "
+                         f"{', '.join(wrong)} ({'; '.join(f'{n}: {_WHY[n]}' for n in wrong)}); allowed here: "
+                         f"{', '.join(allowed)}")
+
+
+_WHY = {"layernorm": "only norms not fused into a linear: MoE layers' pre-MLP norm and MLA's input norm; not under "
+                     "fp8 delayed scaling",
+        "mla_up_proj": "needs multi-latent attention",
+        "mlp": "needs dense (non-MoE) MLP layers",
+        "moe": "needs MoE layers",
+        "moe_act": "needs MoE layers with grouped expert GEMMs; not under fp8 delayed scaling",
+        "shared_experts": "needs shared experts",
+        "core_attn": ""}
+
+
+def valid_recompute_modules(m: ModelSpec, prof: FrameworkProfile, precision: str) -> tuple[str, ...]:
+    """The module names that recompute something for this model under this profile, in canonical order, read from
+    NVIDIA/Megatron-LM core_r0.13.0 (transformer_config.py ``__post_init__``, transformer_layer.py,
+    gpt_layer_specs.py): moe_act needs ``moe_grouped_gemm``; mla_up_proj multi-latent attention; fp8 with delayed
+    scaling (Transformer Engine's, ``FrameworkProfile.fp8_recipe``) refuses moe_act and layernorm; under the
+    Transformer Engine spec a dense attention's input norm and a dense MLP's norm are fused into their linears
+    (``IdentityOp``), so layernorm reaches only MoE layers' pre-MLP norm and MLA's input norm."""
+    if not prof.recompute_modules:
+        return DEFAULT_RECOMPUTE_MODULES
+    moe = m.is_moe and m.moe is not None and m.moe_layer_count > 0
+    delayed_fp8 = precision == "fp8" and prof.fp8_recipe == "transformer-engine"
+    ok = {"core_attn": True,
+          "layernorm": (moe or m.mla is not None) and not delayed_fp8,
+          "mla_up_proj": m.mla is not None,
+          "mlp": m.dense_layer_count > 0,
+          "moe": moe,
+          "moe_act": moe and prof.expert_gemms != "separate" and not delayed_fp8,
+          "shared_experts": moe and bool(m.moe and m.moe.num_shared_experts)}
+    return tuple(n for n in RECOMPUTE_MODULES if ok[n])

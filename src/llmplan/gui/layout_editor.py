@@ -19,6 +19,7 @@ from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
+from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
 
@@ -33,7 +34,8 @@ SIZES = (
 RECOMPUTE_TIPS = {
     "none": "Keep every activation the backward needs: fastest, most memory",
     "selective": "Korthikanti et al. 2022: recompute only the attention scores (nothing to recompute with "
-                 "FlashAttention, which never stores them)",
+                 "FlashAttention, which never stores them); under Megatron-Core also the modules ticked below "
+                 "(--recompute-modules)",
     "selective_op": "torchtitan's per-operator checkpointing (FSDP2 profile): keep the attention output and "
                     "every second matmul's output, recompute the rest in the backward (about a third of each "
                     "layer's matmuls run twice)",
@@ -86,6 +88,8 @@ class LayoutEditor(QWidget):
         vs_label.setBuddy(vs)
         row2.addStretch(1)
         opts.addRow(row2)
+        self.recompute_modules = RecomputeModules(state)  # under "selective recompute" only (its own visibility)
+        opts.addRow(self.recompute_modules)
         # Virtual stages, then Megatron's --decoder-first/last-pipeline-num-layers (unset: the automatic
         # split) in a grid of two rows, so the editor fits the centre column of a 1,024-px window.
         row3 = QGridLayout()

@@ -46,7 +46,7 @@ LORA_EXPERT_TIPS = {
     "none": "Routed experts frozen; shared experts and dense layers keep their adapters"}
 # Fields with a hand-made editor here or in the layout editor; any other field gets a generic one.
 TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", "global_batch", "tokens",
-                  "recompute", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
+                  "recompute", "recompute_modules", "flash_attention", "zero_stage", "offload", "offload_params", "distributed_optimizer",
                   "fp32_grad_accumulation", "lora_rank", "lora_targets", "qlora_double_quant", "shard_group",
                   "dropout", "overlap_grad_reduce", "framework", "regime", "loss", "lora_dropout",
                   "liger", "torch_compile", "optimizer_in_backward", "paged_optimizer", "bf16_optimizer_states",

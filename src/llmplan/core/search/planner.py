@@ -34,6 +34,7 @@ from llmplan.core.search.shape import model_shape
 from llmplan.core.search.space import RECOMPUTE_NAMES, exclusions, gpu_counts, layout_of, training_columns
 from llmplan.core.training import batch
 from llmplan.core.training.placement import bus_bandwidth
+from llmplan.core.training.recompute_modules import named
 from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import LayoutError, LlmplanError
 
@@ -251,8 +252,10 @@ def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
 def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
                report: Progress, stop: Cancel) -> tuple[Columns, QuickResult, bool]:
     cluster, t = scenario.cluster, scenario.training
+    # selective recompute is worth trying where it drops something: the scores without flash attention, or the
+    # plan's Megatron-Core modules (recompute_modules), the one module list the search tries
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
-                             t.flash_attention, scenario.framework.zero2_with_pp)
+                             t.flash_attention and not named(t), scenario.framework.zero2_with_pp)
     cols = _held(cols, t, keep)
     cols = _supported(cols, scenario)
     parts: list[QuickResult] = []

@@ -44,6 +44,7 @@ from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.memory import phase_memory
 from llmplan.core.training.ops import casts_weights, fsdp_cast_shard
+from llmplan.core.training.recompute_modules import named
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.workload import TrainingSettings
 
@@ -204,8 +205,9 @@ def _recomputed(m, shape, tr: TrainingSettings, prof, r, fwd, rest, rc: int) -> 
     """GPU seconds per layer and micro-batch spent recomputing (reported apart from the model's compute):
     full recompute re-runs the forward; selective the attention core without flash attention;
     ``selective_op`` what its backward runs beyond the plain backward's (``RECOMPUTE_NAMES``)."""
-    if rc == 1:
+    if rc == 1 and not named(tr):
         return fwd.attention if not tr.flash_attention else 0.0
-    if rc in (2, 3):  # full: the forward again (under FSDP without its weight casts, ``timing.layer_and_head``)
+    if rc in (1, 2, 3):  # full: the forward again (under FSDP without its weight casts, ``timing.layer_and_head``);
+        # Megatron-Core's named modules: what recompute_modules.recompute_time adds (timing._full_clock)
         return rest.gpu - timing.layer_and_head(m, shape, tr.model_copy(update={"recompute": "none"}), prof, r)[1].gpu
     return 0.0

@@ -35,6 +35,7 @@ from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
 from llmplan.core.training import activations as act
 from llmplan.core.training import memory as mem
+from llmplan.core.training import recompute_modules
 from llmplan.core.training.lora import merged_expert_bytes, unquantised_expert_share
 from llmplan.core.training.ops import loss_kind, titan_eager
 from llmplan.core.training.shard import StageParams, stage_params
@@ -147,6 +148,8 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
         loss[idx] = act.loss_peak_bytes(m, view, loss_name)
         if RECOMPUTE_NAMES[rc] in ("full", "selective_op"):  # the block being recomputed (memory.stage_memory)
             work[idx] = act.average_layer_bytes(m, view, tr, "none", eager) + merged_expert_bytes(m, view, tr, prof=prof)
+        elif RECOMPUTE_NAMES[rc] == "selective":  # Megatron-Core's named modules (memory._block_bytes)
+            work[idx] = recompute_modules.working_bytes(m, view, tr)
         buffers[idx] = mem.comm_buffers(m, view) + mem.dequant_buffer(m, view, tr)
     # ---- the candidate stages of each (pp, vp, micro-batches) -------------------------------------
     # (one integer per row: np.unique over 1-D keys is far faster than over rows)

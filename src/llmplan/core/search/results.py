@@ -45,7 +45,9 @@ class RankedLayout:
         t = self.training
         parts.append(f"ZeRO-{t.zero_stage}")
         parts.append(f"mb{t.micro_batch}")
-        parts.append(f"recompute {t.recompute}")
+        parts.append(f"recompute {t.recompute}" + (f"({','.join(t.recompute_modules)})"
+                                                    if t.recompute == "selective"
+                                                    and t.recompute_modules != ("core_attn",) else ""))
         if t.offload != "none":
             parts.append(f"offload {t.offload}")
         return " ".join(parts)

@@ -20,6 +20,7 @@ from llmplan.core.training.flops import step_flops, token_flops
 from llmplan.core.training.layout import Layout, resolve
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
+from llmplan.core.training.recompute_modules import named
 from llmplan.core.training.switches import host_transfer_time
 from llmplan.core.training.timing import compute_times, report
 from llmplan.core.workload import Scenario
@@ -42,7 +43,7 @@ def estimate_training(sc: Scenario) -> Estimate:
 
     full = tr.method == "full"
     adapters = 0.0 if full else adapter_params(pb, m, None, tr)
-    tf = token_flops(m, pb, lay.seq_len, adapters, tr.recompute == "selective_op")
+    tf = token_flops(m, pb, lay.seq_len, adapters, tr.recompute == "selective_op", named(tr))
     sf = step_flops(tf, lay.tokens_per_step, tr)
     st = sm.states
     opt_params = sm.trainable / st.shard_dense if (tr.zero_stage >= 1 or tr.distributed_optimizer) else sm.trainable

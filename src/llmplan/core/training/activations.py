@@ -14,7 +14,8 @@ Tensor parallelism splits the tensors inside attention and the MLP by t; sequenc
 parallelism also splits the "replicated" ones (norms, dropout masks, block inputs); context
 parallelism splits the sequence. Selective recompute drops the s×s terms; full recompute
 keeps only each block's input (2·sbh, /t with sequence parallelism); torchtitan's operator-level
-selective checkpointing keeps what ``selective_op`` lists.
+selective checkpointing keeps what ``selective_op`` lists; Megatron-Core's named modules
+(``training.recompute_modules``) drop what ``recompute_modules`` lists.
 
 torchtitan's modules run uncompiled (``ops.titan_eager``) keep more than fused kernels where a block is not
 checkpointed, and a recomputed block holds that much meanwhile (``eager_block_extra``).
@@ -23,7 +24,7 @@ checkpointed, and a recomputed block holds that much meanwhile (``eager_block_ex
 from __future__ import annotations
 
 from llmplan.core.model import ModelSpec
-from llmplan.core.training import selective_op
+from llmplan.core.training import recompute_modules, selective_op
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.stages import warmup_chunks
 from llmplan.core.workload import TrainingSettings
@@ -62,7 +63,7 @@ def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "de
     heads = m.num_heads / t
     if tr.flash_attention:
         split += 4 * heads * sb  # fp32 log-sum-exp per head and token
-    elif rc == "none":
+    elif rc == "none" or (rc == "selective" and "core_attn" not in tr.recompute_modules):
         s_kv = min(lay.seq_len, m.sliding_window) if attention == "sliding" and m.sliding_window else lay.seq_len
         split += heads * sb * s_kv * (5 if drop else 2)  # softmax out (+ dropout mask and output)
     # MLP
@@ -76,6 +77,9 @@ def layer_bytes(m: ModelSpec, lay: Layout, tr: TrainingSettings, kind: str = "de
             split += n_tensors * 2 * sb * e.shared_intermediate_size * e.num_shared_experts / t
     else:
         split += n_tensors * 2 * sb * m.intermediate_size / t
+    if rc == "selective" and recompute_modules.named(tr):  # Megatron-Core's --recompute-modules
+        drop_rep, drop_split = recompute_modules.dropped(m, lay, kind, tr.recompute_modules)
+        replicated, split = replicated - drop_rep, split - drop_split
     if eager:
         extra_rep, extra_split = eager_block_extra(m, lay, kind, eager)
         replicated, split = replicated + extra_rep, split + extra_split

@@ -328,20 +328,31 @@ class Call:
 _ACT = 2.0  # bf16/fp16 activations on the wire
 
 
+def _checkpointed_mlp_share(m: ModelSpec, tr: TrainingSettings) -> float:
+    """Share of the blocks whose MLP runs its forward again under Megatron-Core's named-module recompute, with its
+    tensor-parallel collective (one all-reduce, or one all-gather and one reduce-scatter): "mlp" checkpoints the
+    dense layers' MLP, "moe" the MoE layers' (``recompute_modules``)."""
+    if tr.recompute != "selective" or tr.recompute_modules == ("core_attn",):
+        return 0.0
+    moe = m.moe_layer_count / m.num_layers
+    return ((1 - moe) if "mlp" in tr.recompute_modules else 0.0) + (moe if "moe" in tr.recompute_modules else 0.0)
+
+
 def tensor_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, sp: bool, micro_batch: int,
                          seq_len: int, layers: int, micro_batches: int) -> Call:
     """Tensor parallelism's collectives: per block and micro-batch 2 all-reduces of the block's activations
     forward and 2 backward, 2 more when full recompute re-runs the forward (``selective_op``: its all-gathers
-    or all-reduces only); with sequence parallelism each is an all-gather plus a reduce-scatter. On the critical path unless the profile overlaps them with the
+    or all-reduces only; Megatron-Core's mlp / moe modules: the MLP's one again, ``_checkpointed_mlp_share``); with sequence parallelism each is an all-gather plus a reduce-scatter. On the critical path unless the profile overlaps them with the
     GEMMs (the caller's ``Overlap``)."""
     # operator-level selective checkpointing keeps the reduce-scatter outputs but runs the all-gathers (and
     # all-reduces, which its save list does not name) again (``selective_op``)
     full = tr.recompute == "full"
-    n_ar = 4 + (2 if full or tr.recompute == "selective_op" else 0)
+    again = _checkpointed_mlp_share(m, tr)  # Megatron-Core's mlp / moe modules re-run the MLP's pair
+    n_ar = 4 + (2 if full or tr.recompute == "selective_op" else 0) + again
     s_loc = seq_len / cp
     msg = s_loc * micro_batch * m.hidden_size * _ACT  # one block's activations: the all-reduce buffer
-    calls = n_ar * layers * micro_batches
-    rs_calls = (4 + (2 if full else 0)) * layers * micro_batches
+    calls = n_ar * layers * micro_batches  # a fraction where only some blocks' MLPs run again (search: per block)
+    rs_calls = (4 + (2 if full else 0) + again) * layers * micro_batches
     parts: tuple[tuple[Op, int, float], ...] = (
         (("all-gather", calls, msg), ("reduce-scatter", rs_calls, msg)) if sp else (("all-reduce", calls, msg),))
     kind = "all-gather + reduce-scatter" if sp else "all-reduce"
@@ -370,7 +381,9 @@ def expert_parallel_call(m: ModelSpec, tr: TrainingSettings, tp: int, cp: int, e
     forward and backward (and again when full recompute re-runs the forward), each token k times.
     On the critical path."""
     k = m.moe.experts_per_token if m.moe else 1
-    n_a2a = 4 + (2 if tr.recompute == "full" else 0)
+    # full recompute, or Megatron-Core's "moe" module (the checkpointed MoE layer dispatches and combines again)
+    n_a2a = 4 + (2 if tr.recompute == "full" or (tr.recompute == "selective" and "moe" in tr.recompute_modules)
+                 else 0)
     msg = (seq_len / cp) * micro_batch * k * m.hidden_size * _ACT / (tp if sp else 1)
     calls = max(1, round(n_a2a * moe_layers * micro_batches))
     return Call("EP all-to-all of tokens", ep, tp * cp, (("all-to-all", calls, msg),),

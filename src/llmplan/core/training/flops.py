@@ -9,8 +9,8 @@ gradients); frozen weights (LoRA/QLoRA) need only the input gradient (1×).
 
 Model FLOPs exclude recomputation (PaLM App. B, Korthikanti §5); hardware FLOPs add the
 recomputed forward (full: every block; selective: QKᵀ and AV again; selective_op: every second
-matmul of each block, ``selective_op``; FlashAttention's backward recomputes QKᵀ, half the
-attention forward).
+matmul of each block, ``selective_op``; Megatron-Core's named modules: their matmuls,
+``recompute_modules``; FlashAttention's backward recomputes QKᵀ, half the attention forward).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
+from llmplan.core.training import recompute_modules
 from llmplan.core.training import selective_op as sop
 from llmplan.core.workload import TrainingSettings
 
@@ -33,6 +34,7 @@ class TokenFlops:
     attention: float  # QKᵀ and AV
     adapters: float  # LoRA adapters (2·r·(in+out) per adapted module: core.lora_modules)
     op_recomputed: float = 0.0  # block matmuls torchtitan's operator-level checkpointing runs again
+    module_recomputed: float = 0.0  # block matmuls Megatron-Core's named modules run again (recompute_modules)
 
     @property
     def forward(self) -> float:
@@ -43,18 +45,19 @@ _TOKEN_FLOPS = IdentityCache(64)  # parameter counts object + the rest -> TokenF
 
 
 def token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float = 0.0,
-                selective_op: bool = False) -> TokenFlops:
-    """``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
+                selective_op: bool = False, modules: tuple[str, ...] = ()) -> TokenFlops:
+    """``modules``: Megatron-Core's named recompute modules (``recompute_modules.named``), whose matmuls count again.
+    ``selective_op``: also count what operator-level checkpointing recomputes (only then: it walks the
     parameter groups again, and an estimate's budget is a fraction of a millisecond). Cached per (parameter
     counts object, arguments) (``core.memo``): it walks every tensor group of the model. ``pb`` must be
     ``count_params(m)``, which is one object per model value, so it alone keys the model, also for a plan
     resolved afresh with a new but equal ``ModelSpec``."""
-    objs, rest = (pb,), (seq_len, adapter_params, selective_op)
+    objs, rest = (pb,), (seq_len, adapter_params, selective_op, modules)
     return _TOKEN_FLOPS.get(objs, rest) or _TOKEN_FLOPS.put(objs, rest, _token_flops(m, pb, *rest))
 
 
 def _token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params: float,
-                 selective_op: bool) -> TokenFlops:
+                 selective_op: bool, modules: tuple[str, ...]) -> TokenFlops:
     block = head = 0.0
     ratio = m.moe.experts_per_token / m.moe.num_experts if m.moe else 1.0
     for g in pb.groups:
@@ -77,7 +80,8 @@ def _token_flops(m: ModelSpec, pb: ParamBreakdown, seq_len: int, adapter_params:
     window = min(seq_len, m.sliding_window or seq_len)
     attn = 2.0 * m.num_heads * (d_qk + d_v) * (full * seq_len + m.sliding_layer_count * window)
     op = sop.recomputed_flops_per_token(pb) if selective_op else 0.0
-    return TokenFlops(block, head, attn, 2.0 * adapter_params, op)
+    named = recompute_modules.recomputed_flops_per_token(m, pb, modules) if modules else 0.0
+    return TokenFlops(block, head, attn, 2.0 * adapter_params, op, named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,10 @@ def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings) -> StepFlops
     if tr.recompute == "full":
         extra = tf.block_matmul + tf.attention + tf.adapters
         how = "+1 forward of every block (full recompute)"
+    elif tr.recompute == "selective" and tr.recompute_modules != ("core_attn",):  # Megatron-Core's named modules
+        core = "core_attn" in tr.recompute_modules and not tr.flash_attention
+        extra = tf.module_recomputed + (tf.attention if core else 0.0)
+        how = f"+ the forward of {', '.join(tr.recompute_modules)} again (selective recompute of named modules)"
     elif tr.recompute == "selective" and not tr.flash_attention:
         extra = tf.attention
         how = "+ QKᵀ and AV again (selective recompute)"

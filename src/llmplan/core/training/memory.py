@@ -23,6 +23,7 @@ from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training import allocator_reserve as reserve
 from llmplan.core.training import deepspeed_zero as ds
+from llmplan.core.training import recompute_modules
 from llmplan.core.training.eager_memory import (
     EAGER_PHASES,
     eager_peak,
@@ -88,7 +89,7 @@ def _block_bytes(m: ModelSpec, lay: Layout, tr, prof: FrameworkProfile) -> tuple
     eager = titan_eager(tr, prof)
     per_layer = act.average_layer_bytes(m, lay, tr, eager=eager) + lora_activation_bytes(m, lay, tr, prof)
     work = (act.average_layer_bytes(m, lay, tr, "none", eager) + merged_expert_bytes(m, lay, tr, prof=prof)
-            if tr.recompute in ("full", "selective_op") else 0.0)
+            if tr.recompute in ("full", "selective_op") else recompute_modules.working_bytes(m, lay, tr))
     return per_layer, work
 
 

@@ -6,7 +6,8 @@ of peak at its length and head size; each elementwise op its bytes at its kind's
 floor (``kernel_rates.elementwise_time``). The GPU cannot run kernels faster than the host issues them: a micro-batch takes
 max(GPU time, launches × launch cost) — the host-bound case of small models and eager code.
 Recompute adds the forward again (full: every block; selective without flash: attention;
-selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels).
+selective_op: the matmuls torchtitan's policy did not keep and the elementwise kernels; Megatron-Core's
+named modules: ``recompute_modules.recompute_time``).
 QLoRA dequantises each NF4 weight before every use (forward, recompute, input gradient).
 fp8 training runs the block's linears in fp8 (their three GEMMs at the fp8 rate, 1-byte operands) and
 pays their casts as memory-bound passes (``fp8_casts``); attention, the head and the loss stay bf16.
@@ -204,6 +205,12 @@ def layer_forward(ops: LayerOps, r: Rates, weight_cast: bool = True) -> PartTime
     f8 = ops.fp8_casts
     fp8, n_fp8 = (f8.forward / r.copy, f8.forward_kernels) if f8 else (0.0, 0.0)
     return PartTimes(gemm, attn, ew, 0.0, deq, cast, fp8, launches + n_q + n_cast + n_fp8, calls)
+
+
+def forward_gemms(ops: LayerOps, r: Rates, gemms: tuple[Gemm, ...]) -> tuple[float, float]:
+    """Seconds and calls of the forward of ``gemms`` (some of ``ops.gemms``), at this block's prices: what a
+    recompute runs again (``recompute_modules``)."""
+    return _gemm_pass(ops, r, False, gemms)
 
 
 def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:

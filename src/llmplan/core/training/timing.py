@@ -41,6 +41,7 @@ from llmplan.core.training import batch
 from llmplan.core.training import grad_clip as gc
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
+from llmplan.core.training import recompute_modules as rm
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.host_time import block_host_seconds
 from llmplan.core.training.layout import Layout
@@ -152,8 +153,11 @@ def _full_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Framew
     rest = ot.layer_backward(ops, r)
     if tr.recompute == "full":  # under FSDP the recompute runs on the weights the backward's gather cast
         rest = rest + (ot.layer_forward(ops, r, weight_cast=False) if ops.cast_shard else fwd)
-    elif tr.recompute == "selective" and not tr.flash_attention:
-        rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
+    elif tr.recompute == "selective":
+        if not tr.flash_attention and rm.recomputes_core_attention(tr):
+            rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
+        if rm.named(tr):  # Megatron-Core's --recompute-modules
+            rest = rest + rm.recompute_time(m, ops, r, tr)
     elif tr.recompute == "selective_op":
         rest = rest + ot.selective_op_recompute(ops, r)
     head = ot.head_time(head_ops(m, pb, shape, tr, prof, ops.residual_bytes, shape.cast_shard), r)  # type: ignore[arg-type]

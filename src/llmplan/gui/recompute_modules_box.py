@@ -1,0 +1,73 @@
+"""Check boxes for Megatron-Core's named-module selective recompute (``training.recompute_modules``), shown under
+the Recompute list while it says "selective recompute". A name the model or profile has nothing for is refused by
+the engine with a field error naming what is allowed, shown in the banner as for every other knob.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QWidget
+
+from llmplan.core.workload import RECOMPUTE_MODULES
+from llmplan.gui.state import PlanState
+
+# Megatron-Core's names (--recompute-modules), a short label and what each recomputes (core.training.recompute_modules)
+MODULE_TIPS = {
+    "core_attn": ("attention core", "core_attn: run QKᵀ, softmax and AV again instead of keeping the s×s scores "
+                  "(Korthikanti et al. 2022; nothing is kept or recomputed with flash attention). Megatron-Core's "
+                  "default and every other framework's selective recompute"),
+    "layernorm": ("norms", "layernorm: drop the output of the norms not fused into a linear (MoE layers' pre-MLP "
+                  "norm, MLA's input norm) and run the norm again in the backward. Not with fp8 delayed scaling"),
+    "mla_up_proj": ("MLA up-proj", "mla_up_proj: multi-latent attention keeps only its latents; the q and kv "
+                    "up-projections and rotary run again (DeepSeek-V2/V3, Kimi K2)"),
+    "mlp": ("dense MLP", "mlp: checkpoint the dense layers' MLP: its intermediates and its norm's output are not "
+            "kept; the norm, both projections and the activation run again, with the MLP's TP collective"),
+    "moe": ("whole MoE", "moe: checkpoint the whole MoE layer: router, token copies and every expert's "
+            "intermediates are not kept; routing, both all-to-alls and the experts run again (most memory saved, "
+            "slowest)"),
+    "moe_act": ("MoE activation", "moe_act: drop the experts' activation output (fc2's input) and run the "
+                "activation again; needs grouped expert GEMMs, not with fp8 delayed scaling"),
+    "shared_experts": ("shared experts", "shared_experts: checkpoint the shared experts' MLP (DeepSeek, Qwen2-MoE)"),
+}
+
+
+class RecomputeModules(QWidget):
+    """The label and one check box per module name, three to a row so that the layout editor fits the centre column
+    of a 1,024-px window."""
+
+    def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        label = QLabel("Recompute modules")
+        label.setToolTip("Megatron-Core's --recompute-modules (plan field training.recompute_modules): what "
+                         "selective recompute runs again in the backward instead of keeping it")
+        grid.addWidget(label, 0, 0, 1, 3)
+        self.boxes: dict[str, QCheckBox] = {}
+        for i, name in enumerate(RECOMPUTE_MODULES):
+            text, tip = MODULE_TIPS[name]
+            box = QCheckBox(text)
+            box.setAccessibleName(f"Recompute module {name}")
+            box.setObjectName(f"training.recompute_modules.{name}")
+            box.setToolTip(tip)
+            box.toggled.connect(lambda on, n=name: self._toggled(n, on))
+            grid.addWidget(box, 1 + i // 3, i % 3)
+            self.boxes[name] = box
+        grid.setColumnStretch(3, 1)
+        state.doc_changed.connect(self.refresh)
+        self.refresh(state.doc)
+
+    def refresh(self, doc=None) -> None:
+        doc = doc or self.state.doc
+        current = set(doc.training.recompute_modules)
+        for name, box in self.boxes.items():
+            box.blockSignals(True)
+            box.setChecked(name in current)
+            box.blockSignals(False)
+        self.setVisible(doc.workload != "inference" and doc.training.recompute == "selective")
+
+    def _toggled(self, name: str, on: bool) -> None:
+        current = set(self.state.get("training.recompute_modules"))
+        wanted = tuple(n for n in RECOMPUTE_MODULES if (n in current and n != name) or (n == name and on))
+        if not wanted or not self.state.edit("training.recompute_modules", wanted, f"recompute module {name}"):
+            self.refresh()
