@@ -142,7 +142,9 @@ def test_recompute_time_is_the_forward_again_at_the_engine_prices():
 
 def test_mlp_recompute_counts_its_matmuls_again():
     """Hardware FLOPs (HFU): ``mlp`` on Llama 3 8B runs gate, up and down again, 2·3·h·I per token and block, beside
-    FlashAttention's backward recompute of QKᵀ (half the attention FLOPs, ``flops`` module doc)."""
+    FlashAttention's backward recompute of QKᵀ (half the attention FLOPs, ``flops`` module doc) and, since
+    ``core_attn`` is in the list, the fused attention forward again (Megatron-Core checkpoints the core whatever
+    its backend: twice that half)."""
     sc = _sc(LLAMA3_8B, ("core_attn", "mlp"))
     e = estimate(sc)
     tokens = 8 * 8 * 4096
@@ -150,11 +152,13 @@ def test_mlp_recompute_counts_its_matmuls_again():
     mlp = 2 * 3 * h * 14336 * L
     flash_bwd = 2 * 32 * 128 * 2 * L * 4096 / 2
     recomputed = e.compute.hardware_flops_per_step.value - e.compute.flops_per_step.value
-    assert recomputed == pytest.approx(tokens * (mlp + flash_bwd), rel=1e-9)
+    assert recomputed == pytest.approx(tokens * (mlp + flash_bwd + 2 * flash_bwd), rel=1e-9)
 
 
 def test_memory_down_and_time_up():
-    plain, named = estimate(_sc(V2_LITE)), estimate(_sc(V2_LITE, ("mla_up_proj", "moe_act", "layernorm")))
+    """Against no recompute (classic selective now re-runs the fused attention core, so it is no longer the
+    free baseline it was)."""
+    plain, named = estimate(_sc(V2_LITE, rc="none")), estimate(_sc(V2_LITE, ("mla_up_proj", "moe_act", "layernorm")))
     assert named.memory.total.value < plain.memory.total.value
     assert named.compute.step_time_s.value > plain.compute.step_time_s.value
 
@@ -184,3 +188,28 @@ def test_a_free_search_tries_the_plans_list_as_its_selective_option():
     named = search(_sc(V2_LITE, ("layernorm", "moe_act")), top=3, refine_count=1)
     assert plain.evaluated > 0 and named.evaluated == plain.evaluated * 3 // 2
     assert all(r.training.recompute_modules == ("layernorm", "moe_act") for r in named.best)
+
+
+def test_megatron_core_reruns_the_fused_attention_core_under_selective():
+    """Megatron-Core checkpoints the attention core whatever its backend (attention.py at core_r0.13.0:
+    ``if self.checkpoint_core_attention and self.training: core_attn_out = self._checkpointed_attention_forward(...)``),
+    so with flash attention the fused forward runs once more in the backward: the step gains exactly one attention
+    forward per block (one kernel) and the hardware FLOPs one attention forward. Legacy Megatron-LM and
+    Megatron-DeepSpeed skip the checkpoint under ``--use-flash-attn`` (``ParallelAttention.forward`` checkpoints only
+    the non-flash core): the DeepSpeed profile charges nothing there. The search prices it the same way."""
+    flash = _sc(LLAMA3_8B, flash_attention=True)
+    none = _sc(LLAMA3_8B, rc="none", flash_attention=True)
+    assert rm.reruns_core_attention(flash.training, flash.framework_profile)
+    shape = timing.OpShape.of(resolve(flash), flash.training, flash.framework_profile)
+    r, _ = timing.rates(flash.cluster.gpu, flash.efficiency, "bf16")
+    fwd, rest, _head = timing._full_clock(flash.model, shape, flash.training, flash.framework_profile, r)
+    _f0, rest0, _h0 = timing._full_clock(none.model, shape, none.training, none.framework_profile, r)
+    assert rest.attention - rest0.attention == pytest.approx(fwd.attention, rel=1e-12)
+    assert rest.kernels - rest0.kernels == 1
+    a, b = estimate(flash).compute, estimate(none).compute
+    assert a.hardware_flops_per_step.value > b.hardware_flops_per_step.value
+    assert a.step_time_s.value > b.step_time_s.value
+    _ranked, quick = quick_layout(flash)
+    assert quick.tokens_per_s[0] == pytest.approx(a.tokens_per_s.value, rel=1e-9)
+    ds = _sc(LLAMA3_8B, framework="deepspeed", flash_attention=True)
+    assert not rm.reruns_core_attention(ds.training, ds.framework_profile)

@@ -44,7 +44,7 @@ def estimate_training(sc: Scenario) -> Estimate:
     full = tr.method == "full"
     adapters = 0.0 if full else adapter_params(pb, m, None, tr)
     tf = token_flops(m, pb, lay.seq_len, adapters, tr.recompute == "selective_op", named(tr))
-    sf = step_flops(tf, lay.tokens_per_step, tr)
+    sf = step_flops(tf, lay.tokens_per_step, tr, sc.framework)
     st = sm.states
     opt_params = sm.trainable / st.shard_dense if (tr.zero_stage >= 1 or tr.distributed_optimizer) else sm.trainable
     state_bytes = (st.master_bytes or st.weight_bytes, st.grad_bytes, st.optimizer_bytes, st.weight_bytes,

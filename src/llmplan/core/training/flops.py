@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
@@ -92,7 +93,10 @@ class StepFlops:
     multiplier: str  # the formula, for explanations
 
 
-def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings) -> StepFlops:
+def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings,
+               prof: FrameworkProfile | None = None) -> StepFlops:
+    """Model and hardware FLOPs of a step; ``prof`` says whether selective recompute re-runs a fused attention
+    core (``recompute_modules.reruns_core_attention``)."""
     full = tr.method == "full"
     base_bwd = 2.0 if full else 1.0  # frozen base: input gradients only
     model = tokens * ((tf.block_matmul + tf.head) * (1 + base_bwd) + tf.attention * 3 + tf.adapters * 3)
@@ -100,12 +104,12 @@ def step_flops(tf: TokenFlops, tokens: float, tr: TrainingSettings) -> StepFlops
         extra = tf.block_matmul + tf.attention + tf.adapters
         how = "+1 forward of every block (full recompute)"
     elif tr.recompute == "selective" and tr.recompute_modules != ("core_attn",):  # Megatron-Core's named modules
-        core = "core_attn" in tr.recompute_modules and not tr.flash_attention
-        extra = tf.module_recomputed + (tf.attention if core else 0.0)
+        extra = tf.module_recomputed + (tf.attention if recompute_modules.reruns_core_attention(tr, prof) else 0.0)
         how = f"+ the forward of {', '.join(tr.recompute_modules)} again (selective recompute of named modules)"
-    elif tr.recompute == "selective" and not tr.flash_attention:
+    elif recompute_modules.reruns_core_attention(tr, prof):
         extra = tf.attention
-        how = "+ QKᵀ and AV again (selective recompute)"
+        how = ("+ the fused attention forward again (Megatron-Core checkpoints the attention core)" if tr.flash_attention
+               else "+ QKᵀ and AV again (selective recompute)")
     elif tr.recompute == "selective_op":
         extra = tf.op_recomputed + (0.0 if tr.flash_attention else tf.attention)
         how = "+ every second block matmul again (operator-level selective checkpointing)"

@@ -8,7 +8,10 @@ Read in NVIDIA/Megatron-LM at core_r0.13.0 (73a28a10, 2025-08-12; the option cam
 - ``core_attn`` (the default, transformer_block.py / attention.py ``checkpoint_core_attention``): the attention
   core is checkpointed; Korthikanti et al. 2022's selective recompute, the engine's "selective" before these
   modules: the s×s scores and their softmax/dropout are not kept and QKᵀ, softmax and AV run again. With
-  flash attention nothing s×s is kept anyway and the engine charges nothing for it, as it always has.
+  flash attention nothing s×s is kept anyway, but Megatron-Core still checkpoints the core
+  (``_checkpointed_attention_forward`` whatever the backend), so its fused attention forward runs a second time
+  in the backward; legacy Megatron-LM and Megatron-DeepSpeed skip the checkpoint under ``--use-flash-attn``
+  (``ParallelAttention.forward`` checkpoints only the non-flash core), so other profiles charge nothing there.
 - ``layernorm`` (transformer_layer.py, ``CheckpointWithoutOutput``): the input norm and the pre-MLP norm run
   under a checkpoint that keeps their input and *discards their output* once the next module has run
   (``discard_output_and_register_recompute``); the output's storage is freed and refilled just before the
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown
 from llmplan.core.training import op_time as ot
@@ -56,6 +60,15 @@ def named(tr: TrainingSettings) -> tuple[str, ...]:
 def recomputes_core_attention(tr: TrainingSettings) -> bool:
     """Whether the attention core is recomputed (classic selective recompute: ``core_attn``)."""
     return tr.recompute == "selective" and "core_attn" in tr.recompute_modules
+
+
+def reruns_core_attention(tr: TrainingSettings, prof: FrameworkProfile | None) -> bool:
+    """Whether the backward runs the attention core's forward again (module doc, ``core_attn``): always without
+    flash attention; with it only under Megatron-Core (the profiles that run its selective path,
+    ``FrameworkProfile.recompute_modules``), which checkpoints the fused kernel too."""
+    if not recomputes_core_attention(tr):
+        return False
+    return not tr.flash_attention or bool(prof is not None and prof.recompute_modules)
 
 
 def _effective(modules: Iterable[str]) -> tuple[str, ...]:

@@ -154,8 +154,8 @@ def _full_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Framew
     if tr.recompute == "full":  # under FSDP the recompute runs on the weights the backward's gather cast
         rest = rest + (ot.layer_forward(ops, r, weight_cast=False) if ops.cast_shard else fwd)
     elif tr.recompute == "selective":
-        if not tr.flash_attention and rm.recomputes_core_attention(tr):
-            rest = rest + ot.PartTimes(attention=fwd.attention, kernels=2)
+        if rm.reruns_core_attention(tr, prof):  # the attention core's forward again (one fused kernel with flash)
+            rest = rest + ot.PartTimes(attention=fwd.attention, kernels=1 if tr.flash_attention else 2)
         if rm.named(tr):  # Megatron-Core's --recompute-modules
             rest = rest + rm.recompute_time(m, ops, r, tr)
     elif tr.recompute == "selective_op":
