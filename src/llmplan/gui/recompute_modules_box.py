@@ -13,8 +13,9 @@ from llmplan.gui.state import PlanState
 # Megatron-Core's names (--recompute-modules), a short label and what each recomputes (core.training.recompute_modules)
 MODULE_TIPS = {
     "core_attn": ("attention core", "core_attn: run QKᵀ, softmax and AV again instead of keeping the s×s scores "
-                  "(Korthikanti et al. 2022; nothing is kept or recomputed with flash attention). Megatron-Core's "
-                  "default and every other framework's selective recompute"),
+                  "(Korthikanti et al. 2022). With flash attention nothing s×s is kept, yet Megatron-Core still runs "
+                  "the fused attention forward again in the backward: it costs time and saves almost nothing. "
+                  "Megatron-Core's default and every other framework's selective recompute"),
     "layernorm": ("norms", "layernorm: drop the output of the norms not fused into a linear (MoE layers' pre-MLP "
                   "norm, MLA's input norm) and run the norm again in the backward. Not with fp8 delayed scaling"),
     "mla_up_proj": ("MLA up-proj", "mla_up_proj: multi-latent attention keeps only its latents; the q and kv "
