@@ -4,10 +4,11 @@ serving_published.py names each source and setting). Nothing here is fitted to t
 What the rows show, and the bands pinned here (not tolerances we are content with; docs/inference.md, "Small-batch
 decode on the GPU serving engines"):
 - Dense Llama 8B / 70B under vLLM's nightly latency test (batch 8) and TensorRT-LLM's NIM (concurrency 1): llmplan
-  is 19-35% fast on every row. The per-layer kernel floor moved them 2-4 points closer; what is left is host-side
-  work per step that the engines' GPU graphs do not hide (vLLM's own profile of Llama 3 8B on one H100 found the
-  HTTP server and scheduling at 62% of the time: vLLM blog, 2024-09-05, "vLLM v0.6.0") and mat-vec kernels that
-  reach less than the copy bandwidth. Band: -40% to -12%.
+  is 19-35% fast on every row. The per-layer kernel floor moved them 2-4 points closer. What is left points at
+  host work per step that the engines' GPU graphs do not hide, not at mat-vec kernels below the copy rate
+  (test_serving_decode_gap.py: the 8B rows miss 1.8-2.6 ms a step on three GPU generations; at 128 rows the 8B's
+  MLP GEMMs read weights within 3% of the priced share); no per-step host time of the release these rows ran was
+  found, so none is priced. Band: -40% to -12%.
 - DeepSeek-V3 on 8 x H200 under SGLang v0.4.1: llmplan is 7.5x too fast at batch 1 (12x before the floor),
   4.6x at batch 8, 2.3x at batch 32. The gap narrows with the batch, as a per-step cost would; not modelled:
   the run's DP attention (every GPU holds the whole MLA attention and one GPU runs it at batch 1) and the FP8

@@ -22,9 +22,13 @@ microseconds however little it reads, and each tensor-parallel all-reduce of a f
   more all-reduce of the activations' size (an approximation: it moves vocabulary / TP logits per token).
   Profiles without that table keep ``allreduce_latency_s``.
 
-Not modelled: the engines' host-side scheduling per step (Python, detokenisation; a few hundred µs in vLLM V0),
-SGLang's DP attention (``--enable-dp-attention``), expert-parallel all-to-alls, and kernels that reach less than
-the copy bandwidth at batch 1. docs/inference.md compares the result with published batch-1 measurements.
+Not modelled: the engines' host work per step (scheduling, input preparation, sampling and output processing in
+Python; vLLM's multi-step RFC #6854 showed ~4 ms of GPU bubble a step before v0.6.0, and nothing was found
+measured for the releases the validation rows ran), SGLang's DP attention (``--enable-dp-attention``),
+expert-parallel all-to-alls, and kernels that reach less than the copy bandwidth at a few rows (at 128 rows the
+kernel-timed GEMM sweeps put the 8B MLP's at 0.71-0.82 of peak, near the 0.80 priced). docs/inference.md, "What
+the dense rows miss", compares the result with published small-batch measurements and says which evidence points
+where.
 """
 
 from __future__ import annotations
