@@ -9,8 +9,9 @@ decode on the GPU serving engines", "What the dense rows miss") draws its answer
    torch.profiler kernel durations, each call 3 ms after the last). At 128 tokens -- the fewest the sweep has;
    no sweep at 1-8 tokens exists -- the Llama 3 8B MLP GEMMs, whose 117 MB of weights cannot stay in the 50 MB
    L2 between calls, read them at 0.70-0.82 of the datasheet bandwidth. vLLM's decode is priced at 0.80
-   (``efficiency.memory_bandwidth``); at the sweep's shares the 8B MLP would take 3% longer, not 25-50%.
-   (Smaller shapes of the sweep found their weights in L2 and read "faster than HBM": unusable here.)
+   (``efficiency.memory_bandwidth``); at the sweep's shares the 8B MLP would take 2-3% longer; the rows are 27-53% slower than the estimate.
+   (Smaller shapes of the sweep can keep their weights in L2 between calls -- some read "faster than HBM" --
+   so they say nothing about HBM.)
 2. The missing time per decode step (measured - estimated, over the 128 steps) of the three 8B rows is nearly
    the same number of milliseconds on three GPU generations whose estimated step differs 2.3x, which a fixed
    cost per step does and a bandwidth share (a cost in proportion to the step) does not.
@@ -19,16 +20,13 @@ decode on the GPU serving engines", "What the dense rows miss") draws its answer
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from llmplan.catalog.hardware import load_hardware_catalog
 from tests.core.inference.serving_published import ROWS, estimate_row
+from tests.core.training.test_gemm_sweep import DATA, SWEEPS
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "gemm"
-SWEEPS = {"nvidia-h100-sxm-80gb": "h100_sxm_bf16_sweep_2026-11-28.json",
-          "nvidia-h200-sxm-141gb": "h200_sxm_bf16_sweep_2026-11-28.json"}
 MLP_8B = {"gate/up": (14336, 4096), "down": (4096, 14336)}  # (n, k) of Llama 3 8B's MLP GEMMs
 
 
