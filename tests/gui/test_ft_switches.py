@@ -119,3 +119,16 @@ def test_the_results_list_the_clipping_with_its_explanation(qtbot):
     state.evaluate_now()
     assert not [r for r in rows(state.outcome.estimate, state.outcome.scenario)
                 if r.label == "Gradient clipping per step"]
+
+
+def test_auto_framework_says_what_it_chose_and_why(qtbot):
+    # QLoRA on two GPUs under auto: the Hugging Face stack (was Megatron; docs/fine-tuning-frameworks.md, "Which
+    # framework auto picks"), said above the profile's policy as the switches' auto values are
+    state, w = _form(qtbot, "auto")
+    state.edit_many({"training.method": "qlora", "hardware.gpus_per_node": 2, "parallelism.dp": 2}, "two")
+    state.evaluate_now()
+    policy = w.findChild(QLabel, "framework policy").text()
+    assert policy.startswith("Auto: Hugging Face Trainer + PEFT for LoRA/QLoRA"), policy
+    state.edit("training.framework", "torchtune")
+    state.evaluate_now()
+    assert not w.findChild(QLabel, "framework policy").text().startswith("Auto:")

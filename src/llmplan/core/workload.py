@@ -89,7 +89,8 @@ class TrainingSettings(FrozenModel):
     framework: str = Field(
         "auto", min_length=1, max_length=64,
         description="training-framework profile id from catalogs/frameworks.toml (megatron, deepspeed, fsdp2, "
-        "hf-trainer); auto: hf-trainer for fine-tuning on one GPU, megatron otherwise",
+        "hf-trainer); auto: hf-trainer for LoRA/QLoRA and full fine-tunes within one node, megatron for "
+        "pre-training and multi-node full fine-tunes (catalog.frameworks.auto_choice)",
     )
     regime: Regime = Field(
         "auto", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "

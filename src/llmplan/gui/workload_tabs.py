@@ -197,7 +197,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "The training framework whose memory and speed the estimate describes (catalogs/frameworks.toml): "
              "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), torchtune, unsloth, "
              "LLaMA-Factory, axolotl, Megatron-Core (fused kernels), DeepSpeed ZeRO, PyTorch FSDP2, MosaicML's "
-             "Composer FSDP (llm-foundry) or Meta's Llama 3 stack as its paper describes it; the switches it supports show below. Auto: Hugging Face for fine-tuning on one GPU, Megatron otherwise", backend.framework_choices()))
+             "Composer FSDP (llm-foundry) or Meta's Llama 3 stack as its paper describes it; the switches it supports show below. Auto: Hugging Face Trainer for LoRA/QLoRA and for full fine-tunes within one node (ZeRO/FSDP on several GPUs), Megatron for pre-training and multi-node full fine-tunes; the line above the switches says which it chose", backend.framework_choices()))
     f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
              "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
              "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "
