@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
-from llmplan.core.workload import Scenario
+from llmplan.core.workload import STACKED_DROPOUT_REFUSAL, Scenario, wraps_stacked_experts
 from llmplan.errors import CatalogError, ConfigError, PlanFileError
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.validation import describe_validation_error
@@ -224,6 +224,8 @@ def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
     ``PlanFileError`` naming the field."""
     model = resolve_model(doc)
+    if doc.workload != "inference" and (doc.training.lora_dropout or 0) > 0 and wraps_stacked_experts(model, doc.training):
+        raise PlanFileError(STACKED_DROPOUT_REFUSAL.format(doc.training.lora_dropout))  # the field, not "(the document)"
     gpu = resolve_gpu(doc)
     hw = doc.hardware
     nvme_read, nvme_write = resolve_nvme_bandwidth(doc, personal_machine(gpu, hw.nodes))
