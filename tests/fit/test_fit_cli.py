@@ -111,3 +111,21 @@ def test_qlora_limits_here_agree_with_the_estimate(rtx4090_fixture, capsys, monk
     assert exact - 512 <= longest <= exact  # within two of the search's 256-token granules
     assert main([*base, "--set", f"training.seq_len={longest}", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["this_machine"]["fits"]
+
+
+def test_this_machine_and_the_gpu_flag_walk_the_same_settings(rtx4090_fixture, capsys, monkeypatch):
+    # LoRA on Llama-3.1-8B, 4,096 tokens, one RTX 4090 (new-user trial, round 31, row 10): `estimate --gpu` let the
+    # auto-planner find ZeRO-3 + CPU offload (23.7 of 24.0 GiB) while `--this-machine` said "does not fit"
+    # (24.2 GiB): its ladder had no ZeRO-3 on one GPU, a setting the search's layouts include whenever they
+    # offload. Both now end on the same settings, so the same verdict (exact: the same engine on the same plan).
+    monkeypatch.setenv(FIXTURE_ENV, str(rtx4090_fixture))
+    plan = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--workload", "finetune",
+            "--set", "training.method=lora", "--json"]
+    assert main([*plan, "--this-machine"]) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert main([*plan, "--gpu", "nvidia-rtx-4090-24gb"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    knobs = ("zero_stage", "offload", "recompute", "micro_batch")
+    assert here["this_machine"]["fits"] and here["fits"] == listed["fits"]
+    assert {k: here["training"][k] for k in knobs} == {k: listed["training"][k] for k in knobs}
+    assert here["memory_per_gpu"]["total"] == listed["memory_per_gpu"]["total"]

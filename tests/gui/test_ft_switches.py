@@ -119,3 +119,34 @@ def test_the_results_list_the_clipping_with_its_explanation(qtbot):
     state.evaluate_now()
     assert not [r for r in rows(state.outcome.estimate, state.outcome.scenario)
                 if r.label == "Gradient clipping per step"]
+
+
+def test_auto_framework_says_what_it_chose_and_why(qtbot):
+    # QLoRA on two GPUs under auto: the Hugging Face stack (was Megatron; docs/fine-tuning-frameworks.md, "Which
+    # framework auto picks"), said above the profile's policy as the switches' auto values are
+    state, w = _form(qtbot, "auto")
+    state.edit_many({"training.method": "qlora", "hardware.gpus_per_node": 2, "parallelism.dp": 2}, "two")
+    state.evaluate_now()
+    policy = w.findChild(QLabel, "framework policy").text()
+    assert policy.startswith("Auto: Hugging Face Trainer + PEFT for LoRA/QLoRA"), policy
+    state.edit("training.framework", "torchtune")
+    state.evaluate_now()
+    assert not w.findChild(QLabel, "framework policy").text().startswith("Auto:")
+
+
+def test_lora_dropout_on_auto_shows_the_value_it_resolved_to(qtbot):
+    # Qwen3-30B-A3B LoRA: the stacked experts' adapters (PEFT's ParamWrapper, peft 0.21.2 tuners/lora/layer.py)
+    # refuse any dropout, so "framework's own" is 0 there and says why; a dense model keeps the profile's 0.05
+    from PySide6.QtWidgets import QDoubleSpinBox
+
+    state, w = _form(qtbot, "hf-trainer")
+    field = w.findChild(QDoubleSpinBox, "training.lora_dropout")
+    assert field.text() == "framework's own (0.05)"
+    state.edit("model.id", "Qwen/Qwen3-30B-A3B")
+    state.evaluate_now()
+    assert field.text() == "framework's own (0)"
+    assert "ParamWrapper refuses any dropout" in field.toolTip()
+    state.edit("training.lora_dropout", 0.1)
+    state.evaluate_now()
+    out = state.outcome
+    assert out.kind == "input" and out.message.startswith("training.lora_dropout: PEFT's ParamWrapper"), out.message

@@ -58,9 +58,10 @@ def test_first_start_on_a_24gb_card_fits_and_says_what_was_chosen(window):
     assert text.startswith("This machine (NVIDIA GeForce RTX 4090") and ": fits" in text, text
     note = window.results.start_note
     assert note.isVisibleTo(window), "the results must say what the first start chose"
-    found = re.fullmatch(r"Chosen for this NVIDIA GeForce RTX 4090 24GB: LoRA on 2,048-token sequences, "
-                         r"LLaMA-Factory's default length \(4,096 needs ([0-9.]+) of 24.0 GiB\)\.", note.text())
-    assert found and float(found.group(1)) == pytest.approx(24.2, abs=0.1), note.text()
+    # 4,096 tokens fit with ZeRO-3 and CPU offload (23.7 of 24.0 GiB), but only within the allocator's margin
+    assert note.text() == ("Chosen for this NVIDIA GeForce RTX 4090 24GB: LoRA on 2,048-token sequences, "
+                           "LLaMA-Factory's default length (4,096 fits only within the allocator's margin even with "
+                           "CPU offload)."), note.text()
     assert "TRL" in note.toolTip() and "axolotl" in note.toolTip()  # every try and the sources
     window.state.edit("training.seq_len", 1024)  # the person's own edit: the note is about a plan no longer shown
     window.state.evaluate_now()

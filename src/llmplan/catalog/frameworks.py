@@ -7,6 +7,7 @@ a profile when a plan leaves ``training.framework`` on "auto".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from llmplan.catalog.profiles import ProfileCatalog
@@ -37,19 +38,56 @@ def framework_id(name: str) -> str:
     return ALIASES.get(key, key)
 
 
-def framework_for(requested: str, workload: str, gpus: int) -> str:
-    """The profile id a plan uses. "auto": fine-tuning on one GPU is a Hugging Face Trainer + PEFT run
-    (what most people who fine-tune on one card use); everything else Megatron-Core, the framework the
-    published pre-training runs and the paper formulas describe."""
+# The auto policy (docs/fine-tuning-frameworks.md, "Which framework auto picks"). Pre-training and full fine-tunes
+# over several nodes: Megatron-Core, the framework the published pre-training runs and the paper formulas describe.
+# LoRA and QLoRA at any scale, and full fine-tunes within one node: the Hugging Face Trainer + PEFT, sharded by
+# DeepSpeed ZeRO or FSDP when there are several GPUs: Megatron-Core has no bitsandbytes QLoRA, and adapters on a
+# few GPUs are trained with the Hugging Face stack (LLaMA-Factory, axolotl and TRL all run on it; Answer.AI's
+# FSDP + QLoRA trains 70B on 2 x 24 GB this way).
+AUTO_REASONS = {
+    "pretrain": "for pre-training, as the published pre-training runs",
+    "adapters": "for LoRA/QLoRA, sharded with ZeRO/FSDP on several GPUs (Megatron-Core has no bitsandbytes QLoRA)",
+    "full_node": "for a full fine-tune within one node (ZeRO/FSDP on several GPUs)",
+    "full_nodes": "for a full fine-tune over several nodes (tensor and pipeline parallelism)",
+}
+
+
+def auto_choice(workload: str, method: str = "full", nodes: int = 1) -> tuple[str, str]:
+    """The profile id "auto" prefers for a plan, and why (one of ``AUTO_REASONS``): see the policy above."""
+    if workload != "finetune":
+        return "megatron", AUTO_REASONS["pretrain"]
+    if method in ("lora", "qlora"):
+        return "hf-trainer", AUTO_REASONS["adapters"]
+    if nodes <= 1:
+        return "hf-trainer", AUTO_REASONS["full_node"]
+    return "megatron", AUTO_REASONS["full_nodes"]
+
+
+def framework_for(requested: str, workload: str, gpus: int = 1, method: str = "full", nodes: int = 1,
+                  refusal: Callable[[FrameworkProfile], str] | None = None) -> str:
+    """The profile id a plan uses: ``requested`` (an id or alias), or for "auto" the policy's choice
+    (``auto_choice``). ``refusal(profile)``: why the plan cannot run under a profile ("" when it can: its layout,
+    the switches it turns on, its quantised base); auto then takes the other of Hugging Face and Megatron-Core
+    where that one can, so that auto never makes a plan a field error another default would run. ``gpus`` is
+    kept for callers that know only the GPU count: one GPU is one node."""
     if requested.strip().lower() != "auto":
         return framework_id(requested)
-    return "hf-trainer" if workload == "finetune" and gpus == 1 else "megatron"
-
-
-def framework_profile(requested: str, workload: str = "pretrain", gpus: int = 1) -> FrameworkProfile:
-    """The profile for ``requested`` (an id, an alias, or "auto"); unknown ids list the known ones."""
+    chosen, _why = auto_choice(workload, method, nodes if gpus > 1 else 1)
+    if refusal is None:
+        return chosen
     profiles = load_framework_profiles()
-    key = framework_for(requested, workload, gpus)
+    other = "megatron" if chosen == "hf-trainer" else "hf-trainer"
+    if chosen in profiles and refusal(profiles[chosen]) and other in profiles and not refusal(profiles[other]):
+        return other
+    return chosen
+
+
+def framework_profile(requested: str, workload: str = "pretrain", gpus: int = 1, method: str = "full",
+                      nodes: int = 1, refusal: Callable[[FrameworkProfile], str] | None = None) -> FrameworkProfile:
+    """The profile for ``requested`` (an id, an alias, or "auto": ``framework_for``); unknown ids list the known
+    ones."""
+    profiles = load_framework_profiles()
+    key = framework_for(requested, workload, gpus, method, nodes, refusal)
     if key not in profiles:
         raise CatalogError(f"unknown training framework '{requested}'; known: auto, {', '.join(sorted(profiles))}")
     return profiles[key]

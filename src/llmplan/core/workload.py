@@ -24,6 +24,7 @@ from llmplan.core.framework_profile import (
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.model import ModelSpec
+from llmplan.errors import LlmplanError
 
 Workload = Literal["pretrain", "finetune", "inference"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
@@ -89,7 +90,8 @@ class TrainingSettings(FrozenModel):
     framework: str = Field(
         "auto", min_length=1, max_length=64,
         description="training-framework profile id from catalogs/frameworks.toml (megatron, deepspeed, fsdp2, "
-        "hf-trainer); auto: hf-trainer for fine-tuning on one GPU, megatron otherwise",
+        "hf-trainer); auto: hf-trainer for LoRA/QLoRA and full fine-tunes within one node, megatron for "
+        "pre-training and multi-node full fine-tunes (catalog.frameworks.auto_choice)",
     )
     regime: Regime = Field(
         "auto", description="amp: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron); pure: the "
@@ -355,7 +357,13 @@ class Scenario(FrozenModel):
         if isinstance(prof, dict):
             prof = FrameworkProfile.model_validate(prof)
         if isinstance(tr, TrainingSettings) and (prof is None or isinstance(prof, FrameworkProfile)):
-            data = {**data, "training": effective_training(tr, prof or _DEFAULT_FRAMEWORK)}
+            resolved = effective_training(tr, prof or _DEFAULT_FRAMEWORK)
+            model = data.get("model")
+            if isinstance(model, dict):
+                model = ModelSpec.model_validate(model)
+            if tr.lora_dropout is None and isinstance(model, ModelSpec) and wraps_stacked_experts(model, resolved):
+                resolved = resolved.model_copy(update={"lora_dropout": 0.0})  # the one value PEFT runs there
+            data = {**data, "training": resolved}
         return data
 
     @model_validator(mode="after")
@@ -367,10 +375,35 @@ class Scenario(FrozenModel):
             _check_selective_op(self)
         if t.recompute == "selective" and t.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
             _check_recompute_modules(self)
+        if (t.lora_dropout or 0) > 0 and wraps_stacked_experts(self.model, t):
+            raise ValueError(STACKED_DROPOUT_REFUSAL.format(t.lora_dropout))
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
                              f"({t.seq_len}), the longest sequence a padded batch is padded to")
         return self
+
+
+# peft 0.21.2 (PyPI wheel), peft/tuners/lora/layer.py, ParamWrapper.__init__ and ParamWrapper.update_layer:
+# ``raise ValueError(f"lora.{self.__class__.__name__} does not work with lora_dropout != 0.")`` ("It's not possible
+# to factor out x from lora_B(lora_A(dropout(x)))": the adapter is added to the weight, not to the output).
+STACKED_DROPOUT_REFUSAL = (
+    "training.lora_dropout: PEFT's ParamWrapper (target_parameters, the adapters on the stacked routed experts) "
+    "does not support lora_dropout ({:g} here; peft raises \"does not work with lora_dropout != 0\"); set it to 0 "
+    "or training.lora_experts = none")
+
+
+def wraps_stacked_experts(m: ModelSpec, tr: TrainingSettings) -> bool:
+    """Whether a LoRA/QLoRA plan puts PEFT ``ParamWrapper``s on ``m``'s stacked expert parameters
+    (``lora_modules.stacked_expert_params``), where PEFT refuses any dropout: the framework's dropout on auto then
+    resolves to 0, and a stated dropout above 0 is a field error."""
+    from llmplan.core.lora_modules import expert_adapters, stacked_expert_params
+
+    if tr.method == "full" or not m.is_moe:
+        return False
+    try:
+        return stacked_expert_params(m, tr.lora_targets, expert_adapters(m, tr.lora_experts)) > 0
+    except LlmplanError:
+        return False  # a refused lora_experts choice: the estimate says why
 
 
 def _check_selective_op(sc: Scenario) -> None:

@@ -167,8 +167,11 @@ def outcome(s: FitSummary) -> str:
         host = f"{gib(s.host_needed_bytes)} in host RAM"
         if s.host_available_bytes is not None:
             host += f" of {gib(s.host_available_bytes)}"
-        return (f"fits with CPU offload: {gib(s.needed_bytes)} per GPU, {host}" if s.fits
-                else f"needs {gib(s.needed_bytes)} per GPU and {host}")
+        if s.fits:
+            return f"fits with CPU offload: {gib(s.needed_bytes)} per GPU, {host}"
+        short = (f"needs {gib(s.needed_bytes)} per GPU, {gib(s.capacity_bytes)} usable "
+                 f"({gib(-s.headroom_bytes)} short)" if s.headroom_bytes < 0 else f"needs {gib(s.needed_bytes)} per GPU")
+        return f"does not fit even with CPU offload: {short}, and {host}"
     if s.fits and s.estimate is not None and s.estimate.memory.tight:
         return (f"fits, tight: {gib(s.headroom_bytes)} free per GPU, within the allocator's fragmentation margin "
                 f"({gib(s.needed_bytes)} of {gib(s.capacity_bytes)})")

@@ -34,13 +34,28 @@ def _profile(state: PlanState) -> Any:
     if out is not None and out.scenario is not None and out.scenario.framework_profile is not None:
         return out.scenario.framework_profile
     from llmplan.catalog.frameworks import framework_profile
+    from llmplan.plan.resolve import framework_refusal
 
     doc = state.doc
     try:
         return framework_profile(doc.training.framework, doc.workload,
-                                 doc.hardware.gpus_per_node * doc.hardware.nodes)
+                                 doc.hardware.gpus_per_node * doc.hardware.nodes, doc.training.method,
+                                 doc.hardware.nodes, lambda p: framework_refusal(doc, p, layout=True))
     except Exception:  # an unknown id: the estimate's own error line says so
         return None
+
+
+def auto_framework_text(doc: Any, prof: Any) -> str:
+    """What "auto" chose and why, as the app shows other auto policies ("Auto: Hugging Face Trainer + PEFT for
+    LoRA/QLoRA, …"); "" when the plan names its framework. The policy is ``catalog.frameworks.auto_choice``."""
+    from llmplan.catalog.frameworks import auto_choice
+
+    if doc.training.framework.strip().lower() != "auto" or prof is None:
+        return ""
+    preferred, why = auto_choice(doc.workload, doc.training.method, doc.hardware.nodes)
+    if prof.id != preferred:
+        why = f"because the plan's layout or switches need it ({preferred} cannot run them)"
+    return f"Auto: {prof.name} {why}."
 
 
 GRAD_CLIP_TIP = ("Clip the gradient norm before each optimizer step: one pass reading every gradient this GPU holds "
@@ -146,7 +161,9 @@ class SwitchesGroup(QGroupBox):
             self.policy.setText("Unknown framework: pick one above.")
         else:
             shown = ", ".join(SWITCHES[n].label for n in prof.switches) or "none"
-            self.policy.setText(f"<b>{prof.name}</b>: {prof.policy or prof.describes}<br>Switches: {shown}.<br>"
+            auto = auto_framework_text(state.doc, prof)
+            self.policy.setText((f"{auto}<br>" if auto else "") +
+                                f"<b>{prof.name}</b>: {prof.policy or prof.describes}<br>Switches: {shown}.<br>"
                                 f"{grad_clip_policy(prof)}")
 
 

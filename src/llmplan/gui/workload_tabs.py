@@ -151,10 +151,11 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
         rank = bound_spin(state, "training.lora_rank", "LoRA rank",
                           "Rank r of each adapter: adapter parameters grow linearly with it (Hu et al. 2021)", 1, 65_536)
         f.addRow("LoRA rank", rank)
-        lora_drop = bound_float(state, "training.lora_dropout", "LoRA dropout",
-                                "PEFT lora_dropout: above 0 each adapted projection keeps a 1-byte mask and a copy "
-                                "of its input for the backward (0.05: the QLoRA paper's setting); at the minimum: the "
-                                "framework's default (torchtune, unsloth, LLaMA-Factory 0; Hugging Face, axolotl 0.05)",
+        drop_tip = ("PEFT lora_dropout: above 0 each adapted projection keeps a 1-byte mask and a copy of its input "
+                    "for the backward (0.05: the QLoRA paper's setting); at the minimum: the framework's default "
+                    "(torchtune, unsloth, LLaMA-Factory 0; Hugging Face, axolotl 0.05), and 0 where LoRA reaches a "
+                    "mixture of experts' stacked expert parameters (PEFT's ParamWrapper refuses any dropout)")
+        lora_drop = bound_float(state, "training.lora_dropout", "LoRA dropout", drop_tip,
                                 -0.01, 0.99, 2, 0.05, none_text="framework's own")
         f.addRow("LoRA dropout", lora_drop)
         targets = QGridLayout()  # two rows, so the form fits a narrow centre pane
@@ -186,6 +187,22 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
             sc = outcome.scenario if outcome is not None else None
             moe = sc is not None and sc.model.is_moe
             experts.setEnabled(moe and state.doc.training.method in ("lora", "qlora"))
+            show_dropout(sc)
+
+        def show_dropout(sc) -> None:  # "framework's own" says the value it resolved to, and why where it is 0
+            from llmplan.core.workload import wraps_stacked_experts
+
+            if sc is None or sc.workload == "inference" or state.doc.training.lora_dropout is not None:
+                lora_drop.setSpecialValueText("framework's own")
+                lora_drop.setToolTip(drop_tip + "\n(plan field: training.lora_dropout)")
+                return
+            value = sc.training.lora_dropout
+            stacked = wraps_stacked_experts(sc.model, sc.training)
+            lora_drop.setSpecialValueText(f"framework's own ({value:g})")
+            why = (f"0, as LoRA reaches {sc.model.name}'s stacked expert parameters (training.lora_experts), where "
+                   "PEFT's ParamWrapper refuses any dropout (peft 0.21.2, tuners/lora/layer.py)" if stacked
+                   else f"{value:g}, the {sc.framework.name} default")
+            lora_drop.setToolTip(f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)")
 
         state.doc_changed.connect(follow_method)
         state.evaluated.connect(follow_model)
@@ -197,7 +214,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "The training framework whose memory and speed the estimate describes (catalogs/frameworks.toml): "
              "Hugging Face Trainer + PEFT (eager modeling code, fp32 loss upcast), torchtune, unsloth, "
              "LLaMA-Factory, axolotl, Megatron-Core (fused kernels), DeepSpeed ZeRO, PyTorch FSDP2, MosaicML's "
-             "Composer FSDP (llm-foundry) or Meta's Llama 3 stack as its paper describes it; the switches it supports show below. Auto: Hugging Face for fine-tuning on one GPU, Megatron otherwise", backend.framework_choices()))
+             "Composer FSDP (llm-foundry) or Meta's Llama 3 stack as its paper describes it; the switches it supports show below. Auto: Hugging Face Trainer for LoRA/QLoRA and for full fine-tunes within one node (ZeRO/FSDP on several GPUs), Megatron for pre-training and multi-node full fine-tunes; the line above the switches says which it chose", backend.framework_choices()))
     f.addRow("Precision regime", bound_combo(state, "training.regime", "Precision regime",
              "AMP: 16-bit compute with fp32 master weights (PyTorch AMP, Megatron). Pure: the model loaded in "
              "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
-from llmplan.core.workload import Scenario
+from llmplan.core.workload import STACKED_DROPOUT_REFUSAL, Scenario, wraps_stacked_experts
 from llmplan.errors import CatalogError, ConfigError, PlanFileError
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.validation import describe_validation_error
@@ -168,22 +168,24 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
 
 
 def resolve_framework_profile(doc: PlanDocument) -> Any:
-    """Training and fine-tuning run under a framework profile (catalogs/frameworks.toml); "auto" picks
-    Hugging Face Trainer + PEFT for fine-tuning on one GPU and Megatron-Core otherwise. Inference needs none."""
+    """Training and fine-tuning run under a framework profile (catalogs/frameworks.toml); "auto" follows the
+    policy of ``catalog.frameworks.auto_choice`` (by workload, method and nodes), and takes the other default
+    where the plan's layout or switches cannot run under its first choice. Inference needs none."""
     if doc.workload == "inference":
         return None
     from llmplan.catalog.frameworks import framework_profile
 
-    gpus = doc.hardware.gpus_per_node * doc.hardware.nodes
-    prof = framework_profile(doc.training.framework, doc.workload, gpus)
+    hw = doc.hardware
+    prof = framework_profile(doc.training.framework, doc.workload, hw.gpus_per_node * hw.nodes,
+                             doc.training.method, hw.nodes, lambda p: framework_refusal(doc, p, layout=True))
     check_switches(doc, prof)
     return prof
 
 
-def check_switches(doc: PlanDocument, prof: Any) -> None:
-    """A switch turned on that the plan's framework profile does not support, gradient clipping turned off under
-    a framework that always clips, or a quantised base it cannot train LoRA on, is a field error naming the
-    profiles that do."""
+def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str:
+    """Why ``doc`` cannot run under the framework profile ``prof``, as a field error ("" when it can): a switch
+    turned on that the profile does not support, gradient clipping turned off under a framework that always
+    clips, a quantised base it cannot train LoRA on; with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
     from llmplan.core.framework_profile import SWITCH_NAMES
 
@@ -191,23 +193,39 @@ def check_switches(doc: PlanDocument, prof: Any) -> None:
     for name in SWITCH_NAMES:
         if getattr(tr, name) and name not in prof.switches:
             others = profiles_supporting(name)
-            raise PlanFileError(f"training.{name}: the {prof.id} profile does not support it; profiles that do: "
-                                f"{', '.join(others) or 'none'} (training.framework)")
+            return (f"training.{name}: the {prof.id} profile does not support it; profiles that do: "
+                    f"{', '.join(others) or 'none'} (training.framework)")
     if tr.grad_clip == "off" and prof.grad_clip_always:
         others = profiles_supporting("grad_clip:off")
-        raise PlanFileError(f"training.grad_clip: the {prof.id} profile clips at every step ({prof.grad_clip_setting}) "
-                            f"and cannot turn it off; profiles that can: {', '.join(others) or 'none'} "
-                            "(training.framework), or set grad_clip to auto or on")
+        return (f"training.grad_clip: the {prof.id} profile clips at every step ({prof.grad_clip_setting}) "
+                f"and cannot turn it off; profiles that can: {', '.join(others) or 'none'} "
+                "(training.framework), or set grad_clip to auto or on")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         others = profiles_supporting(f"quant_base:{tr.quant_base}")
-        raise PlanFileError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
-                            f"bases, not {tr.quant_base}; profiles that do: {', '.join(others) or 'none'}")
+        return (f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
+                f"bases, not {tr.quant_base}; profiles that do: {', '.join(others) or 'none'}")
+    par = doc.parallelism
+    for name in ("tp", "pp", "cp", "ep") if layout else ():
+        if getattr(par, name) > 1 and not getattr(prof, f"supports_{name}"):
+            return f"parallelism.{name}: the {prof.id} profile has no {name.upper()} parallelism"
+    return ""
+
+
+def check_switches(doc: PlanDocument, prof: Any) -> None:
+    """A switch turned on that the plan's framework profile does not support, gradient clipping turned off under
+    a framework that always clips, or a quantised base it cannot train LoRA on, is a field error naming the
+    profiles that do (``framework_refusal``)."""
+    why = framework_refusal(doc, prof)
+    if why:
+        raise PlanFileError(why)
 
 
 def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
     ``PlanFileError`` naming the field."""
     model = resolve_model(doc)
+    if doc.workload != "inference" and (doc.training.lora_dropout or 0) > 0 and wraps_stacked_experts(model, doc.training):
+        raise PlanFileError(STACKED_DROPOUT_REFUSAL.format(doc.training.lora_dropout))  # the field, not "(the document)"
     gpu = resolve_gpu(doc)
     hw = doc.hardware
     nvme_read, nvme_write = resolve_nvme_bandwidth(doc, personal_machine(gpu, hw.nodes))

@@ -24,6 +24,11 @@ def explain_ranking(ranked: list[RankedLayout], objective: Objective) -> list[Ra
 def _why(r: RankedLayout, best: RankedLayout, objective: Objective) -> str:
     """One sentence: how much worse, and the part of the step that explains most of it."""
     slower = best.tokens_per_s / r.tokens_per_s - 1 if r.tokens_per_s else float("inf")
+    if r.tight and not best.tight and (slower < -1e-4 or objective == "cost"):  # ranked after #1 for room alone
+        free = (r.capacity_bytes - r.memory_bytes) / 2**30
+        faster = f"{-slower:.1%} more tokens/s than #1, but" if slower < -1e-4 else "Ranked after #1:"
+        return (f"{faster} it fits only within the allocator's fragmentation margin ({free:.1f} GiB free), where "
+                "a run may still run out of memory; #1 leaves that room.")
     head = f"{slower:.1%} fewer tokens/s than #1" if slower > 1e-4 else "as fast as #1"
     if objective == "cost" and r.cost_per_million_tokens and best.cost_per_million_tokens:
         more = r.cost_per_million_tokens / best.cost_per_million_tokens - 1

@@ -11,6 +11,11 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   engine says fits (``apply_policy``): full recompute (Korthikanti et al. 2022 §5: ~33% more
   compute, activations down to one input per layer), micro-batch 1, ZeRO-3 (Rajbhandari et al.
   2020, needs data parallelism), CPU offload of the optimizer (ZeRO-Offload, Ren et al. 2021).
+  On one data-parallel rank ZeRO-3 shards nothing on its own, but it is what DeepSpeed offloads from
+  on one GPU, and the auto-planner's layouts include it there whenever they offload
+  (``space.check_layout``: ZeRO needs dp·cp > 1 *or* offload). So there the ZeRO-3 step is taken
+  together with the offload step, and the ladder ends on the same most frugal setting the search
+  tries: the CLI's automatic layout, a given layout and the this-machine verdict agree (one truth).
   If nothing fits, the verdict stays "does not fit" and shows the step of the ladder that needs the
   least memory (the plan's own values when no step helps), so "N GiB short" says how close the
   automatic knobs get, not what the plan needs before they move.
@@ -109,16 +114,21 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
     updates: dict[str, object] = {}
     closest = AutoChoice(scenario, estimate=as_is)
     for knob, value in LADDER:
-        if knob not in auto or getattr(t, knob) == value:
+        if knob not in auto or getattr(t, knob) == value or knob in updates:
             continue
-        if knob == "zero_stage" and (p.dp * p.cp == 1 or p.pp > 1):
-            continue  # nothing to shard over, or DeepSpeed refuses ZeRO-3 with pipeline stages
-        trial = scenario.model_copy(update={"training": t.model_copy(update={**updates, knob: value})})
+        step: dict[str, object] = {knob: value}
+        if knob == "zero_stage" and p.pp > 1:
+            continue  # DeepSpeed refuses ZeRO-3 with pipeline stages
+        if knob == "zero_stage" and p.dp * p.cp == 1 and t.offload == "none":
+            if "offload" not in auto:
+                continue  # one rank and no offload to take with it: nothing to shard over
+            step["offload"] = "cpu"  # ZeRO-3 on one GPU comes with its offload (module doc)
+        trial = scenario.model_copy(update={"training": t.model_copy(update={**updates, **step})})
         try:
             est = engine(trial)
         except LlmplanError:
             continue  # this step is not valid for the layout: skip it
-        updates[knob] = value
+        updates.update(step)
         if est.fits:
             return AutoChoice(trial, tuple(updates.items()), est)
         if est.memory.total.value < closest.estimate.memory.total.value:

@@ -32,6 +32,12 @@ class RankedLayout:
     # ep_comm, recompute, optimizer): what the explanations compare. Empty for inference.
     time_per_token: tuple[tuple[str, float], ...] = ()
 
+    @property
+    def tight(self) -> bool:
+        """Fits only within the caching allocator's fragmentation margin (``MemoryBreakdown.tight``), as the
+        full engine judged it; False for a quick-model row, whose margin is not known."""
+        return self.estimate is not None and self.estimate.memory.tight
+
     def label(self) -> str:
         p = self.parallelism
         if self.serving:

@@ -10,7 +10,6 @@ on a link (``comms``), composes the step time (``timing``) and names the bottlen
 from __future__ import annotations
 
 from llmplan.core.explain import Figure
-from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.params import count_params
 from llmplan.core.result import CommunicationReport, Estimate
 from llmplan.core.training import memory
@@ -88,11 +87,6 @@ def estimate_training(sc: Scenario) -> Estimate:
         warnings.append(f"NVMe offload needs {mem.nvme.value / GIB:.1f} GiB of NVMe per node")
     if tr.offload_params and tr.zero_stage != 3:
         warnings.append("offload_params needs zero_stage 3; parameters stay on the GPU")
-    if not full and m.is_moe and (tr.lora_dropout or 0) > 0 and \
-            expert_adapters(m, tr.lora_experts) in ("target_parameters", "peft_converted"):
-        warnings.append(f"PEFT refuses lora_dropout > 0 ({tr.lora_dropout:g} here) where LoRA reaches the stacked "
-                        "experts (target_parameters): set training.lora_dropout = 0 to run this plan, or "
-                        "training.lora_experts = none to leave the routed experts out")
     return Estimate(params=pb, memory=mem, compute=comp, communication=comm, inference=None,
                     bottleneck=judge(mem, comp, comm, tr.recompute), warnings=tuple(warnings))
 
