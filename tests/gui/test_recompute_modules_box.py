@@ -58,3 +58,20 @@ def test_a_module_the_model_lacks_is_refused_in_the_banner(window):
     out = window.state.evaluate_now()
     assert not out.ok
     assert "moe_act: needs MoE layers" in out.message and "allowed here: core_attn, mlp" in out.message
+
+
+def test_hidden_where_the_framework_has_no_named_modules_and_greyed_where_the_model_has_nothing(window):
+    """Only Megatron-Core runs named modules: a Hugging Face Trainer plan under selective recompute shows no boxes.
+    Under Megatron a dense Llama greys out the MoE/MLA names with the reason in the tooltip
+    (``core.workload.RECOMPUTE_MODULE_LIMITS``), and keeps core_attn and mlp usable."""
+    llama = {**V2_LITE, "model.id": "meta-llama/Meta-Llama-3-8B", "parallelism.ep": 1}
+    window.resize(1440, 900)
+    window.show()
+    assert window.state.edit_many({**llama, "training.framework": "hf-trainer"}, "Llama 3 8B, Trainer")
+    window.state.evaluate_now()
+    assert not _box(window, "core_attn").isVisible()
+    assert window.state.edit_many(llama, "Llama 3 8B, Megatron")
+    window.state.evaluate_now()
+    moe = _box(window, "moe")
+    assert moe.isVisible() and not moe.isEnabled() and "Not for this model: needs MoE layers" in moe.toolTip()
+    assert _box(window, "mlp").isEnabled() and _box(window, "core_attn").isEnabled()

@@ -437,11 +437,11 @@ def _check_recompute_modules(sc: Scenario) -> None:
     wrong = [name for name in t.recompute_modules if name not in allowed]
     if wrong:
         raise ValueError(f"training.recompute_modules: nothing for Megatron-Core to recompute in {m.name} under "
-                         f"{', '.join(wrong)} ({'; '.join(f'{n}: {_WHY[n]}' for n in wrong)}); allowed here: "
+                         f"{', '.join(wrong)} ({'; '.join(f'{n}: {RECOMPUTE_MODULE_LIMITS[n]}' for n in wrong)}); allowed here: "
                          f"{', '.join(allowed)}")
 
 
-_WHY = {"layernorm": "only norms not fused into a linear: MoE layers' pre-MLP norm and MLA's input norm; not under "
+RECOMPUTE_MODULE_LIMITS = {"layernorm": "only norms not fused into a linear: MoE layers' pre-MLP norm and MLA's input norm; not under "
                      "fp8 delayed scaling",
         "mla_up_proj": "needs multi-latent attention",
         "mlp": "needs dense (non-MoE) MLP layers",

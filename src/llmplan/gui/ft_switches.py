@@ -28,10 +28,11 @@ QUANT_BASES = [("nf4", "NF4 (bitsandbytes)"), ("gptq", "GPTQ 4-bit"), ("awq", "A
 _VALUES = (None, True, False)
 
 
-def _profile(state: PlanState) -> Any:
-    """The framework profile of the latest outcome, or the one the plan names (None when unknown)."""
+def plan_profile(state: PlanState, fresh: bool = False) -> Any:
+    """The framework profile of the latest outcome, or the one the plan names (None when unknown); ``fresh``: the
+    plan's own, not the outcome's (which lags an edit until the plan is evaluated again)."""
     out = state.outcome
-    if out is not None and out.scenario is not None and out.scenario.framework_profile is not None:
+    if not fresh and out is not None and out.scenario is not None and out.scenario.framework_profile is not None:
         return out.scenario.framework_profile
     from llmplan.catalog.frameworks import framework_profile
     from llmplan.plan.resolve import framework_refusal
@@ -144,7 +145,7 @@ class SwitchesGroup(QGroupBox):
 
     def follow(self, _x: Any = None) -> None:
         state, form = self._state, self.form
-        prof = _profile(state)
+        prof = plan_profile(state)
         tr = state.doc.training
         supported = set(prof.switches) if prof is not None else set()
         defaults = set(prof.on_by_default) if prof is not None else set()

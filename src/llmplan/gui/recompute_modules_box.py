@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QWidget
 
-from llmplan.core.workload import RECOMPUTE_MODULES
+from llmplan.core.workload import RECOMPUTE_MODULE_LIMITS, RECOMPUTE_MODULES, valid_recompute_modules
+from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
 
 # Megatron-Core's names (--recompute-modules), a short label and what each recomputes (core.training.recompute_modules)
@@ -56,16 +57,30 @@ class RecomputeModules(QWidget):
             self.boxes[name] = box
         grid.setColumnStretch(3, 1)
         state.doc_changed.connect(self.refresh)
+        state.evaluated.connect(lambda _out: self.refresh())  # the resolved profile and model come with the outcome
         self.refresh(state.doc)
 
     def refresh(self, doc=None) -> None:
+        """Shown only where the plan's framework runs named modules (Megatron-Core); a name that recomputes nothing
+        in this model is greyed out with the reason (``core.workload.valid_recompute_modules``), unless the plan
+        already holds it (then the estimate's field error says what to change)."""
         doc = doc or self.state.doc
+        prof = plan_profile(self.state, fresh=True)
         current = set(doc.training.recompute_modules)
+        out = self.state.outcome
+        model = out.scenario.model if out is not None and out.scenario is not None else None
+        allowed = (valid_recompute_modules(model, prof, doc.training.precision)
+                   if model is not None and prof is not None else RECOMPUTE_MODULES)
         for name, box in self.boxes.items():
             box.blockSignals(True)
             box.setChecked(name in current)
             box.blockSignals(False)
-        self.setVisible(doc.workload != "inference" and doc.training.recompute == "selective")
+            usable = name in allowed or name in current
+            box.setEnabled(usable)
+            tip = MODULE_TIPS[name][1]
+            box.setToolTip(tip if usable else f"{tip}. Not for this model: {RECOMPUTE_MODULE_LIMITS[name]}")
+        self.setVisible(doc.workload != "inference" and doc.training.recompute == "selective"
+                        and prof is not None and bool(prof.recompute_modules))
 
     def _toggled(self, name: str, on: bool) -> None:
         current = set(self.state.get("training.recompute_modules"))
