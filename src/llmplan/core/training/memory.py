@@ -8,6 +8,7 @@ either. The largest is reported, and named, because the job fails when any GPU r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,7 +19,7 @@ from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transf
 from llmplan.core.lora_modules import adapted_modules, expert_adapters, lora_modules, stacked_expert_params
 from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
-from llmplan.core.params import ParamBreakdown
+from llmplan.core.params import ParamBreakdown, count_params
 from llmplan.core.result import MemoryBreakdown
 from llmplan.core.training import activations as act
 from llmplan.core.training import allocator_reserve as reserve
@@ -42,6 +43,7 @@ from llmplan.core.training.shard import StageParams, role, stage_params_cached
 from llmplan.core.training.stages import layers_in_flight
 from llmplan.core.training.states import StateBytes, model_states, optimizer_bytes
 from llmplan.core.training.switches import embedding_and_head, largest_tensor, lm_head_adapter
+from llmplan.core.training.timing import OpShape
 from llmplan.core.workload import Scenario
 
 _OPTIMIZER_SOURCE = {"adam8bit": "adam8bit", "adafactor": "adafactor", "lion": "lion", "muon": "muon"}
@@ -147,11 +149,19 @@ def _stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int,
                        st.gradients, gather_reserve=held, gather_unit=unit)
 
 
+@functools.lru_cache(maxsize=512)
+def _layer_ops(m: ModelSpec, shape: OpShape, tr, prof: FrameworkProfile):
+    """``layer_ops`` for the memory model, cached by the per-GPU shape the list reads (``timing.OpShape``): the search
+    asks for the eager stage memory of every layout, and layouts that differ only in DP or PP share one list. Memory
+    reads ``cast_params`` only, so the time model's ``cast_shard`` is left at 0."""
+    return layer_ops(m, count_params(m), shape, tr, prof)  # type: ignore[arg-type]  # reads only OpShape's fields
+
+
 def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stage: str, layers: int,
                  sp: StageParams, trainable: float, st: StateBytes) -> StageMemory:
     """Eager modeling code: the peak over the step's phases (``eager_memory``)."""
     m, tr, prof = sc.model, sc.training, sc.framework
-    ops = layer_ops(m, pb, lay, tr, prof)
+    ops = _layer_ops(m, OpShape.of(lay, tr, prof), tr, prof)
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
     zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
