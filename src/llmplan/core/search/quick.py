@@ -32,6 +32,7 @@ from llmplan.core.search.quick_time import (
     clip_seconds,
     context_parallel_seconds,
     data_parallel_seconds,
+    deepspeed_rows,
     distinct_rows,
     inner_seconds,
     last_stage_layers,
@@ -175,7 +176,7 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     gathered = ((c.zero == 3) | ((c.zero == 2) & base.fsdp_zero2)) & (casts or t.precision == "fp8")
     zero = np.where(gathered, c.zero, 0)
     if base.zero_engine == "deepspeed":  # ``framework_profile.deepspeed_stage`` on the rows
-        zero = np.where((c.zero >= 2) | ((c.zero == 1) & ((d > 1) | (c.offload == 1))), c.zero, 0)
+        zero = np.where(deepspeed_rows(base, c), c.zero, 0)
     # the sharding group each gather casts its shard of (``ops.fsdp_cast_shard``; the layout's min(shard, dp·cp))
     shard = np.where(gathered & casts, np.minimum(t.shard_group, d) if t.shard_group else d, 0)
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero, shard], axis=1)

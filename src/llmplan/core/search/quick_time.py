@@ -248,13 +248,27 @@ def _dp_prices(cluster, eff, t, prof) -> _DpPrices:
 _WINDOWS = ("", "compute", "last_backward", "first_forward")  # comms.Windows' fields a DP collective hides behind
 
 
+def deepspeed_rows(prof: FrameworkProfile, c) -> np.ndarray:
+    """The search's rows where DeepSpeed's engine runs the step (``framework_profile.deepspeed_stage`` > 0): a
+    profile that hands ZeRO to DeepSpeed, at ZeRO-2/3, or ZeRO-1 with more than one data-parallel rank or offload."""
+    if prof.zero_engine != "deepspeed":
+        return np.zeros(len(c.tp), dtype=bool)
+    return (c.zero >= 2) | ((c.zero == 1) & ((c.dp * c.cp > 1) | (c.offload == 1)))
+
+
+def _optimizer_params(sm, zero: np.ndarray, t: TrainingSettings) -> np.ndarray:
+    """Trainable parameters this GPU's optimizer steps: the worst-loaded stage's, sharded where ZeRO or the
+    distributed optimizer shards the states."""
+    sharded = (zero >= 1) | bool(t.distributed_optimizer)
+    return np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+
+
 def optimizer_seconds(sm, zero: np.ndarray, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency,
                       prof: FrameworkProfile | None = None) -> np.ndarray:
     """The optimizer's pass over its states on the GPU, as the estimate prices it (``optimizer_kernel``, the
     fused AdamW kernel at its measured rate per dtype, on the worst-loaded stage's trainable parameters after
     ZeRO sharding)."""
-    sharded = (zero >= 1) | bool(t.distributed_optimizer)
-    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+    params = _optimizer_params(sm, zero, t)
     separate = sm.master_bytes > 0
     master = np.where(separate, sm.master_bytes, sm.weight_bytes)
     # the separate 16-bit copy's write is weight bytes where a master copy exists (the function's flag)
@@ -269,14 +283,10 @@ def clip_seconds(sm, c, m, t: TrainingSettings, prof: FrameworkProfile | None, c
     rows whose ZeRO stage DeepSpeed runs (``framework_profile.deepspeed_stage``), nothing on the rows that offload
     (the offload path's own)."""
     base = prof if prof is not None else DEFAULT_PROFILE
-    sharded = (c.zero >= 1) | bool(t.distributed_optimizer)
-    params = np.where(sharded, sm.trainable / np.maximum(sm.shard_dense, 1), sm.trainable)
+    params = _optimizer_params(sm, c.zero, t)
     tensors = grad_clip.tensors_on_gpu(count_params(m), m, t, params)
     bandwidth = cluster.gpu.memory_bandwidth * eff.memory_bandwidth
-    d = c.dp * c.cp
-    deepspeed = np.zeros(len(c.tp), dtype=bool)
-    if base.zero_engine == "deepspeed":
-        deepspeed = (c.zero >= 2) | ((c.zero == 1) & ((d > 1) | (c.offload == 1)))
+    deepspeed = deepspeed_rows(base, c)
     out = np.zeros(len(c.tp))
     for view, rows in ((base, ~deepspeed), (in_effect(base, 2), deepspeed)):
         if rows.any() and grad_clip.clips(t, view):
