@@ -1,7 +1,8 @@
 """The GPU serving engines' decode floor (core/inference/serving_floor.py): kernel counts per architecture, the
 custom all-reduce table, and that the floor matters at batch 1 and is amortised at serving batches.
 
-Kernel lists: catalogs/engines.toml (vLLM llama.py at 0035bdf2, SGLang deepseek_v2.py at 00114aef); all-reduce
+Kernel lists: catalogs/engines.toml (vLLM llama.py at 0035bdf2, SGLang deepseek_v2.py at 00114aef, TGI v3.3.7's
+flash_llama_modeling.py and flash_deepseek_v3_modeling.py at dfb3fbe7); all-reduce
 rows: sgl-project/sglang PR #2904 (2025-01-15, 8 x H100). Exact counts are checked exactly; times to 1e-9 s.
 """
 
@@ -18,9 +19,10 @@ from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
 HW, MODELS = load_hardware_catalog(), load_model_catalog()
 
 
-def _scenario(model: str, gpu: str, tp: int, engine: str, fmt: str, batch: int) -> Scenario:
+def _scenario(model: str, gpu: str, tp: int, engine: str, fmt: str, batch: int, profile=None) -> Scenario:
     return Scenario(model=MODELS.get(model).spec, cluster=ClusterSpec(gpu=HW.gpu(gpu).spec, gpus_per_node=8),
-                    workload="inference", parallelism=ParallelLayout(tp=tp), engine_profile=engine_profile(engine),
+                    workload="inference", parallelism=ParallelLayout(tp=tp),
+                    engine_profile=profile or engine_profile(engine),
                     inference=InferenceSettings(engine=engine, weight_format=fmt, batch=batch, prompt_tokens=128,
                                                 output_tokens=256))
 
@@ -38,6 +40,22 @@ def test_kernel_counts_per_architecture():
     other = 61 * 9 + 58 * 7 + 3 * 2 + 6
     gemms = 61 * 5 + 58 * 5 + 3 * 2 + 1
     assert step_kernels(ds, engine_profile("sglang"), 61, fp8=False) == (other, gemms)
+
+
+def test_tgi_kernel_counts():
+    """TGI v3.3.7 (dfb3fbe7): GQA 7 + 2 (two rotary calls, two index_put cache writes, flashinfer's split-KV decode and
+    merge), MLP 3 + 2 (SiLU and the multiply unfused), non-absorbed MLA 19 + 5, MoE 26 + 5 (Python grouped top-k),
+    per step 49 + lm_head (9 in the graph, 40 eager around it); catalogs/engines.toml names every kernel."""
+    tgi = engine_profile("tgi")
+    llama = MODELS.get("meta-llama/Llama-3.1-8B").spec
+    assert step_kernels(llama, tgi, 32, fp8=False) == (32 * (7 + 3) + 49, 32 * 4 + 1)
+    assert step_kernels(llama, tgi, 32, fp8=True) == (32 * (7 + 3) + 49 + 129, 129)
+    ds = MODELS.get("deepseek-ai/DeepSeek-V3").spec
+    assert step_kernels(ds, tgi, 61, fp8=False) == (61 * 19 + 58 * 26 + 3 * 3 + 49, 61 * 5 + 58 * 5 + 3 * 2 + 1)
+    # more kernels per layer than vLLM's fused llama.py: a larger floor at batch 1, the same 0.875 us each
+    vllm = engine_profile("vllm")
+    assert step_kernels(llama, tgi, 32, False)[0] > step_kernels(llama, vllm, 32, False)[0]
+    assert tgi.decode_kernel_s == vllm.decode_kernel_s
 
 
 def test_custom_allreduce_rows_and_interpolation():
@@ -72,7 +90,8 @@ def test_floor_matters_at_batch_1_and_is_amortised_at_serving_batches():
     tpot = {b: estimate(_scenario("deepseek-ai/DeepSeek-V3", "nvidia-h200-sxm-141gb", 8, "sglang", "fp8", b))
             .inference.tpot_s.value for b in (1, 8, 64, 256)}
     assert tpot[1] < tpot[8] < tpot[64] < tpot[256]
-    floor_s = tpot[1] - estimate(_scenario("deepseek-ai/DeepSeek-V3", "nvidia-h200-sxm-141gb", 8, "tgi", "fp8", 1)
-                                 ).inference.tpot_s.value  # TGI: the same bytes, no kernel list
+    bare = engine_profile("sglang").model_copy(update={"decode_kernels": ()})  # the same bytes, no kernel list
+    floor_s = tpot[1] - estimate(_scenario("deepseek-ai/DeepSeek-V3", "nvidia-h200-sxm-141gb", 8, "sglang", "fp8", 1,
+                                           profile=bare)).inference.tpot_s.value
     assert floor_s > 0.3 * tpot[1]
     assert floor_s < 0.1 * tpot[256]
