@@ -8,7 +8,9 @@ microseconds however little it reads, and each tensor-parallel all-reduce of a f
   model code launches (attention GQA or MLA, feed-forward dense or fused-MoE; embedding, final norm, lm_head and
   sampling per step), counted from the engines' code (catalogs/engines.toml names the files and commits). The
   engines replay a decode step as a CUDA graph, so a kernel pays no host launch, only the GPU's hand-over:
-  ``decode_kernel_s`` each (the same graph-replay microbenchmark the llama.cpp profiles use).
+  ``decode_kernel_s`` each (the same graph-replay microbenchmark the llama.cpp profiles use). TGI's per-step row
+  also holds the kernels it launches eagerly around the replay (input copies, sampling, batch update), priced the
+  same way: a lower bound, their host launches being host work; TGI replays graphs only up to batch 32.
 - **GEMMs**: each GEMM takes at least ``GEMM_FIXED_S`` (3 µs, the measured duration of a small cuBLAS GEMM on an
   H100: ``core.training.kernel_rates``). The step's weight bytes are already priced at the bandwidth
   (``latency.decode_step``); the floor adds what the GEMMs' fixed costs exceed them by, over the whole step
