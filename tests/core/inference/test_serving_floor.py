@@ -95,3 +95,14 @@ def test_floor_matters_at_batch_1_and_is_amortised_at_serving_batches():
                                            profile=bare)).inference.tpot_s.value
     assert floor_s > 0.3 * tpot[1]
     assert floor_s < 0.1 * tpot[256]
+
+
+def test_tgi_floor_is_its_kernel_count_at_batch_1():
+    """Llama 3.1 8B bf16 on one H100 under TGI: the floor adds exactly its 369 kernels + 129 GEMMs at 0.875 us (the
+    GEMMs' 3 us minimums stay under the step's 16 GB of weights at the bandwidth; no TP, no all-reduce)."""
+    tgi = engine_profile("tgi")
+    bare = tgi.model_copy(update={"decode_kernels": ()})
+    args = ("meta-llama/Llama-3.1-8B", "nvidia-h100-sxm-80gb", 1, "tgi", "bf16", 1)
+    added = (estimate(_scenario(*args)).inference.tpot_s.value
+             - estimate(_scenario(*args, profile=bare)).inference.tpot_s.value)
+    assert added == pytest.approx((369 + 129) * 0.875e-6, abs=1e-9)
