@@ -45,13 +45,13 @@ def test_kernel_counts_per_architecture():
 def test_tgi_kernel_counts():
     """TGI v3.3.7 (dfb3fbe7): GQA 7 + 2 (two rotary calls, two index_put cache writes, flashinfer's split-KV decode and
     merge), MLP 3 + 2 (SiLU and the multiply unfused), non-absorbed MLA 19 + 5, MoE 26 + 5 (Python grouped top-k),
-    per step 49 + lm_head (9 in the graph, 40 eager around it); catalogs/engines.toml names every kernel."""
+    per step 48 + lm_head (9 in the graph, 39 eager around it); catalogs/engines.toml names every kernel."""
     tgi = engine_profile("tgi")
     llama = MODELS.get("meta-llama/Llama-3.1-8B").spec
-    assert step_kernels(llama, tgi, 32, fp8=False) == (32 * (7 + 3) + 49, 32 * 4 + 1)
-    assert step_kernels(llama, tgi, 32, fp8=True) == (32 * (7 + 3) + 49 + 129, 129)
+    assert step_kernels(llama, tgi, 32, fp8=False) == (32 * (7 + 3) + 48, 32 * 4 + 1)
+    assert step_kernels(llama, tgi, 32, fp8=True) == (32 * (7 + 3) + 48 + 129, 129)
     ds = MODELS.get("deepseek-ai/DeepSeek-V3").spec
-    assert step_kernels(ds, tgi, 61, fp8=False) == (61 * 19 + 58 * 26 + 3 * 3 + 49, 61 * 5 + 58 * 5 + 3 * 2 + 1)
+    assert step_kernels(ds, tgi, 61, fp8=False) == (61 * 19 + 58 * 26 + 3 * 3 + 48, 61 * 5 + 58 * 5 + 3 * 2 + 1)
     # more kernels per layer than vLLM's fused llama.py: a larger floor at batch 1, the same 0.875 us each
     vllm = engine_profile("vllm")
     assert step_kernels(llama, tgi, 32, False)[0] > step_kernels(llama, vllm, 32, False)[0]
@@ -98,11 +98,11 @@ def test_floor_matters_at_batch_1_and_is_amortised_at_serving_batches():
 
 
 def test_tgi_floor_is_its_kernel_count_at_batch_1():
-    """Llama 3.1 8B bf16 on one H100 under TGI: the floor adds exactly its 369 kernels + 129 GEMMs at 0.875 us (the
+    """Llama 3.1 8B bf16 on one H100 under TGI: the floor adds exactly its 368 kernels + 129 GEMMs at 0.875 us (the
     GEMMs' 3 us minimums stay under the step's 16 GB of weights at the bandwidth; no TP, no all-reduce)."""
     tgi = engine_profile("tgi")
     bare = tgi.model_copy(update={"decode_kernels": ()})
     args = ("meta-llama/Llama-3.1-8B", "nvidia-h100-sxm-80gb", 1, "tgi", "bf16", 1)
     added = (estimate(_scenario(*args)).inference.tpot_s.value
              - estimate(_scenario(*args, profile=bare)).inference.tpot_s.value)
-    assert added == pytest.approx((369 + 129) * 0.875e-6, abs=1e-9)
+    assert added == pytest.approx((368 + 129) * 0.875e-6, abs=1e-9)
