@@ -201,7 +201,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(f"weights as released: {data['released_format']} (the model's config.json quantization_config; "
                      "--set inference.weight_format=... for another)")
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
-        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
+        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit on the GPUs without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
     tier = data.get("verdict") or {}

@@ -97,6 +97,18 @@ def formats_to_try(stated: Iterable[str], engine: EngineProfile | None = None) -
     return tuple(f for f in ladder if not loads or parse_weight_format(f).kind in loads)
 
 
+def offloads_layers(est: Estimate, num_layers: int) -> bool:
+    """llama.cpp or Ollama keeps some of the model's layers in host RAM (``gpu_layers`` below its layers): the
+    engine says it "fits", at a fraction of the speed. Where the plan leaves the weight format open, any format of
+    the engine's ladder that holds every layer on the GPUs is preferred to such a layout, and the layouts that
+    hold every layer rank first (``search.inference``); offload is the answer only when no format fits on the GPUs.
+    (A user with 2 × 24 GB asking about a 70B model means the Q4_K_M file split over both cards, ~18 tokens/s,
+    not bf16 with 66 of 80 layers in host RAM at ~0.6.) llama.cpp's input embedding, always in host RAM, is
+    not an offload."""
+    inf = est.inference
+    return inf is not None and inf.gpu_layers is not None and inf.gpu_layers.value < num_layers
+
+
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]
                  ) -> AutoChoice:
     """The plan as it is when it fits (or is not training); else the first step of ``LADDER`` over
