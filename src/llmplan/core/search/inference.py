@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llmplan.core.inference import estimate_inference
 from llmplan.core.result import Estimate
-from llmplan.core.search.policy import offloads_layers
+from llmplan.core.search.policy import offloads_layers, smaller_formats
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
@@ -134,13 +134,7 @@ def _other_format(scenario: Scenario, refine, formats: tuple[str, ...], on_gpus:
     """The first of ``formats`` (least quantised first: ``policy.formats_to_try``) in which some layout fits
     (``on_gpus``: with every layer on the GPUs), and its fitting layouts; a format no smaller than the plan's
     own is skipped."""
-    from llmplan.core.quant import quantized_weights
-
-    fmt = scenario.inference.weight_format.lower()
-    own = quantized_weights(scenario.model, fmt).total_bytes
-    for f in formats:
-        if f == fmt or quantized_weights(scenario.model, f).total_bytes >= own:
-            continue
+    for f in smaller_formats(scenario.model, scenario.inference.weight_format, formats):
         alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
         rows = _fitting(alt, refine)
         if rows and (not on_gpus or any(_on_gpus(alt, est) for _, est in rows)):

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
@@ -107,6 +108,15 @@ def offloads_layers(est: Estimate, num_layers: int) -> bool:
     not an offload."""
     inf = est.inference
     return inf is not None and inf.gpu_layers is not None and inf.gpu_layers.value < num_layers
+
+
+def smaller_formats(model: ModelSpec, own: str, formats: Iterable[str]) -> tuple[str, ...]:
+    """The formats of ``formats`` (a ladder, in order) whose weights are smaller than in ``own``, the plan's
+    format: the ones worth trying when ``own`` does not fit on the GPUs."""
+    from llmplan.core.quant import quantized_weights
+
+    size = quantized_weights(model, own.lower()).total_bytes
+    return tuple(f for f in formats if f != own.lower() and quantized_weights(model, f).total_bytes < size)
 
 
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]
