@@ -156,7 +156,7 @@ def check_screenshot(c: Checks, app: Path, env: dict[str, str], cwd: Path, keep:
     keep.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, keep)
     c.figure(f"start to screenshot and exit: median {statistics.median(times):.2f} s of 3 runs "
-             f"({', '.join(f'{t:.2f}' for t in times)}; includes the app's 0.3 s timer); kept {keep}")
+             f"({', '.join(f'{t:.2f}' for t in times)}; includes the wait until the window has settled); kept {keep}")
     if shutil.which("xvfb-run"):  # the real X11 plugin and the xcb libraries the bundle carries
         shot = cwd / "shot-xcb.png"
         rc, out, secs = run(["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", str(app / "llmplan"),

@@ -22,16 +22,11 @@ os.environ.setdefault("LLMPLAN_DATA_DIR", tempfile.mkdtemp(prefix="llmplan-shots
 
 
 def _settle(app, window, ms: int = 400) -> None:
-    """Let the debounced estimate and the chart sweep finish (up to 20 s), then paint."""
-    import time
+    """At least ``ms``, then until the estimate, the chart sweep and the layout have settled (``gui.settle``, as
+    ``llmplan --screenshot`` waits; up to 20 s)."""
+    from llmplan.gui.settle import wait_settled
 
-    end = time.perf_counter() + ms / 1000
-    deadline = time.perf_counter() + 20
-    while time.perf_counter() < end or (
-            time.perf_counter() < deadline and (window.state.pending or (window.charts and window.charts.busy))):
-        app.processEvents()
-        time.sleep(0.01)
-    app.processEvents()
+    wait_settled(app, window, at_least_ms=ms)
 
 
 SIZES = ((1024, 700), (1440, 900), (2560, 1440))  # a small laptop, a common laptop, a large desktop (issue 18)

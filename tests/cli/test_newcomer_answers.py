@@ -142,7 +142,9 @@ def test_a_model_released_quantised_is_estimated_as_released(capsys):
     assert "released_format" not in json.loads(capsys.readouterr().out)
     assert main([*base, "--set", "inference.engine=llama.cpp", "--json"]) == 0  # llama.cpp loads GGUF only
     data = json.loads(capsys.readouterr().out)
-    assert "released_format" not in data and data["inference"]["weight_format"] == "bf16"
+    # no released format there; bf16 would leave layers in host RAM, so llama.cpp's ladder gives Q8_0 on the GPU
+    assert "released_format" not in data and data["inference"]["weight_format"] == "q8_0"
+    assert data["verdict"]["tier"] == "fits" and data["automatic"] == "auto: weight format q8_0"
 
 
 def test_a_vllm_plan_is_never_offered_gguf_weights(capsys):

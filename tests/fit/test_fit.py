@@ -198,12 +198,17 @@ def test_405b_on_two_mi300x_needs_fewer_bits():
     two = (amd[0], amd[0].__class__(**{**amd[0].__dict__, "index": 1}))
     m = local_hardware(DetectionReport(gpus=two, host=None))
     assert m.gpu_count == 2 and m.catalog_id is not None
-    fit = fit_this_machine(plan("meta-llama/Llama-3.1-405B"), m)
+    fit = fit_this_machine(plan("meta-llama/Llama-3.1-405B", weight_format="bf16"), m)  # bf16 stated: kept
     assert fit.status == "does_not_fit" and fit.current.tp == 2
     first, *rest = fit.changes
     assert first.kind == "engine" and "inference.weight_format=q6_k" in first.overrides
     assert first.summary.mode == "split" and first.summary.pp == 2
     assert any(c.overrides == ("inference.weight_format=awq-4bit",) for c in rest)
+    # the format left open: vLLM's own ladder (FP8, INT8 do not fit) gives AWQ 4-bit at TP 2, as `estimate --gpu`
+    # and the app's Auto choose (core.search.policy); the engine is the plan's, so not llama.cpp's Q6_K
+    auto = fit_this_machine(plan("meta-llama/Llama-3.1-405B"), m)
+    assert auto.status == "fits_split" and auto.current.tp == 2 and not auto.changes
+    assert auto.local_plan.inference.weight_format == "awq-4bit" and auto.verdict.endswith("(auto: weight format awq-4bit)")
 
 
 def test_no_gpu_runs_llama_cpp_on_the_cpu_and_says_what_vllm_and_training_miss():
@@ -242,16 +247,20 @@ def test_fit_is_fast_enough_for_the_gui():
 def test_two_gpus_a_layer_split_beats_offloading():
     """Llama-3.1-70B (llama.cpp) on 2× RTX 3090 (NVML fixture): Q4_K_M is 39.6 GiB; split over both cards by
     layers (pp = 2) it sits entirely in GPU memory (~20 GiB each), which is nearer than keeping 32 of 80
-    layers in host RAM on one card, so that is the change offered, with the --set lines for the split."""
+    layers in host RAM on one card, so with bf16 stated that is the change offered, with the --set lines for the
+    split; with the format left open it is the verdict itself (the auto-planner's rule, core.search.policy)."""
     nvml = build_fake_pynvml(json.loads(data_text("nvml_2xrtx3090_nvlink.json")))
     m = local_hardware(DetectionReport(gpus=read_nvml(nvml), host=vm_host()))
-    fit = fit_this_machine(plan(L70, engine="llama.cpp"), m)
+    fit = fit_this_machine(plan(L70, engine="llama.cpp", weight_format="bf16"), m)
     assert fit.status == "does_not_fit" and fit.split is not None and fit.split.pp == 2
     best = fit.changes[0]
     assert best.summary.mode == "split" and best.summary.pp == 2 and best.summary.fits
     assert "inference.weight_format=q4_k_m" in best.overrides
     _, est = evaluate_plan(apply_change(fit, best))
     assert est.fits and est.memory.total.value == best.summary.needed_bytes
+    auto = fit_this_machine(plan(L70, engine="llama.cpp"), m)
+    assert auto.status == "fits_split" and auto.current.pp == 2 and auto.current.gpu_layers == 80
+    assert auto.local_plan.inference.weight_format == "q4_k_m" and auto.current.needed_bytes == best.summary.needed_bytes
 
 
 def test_an_unmatched_gpu_names_the_closest_catalog_entries():

@@ -129,3 +129,27 @@ def test_this_machine_and_the_gpu_flag_walk_the_same_settings(rtx4090_fixture, c
     assert here["this_machine"]["fits"] and here["fits"] == listed["fits"]
     assert {k: here["training"][k] for k in knobs} == {k: listed["training"][k] for k in knobs}
     assert here["memory_per_gpu"]["total"] == listed["memory_per_gpu"]["total"]
+
+
+def test_an_open_format_on_two_4090s_is_the_same_answer_from_the_gpu_flags_and_this_machine(tmp_path, capsys):
+    # Llama-3.1-70B, llama.cpp, no format named, two RTX 4090 (the nvidia-smi line recorded twice): `estimate --gpu
+    # ... --gpus 2` and `--this-machine` both go down llama.cpp's ladder to Q4_K_M split by layers over both cards
+    # (20.8 GiB a card) instead of bf16 with 66 of 80 layers in host RAM on one (core.search.policy).
+    total, avail = parse_meminfo(data_text("proc_meminfo.txt"))
+    line = data_text("nvidia_smi_rtx4090.csv").strip()
+    second = line.replace("0, GPU-5e8d", "1, GPU-6e8d", 1)
+    report = DetectionReport(gpus=parse_nvidia_smi_csv(f"{line}\n{second}"),
+                             host=HostInfo("AMD EPYC", 2, 2, total, avail, "Linux"))
+    fixture = tmp_path / "detect.json"
+    fixture.write_text(json.dumps(report.to_dict()), encoding="utf-8")
+    base = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+            "--set", "inference.engine=llama.cpp", "--json"]
+    assert main([*base, "--gpu", "nvidia-rtx-4090-24gb", "--gpus", "2"]) == 0
+    flags = json.loads(capsys.readouterr().out)
+    assert main([*base, "--this-machine", "--detection-fixture", str(fixture)]) == 0
+    here = json.loads(capsys.readouterr().out)
+    for data in (flags, here):
+        assert data["inference"]["weight_format"] == "q4_k_m" and data["automatic"] == "auto: weight format q4_k_m"
+        assert (data["layout"]["tp"], data["layout"]["pp"]) == (1, 2) and data["verdict"]["tier"] == "fits"
+    assert here["this_machine"]["status"] == "fits_split"
+    assert here["memory_per_gpu"]["total"] == flags["memory_per_gpu"]["total"]  # the same plan: exact

@@ -22,6 +22,7 @@ from llmplan.errors import InputError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.overrides import apply_overrides
 from llmplan.plan.planfile import load_plan, plan_from_config, save_plan
+from llmplan.plan.released import as_released
 from llmplan.plan.resolve import resolve
 
 
@@ -88,40 +89,11 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         sets.append(f"workload={args.workload}")
     doc = apply_overrides(doc, [*sets, *args.overrides])
     if args.plan:
-        return doc
-    fmt = released_format(doc)
-    if fmt is None:
-        return doc
-    args.released_format = fmt  # said beside the estimate (``run``)
-    return apply_overrides(doc, [f"inference.weight_format={fmt}"])
-
-
-def released_format(doc: PlanDocument) -> str | None:
-    """For inference of a model whose config says how its weights were released (``quantization_config``:
-    DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
-    loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy."""
-    from llmplan.catalog.engines import engine_profile
-    from llmplan.catalog.models import load_model_catalog
-    from llmplan.core.engine_profile import check_weight_format
-    from llmplan.errors import LlmplanError
-    from llmplan.plan.hub_plan import safetensors_weight_format
-
-    if doc.workload != "inference" or "weight_format" in doc.inference.model_fields_set or doc.model.hub:
-        return None
-    config = doc.model.config
-    if config is None and doc.model.id:
-        try:
-            config = load_model_catalog().get(doc.model.id).config
-        except LlmplanError:
-            return None
-    if not isinstance(config, dict) or not isinstance(config.get("quantization_config"), dict):
-        return None
-    fmt = safetensors_weight_format(config)
-    try:
-        loads = fmt is not None and check_weight_format(engine_profile(doc.inference.engine), fmt) is None
-    except LlmplanError:
-        return None
-    return fmt if loads else None
+        return doc  # a plan file is taken as written
+    doc, fmt = as_released(doc)  # a model released quantised, as released (plan.released: the app's rule too)
+    if fmt is not None:
+        args.released_format = fmt  # said beside the estimate (``run``)
+    return doc
 
 
 def _doc_for_model(model: str) -> PlanDocument:
@@ -302,6 +274,9 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         # leaves open (``evaluate_plan``), so the settings printed are those of the figures ("auto: full recompute")
         choice = automatic_choice(fit.local_plan, resolve(fit.local_plan))
         scenario, est, source, here, auto = choice.scenario, fit.current.estimate, "this-machine", True, choice.label()
+        fmt = fit.local_plan.inference.weight_format
+        if doc.workload == "inference" and fmt != doc.inference.weight_format:  # the open format's ladder (fit.verdict)
+            auto = f"auto: weight format {fmt}"
     else:
         scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False
@@ -310,6 +285,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     data = estimate_json(est, scenario, source)
     if auto:
         data["automatic"] = auto
+    if getattr(args, "released_format", None):
+        data["released_format"] = args.released_format
     data["this_machine"] = dict(fit_json(fit), estimated_here=here)
     if note:
         data["this_machine"]["notes"] = [*data["this_machine"].get("notes", []), note]

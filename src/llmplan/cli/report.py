@@ -22,6 +22,7 @@ from llmplan.core.system import Evaluation, system_json
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import plan_verdict
+from llmplan.plan.released import released_words
 
 LAYOUT_SOURCE = {"auto": "chosen automatically", "plan": "from the plan", "this-machine": "chosen for this machine"}
 MEMORY_KEYS = ("weights", "master_weights", "gradients", "optimizer", "activations", "kv_cache", "buffers",
@@ -198,10 +199,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                      f"{i['batch']:,} sequence{'s' if i['batch'] != 1 else ''} of {i['prompt_tokens']:,} tokens in "
                      f"+ {i['output_tokens']:,} out (inference.engine, inference.weight_format, inference.<field>)")
     if data.get("released_format"):
-        lines.append(f"weights as released: {data['released_format']} (the model's config.json quantization_config; "
-                     "--set inference.weight_format=... for another)")
+        lines.append(released_words(data["released_format"], "--set inference.weight_format=... for another"))
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
-        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit without it)")
+        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit on the GPUs without it)")
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
     tier = data.get("verdict") or {}

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from llmplan.core import engine, present
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
+from llmplan.core.search.policy import offloads_layers
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.plan.document import PlanDocument
@@ -99,9 +100,8 @@ def is_offloaded(scenario: Scenario, est: Estimate) -> bool:
     unified memory (Apple) is."""
     if scenario.cluster.gpu.unified_memory:
         return False
-    inf = est.inference
-    if inf is not None:
-        return inf.gpu_layers is not None and inf.gpu_layers.value < scenario.model.num_layers
+    if est.inference is not None:
+        return offloads_layers(est, scenario.model.num_layers)
     return scenario.training.offload != "none"
 
 

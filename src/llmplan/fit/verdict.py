@@ -27,6 +27,7 @@ from llmplan.fit.trial import (
 )
 from llmplan.plan.calibrated import apply_calibration
 from llmplan.plan.document import PlanDocument
+from llmplan.plan.overrides import apply_overrides
 from llmplan.plan.resolve import resolve_model
 
 LIMIT_EVALUATIONS = 9  # per knob: enough for 2^9 granules of bisection
@@ -61,6 +62,15 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
     if current is None:
         return _failed(machine, "This machine: the plan cannot be evaluated here: " + "; ".join(notes[-1:]),
                        notes, local_plan=one_doc)
+    auto = ""
+    if not (current.fits and current.mode in ("gpu", "split")):
+        found = _open_format_on_gpus(doc, model, (one_doc, split_doc), machine)
+        if found is not None:
+            current_doc, current, fmt = found
+            auto = f" (auto: weight format {fmt})"
+            notes.append(f"auto: weight format {fmt}: in {doc.inference.weight_format} it does not fit on the GPUs "
+                         "and the plan leaves inference.weight_format open, so the engine's formats were tried, "
+                         "least quantised first")
     status = ("fits" if current.mode == "gpu" else "fits_split" if current.mode == "split"
               else "fits_offload") if current.fits else "does_not_fit"
     changes, limits = (), ()
@@ -74,10 +84,35 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
                                                                  prefix=prefix, max_pairs=0)])
     if current.fits:
         limits = _limits(current_doc, current, machine, model.max_position_embeddings)
-    verdict = f"This machine ({machine.label}): {_headline(current)}"
+    verdict = f"This machine ({machine.label}): {_headline(current)}{auto}"
     return LocalFit(machine=machine, status=status, fits=current.fits, verdict=verdict, current=current,
                     one_gpu=one, split=split, local_plan=current_doc, changes=changes, limits=limits,
                     notes=tuple(notes))
+
+
+def _open_format_on_gpus(doc: PlanDocument, model, layouts: tuple[PlanDocument | None, ...], machine: LocalMachine
+                         ) -> tuple[PlanDocument, FitSummary, str] | None:
+    """Where the plan leaves its weight format open and does not fit on the GPUs (it offloads, or does not fit):
+    the first format of the engine's ladder that fits entirely on the GPUs, on one GPU or split over all of
+    them, with its plan and summary; None when none does (``core.search.policy``: the rule ``estimate``'s
+    auto-planner and the app's Auto follow, so the three give one answer)."""
+    from llmplan.core.search.policy import formats_to_try, smaller_formats
+
+    if doc.workload != "inference":
+        return None
+    formats = formats_to_try(doc.inference.model_fields_set, engine_of(doc))
+    for fmt in smaller_formats(model, doc.inference.weight_format, formats):
+        for base in layouts:
+            if base is None:
+                continue
+            trial = apply_overrides(base, (f"inference.weight_format={fmt}",))
+            try:
+                s = summarize(trial, machine)
+            except LlmplanError:
+                continue
+            if s.fits and s.mode in ("gpu", "split"):
+                return trial, s, fmt
+    return None
 
 
 def _mixed_fixes(fit: LocalFit, machine: LocalMachine, max_ctx: int) -> LocalFit:

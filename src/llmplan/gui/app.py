@@ -145,16 +145,21 @@ def _show(app, args: argparse.Namespace, settings, errors: list[str]) -> int:
         window.close()
         return 0 if out.kind == "ok" and not errors else 1
     if args.screenshot:
-        def shoot() -> None:
+        from llmplan.gui.settle import TIMEOUT_MS, after_settled
+
+        def shoot(settled: bool) -> None:
             from llmplan.formats.atomic import atomic_write
             from llmplan.gui.files import png_bytes
 
+            if not settled:
+                print(f"llmplan: the window was still busy after {TIMEOUT_MS / 1000:.0f} s; saved as it was",
+                      file=sys.stderr)
             atomic_write(args.screenshot, png_bytes(window.grab()))
             window.state.undo_stack.setClean()
             window.close()
             app.quit()
 
-        QTimer.singleShot(300, shoot)
+        after_settled(app, window, shoot)  # not a fixed delay: the charts re-lay out their axes once drawn
         return _run(app) or (1 if errors else 0)
     return _run(app)
 

@@ -121,9 +121,13 @@ class PlanState(QObject):
         record = Edit.of(self.doc, path, value, text)
         try:
             new = record.apply(self.doc)  # validate before it enters the history
+            followed = self._follow_release(new, (path,))
         except Exception as exc:
             self.edit_refused.emit(str(exc))
             return False
+        if followed is not new:  # the weight format follows the model's release: one step with the edit
+            self.undo_stack.push(EditCommand(self, Replace(self.doc, followed, record.text), merge))
+            return True
         self.undo_stack.push(EditCommand(self, record, merge, (self.doc, new)))  # redo reuses the checked doc
         return True
 
@@ -133,6 +137,7 @@ class PlanState(QObject):
         try:
             for path, value in changes.items():
                 new = Edit.of(new, path, value).apply(new)
+            new = self._follow_release(new, tuple(changes))
         except Exception as exc:
             self.edit_refused.emit(str(exc))
             return False
@@ -140,6 +145,17 @@ class PlanState(QObject):
             return True
         self.undo_stack.push(EditCommand(self, Replace(self.doc, new, text), merge))
         return True
+
+    def _follow_release(self, new: PlanDocument, paths: tuple[str, ...]) -> PlanDocument:
+        """``new`` with the weight format following the model's release (``plan.released.follow_release``: the
+        CLI's rule for ``--model``) when the edit changes the model, the workload or the engine and does not
+        set the format itself; ``new`` itself (the same object) otherwise."""
+        from llmplan.plan.released import FOLLOWED_FIELDS, follow_release
+
+        if "inference.weight_format" in paths or not any(p in FOLLOWED_FIELDS for p in paths):
+            return new
+        followed = follow_release(self.doc, new)
+        return new if followed == new else followed
 
     def replace(self, doc: PlanDocument, text: str = "Replace plan") -> None:
         self.undo_stack.push(EditCommand(self, Replace(self.doc, doc, text)))

@@ -27,6 +27,7 @@ from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.machine_cards import MachineCards
+from llmplan.gui.released_note import add_released_row
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
 
@@ -80,6 +81,7 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
              "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
              "type another GGUF type in lower case", _opts(backend.weight_formats()), editable=True))
+    add_released_row(f, state)
     f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
              "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
     f.addRow("Concurrent sequences", bound_spin(state, "inference.batch", "Concurrent sequences",

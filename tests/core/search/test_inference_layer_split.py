@@ -40,3 +40,47 @@ def test_llama_cpp_on_two_rtx_4090_decodes_as_measured():
     assert (best.parallelism.tp, best.parallelism.pp) == (1, 2)
     # llama-bench tg512 on 2 x RTX 4090: 19.22 tokens/s; the layer split's estimate is within 10% of it
     assert best.estimate.inference.tokens_per_s_per_user.value == pytest.approx(19.22, rel=0.10)
+
+
+def test_an_open_format_is_quantised_onto_both_cards_before_bf16_is_offloaded():
+    # Llama-3-70B with llama.cpp on 2 x RTX 4090, no format named, the CLI's default request (1,024 tokens in, 256
+    # out, bf16 KV cache): bf16 (141 GB) "fits" only with most layers in host RAM on one card (~0.6 tokens/s), which
+    # used to count as a fit, so no other format was tried. Every layer on the GPUs comes first now
+    # (policy.offloads_layers): down llama.cpp's ladder, Q8_0 (75 GB), Q6_K and Q5_K_M (24.2 GiB a card here) do
+    # not fit 2 x 24 GB; Q4_K_M split by layers does, at the measured speed (19.22 tokens/s, 10%).
+    from llmplan.core.search.policy import formats_to_try
+
+    open_bf16 = _scenario("llama-cpp", "bf16")
+    open_bf16 = open_bf16.model_copy(update={"inference": open_bf16.inference.model_copy(
+        update={"kv_dtype": "bf16", "prompt_tokens": 1024, "output_tokens": 256})})
+    best = search(open_bf16, top=1, refine=estimate, use_fewer_gpus=False,
+                  weight_formats=formats_to_try((), open_bf16.engine_profile))
+    lead = best.best[0]
+    assert lead.estimate.inference.weight_format == "q4_k_m" and (lead.parallelism.tp, lead.parallelism.pp) == (1, 2)
+    assert lead.estimate.inference.gpu_layers.value == 80  # every layer on a card
+    assert lead.estimate.inference.tokens_per_s_per_user.value == pytest.approx(19.22, rel=0.10)
+    assert "q4_k_m, the least quantised weight format that fits on the GPUs" in best.note
+
+
+def test_with_no_format_fitting_the_gpu_the_offload_stays_in_the_plans_format():
+    # One RTX 4090: even Q2_K of a 70B model (~26 GB) leaves layers in host RAM, so no format fits on the GPU and the
+    # answer is the plan's own bf16 with offload (docs/fit.md: offload only when no format fits on the GPUs).
+    from llmplan.core.search.policy import formats_to_try, offloads_layers
+
+    hw = load_hardware_catalog()
+    one = _scenario("llama-cpp", "bf16")
+    one = one.model_copy(update={"cluster": ClusterSpec(gpu=hw.gpu("nvidia-rtx-4090-24gb").spec, gpus_per_node=1)})
+    q2 = one.model_copy(update={"inference": one.inference.model_copy(update={"weight_format": "q2_k"})})
+    assert offloads_layers(estimate(q2), 80)  # the smallest of the ladder does not fit on the card either
+    lead = search(one, top=1, refine=estimate, use_fewer_gpus=False,
+                  weight_formats=formats_to_try((), one.engine_profile)).best[0]
+    assert lead.estimate.inference.weight_format == "bf16" and offloads_layers(lead.estimate, 80)
+
+
+def test_a_stated_format_ranks_the_layout_on_both_cards_first_even_by_cost():
+    # Q4_K_M stated: one card with offload needs fewer GPUs, which the cost ranking put first; a layout that leaves
+    # layers in host RAM now ranks after every layout that holds them all.
+    ranked = search(_scenario("llama-cpp", "q4_k_m"), top=2, objective="cost", refine=estimate,
+                    use_fewer_gpus=False).best
+    assert [(r.parallelism.pp, r.estimate.inference.gpu_layers.value == 80) for r in ranked] == [(2, True),
+                                                                                                (1, False)]

@@ -8,15 +8,19 @@ llama.cpp and Ollama, the layers left in host RAM on one GPU). The search and th
 the chosen layout can therefore never disagree on whether it fits (issue 16: a separate
 bits-per-weight table searched iq4_xs or q3_k_m as bf16 and ignored partial offload).
 
-When nothing fits and the plan leaves the weight format open (``formats``), every quantised
-format the engine knows is tried, largest first, and the layouts of the first one that fits are
-returned (their estimates carry the format; the note says so).
+A layout with every layer on the GPUs ranks before any that leaves layers in host RAM (llama.cpp's
+partial offload "fits", at a fraction of the speed: ``policy.offloads_layers``). When nothing fits
+on the GPUs and the plan leaves the weight format open (``formats``), the engine's ladder is tried,
+least quantised first, and the layouts of the first format that fits on the GPUs are returned (their
+estimates carry the format; the note says so); offload is the answer only when no format fits on the
+GPUs: the plan's own format offloaded, else the first format that fits with offload.
 """
 
 from __future__ import annotations
 
 from llmplan.core.inference import estimate_inference
 from llmplan.core.result import Estimate
+from llmplan.core.search.policy import offloads_layers, smaller_formats
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
@@ -85,16 +89,20 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
         return SearchResult((), (), (), len(rows), 0, 0, True, objective)
     evaluated = len(candidate_layouts(scenario))
     chosen = ""
-    if not rows and formats:
-        chosen, rows = _other_format(scenario, refine, formats)
+    if formats and not any(_on_gpus(scenario, est) for _, est in rows):
+        chosen, on_gpus = _other_format(scenario, refine, formats, on_gpus=True)
+        if on_gpus:
+            rows = on_gpus
+        elif not rows:
+            chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
         why = _no_fit(scenario, formats, "" if cancel and cancel() else _least(scenario, refine))
         return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
     price = c.hourly_price
     if objective == "cost":
-        rows.sort(key=lambda r: (r[0].tp * r[0].pp, _tpot(r[1])))
+        rows.sort(key=lambda r: (not _on_gpus(scenario, r[1]), r[0].tp * r[0].pp, _tpot(r[1])))
     else:
-        rows.sort(key=lambda r: (_tpot(r[1]), r[0].tp * r[0].pp))
+        rows.sort(key=lambda r: (not _on_gpus(scenario, r[1]), _tpot(r[1]), r[0].tp * r[0].pp))
     out: list[RankedLayout] = []
     for layout, est in rows[:top]:
         gpus = layout.tp * layout.pp
@@ -105,8 +113,9 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
                                 "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
     note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
     if chosen:
-        note = (f"nothing fits in {scenario.inference.weight_format}; showing {chosen}, the least quantised "
-                f"weight format that fits (the plan leaves inference.weight_format open); {note}")
+        where = "on the GPUs" if _on_gpus(scenario, out[0].estimate) else "with offload"
+        note = (f"nothing fits on the GPUs in {scenario.inference.weight_format}; showing {chosen}, the least "
+                f"quantised weight format that fits {where} (the plan leaves inference.weight_format open); {note}")
     if out[0].estimate.inference.host_weight_bytes.value:
         note += "; the engine keeps some layers in host RAM (partial offload)"
     return SearchResult(tuple(out), (), _front(rows, price), evaluated, len(rows), len(out), False, objective, note)
@@ -116,20 +125,19 @@ def _tpot(est: Estimate) -> float:
     return est.inference.tpot_s.value
 
 
-def _other_format(scenario: Scenario, refine, formats: tuple[str, ...]
-                  ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
-    """The first of ``formats`` (least quantised first: ``policy.formats_to_try``) in which some layout fits,
-    and its fitting layouts; a format no smaller than the plan's own is skipped."""
-    from llmplan.core.quant import quantized_weights
+def _on_gpus(scenario: Scenario, est: Estimate) -> bool:
+    return not offloads_layers(est, scenario.model.num_layers)
 
-    fmt = scenario.inference.weight_format.lower()
-    own = quantized_weights(scenario.model, fmt).total_bytes
-    for f in formats:
-        if f == fmt or quantized_weights(scenario.model, f).total_bytes >= own:
-            continue
+
+def _other_format(scenario: Scenario, refine, formats: tuple[str, ...], on_gpus: bool = False
+                  ) -> tuple[str, list[tuple[ParallelLayout, Estimate]]]:
+    """The first of ``formats`` (least quantised first: ``policy.formats_to_try``) in which some layout fits
+    (``on_gpus``: with every layer on the GPUs), and its fitting layouts; a format no smaller than the plan's
+    own is skipped."""
+    for f in smaller_formats(scenario.model, scenario.inference.weight_format, formats):
         alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
         rows = _fitting(alt, refine)
-        if rows:
+        if rows and (not on_gpus or any(_on_gpus(alt, est) for _, est in rows)):
             return f, rows
     return "", []
 

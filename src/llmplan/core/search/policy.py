@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
@@ -95,6 +96,27 @@ def formats_to_try(stated: Iterable[str], engine: EngineProfile | None = None) -
     ladder = GGUF_LADDER if engine.partial_offload else MLX_LADDER if "mlx" in engine.weight_formats else GPU_LADDER
     loads = engine.weight_formats
     return tuple(f for f in ladder if not loads or parse_weight_format(f).kind in loads)
+
+
+def offloads_layers(est: Estimate, num_layers: int) -> bool:
+    """llama.cpp or Ollama keeps some of the model's layers in host RAM (``gpu_layers`` below its layers): the
+    engine says it "fits", at a fraction of the speed. Where the plan leaves the weight format open, any format of
+    the engine's ladder that holds every layer on the GPUs is preferred to such a layout, and the layouts that
+    hold every layer rank first (``search.inference``); offload is the answer only when no format fits on the GPUs.
+    (A user with 2 × 24 GB asking about a 70B model means the Q4_K_M file split over both cards, ~18 tokens/s,
+    not bf16 with 66 of 80 layers in host RAM at ~0.6.) llama.cpp's input embedding, always in host RAM, is
+    not an offload."""
+    inf = est.inference
+    return inf is not None and inf.gpu_layers is not None and inf.gpu_layers.value < num_layers
+
+
+def smaller_formats(model: ModelSpec, own: str, formats: Iterable[str]) -> tuple[str, ...]:
+    """The formats of ``formats`` (a ladder, in order) whose weights are smaller than in ``own``, the plan's
+    format: the ones worth trying when ``own`` does not fit on the GPUs."""
+    from llmplan.core.quant import quantized_weights
+
+    size = quantized_weights(model, own.lower()).total_bytes
+    return tuple(f for f in formats if f != own.lower() and quantized_weights(model, f).total_bytes < size)
 
 
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]
