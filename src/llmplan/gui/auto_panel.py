@@ -269,8 +269,9 @@ class AutoDialog(QDialog):
         item.setToolTip(8, f"global batch {t.global_batch:,} sequences ({t.global_batch * t.seq_len:,} tokens), "
                            f"{accum} accumulation steps; it stays fixed whatever the layout")
         self.list.setCurrentItem(item)
+        under = f" under {r.scenario.framework.name}" if r.scenario is not None else ""
         self.status.setText(f"The smallest cluster of {r.gpu_name} that meets the target: {r.nodes:,} nodes, "
-                            f"{r.days:,.1f} days at {layout.tokens_per_s:,.0f} tokens/s.")
+                            f"{r.days:,.1f} days at {layout.tokens_per_s:,.0f} tokens/s{under}.")
         self.finished_search.emit(self.result)
 
     def apply_selected(self) -> bool:
