@@ -29,7 +29,8 @@ from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
-from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
+from llmplan.core.search.results import Objective, RankedLayout, SearchResult
+from llmplan.core.search.room import rank_with_room, score
 from llmplan.core.search.shape import model_shape
 from llmplan.core.search.space import RECOMPUTE_NAMES, exclusions, gpu_counts, layout_of, training_columns
 from llmplan.core.training import batch
@@ -45,12 +46,6 @@ _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
 FRUGAL_CHECKS = 16  # layouts with the least quick-model memory the engine checks before "no layout fits"
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
 KEEPABLE = AUTOMATIC  # training knobs the search can hold fixed (the automatic knobs of ``policy``)
-# A layout that fits only within the allocator's fragmentation margin (``MemoryBreakdown.tight``) may still run out
-# of memory (fragmentation, a longer batch, another driver), so the ranking puts a layout that leaves that room first
-# when it is at most this much slower (or dearer) than the best: 2 %, about the run-to-run spread of a training
-# step's time, so the user gives up no speed they could measure for a plan that runs. 1B pre-training on one H100
-# took 78.4 of 79.2 GiB for 0.2 % over a layout at 50.6 GiB.
-ROOM_GAP = 0.02
 
 
 def search(
@@ -140,7 +135,7 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
         frugal = np.argsort(res.memory, kind="stable")[:FRUGAL_CHECKS]
-        ranked, refined, _tried, cancelled = _refine(frugal, top, cols, res, scenario, cluster.hourly_price, refine,
+        ranked, refined, _tried, cancelled = _refine(frugal, top, _layouts(cols, res, scenario, refine), True,
                                                      report, stop)
         if ranked:
             ranked = rank_with_room(ranked, cluster.hourly_price, objective)
@@ -158,24 +153,20 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
     tps = res.tokens_per_s[fit]
-    score = _score(tps, gpus, price, objective)
-    order = fit[np.argsort(-score, kind="stable")]
+    scores = score(tps, gpus, price, objective)
+    order = fit[np.argsort(-scores, kind="stable")]
 
     wanted = max(refine_count, top) if refine else top
-    ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
+    layout_at = _layouts(cols, res, scenario, refine)
+    ranked, refined, tried, cancelled = _refine(order, wanted, layout_at, refine is not None, report, stop)
     ranked = rank_with_room(ranked, price, objective)
     if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
-    speed = None
-    if refine is not None:
-        def speed(row: int) -> float | None:
-            item = _ranked(row, cols, res, scenario, price, refine)
-            return None if item is None else item.tokens_per_s
-    shown = [ParetoPoint(r.gpus, r.tokens_per_s, r.cost_per_million_tokens, r.label(), r.refined) for r in ranked]
-    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t, speed, shown)
+
+    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, layout_at, ranked, refine is not None)
     final = explain_ranking(ranked[:top], objective)
-    tp_why = _tp_placement_note(cols, res, fit, score, cluster, scenario.efficiency)
+    tp_why = _tp_placement_note(cols, res, fit, scores, cluster, scenario.efficiency)
     note = f"{note}; {tp_why}" if note and tp_why else (note or tp_why)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
@@ -211,9 +202,23 @@ def _tp_placement_note(cols: Columns, res: QuickResult, fit: np.ndarray, score: 
             f"{nvlink / 1e9:,.0f} GB/s), and the wider TP is {best_out / best_in - 1:.0%} faster overall")
 
 
-def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, scenario: Scenario,
-            price: float | None, refine: Refine | None, report: Progress, stop: Cancel
-            ) -> tuple[list[RankedLayout], int, int, bool]:
+def _layouts(cols: Columns, res: QuickResult, scenario: Scenario, refine: Refine | None
+             ) -> Callable[[int], RankedLayout | None]:
+    """Row → its ranked layout (``_ranked``), each row estimated once: the ranking and the Pareto front
+    (``explain.pareto_fronts``) ask the engine about many of the same rows."""
+    seen: dict[int, RankedLayout | None] = {}
+    price = scenario.cluster.hourly_price
+
+    def layout_at(row: int) -> RankedLayout | None:
+        if row not in seen:
+            seen[row] = _ranked(row, cols, res, scenario, price, refine)
+        return seen[row]
+
+    return layout_at
+
+
+def _refine(order: np.ndarray, wanted: int, layout_at: Callable[[int], RankedLayout | None], refine: bool,
+            report: Progress, stop: Cancel) -> tuple[list[RankedLayout], int, int, bool]:
     """Walk down the quick ranking until ``wanted`` layouts are accepted (the engine may reject
     some: stricter rules, more memory), trying at most REFINE_ATTEMPTS_FACTOR × wanted."""
     ranked: list[RankedLayout] = []
@@ -225,7 +230,7 @@ def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, sce
             return ranked, refined, tried, True
         tried += 1
         report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
-        item = _ranked(int(row), cols, res, scenario, price, refine)
+        item = layout_at(int(row))
         if item is not None:
             refined += item.refined
             ranked.append(item)
@@ -279,26 +284,6 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
         return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework_profile), cancelled
     merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
     return cols, merged, cancelled
-
-
-def rank_with_room(ranked: list[RankedLayout], price: float | None, objective: Objective) -> list[RankedLayout]:
-    """``ranked`` best first by the objective, except that among the layouts within ``ROOM_GAP`` of the best
-    score those that are not tight come first (each group by score): the fastest layout that leaves the
-    allocator its margin, when it costs at most 2 % (constant's comment). Beyond the gap the score alone ranks."""
-    if not ranked:
-        return []
-    scores = _score(np.array([r.tokens_per_s for r in ranked]), np.array([r.gpus for r in ranked]), price, objective)
-    best = float(scores.max())
-    near = scores >= (1.0 - ROOM_GAP) * best
-    order = sorted(range(len(ranked)), key=lambda i: (not near[i], bool(near[i] and ranked[i].tight), -scores[i]))
-    return [ranked[i] for i in order]
-
-
-def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Objective) -> np.ndarray:
-    """Higher is better: tokens/s, or tokens per dollar (per GPU-hour without a price)."""
-    if objective == "cost":
-        return tps / (gpus * (price or 1.0))
-    return tps
 
 
 def _supported(cols: Columns, scenario: Scenario) -> Columns:
