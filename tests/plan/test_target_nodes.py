@@ -1,5 +1,6 @@
-"""The target scan (``search --days/--budget``, the app's Auto… "finish in D days") searches each node count as
-the plan runs on that many nodes: ``training.framework = auto`` is chosen per count (issue 26, one truth).
+"""The target scan (``search --days/--budget``, the app's Auto… "finish in D days") and the search's smaller
+slices (its Pareto front) search each node count as the plan runs on that many nodes: ``training.framework =
+auto`` is chosen per count (issue 26, one truth).
 
 Before: the framework was resolved once, from the plan's own node count. A one-node full fine-tune of
 Llama-3.1-8B scanned onto 2 nodes of H100 stayed on the Hugging Face Trainer (ZeRO-3, 165k tokens/s), while
@@ -68,3 +69,21 @@ def test_the_cli_names_each_rows_framework(capsys):
     assert "framework" in lines[1].split()
     assert " hf-trainer " in next(line for line in lines if line.startswith("NVIDIA H100"))
     assert " megatron " in next(line for line in lines if line.startswith("NVIDIA A100"))
+
+
+def test_the_front_of_a_two_node_plan_searches_one_node_as_the_plan_on_one_node_runs(capsys):
+    """``search`` on 2 nodes also ranks layouts on fewer GPUs (the Pareto front). Those within one node ran under
+    the 2-node plan's Megatron-Core (97,286 tokens/s on 8 GPUs), while the plan on one node runs the Hugging Face
+    Trainer (80,973 tokens/s): the front's 8-GPU point is now the one-node plan's own search."""
+    from llmplan.cli import main
+
+    args = ["search", "--model", "meta-llama/Llama-3.1-8B", "--workload", "finetune", "--gpu", H100, "--gpus", "8",
+            "--json"]
+    assert main([*args, "--nodes", "2", "--network", "ib-ndr-400"]) == 0
+    front = {p["gpus"]: p for p in json.loads(capsys.readouterr().out)["pareto_gpus"]}
+    assert main([*args, "--exact-gpus"]) == 0
+    one_node = json.loads(capsys.readouterr().out)["best"][0]
+    assert front[8]["label"] == one_node["label"]
+    assert front[8]["tokens_per_s"] == pytest.approx(one_node["tokens_per_s"], rel=1e-9)
+    framework, best = _direct(_doc(), 2)  # the full cluster stays the 2-node plan's
+    assert framework == "megatron" and front[16]["label"] == best.label()

@@ -59,11 +59,15 @@ def search(
     cancel: Cancel | None = None,
     keep: tuple[str, ...] = (),
     weight_formats: tuple[str, ...] = (),
+    within_node: Scenario | None = None,
 ) -> SearchResult:
     """Best training layouts for ``scenario``'s model, workload and cluster (see module doc).
     ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched.
     ``weight_formats`` (inference): the formats to try when nothing fits in the plan's own, because
-    the plan left the format open."""
+    the plan left the format open. ``within_node``: the same plan resolved on one node, for a plan of several
+    nodes whose framework depends on the node count (``training.framework = auto``: a full fine-tune runs
+    Megatron-Core on several nodes, the Hugging Face Trainer on one); the layouts on at most one node's GPUs
+    are then searched under its framework, so each GPU count is searched as the plan runs there."""
     unknown = sorted(set(keep) - set(KEEPABLE))
     if unknown:
         raise LayoutError(f"the search cannot hold {', '.join(unknown)} fixed; it can hold {', '.join(KEEPABLE)}")
@@ -75,7 +79,8 @@ def search(
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
     scenario = fixed_batch(scenario)
-    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep)
+    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep,
+                              within_node)
     t = scenario.training
     counts = gpu_counts(scenario.cluster.total_gpus, scenario.cluster.gpus_per_node, use_fewer_gpus)
     excluded = exclusions(model_shape(scenario.model, t), counts, scenario.cluster.gpus_per_node, t.seq_len,
@@ -112,12 +117,22 @@ def _advice(scenario: Scenario) -> str:
     return "add GPUs or shorten the sequence"
 
 
+def _parts(scenario: Scenario, within_node: Scenario | None, counts: list[int]) -> list[tuple[Scenario, list[int]]]:
+    """The GPU counts to search, each with the scenario it runs under: all under ``scenario``, or, when
+    ``within_node`` runs another framework, those of at most one node under it (on the search's cluster)."""
+    gpn = scenario.cluster.gpus_per_node
+    if within_node is None or within_node.framework_profile == scenario.framework_profile:
+        return [(scenario, counts)]
+    inside = fixed_batch(within_node.model_copy(update={"cluster": scenario.cluster}))
+    parts = [(inside, [c for c in counts if c <= gpn]), (scenario, [c for c in counts if c > gpn])]
+    return [(sc, cs) for sc, cs in parts if cs]
+
+
 def _search_training(scenario: Scenario, top: int, objective: Objective, refine: Refine | None, refine_count: int,
-                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...]
-                     ) -> SearchResult:
+                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...],
+                     within_node: Scenario | None = None) -> SearchResult:
     cluster, t = scenario.cluster, scenario.training
-    shape = model_shape(scenario.model, t)
-    counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)
+    parts = _parts(scenario, within_node, gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus))
     report = progress or (lambda _f, _m: None)
     stop = cancel or (lambda: False)
 
@@ -125,17 +140,17 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     phases = (False, True)  # CPU offload only when nothing fits without it
     if "offload" in keep:
         phases = (t.offload != "none",)
-    cols, res, cancelled = _quick_all(shape, scenario, counts, phases[0], keep, report, stop)
+    cols, res, owner, cancelled = _quick_parts(parts, phases[0], keep, report, stop)
     fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     if not len(fit) and not cancelled and len(phases) > 1:
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
-        cols, res, cancelled = _quick_all(shape, scenario, counts, True, keep, report, stop)
+        cols, res, owner, cancelled = _quick_parts(parts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
         frugal = np.argsort(res.memory, kind="stable")[:FRUGAL_CHECKS]
-        ranked, refined, _tried, cancelled = _refine(frugal, top, _layouts(cols, res, scenario, refine), True,
+        ranked, refined, _tried, cancelled = _refine(frugal, top, _layouts(cols, res, parts, owner, refine), True,
                                                      report, stop)
         if ranked:
             ranked = rank_with_room(ranked, cluster.hourly_price, objective)
@@ -157,7 +172,7 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     order = fit[np.argsort(-scores, kind="stable")]
 
     wanted = max(refine_count, top) if refine else top
-    layout_at = _layouts(cols, res, scenario, refine)
+    layout_at = _layouts(cols, res, parts, owner, refine)
     ranked, refined, tried, cancelled = _refine(order, wanted, layout_at, refine is not None, report, stop)
     ranked = rank_with_room(ranked, price, objective)
     if refine and not ranked and not cancelled:
@@ -202,16 +217,16 @@ def _tp_placement_note(cols: Columns, res: QuickResult, fit: np.ndarray, score: 
             f"{nvlink / 1e9:,.0f} GB/s), and the wider TP is {best_out / best_in - 1:.0%} faster overall")
 
 
-def _layouts(cols: Columns, res: QuickResult, scenario: Scenario, refine: Refine | None
-             ) -> Callable[[int], RankedLayout | None]:
-    """Row → its ranked layout (``_ranked``), each row estimated once: the ranking and the Pareto front
-    (``explain.pareto_fronts``) ask the engine about many of the same rows."""
+def _layouts(cols: Columns, res: QuickResult, parts: list[tuple[Scenario, list[int]]], owner: np.ndarray,
+             refine: Refine | None) -> Callable[[int], RankedLayout | None]:
+    """Row → its ranked layout (``_ranked``) under the scenario of its part (``_parts``), each row estimated once:
+    the ranking and the Pareto front (``explain.pareto_fronts``) ask the engine about many of the same rows."""
     seen: dict[int, RankedLayout | None] = {}
-    price = scenario.cluster.hourly_price
 
     def layout_at(row: int) -> RankedLayout | None:
         if row not in seen:
-            seen[row] = _ranked(row, cols, res, scenario, price, refine)
+            sc = parts[int(owner[row])][0]
+            seen[row] = _ranked(row, cols, res, sc, sc.cluster.hourly_price, refine)
         return seen[row]
 
     return layout_at
@@ -259,9 +274,30 @@ def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
     return held
 
 
-def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
+def _quick_parts(parts: list[tuple[Scenario, list[int]]], offload: bool, keep: tuple[str, ...], report: Progress,
+                 stop: Cancel) -> tuple[Columns, QuickResult, np.ndarray, bool]:
+    """``_quick_all`` for each part (``_parts``), the rows concatenated; ``owner``: each row's part."""
+    if len(parts) == 1:
+        cols, res, cancelled = _quick_all(parts[0][0], parts[0][1], offload, keep, report, stop)
+        return cols, res, np.zeros(len(cols), dtype=np.int64), cancelled
+    out, cancelled = [], False
+    for i, (sc, counts) in enumerate(parts):
+        def share(f: float, m: str, i: int = i) -> None:  # each part its slice of the quick model's 80 %
+            report((i + f / 0.8) * 0.8 / len(parts), m)
+        out.append(_quick_all(sc, counts, offload, keep, share, stop))
+        cancelled = out[-1][2]
+        if cancelled:
+            break
+    cols = Columns(*(np.concatenate([getattr(c, f) for c, _r, _x in out]) for f in Columns.__slots__))
+    res = QuickResult(*(np.concatenate([getattr(r, f) for _c, r, _x in out]) for f in QuickResult.__slots__))
+    owner = np.concatenate([np.full(len(c), i, dtype=np.int64) for i, (c, _r, _x) in enumerate(out)])
+    return cols, res, owner, cancelled
+
+
+def _quick_all(scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
                report: Progress, stop: Cancel) -> tuple[Columns, QuickResult, bool]:
     cluster, t = scenario.cluster, scenario.training
+    shape = model_shape(scenario.model, t)
     # selective recompute is worth trying where it drops something: the scores without flash attention, or the
     # plan's Megatron-Core modules (recompute_modules), the one module list the search tries
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
