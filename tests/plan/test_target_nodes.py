@@ -3,7 +3,7 @@ slices (its Pareto front) search each node count as the plan runs on that many n
 auto`` is chosen per count (issue 26, one truth).
 
 Before: the framework was resolved once, from the plan's own node count. A one-node full fine-tune of
-Llama-3.1-8B scanned onto 2 nodes of H100 stayed on the Hugging Face Trainer (ZeRO-3, 165k tokens/s), while
+Llama-3.1-8B scanned onto 2 nodes of H100 stayed on the Hugging Face Trainer (ZeRO-3, 163,558 tokens/s), while
 the same plan estimated on 2 nodes runs Megatron-Core (``catalog.frameworks.auto_choice``: multi-node full
 fine-tunes) at 192.5k tokens/s with ZeRO-2. Both sides are the engine's own figures (nothing is fitted), so the
 row and the direct search must agree exactly (relative 1e-9).
