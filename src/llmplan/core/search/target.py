@@ -92,7 +92,8 @@ OnNodes = Callable[[int], Scenario]  # the plan resolved on that many nodes of t
 
 def same_plan_on(template: Scenario) -> OnNodes:
     """``template`` with only its node count changed: for a plan whose resolution does not depend on the
-    cluster size (callers without the plan document; the plan layer passes ``plan.target.on_nodes``)."""
+    cluster size (callers without the plan document; ``plan.target.target_table`` resolves the plan at each
+    count with ``plan.target.template_for``)."""
     return lambda nodes: template.model_copy(update={"cluster": template.cluster.model_copy(update={"nodes": nodes})})
 
 
