@@ -29,6 +29,17 @@ def _click_gpu(qtbot, picker, gpu_id: str) -> None:
     qtbot.mouseClick(picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
 
 
+def _search_days(qtbot, dlg, days: str) -> None:
+    """Type the days with the keyboard and click Search; the target's answer must come back."""
+    dlg.target.setFocus()
+    dlg.target.selectAll()
+    qtbot.keyClicks(dlg.target, days)
+    qtbot.keyClick(dlg.target, Qt.Key.Key_Return)
+    with qtbot.waitSignal(dlg.finished_search, timeout=300_000):
+        qtbot.mouseClick(dlg.run_button, Qt.MouseButton.LeftButton)
+    assert dlg.result is not None, dlg.status.text()
+
+
 def test_node_preset_keeps_the_layout_valid_and_another_gpu_leaves_it(window, qtbot):
     _click_tab(qtbot, window.workload, "Pre-train")
     assert window.state.doc.workload == "pretrain"
@@ -67,13 +78,7 @@ def test_auto_finishes_70b_on_15t_tokens_in_30_days(window, qtbot):
     assert "Megatron-Core needs the same number of layers in every chunk" in dlg.status.toolTip()
     _pick_combo(qtbot, dlg.objective, "finish in D days")
     assert dlg.target.isVisible() and dlg.target.value() == 30.0
-    dlg.target.setFocus()
-    dlg.target.selectAll()
-    qtbot.keyClicks(dlg.target, "30")
-    qtbot.keyClick(dlg.target, Qt.Key.Key_Return)
-    with qtbot.waitSignal(dlg.finished_search, timeout=300_000):
-        qtbot.mouseClick(dlg.run_button, Qt.MouseButton.LeftButton)
-    assert dlg.result is not None, dlg.status.text()
+    _search_days(qtbot, dlg, "30")
     header = dlg.list.headerItem()
     assert [header.text(i) for i in range(header.columnCount())][:8] == [
         "#", "Layout", "GPUs", "Nodes", "Days", "GPU-hours", "Cost", "Energy"]
@@ -135,3 +140,29 @@ def test_auto_target_holds_the_zero_stage_the_plan_states(qapp):
     assert not err_free and not err_held
     assert free[0].row.layout.training.zero_stage != 3
     assert held[0].row.layout.training.zero_stage == 3
+
+
+def test_a_full_fine_tune_target_on_two_nodes_runs_and_names_megatron(window, qtbot, tmp_path):
+    """Auto… "finish in D days" for a one-node full fine-tune (framework auto: the Hugging Face Trainer): the scan
+    searches 2 nodes under Megatron-Core, as the plan on 2 nodes runs, says so, and the applied plan estimates
+    the same framework and speed (issue 26, one truth; the CLI side is tests/plan/test_target_nodes.py)."""
+    _click_tab(qtbot, window.workload, "Fine-tune")
+    assert window.models.select("meta-llama/Llama-3.1-8B")
+    window.state.edit_many({"training.method": "full", "training.tokens": 2e10}, "full fine-tune of 20B tokens")
+    assert window.state.evaluate_now().scenario.framework.id == "hf-trainer"  # one node
+    qtbot.mouseClick(window.layout_editor.auto_button, Qt.MouseButton.LeftButton)
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        pass  # the plain search that opening runs
+    _pick_combo(qtbot, dlg.objective, "finish in D days")
+    _search_days(qtbot, dlg, "2")
+    text = dlg.status.text()
+    assert ": 2 nodes, " in text and text.endswith("under Megatron-LM (Megatron-Core)."), text
+    speed = dlg.result.best[0].tokens_per_s
+    qtbot.wait(50)  # the wrapped status line lays out on the next turn of the event loop
+    dlg.grab().save(str(tmp_path / "auto-target-full-ft.png"))
+    qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
+    out = window.state.evaluate_now()
+    assert window.state.doc.hardware.nodes == 2 and out.scenario.framework.id == "megatron"
+    assert out.estimate.compute.tokens_per_s.value == __import__("pytest").approx(speed, rel=1e-9)
+    dlg.close()

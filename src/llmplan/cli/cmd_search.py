@@ -11,7 +11,7 @@ from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kep
 from llmplan.core import present
 from llmplan.core.present import MemoryUnit
 from llmplan.core.search import SearchResult, search
-from llmplan.plan.resolve import resolve
+from llmplan.plan.resolve import resolve, resolve_within_node
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,11 +62,13 @@ def run(args: argparse.Namespace) -> int:
         if args.model and not args.gpu:
             args.overrides = ["hardware.gpu=nvidia-h100-sxm-80gb", *args.overrides]  # replaced per GPU type
         return target_table.run(document_from_args(args), args, refine, gpus)
-    scenario = resolve(document_from_args(args))
+    doc = document_from_args(args)
+    scenario = resolve(doc)
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
     keep = kept_knobs(args) if scenario.workload != "inference" else ()
-    result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine,
-                    use_fewer_gpus=not args.exact_gpus, keep=keep)
+    fewer = not args.exact_gpus
+    result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine, use_fewer_gpus=fewer,
+                    keep=keep, within_node=resolve_within_node(doc) if fewer else None)
     data = result_json(result)
     if args.json:
         print(json.dumps(data, indent=2))

@@ -39,7 +39,8 @@ def answer_json(a: TargetAnswer) -> dict[str, Any]:
     r = a.row
     out: dict[str, Any] = {"gpu": r.gpu_id, "gpu_name": r.gpu_name, "meets": r.meets, "why": r.why,
                            "nodes": r.nodes, "gpus": r.gpus, "days": r.days, "gpu_hours": r.gpu_hours,
-                           "cost_usd": r.cost_usd, "energy_kwh": a.energy_kwh, "layout": None}
+                           "cost_usd": r.cost_usd, "energy_kwh": a.energy_kwh, "framework": r.framework or None,
+                           "layout": None}
     if r.layout is not None:
         p, t = r.layout.parallelism, r.layout.training
         out["layout"] = {"label": r.layout.label(), "tp": p.tp, "pp": p.pp, "dp": p.dp, "cp": p.cp, "ep": p.ep,
@@ -65,18 +66,20 @@ def run(doc: PlanDocument, args: argparse.Namespace, refine, gpus: list[str]) ->
                                     f"within {present.money(args.budget)}" if args.budget is not None else "") if w)
     print(f"{doc.name or doc.model.id or 'model'} — {doc.workload}, {tokens:,.0f} tokens {want}; "
           "per GPU type the smallest cluster that does it, cheapest first")
-    print(f"{'GPU':<40} {'nodes':>6} {'GPUs':>8} {'days':>7} {'GPU-hours':>17} {'cost':>13} {'energy':>9}  layout")
+    wide = max([len("framework"), *(len(a.row.framework) for a in rows)])
+    print(f"{'GPU':<40} {'nodes':>6} {'GPUs':>8} {'days':>7} {'GPU-hours':>17} {'cost':>13} {'energy':>9}  "
+          f"{'framework':<{wide}}  layout")
     for a in rows:
         r = a.row
         if not r.meets:
-            print(f"{_name(r.gpu_name):<40} {'—':>6} {'—':>8} {'':>7} {'':>17} {'':>13} {'':>9}  {r.why}")
+            print(f"{_name(r.gpu_name):<40} {'—':>6} {'—':>8} {'':>7} {'':>17} {'':>13} {'':>9}  {'':<{wide}}  {r.why}")
             continue
         cost = present.money(r.cost_usd) if r.cost_usd is not None else "no price"
         kwh = present.energy(a.energy_kwh) if a.energy_kwh is not None else "—"
         t, p = r.layout.training, r.layout.parallelism
         accum = t.global_batch // (t.micro_batch * p.dp)
         print(f"{_name(r.gpu_name):<40} {r.nodes:>6,} {r.gpus:>8,} {r.days:>7,.1f} {present.gpu_hours(r.gpu_hours):>17} {cost:>13} "
-              f"{kwh:>9}  {r.layout.label()}, {accum} accumulation step{'s' if accum != 1 else ''}")
+              f"{kwh:>9}  {r.framework:<{wide}}  {r.layout.label()}, {accum} accumulation step{'s' if accum != 1 else ''}")
     return 0
 
 

@@ -39,10 +39,12 @@ class _Signals(QObject):
 
 class SearchJob(QRunnable):
     def __init__(self, scenario: Scenario, objective: str, signals: _Signals, cancel: threading.Event,
-                 keep: tuple[str, ...] = (), formats: tuple[str, ...] = ()) -> None:
+                 keep: tuple[str, ...] = (), formats: tuple[str, ...] = (), within_node: Scenario | None = None
+                 ) -> None:
         super().__init__()
         self.scenario, self.objective, self.signals, self.cancel = scenario, objective, signals, cancel
         self.keep, self.formats = keep, formats  # the knobs the plan states, as the CLI holds them
+        self.within_node = within_node  # the plan on one node, as ``llmplan-cli search`` passes it
 
     def run(self) -> None:
         from llmplan.core.engine import estimate
@@ -51,7 +53,8 @@ class SearchJob(QRunnable):
         try:
             result = search(self.scenario, top=10, objective=self.objective, refine=estimate,
                             progress=lambda f, m: self.signals.progress.emit(float(f), str(m)),
-                            cancel=self.cancel.is_set, keep=self.keep, weight_formats=self.formats)
+                            cancel=self.cancel.is_set, keep=self.keep, weight_formats=self.formats,
+                            within_node=self.within_node)
         except Exception as exc:  # a failed search is a message in the dialog, not a crash
             self.signals.done.emit(None, str(exc))
             return
@@ -197,9 +200,11 @@ class AutoDialog(QDialog):
                                                          value if kind == "budget" else None, self._signals, keep))
             return
         self.list.setHeaderLabels(SEARCH_HEADERS)
+        from llmplan.plan.resolve import resolve_within_node
+
+        formats = formats_to_try(doc.inference.model_fields_set, outcome.scenario.engine_profile)
         QThreadPool.globalInstance().start(SearchJob(outcome.scenario, self.objective.currentData(), self._signals,
-                                                     self._cancel, keep, formats_to_try(doc.inference.model_fields_set,
-                                                                                        outcome.scenario.engine_profile)))
+                                                     self._cancel, keep, formats, resolve_within_node(doc)))
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -269,8 +274,9 @@ class AutoDialog(QDialog):
         item.setToolTip(8, f"global batch {t.global_batch:,} sequences ({t.global_batch * t.seq_len:,} tokens), "
                            f"{accum} accumulation steps; it stays fixed whatever the layout")
         self.list.setCurrentItem(item)
+        under = f" under {r.scenario.framework.name}" if r.scenario is not None else ""
         self.status.setText(f"The smallest cluster of {r.gpu_name} that meets the target: {r.nodes:,} nodes, "
-                            f"{r.days:,.1f} days at {layout.tokens_per_s:,.0f} tokens/s.")
+                            f"{r.days:,.1f} days at {layout.tokens_per_s:,.0f} tokens/s{under}.")
         self.finished_search.emit(self.result)
 
     def apply_selected(self) -> bool:

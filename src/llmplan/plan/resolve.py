@@ -182,6 +182,15 @@ def resolve_framework_profile(doc: PlanDocument) -> Any:
     return prof
 
 
+def resolve_within_node(doc: PlanDocument) -> Scenario | None:
+    """``doc`` resolved on one node of its cluster, for the layouts a search tries within a node
+    (``core.search.search(within_node=...)``), when the plan spans several nodes and leaves the training
+    framework to auto, whose choice depends on the node count (``resolve_framework_profile``); None otherwise."""
+    if doc.workload == "inference" or doc.hardware.nodes <= 1 or doc.training.framework.strip().lower() != "auto":
+        return None
+    return resolve(doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"nodes": 1})}))
+
+
 def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str:
     """Why ``doc`` cannot run under the framework profile ``prof``, as a field error ("" when it can): a switch
     turned on that the profile does not support, gradient clipping turned off under a framework that always

@@ -47,8 +47,10 @@ def training_gpu_ids() -> list[str]:
     return out
 
 
-def template_for(doc: PlanDocument, gpu_id: str) -> Scenario:
-    """``doc`` on one node of ``gpu_id``'s cluster (module doc); the plan's own price only for its own GPU."""
+def template_for(doc: PlanDocument, gpu_id: str, nodes: int = 1) -> Scenario:
+    """``doc`` on ``nodes`` nodes of ``gpu_id``'s cluster (module doc); the plan's own price only for its own GPU.
+    Resolved for that node count: ``training.framework = auto`` chooses by it (``catalog.frameworks.auto_choice``:
+    a full fine-tune runs the Hugging Face Trainer on one node, Megatron-Core on several)."""
     from llmplan.catalog.hardware import load_hardware_catalog
 
     cat = load_hardware_catalog()
@@ -56,7 +58,7 @@ def template_for(doc: PlanDocument, gpu_id: str) -> Scenario:
     node = next((n for n in cat.nodes if n.gpu_id == gpu_id and n.gpus_per_node > 1), None)
     hw = doc.hardware
     same = (hw.gpu == gpu_id and hw.gpu_spec is None) or (hw.gpu_spec is not None and hw.gpu_spec.id == gpu_id)
-    update = {"gpu": gpu_id, "gpu_spec": None, "gpu_efficiency": None, "nodes": 1, "fabric_spec": None,
+    update = {"gpu": gpu_id, "gpu_spec": None, "gpu_efficiency": None, "nodes": nodes, "fabric_spec": None,
               "intra_node_bandwidth": None, "network_spec": None,
               "price_per_gpu_hour": hw.price_per_gpu_hour if same else None}
     if same and hw.nodes * hw.gpus_per_node > 1 and hw.network != "none":
@@ -81,7 +83,8 @@ def target_table(doc: PlanDocument, gpu_ids: Sequence[str] = (), days: float | N
         raise InputError("a training target needs a training workload: --workload pretrain or finetune")
     ids = list(gpu_ids) or training_gpu_ids()
     templates = [template_for(doc, g) for g in ids]
-    rows = rank_targets(templates, days, budget, tokens, refine, max_gpus, keep)
+    rows = rank_targets(templates, days, budget, tokens, refine, max_gpus, keep,
+                        lambda template, nodes: template_for(doc, template.cluster.gpu.id, nodes))
     out = []
     for r in rows:
         kwh = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llmplan.core.engine import estimate
 from llmplan.core.search import search
-from llmplan.core.search.planner import ROOM_GAP
+from llmplan.core.search.room import ROOM_GAP
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.resolve import resolve
 

@@ -18,10 +18,14 @@ GPUs: the plan's own format offloaded, else the first format that fits with offl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llmplan.core.inference import estimate_inference
 from llmplan.core.result import Estimate
+from llmplan.core.search.explain import room_why
 from llmplan.core.search.policy import offloads_layers, smaller_formats
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
+from llmplan.core.search.room import rank_with_room, room_first, score
 from llmplan.core.workload import ParallelLayout, Scenario
 from llmplan.errors import LayoutError, LlmplanError
 
@@ -99,18 +103,20 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
         why = _no_fit(scenario, formats, "" if cancel and cancel() else _least(scenario, refine))
         return SearchResult((), (), (), evaluated, 0, 0, False, objective, why)
     price = c.hourly_price
+    every = [_ranked(layout, est, scenario.training, price) for layout, est in rows]
     if objective == "cost":
-        rows.sort(key=lambda r: (not _on_gpus(scenario, r[1]), r[0].tp * r[0].pp, _tpot(r[1])))
+        every.sort(key=lambda r: (r.gpus, r.step_time_s))
     else:
-        rows.sort(key=lambda r: (not _on_gpus(scenario, r[1]), _tpot(r[1]), r[0].tp * r[0].pp))
+        every.sort(key=lambda r: (r.step_time_s, r.gpus))
+    # Every layer on the GPUs ranks before any layout that offloads layers (docs/fit.md), the room rule within each.
+    on = [r for r in every if _on_gpus(scenario, r.estimate)]
+    every = on + [r for r in every if not _on_gpus(scenario, r.estimate)]
+    order = [i + start for start, part in ((0, every[:len(on)]), (len(on), every[len(on):]))
+             for i in room_first([score(r.tokens_per_s, r.gpus, price, objective) for r in part],
+                                 [r.tight for r in part])]
     out: list[RankedLayout] = []
-    for layout, est in rows[:top]:
-        gpus = layout.tp * layout.pp
-        tpot, tps = _tpot(est), est.inference.tokens_per_s.value
-        cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
-        out.append(RankedLayout(len(out) + 1, gpus, layout, scenario.training, tpot, tps, est.memory.total.value,
-                                est.memory.capacity.value, 0.0, cost, True,
-                                "" if not out else _why(gpus, tpot, out[0]), est, serving=True))
+    for r in (every[i] for i in order[:top]):
+        out.append(replace(r, rank=len(out) + 1, why="" if not out else _why(r, out[0], objective)))
     note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
     if chosen:
         where = "on the GPUs" if _on_gpus(scenario, out[0].estimate) else "with offload"
@@ -118,7 +124,7 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
                 f"quantised weight format that fits {where} (the plan leaves inference.weight_format open); {note}")
     if out[0].estimate.inference.host_weight_bytes.value:
         note += "; the engine keeps some layers in host RAM (partial offload)"
-    return SearchResult(tuple(out), (), _front(rows, price), evaluated, len(rows), len(out), False, objective, note)
+    return SearchResult(tuple(out), (), _front(every, price), evaluated, len(rows), len(out), False, objective, note)
 
 
 def _tpot(est: Estimate) -> float:
@@ -154,24 +160,35 @@ def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> st
             f"quantise, or use a shorter context{kv}")
 
 
-def _front(rows: list[tuple[ParallelLayout, Estimate]], price: float | None) -> tuple:
-    """Fastest replica per GPU count, kept when faster than every smaller one (engine figures)."""
-    best: dict[int, tuple[ParallelLayout, Estimate]] = {}
-    for layout, est in rows:
-        g = layout.tp * layout.pp
-        if g not in best or _tpot(est) < _tpot(best[g][1]):
-            best[g] = (layout, est)
+def _ranked(layout: ParallelLayout, est: Estimate, training, price: float | None) -> RankedLayout:
+    """One replica layout with the inference engine's figures (rank and why are set by the ranking)."""
+    gpus = layout.tp * layout.pp
+    tpot, tps = _tpot(est), est.inference.tokens_per_s.value
+    cost = None if price is None else gpus * price / 3600.0 / tps * 1e6
+    return RankedLayout(0, gpus, layout, training, tpot, tps, est.memory.total.value, est.memory.capacity.value, 0.0,
+                        cost, True, "", est, serving=True)
+
+
+def _front(ranked: list[RankedLayout], price: float | None) -> tuple:
+    """Per GPU count the replica the search picks there (``room.rank_with_room``: the fastest, a tight one after
+    one with room within ``ROOM_GAP``), kept when faster than every smaller one (engine figures)."""
+    by_count: dict[int, list[RankedLayout]] = {}
+    for r in ranked:
+        by_count.setdefault(r.gpus, []).append(r)
     out, fastest = [], 0.0
-    for g, (layout, est) in sorted(best.items()):
-        tps = est.inference.tokens_per_s.value
-        if tps > fastest:
-            cost = None if price is None else g * price / 3600.0 / tps * 1e6
-            out.append(ParetoPoint(g, tps, cost, f"TP{layout.tp} PP{layout.pp}", True))
-            fastest = tps
+    for g in sorted(by_count):
+        best = rank_with_room(by_count[g], price, "time")[0]
+        if best.tokens_per_s > fastest:
+            p = best.parallelism
+            out.append(ParetoPoint(g, best.tokens_per_s, best.cost_per_million_tokens, f"TP{p.tp} PP{p.pp}", True))
+            fastest = best.tokens_per_s
     return tuple(out)
 
 
-def _why(gpus: int, tpot: float, best) -> str:
-    if gpus > best.gpus:
-        return f"needs {gpus} GPUs per replica instead of {best.gpus}"
-    return f"{tpot / best.step_time_s - 1:.0%} slower per output token than #1"
+def _why(r: RankedLayout, best: RankedLayout, objective: str) -> str:
+    room = room_why(r, best, objective)
+    if room:
+        return room
+    if r.gpus > best.gpus:
+        return f"needs {r.gpus} GPUs per replica instead of {best.gpus}"
+    return f"{r.step_time_s / best.step_time_s - 1:.0%} slower per output token than #1"

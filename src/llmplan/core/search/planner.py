@@ -29,7 +29,8 @@ from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.policy import AUTOMATIC
 from llmplan.core.search.quick import Columns, QuickResult, evaluate
-from llmplan.core.search.results import Objective, ParetoPoint, RankedLayout, SearchResult
+from llmplan.core.search.results import Objective, RankedLayout, SearchResult
+from llmplan.core.search.room import rank_with_room, score
 from llmplan.core.search.shape import model_shape
 from llmplan.core.search.space import RECOMPUTE_NAMES, exclusions, gpu_counts, layout_of, training_columns
 from llmplan.core.training import batch
@@ -45,12 +46,6 @@ _BATCH = 20_000  # rows per quick-model batch between progress/cancel checks
 FRUGAL_CHECKS = 16  # layouts with the least quick-model memory the engine checks before "no layout fits"
 REFINE_ATTEMPTS_FACTOR = 8  # at most 8 × refine_count full estimates per search
 KEEPABLE = AUTOMATIC  # training knobs the search can hold fixed (the automatic knobs of ``policy``)
-# A layout that fits only within the allocator's fragmentation margin (``MemoryBreakdown.tight``) may still run out
-# of memory (fragmentation, a longer batch, another driver), so the ranking puts a layout that leaves that room first
-# when it is at most this much slower (or dearer) than the best: 2 %, about the run-to-run spread of a training
-# step's time, so the user gives up no speed they could measure for a plan that runs. 1B pre-training on one H100
-# took 78.4 of 79.2 GiB for 0.2 % over a layout at 50.6 GiB.
-ROOM_GAP = 0.02
 
 
 def search(
@@ -64,11 +59,15 @@ def search(
     cancel: Cancel | None = None,
     keep: tuple[str, ...] = (),
     weight_formats: tuple[str, ...] = (),
+    within_node: Scenario | None = None,
 ) -> SearchResult:
     """Best training layouts for ``scenario``'s model, workload and cluster (see module doc).
     ``keep``: training knobs of ``KEEPABLE`` held at the scenario's values instead of searched.
     ``weight_formats`` (inference): the formats to try when nothing fits in the plan's own, because
-    the plan left the format open."""
+    the plan left the format open. ``within_node``: the same plan resolved on one node, for a plan of several
+    nodes whose framework depends on the node count (``training.framework = auto``: a full fine-tune runs
+    Megatron-Core on several nodes, the Hugging Face Trainer on one); the layouts on at most one node's GPUs
+    are then searched under its framework, so each GPU count is searched as the plan runs there."""
     unknown = sorted(set(keep) - set(KEEPABLE))
     if unknown:
         raise LayoutError(f"the search cannot hold {', '.join(unknown)} fixed; it can hold {', '.join(KEEPABLE)}")
@@ -80,7 +79,8 @@ def search(
     if objective not in ("time", "cost"):
         raise LayoutError(f"search objective '{objective}' is unknown; use 'time' or 'cost'")
     scenario = fixed_batch(scenario)
-    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep)
+    result = _search_training(scenario, top, objective, refine, refine_count, use_fewer_gpus, progress, cancel, keep,
+                              within_node)
     t = scenario.training
     counts = gpu_counts(scenario.cluster.total_gpus, scenario.cluster.gpus_per_node, use_fewer_gpus)
     excluded = exclusions(model_shape(scenario.model, t), counts, scenario.cluster.gpus_per_node, t.seq_len,
@@ -117,12 +117,22 @@ def _advice(scenario: Scenario) -> str:
     return "add GPUs or shorten the sequence"
 
 
+def _parts(scenario: Scenario, within_node: Scenario | None, counts: list[int]) -> list[tuple[Scenario, list[int]]]:
+    """The GPU counts to search, each with the scenario it runs under: all under ``scenario``, or, when
+    ``within_node`` runs another framework, those of at most one node under it (on the search's cluster)."""
+    gpn = scenario.cluster.gpus_per_node
+    if within_node is None or within_node.framework_profile == scenario.framework_profile:
+        return [(scenario, counts)]
+    inside = fixed_batch(within_node.model_copy(update={"cluster": scenario.cluster}))
+    parts = [(inside, [c for c in counts if c <= gpn]), (scenario, [c for c in counts if c > gpn])]
+    return [(sc, cs) for sc, cs in parts if cs]
+
+
 def _search_training(scenario: Scenario, top: int, objective: Objective, refine: Refine | None, refine_count: int,
-                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...]
-                     ) -> SearchResult:
+                     use_fewer_gpus: bool, progress: Progress | None, cancel: Cancel | None, keep: tuple[str, ...],
+                     within_node: Scenario | None = None) -> SearchResult:
     cluster, t = scenario.cluster, scenario.training
-    shape = model_shape(scenario.model, t)
-    counts = gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus)
+    parts = _parts(scenario, within_node, gpu_counts(cluster.total_gpus, cluster.gpus_per_node, use_fewer_gpus))
     report = progress or (lambda _f, _m: None)
     stop = cancel or (lambda: False)
 
@@ -130,17 +140,17 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     phases = (False, True)  # CPU offload only when nothing fits without it
     if "offload" in keep:
         phases = (t.offload != "none",)
-    cols, res, cancelled = _quick_all(shape, scenario, counts, phases[0], keep, report, stop)
+    cols, res, owner, cancelled = _quick_parts(parts, phases[0], keep, report, stop)
     fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     if not len(fit) and not cancelled and len(phases) > 1:
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
-        cols, res, cancelled = _quick_all(shape, scenario, counts, True, keep, report, stop)
+        cols, res, owner, cancelled = _quick_parts(parts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     evaluated = len(cols)
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
         frugal = np.argsort(res.memory, kind="stable")[:FRUGAL_CHECKS]
-        ranked, refined, _tried, cancelled = _refine(frugal, top, cols, res, scenario, cluster.hourly_price, refine,
+        ranked, refined, _tried, cancelled = _refine(frugal, top, _layouts(cols, res, parts, owner, refine), True,
                                                      report, stop)
         if ranked:
             ranked = rank_with_room(ranked, cluster.hourly_price, objective)
@@ -158,24 +168,20 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
     tps = res.tokens_per_s[fit]
-    score = _score(tps, gpus, price, objective)
-    order = fit[np.argsort(-score, kind="stable")]
+    scores = score(tps, gpus, price, objective)
+    order = fit[np.argsort(-scores, kind="stable")]
 
     wanted = max(refine_count, top) if refine else top
-    ranked, refined, tried, cancelled = _refine(order, wanted, cols, res, scenario, price, refine, report, stop)
+    layout_at = _layouts(cols, res, parts, owner, refine)
+    ranked, refined, tried, cancelled = _refine(order, wanted, layout_at, refine is not None, report, stop)
     ranked = rank_with_room(ranked, price, objective)
     if refine and not ranked and not cancelled:
         note = (f"the full engine judged all {tried} best layouts of the quick model invalid or too big; "
                 "try more GPUs, ZeRO-3, recomputation or offload")
-    speed = None
-    if refine is not None:
-        def speed(row: int) -> float | None:
-            item = _ranked(row, cols, res, scenario, price, refine)
-            return None if item is None else item.tokens_per_s
-    shown = [ParetoPoint(r.gpus, r.tokens_per_s, r.cost_per_million_tokens, r.label(), r.refined) for r in ranked]
-    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, t, speed, shown)
+
+    pareto_cost, pareto_gpus = pareto_fronts(cols, res, order, price, layout_at, ranked, refine is not None)
     final = explain_ranking(ranked[:top], objective)
-    tp_why = _tp_placement_note(cols, res, fit, score, cluster, scenario.efficiency)
+    tp_why = _tp_placement_note(cols, res, fit, scores, cluster, scenario.efficiency)
     note = f"{note}; {tp_why}" if note and tp_why else (note or tp_why)
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
@@ -211,9 +217,23 @@ def _tp_placement_note(cols: Columns, res: QuickResult, fit: np.ndarray, score: 
             f"{nvlink / 1e9:,.0f} GB/s), and the wider TP is {best_out / best_in - 1:.0%} faster overall")
 
 
-def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, scenario: Scenario,
-            price: float | None, refine: Refine | None, report: Progress, stop: Cancel
-            ) -> tuple[list[RankedLayout], int, int, bool]:
+def _layouts(cols: Columns, res: QuickResult, parts: list[tuple[Scenario, list[int]]], owner: np.ndarray,
+             refine: Refine | None) -> Callable[[int], RankedLayout | None]:
+    """Row → its ranked layout (``_ranked``) under the scenario of its part (``_parts``), each row estimated once:
+    the ranking and the Pareto front (``explain.pareto_fronts``) ask the engine about many of the same rows."""
+    seen: dict[int, RankedLayout | None] = {}
+
+    def layout_at(row: int) -> RankedLayout | None:
+        if row not in seen:
+            sc = parts[int(owner[row])][0]
+            seen[row] = _ranked(row, cols, res, sc, sc.cluster.hourly_price, refine)
+        return seen[row]
+
+    return layout_at
+
+
+def _refine(order: np.ndarray, wanted: int, layout_at: Callable[[int], RankedLayout | None], refine: bool,
+            report: Progress, stop: Cancel) -> tuple[list[RankedLayout], int, int, bool]:
     """Walk down the quick ranking until ``wanted`` layouts are accepted (the engine may reject
     some: stricter rules, more memory), trying at most REFINE_ATTEMPTS_FACTOR × wanted."""
     ranked: list[RankedLayout] = []
@@ -225,7 +245,7 @@ def _refine(order: np.ndarray, wanted: int, cols: Columns, res: QuickResult, sce
             return ranked, refined, tried, True
         tried += 1
         report(0.8 + 0.2 * len(ranked) / wanted, f"re-estimating layout {tried} ({len(ranked)} of {wanted} kept)")
-        item = _ranked(int(row), cols, res, scenario, price, refine)
+        item = layout_at(int(row))
         if item is not None:
             refined += item.refined
             ranked.append(item)
@@ -254,9 +274,30 @@ def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
     return held
 
 
-def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
+def _quick_parts(parts: list[tuple[Scenario, list[int]]], offload: bool, keep: tuple[str, ...], report: Progress,
+                 stop: Cancel) -> tuple[Columns, QuickResult, np.ndarray, bool]:
+    """``_quick_all`` for each part (``_parts``), the rows concatenated; ``owner``: each row's part."""
+    if len(parts) == 1:
+        cols, res, cancelled = _quick_all(parts[0][0], parts[0][1], offload, keep, report, stop)
+        return cols, res, np.zeros(len(cols), dtype=np.int64), cancelled
+    out, cancelled = [], False
+    for i, (sc, counts) in enumerate(parts):
+        def share(f: float, m: str, i: int = i) -> None:  # each part its slice of the quick model's 80 %
+            report((i + f / 0.8) * 0.8 / len(parts), m)
+        out.append(_quick_all(sc, counts, offload, keep, share, stop))
+        cancelled = out[-1][2]
+        if cancelled:
+            break
+    cols = Columns(*(np.concatenate([getattr(c, f) for c, _r, _x in out]) for f in Columns.__slots__))
+    res = QuickResult(*(np.concatenate([getattr(r, f) for _c, r, _x in out]) for f in QuickResult.__slots__))
+    owner = np.concatenate([np.full(len(c), i, dtype=np.int64) for i, (c, _r, _x) in enumerate(out)])
+    return cols, res, owner, cancelled
+
+
+def _quick_all(scenario: Scenario, counts: list[int], offload: bool, keep: tuple[str, ...],
                report: Progress, stop: Cancel) -> tuple[Columns, QuickResult, bool]:
     cluster, t = scenario.cluster, scenario.training
+    shape = model_shape(scenario.model, t)
     # selective recompute is worth trying where it drops something: the scores without flash attention, or the
     # plan's Megatron-Core modules (recompute_modules), the one module list the search tries
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
@@ -279,26 +320,6 @@ def _quick_all(shape, scenario: Scenario, counts: list[int], offload: bool, keep
         return cols, evaluate(cols, shape, cluster, t, scenario.efficiency, prof=scenario.framework_profile), cancelled
     merged = QuickResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in QuickResult.__slots__))
     return cols, merged, cancelled
-
-
-def rank_with_room(ranked: list[RankedLayout], price: float | None, objective: Objective) -> list[RankedLayout]:
-    """``ranked`` best first by the objective, except that among the layouts within ``ROOM_GAP`` of the best
-    score those that are not tight come first (each group by score): the fastest layout that leaves the
-    allocator its margin, when it costs at most 2 % (constant's comment). Beyond the gap the score alone ranks."""
-    if not ranked:
-        return []
-    scores = _score(np.array([r.tokens_per_s for r in ranked]), np.array([r.gpus for r in ranked]), price, objective)
-    best = float(scores.max())
-    near = scores >= (1.0 - ROOM_GAP) * best
-    order = sorted(range(len(ranked)), key=lambda i: (not near[i], bool(near[i] and ranked[i].tight), -scores[i]))
-    return [ranked[i] for i in order]
-
-
-def _score(tps: np.ndarray, gpus: np.ndarray, price: float | None, objective: Objective) -> np.ndarray:
-    """Higher is better: tokens/s, or tokens per dollar (per GPU-hour without a price)."""
-    if objective == "cost":
-        return tps / (gpus * (price or 1.0))
-    return tps
 
 
 def _supported(cols: Columns, scenario: Scenario) -> Columns:

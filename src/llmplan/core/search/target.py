@@ -17,6 +17,12 @@ two of sequences, data parallelism is a power of two and the remaining factor go
 (PP 3 on 3·2^k nodes). A lower bound skips the counts that cannot make it even at 100% MFU. Training
 time falls with the GPU count until the fixed batch runs out of micro-batches, so the scan walks up
 from that bound and stops at the first count that meets the target.
+
+Each count is searched as the plan would run on that many nodes (``on_nodes``): what the plan resolves
+per cluster size — the training framework under ``training.framework = auto`` above all (a one-node full
+fine-tune runs the Hugging Face Trainer, the same plan on several nodes Megatron-Core) — is resolved again
+for every count, so each row's layout is the one ``search`` (and ``estimate``) give that plan at that count,
+and the row says which framework it used.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class TargetRow:
     cost_usd: float | None
     scenario: Scenario | None  # the plan on this cluster with this layout (for energy and the app)
     why: str = ""  # why no count meets the target ("" when one does)
+    framework: str = ""  # the training-framework profile id the chosen count ran under ("" without an answer)
 
     @property
     def meets(self) -> bool:
@@ -80,13 +87,25 @@ def _best(sc: Scenario, refine: Callable[[Scenario], Estimate] | None, keep: tup
     return res.best[0] if res.best else None
 
 
+OnNodes = Callable[[int], Scenario]  # the plan resolved on that many nodes of the template's cluster
+
+
+def same_plan_on(template: Scenario) -> OnNodes:
+    """``template`` with only its node count changed: for a plan whose resolution does not depend on the
+    cluster size (callers without the plan document; ``plan.target.target_table`` resolves the plan at each
+    count with ``plan.target.template_for``)."""
+    return lambda nodes: template.model_copy(update={"cluster": template.cluster.model_copy(update={"nodes": nodes})})
+
+
 def meet_target(template: Scenario, days: float | None = None, budget: float | None = None,
                 tokens: float | None = None, refine: Callable[[Scenario], Estimate] | None = None,
-                max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = ()) -> TargetRow:
+                max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = (), on_nodes: OnNodes | None = None
+                ) -> TargetRow:
     """The smallest node count of ``template``'s cluster (its GPU, GPUs per node, network) whose best
     layout meets ``days`` and ``budget`` for ``tokens`` (default: the plan's training.tokens); see the
     module doc. ``refine``: the full engine, which re-estimates the chosen layout; ``keep``: training
-    knobs the search holds at the plan's values (``planner.search``), as a layout search would."""
+    knobs the search holds at the plan's values (``planner.search``), as a layout search would;
+    ``on_nodes(n)``: the plan on n nodes, its framework chosen for n (default ``same_plan_on(template)``)."""
     if days is None and budget is None:
         raise LlmplanError("a target needs --days or --budget (or both)")
     if (days is not None and days <= 0) or (budget is not None and budget <= 0):
@@ -94,7 +113,6 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
     c = template.cluster
     gpu = c.gpu
     total = float(tokens or template.training.tokens)
-    sc0 = template.model_copy(update={"training": template.training.model_copy(update={"tokens": total})})
     price = c.hourly_price
     row = dict(gpu_id=gpu.id, gpu_name=gpu.name, nodes=0, gpus=0, layout=None, days=0.0, gpu_hours=0.0,
                cost_usd=None, scenario=None)
@@ -111,8 +129,14 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
         floor_gpus = 6.0 * count_params(template.model).active * total / (days * _SECONDS_PER_DAY * peak)
         counts = [n for n in counts if n * gpn >= floor_gpus] or counts[-1:]
 
+    plan_on = on_nodes or same_plan_on(template)
+    plans: dict[int, Scenario] = {}
+
     def at(nodes: int, with_engine: bool) -> tuple[RankedLayout | None, Scenario]:
-        sc = sc0.model_copy(update={"cluster": c.model_copy(update={"nodes": nodes})})
+        if nodes not in plans:
+            sc = plan_on(nodes)
+            plans[nodes] = sc.model_copy(update={"training": sc.training.model_copy(update={"tokens": total})})
+        sc = plans[nodes]
         return _best(sc, refine if with_engine else None, keep), sc
 
     def ok(r: RankedLayout) -> bool:
@@ -133,7 +157,8 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
             continue
         d, h, cost = _figures(final, total, price)
         chosen = scenario_for(sc, final.parallelism, final.training)
-        return TargetRow(gpu.id, gpu.name, final.gpus // gpn or 1, final.gpus, final, d, h, cost, chosen)
+        return TargetRow(gpu.id, gpu.name, final.gpus // gpn or 1, final.gpus, final, d, h, cost, chosen,
+                         framework=sc.framework.id)
     if best_seen is None:
         return TargetRow(**row, why=f"no layout fits {template.model.name} in {gpu.name} memory at any count")
     d, h, cost = _figures(best_seen, total, price)
@@ -146,8 +171,11 @@ def meet_target(template: Scenario, days: float | None = None, budget: float | N
 
 def rank_targets(templates: Sequence[Scenario], days: float | None = None, budget: float | None = None,
                  tokens: float | None = None, refine: Callable[[Scenario], Estimate] | None = None,
-                 max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = ()) -> tuple[TargetRow, ...]:
+                 max_gpus: int = MAX_GPUS, keep: tuple[str, ...] = (),
+                 on_nodes: Callable[[Scenario, int], Scenario] | None = None) -> tuple[TargetRow, ...]:
     """``meet_target`` for each GPU type, those that meet it first, cheapest first (then fastest);
-    unpriced GPUs after the priced ones."""
-    rows = [meet_target(t, days, budget, tokens, refine, max_gpus, keep) for t in templates]
+    unpriced GPUs after the priced ones. ``on_nodes(template, n)``: the plan of that template on n nodes
+    (``meet_target``)."""
+    rows = [meet_target(t, days, budget, tokens, refine, max_gpus, keep,
+                        None if on_nodes is None else (lambda n, t=t: on_nodes(t, n))) for t in templates]
     return tuple(sorted(rows, key=lambda r: (not r.meets, r.cost_usd is None, r.cost_usd or 0.0, r.days)))
