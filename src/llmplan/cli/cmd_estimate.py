@@ -99,10 +99,13 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
 def released_format(doc: PlanDocument) -> str | None:
     """For inference of a model whose config says how its weights were released (``quantization_config``:
     DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
-    loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy."""
+    loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy. An engine that
+    loads only GGUF (llama.cpp, Ollama) gets the GGUF made from that release where there is one
+    (``core.quant.RELEASED_AS_GGUF``: gpt-oss's MXFP4 experts as ``mxfp4_moe``, 11.27 GiB)."""
     from llmplan.catalog.engines import engine_profile
     from llmplan.catalog.models import load_model_catalog
     from llmplan.core.engine_profile import check_weight_format
+    from llmplan.core.quant import RELEASED_AS_GGUF
     from llmplan.errors import LlmplanError
     from llmplan.plan.hub_plan import safetensors_weight_format
 
@@ -118,7 +121,10 @@ def released_format(doc: PlanDocument) -> str | None:
         return None
     fmt = safetensors_weight_format(config)
     try:
-        loads = fmt is not None and check_weight_format(engine_profile(doc.inference.engine), fmt) is None
+        engine = engine_profile(doc.inference.engine)
+        if fmt is not None and check_weight_format(engine, fmt) is not None and fmt in RELEASED_AS_GGUF:
+            fmt = RELEASED_AS_GGUF[fmt]  # llama.cpp, Ollama: the GGUF made from the release (gpt-oss: mxfp4_moe)
+        loads = fmt is not None and check_weight_format(engine, fmt) is None
     except LlmplanError:
         return None
     return fmt if loads else None

@@ -49,7 +49,7 @@ LLAMA_FTYPES = {
     12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
     19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
     26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
-    36: "TQ1_0", 37: "TQ2_0",
+    36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
 }
 LLAMA_FTYPE_GUESSED = 1024
 # value type -> struct format for scalars
@@ -193,7 +193,7 @@ def read_gguf_header_from(f: BinaryIO, p: Path) -> GgufHeader:
 
 # GGUF architecture -> Hugging Face model_type whose config keys we can fill in
 _ARCH_TO_MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe": "qwen3_moe",
-                       "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi3"}
+                       "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi3", "gpt-oss": "gpt_oss"}
 
 
 def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
