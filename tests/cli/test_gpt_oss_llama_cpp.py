@@ -45,3 +45,13 @@ def test_120b_on_two_24_gb_cards_offloads_layers(capsys):
     data = _estimate(capsys, "openai/gpt-oss-120b", "--gpu", "nvidia-rtx-3090-24gb", "--gpus", "2")
     assert data["inference"]["weight_format"] == "mxfp4_moe"
     assert data["verdict"]["tier"] == "offload" and 0 < data["verdict"]["layers_in_cpu_ram"] < 36
+
+
+def test_120b_split_over_two_different_cards_is_the_mxfp4_gguf(capsys):
+    # Several --gpu cards run llama.cpp's layer split: the released format is looked up for llama.cpp (the plan's
+    # default engine, vLLM, would have given "mxfp4", which llama.cpp refuses to load).
+    assert main(["estimate", "--model", "openai/gpt-oss-120b", "--gpu", "nvidia-rtx-4090-24gb",
+                 "--gpu", "nvidia-rtx-3090-24gb", "--workload", "inference", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["inference"]["weight_format"] == "mxfp4_moe"
+    assert 0 < data["inference"]["gpu_layers"] < 36  # the rest in host RAM

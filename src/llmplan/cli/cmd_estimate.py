@@ -72,7 +72,7 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
                 s.startswith("hardware.gpu") for s in args.overrides):
             raise InputError("--gpu is required with --model: a catalog GPU id (see llmplan-cli catalog gpus)")
         doc = _doc_for_model(args.model)
-    hw = {}
+    hw, mixed = {}, False
     for flag, field in (("gpu", "gpu"), ("gpus", "gpus_per_node"), ("nodes", "nodes"), ("network", "network")):
         value = getattr(args, flag)
         if flag == "gpu" and value is not None:
@@ -80,7 +80,7 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
             if len(ids) > 1 and not getattr(args, "mixed_ok", False):
                 raise InputError("several --gpu cards are estimated by `llmplan-cli estimate` (llama.cpp's layer "
                                  "split); this command plans identical GPUs: give one --gpu and --gpus N")
-            value = ids[0]  # several cards: the first stands for the machine (cli/mixed_cards.py)
+            value, mixed = ids[0], len(ids) > 1  # several cards: the first stands for the machine (cli/mixed_cards.py)
         if value is not None:
             hw[field] = value
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
@@ -89,19 +89,21 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     doc = apply_overrides(doc, [*sets, *args.overrides])
     if args.plan:
         return doc
-    fmt = released_format(doc)
+    split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
+    fmt = released_format(doc, "llama-cpp" if split else None)
     if fmt is None:
         return doc
     args.released_format = fmt  # said beside the estimate (``run``)
     return apply_overrides(doc, [f"inference.weight_format={fmt}"])
 
 
-def released_format(doc: PlanDocument) -> str | None:
+def released_format(doc: PlanDocument, engine_id: str | None = None) -> str | None:
     """For inference of a model whose config says how its weights were released (``quantization_config``:
     DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
     loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy. An engine that
     loads only GGUF (llama.cpp, Ollama) gets the GGUF made from that release where there is one
-    (``core.quant.RELEASED_AS_GGUF``: gpt-oss's MXFP4 experts as ``mxfp4_moe``, 11.27 GiB)."""
+    (``core.quant.RELEASED_AS_GGUF``: gpt-oss's MXFP4 experts as ``mxfp4_moe``, 11.27 GiB). ``engine_id``: the
+    engine the command will run where the plan names none (several different cards: llama.cpp)."""
     from llmplan.catalog.engines import engine_profile
     from llmplan.catalog.models import load_model_catalog
     from llmplan.core.engine_profile import check_weight_format
@@ -121,7 +123,7 @@ def released_format(doc: PlanDocument) -> str | None:
         return None
     fmt = safetensors_weight_format(config)
     try:
-        engine = engine_profile(doc.inference.engine)
+        engine = engine_profile(engine_id or doc.inference.engine)
         if fmt is not None and check_weight_format(engine, fmt) is not None and fmt in RELEASED_AS_GGUF:
             fmt = RELEASED_AS_GGUF[fmt]  # llama.cpp, Ollama: the GGUF made from the release (gpt-oss: mxfp4_moe)
         loads = fmt is not None and check_weight_format(engine, fmt) is None
