@@ -655,7 +655,24 @@ def _gguf_rows() -> list[Reference]:
     out.append(Reference("gguf-qwen2.5-7b-q4_k_m", "GGUF file sizes", "Qwen2.5-7B-Instruct Q4_K_M: model_size",
                          4_677_120_000, "bytes", "llama.cpp examples/llama-bench/README.md (build 5163), "
                          "CSV/JSON output: model_size 4677120000", _gguf(QWEN25_7B, "q4_k_m", 1), kind="measured"))
+    for model, gib, src in (("gpt-oss-20b", 11.27, "llama.cpp PR #16991, llama-bench: 'gpt-oss 20B MXFP4 MoE | "
+                             "11.27 GiB'"),
+                            ("gpt-oss-120b", 59.02, "llama.cpp PR #19922, llama-bench: 'gpt-oss 120B MXFP4 MoE | "
+                             "59.02 GiB'")):
+        out.append(Reference(f"gguf-{model}-mxfp4_moe", "GGUF file sizes", f"{model} MXFP4_MOE: tensor data", gib,
+                             "GiB", src, _gguf_catalog(f"openai/{model}", "mxfp4_moe"), abs_tol=0.005,
+                             kind="measured"))
     return out
+
+
+def _gguf_catalog(model_id: str, preset: str) -> Callable[[], float]:
+    def compute() -> float:
+        from llmplan.catalog.models import load_model_catalog
+        from llmplan.core.quant import quantized_weights
+
+        return quantized_weights(load_model_catalog().get(model_id).spec, preset).total_bytes / GIB
+
+    return compute
 
 
 # ---- KV cache --------------------------------------------------------------------------------------------
