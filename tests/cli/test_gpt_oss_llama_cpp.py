@@ -55,3 +55,12 @@ def test_120b_split_over_two_different_cards_is_the_mxfp4_gguf(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["inference"]["weight_format"] == "mxfp4_moe"
     assert 0 < data["inference"]["gpu_layers"] < 36  # the rest in host RAM
+
+
+def test_ollama_plans_gpt_oss_as_its_library_serves_it(capsys):
+    # Ollama's gpt-oss blobs keep the non-expert weights BF16 (ollama/ollama issue #16416: 61,223 + 1,104 MiB for
+    # the 120B), 1.9 GiB more than ggml-org's Q8_0 files.
+    assert main(["estimate", "--workload", "inference", "--set", "inference.engine=ollama", "--json",
+                 "--model", "openai/gpt-oss-20b", "--gpu", "nvidia-rtx-4080-16gb"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["released_format"] == "mxfp4_bf16" and data["fits"]

@@ -134,12 +134,13 @@ def test_missing_architecture_keys_are_named(tmp_path):
         config_from_gguf(read_gguf_header(path))
 
 
-def _write_gpt_oss(path, experts: int = 4) -> None:
-    """A tiny gpt-oss GGUF as llama.cpp's converter lays one out (conversion/gpt_oss.py, ggml-org/llama.cpp
-    @2bbcf7fc): 3-D expert weights in MXFP4, file type MXFP4_MOE (38), sinks, router and biases F32."""
+def _write_gpt_oss(path, experts: int = 4, rest_16bit: bool = False) -> None:
+    """A tiny gpt-oss GGUF as llama.cpp lays one out (conversion/gpt_oss.py, ggml-org/llama.cpp @2bbcf7fc): 3-D
+    expert weights in MXFP4, sinks, router and biases F32; the other weights Q8_0 with file type MXFP4_MOE (38), as
+    llama-quantize writes it, or F16 with file type 4, as Ollama's library blobs say (``rest_16bit``)."""
     w = gguf.GGUFWriter(str(path), "gpt-oss")
     w.add_name("tiny-gpt-oss")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
+    w.add_file_type(4 if rest_16bit else gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
     w.add_context_length(256)
     w.add_embedding_length(H)
     w.add_block_count(L)
@@ -159,6 +160,9 @@ def _write_gpt_oss(path, experts: int = 4) -> None:
         w.add_tensor(name, np.ones(shape, dtype=np.float32))
 
     def q8(name, *shape):
+        if rest_16bit:
+            w.add_tensor(name, np.ones(shape, dtype=np.float16))
+            return
         q = gguf.quants.quantize(np.ones(shape, dtype=np.float32), gguf.GGMLQuantizationType.Q8_0)
         w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
 
@@ -205,3 +209,15 @@ def test_gpt_oss_mxfp4_file_is_read_as_mxfp4_moe(tmp_path):
     spec = spec_from_gguf(path)
     assert spec.moe is not None and spec.moe.num_experts == 4 and spec.moe.experts_per_token == 2
     assert count_params(spec).total == h.total_params
+
+
+def test_gpt_oss_with_16_bit_attention_is_read_as_mxfp4_bf16(tmp_path):
+    # Ollama's gpt-oss blobs (general.file_type 4, not a llama.h preset) and the converter's F16/BF16 output keep the
+    # experts MXFP4 and the rest 16-bit: planned as mxfp4_bf16, not as an all-16-bit model 3x its size.
+    from llmplan.formats.gguf_header import weight_format_of
+
+    path = tmp_path / "ollama-gpt-oss.gguf"
+    _write_gpt_oss(path, rest_16bit=True)
+    h = read_gguf_header(path)
+    assert set(h.params_by_type()) == {"MXFP4", "F16", "F32"}
+    assert weight_format_of(h) == "mxfp4_bf16"

@@ -102,12 +102,13 @@ def released_format(doc: PlanDocument, engine_id: str | None = None) -> str | No
     DeepSeek-V3's block FP8, gpt-oss's MXFP4 experts), that format, where the plan names none and its engine
     loads it: a user asking about gpt-oss-20b means the 12.8 GiB release, not a 39 GiB bf16 copy. An engine that
     loads only GGUF (llama.cpp, Ollama) gets the GGUF made from that release where there is one
-    (``core.quant.RELEASED_AS_GGUF``: gpt-oss's MXFP4 experts as ``mxfp4_moe``, 11.27 GiB). ``engine_id``: the
+    (``core.quant.released_as_gguf``: gpt-oss as ``mxfp4_moe``, 11.27 GiB, ggml-org's files; on Ollama
+    ``mxfp4_bf16``, its library's 12.8 GiB). ``engine_id``: the
     engine the command will run where the plan names none (several different cards: llama.cpp)."""
     from llmplan.catalog.engines import engine_profile
     from llmplan.catalog.models import load_model_catalog
     from llmplan.core.engine_profile import check_weight_format
-    from llmplan.core.quant import RELEASED_AS_GGUF
+    from llmplan.core.quant import released_as_gguf
     from llmplan.errors import LlmplanError
     from llmplan.plan.hub_plan import safetensors_weight_format
 
@@ -124,8 +125,8 @@ def released_format(doc: PlanDocument, engine_id: str | None = None) -> str | No
     fmt = safetensors_weight_format(config)
     try:
         engine = engine_profile(engine_id or doc.inference.engine)
-        if fmt is not None and check_weight_format(engine, fmt) is not None and fmt in RELEASED_AS_GGUF:
-            fmt = RELEASED_AS_GGUF[fmt]  # llama.cpp, Ollama: the GGUF made from the release (gpt-oss: mxfp4_moe)
+        if fmt is not None and check_weight_format(engine, fmt) is not None:
+            fmt = released_as_gguf(fmt, engine.id)  # llama.cpp, Ollama: the GGUF made from the release
         loads = fmt is not None and check_weight_format(engine, fmt) is None
     except LlmplanError:
         return None

@@ -19,7 +19,9 @@ llama.cpp src/llama-quant.cpp (ggml-org/llama.cpp @007dbbf3): the output head (a
 every 3-D expert tensor (``ne[2] > 1``) MXFP4, every other quantisable weight Q8_0; the router
 (``ffn_gate_inp``), norms, biases and attention sinks are not quantised and stay F32 as the converter wrote
 them (conversion/gpt_oss.py and base.py @2bbcf7fc: 1-D tensors, ``ffn_gate_inp`` and every name not ending in
-``.weight`` are F32; the released MXFP4 expert blocks are repacked, not requantised).
+``.weight`` are F32; the released MXFP4 expert blocks are repacked, not requantised). ``MXFP4_BF16`` is what the
+converter writes at ``--outtype bf16`` before any llama-quantize, and what Ollama's library serves for gpt-oss: the
+experts MXFP4, every other weight BF16, the same F32 tensors (not a llama.h ftype: Ollama's files say 4).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ GGUF_PRESETS: dict[str, str] = {
     "IQ3_XXS": "IQ3_XXS", "IQ3_XS": "IQ3_S", "IQ3_S": "IQ3_S", "IQ3_M": "IQ3_S",
     "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS",
     "TQ1_0": "TQ1_0", "TQ2_0": "TQ2_0",
-    "MXFP4_MOE": "MXFP4",
+    "MXFP4_MOE": "MXFP4", "MXFP4_BF16": "MXFP4",
 }
 
 _UNQUANTIZED = {"F32", "F16", "BF16"}
@@ -147,8 +149,9 @@ def gguf_tensor_type(preset: str, t: TensorRole, i_layer: int, n_layers: int) ->
     default = GGUF_PRESETS[preset]
     if default in _UNQUANTIZED:
         return default
-    if preset == "MXFP4_MOE":  # output head and tied embeddings first, then 3-D experts MXFP4, the rest Q8_0
-        new = "MXFP4" if t.is_expert and t.role not in ("output", "token_embd") else "Q8_0"
+    if preset in ("MXFP4_MOE", "MXFP4_BF16"):  # 3-D experts MXFP4; the rest (head, embeddings too) Q8_0 or BF16
+        new = "MXFP4" if t.is_expert and t.role not in ("output", "token_embd") else \
+            "Q8_0" if preset == "MXFP4_MOE" else "BF16"
     else:
         new = _pick(preset, default, t, i_layer, n_layers)
     ggml = GGML_TYPES[new]

@@ -257,15 +257,18 @@ def weight_format_of(h: GgufHeader) -> str | None:
     weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format."""
     from llmplan.core.quant_ggml import parse_gguf_name
 
+    by_type: dict[str, int] = {}
+    for t in h.tensors:
+        if t.name.startswith("blk.") and len(t.shape) >= 2:
+            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.numel
+    if "MXFP4" in by_type:  # gpt-oss: MXFP4 experts, the rest Q8_0 (llama-quantize, ggml-org) or 16-bit (the
+        rest = {k: n for k, n in by_type.items() if k not in ("MXFP4", "F32")}  # converter, Ollama: file type 4)
+        return "mxfp4_bf16" if rest and max(rest, key=rest.__getitem__) in ("BF16", "F16") else "mxfp4_moe"
     ftype = h.metadata.get("general.file_type")
     if isinstance(ftype, int) and not isinstance(ftype, bool):
         name = LLAMA_FTYPES.get(ftype & ~LLAMA_FTYPE_GUESSED)
         if name and parse_gguf_name(name):
             return name.lower()
-    by_type: dict[str, int] = {}
-    for t in h.tensors:
-        if t.name.startswith("blk.") and len(t.shape) >= 2:
-            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.numel
     if by_type:
         name = max(by_type, key=by_type.__getitem__)
         if parse_gguf_name(name):

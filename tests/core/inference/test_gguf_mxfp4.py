@@ -19,7 +19,8 @@ Published sizes (GiB = 2^30 B as llama-bench prints the tensor data; GB = 10^9 B
   2026-09-19); bartowski/openai_gpt-oss-20b-GGUF ``MXFP4`` 12.1 GB (its model card, llama.cpp b6096).
 - unsloth/gpt-oss-20b-GGUF ``gpt-oss-20b-F16.gguf`` 13.8 GB (Hub file list): the converter's F16 output, whose
   experts stay MXFP4 (repacked whatever --outtype), the rest F16 (same 13.8 GB: DevQuasar's f16 file, and
-  ``total_size = 13.8G`` in a ``--outtype bf16`` conversion log, danbev/learning-ai notes/llama.cpp/gpt-oss.md).
+  ``total_size = 13.8G`` in a ``--outtype bf16`` conversion log, danbev/learning-ai notes/llama.cpp/gpt-oss.md):
+  the ``mxfp4_bf16`` layout, which Ollama's library serves too (ollama/ollama issue #16416, below).
 Tolerance: the tensor data exactly (the llama-bench figures to their printed 0.01 GiB); the files by their header,
 13.0 MB for the 20B (the o200k tokenizer's 201,088 tokens, its merges and the chat template), and the Hub's 0.1 GB.
 """
@@ -78,14 +79,22 @@ def test_published_files_are_the_tensor_data_plus_the_header():
 
 
 def test_unsloth_f16_file_keeps_the_experts_in_mxfp4():
-    # The converter repacks the released expert blocks whatever --outtype says; the rest follows F16.
-    spec = _spec("openai/gpt-oss-20b")
-    mxfp4 = quantized_weights(spec, "mxfp4_moe")
-    f16 = quantized_weights(spec, "f16")
-    experts = mxfp4.bytes_where(lambda g: g.category == "expert" and len(g.shape) == 2)
-    rest = f16.bytes_where(lambda g: not (g.category == "expert" and len(g.shape) == 2))  # router, vectors F32
-    assert experts + rest == 13_779_630_336
-    assert round((experts + rest + HEADER_20B) / 1e9, 1) == 13.8
+    # The converter repacks the released expert blocks whatever --outtype says; the rest follows F16 (or BF16, the
+    # same bytes): mxfp4_bf16.
+    q = quantized_weights(_spec("openai/gpt-oss-20b"), "mxfp4_bf16")
+    assert q.total_bytes == 13_779_630_336
+    assert round((q.total_bytes + HEADER_20B) / 1e9, 1) == 13.8
+    assert {g.dtype for g in q.groups} == {"MXFP4", "BF16", "F32"}
+
+
+def test_ollama_gpt_oss_120b_model_buffers_to_the_mib():
+    # ollama/ollama issue #16416 (Ollama 0.30, 2026-06-02), llama.cpp's memory breakdown of gpt-oss:120b on one
+    # ROCm GPU: model 61,223 MiB on the device, 1,104 MiB on the host (the input embedding, BF16). Whole MiB as
+    # printed: the experts MXFP4, every other weight BF16, router, norms, biases and sinks F32.
+    q = quantized_weights(_spec("openai/gpt-oss-120b"), "mxfp4_bf16")
+    embedding = q.bytes_where(lambda g: g.name == "embed_tokens")
+    assert int((q.total_bytes - embedding) / 2**20) == 61_223
+    assert int(embedding / 2**20) == 1_104
 
 
 def test_mxfp4_moe_on_a_dense_model_is_q8_0():
