@@ -54,6 +54,11 @@ def _write_llama(path, *, tied: bool = False, quantized: bool = False, bias: boo
         tensor(f"blk.{i}.ffn_gate.weight", FF, H)
         tensor(f"blk.{i}.ffn_up.weight", FF, H)
         tensor(f"blk.{i}.ffn_down.weight", H, FF)
+    _finish(w)
+
+
+def _finish(w) -> None:
+    """Write the header, the metadata and the tensors, and close the file."""
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -126,10 +131,7 @@ def test_missing_architecture_keys_are_named(tmp_path):
     w.add_embedding_length(H)
     w.add_block_count(L)
     w.add_token_list(["a", "b"])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _finish(w)
     with pytest.raises(ConfigError, match=r"lacks 'llama\.attention\.head_count'"):
         config_from_gguf(read_gguf_header(path))
 
@@ -187,10 +189,7 @@ def _write_gpt_oss(path, experts: int = 4, rest_16bit: bool = False) -> None:
         for part in ("gate", "up", "down"):
             mxfp4(f"blk.{i}.ffn_{part}_exps.weight", experts, H, H)
             f32(f"blk.{i}.ffn_{part}_exps.bias", experts, H)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _finish(w)
 
 
 def test_gpt_oss_mxfp4_file_is_read_as_mxfp4_moe(tmp_path):
