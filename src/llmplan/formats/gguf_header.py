@@ -254,7 +254,10 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
 def weight_format_of(h: GgufHeader) -> str | None:
     """The file's weight format as ``inference.weight_format`` spells it (``q4_k_m``): the preset in
     ``general.file_type`` when llmplan knows it, else the ggml type holding most of the blocks' 2-D
-    weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format."""
+    weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format. A file with
+    MXFP4 experts (gpt-oss) is ``mxfp4_bf16`` when its other block weights are mostly 16-bit (the converter's
+    output, Ollama's blobs, whose file type 4 llama.h no longer names), else ``mxfp4_moe`` (llama-quantize's
+    MXFP4_MOE; other mixes, such as a Q4_K_M of gpt-oss with its experts kept MXFP4, are nearest to it)."""
     from llmplan.core.quant_ggml import parse_gguf_name
 
     by_type: dict[str, int] = {}
