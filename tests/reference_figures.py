@@ -655,7 +655,34 @@ def _gguf_rows() -> list[Reference]:
     out.append(Reference("gguf-qwen2.5-7b-q4_k_m", "GGUF file sizes", "Qwen2.5-7B-Instruct Q4_K_M: model_size",
                          4_677_120_000, "bytes", "llama.cpp examples/llama-bench/README.md (build 5163), "
                          "CSV/JSON output: model_size 4677120000", _gguf(QWEN25_7B, "q4_k_m", 1), kind="measured"))
+    for model, gib, src in (("gpt-oss-20b", 11.27, "llama.cpp PR #16991, llama-bench: 'gpt-oss 20B MXFP4 MoE | "
+                             "11.27 GiB'"),
+                            ("gpt-oss-120b", 59.02, "llama.cpp PR #19922, llama-bench: 'gpt-oss 120B MXFP4 MoE | "
+                             "59.02 GiB'")):
+        out.append(Reference(f"gguf-{model}-mxfp4_moe", "GGUF file sizes", f"{model} MXFP4_MOE: tensor data", gib,
+                             "GiB", src, _gguf_catalog(f"openai/{model}", "mxfp4_moe"), abs_tol=0.005,
+                             kind="measured"))
+    out.append(Reference("gguf-gpt-oss-120b-ollama", "GGUF file sizes", "gpt-oss:120b (Ollama, mxfp4_bf16): model "
+                         "buffers on the GPU", 61_223, "MiB", "ollama/ollama issue #16416 (Ollama 0.30, 2026-06-02), "
+                         "memory breakdown: ROCm0 model 61223 MiB (the BF16 input embedding, 1104 MiB, on the host)",
+                         _gguf_catalog("openai/gpt-oss-120b", "mxfp4_bf16", on_gpu=True), abs_tol=1.0,
+                         kind="measured"))
     return out
+
+
+def _gguf_catalog(model_id: str, preset: str, on_gpu: bool = False) -> Callable[[], float]:
+    """GiB of a catalog model's tensors in ``preset``; ``on_gpu``: MiB without the input embedding (llama.cpp keeps
+    it in host RAM)."""
+    def compute() -> float:
+        from llmplan.catalog.models import load_model_catalog
+        from llmplan.core.quant import quantized_weights
+
+        q = quantized_weights(load_model_catalog().get(model_id).spec, preset)
+        if on_gpu:
+            return (q.total_bytes - q.bytes_where(lambda g: g.name == "embed_tokens")) / 2**20
+        return q.total_bytes / GIB
+
+    return compute
 
 
 # ---- KV cache --------------------------------------------------------------------------------------------

@@ -59,3 +59,21 @@ def test_zero_offload_is_offered_only_when_host_ram_holds_it():
     small = fit_this_machine(doc, local_hardware(_h100_node(avail)))
     assert not any(c.kind == "offload" for c in small.changes)
     assert all(c.summary.host_ok for c in small.changes)
+
+
+@pytest.mark.parametrize(("engine", "fmt", "offered"), [
+    ("llama.cpp", "mxfp4_moe", []),
+    ("ollama", "mxfp4_bf16", ["Use MXFP4_MOE weights instead of MXFP4_BF16"]),
+    ("vllm", "mxfp4", ["Run it with llama.cpp and MXFP4_MOE weights"]),
+])
+def test_gpt_oss_is_offered_no_preset_that_would_requantise_its_experts(engine, fmt, offered):
+    # Every published GGUF quant of gpt-oss keeps the MXFP4 experts (bartowski's gpt-oss-20b card: "the size
+    # differences are negligible"); llmplan's Q3_K_M would requantise them to Q3_K and promise a file nobody ships.
+    from llmplan.fit.changes import inference_steps
+    from llmplan.plan.document import HardwareRef
+    from llmplan.plan.overrides import apply_overrides
+
+    doc = PlanDocument(name="x", model=ModelRef(id="openai/gpt-oss-20b"), hardware=HardwareRef(gpu="nvidia-rtx-3060-12gb"))
+    doc = apply_overrides(doc, ["workload=inference", f"inference.engine={engine}", f"inference.weight_format={fmt}"])
+    steps = [s.what for group in inference_steps(doc, False) for s in group if s.kind in ("weights", "engine")]
+    assert steps == offered

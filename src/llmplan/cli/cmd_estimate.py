@@ -73,7 +73,7 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
                 s.startswith("hardware.gpu") for s in args.overrides):
             raise InputError("--gpu is required with --model: a catalog GPU id (see llmplan-cli catalog gpus)")
         doc = _doc_for_model(args.model)
-    hw = {}
+    hw, mixed = {}, False
     for flag, field in (("gpu", "gpu"), ("gpus", "gpus_per_node"), ("nodes", "nodes"), ("network", "network")):
         value = getattr(args, flag)
         if flag == "gpu" and value is not None:
@@ -81,7 +81,7 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
             if len(ids) > 1 and not getattr(args, "mixed_ok", False):
                 raise InputError("several --gpu cards are estimated by `llmplan-cli estimate` (llama.cpp's layer "
                                  "split); this command plans identical GPUs: give one --gpu and --gpus N")
-            value = ids[0]  # several cards: the first stands for the machine (cli/mixed_cards.py)
+            value, mixed = ids[0], len(ids) > 1  # several cards: the first stands for the machine (cli/mixed_cards.py)
         if value is not None:
             hw[field] = value
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
@@ -90,7 +90,9 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     doc = apply_overrides(doc, [*sets, *args.overrides])
     if args.plan:
         return doc  # a plan file is taken as written
-    doc, fmt = as_released(doc)  # a model released quantised, as released (plan.released: the app's rule too)
+    split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
+    # a model released quantised, as released (plan.released: the app's rule too)
+    doc, fmt = as_released(doc, "llama-cpp" if split else None)
     if fmt is not None:
         args.released_format = fmt  # said beside the estimate (``run``)
     return doc

@@ -24,8 +24,9 @@ tensor group of ``count_params(spec).groups`` under the format's own rules:
 - ``mxfp4`` (OCP Microscaling Formats v1.0: FP4 E2M1 elements, one E8M0 scale byte per block of 32, 4.25
   bits per weight) on the routed experts, everything else bf16: the layout gpt-oss is released in (its
   config's ``quantization_config`` leaves attention, router, embeddings and ``lm_head`` unconverted).
-- every GGUF type and llama.cpp preset (``q4_k_m``, ``iq4_xs``, ``q8_0`` ...): see
-  ``llmplan.core.quant_ggml``.
+- every GGUF type and llama.cpp preset (``q4_k_m``, ``iq4_xs``, ``q8_0`` ...), ``mxfp4_moe`` (llama.cpp's MXFP4
+  GGUF of gpt-oss: experts MXFP4, other weights Q8_0) and ``mxfp4_bf16`` (the same with the other weights BF16:
+  the converter's output, Ollama's library): see ``llmplan.core.quant_ggml``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ SOURCE_QUANT = {
              "quantization_config: routed experts only",
 }
 MX_BLOCK = 32  # OCP MX v1.0: one shared E8M0 scale per 32 elements
+# The GGUF that llama.cpp's converter makes of a checkpoint released in a format llama.cpp cannot load as it is:
+# gpt-oss's MXFP4 experts are repacked into ggml's MXFP4 blocks, bit for bit (conversion/gpt_oss.py,
+# ggml-org/llama.cpp @2bbcf7fc), and the published files (ggml-org/gpt-oss-*-GGUF, "MXFP4 MoE") hold the other
+# weights in Q8_0: the ``mxfp4_moe`` preset. Ollama's library serves gpt-oss with the other weights in BF16
+# (``mxfp4_bf16``: ollama/ollama issue #16416 prints gpt-oss:120b's model buffers, 61,223 MiB on the GPU and
+# 1,104 MiB, the input embedding, on the host: this layout to the MiB).
+RELEASED_AS_GGUF = {"mxfp4": "mxfp4_moe"}
+RELEASED_AS_GGUF_BY_ENGINE = {("ollama", "mxfp4"): "mxfp4_bf16"}
+
+
+def released_as_gguf(fmt: str, engine_id: str = "") -> str | None:
+    """The GGUF an engine that loads GGUF only runs a checkpoint released in ``fmt`` as (None: no such GGUF)."""
+    return RELEASED_AS_GGUF_BY_ENGINE.get((engine_id, fmt)) or RELEASED_AS_GGUF.get(fmt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +254,7 @@ def _gguf_group_bytes(spec: ModelSpec, fmt: WeightFormat, g: TensorGroup, has_ou
     info = TensorRole(
         role=role, row_len=cols, n_gqa=spec.num_heads // spec.num_kv_heads,
         n_expert=spec.moe.num_experts if spec.moe else 0, has_output=has_output,
-        is_70b_class=spec.num_layers == 80 and spec.hidden_size == 8192,
+        is_70b_class=spec.num_layers == 80 and spec.hidden_size == 8192, is_expert=g.category == "expert",
     )
     if g.place != "layer":
         t = gguf_tensor_type(fmt.variant, info, 0, spec.num_layers)

@@ -11,6 +11,17 @@ each preset ("ftype", e.g. Q4_K_M) has a default type, and a few tensors are bum
 router stay F32. We reproduce the rules for llama-style tensors without an importance
 matrix (imatrix) and without user overrides; where a rule depends on a model "type" we
 approximate it from the shape, and say so.
+
+MXFP4 (ggml type 39, ``block_mxfp4`` in ggml-common.h: one E8M0 exponent byte ``e`` and 16 bytes ``qs`` of
+4-bit E2M1 values = 17 B per 32 weights, 4.25 bits) is the type of gpt-oss's expert weights. Its preset
+``MXFP4_MOE`` (llama.h ``LLAMA_FTYPE_MOSTLY_MXFP4_MOE`` = 38) follows ``llama_tensor_get_type_impl`` in
+llama.cpp src/llama-quant.cpp (ggml-org/llama.cpp @007dbbf3): the output head (and tied embeddings) Q8_0,
+every 3-D expert tensor (``ne[2] > 1``) MXFP4, every other quantisable weight Q8_0; the router
+(``ffn_gate_inp``), norms, biases and attention sinks are not quantised and stay F32 as the converter wrote
+them (conversion/gpt_oss.py and base.py @2bbcf7fc: 1-D tensors, ``ffn_gate_inp`` and every name not ending in
+``.weight`` are F32; the released MXFP4 expert blocks are repacked, not requantised). ``MXFP4_BF16`` is what the
+converter writes at ``--outtype bf16`` before any llama-quantize, and what Ollama's library serves for gpt-oss: the
+experts MXFP4, every other weight BF16, the same F32 tensors (not a llama.h ftype: Ollama's files say 4).
 """
 
 from __future__ import annotations
@@ -49,6 +60,7 @@ QK_K = 256  # super-block of the K-quants and i-quants
 #   IQ1_S: d + 32 qs + 8 uint16 qh = 50    IQ1_M: 32 qs + 16 qh + 8 scales = 56
 #   IQ4_NL: d + 16 = 18 (block 32)         IQ4_XS: d + 2 scales_h + 4 scales_l + 128 = 136
 #   TQ1_0: 48 qs + 4 qh + d = 54           TQ2_0: 64 qs + d = 66
+#   MXFP4: e (E8M0) + 16 B qs = 17 (block 32)
 GGML_TYPES: dict[str, GgmlType] = {
     t.name: t
     for t in (
@@ -78,6 +90,7 @@ GGML_TYPES: dict[str, GgmlType] = {
         GgmlType("IQ4_XS", QK_K, 136),
         GgmlType("TQ1_0", QK_K, 54),
         GgmlType("TQ2_0", QK_K, 66),
+        GgmlType("MXFP4", 32, 17),
     )
 }
 
@@ -93,6 +106,7 @@ GGUF_PRESETS: dict[str, str] = {
     "IQ3_XXS": "IQ3_XXS", "IQ3_XS": "IQ3_S", "IQ3_S": "IQ3_S", "IQ3_M": "IQ3_S",
     "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS",
     "TQ1_0": "TQ1_0", "TQ2_0": "TQ2_0",
+    "MXFP4_MOE": "MXFP4", "MXFP4_BF16": "MXFP4",
 }
 
 _UNQUANTIZED = {"F32", "F16", "BF16"}
@@ -125,6 +139,7 @@ class TensorRole:
     n_expert: int
     has_output: bool  # False: tied embeddings, token_embd doubles as the output head
     is_70b_class: bool  # llama.cpp bumps attn_v for its "70B" model type
+    is_expert: bool = False  # a routed expert's weight: one 3-D tensor per layer in a GGUF (ne[2] = experts)
 
 
 def gguf_tensor_type(preset: str, t: TensorRole, i_layer: int, n_layers: int) -> str:
@@ -134,7 +149,11 @@ def gguf_tensor_type(preset: str, t: TensorRole, i_layer: int, n_layers: int) ->
     default = GGUF_PRESETS[preset]
     if default in _UNQUANTIZED:
         return default
-    new = _pick(preset, default, t, i_layer, n_layers)
+    if preset in ("MXFP4_MOE", "MXFP4_BF16"):  # 3-D experts MXFP4; the rest (head, embeddings too) Q8_0 or BF16
+        new = "MXFP4" if t.is_expert and t.role not in ("output", "token_embd") else \
+            "Q8_0" if preset == "MXFP4_MOE" else "BF16"
+    else:
+        new = _pick(preset, default, t, i_layer, n_layers)
     ggml = GGML_TYPES[new]
     if t.row_len % ggml.block_size:
         new = _FALLBACK.get(new, "F16")

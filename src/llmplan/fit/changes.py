@@ -7,7 +7,11 @@ what the user asked for. The scale (docs/fit.md, "Distance"):
   each type on Llama-3-8B (tools/quantize/quantize.cpp, ``QUANT_OPTIONS``: Q8_0 +0.0026, Q6_K
   +0.0217, Q5_K_M +0.0569, Q4_K_M +0.1754, Q3_K_M +0.6569, Q2_K +3.5199). Formats llama.cpp does
   not list are given the Δppl of the GGUF type of the same width (an llmplan assumption: fp8/int8
-  as Q8_0, 4-bit AWQ/GPTQ/NF4/MLX as Q4_K_M, 3-bit GPTQ as Q3_K_M);
+  as Q8_0, 4-bit AWQ/GPTQ/NF4/MLX as Q4_K_M, 3-bit GPTQ as Q3_K_M). A model released with MXFP4 experts
+  (gpt-oss) loses nothing in them: its GGUFs are charged for the rest only (``mxfp4_moe``: Q8_0), and no
+  other GGUF preset is offered for it, since every published quant of gpt-oss keeps the experts MXFP4 and
+  differs by under 2 GB (bartowski's gpt-oss-20b model card, llama.cpp b6096) where llmplan's presets would
+  requantise them;
 - KV cache in 8 bits: 0.05 (q8_0) or 0.1 (fp8); 4 bits: 0.5 (assumptions: no common benchmark);
 - context: ``2 × (1 - kept fraction)`` (halving the context costs 1.0);
 - batch / concurrency: ``1 - kept fraction``;
@@ -42,7 +46,10 @@ QUALITY_LOSS = {
     "fp8": 0.0026, "fp8-channel": 0.0026, "int8": 0.0026, "w8a8": 0.0026, "gptq-8bit": 0.0026,
     "mlx-8bit": 0.0026, "awq-4bit": 0.1754, "gptq-4bit": 0.1754, "nf4": 0.1754, "mlx-4bit": 0.1754,
     "gptq-3bit": 0.6569, "gptq-2bit": 3.5199,
+    # the released MXFP4 experts as they are; the rest as its own type
+    "mxfp4": 0.0, "mxfp4_bf16": 0.0, "mxfp4_moe": 0.0026,
 }
+MXFP4_RELEASED = ("mxfp4", "mxfp4_bf16", "mxfp4_moe")  # formats that keep gpt-oss's MXFP4 experts
 CONTEXT_FLOOR = 256
 SEQ_FLOOR = 512
 HALVINGS = 6
@@ -79,13 +86,17 @@ def _weight_steps(doc: PlanDocument, gguf_engine: bool, cpu_only: bool) -> list[
     now = QUALITY_LOSS.get(fmt, 0.0)
     engine = (doc.inference.engine or "").lower()
     ladder = GGUF_LADDER if gguf_engine else MLX_LADDER if engine == "mlx" else GPU_LADDER
+    gguf_ladder = ("bf16", *GGUF_LADDER)
+    if fmt in MXFP4_RELEASED:  # no smaller file exists than the MXFP4 GGUF with Q8_0 attention
+        ladder = ("mxfp4_moe",) if gguf_engine else ()
+        gguf_ladder = ("mxfp4_moe",)
     steps = [Step("weights", (f"inference.weight_format={f}",), f"Use {format_label(f)} weights instead of {format_label(fmt)}",
                   weight_distance(f)) for f in ladder if QUALITY_LOSS[f] > now]
     if not gguf_engine:
         # llama.cpp runs GGUF files on any GPU, a Mac or the CPU alone, splits layers over several GPUs
         # and, on one, can leave layers in host RAM
         gpus = doc.hardware.gpus_per_node
-        for f in ("bf16", *GGUF_LADDER):
+        for f in gguf_ladder:
             if QUALITY_LOSS[f] < now:
                 continue
             steps.append(Step("engine", ("inference.engine=llama.cpp", f"inference.weight_format={f}",

@@ -49,7 +49,7 @@ LLAMA_FTYPES = {
     12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
     19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
     26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
-    36: "TQ1_0", 37: "TQ2_0",
+    36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
 }
 LLAMA_FTYPE_GUESSED = 1024
 # value type -> struct format for scalars
@@ -193,7 +193,7 @@ def read_gguf_header_from(f: BinaryIO, p: Path) -> GgufHeader:
 
 # GGUF architecture -> Hugging Face model_type whose config keys we can fill in
 _ARCH_TO_MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe": "qwen3_moe",
-                       "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi3"}
+                       "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi3", "gpt-oss": "gpt_oss"}
 
 
 def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
@@ -254,18 +254,24 @@ def config_from_gguf(h: GgufHeader) -> dict[str, Any]:
 def weight_format_of(h: GgufHeader) -> str | None:
     """The file's weight format as ``inference.weight_format`` spells it (``q4_k_m``): the preset in
     ``general.file_type`` when llmplan knows it, else the ggml type holding most of the blocks' 2-D
-    weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format."""
+    weights (``q4_k``), else None. A Q4_K_M file is not bf16: its bytes are priced by its own format. A file with
+    MXFP4 experts (gpt-oss) is ``mxfp4_bf16`` when its other block weights are mostly 16-bit (the converter's
+    output, Ollama's blobs, whose file type 4 llama.h no longer names), else ``mxfp4_moe`` (llama-quantize's
+    MXFP4_MOE; other mixes, such as a Q4_K_M of gpt-oss with its experts kept MXFP4, are nearest to it)."""
     from llmplan.core.quant_ggml import parse_gguf_name
 
+    by_type: dict[str, int] = {}
+    for t in h.tensors:
+        if t.name.startswith("blk.") and len(t.shape) >= 2:
+            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.numel
+    if "MXFP4" in by_type:  # gpt-oss: MXFP4 experts, the rest Q8_0 (llama-quantize, ggml-org) or 16-bit (the
+        rest = {k: n for k, n in by_type.items() if k not in ("MXFP4", "F32")}  # converter, Ollama: file type 4)
+        return "mxfp4_bf16" if rest and max(rest, key=rest.__getitem__) in ("BF16", "F16") else "mxfp4_moe"
     ftype = h.metadata.get("general.file_type")
     if isinstance(ftype, int) and not isinstance(ftype, bool):
         name = LLAMA_FTYPES.get(ftype & ~LLAMA_FTYPE_GUESSED)
         if name and parse_gguf_name(name):
             return name.lower()
-    by_type: dict[str, int] = {}
-    for t in h.tensors:
-        if t.name.startswith("blk.") and len(t.shape) >= 2:
-            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.numel
     if by_type:
         name = max(by_type, key=by_type.__getitem__)
         if parse_gguf_name(name):

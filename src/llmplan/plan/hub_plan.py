@@ -57,12 +57,13 @@ def spec_from_hub(model: HubModel) -> ModelSpec:
 def gguf_weight_format(choice: GgufChoice, spec: ModelSpec) -> str:
     """The ``weight_format`` of a GGUF file: its quant when llmplan knows it, else the known preset whose
     computed size for this model is nearest the file's (imatrix "UD-Q4_K_XL" mixes and the like)."""
-    from llmplan.core.quant import known_formats, quantized_weights
+    from llmplan.core.quant import RELEASED_AS_GGUF, known_formats, quantized_weights
     from llmplan.core.quant_ggml import GGUF_PRESETS
 
     quant = (choice.quant or "").upper().removeprefix("UD-")
-    if quant.lower() in known_formats():
-        return quant.lower()
+    name = RELEASED_AS_GGUF.get(quant.lower(), quant.lower())  # a GGUF "MXFP4" is ggml's MXFP4 MoE mix
+    if name in known_formats():
+        return name
     base = re.match(r"I?Q\d(?:_K)?", quant)  # "Q3_K_XL" -> the Q3_K presets; "IQ2_XXS_R4" -> IQ2...
     presets = [p.lower() for p in GGUF_PRESETS if base and p.startswith(base.group())] or \
         [p.lower() for p in GGUF_PRESETS]

@@ -13,7 +13,9 @@ states always wins.
 
 ``RELEASED_FILES`` lists, per released format, the weight formats that carry those weights as released, tried
 in order until the engine loads one: the checkpoint's own format first, then another file type's encoding of
-the same weights (a GGUF conversion that keeps MXFP4 experts, once llmplan sizes it, is one more entry).
+the same weights. An engine that loads GGUF files only (llama.cpp, Ollama) then gets the GGUF made from the
+release where there is one (``core.quant.released_as_gguf``: gpt-oss as ``mxfp4_moe``, ggml-org's 11.27 GiB
+files; on Ollama ``mxfp4_bf16``, its library's 12.8 GiB).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ RELEASED_FILES: dict[str, tuple[str, ...]] = {"mxfp4": ("mxfp4",), "fp8": ("fp8"
 FOLLOWED_FIELDS = ("model", "workload", "inference.engine")
 
 
-def release_of(doc: PlanDocument) -> str | None:
+def release_of(doc: PlanDocument, engine_id: str | None = None) -> str | None:
     """The format of the model's release that the plan's engine loads, for an inference plan whose model's
     config.json declares one (``quantization_config``); None otherwise. Whether the plan states a format of
-    its own is not asked here (``released_format`` asks)."""
+    its own is not asked here (``released_format`` asks). ``engine_id``: the engine the command will run where
+    the plan names none (the CLI's several different cards: llama.cpp's layer split)."""
     from llmplan.catalog.engines import engine_profile
     from llmplan.catalog.models import load_model_catalog
     from llmplan.core.engine_profile import check_weight_format
+    from llmplan.core.quant import released_as_gguf
     from llmplan.errors import LlmplanError
     from llmplan.plan.hub_plan import safetensors_weight_format
 
@@ -51,18 +55,19 @@ def release_of(doc: PlanDocument) -> str | None:
     if released is None:
         return None
     try:
-        engine = engine_profile(doc.inference.engine)
+        engine = engine_profile(engine_id or doc.inference.engine)
     except LlmplanError:
         return None
-    return next((f for f in RELEASED_FILES.get(released, (released,)) if check_weight_format(engine, f) is None),
-                None)
+    files = (*RELEASED_FILES.get(released, (released,)), released_as_gguf(released, engine.id))
+    return next((f for f in files if f is not None and check_weight_format(engine, f) is None), None)
 
 
-def released_format(doc: PlanDocument) -> str | None:
-    """``release_of(doc)`` where the plan leaves ``inference.weight_format`` open; None where it states one."""
+def released_format(doc: PlanDocument, engine_id: str | None = None) -> str | None:
+    """``release_of(doc, engine_id)`` where the plan leaves ``inference.weight_format`` open; None where it
+    states one."""
     if "weight_format" in doc.inference.model_fields_set:
         return None
-    return release_of(doc)
+    return release_of(doc, engine_id)
 
 
 def released_words(fmt: str, another: str) -> str:
@@ -71,11 +76,12 @@ def released_words(fmt: str, another: str) -> str:
     return f"weights as released: {fmt} (the model's config.json quantization_config; {another})"
 
 
-def as_released(doc: PlanDocument) -> tuple[PlanDocument, str | None]:
-    """``doc`` with its weight format set to the release's where the rule applies, and that format (or None)."""
+def as_released(doc: PlanDocument, engine_id: str | None = None) -> tuple[PlanDocument, str | None]:
+    """``doc`` with its weight format set to the release's where the rule applies, and that format (or None);
+    ``engine_id`` as for ``release_of``."""
     from llmplan.plan.overrides import apply_overrides
 
-    fmt = released_format(doc)
+    fmt = released_format(doc, engine_id)
     if fmt is None:
         return doc, None
     return apply_overrides(doc, [f"inference.weight_format={fmt}"]), fmt

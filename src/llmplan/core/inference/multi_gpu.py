@@ -15,6 +15,10 @@ every layer on two or more CUDA GPUs, 2024 builds replay no CUDA graph and pay `
 ``floor_without_graphs``), plus the host layers at the host's memory bandwidth; the copy of the hidden state
 from one device to the next (a few KB) is not counted; prefill is likewise the sum of each device's
 matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal cards) is not modelled.
+
+A mixture of experts is priced as on one GPU (``latency.decode_step``): a decode step reads only the experts its
+tokens route to, E·(1-(1-k/E)^B) of E per layer in expectation, and a prompt token multiplies k of E experts
+(gpt-oss-120b: 4 of 128), wherever the layer lives, on a card or in host RAM; every expert is held.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from llmplan.core.inference.backend import (
     runtime_context_bytes,
     stream_efficiency,
 )
-from llmplan.core.inference.latency import dequant_s, score_traffic_s
+from llmplan.core.inference.latency import dequant_s, score_traffic_s, touched_expert_fraction
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -41,7 +45,7 @@ from llmplan.core.inference.memory import (
 )
 from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import batch_kv_bytes, kv_layout
-from llmplan.core.quant import quantized_weights
+from llmplan.core.quant import QuantizedWeights, quantized_weights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
 
@@ -131,6 +135,8 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     L = spec.num_layers
     q = quantized_weights(spec, inf.weight_format)
     per_layer, first, last = _weights_split(q, 1, 1, L, host_embedding=True)
+    read_share = _moe_read_share(scenario, q, inf.batch)
+    layer_flop_params, head_params = _flop_params(scenario, q)
     embed = q.bytes_where(lambda g: g.name == "embed_tokens")
     kv = kv_layout(spec, inf.kv_dtype)
     context = inf.prompt_tokens + inf.output_tokens
@@ -168,16 +174,18 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     no_graphs = floor_without_graphs(engine, [backend_of(g, inf.backend) for g in gpus], n == L)
     cards = []
     for g, (c, has_out, w, k, r) in zip(gpus, shares(n), strict=True):
-        head = last if has_out else 0.0
         floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(g.vendor == "apple")
-        cards.append(_card(scenario, engine, g, c, has_out, w, k, r, (w - head) * tokens + head * inf.batch, floor))
+        layers_w = per_layer * c
+        read = w - layers_w * (1 - read_share)  # the experts a decode step does not route to stay unread
+        flop_params = layer_flop_params * c * tokens + (head_params * inf.batch if has_out else 0.0)
+        cards.append(_card(scenario, engine, g, c, has_out, w, k, r, flop_params, floor, read))
     host_layers = L - n
     host_bytes = per_layer * host_layers + embed + (0.0 if n == L else last) + kv_layer * host_layers
     host_bw = inf.host_memory_bandwidth or engine.host_memory_bandwidth
     if host_layers and not host_bw:
         raise InputError(f"{host_layers} layers stay in host RAM but no host memory bandwidth is known; set "
                          "inference.host_memory_bandwidth (bytes/s)")
-    host_read = per_layer * host_layers + (0.0 if n == L else last) + kv_layer * host_layers
+    host_read = per_layer * host_layers * read_share + (0.0 if n == L else last) + kv_layer * host_layers
     tpot = sum(c.decode_s for c in cards) + (host_read / host_bw if host_layers else 0.0) + engine.step_overhead_s
     pcie = min((g.pcie_bandwidth for g in gpus if g.pcie_bandwidth), default=0.0) or host_bw
     passes = max(1, -(-tokens // chunk))
@@ -202,13 +210,36 @@ def floor_without_graphs(engine: EngineProfile, backends: Sequence[str], all_off
     return None
 
 
+def _moe_read_share(scenario: Scenario, q: QuantizedWeights, batch: int) -> float:
+    """Share of the decoder layers' bytes a decode step of ``batch`` tokens reads: 1 for a dense model; for a
+    mixture of experts the routed experts count at the expected share the batch touches
+    (``latency.touched_expert_fraction``)."""
+    layer = q.bytes_where(lambda g: g.place == "layer")
+    experts = q.bytes_where(lambda g: g.place == "layer" and g.category == "expert")
+    if not scenario.model.moe or layer <= 0:
+        return 1.0
+    return 1 - experts / layer * (1 - touched_expert_fraction(scenario.model, batch))
+
+
+def _flop_params(scenario: Scenario, q: QuantizedWeights) -> tuple[float, float]:
+    """(weights one prompt token multiplies per decoder layer, the output head's weights): a routed expert's
+    weights count k/E, as each token goes to k of E experts."""
+    spec = scenario.model
+    active = spec.moe.experts_per_token / spec.moe.num_experts if spec.moe else 1.0
+    layer = sum(gb.group.params * (active if gb.group.category == "expert" else 1.0)
+                for gb in q.groups if gb.group.place == "layer")
+    head = sum(gb.group.params for gb in q.groups if gb.group.place == "last")
+    return layer / spec.num_layers, float(head)
+
+
 def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, has_output: bool, weights: float,
-          kv: float, runtime: float, weight_bytes_x_tokens: float, floor: float) -> CardShare:
-    """One device's memory and time; ``weight_bytes_x_tokens``: Σ weight bytes × the tokens they multiply;
-    ``floor``: seconds per layer per decode step whatever its bytes."""
+          kv: float, runtime: float, weight_params_x_tokens: float, floor: float, read: float) -> CardShare:
+    """One device's memory and time; ``weight_params_x_tokens``: Σ weights × the tokens they multiply;
+    ``floor``: seconds per layer per decode step whatever its bytes; ``read``: the weight bytes a decode step
+    reads (all of ``weights`` but the experts no token routes to)."""
     eff = decode_stream_efficiency(engine, g, backend_of(g, scenario.inference.backend)) \
         or scenario.efficiency.memory_bandwidth
-    decode = (weights + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
+    decode = (read + kv) / (g.memory_bandwidth * eff) + floor * layers if layers else 0.0
     q = quantized_weights(scenario.model, scenario.inference.weight_format)
     fmt = q.format
     inf = scenario.inference
@@ -219,8 +250,7 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
     rate = rate or g.peak_flops.for_dtype(fmt.compute_dtype) * scenario.efficiency.matmul
     if rate <= 0:
         raise InputError(f"{g.name} has no peak FLOP/s for this weight format; set its peak_flops")
-    # 2 FLOP per weight per token; bytes become weights at the format's mean bits per weight
-    prefill = 2 * weight_bytes_x_tokens * 8 / q.bits_per_weight / rate if layers else 0.0
+    prefill = 2 * weight_params_x_tokens / rate if layers else 0.0  # 2 FLOP per weight per token
     stream = stream_efficiency(engine, g) or scenario.efficiency.memory_bandwidth  # the prompt's kernels, not batch 1's
     prefill += score_traffic_s(scenario, g, engine, layers, g.memory_bandwidth * stream, inf.batch,
                                inf.prompt_tokens, chunk)

@@ -156,7 +156,10 @@ def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> st
     if formats:
         return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
                 f"add GPUs, or use a shorter context{kv}")
-    return (f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout{least}: add GPUs, "
+    gpu = scenario.cluster.gpu
+    wired = ", raise the GPU's share of unified memory (sudo sysctl iogpu.wired_limit_mb)" \
+        if gpu.vendor == "apple" and gpu.gpu_memory_fraction < 1 else ""  # macOS wires 2/3 or 3/4 by default
+    return (f"the weights ({fmt}) and KV cache do not fit on these GPUs in any layout{least}: add GPUs{wired}, "
             f"quantise, or use a shorter context{kv}")
 
 
