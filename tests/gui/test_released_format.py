@@ -87,10 +87,10 @@ def test_workload_and_engine_changes_follow_the_release(window, capsys):
     assert window.state.doc.workload == "finetune" and "weight_format" not in window.state.doc.inference.model_fields_set
     _to_inference(window)
     assert window.state.doc.inference.weight_format == "mxfp4"
-    # llama.cpp loads GGUF files only: no released format there (as the CLI says), the plan's default comes back
+    # llama.cpp loads GGUF files only: the GGUF made from the release (ggml-org's MXFP4 MoE mix), as the CLI says
     assert window.state.edit("inference.engine", "llama.cpp")
     cli = _cli(capsys, GPT_OSS, window.state.doc.hardware.gpu, "--set", "inference.engine=llama.cpp")
-    assert window.state.doc.inference.weight_format == cli["inference"]["weight_format"] == "bf16"
-    assert "released_format" not in cli
+    assert window.state.doc.inference.weight_format == cli["inference"]["weight_format"] == "mxfp4_moe"
+    assert cli["released_format"] == "mxfp4_moe"
     assert window.state.edit("inference.engine", "vllm")
     assert window.state.doc.inference.weight_format == "mxfp4"
