@@ -73,3 +73,20 @@ def test_a_held_loss_the_framework_cannot_run_stays_listed_and_the_banner_says_w
     assert loss.currentText() == "TE fused CE (Megatron) (not run by Hugging Face Trainer + PEFT)"
     loss.setCurrentIndex(loss.findData("auto"))
     assert window.state.evaluate_now().ok
+
+
+def test_the_quantised_base_list_is_the_frameworks(qtbot):
+    """torchtune trains QLoRA on torchao's NF4 only (``quant_bases``); the list offered GPTQ, AWQ, LLM.int8 and
+    MXFP4 under it, each a field error once picked."""
+    from llmplan.gui.state import PlanState
+    from llmplan.gui.workload_tabs import training_form
+
+    state = PlanState()
+    state.edit_many({"workload": "finetune", "training.framework": "torchtune", "training.method": "qlora"}, "pick")
+    state.evaluate_now()
+    w = training_form(state, True)
+    qtbot.addWidget(w)
+    quant = w.findChild(QComboBox, "training.quant_base")
+    assert _entries(quant) == ["nf4"]
+    state.edit("training.framework", "hf-trainer")
+    assert _entries(quant) == ["nf4", "gptq", "awq", "int8", "mxfp4"]

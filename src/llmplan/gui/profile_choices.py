@@ -1,5 +1,5 @@
-"""Pickers that list only what the plan's framework can run: the loss (``FrameworkProfile.losses``) and the
-recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
+"""Pickers that list only what the plan's framework can run: the loss (``FrameworkProfile.losses``), the
+quantised LoRA base (``quant_bases``) and the recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
 only under ``selective_op``), in the framework's own words ("gradient checkpointing" under the Hugging Face
 Trainer, ``recompute_words``).
 
@@ -47,6 +47,17 @@ def loss_options(prof: Any) -> list[Option]:
     own = f"framework's own: {LOSS_TEXT[prof.loss]}" if prof is not None else LOSS_TEXT["auto"]
     return [("auto", own, "The framework's default loss (Liger's fused linear cross-entropy when Liger is on)")] + \
         [(k, LOSS_TEXT[k], "") for k in kinds]
+
+
+QUANT_TEXT = {"nf4": "NF4 (bitsandbytes)", "gptq": "GPTQ 4-bit", "awq": "AWQ 4-bit", "int8": "LLM.int8",
+              "mxfp4": "MXFP4"}
+
+
+def quant_base_options(prof: Any) -> list[Option]:
+    """The quantised bases the profile trains LoRA on (``FrameworkProfile.quant_bases``: torchtune's and unsloth's
+    NF4 only); every base without a profile."""
+    kinds = prof.quant_bases if prof is not None else tuple(QUANT_TEXT)
+    return [(k, QUANT_TEXT[k], "") for k in kinds]
 
 
 def recompute_options(prof: Any) -> list[Option]:
