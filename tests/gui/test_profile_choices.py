@@ -90,3 +90,23 @@ def test_the_quantised_base_list_is_the_frameworks(qtbot):
     assert _entries(quant) == ["nf4"]
     state.edit("training.framework", "hf-trainer")
     assert _entries(quant) == ["nf4", "gptq", "awq", "int8", "mxfp4"]
+
+
+def test_undo_of_an_edit_to_an_unstated_field_unstates_it_and_redo_states_it_again():
+    """Qt-free (``commands``): undo used to write the old value back as a stated one, so an automatic knob stopped
+    being automatic, and a default selective recompute became a stated one the Trainer refuses."""
+    from llmplan.gui.commands import Edit, Unstate, is_stated
+    from llmplan.plan.document import ModelRef, PlanDocument
+
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"), workload="finetune")
+    edit = Edit.of(doc, "training.recompute", "full")
+    done = edit.apply(doc)
+    assert is_stated(done, "training.recompute") and not is_stated(doc, "training.recompute")
+    undo = edit.inverse()
+    assert isinstance(undo, Unstate)
+    back = undo.apply(done)
+    assert not is_stated(back, "training.recompute") and back.training.recompute == "selective"
+    again = undo.inverse().apply(back)
+    assert again.training.recompute == "full" and is_stated(again, "training.recompute")
+    stated = Edit.of(done, "training.recompute", "none")  # a stated field's undo restores the stated value
+    assert isinstance(stated.inverse(), Edit)
