@@ -33,7 +33,6 @@ SIZES = (
 )
 
 
-
 class LayoutEditor(QWidget):
     def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
         super().__init__(parent)

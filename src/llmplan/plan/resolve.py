@@ -240,8 +240,8 @@ def loss_refusal(loss: str, prof: Any) -> str:
 
 def check_switches(doc: PlanDocument, prof: Any) -> None:
     """A switch turned on that the plan's framework profile does not support, gradient clipping turned off under
-    a framework that always clips, or a quantised base it cannot train LoRA on, is a field error naming the
-    profiles that do (``framework_refusal``)."""
+    a framework that always clips, a loss it cannot run, selective recompute stated where it has none, or a
+    quantised base it cannot train LoRA on, is a field error naming the profiles that do (``framework_refusal``)."""
     why = framework_refusal(doc, prof)
     if why:
         raise PlanFileError(why)
