@@ -45,8 +45,13 @@ def test_per_op_selective_entry_sets_the_plan_and_is_priced_between_none_and_ful
 
 
 def test_a_profile_without_it_says_so_in_the_banner(window):
+    """The list offers it only where the framework runs it; a plan that holds it elsewhere (an older plan, or the
+    framework changed after it) keeps it listed, marked, and the banner says why."""
     assert window.state.edit_many({**TITAN_8B, "training.framework": "megatron"}, "Megatron 8B")
-    _pick(window, "selective_op")
+    combo = window.findChild(QComboBox, "training.recompute")
+    assert combo.findData("selective_op") < 0
+    assert window.state.edit("training.recompute", "selective_op")
+    assert combo.currentText() == "per-op selective (not run by Megatron-LM (Megatron-Core))"
     out = window.state.evaluate_now()
     assert not out.ok
     assert "selective_op is torchtitan's operator-level checkpointing" in out.message

@@ -21,6 +21,7 @@ from llmplan.core.strict_fields import StrictFields
 KernelStyle = Literal["fused", "eager", "triton"]
 LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce",
                    "te_ce"]
+LOSS_KINDS: tuple[str, ...] = LossKind.__args__  # type: ignore[attr-defined]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
 # profile's default). What each changes, with its source: ``core.training.switches``.
@@ -153,6 +154,23 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "transformer-engine: Transformer Engine's delayed scaling, casts fused with the norms and "
         "cast_transpose; torchao-tensorwise: torchao's Float8Linear with dynamic tensorwise scaling (torchtitan), "
         "an amax pass and a cast per operand and transposed fp8 copies for the backward"
+    )
+    losses: tuple[LossKind, ...] = Field(
+        LOSS_KINDS, description="the training.loss kinds the framework's code can run (its default ``loss`` among "
+        "them; ``fused_linear`` wherever it offers Liger); a plan that names another is a field error naming the "
+        "profiles that run it (plan.resolve.framework_refusal). Every kind where a profile does not say"
+    )
+    selective_recompute: bool = Field(
+        True, description="the framework has selective recompute of the attention core (Korthikanti et al. 2022: "
+        "Megatron's --recompute-granularity selective); False: it checkpoints whole blocks or nothing (the Hugging "
+        "Face Trainer's gradient_checkpointing, torchtune's and torchtitan's activation checkpointing), so a plan "
+        "left on the default \"selective\" runs as none there (with flash attention the two are the same step) and "
+        "one that states it is a field error"
+    )
+    recompute_words: str = Field(
+        "", description="what the framework calls checkpointing every block (training.recompute = full), in its "
+        "own words, for the app's recompute list (\"gradient checkpointing\": the Hugging Face Trainer); empty: "
+        "\"full recompute\""
     )
     selective_op: bool = Field(
         False, description="runs operator-level selective activation checkpointing (training.recompute = "
@@ -292,6 +310,10 @@ class FrameworkProfile(StrictFields, FrozenModel):
         extra = [s for s in self.on_by_default if s not in self.switches]
         if extra:
             raise ValueError(f"on_by_default names switches the profile does not list in switches: {', '.join(extra)}")
+        if self.loss not in self.losses:
+            raise ValueError(f"losses must include the profile's own loss {self.loss!r}")
+        if "liger" in self.switches and "fused_linear" not in self.losses:
+            raise ValueError("losses must include fused_linear where the profile offers liger (its loss)")
         return self
 
 

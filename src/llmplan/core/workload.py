@@ -267,7 +267,11 @@ def _accumulates(tr: TrainingSettings) -> bool:
 def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> TrainingSettings:
     """``tr`` with "auto"/None resolved under ``prof``: the regime, every switch (on when the profile turns
     it on by default) and the loss (Liger's fused linear cross-entropy when Liger is on). A switch turned on
-    that the profile does not support, or a quantised base it cannot load, is refused."""
+    that the profile does not support, a loss its code cannot run, or a quantised base it cannot load, is
+    refused. Selective recompute under a framework that has none (``FrameworkProfile.selective_recompute``:
+    the Hugging Face Trainer checkpoints whole blocks or nothing) is read as none, what that framework runs when
+    it checkpoints nothing; with flash attention the engine priced the two alike. A plan that states it is
+    refused by the plan layer (``plan.resolve.framework_refusal``), which knows what a plan states."""
     upd: dict = {}
     if tr.regime == "auto":
         upd["regime"] = (prof.full_regime or prof.regime) if tr.method == "full" else prof.regime
@@ -297,6 +301,12 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
     if tr.loss == "auto":
         liger = upd.get("liger", tr.liger)
         upd["loss"] = "fused_linear" if liger else prof.loss
+    elif tr.loss not in prof.losses:
+        raise ValueError(f"training.loss: the {prof.id} profile does not run {tr.loss}; it runs "
+                         f"{', '.join(prof.losses)}")
+    if (tr.recompute == "selective" and not prof.selective_recompute
+            and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
+        upd["recompute"] = "none"  # what the framework runs when it checkpoints nothing (module doc of the field)
     return tr.model_copy(update=upd) if upd else tr
 
 

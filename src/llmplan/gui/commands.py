@@ -32,8 +32,17 @@ def get_path(doc: PlanDocument, path: str) -> Any:
     return node
 
 
-def set_path(doc: PlanDocument, path: str, value: Any) -> PlanDocument:
-    """A new document with ``path`` set to ``value``, fully re-validated.
+def is_stated(doc: PlanDocument, path: str) -> bool:
+    """Whether the plan states the field at ``path`` (set in the file, with ``--set`` or by an edit) rather than
+    leaving it on its default, which the default policy may move (``core.search.policy``)."""
+    parent, _, name = path.rpartition(".")
+    node: Any = get_path(doc, parent) if parent else doc
+    return name in getattr(node, "model_fields_set", {name})
+
+
+def set_path(doc: PlanDocument, path: str, value: Any, stated: bool = True) -> PlanDocument:
+    """A new document with ``path`` set to ``value``, fully re-validated; ``stated`` False: the field left unstated
+    again, at its default (undoing an edit of a field the plan did not state).
 
     Re-validating the whole document (not ``model_copy(update=...)``, which skips
     validation) means an out-of-range knob is refused here with pydantic's message,
@@ -46,6 +55,9 @@ def set_path(doc: PlanDocument, path: str, value: Any) -> PlanDocument:
         if not isinstance(node.get(part), dict):
             node[part] = {} if node.get(part) is None else node[part]
         node = node[part]
+    if not stated:
+        node.pop(parts[-1], None)
+        return PlanDocument.model_validate(data)
     node[parts[-1]] = value.model_dump() if hasattr(value, "model_dump") else value
     try:
         return PlanDocument.model_validate(data)
@@ -63,27 +75,55 @@ class Edit:
     old: Any
     new: Any
     text: str = ""
+    old_stated: bool = True  # False: the plan left the field unstated before the edit, and undo leaves it so
 
     def apply(self, doc: PlanDocument) -> PlanDocument:
         return set_path(doc, self.path, self.new)
 
-    def inverse(self) -> Edit:
+    def inverse(self) -> Edit | Unstate:
+        if not self.old_stated:
+            return Unstate(self.path, self.new, self.old, self.text)
         return Edit(self.path, self.new, self.old, self.text)
 
     @classmethod
     def of(cls, doc: PlanDocument, path: str, new: Any, text: str = "") -> Edit:
-        return cls(path, get_path(doc, path), new, text or f"Set {path}")
+        return cls(path, get_path(doc, path), new, text or f"Set {path}", is_stated(doc, path))
 
-    def merged(self, later: Edit | Replace) -> Edit | None:
+    def merged(self, later: Edit | Replace | Unstate) -> Edit | None:
         """This edit followed by ``later`` as one edit (the first old value, the last new one), or None
         when they cannot be one step (another field, or a whole-document change)."""
         if not isinstance(later, Edit) or later.path != self.path:
             return None
-        return Edit(self.path, self.old, later.new, self.text)
+        return Edit(self.path, self.old, later.new, self.text, self.old_stated)
 
     @property
     def is_noop(self) -> bool:
         return self.old == self.new
+
+
+@dataclass(frozen=True, slots=True)
+class Unstate:
+    """Undo of an edit of a field the plan did not state: the field unstated again (its default, ``old``), so the
+    default policy may move it as before the edit, and a default that a framework reads in its own way (selective
+    recompute under the Hugging Face Trainer runs as none) is read so again. Its inverse is the edit."""
+
+    path: str
+    old: Any
+    new: Any
+    text: str = ""
+
+    def apply(self, doc: PlanDocument) -> PlanDocument:
+        return set_path(doc, self.path, self.new, stated=False)
+
+    def inverse(self) -> Edit:
+        return Edit(self.path, self.new, self.old, self.text, False)
+
+    def merged(self, later: Edit | Replace | Unstate) -> None:
+        return None
+
+    @property
+    def is_noop(self) -> bool:
+        return False
 
 
 @dataclass(frozen=True, slots=True)

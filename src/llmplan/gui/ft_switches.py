@@ -23,8 +23,6 @@ from llmplan.gui.bind import bound_combo, bound_spin, compact
 from llmplan.gui.state import PlanState
 
 LIMITS_DELAY_MS = 250  # the searches take tens of ms: run them once the user pauses
-QUANT_BASES = [("nf4", "NF4 (bitsandbytes)"), ("gptq", "GPTQ 4-bit"), ("awq", "AWQ 4-bit"),
-               ("int8", "LLM.int8"), ("mxfp4", "MXFP4")]
 _VALUES = (None, True, False)
 
 
@@ -125,10 +123,14 @@ class SwitchesGroup(QGroupBox):
             form.addRow(SWITCHES[name].label, row)
         self.grad_clip = SwitchRow(state, "grad_clip", ("auto", "on", "off"), "Gradient clipping", GRAD_CLIP_TIP)
         form.addRow("Gradient clipping", self.grad_clip)
-        self.quant = bound_combo(state, "training.quant_base", "Quantised base",
-                                 "QLoRA: the format of the frozen base — NF4 (bitsandbytes), GPTQ or AWQ 4-bit "
-                                 "(group 128), LLM.int8, or MXFP4; sets its bits per weight and the dequantisation "
-                                 "traffic", QUANT_BASES, chars=14)
+        from llmplan.gui.profile_choices import ProfileChoices, quant_base_options
+
+        self.quant = ProfileChoices(state, "training.quant_base", "Quantised base",
+                                    "QLoRA: the format of the frozen base — NF4 (bitsandbytes), GPTQ or AWQ 4-bit "
+                                    "(group 128), LLM.int8, or MXFP4; sets its bits per weight and the "
+                                    "dequantisation traffic. Only the bases the plan's framework trains LoRA on are "
+                                    "listed", quant_base_options, lambda doc, _prof: doc.training.quant_base,
+                                    chars=14)
         form.addRow("Quantised base", self.quant)
         form.addRow("Batches", bound_combo(state, "training.batching", "Batches",
                     "packed: sequences concatenated to the sequence length, every token real; padded: each batch "

@@ -19,6 +19,7 @@ from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
+from llmplan.gui.profile_choices import ProfileChoices, recompute_options, recompute_shown
 from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
@@ -30,18 +31,6 @@ SIZES = (
     ("cp", "CP", "Context parallel: the sequence split over this many GPUs for attention"),
     ("ep", "EP", "Expert parallel: MoE experts spread over this many GPUs (within data parallel)"),
 )
-
-RECOMPUTE_TIPS = {
-    "none": "Keep every activation the backward needs: fastest, most memory",
-    "selective": "Korthikanti et al. 2022: recompute only the attention scores (nothing to recompute with "
-                 "FlashAttention, which never stores them); under Megatron-Core also the modules ticked below "
-                 "(--recompute-modules)",
-    "selective_op": "torchtitan's per-operator checkpointing (FSDP2 profile): keep the attention output and "
-                    "every second matmul's output, recompute the rest in the backward (about a third of each "
-                    "layer's matmuls run twice)",
-    "full": "Keep only each layer's input and run the whole layer's forward again in the backward "
-            "(about a third more compute)",
-}
 
 
 class LayoutEditor(QWidget):
@@ -68,12 +57,12 @@ class LayoutEditor(QWidget):
                        "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
                        [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
                        chars=10)))
-        row1.addWidget(self._training_only(bound_combo(state, "training.recompute", "Recompute",
+        row1.addWidget(self._training_only(ProfileChoices(state, "training.recompute", "Recompute",
                        "Activation recomputation: what the backward pass computes again instead of keeping it "
-                       "from the forward (hover an entry for what each keeps)",
-                       [("none", "no recompute"), ("selective", "selective recompute"),
-                        ("selective_op", "per-op selective"), ("full", "full recompute")], chars=15,
-                       item_tips=RECOMPUTE_TIPS)))
+                       "from the forward (hover an entry for what each keeps). Only what the plan's framework "
+                       "has: selective recompute is Megatron's; the Hugging Face Trainer, torchtune and unsloth "
+                       "checkpoint every block (gradient checkpointing) or none",
+                       recompute_options, recompute_shown, chars=17)))
         row2 = QHBoxLayout()  # two short rows (ZeRO, offload / recompute, SP): fits a 1,024-px window
         row2.addWidget(row1.takeAt(row1.count() - 1).widget())
         row1.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",

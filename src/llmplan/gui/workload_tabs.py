@@ -27,6 +27,7 @@ from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.machine_cards import MachineCards
+from llmplan.gui.profile_choices import ProfileChoices, loss_options
 from llmplan.gui.released_note import add_released_row
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
@@ -222,7 +223,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "16 bits and trained as is — no master copy, 16-bit optimizer states. Auto: the framework's "
              "(torchtune: pure; axolotl: pure for full fine-tunes, AMP for adapters; the others: AMP)",
              [("auto", "framework's own"), ("amp", "AMP (fp32 master weights)"), ("pure", "pure 16-bit")]))
-    f.addRow("Loss", bound_combo(state, "training.loss", "Loss",
+    f.addRow("Loss", ProfileChoices(state, "training.loss", "Loss",
              "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "
              "vocabulary × 12 bytes at its peak), Megatron's fp32 logits, or a fused linear cross-entropy "
              "(Liger, unsloth) that never materialises them, or torchtune's chunked cross-entropy (8 chunks); "
@@ -232,13 +233,9 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              "(Qwen 1.0 under DeepSpeed): 6 bytes per logit; \"fused CE\" is flash-attn's cross-entropy kernel on "
              "the 16-bit logits (llm-foundry's default): 4 bytes per logit; \"TE fused CE\" is Transformer "
              "Engine's cross-entropy kernel, Megatron-Core's fused loss with the te implementation (NeMo's "
-             "performance scripts): the 16-bit logits, the gradient written over them",
-             [("auto", "framework's own"), ("upcast", "fp32 upcast (HF)"),
-              ("upcast_shifted", "fp32 upcast, shifted copy (HF ≤ 4.48)"),
-              ("shifted_16bit", "16-bit, shifted copy (Qwen 1.0, DeepSpeed)"), ("fp32_logits", "fp32 logits"),
-              ("fused_linear", "fused linear CE (Liger)"), ("chunked", "chunked CE (torchtune)"),
-              ("fused_ce", "fused CE, 16-bit logits (flash-attn)"),
-              ("te_ce", "TE fused CE (Megatron)")]))
+             "performance scripts): the 16-bit logits, the gradient written over them. Only the losses the plan's "
+             "framework runs are listed",
+             loss_options, lambda doc, _prof: doc.training.loss, chars=14))
     f.addRow("Precision", bound_combo(state, "training.precision", "Precision",
              "Compute precision of the forward and backward pass (mixed precision keeps fp32 master weights)",
              _opts(["bf16", "fp16", "fp8", "fp32"])))

@@ -15,7 +15,12 @@ from pydantic import ValidationError
 
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
-from llmplan.core.workload import STACKED_DROPOUT_REFUSAL, Scenario, wraps_stacked_experts
+from llmplan.core.workload import (
+    DEFAULT_RECOMPUTE_MODULES,
+    STACKED_DROPOUT_REFUSAL,
+    Scenario,
+    wraps_stacked_experts,
+)
 from llmplan.errors import CatalogError, ConfigError, PlanFileError
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.validation import describe_validation_error
@@ -194,7 +199,9 @@ def resolve_within_node(doc: PlanDocument) -> Scenario | None:
 def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str:
     """Why ``doc`` cannot run under the framework profile ``prof``, as a field error ("" when it can): a switch
     turned on that the profile does not support, gradient clipping turned off under a framework that always
-    clips, a quantised base it cannot train LoRA on; with ``layout``, a parallel dimension it lacks."""
+    clips, a loss its code cannot run, selective recompute stated where the framework has none (left on the
+    default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
+    with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
     from llmplan.core.framework_profile import SWITCH_NAMES
 
@@ -209,6 +216,14 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
         return (f"training.grad_clip: the {prof.id} profile clips at every step ({prof.grad_clip_setting}) "
                 f"and cannot turn it off; profiles that can: {', '.join(others) or 'none'} "
                 "(training.framework), or set grad_clip to auto or on")
+    if tr.loss != "auto" and tr.loss not in prof.losses:
+        return loss_refusal(tr.loss, prof)
+    if (tr.recompute == "selective" and "recompute" in tr.model_fields_set and not prof.selective_recompute
+            and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
+        others = profiles_supporting("recompute:selective")
+        return (f"training.recompute: the {prof.id} profile has no selective recompute ({prof.name} checkpoints "
+                f"whole blocks or nothing); set recompute to none or full ({prof.recompute_words or 'full recompute'}"
+                f"), or pick a profile that has it: {', '.join(others) or 'none'} (training.framework)")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         others = profiles_supporting(f"quant_base:{tr.quant_base}")
         return (f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
@@ -220,10 +235,22 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
     return ""
 
 
+def loss_refusal(loss: str, prof: Any) -> str:
+    """The field error for a ``training.loss`` the profile's code cannot run: the profiles that run it, and the
+    losses this one runs, its own default first (what to choose instead)."""
+    from llmplan.catalog.frameworks import profiles_supporting
+
+    others = profiles_supporting(f"loss:{loss}")
+    runs = [prof.loss] + [k for k in prof.losses if k != prof.loss]
+    return (f"training.loss: the {prof.id} profile does not run {loss}; profiles that do: "
+            f"{', '.join(others) or 'none'} (training.framework); under {prof.id} choose auto ({prof.loss}, its "
+            f"own) or one of {', '.join(runs)}")
+
+
 def check_switches(doc: PlanDocument, prof: Any) -> None:
     """A switch turned on that the plan's framework profile does not support, gradient clipping turned off under
-    a framework that always clips, or a quantised base it cannot train LoRA on, is a field error naming the
-    profiles that do (``framework_refusal``)."""
+    a framework that always clips, a loss it cannot run, selective recompute stated where it has none, or a
+    quantised base it cannot train LoRA on, is a field error naming the profiles that do (``framework_refusal``)."""
     why = framework_refusal(doc, prof)
     if why:
         raise PlanFileError(why)

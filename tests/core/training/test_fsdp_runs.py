@@ -176,7 +176,8 @@ def _opt_175b() -> Estimate:
                   dropout=0.1, precision="fp16", regime="pure")
     a100 = load_hardware_catalog().efficiency_for("nvidia-a100-sxm4-80gb")
     return estimate(Scenario.model_validate(sc.model_copy(update={
-        "efficiency": a100, "framework_profile": framework_profile("fsdp2").model_copy(update={"kernels": "fused"})
+        "efficiency": a100, "framework_profile": framework_profile("fsdp2").model_copy(update={
+            "kernels": "fused", "losses": ("upcast", "fp32_logits")})  # metaseq: Megatron's vocab-parallel loss
     }).model_dump()))
 
 
@@ -359,11 +360,13 @@ def test_the_upcast_loss_holds_12_bytes_per_logit_at_its_backward():
 
     def run(loss: str) -> Estimate:
         tr = TrainingSettings(framework="fsdp2", seq_len=8192, micro_batch=2, global_batch=16, recompute="none",
-                              zero_stage=3, loss=loss)
+                              zero_stage=3)
         doc = PlanDocument(model=ModelRef(id=L3_8B), workload="pretrain", training=tr,
                            hardware=HardwareRef(gpu="nvidia-a100-sxm4-80gb", gpus_per_node=8, nodes=1,
                                                 network="ib-hdr-200"), parallelism=ParallelLayout(dp=8))
-        return estimate(evaluate_plan(doc)[0])
+        sc = evaluate_plan(doc)[0]
+        # torchtitan runs only its upcast loss (FrameworkProfile.losses): Megatron's is swapped in on the same step
+        return estimate(sc.model_copy(update={"training": sc.training.model_copy(update={"loss": loss})}))
 
     upcast, fp32 = run("upcast"), run("fp32_logits")
     extra = 8 * 2 * 8192 * 128256

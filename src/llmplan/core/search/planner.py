@@ -299,9 +299,13 @@ def _quick_all(scenario: Scenario, counts: list[int], offload: bool, keep: tuple
     cluster, t = scenario.cluster, scenario.training
     shape = model_shape(scenario.model, t)
     # selective recompute is worth trying where it drops something: the scores without flash attention, or the
-    # plan's Megatron-Core modules (recompute_modules), the one module list the search tries
+    # plan's Megatron-Core modules (recompute_modules), the one module list the search tries; and where the plan
+    # holds it. Never under a framework that has none (FrameworkProfile.selective_recompute)
+    held_selective = "recompute" in keep and t.recompute == "selective"
+    skip_selective = (t.flash_attention and not named(t) and not held_selective) or \
+        not scenario.framework.selective_recompute
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
-                             t.flash_attention and not named(t), scenario.framework.zero2_with_pp)
+                             skip_selective, scenario.framework.zero2_with_pp)
     cols = _held(cols, t, keep)
     cols = _supported(cols, scenario)
     parts: list[QuickResult] = []

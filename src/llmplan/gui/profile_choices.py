@@ -1,0 +1,137 @@
+"""Pickers that list only what the plan's framework can run: the loss (``FrameworkProfile.losses``), the
+quantised LoRA base (``quant_bases``) and the recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
+only under ``selective_op``), in the framework's own words ("gradient checkpointing" under the Hugging Face
+Trainer, ``recompute_words``).
+
+A value the plan holds that the profile cannot run stays listed, marked "not run by …", so the banner's field
+error and the way out are on screen together. A plan that leaves recompute on its default (selective) under a
+framework without selective recompute shows what it runs: none (``core.workload.effective_training``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from llmplan.core.workload import DEFAULT_RECOMPUTE_MODULES
+from llmplan.gui.bind import ElidedCombo, compact, route_undo
+from llmplan.gui.ft_switches import plan_profile
+from llmplan.gui.state import PlanState
+
+Option = tuple[Any, str, str]  # value, text, tooltip
+
+LOSS_TEXT = {"auto": "framework's own", "upcast": "fp32 upcast (HF)",
+             "upcast_shifted": "fp32 upcast, shifted copy (HF ≤ 4.48)",
+             "shifted_16bit": "16-bit, shifted copy (Qwen 1.0, DeepSpeed)", "fp32_logits": "fp32 logits",
+             "fused_linear": "fused linear CE (Liger)", "chunked": "chunked CE (torchtune)",
+             "fused_ce": "fused CE, 16-bit logits (flash-attn)", "te_ce": "TE fused CE (Megatron)"}
+
+RECOMPUTE_TIPS = {
+    "none": "Keep every activation the backward needs: fastest, most memory",
+    "selective": "Korthikanti et al. 2022: recompute only the attention scores (nothing to recompute with "
+                 "FlashAttention, which never stores them); under Megatron-Core also the modules ticked below "
+                 "(--recompute-modules)",
+    "selective_op": "torchtitan's per-operator checkpointing (FSDP2 profile): keep the attention output and "
+                    "every second matmul's output, recompute the rest in the backward (about a third of each "
+                    "layer's matmuls run twice)",
+    "full": "Keep only each layer's input and run the whole layer's forward again in the backward "
+            "(about a third more compute)",
+}
+
+
+def loss_options(prof: Any) -> list[Option]:
+    """``auto`` (naming the profile's own loss) and the losses the profile's code runs; every kind without one."""
+    kinds = prof.losses if prof is not None else tuple(k for k in LOSS_TEXT if k != "auto")
+    own = f"framework's own: {LOSS_TEXT[prof.loss]}" if prof is not None else LOSS_TEXT["auto"]
+    return [("auto", own, "The framework's default loss (Liger's fused linear cross-entropy when Liger is on)")] + \
+        [(k, LOSS_TEXT[k], "") for k in kinds]
+
+
+QUANT_TEXT = {"nf4": "NF4 (bitsandbytes)", "gptq": "GPTQ 4-bit", "awq": "AWQ 4-bit", "int8": "LLM.int8",
+              "mxfp4": "MXFP4"}
+
+
+def quant_base_options(prof: Any) -> list[Option]:
+    """The quantised bases the profile trains LoRA on (``FrameworkProfile.quant_bases``: torchtune's and unsloth's
+    NF4 only); every base without a profile."""
+    kinds = prof.quant_bases if prof is not None else tuple(QUANT_TEXT)
+    return [(k, QUANT_TEXT[k], "") for k in kinds]
+
+
+def recompute_options(prof: Any) -> list[Option]:
+    """none, selective where the framework has it, torchtitan's per-op policy where it runs it, full; under a
+    framework with its own words for checkpointing every block (the Hugging Face Trainer's "gradient
+    checkpointing") those words."""
+    words = prof.recompute_words if prof is not None else ""
+    full_tip = RECOMPUTE_TIPS["full"] + (f"; {prof.name} calls it {words}" if words else "")
+    opts: list[Option] = [("none", f"no {words}" if words else "no recompute", RECOMPUTE_TIPS["none"])]
+    if prof is None or prof.selective_recompute:
+        opts.append(("selective", "selective recompute", RECOMPUTE_TIPS["selective"]))
+    if prof is None or prof.selective_op:
+        opts.append(("selective_op", "per-op selective", RECOMPUTE_TIPS["selective_op"]))
+    opts.append(("full", words or "full recompute", full_tip))
+    return opts
+
+
+def recompute_shown(doc: Any, prof: Any) -> str:
+    """The setting the plan runs: its own, or none where it leaves the default selective under a framework that
+    has no selective recompute (named modules keep their value: the estimate's field error says why)."""
+    tr = doc.training
+    if (tr.recompute == "selective" and prof is not None and not prof.selective_recompute
+            and "recompute" not in tr.model_fields_set and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
+        return "none"
+    return tr.recompute
+
+
+class ProfileChoices(ElidedCombo):
+    """A combo for one plan field whose entries are ``options(profile)``, rebuilt when the plan or its resolved
+    profile changes; the entry shown is ``shown(doc, profile)``."""
+
+    def __init__(self, state: PlanState, path: str, label: str, tip: str,
+                 options: Callable[[Any], list[Option]], shown: Callable[[Any, Any], Any], chars: int = 10) -> None:
+        super().__init__()
+        compact(self, chars)
+        self._state, self._path, self._label = state, path, label
+        self._options, self._shown = options, shown
+        self._listed: list[tuple[Any, str, str]] = []
+        self.setObjectName(path)
+        self.setAccessibleName(label)
+        self.setToolTip(f"{tip}\n(plan field: {path})")
+        self.currentIndexChanged.connect(self._changed)
+        state.doc_changed.connect(self.refresh)
+        state.evaluated.connect(self.refresh)
+        route_undo(self)
+        self.refresh()
+
+    def refresh(self, _x: Any = None) -> None:
+        prof = plan_profile(self._state, fresh=True)
+        doc = self._state.doc
+        opts = list(self._options(prof))
+        value = self._shown(doc, prof)
+        if value not in [v for v, _t, _tip in opts]:
+            name = prof.name if prof is not None else "this framework"
+            text = dict((v, t) for v, t, _ in self._options(None)).get(value, str(value))
+            opts.append((value, f"{text} (not run by {name})", f"{name} cannot run this: pick another"))
+        self.blockSignals(True)
+        try:
+            if opts != self._listed:
+                self.clear()
+                for v, text, item_tip in opts:
+                    self.addItem(text, v)
+                    if item_tip:
+                        self.setItemData(self.count() - 1, item_tip, Qt.ItemDataRole.ToolTipRole)
+                self._listed = opts
+            self.setCurrentIndex(self.findData(value))
+        finally:
+            self.blockSignals(False)
+
+    def _changed(self, i: int) -> None:
+        if i < 0:
+            return
+        value = self.itemData(i)
+        if value == self._shown(self._state.doc, plan_profile(self._state, fresh=True)):
+            return
+        if not self._state.edit(self._path, value, f"Set {self._label}", merge=self._path):
+            self.refresh()
