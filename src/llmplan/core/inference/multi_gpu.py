@@ -132,7 +132,7 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     q = quantized_weights(spec, inf.weight_format)
     per_layer, first, last = _weights_split(q, 1, 1, L, host_embedding=True)
     embed = q.bytes_where(lambda g: g.name == "embed_tokens")
-    kv = kv_layout(spec, inf.kv_dtype)
+    kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     context = inf.prompt_tokens + inf.output_tokens
     kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
