@@ -167,6 +167,10 @@ class EngineProfile(StrictFields, FrozenModel):
         True, description="prompt passes within cuda_graph_max_tokens replay a graph too (vLLM V1's piecewise "
         "graphs); False: only decode steps do (SGLang, TGI), prompts run eagerly",
     )
+    cuda_graph_off_formats: tuple[str, ...] = Field(
+        (), description="weight-format kinds with which the engine captures no CUDA graph at any size (TGI: "
+        "bitsandbytes); every pass runs eagerly",
+    )
     eager_kernel_host_s: float = Field(
         0.0, ge=0, le=1e-3, description="host seconds to launch one kernel from Python when no graph is replayed "
         "(a PyTorch op's dispatch and launch, measured); the GPU idles the measured gap between eager kernels",
@@ -252,7 +256,7 @@ class EngineProfile(StrictFields, FrozenModel):
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
 
-    @field_validator("weight_formats")
+    @field_validator("weight_formats", "cuda_graph_off_formats")
     @classmethod
     def _kinds(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         unknown = [k for k in v if k not in WEIGHT_FORMAT_KINDS]

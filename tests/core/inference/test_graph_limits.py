@@ -97,3 +97,13 @@ def test_sglang_deepseek_beyond_160():
     at161 = _tpot("deepseek-ai/DeepSeek-V3", "nvidia-h200-sxm-141gb", 8, "sglang", "fp8", 161)
     assert other + gemms == 2171
     assert at161 > 1.25 * at160
+
+
+def test_tgi_captures_no_graph_with_bitsandbytes():
+    """TGI v3.3.7 launcher/src/main.rs: "Bitsandbytes doesn't work with cuda graphs, deactivating them"."""
+    tgi = engine_profile("tgi")
+    assert tgi.cuda_graph_off_formats == ("bnb",)
+    assert not replays_graph(tgi, H100, 1, 1, prefill=False, weight_kind="bnb")
+    assert replays_graph(tgi, H100, 1, 1, prefill=False, weight_kind="float")
+    nf4 = _tpot(LLAMA8, "nvidia-h100-sxm-80gb", 1, "tgi", "nf4", 1)
+    assert nf4 >= 497 * 15.5e-6  # host bound at batch 1: every kernel launched from Python

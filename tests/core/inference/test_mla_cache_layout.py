@@ -79,3 +79,13 @@ def test_longest_context_and_decode_bytes_follow_the_layout():
         update={"mla_cache": "latent"})})).inference.tpot_s.inputs["bytes"]
     mean_context = 1024 + 512
     assert step - step_latent == pytest.approx(32 * mean_context * (5_996_544 / 8 - 70_272), rel=1e-9)
+
+
+def test_latent_size_against_a_published_llama_cpp_log():
+    """ik_llama.cpp (a llama.cpp fork whose MLA path caches only the latent + rotary key, as mainline does from PR
+    #19067), DeepSeek-R1 (the V3 architecture), n_ctx 32,768, q8_0 cache, log posted in ikawrakow/ik_llama.cpp PR
+    #259 (ubergarm, 2025-03-16): "KV self size = 1166.62 MiB, c^KV (q8_0): 1166.62 MiB, kv^T: not used".
+    576 x 61 x 32,768 cells x 34 / 32 B (q8_0 blocks) = 1,166.625 MiB; printed to 2 decimals."""
+    mib = kv_layout(DS, "q8_0", "latent").bytes_for_context(32_768) / 2**20
+    assert mib == 1166.625
+    assert f"{mib:.2f}" == "1166.62"

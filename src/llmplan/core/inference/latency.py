@@ -329,7 +329,7 @@ def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, w
     size, else eager; None for profiles without a decode kernel list."""
     layers = plan.layers_per_stage * plan.pp
     fp8 = plan.weights.format.kind == "fp8"
-    graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill)
+    graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
                         _allreduce_one_s(scenario, plan, r, tokens), graphed)
 

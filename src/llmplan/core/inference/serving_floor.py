@@ -87,9 +87,12 @@ def graph_limit(engine: EngineProfile, gpu: GpuSpec, tp: int) -> int | None:
                  if fnmatchcase(gpu.id, pattern) and mib >= least_mib and tp >= least_tp), None)
 
 
-def replays_graph(engine: EngineProfile, gpu: GpuSpec, tp: int, tokens: int, prefill: bool) -> bool:
+def replays_graph(engine: EngineProfile, gpu: GpuSpec, tp: int, tokens: int, prefill: bool,
+                  weight_kind: str = "float") -> bool:
     """Whether a forward pass of ``tokens`` tokens replays a CUDA graph (a prompt pass only where the engine
-    captures prompts: ``cuda_graph_prefill``)."""
+    captures prompts: ``cuda_graph_prefill``; none with a weight-format kind in ``cuda_graph_off_formats``)."""
+    if weight_kind in engine.cuda_graph_off_formats:
+        return False
     if not engine.cuda_graph_max_tokens:
         return True
     if prefill and not engine.cuda_graph_prefill:
