@@ -57,7 +57,8 @@ ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_ker
               "prefill_quant_ops_per_sm_clock", "prefill_score_bytes",  # score bytes: no flash attention in 2024
               "flash_attention", "decode_bandwidth_efficiency_by_gpu",  # the 2024 mat-vec share on HBM cards (issue #6763)
               "decode_layer_s_pipelined",  # no CUDA graphs with a pipelined layer split before PR #13814 (2025)
-              "prefill_quant_mmq_max_tokens"}  # dequantise + cuBLAS above 32 tokens before PR #8075 (2024-06)
+              "prefill_quant_mmq_max_tokens",  # dequantise + cuBLAS above 32 tokens before PR #8075 (2024-06)
+              "mla_cache"}  # the MLA latent cached from PR #12801 (2025-04); per-head K and V before
 
 
 def test_llama_cpp_eras_differ_only_in_cuda_speed():
@@ -78,5 +79,5 @@ def test_ollama_follows_the_default_llama_cpp():
                   "prefill_float_share_by_gpu", "decode_kernels_per_layer", "decode_kernel_s", "prefill_quant_ops_per_sm_clock",
                   "decode_bandwidth_efficiency", "decode_bandwidth_efficiency_by_gpu", "prefill_quant_share",
                   "prefill_float_share", "prefill_score_bytes", "flash_attention", "prefill_metal_share",
-                  "prefill_metal_coissued"):
+                  "prefill_metal_coissued", "mla_cache"):
         assert getattr(ollama, field) == getattr(default, field), field

@@ -9,6 +9,8 @@ preallocation, no paging; its one number is explained in ``cuda_context_bytes``.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, ValidationInfo, field_validator
 
 from llmplan.core.frozen import FrozenModel
@@ -155,6 +157,30 @@ class EngineProfile(StrictFields, FrozenModel):
     decode_quant_kernels_per_gemm: int = Field(
         0, ge=0, le=4, description="extra kernels per GEMM with fp8 weights (the activations' fp8 quantisation)"
     )
+    cuda_graph_max_tokens: tuple[tuple[str, int, int, int], ...] = Field(
+        (), description="(GPU catalog id pattern, least GPU memory in MiB, least TP size, largest forward pass in "
+        "tokens the engine replays as a CUDA graph) read from the engine's launch defaults; the first matching row "
+        "wins; a larger pass runs eagerly, every kernel launched from Python (core/inference/serving_floor.py); "
+        "(): graphs at every size",
+    )
+    cuda_graph_prefill: bool = Field(
+        True, description="prompt passes within cuda_graph_max_tokens replay a graph too (vLLM V1's piecewise "
+        "graphs); False: only decode steps do (SGLang, TGI), prompts run eagerly",
+    )
+    cuda_graph_off_formats: tuple[str, ...] = Field(
+        (), description="weight-format kinds with which the engine captures no CUDA graph at any size (TGI: "
+        "bitsandbytes); every pass runs eagerly",
+    )
+    eager_kernel_host_s: float = Field(
+        0.0, ge=0, le=1e-3, description="host seconds to launch one kernel from Python when no graph is replayed "
+        "(a PyTorch op's dispatch and launch, measured); the GPU idles the measured gap between eager kernels",
+    )
+    mla_cache: Literal["latent", "heads", "heads_padded"] = Field(
+        "latent", description="what the engine caches for multi-latent attention (DeepSeek-V2/V3, Kimi K2): "
+        "'latent' the compressed latent and rotary key, kv_lora_rank + qk_rope_head_dim per token and layer, on "
+        "every TP rank; 'heads' K (qk_nope + qk_rope) and V (v_head_dim) per attention head, split over TP; "
+        "'heads_padded' the same with K and V both padded to the larger head size (core/kvcache.py)",
+    )
     allreduce_small: tuple[tuple[int, float, float], ...] = Field(
         (), description="(TP size, message bytes, seconds) of the engine's own small all-reduce inside an NVLink "
         "node (custom all-reduce), measured; interpolated by log size; (): allreduce_latency_s",
@@ -230,7 +256,7 @@ class EngineProfile(StrictFields, FrozenModel):
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
 
-    @field_validator("weight_formats")
+    @field_validator("weight_formats", "cuda_graph_off_formats")
     @classmethod
     def _kinds(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         unknown = [k for k in v if k not in WEIGHT_FORMAT_KINDS]
@@ -283,6 +309,15 @@ class EngineProfile(StrictFields, FrozenModel):
             if part not in DECODE_PARTS or not 0 <= other <= 200 or not 0 <= gemms <= 50:
                 raise ValueError(f"decode_kernels: each row is [part in {', '.join(DECODE_PARTS)}, kernels 0-200, "
                                  f"GEMMs 0-50]; not [{part!r}, {other}, {gemms}]")
+        return v
+
+    @field_validator("cuda_graph_max_tokens")
+    @classmethod
+    def _graph_rows(cls, v: tuple[tuple[str, int, int, int], ...]) -> tuple[tuple[str, int, int, int], ...]:
+        for pattern, mib, tp, tokens in v:
+            if not pattern or mib < 0 or not 1 <= tp <= 64 or not 0 <= tokens <= 65536:
+                raise ValueError(f"cuda_graph_max_tokens: each row is [GPU id pattern, MiB >= 0, TP 1-64, tokens "
+                                 f"0-65536]; not [{pattern!r}, {mib}, {tp}, {tokens}]")
         return v
 
     @field_validator("allreduce_small")

@@ -4,7 +4,11 @@ Per layer and token an attention layer caches:
 - MHA / GQA / MQA: a key and a value per KV head: ``2 · num_kv_heads · head_dim`` elements
   (Kwon et al., vLLM §2: OPT-13B caches 2 · 5120 · 40 layers · 2 B = 800 KB per token).
 - MLA (DeepSeek-V2 §2.1.4): only the compressed latent and the decoupled rotary key,
-  ``kv_lora_rank + qk_rope_head_dim`` elements, shared by all heads.
+  ``kv_lora_rank + qk_rope_head_dim`` elements, shared by all heads -- when the engine caches the latent
+  (``mla_cache = "latent"``: vLLM, SGLang, MLX-LM, current llama.cpp). An engine that decompresses the latent
+  before caching keeps a key of ``qk_nope + qk_rope`` and a value of ``v_head_dim`` per attention head
+  (``"heads"``: llama.cpp before its MLA path, or with a GGUF converted before it), or both padded to the larger
+  size (``"heads_padded"``: TGI, 192 + 192 for DeepSeek-V3); those caches are split over TP by heads.
 Sliding-window layers keep at most ``sliding_window`` tokens, so their share stops
 growing at the window (Mistral-7B v0.1, Gemma-2's local layers, gpt-oss).
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant_ggml import GGML_TYPES
@@ -43,11 +48,27 @@ def kv_element_bytes(kv_dtype: str) -> float:
     )
 
 
-def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
-    """Elements one token adds to one attention layer's cache (all KV heads)."""
-    if spec.mla:
-        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
-    return 2 * spec.num_kv_heads * spec.head_dim
+MlaCache = Literal["latent", "heads", "heads_padded"]  # core.engine_profile.EngineProfile.mla_cache
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec, mla_cache: MlaCache = "latent") -> int:
+    """Elements one token adds to one attention layer's cache (all KV heads), for an engine that caches
+    multi-latent attention as ``mla_cache`` (module doc)."""
+    a = spec.mla
+    if a is None:
+        return 2 * spec.num_kv_heads * spec.head_dim
+    if mla_cache == "latent":
+        return a.kv_lora_rank + a.qk_rope_head_dim
+    k, v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+    if mla_cache == "heads_padded":
+        k = v = max(k, v)
+    return spec.num_heads * (k + v)
+
+
+def kv_split_by_heads(spec: ModelSpec, mla_cache: MlaCache = "latent") -> bool:
+    """Whether tensor parallelism splits the cache by heads (GQA, or MLA decompressed to heads); the latent is
+    shared by all heads, so every TP rank keeps all of it."""
+    return spec.mla is None or mla_cache != "latent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +79,7 @@ class KvLayout:
     kv_dtype: str
     element_bytes: float
     per_token_per_layer: float  # bytes
+    mla_cache: MlaCache = "latent"  # what an MLA model's cache holds (the engine's layout)
 
     @property
     def full_layers(self) -> int:
@@ -85,9 +107,9 @@ class KvLayout:
         return self.per_token_per_layer * layers
 
 
-def kv_layout(spec: ModelSpec, kv_dtype: str = "bf16") -> KvLayout:
+def kv_layout(spec: ModelSpec, kv_dtype: str = "bf16", mla_cache: MlaCache = "latent") -> KvLayout:
     eb = kv_element_bytes(kv_dtype)
-    return KvLayout(spec, kv_dtype, eb, eb * kv_elements_per_token_per_layer(spec))
+    return KvLayout(spec, kv_dtype, eb, eb * kv_elements_per_token_per_layer(spec, mla_cache), mla_cache)
 
 
 def paged_tokens(tokens: int, block_tokens: int) -> int:

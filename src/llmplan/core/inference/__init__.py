@@ -19,6 +19,12 @@ from llmplan.core.workload import Scenario
 __all__ = ["EngineProfile", "estimate_inference"]
 
 GIB = 2**30
+_KV_FORMULA = {  # bytes one token adds to the cache, by attention kind and the engine's MLA layout (core.kvcache)
+    "gqa": "2 × kv_heads × head_dim × layers × bytes",
+    "latent": "(kv_lora_rank + qk_rope_head_dim) × layers × bytes",
+    "heads": "heads × (qk_nope + qk_rope + v_head_dim) × layers × bytes (the engine caches per-head K and V)",
+    "heads_padded": "heads × 2 × max(qk_nope + qk_rope, v_head_dim) × layers × bytes (per-head K and V, padded)",
+}
 
 
 def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
@@ -142,11 +148,10 @@ def estimate_inference(scenario: Scenario) -> Estimate:
         cost_in = Figure.of(usd_s / prefill_tps * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ prompt tokens/s × 1e6",
                             inputs={"price_per_gpu_hour": price, "gpus": gpus, "prefill_tokens_per_s": prefill_tps},
                             source="assumption")
-    kvpt = Figure.of(plan.kv.bytes_per_token, "B", formula=(
-        "(kv_lora_rank + qk_rope_head_dim) × layers × bytes" if s.model.mla
-        else "2 × kv_heads × head_dim × layers × bytes"),
-        inputs={"layers": s.model.num_layers, "element_bytes": plan.kv.element_bytes},
-        source="deepseek-v2" if s.model.mla else "vllm")
+    kvpt = Figure.of(plan.kv.bytes_per_token, "B", formula=_KV_FORMULA["gqa" if not s.model.mla else plan.kv.mla_cache],
+                     inputs={"layers": s.model.num_layers, "element_bytes": plan.kv.element_bytes,
+                             **({"mla_cache": plan.kv.mla_cache} if s.model.mla else {})},
+                     source="deepseek-v2" if s.model.mla else "vllm")
     wbytes = Figure.of(plan.weights.total_bytes, "B", formula="Σ tensor bytes in the format (all GPUs)",
                        inputs={"bits_per_weight": round(plan.weights.bits_per_weight, 4)},
                        source=plan.weights.format.source)
@@ -181,6 +186,11 @@ def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: Ph
     if step.bound == "host memory bandwidth":
         return Bottleneck("memory bandwidth", f"{s.model.num_layers - plan.gpu_layers} layers stay in host RAM; "
                           "decode speed is set by the CPU's memory bandwidth: fit more layers on the GPU.")
+    if step.bound == "host (kernel launches)" and plan.engine.cuda_graph_max_tokens:
+        return Bottleneck("cpu", f"The batch is larger than the largest CUDA graph {plan.engine.name} captures by "
+                          "default, so each step launches every kernel from Python and the host CPU sets the pace: "
+                          "raise the engine's graph limit (vLLM compilation_config max_cudagraph_capture_size, "
+                          "SGLang --cuda-graph-max-bs, TGI --cuda-graphs) or run a smaller batch per replica.")
     if step.bound == "host (kernel launches)":
         return Bottleneck("cpu", f"The {plan.engine.name} engine issues every kernel from Python: the host CPU, not "
                           "the GPU, sets the pace of each token. A compiled static cache or a serving engine "

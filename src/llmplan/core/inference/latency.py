@@ -34,7 +34,7 @@ from llmplan.core.inference.backend import (
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
-from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, small_allreduce_s
+from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, replays_graph, small_allreduce_s
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
 from llmplan.core.workload import Scenario
@@ -251,13 +251,14 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
     fmt = plan.weights.format
-    floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights)
+    floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights, prefill=True)
     fixed = passes * floor.fixed_s if floor is not None else 0.0  # each pass launches every layer's kernels
+    launch = passes * floor.launch_s if floor is not None else 0.0  # eager passes: the host's launches
     if is_block_quantised(fmt) and dequantises_prompt(
             plan.engine, scenario.cluster.gpu, backend_of(scenario.cluster.gpu, scenario.inference.backend),
             plan.chunk_tokens):
         compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp
-    return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights, fixed_s=fixed)
+    return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights, launch, fixed)
 
 
 def dequant_s(q: QuantizedWeights, layer_share: float, passes: int, stream: float) -> float:
@@ -314,19 +315,23 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple")
     layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
     fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
+    launch = 0.0
     if floor is not None:
         fixed += floor.fixed_s
-    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, fixed_s=fixed)
+        launch = floor.launch_s  # above the CUDA-graph limit the host launches every kernel, beside the GPU
+    return PhaseTime(compute, memory, comm, host, flops, gpu_read + kv_read, launch, fixed)
 
 
-def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, weight_bytes: float) -> (
-        DecodeFloor | None):
+def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, weight_bytes: float,
+                  prefill: bool = False) -> DecodeFloor | None:
     """The GPU serving engines' kernel and collective floor of one forward pass of ``tokens`` tokens reading
-    ``weight_bytes`` (``core.inference.serving_floor``); None for profiles without a decode kernel list."""
+    ``weight_bytes`` (``core.inference.serving_floor``), as a CUDA graph where the engine captures one of that
+    size, else eager; None for profiles without a decode kernel list."""
     layers = plan.layers_per_stage * plan.pp
     fp8 = plan.weights.format.kind == "fp8"
+    graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
-                        _allreduce_one_s(scenario, plan, r, tokens))
+                        _allreduce_one_s(scenario, plan, r, tokens), graphed)
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[

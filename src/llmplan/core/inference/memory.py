@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
 from llmplan.core.inference.score_buffer import score_buffer_bytes
-from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout
+from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout, kv_split_by_heads
 from llmplan.core.params import TensorGroup
 from llmplan.core.quant import QuantizedWeights, quantized_weights, stored_as
 from llmplan.core.training.layout import check_head_split
@@ -73,11 +73,14 @@ def _tp_divisor(g: TensorGroup, tp: int) -> int:
     return 1 if g.tp_split == "replicated" else tp
 
 
-def _kv_head_share(scenario: Scenario, tp: int) -> float:
+def _kv_head_share(scenario: Scenario, tp: int, mla_cache: str) -> float:
+    """Share of a token's cache one TP rank keeps: its heads (GQA; MLA decompressed to heads: the attention
+    heads, which TP splits evenly), or all of it (the MLA latent, shared by all heads)."""
     spec = scenario.model
-    if spec.mla:  # the latent is shared by all heads: every TP rank keeps all of it
+    if not kv_split_by_heads(spec, mla_cache):
         return 1.0
-    return math.ceil(spec.num_kv_heads / tp) / spec.num_kv_heads
+    heads = spec.num_heads if spec.mla else spec.num_kv_heads
+    return math.ceil(heads / tp) / heads
 
 
 def _weights_split(q: QuantizedWeights, tp: int, pp: int, L: int, host_embedding: bool) -> tuple[float, float, float]:
@@ -110,7 +113,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     q = quantized_weights(spec, inf.weight_format)
     if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one
         q = stored_as(q, inf.weight_file_bytes)
-    kv = kv_layout(spec, inf.kv_dtype)
+    kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     L = spec.num_layers
     lps = math.ceil(L / pp)
     offload = engine.partial_offload and tp == 1 and pp == 1 and not gpu.unified_memory
@@ -123,7 +126,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         util = inf.gpu_memory_utilization
     capacity = gpu.usable_memory_bytes * util
     context = inf.prompt_tokens + inf.output_tokens
-    head_share = _kv_head_share(scenario, tp)
+    head_share = _kv_head_share(scenario, tp, engine.mla_cache)
     kv_seq_full = batch_kv_bytes(kv, context, 1, engine.kv_block_tokens)
     kv_batch_full = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens)
 

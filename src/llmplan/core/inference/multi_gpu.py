@@ -138,7 +138,7 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     read_share = _moe_read_share(scenario, q, inf.batch)
     layer_flop_params, head_params = _flop_params(scenario, q)
     embed = q.bytes_where(lambda g: g.name == "embed_tokens")
-    kv = kv_layout(spec, inf.kv_dtype)
+    kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     context = inf.prompt_tokens + inf.output_tokens
     kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)

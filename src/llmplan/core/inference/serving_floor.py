@@ -10,7 +10,13 @@ microseconds however little it reads, and each tensor-parallel all-reduce of a f
   engines replay a decode step as a CUDA graph, so a kernel pays no host launch, only the GPU's hand-over:
   ``decode_kernel_s`` each (the same graph-replay microbenchmark the llama.cpp profiles use). TGI's per-step row
   also holds the kernels it launches eagerly around the replay (input copies, sampling, batch update), priced the
-  same way: a lower bound, their host launches being host work; TGI replays graphs only up to batch 32.
+  same way: a lower bound, their host launches being host work.
+- **CUDA-graph limit**: each engine captures graphs only up to a pass size (``cuda_graph_max_tokens``, read from
+  its launch defaults: TGI 32, vLLM 512 (1,024 on data-centre Blackwell), SGLang 160 on GPUs of 25,000 MiB or
+  more) and SGLang and TGI capture decode steps only. A pass outside the graphs runs eagerly: the GPU idles the
+  measured gap between queued kernels (``KERNEL_GAP_S``, 1.8 µs) instead of the graph hand-over, and the host
+  launches each kernel from Python (``eager_kernel_host_s``, the measured cost of one PyTorch op), in parallel
+  with the GPU: the pass takes the longer of the two.
 - **GEMMs**: each GEMM takes at least ``GEMM_FIXED_S`` (3 µs, the measured duration of a small cuBLAS GEMM on an
   H100: ``core.training.kernel_rates``). The step's weight bytes are already priced at the bandwidth
   (``latency.decode_step``); the floor adds what the GEMMs' fixed costs exceed them by, over the whole step
@@ -36,11 +42,13 @@ where.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.eager import curve_at
 from llmplan.core.model import ModelSpec
-from llmplan.core.training.kernel_rates import GEMM_FIXED_S
+from llmplan.core.training.kernel_rates import GEMM_FIXED_S, KERNEL_GAP_S
 
 COLLECTIVES_PER_LAYER = 2  # attention output and feed-forward output (RowParallelLinear all-reduces)
 
@@ -55,11 +63,42 @@ class DecodeFloor:
     gemm_floor_s: float  # what the GEMMs' fixed costs add beyond the step's weight bytes at the bandwidth
     collectives: int
     collective_s: float
+    graphed: bool = True  # replayed as a CUDA graph; False: every kernel launched eagerly
+    host_s: float = 0.0  # the host launching the kernels of an eager pass (overlaps the GPU's work)
 
     @property
     def fixed_s(self) -> float:
-        """The GPU part: kernel hand-overs and GEMM floors."""
+        """The GPU part: kernel hand-overs (or eager gaps) and GEMM floors."""
         return self.kernel_s + self.gemm_floor_s
+
+    @property
+    def launch_s(self) -> float:
+        """What the host's launches add beyond the GPU's fixed part when they overlap the GPU's work: a pass takes
+        max(bytes or FLOPs, host - fixed) + fixed = max(GPU, host)."""
+        return max(0.0, self.host_s - self.fixed_s)
+
+
+def graph_limit(engine: EngineProfile, gpu: GpuSpec, tp: int) -> int | None:
+    """Largest pass (tokens) the engine replays as a CUDA graph on ``gpu`` at TP ``tp``: the first
+    ``cuda_graph_max_tokens`` row whose GPU id pattern matches and whose least memory (MiB) and TP size the plan
+    meets; None: no limit (no rows, or none matches)."""
+    mib = gpu.memory_bytes / 2**20
+    return next((n for pattern, least_mib, least_tp, n in engine.cuda_graph_max_tokens
+                 if fnmatchcase(gpu.id, pattern) and mib >= least_mib and tp >= least_tp), None)
+
+
+def replays_graph(engine: EngineProfile, gpu: GpuSpec, tp: int, tokens: int, prefill: bool,
+                  weight_kind: str = "float") -> bool:
+    """Whether a forward pass of ``tokens`` tokens replays a CUDA graph (a prompt pass only where the engine
+    captures prompts: ``cuda_graph_prefill``; none with a weight-format kind in ``cuda_graph_off_formats``)."""
+    if weight_kind in engine.cuda_graph_off_formats:
+        return False
+    if not engine.cuda_graph_max_tokens:
+        return True
+    if prefill and not engine.cuda_graph_prefill:
+        return False
+    limit = graph_limit(engine, gpu, tp)
+    return limit is None or tokens <= limit
 
 
 def _row(engine: EngineProfile, part: str) -> tuple[int, int]:
@@ -115,14 +154,18 @@ def _points(rows: tuple[tuple[int, float, float], ...], tp: int) -> tuple[tuple[
 
 
 def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, tokens: int, fp8: bool,
-                 weight_bytes: float, bandwidth: float, allreduce_s: float) -> DecodeFloor | None:
+                 weight_bytes: float, bandwidth: float, allreduce_s: float, graphed: bool = True) -> DecodeFloor | None:
     """The floor of one forward pass of ``tokens`` tokens over ``layers`` layers on one GPU of a TP group of
     ``tp`` (None: the profile lists no decode kernels). ``weight_bytes``: what the pass reads at ``bandwidth``;
-    ``allreduce_s``: one all-reduce of the pass's activations (``small_allreduce_s`` or the flat latency)."""
+    ``allreduce_s``: one all-reduce of the pass's activations (``small_allreduce_s`` or the flat latency);
+    ``graphed``: the pass replays a CUDA graph (``replays_graph``), else each kernel costs the eager gap on the GPU
+    and its launch on the host."""
     if not engine.decode_kernels:
         return None
     other, gemms = step_kernels(spec, engine, layers, fp8)
-    kernel_s = (other + gemms) * (engine.decode_kernel_s or 0.0)
+    kernels = other + gemms
+    kernel_s = kernels * ((engine.decode_kernel_s or 0.0) if graphed else KERNEL_GAP_S)
+    host_s = 0.0 if graphed else kernels * engine.eager_kernel_host_s
     gemm_floor = max(0.0, gemms * GEMM_FIXED_S - weight_bytes / bandwidth)
     collectives = COLLECTIVES_PER_LAYER * layers + 1 if tp > 1 else 0
-    return DecodeFloor(other + gemms, gemms, kernel_s, gemm_floor, collectives, collectives * allreduce_s)
+    return DecodeFloor(kernels, gemms, kernel_s, gemm_floor, collectives, collectives * allreduce_s, graphed, host_s)
