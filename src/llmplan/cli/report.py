@@ -300,16 +300,10 @@ def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def longest_context_text(i: dict[str, Any]) -> str:
-    """The longest context, saying what it assumes: for llama.cpp/Ollama (``gpu_layers`` set) every layer on the
-    GPU, so a plan that runs with layers in host RAM reads "none", not a bare "0 tokens"; per sequence when
-    several run at once (a batch of 64 leaves each a 64th of the cache, not the model's whole context)."""
-    n, batch = i["longest_context_tokens"], i.get("longest_context_batch", 1)
-    each = f" per sequence, {batch:,} at once" if batch > 1 else ""
-    if i.get("gpu_layers") is None:
-        return f"{n:,} tokens{each}"
-    if n == 0:
-        return "none with every layer on the GPU (the weights alone do not fit)"
-    return f"{n:,} tokens{each} (every layer on the GPU)"
+    """The longest context in the words of ``present.context_fit`` (the app's results say the same): every
+    layer on the GPU where the engine reports ``gpu_layers`` (llama.cpp, Ollama)."""
+    return present.context_fit(i["longest_context_tokens"], i.get("longest_context_batch", 1),
+                               every_layer=i.get("gpu_layers") is not None)
 
 
 def run_finishes(sysd: dict[str, Any]) -> bool:
