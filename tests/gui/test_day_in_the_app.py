@@ -41,3 +41,23 @@ def test_longest_context_says_tokens_and_what_it_assumes_as_the_cli_does(window,
     assert shown == expected
     assert shown == _cli_line(out, "longest context that fits")
     assert window.results.value_of("Model's trained context") == "131,072 tokens"  # Llama 3.1's config.json
+
+
+def test_64_nodes_without_a_network_say_which_control_to_use(window, fake_dialogs):
+    """A researcher sets 8 H100s × 64 nodes and has not picked a network yet: the banner said "set
+    hardware.network to a catalog network id" (a plan-file path), and Auto… said the plan needed "a model
+    and a GPU", which it had."""
+    click_tab(window, 2)
+    pick_model(window, "llama 3 70", "Llama 3 70B")
+    pick_gpu(window, "h100 sxm", "H100 SXM 80GB")
+    type_into(window, "hardware.gpus_per_node", "8")
+    type_into(window, "hardware.nodes", "64")
+    window.state.evaluate_now()
+    banner = window.results.banner.text()
+    assert banner == ("Cannot estimate: 64 nodes need a network between them: pick one in Hardware ▸ Network "
+                      "(or a node preset)")
+    window.auto_search()
+    assert fake_dialogs.errors == [("Auto layout", "Fix the plan first: 64 nodes need a network between them: "
+                                    "pick one in Hardware ▸ Network (or a node preset)")]
+    window.hardware.network.setCurrentIndex(1)  # the first catalog network
+    assert window.state.evaluate_now().ok
