@@ -12,10 +12,13 @@ from drive import choose, click_tab, pick_gpu, pick_model, type_into
 from llmplan.cli.report import estimate_json, estimate_text
 
 
-def _cli_line(outcome, label: str) -> str:
-    """The value the CLI's table prints on the line ``label`` for the window's own plan."""
+def _cli_line(outcome, label: str, section: str = "") -> str:
+    """The value the CLI's table prints on the line ``label`` (in ``section``) for the window's own plan."""
     text = estimate_text(estimate_json(outcome.estimate, outcome.scenario))
-    line = next(x for x in text.splitlines() if x.strip().startswith(label + "  "))
+    lines = text.splitlines()
+    if section:
+        lines = lines[lines.index(section):]
+    line = next(x for x in lines if x.strip().startswith(label + "  "))
     return line.strip()[len(label):].strip()
 
 
@@ -61,3 +64,43 @@ def test_64_nodes_without_a_network_say_which_control_to_use(window, fake_dialog
                                     "pick one in Hardware ▸ Network (or a node preset)")]
     window.hardware.network.setCurrentIndex(1)  # the first catalog network
     assert window.state.evaluate_now().ok
+
+
+def test_a_second_card_splits_the_model_as_llama_cpp_does_and_as_the_cli_plans_it(window):
+    """GPUs per node 1 → 2 on the hobbyist's 70B Q4_K_M with llama.cpp: the layout grew DP, two copies of the
+    model each with 32 of 80 layers in CPU RAM at "~7.28 tokens/s" (two users' worth), where llama.cpp splits
+    the layers over both cards by default and ``llmplan-cli estimate --gpus 2`` plans PP 2: all 80 layers on
+    the GPUs, 20.82 GiB of 23.99 GiB each, 18.1 tokens/s (same engine figures, same strings)."""
+    _hobbyist(window, "4090", "GeForce RTX 4090 24GB")
+    window.state.evaluate_now()
+    assert window.results.banner.text().startswith("Fits with offload: 32 of 80 layers in CPU RAM")
+    type_into(window, "hardware.gpus_per_node", "2")
+    p = window.state.doc.parallelism
+    assert (p.tp, p.pp, p.dp) == (1, 2, 1)
+    out = window.state.evaluate_now()
+    assert window.results.banner.text() == "Fits: 20.8 of 24.0 GiB per GPU"
+    assert window.results.value_of("Throughput per user") == _cli_line(out, "throughput per user") == "18.1 tokens/s"
+    assert window.results.value_of("Total") == _cli_line(out, "total", "memory per GPU") == "20.82 GiB"
+    window.undo_action.trigger()  # the count and its split are one undo step
+    assert (window.state.doc.hardware.gpus_per_node, window.state.doc.parallelism.pp) == (1, 1)
+    window.redo_action.trigger()
+    assert (window.state.doc.hardware.gpus_per_node, window.state.doc.parallelism.pp) == (2, 2)
+    type_into(window, "hardware.gpus_per_node", "1")  # and back: one GPU, not a PP 2 that needs two
+    p = window.state.doc.parallelism
+    assert (p.tp, p.pp, p.dp) == (1, 1, 1)
+    assert window.state.evaluate_now().ok
+
+
+def test_vllm_on_two_gpus_is_tensor_parallel_as_the_cli_plans_it(window):
+    """The same with vLLM in bf16 on two H100s: TP 2 (the CLI's automatic layout), where DP 2 was two bf16
+    copies of 141 GB that fit no H100."""
+    click_tab(window, 0)
+    pick_model(window, "llama 3.1 70", "Llama 3.1 70B")
+    pick_gpu(window, "h100 sxm", "H100 SXM 80GB")
+    type_into(window, "hardware.gpus_per_node", "2")
+    p = window.state.doc.parallelism
+    assert (window.state.doc.inference.engine, p.tp, p.pp, p.dp) == ("vllm", 2, 1, 1)
+    out = window.state.evaluate_now()
+    assert window.results.banner.text().startswith("Fits:")
+    assert window.results.value_of("Total") == _cli_line(out, "total", "memory per GPU") == "67.50 GiB"
+
