@@ -104,3 +104,19 @@ def test_vllm_on_two_gpus_is_tensor_parallel_as_the_cli_plans_it(window):
     assert window.results.banner.text().startswith("Fits:")
     assert window.results.value_of("Total") == _cli_line(out, "total", "memory per GPU") == "67.50 GiB"
 
+
+def test_a_gguf_dropped_on_the_fine_tune_plan_is_planned_for_inference(window, isolated):
+    """The window opens on a LoRA fine-tune; a hobbyist drops a Q4_K_M GGUF on it. The status line said
+    "weights q4_k_m" while the Fine-tune tab went on planning a bf16 LoRA of it, where the Q4_K_M counts for
+    nothing. Now the plan runs the file (llama.cpp, which reads GGUF), one undo step with the import."""
+    from test_drops import drop, write_gguf
+
+    assert window.state.doc.workload == "finetune"
+    drop(window, [write_gguf(isolated / "Tiny-Q4_K_M.gguf", "Tiny Q4", 15)])  # 15: LLAMA_FTYPE_MOSTLY_Q4_K_M
+    doc = window.state.doc
+    assert (doc.workload, doc.inference.engine, doc.inference.weight_format) == ("inference", "llama.cpp", "q4_k_m")
+    assert window.workload.tabText(window.workload.currentIndex()).replace("&", "") == "Inference"
+    assert window.state.evaluate_now().ok
+    assert window.results.value_of("Layers on the GPU") == "1"  # the one block of the test file, on the GPU
+    window.undo_action.trigger()
+    assert (window.state.doc.workload, window.state.doc.model.id) == ("finetune", "meta-llama/Meta-Llama-3-8B")
