@@ -44,6 +44,10 @@ def test_longest_context_says_tokens_and_what_it_assumes_as_the_cli_does(window,
     assert shown == expected
     assert shown == _cli_line(out, "longest context that fits")
     assert window.results.value_of("Model's trained context") == "131,072 tokens"  # Llama 3.1's config.json
+    table = window.results.table  # one line over both columns, wrapped (the value column cut it off)
+    item = next(table.topLevelItem(i) for i in range(table.topLevelItemCount())
+                if table.topLevelItem(i).text(0).strip().startswith("Longest context that fits: "))
+    assert item.toolTip(0).startswith("largest T with weights + batch × KV(T, paged)")  # its formula, still
 
 
 def test_64_nodes_without_a_network_say_which_control_to_use(window, fake_dialogs):
@@ -120,3 +124,23 @@ def test_a_gguf_dropped_on_the_fine_tune_plan_is_planned_for_inference(window, i
     assert window.results.value_of("Layers on the GPU") == "1"  # the one block of the test file, on the GPU
     window.undo_action.trigger()
     assert (window.state.doc.workload, window.state.doc.model.id) == ("finetune", "meta-llama/Meta-Llama-3-8B")
+
+
+def test_a_64_gb_mac_says_why_the_gpu_has_48(window):
+    """The banner reads "Fits: 39.8 of 48.0 GiB per GPU" on a 64 GB Mac with nothing in the window saying
+    why 48; the CLI prints the reason under its memory table (macOS wires 3/4 of unified memory above
+    32 GiB for the GPU: docs/fit.md). The results table now says it in the same words."""
+    _hobbyist(window, "m1 max 64", "M1 Max 32-core GPU, 64 GB")
+    out = window.state.evaluate_now()
+    assert window.results.banner.text() == "Fits: 39.8 of 48.0 GiB per GPU"
+    table = window.results.table
+    lines = [table.topLevelItem(i).text(0).strip() for i in range(table.topLevelItemCount())]
+    cli = estimate_text(estimate_json(out.estimate, out.scenario))
+    note = next(x.strip() for x in cli.splitlines() if x.strip().startswith("unified memory: "))
+    assert note == ("unified memory: the GPU may use 48.00 GiB of the 64.00 GiB by default "
+                    "(raise it with sudo sysctl iogpu.wired_limit_mb)")
+    assert "Unified memory: " + note.removeprefix("unified memory: ") in lines
+    window.state.edit("hardware.gpu", "nvidia-rtx-4090-24gb")  # a card with memory of its own: no such line
+    window.state.evaluate_now()
+    assert not any(x.strip().startswith("Unified memory") for x in
+                   (table.topLevelItem(i).text(0) for i in range(table.topLevelItemCount())))

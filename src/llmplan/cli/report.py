@@ -271,8 +271,7 @@ def _unified_note(hw: dict[str, Any], b) -> str:
     total, usable = hw.get("gpu_memory_total_bytes"), hw.get("gpu_memory_usable_bytes")
     if not hw.get("unified_memory") or not total or not usable or usable >= total:
         return ""
-    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if hw.get("gpu_vendor") == "apple" else ""
-    return f"  unified memory: the GPU may use {b(usable)} of the {b(total)} by default{how}"
+    return f"  unified memory: {present.unified_share(b(usable), b(total), hw.get('gpu_vendor') == 'apple')}"
 
 
 def training_limits(scenario: Scenario) -> dict[str, int | None]:

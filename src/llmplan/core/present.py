@@ -149,6 +149,14 @@ def context_fit(tokens: int, batch: int = 1, every_layer: bool = False) -> str:
     return f"{tokens:,} tokens{each} (every layer on the GPU)"
 
 
+def unified_share(usable: str, total: str, apple: bool) -> str:
+    """Why a unified-memory GPU's capacity is less than its RAM (the CLI's table and the app's results say it
+    alike): the GPU wires a share of the memory by default (macOS: 2/3 up to 32 GiB, 3/4 above: docs/fit.md),
+    which ``sysctl iogpu.wired_limit_mb`` raises on a Mac. ``usable``, ``total``: already formatted."""
+    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if apple else ""
+    return f"the GPU may use {usable} of the {total} by default{how}"
+
+
 def gpu_hours(hours: float) -> str:
     """GPU-hours as people budget them: '950 GPU-hours', '12.3 k GPU-hours', '11.9 M GPU-hours'."""
     if not math.isfinite(hours):
