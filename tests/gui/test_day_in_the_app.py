@@ -85,6 +85,11 @@ def test_a_second_card_splits_the_model_as_llama_cpp_does_and_as_the_cli_plans_i
     assert window.results.banner.text() == "Fits: 20.8 of 24.0 GiB per GPU"
     assert window.results.value_of("Throughput per user") == _cli_line(out, "throughput per user") == "18.1 tokens/s"
     assert window.results.value_of("Total") == _cli_line(out, "total", "memory per GPU") == "20.82 GiB"
+    # every layer on the GPUs, yet 564 MiB in host RAM: its tooltip said "layers left in host RAM" (none are)
+    table = window.results.table
+    host = next(table.topLevelItem(i) for i in range(table.topLevelItemCount())
+                if table.topLevelItem(i).text(0).strip() == "Host RAM per node (offload)")
+    assert host.text(1) == "564 MiB" and "the input embedding" in host.toolTip(1)
     window.undo_action.trigger()  # the count and its split are one undo step
     assert (window.state.doc.hardware.gpus_per_node, window.state.doc.parallelism.pp) == (1, 1)
     window.redo_action.trigger()
