@@ -149,3 +149,24 @@ def test_a_64_gb_mac_says_why_the_gpu_has_48(window):
     window.state.evaluate_now()
     assert not any(x.strip().startswith("Unified memory") for x in
                    (table.topLevelItem(i).text(0) for i in range(table.topLevelItemCount())))
+
+
+def test_a_saved_plan_reopens_with_the_model_named_as_before(window, isolated, fake_dialogs, settings, qtbot):
+    """Save, then open the file (or recover the autosave, written the same way): the model line under the
+    picker read "meta-llama/Llama-3.1-70B — 70.6 B params" instead of "Llama 3.1 70B — …", because the
+    saved plan carries the catalog's config.json inline and an inline config was named by the id."""
+    from llmplan.gui.main_window import MainWindow
+
+    pick_model(window, "llama 3.1 70", "Llama 3.1 70B")
+    window.state.evaluate_now()
+    assert window.models.arch.text().startswith("<b>Llama 3.1 70B</b> — 70.6 B params")
+    fake_dialogs.save_result = isolated / "mine.llmplan"
+    assert window.save_as()
+    other = MainWindow(settings=settings, detect=False, charts=False)
+    qtbot.addWidget(other)
+    assert other.open_path(isolated / "mine.llmplan")
+    out = other.state.evaluate_now()
+    assert other.state.doc.model.config is not None  # self-contained: the config.json is in the file
+    assert out.scenario.model.name == "Llama 3.1 70B"
+    assert other.models.arch.text().startswith("<b>Llama 3.1 70B</b> — 70.6 B params")
+    assert out.estimate.memory.total.value == window.state.evaluate_now().estimate.memory.total.value
