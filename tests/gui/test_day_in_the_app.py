@@ -7,7 +7,7 @@ and compared with what ``llmplan-cli estimate`` prints for the same plan where t
 from __future__ import annotations
 
 import pytest
-from drive import choose, click_tab, pick_gpu, pick_model, type_into
+from drive import choose, click_tab, field, pick_gpu, pick_model, type_into
 
 from llmplan.cli.report import estimate_json, estimate_text
 
@@ -170,3 +170,18 @@ def test_a_saved_plan_reopens_with_the_model_named_as_before(window, isolated, f
     assert out.scenario.model.name == "Llama 3.1 70B"
     assert other.models.arch.text().startswith("<b>Llama 3.1 70B</b> — 70.6 B params")
     assert out.estimate.memory.total.value == window.state.evaluate_now().estimate.memory.total.value
+
+
+def test_the_two_llama_cpp_entries_say_which_builds_they_follow(window):
+    """The engine list offers "llama.cpp (2025+ build)" above "llama.cpp"; nothing on screen said that the
+    plain one plans the 2024 builds of the published llama-bench tables. Each entry's tooltip now carries the
+    catalog's ``describes`` (catalogs/engines.toml) before its source."""
+    from PySide6.QtCore import Qt
+
+    click_tab(window, 0)
+    combo = field(window, "inference.engine")
+    tips = {combo.itemText(i): combo.itemData(i, Qt.ItemDataRole.ToolTipRole) for i in range(combo.count())}
+    assert tips["llama.cpp"].startswith("llama.cpp (llama-cpp): llama.cpp builds of 2024")
+    assert tips["llama.cpp (2025+ build)"].startswith("llama.cpp (2025+ build) (llama-cpp-2026): a llama.cpp build "
+                                                      "from late 2025 on")
+    assert "Source: vLLM engine arguments documentation" in tips["vLLM"]
