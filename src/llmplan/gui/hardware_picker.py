@@ -59,8 +59,8 @@ def engine_split(doc: Any, gpus: int) -> dict[str, Any] | None:
     """One node's GPUs for an inference plan, split the way its engine splits by default, as the nearest
     fixes' "Use N GPUs" does (``fit.changes.more_gpu_steps``): llama.cpp and Ollama put every GPU they see in
     one layer split (``llama_model_default_params()`` sets ``split_mode = LLAMA_SPLIT_MODE_LAYER``, the
-    ``--split-mode`` help says "layer (default)"), so PP = N; vLLM,
-    SGLang, TensorRT-LLM and the others tensor-parallel over them, TP = N, where the model's heads split N ways.
+    ``--split-mode`` help says "layer (default)"), so PP = N; vLLM, SGLang, TensorRT-LLM and the others
+    tensor-parallel over them, TP = N, where the model's heads split N ways.
     Growing DP instead gave a hobbyist's two RTX 4090s two copies of a 70B, each with 32 layers in CPU RAM,
     where one model over both cards fits. None: not an inference plan with one engine, or no split that
     holds (a GPU layer count set by hand, an uneven head split): DP follows, as for training."""
@@ -75,11 +75,11 @@ def engine_split(doc: Any, gpus: int) -> dict[str, Any] | None:
     if ref.hub is not None and not ref.id and ref.config is None and ref.spec is None:
         return None  # a Hub model still being read: the UI thread never waits on the network
     engine = engine_of(doc)
+    if engine is None:
+        return None
     try:
         model = resolve_model(doc)  # the catalog's entry (loaded once) or the plan's inline config
     except LlmplanError:
-        return None
-    if engine is None:
         return None
     if engine.partial_offload:
         if doc.inference.gpu_layers is not None or gpus > model.num_layers:
