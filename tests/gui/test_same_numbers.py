@@ -29,6 +29,7 @@ SHARED = {
     "job MTBF": "Mean time between failures (job)", "checkpoint interval": "Checkpoint interval",
     "goodput": "Goodput (useful share of wall time)", "effective training time": "Effective training time (with failures)",
     "cold start (load weights)": "Cold start in all",
+    "longest context that fits": "Longest context that fits", "model's trained context": "Model's trained context",
 }
 
 
@@ -46,7 +47,7 @@ def test_cli_and_app_print_the_same_strings(plan):
     scenario, est = evaluate_plan(load_plan(EXAMPLES / plan))
     cli = _cli_rows(estimate_text(estimate_json(est, scenario)))
     app: dict[str, str] = {}
-    for r in report.rows(est):
+    for r in report.rows(est, scenario):
         app.setdefault(r.label, r.shown(MemoryUnit("GiB")))
     compared = 0
     for cli_label, app_label in SHARED.items():

@@ -271,8 +271,7 @@ def _unified_note(hw: dict[str, Any], b) -> str:
     total, usable = hw.get("gpu_memory_total_bytes"), hw.get("gpu_memory_usable_bytes")
     if not hw.get("unified_memory") or not total or not usable or usable >= total:
         return ""
-    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if hw.get("gpu_vendor") == "apple" else ""
-    return f"  unified memory: the GPU may use {b(usable)} of the {b(total)} by default{how}"
+    return f"  unified memory: {present.unified_share(b(usable), b(total), hw.get('gpu_vendor') == 'apple')}"
 
 
 def training_limits(scenario: Scenario) -> dict[str, int | None]:
@@ -300,16 +299,10 @@ def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def longest_context_text(i: dict[str, Any]) -> str:
-    """The longest context, saying what it assumes: for llama.cpp/Ollama (``gpu_layers`` set) every layer on the
-    GPU, so a plan that runs with layers in host RAM reads "none", not a bare "0 tokens"; per sequence when
-    several run at once (a batch of 64 leaves each a 64th of the cache, not the model's whole context)."""
-    n, batch = i["longest_context_tokens"], i.get("longest_context_batch", 1)
-    each = f" per sequence, {batch:,} at once" if batch > 1 else ""
-    if i.get("gpu_layers") is None:
-        return f"{n:,} tokens{each}"
-    if n == 0:
-        return "none with every layer on the GPU (the weights alone do not fit)"
-    return f"{n:,} tokens{each} (every layer on the GPU)"
+    """The longest context in the words of ``present.context_fit`` (the app's results say the same): every
+    layer on the GPU where the engine reports ``gpu_layers`` (llama.cpp, Ollama)."""
+    return present.context_fit(i["longest_context_tokens"], i.get("longest_context_batch", 1),
+                               every_layer=i.get("gpu_layers") is not None)
 
 
 def run_finishes(sysd: dict[str, Any]) -> bool:

@@ -136,6 +136,27 @@ def integer(value: float) -> str:
     return f"{round(value):,}"
 
 
+def context_fit(tokens: int, batch: int = 1, every_layer: bool = False) -> str:
+    """The longest context that fits, saying what it assumes (the CLI's table and the app's results say it
+    alike): per sequence when several run at once (a batch of 64 leaves each a 64th of the cache); with
+    ``every_layer`` (llama.cpp, Ollama: engines that can keep layers in host RAM) every layer on the GPU, so
+    a plan that runs with layers in host RAM reads "none", not a bare "0"."""
+    each = f" per sequence, {batch:,} at once" if batch > 1 else ""
+    if not every_layer:
+        return f"{tokens:,} tokens{each}"
+    if tokens == 0:
+        return "none with every layer on the GPU (the weights alone do not fit)"
+    return f"{tokens:,} tokens{each} (every layer on the GPU)"
+
+
+def unified_share(usable: str, total: str, apple: bool) -> str:
+    """Why a unified-memory GPU's capacity is less than its RAM (the CLI's table and the app's results say it
+    alike): the GPU wires a share of the memory by default (macOS: 2/3 up to 32 GiB, 3/4 above: docs/fit.md),
+    which ``sysctl iogpu.wired_limit_mb`` raises on a Mac. ``usable``, ``total``: already formatted."""
+    how = " (raise it with sudo sysctl iogpu.wired_limit_mb)" if apple else ""
+    return f"the GPU may use {usable} of the {total} by default{how}"
+
+
 def gpu_hours(hours: float) -> str:
     """GPU-hours as people budget them: '950 GPU-hours', '12.3 k GPU-hours', '11.9 M GPU-hours'."""
     if not math.isfinite(hours):

@@ -89,6 +89,13 @@ TARGET_HEADERS = ["#", "Layout", "GPUs", "Nodes", "Days", "GPU-hours", "Cost", "
 SEARCH_HEADERS = ["#", "Layout", "GPUs", "tokens/s", "Step", "Memory/GPU", "Why not #1"]
 
 
+def fix_first(outcome) -> str:
+    """Why Auto cannot start: the plan has no estimate, and the banner's reason says what to change (a
+    missing network between nodes, an unknown model), not a generic "needs a model and a GPU"."""
+    reason = outcome.message if outcome is not None and outcome.message else "the search needs a model and a GPU."
+    return f"Fix the plan first: {reason}"
+
+
 class AutoDialog(QDialog):
     """Non-modal: opened with ``open()``, so tests and the window keep running."""
 
@@ -178,7 +185,7 @@ class AutoDialog(QDialog):
         outcome = self.state.outcome
         if self.running or outcome is None or outcome.scenario is None:
             if outcome is None or outcome.scenario is None:
-                self.status.setText("Fix the plan first: the search needs a model and a GPU.")
+                self.status.setText(fix_first(outcome))
             return
         self.running = True
         self._searched_doc = self.state.doc

@@ -92,11 +92,14 @@ def node_entries() -> list[Any]:
 
 
 def engine_choices() -> list[tuple[str, str, str]]:
-    """(id, display name, source) of every serving-engine profile in ``catalogs/engines.toml``
-    plus the user's own, so a new engine in the catalog shows in the menu the day it lands."""
+    """(id, display name, tooltip) of every serving-engine profile in ``catalogs/engines.toml`` plus the
+    user's own, so a new engine in the catalog shows in the menu the day it lands. The tooltip says what run
+    the profile describes where the catalog says it (``describes``: how "llama.cpp" and "llama.cpp (2025+
+    build)" differ), then its source."""
     from llmplan.catalog.engines import load_engine_profiles
 
-    return [(key, p.name, p.source) for key, p in load_engine_profiles().items()]
+    return [(key, p.name, f"{p.name} ({key})" + (f": {p.describes}" if p.describes else "") + f". Source: {p.source}")
+            for key, p in load_engine_profiles().items()]
 
 
 def engine_aliases() -> dict[str, str]:

@@ -55,6 +55,43 @@ def _network_changes(network_id: str) -> dict[str, Any]:
     return changes
 
 
+def engine_split(doc: Any, gpus: int) -> dict[str, Any] | None:
+    """One node's GPUs for an inference plan, split the way its engine splits by default, as the nearest
+    fixes' "Use N GPUs" does (``fit.changes.more_gpu_steps``): llama.cpp and Ollama put every GPU they see in
+    one layer split (``llama_model_default_params()`` sets ``split_mode = LLAMA_SPLIT_MODE_LAYER``, the
+    ``--split-mode`` help says "layer (default)"), so PP = N; vLLM, SGLang, TensorRT-LLM and the others
+    tensor-parallel over them, TP = N, where the model's heads split N ways.
+    Growing DP instead gave a hobbyist's two RTX 4090s two copies of a 70B, each with 32 layers in CPU RAM,
+    where one model over both cards fits. None: not an inference plan with one engine, or no split that
+    holds (a GPU layer count set by hand, an uneven head split): DP follows, as for training."""
+    from llmplan.core.training.layout import check_head_split
+    from llmplan.errors import LlmplanError
+    from llmplan.fit.trial import engine_of
+    from llmplan.plan.resolve import resolve_model
+
+    p, ref = doc.parallelism, doc.model
+    if doc.workload != "inference" or doc.hardware.cards or p.cp != 1 or p.ep != 1:
+        return None
+    if ref.hub is not None and not ref.id and ref.config is None and ref.spec is None:
+        return None  # a Hub model still being read: the UI thread never waits on the network
+    engine = engine_of(doc)
+    if engine is None:
+        return None
+    try:
+        model = resolve_model(doc)  # the catalog's entry (loaded once) or the plan's inline config
+    except LlmplanError:
+        return None
+    if engine.partial_offload:
+        if doc.inference.gpu_layers is not None or gpus > model.num_layers:
+            return None
+        return {"parallelism.tp": 1, "parallelism.pp": gpus, "parallelism.dp": 1}
+    try:
+        check_head_split(model, gpus)
+    except LlmplanError:
+        return None
+    return {"parallelism.tp": gpus, "parallelism.pp": 1, "parallelism.dp": 1}
+
+
 class HardwarePicker(QWidget):
     custom_requested = Signal()
     message = Signal(str)
@@ -143,15 +180,21 @@ class HardwarePicker(QWidget):
             self.detector.start()
 
     def _keep_filled(self, per_node: int, nodes: int) -> dict[str, Any]:
-        """While the layout is automatic — it filled the old cluster, or the plan states no TP/PP/DP/CP —
-        DP follows the GPU count so that TP·PP·DP·CP fills the new cluster (the engine requires it), in the
-        same undo step. A layout the user set that used part of the cluster keeps its sizes."""
+        """While the layout is automatic — it filled the old cluster, or the plan states no TP/PP/DP/CP — it
+        follows the GPU count in the same undo step: an inference plan in one node is split over its GPUs the
+        way its engine splits (``engine_split``), any other plan grows DP so that TP·PP·DP·CP fills the new
+        cluster (the engine requires it). A layout the user set that used part of the cluster keeps its sizes."""
         doc = self.state.doc
         p, hw = doc.parallelism, doc.hardware
         per_replica = p.tp * p.pp * p.cp
         new_total = per_node * nodes
         automatic = p.gpus == hw.gpus_per_node * hw.nodes or not ({"tp", "pp", "dp", "cp"} & p.model_fields_set)
-        if automatic and new_total % per_replica == 0:
+        if not automatic:
+            return {}
+        split = engine_split(doc, per_node) if nodes == 1 else None
+        if split is not None:
+            return split
+        if new_total % per_replica == 0:
             return {"parallelism.dp": new_total // per_replica}
         return {}
 

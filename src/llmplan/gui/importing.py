@@ -124,9 +124,12 @@ def _engine_for(weight_format: str, engine: str | None) -> str | None:
         return None
 
 
-def import_model(path: str | Path, engine: str | None = None) -> Imported:
+def import_model(path: str | Path, engine: str | None = None, workload: str = "inference") -> Imported:
     """The plan changes for a model file; ``engine`` is the plan's, replaced by llama.cpp when it cannot
-    load the file's weights. Raises ConfigError (or another LlmplanError) when unusable."""
+    load the file's weights. A file with its own weight format (a GGUF: llama.cpp's, Ollama's) on a training
+    plan makes it an inference plan served by llama.cpp, in the same undo step: its Q4_K_M applies to
+    nothing a fine-tune or a pre-training run computes, and the person dropped a file to run it.
+    Raises ConfigError (or another LlmplanError) when unusable."""
     p = Path(path)
     found = read_model_file(p)
     from llmplan.formats.hf_config import spec_from_config
@@ -149,6 +152,10 @@ def import_model(path: str | Path, engine: str | None = None) -> Imported:
         changes["inference.weight_format"] = found.weight_format
         note += f"; weights {found.weight_format}"
         other = _engine_for(found.weight_format, engine)
+        if workload != "inference":
+            changes["workload"] = "inference"
+            note += ", planned for inference"
+            other = "llama.cpp"  # the training plan's engine was never on show: the one that runs GGUF files
         if other:
             changes["inference.engine"] = other
             note += f", served by {other}"

@@ -315,10 +315,10 @@ class MainWindow(FileActions, QMainWindow):
             self.results.fixes.uncover(self.this_machine.fit_doc)
 
     def auto_search(self) -> None:
-        from llmplan.gui.auto_panel import AutoDialog
+        from llmplan.gui.auto_panel import AutoDialog, fix_first
 
         if self.state.outcome is None or self.state.outcome.scenario is None:
-            dialogs.error(self, "Auto layout", "Fix the plan first: the auto-planner needs a model and a GPU.")
+            dialogs.error(self, "Auto layout", fix_first(self.state.outcome))
             return
         self.auto_dialog = AutoDialog(self.state, self.charts, self)
         self.auto_dialog.open()

@@ -22,7 +22,7 @@ from typing import Any
 
 from llmplan.core import present
 from llmplan.core.explain import Figure
-from llmplan.core.inference.context_fit import longest_context
+from llmplan.core.inference.context_fit import ContextFit, longest_context
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
@@ -37,11 +37,12 @@ class Row:
     section: str
     label: str
     figure: Figure | None
-    text: str = ""  # used when there is no Figure (bottleneck sentence, link names)
+    text: str = ""  # shown instead of the figure's value (a sentence, link names, a value with what it assumes)
     style: str = ""  # "count" or "load" for dimensionless figures (see present.figure); "sentence": text row
 
     def shown(self, unit: MemoryUnit) -> str:
-        return present.figure(self.figure, unit, self.style) if self.figure is not None else self.text
+        return present.figure(self.figure, unit, self.style) if self.figure is not None and not self.text \
+            else self.text
 
     def tooltip(self) -> str:
         return self.figure.describe() if self.figure is not None else self.text
@@ -86,18 +87,19 @@ def verdict(est: Estimate | Evaluation, unit: MemoryUnit, tier: PlanVerdict | No
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
 
 
-def _context_fit(scenario: Scenario | None) -> Figure | None:
+def _context_fit(scenario: Scenario | None) -> ContextFit | None:
     """The longest context that fits (a bisection over the memory plan, kept out of ``estimate`` for speed)."""
     if scenario is None or scenario.workload != "inference":
         return None
     try:
-        return longest_context(scenario).figure()
+        return longest_context(scenario)
     except LlmplanError:
         return None
 
 
-def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[Row]:
-    """The rows of the results table; the system sections only for an ``Evaluation``."""
+def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: MemoryUnit | None = None) -> list[Row]:
+    """The rows of the results table; the system sections only for an ``Evaluation``; the rows that need the
+    plan (longest context, unified memory) only with its ``scenario``, sizes in sentences in ``unit``."""
     out: list[Row] = []
     p = est.params
     out.append(Row("Model", "Parameters (total)", None, present.params(p.total)))
@@ -110,6 +112,13 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
         if fig.value > 0:  # "Weights (per GPU)" beside the inference section's "Weights (whole model)"
             label = PART_LABELS.get(key, key) + (" (per GPU)" if key == "weights" else "")
             out.append(Row("Memory per GPU", label, fig))
+    gpu = scenario.cluster.gpu if scenario is not None else None
+    if gpu is not None and gpu.unified_memory and 0 < gpu.usable_memory_bytes < gpu.memory_bytes:
+        # a 64 GB Mac's banner reads "of 48.0 GiB": say why, as the CLI does under its memory table
+        mem = unit or MemoryUnit()
+        share = present.unified_share(mem.fmt(gpu.usable_memory_bytes, 2), mem.fmt(gpu.memory_bytes, 2),
+                                      gpu.vendor == "apple")
+        out.append(Row("Memory per GPU", "Unified memory", None, share, style="sentence"))
     if m.host_ram.value > 0:
         out.append(Row("Memory per GPU", "Host RAM per node (offload)", m.host_ram))
     if m.nvme.value > 0:
@@ -138,8 +147,11 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None) -> list[R
         if i.gpu_layers is not None:
             out.append(Row("Inference", "Layers on the GPU", i.gpu_layers, style="int"))
         fit = _context_fit(scenario)
-        if fit is not None:
-            out.append(Row("Inference", "Longest context that fits", fit, style="int"))
+        if fit is not None:  # in the CLI's words: per sequence, every layer on the GPU (llama.cpp), "none"
+            out.append(Row("Inference", "Longest context that fits", fit.figure(),  # wraps: never cut
+                           present.context_fit(fit.tokens, fit.batch, every_layer=i.gpu_layers is not None),
+                           style="sentence"))
+            out.append(Row("Inference", "Model's trained context", None, f"{fit.trained_context:,} tokens"))
         if i.cost_per_million_output is not None:
             out.append(Row("Inference", "Cost per 1M output tokens", i.cost_per_million_output))
         if i.cost_per_million_input is not None:

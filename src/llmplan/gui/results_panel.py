@@ -265,13 +265,14 @@ class ResultsPanel(QWidget):
         tips = self._tips
         self._tips = {}
         section = ""
-        for row in report.rows(est, outcome.scenario):
+        for row in report.rows(est, outcome.scenario, self.unit):
             if row.section != section:
                 section = row.section
                 cells.append(("header", section, "", "", ""))
-            if row.figure is None and (row.section in SENTENCE_SECTIONS or row.style == "sentence"):
-                # a sentence: both columns, wrapped
-                cells.append(("sentence", f"    {row.label}: {row.text}", "", row.text, ""))
+            if row.style == "sentence" or (row.figure is None and row.section in SENTENCE_SECTIONS):
+                # a sentence: both columns, wrapped (a figure too long for the value column keeps its tooltip)
+                text = row.shown(self.unit)
+                cells.append(("sentence", f"    {row.label}: {text}", "", row.tooltip() or text, ""))
                 continue
             key = (row.section, row.label)
             kept = tips.get(key)
@@ -380,4 +381,6 @@ class ResultsPanel(QWidget):
             item = self.table.topLevelItem(i)
             if item.text(0).strip() == label:
                 return item.text(1)
+            if item.data(0, SENTENCE_ROLE) and item.text(0).strip().startswith(label + ": "):
+                return item.text(0).strip().removeprefix(label + ": ")  # a row spanning both columns
         raise KeyError(label)

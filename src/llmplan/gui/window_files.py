@@ -90,7 +90,7 @@ class FileActions:
 
         for path in paths:
             try:
-                imported = import_model(path, self.state.doc.inference.engine)
+                imported = import_model(path, self.state.doc.inference.engine, self.state.doc.workload)
             except Exception as exc:
                 name = Path(path).name
                 text = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ").removeprefix(f"{name}: ")

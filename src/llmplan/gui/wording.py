@@ -18,6 +18,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) fo
      "; pick a GPU from the catalog in Hardware to plan on instead"),
     (r"plan on one with --set hardware\.gpu=ID \(or pick it in the app\)", "pick one in Hardware"),
     (r"\(llmplan-cli catalog networks\)", "(pick one in Hardware ▸ Network)"),
+    (r"hardware\.network: (\d+) nodes need a network between them; set hardware\.network to a catalog network id",
+     r"\1 nodes need a network between them: pick one in Hardware ▸ Network (or a node preset)"),
     (r"to import a model's config\.json use '?llmplan-cli estimate --model PATH'?",
      "to use a model's config.json, drop it on the window or use File ▸ Import Model…"),
     (r";?\s*run `llmplan-cli calibrate` again", "; measure this machine again to replace it"),

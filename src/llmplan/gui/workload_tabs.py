@@ -95,8 +95,8 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("Engine", bound_combo(state, "inference.engine", "Serving engine",
              "Serving engine profile from the engine catalog (catalogs/engines.toml and your own engines.toml): "
              "its GPU memory reservation, runtime context and framework bytes, KV block size and decode speed",
-             [(key, name) for key, name, _src in engines], aliases=backend.engine_aliases(),
-             item_tips={key: f"{name} ({key}); source: {src}" for key, name, src in engines}, chars=14))
+             [(key, name) for key, name, _tip in engines], aliases=backend.engine_aliases(),
+             item_tips={key: tip for key, _name, tip in engines}, chars=14))
     f.addRow("GPU back-end", bound_combo(state, "inference.backend", "GPU back-end",
              "The GPU API llama.cpp and Ollama run on: automatic is the vendor's own (CUDA on NVIDIA, ROCm on AMD, "
              "SYCL on Intel, Metal on Apple); Vulkan runs on NVIDIA, AMD and Intel. It sets the runtime context "

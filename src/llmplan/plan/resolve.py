@@ -289,7 +289,9 @@ def inline_specs(doc: PlanDocument) -> PlanDocument:
         entry = _model_catalog().get(model.id)
         config = getattr(entry, "config", None)  # the entry's own config.json, when the catalog keeps it
         if isinstance(config, dict):
-            model = model.model_copy(update={"config": config})
+            # with its name: an inline config is named by model.name, else by the id ("meta-llama/Llama-3.1-70B"
+            # where the plan said "Llama 3.1 70B" before it was saved)
+            model = model.model_copy(update={"config": config, "name": model.name or entry.spec.name})
         else:
             model = model.model_copy(update={"spec": entry.spec})
     hw = doc.hardware
