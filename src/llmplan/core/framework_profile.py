@@ -30,6 +30,9 @@ SwitchName = Literal["liger", "torch_compile", "optimizer_in_backward", "paged_o
 SWITCH_NAMES: tuple[str, ...] = ("liger", "torch_compile", "optimizer_in_backward", "paged_optimizer",
                                  "bf16_optimizer_states", "activation_offload", "lora_on_lm_head", "modules_to_save")
 QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
+OffloadTarget = Literal["optimizer", "parameters"]
+OffloadDevice = Literal["cpu", "nvme"]
+OffloadStyle = Literal["zero", "fsdp", "optimizer"]
 
 
 class FrameworkProfile(StrictFields, FrozenModel):
@@ -290,6 +293,30 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "Hugging Face Trainer under DeepSpeed, model.get_global_grad_norm().item()), a device-to-host sync that "
         "stops the host from running ahead"
     )
+    offload_targets: tuple[OffloadTarget, ...] = Field(
+        ("optimizer", "parameters"), description="what the framework's code can keep off the GPUs "
+        "(training.offload, training.offload_params): optimizer (the fp32 master and the optimizer states, stepped "
+        "on the CPU), parameters (the weights too); empty: no optimizer or parameter offload (unsloth, whose offload "
+        "is checkpointed activations). A plan asking for more is a field error naming the profiles that have it "
+        "(plan.resolve.framework_refusal)"
+    )
+    offload_devices: tuple[OffloadDevice, ...] = Field(
+        ("cpu", "nvme"), description="where it offloads to: cpu (pinned host RAM), nvme (ZeRO-Infinity's "
+        "offload_optimizer/offload_param device nvme, DeepSpeed only); empty with offload_targets"
+    )
+    offload_style: OffloadStyle = Field(
+        "zero", description="what training.offload moves and when (core.training.states, core.training.offload_time): "
+        "zero: DeepSpeed ZeRO-Offload/Infinity — the fp32 master and optimizer states on the host, the gradient "
+        "partition too at ZeRO-2/3 (copied per micro-batch behind the backward), the parameters only with "
+        "offload_params at ZeRO-3; fsdp: FSDP's CPU offload (FSDP1 CPUOffload(offload_params=True), FSDP2 "
+        "CPUOffloadPolicy) — the sharded parameters, their gradients and the optimizer states all on the host and "
+        "the optimizer step on the CPU, parameters always with the optimizer; optimizer: Megatron-Core's "
+        "HybridDeviceOptimizer (--optimizer-cpu-offload) — the fp32 master and states on the host, the gradient "
+        "buffer and the parameters stay on the GPU, the gradients copied to the host in the step"
+    )
+    offload_setting: str = Field(
+        "", description="the framework's own offload setting, in its words (shown in refusals and the app)"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -314,6 +341,15 @@ class FrameworkProfile(StrictFields, FrozenModel):
             raise ValueError(f"losses must include the profile's own loss {self.loss!r}")
         if "liger" in self.switches and "fused_linear" not in self.losses:
             raise ValueError("losses must include fused_linear where the profile offers liger (its loss)")
+        if bool(self.offload_targets) != bool(self.offload_devices):
+            raise ValueError("offload_targets and offload_devices are both empty (no offload) or both set")
+        if self.offload_targets and "optimizer" not in self.offload_targets:
+            raise ValueError("offload_targets: every framework that offloads parameters offloads the optimizer too")
+        if self.offload_style == "optimizer" and "parameters" in self.offload_targets:
+            raise ValueError("offload_style optimizer keeps the parameters on the GPU: drop parameters from "
+                             "offload_targets")
+        if self.offload_style == "fsdp" and self.offload_targets and "parameters" not in self.offload_targets:
+            raise ValueError("offload_style fsdp offloads the parameters with the optimizer: list both targets")
         return self
 
 
@@ -343,6 +379,61 @@ def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zer
     ``skip_prepare_model_for_kbit_training`` for QLoRA under FSDP (``qlora_fsdp``)."""
     return (method == "qlora" and prof is not None and prof.kbit_fp32_modules
             and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
+
+
+def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool) -> tuple[str, str]:
+    """(field, reason) when the framework's code has no such offload, ("", "") when it has: ``offload`` (none,
+    cpu, nvme) on a device it does not offload to, or ``offload_params`` where it offloads only the optimizer
+    (Megatron-Core). Under an FSDP-style profile the parameters go with the optimizer whatever offload_params says
+    (``offloads_params``), so a plan without it is not refused."""
+    if offload == "none":
+        return "", ""
+    setting = f" ({prof.offload_setting})" if prof.offload_setting else ""
+    if not prof.offload_targets:
+        return "training.offload", f"the {prof.id} profile has no optimizer or parameter offload{setting}"
+    if offload not in prof.offload_devices:
+        return "training.offload", (f"the {prof.id} profile offloads to {', '.join(prof.offload_devices)} only, "
+                                    f"not {offload}{setting}")
+    if offload_params and "parameters" not in prof.offload_targets:
+        return "training.offload_params", (f"the {prof.id} profile offloads only the optimizer states, not the "
+                                           f"parameters{setting}")
+    return "", ""
+
+
+def offers_offload(prof: FrameworkProfile, device: str = "cpu") -> bool:
+    """Whether the framework can offload its optimizer to ``device``: what the search, the auto policy and the
+    nearest changes may propose under it."""
+    return bool(prof.offload_targets) and device in prof.offload_devices
+
+
+def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) -> bool:
+    """Whether an offloading plan keeps the parameters off the GPU: ``offload_params`` where the framework
+    offers it (DeepSpeed's offload_param), always under FSDP's CPU offload (one switch for parameters, gradients
+    and optimizer), never under Megatron-Core's optimizer-only offload."""
+    if offload == "none" or "parameters" not in prof.offload_targets:
+        return False
+    return offload_params or prof.offload_style == "fsdp"
+
+
+def offload_words(prof: FrameworkProfile) -> str:
+    """What a CPU offload does under ``prof``, for the nearest changes and the auto policy."""
+    if prof.offload_style == "optimizer":
+        return "Offload the optimizer states to CPU RAM (optimizer step on the CPU)"
+    if prof.offload_style == "fsdp":
+        return "Offload parameters, gradients and optimizer states to CPU RAM (FSDP CPU offload)"
+    return "Offload optimizer states to CPU RAM (ZeRO-Offload)"
+
+
+def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool) -> str:
+    """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline."""
+    where = "CPU RAM" if offload == "cpu" else "NVMe"
+    if prof.offload_style == "fsdp":
+        return f"parameters, gradients and optimizer states in {where} (FSDP CPU offload)"
+    if prof.offload_style == "optimizer":
+        return f"optimizer states in {where} (the gradients stay on the GPU: {prof.offload_setting or 'optimizer offload'})"
+    if offloads_params(offload, offload_params, prof):
+        return f"parameters and optimizer states in {where} (ZeRO-Infinity)"
+    return f"optimizer states in {where} (ZeRO-Offload)"
 
 
 _ZERO_VIEWS: dict[tuple[int, int], tuple[FrameworkProfile, FrameworkProfile]] = {}

@@ -20,6 +20,7 @@ from llmplan.core.framework_profile import (
     QuantBase,
     deepspeed_stage,
     in_effect,
+    offload_refusal,
 )
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
@@ -283,6 +284,9 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params)
+    if field:
+        raise ValueError(f"{field}: {why}")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
         raise ValueError(f"training.quant_base: the {prof.id} profile trains LoRA on {', '.join(prof.quant_bases)} "
                          f"bases, not {tr.quant_base}")

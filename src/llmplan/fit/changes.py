@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from llmplan.core.framework_profile import offers_offload, offload_words
 from llmplan.core.search.policy import GGUF_LADDER, GPU_LADDER, MLX_LADDER
 from llmplan.fit.local import FitChange, FitSummary, LocalMachine
-from llmplan.fit.trial import engine_of, gib, outcome, speed_of, try_change
+from llmplan.fit.trial import engine_of, framework_of, gib, outcome, speed_of, try_change
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.overrides import parse_value
 
@@ -147,10 +148,13 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
     if tr.recompute != "full":
         groups.append([Step("recompute", ("training.recompute=full",),
                             f"Recompute activations in full (from {tr.recompute})", 0.05, speed_penalty=True)])
-    if tr.offload == "none" and tr.method != "qlora":
-        sets = ("training.offload=cpu",) + (("training.zero_stage=1",) if tr.zero_stage == 0 else ())
-        groups.append([Step("offload", sets, "Offload optimizer states to CPU RAM (ZeRO-Offload)", 0.1,
-                            speed_penalty=True)])
+    prof = framework_of(doc)
+    if tr.offload == "none" and tr.method != "qlora" and prof is not None and offers_offload(prof, "cpu"):
+        # only the offload the framework has (unsloth: none), in its terms: Megatron-Core's optimizer only,
+        # FSDP's parameters with the optimizer (a fully sharded model), DeepSpeed's ZeRO-Offload
+        zero = 3 if prof.offload_style == "fsdp" else 1
+        sets = ("training.offload=cpu",) + ((f"training.zero_stage={zero}",) if tr.zero_stage < zero else ())
+        groups.append([Step("offload", sets, offload_words(prof), 0.1, speed_penalty=True)])
     if tr.optimizer == "adamw":
         groups.append([Step("optimizer", ("training.optimizer=adam8bit",), "Use 8-bit Adam instead of AdamW", 0.1)])
     batches, b = [], tr.micro_batch

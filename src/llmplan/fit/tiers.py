@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from llmplan.core import engine, present
+from llmplan.core.framework_profile import offload_summary
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.search.policy import offloads_layers
@@ -119,8 +120,8 @@ def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None
     if est.inference is not None:
         host = int(scenario.model.num_layers - est.inference.gpu_layers.value)
         return host, f"{host} of {scenario.model.num_layers} layers in CPU RAM"
-    where = "CPU RAM" if scenario.training.offload == "cpu" else "NVMe"
-    return None, f"optimizer states in {where} (ZeRO-Offload)"
+    tr = scenario.training
+    return None, offload_summary(scenario.framework, tr.offload, tr.offload_params)
 
 
 def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVerdict:

@@ -36,6 +36,18 @@ def engine_of(doc: PlanDocument):
         return None
 
 
+def framework_of(doc: PlanDocument):
+    """The plan's training-framework profile (None for inference or a plan that does not resolve)."""
+    if doc.workload == "inference":
+        return None
+    from llmplan.plan.resolve import resolve_framework_profile
+
+    try:
+        return resolve_framework_profile(doc)
+    except LlmplanError:
+        return None
+
+
 def cpu_spec(host_ram_bytes: int) -> GpuSpec:
     """Host RAM as the "device" of a CPU-only run (llama.cpp with no GPU): its bandwidth is the
     llama.cpp profile's host-RAM bandwidth (a measured DDR5 figure, catalogs/engines.toml);

@@ -199,11 +199,12 @@ def resolve_within_node(doc: PlanDocument) -> Scenario | None:
 def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str:
     """Why ``doc`` cannot run under the framework profile ``prof``, as a field error ("" when it can): a switch
     turned on that the profile does not support, gradient clipping turned off under a framework that always
-    clips, a loss its code cannot run, selective recompute stated where the framework has none (left on the
+    clips, a loss its code cannot run, an optimizer or parameter offload (or an offload device) its code lacks
+    (``framework_profile.offload_refusal``), selective recompute stated where the framework has none (left on the
     default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
     with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
-    from llmplan.core.framework_profile import SWITCH_NAMES
+    from llmplan.core.framework_profile import SWITCH_NAMES, offload_refusal
 
     tr = doc.training
     for name in SWITCH_NAMES:
@@ -218,6 +219,12 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
                 "(training.framework), or set grad_clip to auto or on")
     if tr.loss != "auto" and tr.loss not in prof.losses:
         return loss_refusal(tr.loss, prof)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params)
+    if field:
+        wanted = "offload:parameters" if field.endswith("params") else f"offload:{tr.offload}"
+        others = profiles_supporting(wanted)
+        return (f"{field}: {why}; profiles that do: {', '.join(others) or 'none'} (training.framework)"
+                + ("" if prof.offload_targets else "; without offload: QLoRA, full recompute or a smaller micro-batch"))
     if (tr.recompute == "selective" and "recompute" in tr.model_fields_set and not prof.selective_recompute
             and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
         others = profiles_supporting("recompute:selective")

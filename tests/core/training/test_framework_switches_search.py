@@ -75,7 +75,9 @@ def test_quick_model_prices_the_switches_as_the_engine(framework):
         assert (q.memory[0] <= e.memory.capacity.value) == e.fits, where
         cells += 1
         fits += e.fits
-    assert cells >= 4 * 16  # the grid ran (hf-trainer has no activation offload; unsloth no full nor bf16 states)
+    # the grid ran (hf-trainer has no activation offload; unsloth no full nor bf16 states, and no optimizer offload:
+    # its CPU-offload setup is refused, catalogs/frameworks.toml offload_targets)
+    assert cells >= (3 if framework == "unsloth" else 4) * 16
     assert 0 < fits < cells  # both verdicts occur, so their agreement is tested
 
 

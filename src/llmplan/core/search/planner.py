@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from llmplan.core.framework_profile import offers_offload
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.policy import AUTOMATIC
@@ -137,7 +138,8 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     stop = cancel or (lambda: False)
 
     note = ""
-    phases = (False, True)  # CPU offload only when nothing fits without it
+    offload = all(offers_offload(sc.framework, "cpu") for sc, _ in parts)  # only an offload the framework has
+    phases = (False, True) if offload else (False,)  # CPU offload only when nothing fits without it
     if "offload" in keep:
         phases = (t.offload != "none",)
     cols, res, owner, cancelled = _quick_parts(parts, phases[0], keep, report, stop)
@@ -160,7 +162,8 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
                                 "the quick model found no layout that fits; the full engine found these among "
                                 "the most memory-frugal ones")
     if not len(fit):
-        why = f"no layout fits in memory on these GPUs, even with CPU offload{_least(res, cluster)}: {_advice(scenario)}"
+        tried = "even with CPU offload" if len(phases) > 1 else f"{scenario.framework.name} has no CPU offload"
+        why = f"no layout fits in memory on these GPUs, {tried}{_least(res, cluster)}: {_advice(scenario)}"
         if keep:
             why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set{_least(res, cluster)}: "
                    "add GPUs, or change those settings")

@@ -10,7 +10,9 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   if it does not, they move one step at a time, cheapest in speed first, to the first setting the
   engine says fits (``apply_policy``): full recompute (Korthikanti et al. 2022 §5: ~33% more
   compute, activations down to one input per layer), micro-batch 1, ZeRO-3 (Rajbhandari et al.
-  2020, needs data parallelism), CPU offload of the optimizer (ZeRO-Offload, Ren et al. 2021).
+  2020, needs data parallelism), CPU offload of the optimizer (ZeRO-Offload, Ren et al. 2021) where the
+  framework has one (``framework_profile.offers_offload``: not unsloth; Megatron-Core's is optimizer-only,
+  FSDP's takes the parameters along: ``FrameworkProfile.offload_style``).
   On one data-parallel rank ZeRO-3 shards nothing on its own, but it is what DeepSpeed offloads from
   on one GPU, and the auto-planner's layouts include it there whenever they offload
   (``space.check_layout``: ZeRO needs dp·cp > 1 *or* offload). So there the ZeRO-3 step is taken
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.framework_profile import offers_offload
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
@@ -135,14 +138,17 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
     t, p = scenario.training, scenario.parallelism
     updates: dict[str, object] = {}
     closest = AutoChoice(scenario, estimate=as_is)
+    can_offload = offers_offload(scenario.framework, "cpu")  # unsloth has none: the ladder stops before it
     for knob, value in LADDER:
         if knob not in auto or getattr(t, knob) == value or knob in updates:
+            continue
+        if knob == "offload" and not can_offload:
             continue
         step: dict[str, object] = {knob: value}
         if knob == "zero_stage" and p.pp > 1:
             continue  # DeepSpeed refuses ZeRO-3 with pipeline stages
         if knob == "zero_stage" and p.dp * p.cp == 1 and t.offload == "none":
-            if "offload" not in auto:
+            if "offload" not in auto or not can_offload:
                 continue  # one rank and no offload to take with it: nothing to shard over
             step["offload"] = "cpu"  # ZeRO-3 on one GPU comes with its offload (module doc)
         trial = scenario.model_copy(update={"training": t.model_copy(update={**updates, **step})})

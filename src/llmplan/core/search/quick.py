@@ -140,7 +140,7 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
     # the optimizer's pass or the offload path, with the gradient clipping before the step (0 on offload rows)
-    t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m),
+    t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m, prof),
                      optimizer_seconds(sm, zero, t, cluster, eff, prof)) + clip_seconds(sm, c, s.spec, t, prof, cluster, eff)
 
     step = m * slot + bubble + t_dp + t_opt

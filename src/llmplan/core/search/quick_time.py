@@ -295,10 +295,11 @@ def clip_seconds(sm, c, m, t: TrainingSettings, prof: FrameworkProfile | None, c
 
 
 def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,
-                    accum: np.ndarray) -> np.ndarray:
+                    accum: np.ndarray, prof: FrameworkProfile) -> np.ndarray:
     """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
     ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
-    states and the estimate's windows (the step's compute, one micro-batch's backward)."""
+    states and the estimate's windows (the step's compute, one micro-batch's backward), under the framework's
+    offload (``prof.offload_style``)."""
     out = np.zeros(len(c.tp))
     rows = np.nonzero(c.offload == 1)[0]
     if not len(rows):
@@ -318,7 +319,7 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
         share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \
             if full else 0.0
         mb_s = t_compute_mb[idx]
-        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff),
+        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff, framework=prof),
                            SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
                            accum[idx] * mb_s, mb_s * bwd)
         out[idx] = off.exposed_s

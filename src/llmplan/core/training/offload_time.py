@@ -4,8 +4,10 @@ Offloading frees GPU memory but moves work to slower places, once per optimizer 
 (ZeRO-Offload, Ren et al. 2021 §4; ZeRO-Infinity, Rajbhandari et al. 2021 §5):
 
 1. The gradients go to the host over PCIe during the backward pass (each micro-batch's
-   reduced partition with ZeRO-2/3, which also keeps them off the GPU; once per step with
-   ZeRO-0/1). The copy overlaps the backward; only what outlasts it is exposed.
+   reduced partition with ZeRO-2/3 and under FSDP's CPU offload, which also keeps them off the
+   GPU; once per step with ZeRO-0/1). The copy overlaps the backward; only what outlasts it is
+   exposed. Megatron-Core's HybridDeviceOptimizer (``offload_style`` optimizer) keeps its gradient
+   buffer on the GPU and copies it in ``step()``, after the backward: exposed in full.
 2. The CPU runs the optimizer. DeepSpeedCPUAdam is a single fused pass over the partition, so
    its time is a roofline on the host's memory bus: per parameter it reads the fp32 master
    weight, the optimizer states and the gradient, and writes the master, the states and the
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from llmplan.core.bytes_per_param import FP32_COPY_BYTES
 from llmplan.core.explain import Figure
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.states import StateBytes
+from llmplan.core.training.states import StateBytes, grads_offloaded
 from llmplan.core.workload import Scenario
 
 MASTER_BYTES = FP32_COPY_BYTES  # the fp32 copy the optimizer updates (the weights themselves in fp32 training)
@@ -161,9 +163,17 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
     def over_pcie(nbytes: float) -> float:
         return nbytes / pcie_bw if pcie_bw else 0.0
 
-    copies = lay.accumulation if tr.zero_stage >= 2 else 1  # ZeRO-2/3 move each micro-batch's partition
+    prof = sc.framework
     grad_one = over_pcie(st.grad_bytes * n)
-    grad_exposed = copies * _larger(0.0, grad_one - backward_per_mb_s)
+    if grads_offloaded(tr.zero_stage, prof):  # each micro-batch's reduced partition, behind its backward
+        copies = lay.accumulation
+        grad_exposed = copies * _larger(0.0, grad_one - backward_per_mb_s)
+    elif prof.offload_style == "optimizer":  # Megatron-Core: copied from the GPU buffer in step(), after the
+        copies = 1                           # backward: nothing to hide behind
+        grad_exposed = grad_one
+    else:  # DeepSpeed ZeRO-0/1: once per step, from the last backward
+        copies = 1
+        grad_exposed = _larger(0.0, grad_one - backward_per_mb_s)
     fetched = st.offloaded_weights
     param_back = over_pcie(copy_bytes * n) * (fetched == 0)  # fetched parameters come back every pass instead
     passes = lay.accumulation * (3 if tr.recompute == "full" else 2)  # forward, backward (+ recomputed forward)

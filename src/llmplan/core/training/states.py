@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from llmplan.core import bytes_per_param as facts
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, offloads_params
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
 
@@ -103,25 +103,40 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         gather = sp.largest_layer * (wb + facts.gathered_grad_bytes(tr.precision))
     host = nvme = fetched = 0.0
     if tr.offload != "none":
-        off = master + optim + (grads if stage >= 2 else 0.0)
+        grads_go = grads_offloaded(stage, prof)
+        off = master + optim + (grads if grads_go else 0.0)
         if tr.offload == "cpu":
             host += off
         else:
             nvme += off
         master = optim = 0.0
-        if stage >= 2:
+        if grads_go:
             grads = 0.0
-        notes.append(f"master weights and optimizer states offloaded to {tr.offload}")
-        if tr.offload_params and stage == 3:
+        notes.append(f"master weights and optimizer states offloaded to {tr.offload}"
+                     + (" (the gradient buffer stays on the GPU)" if prof.offload_style == "optimizer" else ""))
+        if offloads_params(tr.offload, tr.offload_params, prof) and stage == 3:
             if tr.offload == "cpu":
                 host += weights + frozen
             else:
                 nvme += weights + frozen
             fetched = weights + frozen
             weights = frozen = 0.0
-            notes.append("parameters offloaded too (ZeRO-Infinity); the GPU holds the gathered block")
+            notes.append("parameters offloaded too (" + ("FSDP CPU offload" if prof.offload_style == "fsdp" else
+                                                         "ZeRO-Infinity") + "); the GPU holds the gathered block")
     return StateBytes(weights + frozen, grads, master, optim, host, nvme, gather, wb, gb, mb,
                       _ratio(ob_total, trainable), d_dense, d_exp, tuple(notes), fetched)
+
+
+def grads_offloaded(stage: int, prof: FrameworkProfile) -> bool:
+    """Whether an offloading plan keeps this GPU's gradients on the host: DeepSpeed at ZeRO-2/3 (each
+    micro-batch's reduced partition goes to the host's fp32 gradient partition; stage_1_and_2.py
+    ``async_accumulate_grad_in_cpu_via_gpu``, stage3.py ``partition_grads``), FSDP's CPU offload at every
+    sharding (the reduced shard is copied to the host: FSDP1 ``_offload_grad``'s ``cpu_offload.offload_params``
+    path, FSDP2 ``foreach_reduce`` with its CPUOffloadPolicy), never Megatron-Core's HybridDeviceOptimizer (its
+    gradient buffer stays on the GPU and is copied to pinned CPU buffers in ``step()``)."""
+    if prof.offload_style == "optimizer":
+        return False
+    return prof.offload_style == "fsdp" or stage >= 2
 
 
 # The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
