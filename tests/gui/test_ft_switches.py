@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGroupBox, QLabel
 
 from llmplan.gui.state import PlanState
@@ -150,3 +151,28 @@ def test_lora_dropout_on_auto_shows_the_value_it_resolved_to(qtbot):
     state.evaluate_now()
     out = state.outcome
     assert out.kind == "input" and out.message.startswith("training.lora_dropout: PEFT's ParamWrapper"), out.message
+
+
+def test_the_offload_picker_lists_only_the_profiles_devices(window):
+    """catalogs/frameworks.toml offload_devices: DeepSpeed's ZeRO-Infinity has NVMe (hf-trainer runs it),
+    Megatron-Core's --optimizer-cpu-offload the CPU only, unsloth none; a device the plan holds that the profile
+    lacks stays listed, marked, beside the field error."""
+    state = window.state
+    state.edit_many({"workload": "finetune", "training.framework": "hf-trainer", "training.method": "full"}, "pick")
+    state.evaluate_now()
+    combo = window.layout_editor.findChild(QComboBox, "training.offload")
+
+    def listed():
+        return [combo.itemData(i) for i in range(combo.count())]
+
+    assert listed() == ["none", "cpu", "nvme"]
+    state.edit("training.framework", "megatron")
+    state.evaluate_now()
+    assert listed() == ["none", "cpu"]
+    assert "gradients stay on the GPU" in combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+    state.edit_many({"training.framework": "unsloth", "training.method": "lora"}, "pick")
+    state.evaluate_now()
+    assert listed() == ["none"]
+    state.edit("training.offload", "cpu")
+    state.evaluate_now()
+    assert listed() == ["none", "cpu"] and "not run by unsloth" in combo.itemText(1)

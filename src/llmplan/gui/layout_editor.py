@@ -19,7 +19,13 @@ from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_combo, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
-from llmplan.gui.profile_choices import ProfileChoices, recompute_options, recompute_shown
+from llmplan.gui.profile_choices import (
+    ProfileChoices,
+    offload_options,
+    offload_shown,
+    recompute_options,
+    recompute_shown,
+)
 from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
@@ -53,10 +59,11 @@ class LayoutEditor(QWidget):
                        "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
                        "3 also the weights over data parallel", [(0, "ZeRO 0"), (1, "ZeRO 1"), (2, "ZeRO 2"),
                                                                  (3, "ZeRO 3")], chars=6)))
-        row1.addWidget(self._training_only(bound_combo(state, "training.offload", "Offload",
-                       "ZeRO-Offload/Infinity: keep optimizer states in CPU RAM or on NVMe",
-                       [("none", "no offload"), ("cpu", "offload to CPU"), ("nvme", "offload to NVMe")],
-                       chars=10)))
+        row1.addWidget(self._training_only(ProfileChoices(state, "training.offload", "Offload",
+                       "Keep optimizer states (and, where the framework does, gradients and weights) in CPU RAM "
+                       "or on NVMe; only what the plan's framework offers: NVMe is DeepSpeed's, Megatron-Core "
+                       "offloads the optimizer only, FSDP the weights with it, unsloth nothing (hover an entry)",
+                       offload_options, offload_shown, chars=10)))
         row1.addWidget(self._training_only(ProfileChoices(state, "training.recompute", "Recompute",
                        "Activation recomputation: what the backward pass computes again instead of keeping it "
                        "from the forward (hover an entry for what each keeps). Only what the plan's framework "

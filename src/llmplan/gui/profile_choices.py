@@ -1,5 +1,5 @@
 """Pickers that list only what the plan's framework can run: the loss (``FrameworkProfile.losses``), the
-quantised LoRA base (``quant_bases``) and the recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
+quantised LoRA base (``quant_bases``), the offload device (``offload_devices``) and the recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
 only under ``selective_op``), in the framework's own words ("gradient checkpointing" under the Hugging Face
 Trainer, ``recompute_words``).
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from llmplan.core.framework_profile import offload_summary
 from llmplan.core.workload import DEFAULT_RECOMPUTE_MODULES
 from llmplan.gui.bind import ElidedCombo, compact, route_undo
 from llmplan.gui.ft_switches import plan_profile
@@ -58,6 +59,25 @@ def quant_base_options(prof: Any) -> list[Option]:
     NF4 only); every base without a profile."""
     kinds = prof.quant_bases if prof is not None else tuple(QUANT_TEXT)
     return [(k, QUANT_TEXT[k], "") for k in kinds]
+
+
+OFFLOAD_TEXT = {"none": "no offload", "cpu": "offload to CPU", "nvme": "offload to NVMe"}
+
+
+def offload_options(prof: Any) -> list[Option]:
+    """No offload, and the devices the framework offloads its optimizer to (``FrameworkProfile.offload_devices``:
+    NVMe only under DeepSpeed, nothing under unsloth), each saying what leaves the GPU there
+    (``framework_profile.offload_summary``); every device without a profile."""
+    devices = prof.offload_devices if prof is not None else ("cpu", "nvme")
+    opts: list[Option] = [("none", OFFLOAD_TEXT["none"], "Everything stays on the GPUs")]
+    for d in devices:
+        tip = offload_summary(prof, d, False) if prof is not None else "optimizer states off the GPU"
+        opts.append((d, OFFLOAD_TEXT[d], tip[0].upper() + tip[1:]))
+    return opts
+
+
+def offload_shown(doc: Any, _prof: Any) -> str:
+    return doc.training.offload
 
 
 def recompute_options(prof: Any) -> list[Option]:
