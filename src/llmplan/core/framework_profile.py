@@ -424,14 +424,15 @@ def offload_words(prof: FrameworkProfile) -> str:
     return "Offload optimizer states to CPU RAM (ZeRO-Offload)"
 
 
-def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool) -> str:
-    """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline."""
+def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 3) -> str:
+    """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline
+    (DeepSpeed's offload_param runs at ZeRO-3 only)."""
     where = "CPU RAM" if offload == "cpu" else "NVMe"
     if prof.offload_style == "fsdp":
         return f"parameters, gradients and optimizer states in {where} (FSDP CPU offload)"
     if prof.offload_style == "optimizer":
         return f"optimizer states in {where} (the gradients stay on the GPU: {prof.offload_setting or 'optimizer offload'})"
-    if offloads_params(offload, offload_params, prof):
+    if offloads_params(offload, offload_params, prof) and zero_stage == 3:
         return f"parameters and optimizer states in {where} (ZeRO-Infinity)"
     return f"optimizer states in {where} (ZeRO-Offload)"
 

@@ -164,3 +164,18 @@ def test_auto_policy_and_search_never_offload_under_unsloth():
     assert "unsloth has no CPU offload" in res.note
     hf = resolve(doc.model_copy(update={"training": doc.training.model_copy(update={"framework": "hf-trainer"})}))
     assert ("offload", "cpu") in apply_policy(hf, knobs, estimate).chosen
+
+
+def test_the_verdict_says_what_the_framework_offloads():
+    """The "fits with offload" headline names what leaves the GPU under each framework (fit.tiers)."""
+    from llmplan.catalog.frameworks import load_framework_profiles
+    from llmplan.core.framework_profile import offload_summary
+
+    p = load_framework_profiles()
+    assert offload_summary(p["hf-trainer"], "cpu", False, 2) == "optimizer states in CPU RAM (ZeRO-Offload)"
+    assert offload_summary(p["deepspeed"], "nvme", True, 3) == "parameters and optimizer states in NVMe (ZeRO-Infinity)"
+    assert offload_summary(p["deepspeed"], "cpu", True, 2) == "optimizer states in CPU RAM (ZeRO-Offload)"
+    assert offload_summary(p["torchtune"], "cpu", False, 3) == \
+        "parameters, gradients and optimizer states in CPU RAM (FSDP CPU offload)"
+    assert offload_summary(p["megatron"], "cpu", False, 1) == \
+        "optimizer states in CPU RAM (the gradients stay on the GPU: --optimizer-cpu-offload)"
