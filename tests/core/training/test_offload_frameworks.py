@@ -9,9 +9,10 @@ What each profile can offload is catalog data (``catalogs/frameworks.toml``: ``o
 - DeepSpeed ZeRO-Offload / ZeRO-Infinity (the Hugging Face Trainer's ``--deepspeed``): optimizer at any stage,
   the gradient partition at ZeRO-2/3, parameters at ZeRO-3, CPU or NVMe;
 - FSDP CPU offload (torchtune ``fsdp_cpu_offload``, torchtitan ``--training.enable_cpu_offload``, FSDP2
-  ``CPUOffloadPolicy``; Composer, LLaMA-Factory and axolotl through FSDP1 ``CPUOffload(offload_params=True)``):
+  ``CPUOffloadPolicy``; LLaMA-Factory and axolotl through FSDP1 ``CPUOffload(offload_params=True)``):
   parameters, gradients and optimizer states together, CPU only;
-- unsloth: none (its offload is the checkpointed activations, the activation_offload switch).
+- unsloth: none (its offload is the checkpointed activations, the activation_offload switch); Composer's FSDP1
+  path: none (``get_cpu_offload`` raises "FSDP CPU Offload not supported yet.").
 
 Every expected figure below is hand arithmetic from the parameter count of Llama-3.2-1B (1,235,814,400,
 tied embeddings) and the bytes per parameter each framework keeps; tolerance 1e-9 relative (the same
@@ -100,14 +101,14 @@ def test_fsdp_cpu_offload_takes_the_parameters_along(framework, host_bytes, weig
 
 def test_an_offload_the_profile_lacks_is_a_field_error_naming_the_profiles_that_have_it():
     with pytest.raises(PlanFileError, match=r"^training\.offload: the unsloth profile has no optimizer or parameter "
-                       r"offload; profiles that do: axolotl, composer, deepspeed, fsdp2, hf-trainer, llama-factory, "
+                       r"offload; profiles that do: axolotl, deepspeed, fsdp2, hf-trainer, llama-factory, "
                        r"megatron, torchtune \(training.framework\); without offload: QLoRA"):
         resolve(_doc("unsloth", 0, gpus=1, method="lora"))
     with pytest.raises(PlanFileError, match=r"^training\.offload: the megatron profile offloads to cpu only, not nvme "
                        r"\(--optimizer-cpu-offload\); profiles that do: deepspeed, hf-trainer"):
         resolve(_doc("megatron", 1, offload="nvme"))
     with pytest.raises(PlanFileError, match=r"^training\.offload_params: the megatron profile offloads only the "
-                       r"optimizer states.*profiles that do: axolotl, composer, deepspeed, fsdp2, hf-trainer, "
+                       r"optimizer states.*profiles that do: axolotl, deepspeed, fsdp2, hf-trainer, "
                        r"llama-factory, torchtune "):
         resolve(_doc("megatron", 3, offload_params=True))
 
