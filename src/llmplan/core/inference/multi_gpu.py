@@ -1,13 +1,10 @@
 """Several different cards in one machine: llama.cpp's layer split (``--split-mode layer``), with the
 layers that fit nowhere left in host RAM.
 
-llama.cpp gives each GPU a contiguous run of layers in proportion to ``--tensor-split``, by default
-each device's free memory (llama.cpp ``llama_model_load_from_file``: "split by free memory"); the
-first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head, when every layer is offloaded,
-counts as one more layer of the split (so the last device gets one layer fewer than an even share), and the
-input embedding always stays in host RAM. Every GPU holds its layers' weights and KV cache plus its own
-runtime context (CUDA, HIP; none on Metal, Vulkan or SYCL: ``core.inference.backend``) and compute buffer,
-which without flash attention holds the score matrix of a whole layer (``core.inference.score_buffer``).
+Where the layers and bytes go is ``core.inference.layer_split`` (llama.cpp's assignment, shared with N identical
+cards that offload); this module prices the split: per card, the runtime context (CUDA, HIP; none on Metal, Vulkan
+or SYCL: ``core.inference.backend``) and compute buffer (with the score matrix of a whole layer without flash
+attention: ``core.inference.score_buffer``) are counted there.
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
 KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``; with
