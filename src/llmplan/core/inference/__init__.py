@@ -83,7 +83,8 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
         source=p.engine.source or "assumption",
     )
     host = Figure.of(p.weights_host + p.kv_host, "B",  # also with every layer on the GPU: the embedding is there
-                     formula="weights and KV cache in host RAM: layers left there, and the input embedding "
+                     formula="weights and KV cache in host RAM: layers left there (with the output head, which "
+                             "llama.cpp puts on a GPU only when every layer is), and the input embedding "
                              "(llama.cpp and Ollama look tokens up on the CPU)",
                      inputs={"weights": p.weights_host, "kv": p.kv_host}, source="llama.cpp")
     no = "inference does not train"
