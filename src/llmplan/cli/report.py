@@ -205,7 +205,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
     tier = data.get("verdict") or {}
-    if data["fits"] and tier.get("tier") == "offload":  # "32 of 80 layers in CPU RAM, ~3.64 tokens/s"
+    if data["fits"] and tier.get("tier") == "offload":  # "32 of 80 layers in CPU RAM, ~3.55 tokens/s"
         verdict = f"FITS WITH OFFLOAD ({tier['headline'].split(': ', 1)[-1]})"
     mem = data["memory_per_gpu"]
     where = f" (the worst-loaded GPU: {data['worst_gpu']})" if data.get("worst_gpu") else ""

@@ -172,7 +172,7 @@ def outcome(s: FitSummary) -> str:
         host = f"{gib(s.host_needed_bytes)} in host RAM"
         if s.host_available_bytes is not None:
             host += f" ({gib(s.host_available_bytes)} available)"
-        gpu = "the cards" if s.mixed is not None else "the GPU"
+        gpu = "the cards" if s.mixed is not None or s.tp * s.pp > 1 else "the GPU"
         where = f"{s.gpu_layers} of {s.total_layers} layers on {gpu}, {host}"
         return f"fits with CPU offload: {where}" if s.fits else f"does not fit even with offload: {where}"
     if s.mode == "offload":

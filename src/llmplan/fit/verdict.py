@@ -4,7 +4,10 @@ Order of preference for the layout the verdict reports: the plan on one GPU enti
 GPU memory; else split over all local GPUs (tensor parallel, or pipeline/layer split for
 llama.cpp-style engines); else one GPU with CPU offload (llama.cpp's ``gpu_layers``, or the
 plan's own ZeRO offload); else it does not fit, and the nearest changes are searched from
-the layout with the most memory (split when there are several GPUs).
+the layout with the most memory (split when there are several GPUs). llama.cpp and Ollama (engines
+that split by layers) use every GPU they see by default, so with several identical GPUs their verdict is
+the layer split over all of them, with the layers that fit nowhere in host RAM; the one-GPU layout is
+still evaluated (``LocalFit.one_gpu``) and its changes offered.
 """
 
 from __future__ import annotations
@@ -58,13 +61,15 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
         split_doc = repoint(doc, machine.gpu, machine.gpu_count, layout)
         split = _summary_or_note(split_doc, machine, notes)
     candidates = [(one_doc, one), (split_doc, split)]
-    current_doc, current = _choose(candidates)
+    engine = engine_of(doc)
+    engine_default = split_doc is not None and split is not None and engine is not None and engine.partial_offload
+    current_doc, current = (split_doc, split) if engine_default else _choose(candidates)  # llama.cpp: all GPUs
     if current is None:
         return _failed(machine, "This machine: the plan cannot be evaluated here: " + "; ".join(notes[-1:]),
                        notes, local_plan=one_doc)
     auto = ""
     if not (current.fits and current.mode in ("gpu", "split")):
-        found = _open_format_on_gpus(doc, model, (one_doc, split_doc), machine)
+        found = _open_format_on_gpus(doc, model, (split_doc,) if engine_default else (one_doc, split_doc), machine)
         if found is not None:
             current_doc, current, fmt = found
             auto = f" (auto: weight format {fmt})"

@@ -145,7 +145,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: Mem
         out.append(Row("Inference", "Prefill bound by", None, i.prefill_bound))
         out.append(Row("Inference", "Decode bound by", None, i.decode_bound))
         if i.gpu_layers is not None:
-            out.append(Row("Inference", "Layers on the GPU", i.gpu_layers, style="int"))
+            several = scenario is not None and scenario.parallelism.tp * scenario.parallelism.pp > 1
+            where = "the GPUs" if several else "the GPU"
+            out.append(Row("Inference", f"Layers on {where}", i.gpu_layers, style="int"))
         fit = _context_fit(scenario)
         if fit is not None:  # in the CLI's words: per sequence, every layer on the GPU (llama.cpp), "none"
             out.append(Row("Inference", "Longest context that fits", fit.figure(),  # wraps: never cut

@@ -2,7 +2,7 @@
 
 The verdict banner is the first thing a person reads, in three tiers (``llmplan.fit.tiers``):
 green "Fits: 61.8 of 79.6 GiB per GPU"; amber "Fits with offload: 32 of 80 layers in CPU
-RAM, ~3.64 tokens/s" with what the offload costs against all on the GPU on the line below;
+RAM, ~3.55 tokens/s" with what the offload costs against all on the GPU on the line below;
 red "Does not fit: needs 95.2 of 79.6 GiB per GPU". Unless it fits, the nearest fixes follow
 (``PlanFixes``), for any plan. On a new window re-pointed at this machine's GPU, one line under the
 banner says what the first start chose for that GPU and why (``first_plan``), until the plan is edited.

@@ -30,9 +30,23 @@ def _scenario(engine: str, weight_format: str) -> Scenario:
                     engine_profile=engine_profile(engine))
 
 
-def test_llama_cpp_layouts_split_layers_only():
-    assert {(lay.tp, lay.pp) for lay in candidate_layouts(_scenario("llama-cpp", "q4_k_m"))} == {(1, 1), (1, 2)}
+def test_llama_cpp_layouts_split_layers_only_over_every_gpu_of_the_node():
+    # llama.cpp offloads to every GPU it sees (llama_model_default_params: split_mode LAYER over all devices), so its
+    # one layout is PP = the node's GPUs; the app's "GPUs per node" sets the same (gui.hardware_picker.engine_split)
+    assert {(lay.tp, lay.pp) for lay in candidate_layouts(_scenario("llama-cpp", "q4_k_m"))} == {(1, 2)}
+    four = _scenario("llama-cpp", "q4_k_m")
+    four = four.model_copy(update={"cluster": four.cluster.model_copy(update={"gpus_per_node": 4})})
+    assert [(lay.tp, lay.pp) for lay in candidate_layouts(four)] == [(1, 4)]
     assert {lay.tp for lay in candidate_layouts(_scenario("vllm", "awq-4bit"))} == {1, 2}  # vLLM runs TP
+
+
+def test_a_small_model_on_two_cards_uses_both_as_llama_cpp_does():
+    # Llama-3.1-8B Q4_K_M fits one RTX 4090, and one card decodes a little faster than two (a token visits both):
+    # the search used to choose one card while the app split over both; llama.cpp itself uses both
+    small = _scenario("llama-cpp", "q4_k_m")
+    small = small.model_copy(update={"model": load_model_catalog().get("meta-llama/Llama-3.1-8B").spec})
+    best = search(small, top=1, refine=estimate, use_fewer_gpus=False).best[0]
+    assert (best.parallelism.tp, best.parallelism.pp) == (1, 2)
 
 
 def test_llama_cpp_on_two_rtx_4090_decodes_as_measured():
@@ -77,10 +91,12 @@ def test_with_no_format_fitting_the_gpu_the_offload_stays_in_the_plans_format():
     assert lead.estimate.inference.weight_format == "bf16" and offloads_layers(lead.estimate, 80)
 
 
-def test_a_stated_format_ranks_the_layout_on_both_cards_first_even_by_cost():
-    # Q4_K_M stated: one card with offload needs fewer GPUs, which the cost ranking put first; a layout that leaves
-    # layers in host RAM now ranks after every layout that holds them all.
-    ranked = search(_scenario("llama-cpp", "q4_k_m"), top=2, objective="cost", refine=estimate,
-                    use_fewer_gpus=False).best
-    assert [(r.parallelism.pp, r.estimate.inference.gpu_layers.value == 80) for r in ranked] == [(2, True),
-                                                                                                (1, False)]
+def test_a_stated_format_that_fits_no_card_set_splits_over_both_with_host_layers():
+    # Q8_0 stated (70 GiB) on 2 x RTX 4090: the layout is still both cards (llama.cpp's default), with the first layers
+    # in host RAM; before, offload needed one card, which holds 27 layers (0.85 GiB each) where both hold 54
+    sc = _scenario("llama-cpp", "q8_0")
+    best = search(sc, top=1, objective="cost", refine=estimate, use_fewer_gpus=False).best[0]
+    assert (best.parallelism.tp, best.parallelism.pp) == (1, 2)
+    one = estimate(sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"gpus_per_node": 1})}))
+    assert (one.inference.gpu_layers.value, best.estimate.inference.gpu_layers.value) == (27, 54)
+    assert best.estimate.inference.tokens_per_s_per_user.value > 1.5 * one.inference.tokens_per_s_per_user.value

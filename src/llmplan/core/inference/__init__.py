@@ -83,7 +83,8 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
         source=p.engine.source or "assumption",
     )
     host = Figure.of(p.weights_host + p.kv_host, "B",  # also with every layer on the GPU: the embedding is there
-                     formula="weights and KV cache in host RAM: layers left there, and the input embedding "
+                     formula="weights and KV cache in host RAM: layers left there (with the output head, which "
+                             "llama.cpp puts on a GPU only when every layer is), and the input embedding "
                              "(llama.cpp and Ollama look tokens up on the CPU)",
                      inputs={"weights": p.weights_host, "kv": p.kv_host}, source="llama.cpp")
     no = "inference does not train"
@@ -160,9 +161,10 @@ def estimate_inference(scenario: Scenario) -> Estimate:
     L = s.model.num_layers
     gpu_layers = None
     if engine.partial_offload:
-        gpu_layers = Figure.of(plan.gpu_layers, "1", formula="largest n with weights(n) + KV(n) + fixed ≤ capacity"
-                               if inf.gpu_layers is None else "inference.gpu_layers",
-                               inputs={"layers": L}, source="llama.cpp")
+        most = ("largest n with weights(n) + KV(n) + fixed ≤ capacity" if plan.pp == 1 else
+                "largest n whose layer split (n ÷ pp a card, llama.cpp's assignment) fits every card")
+        gpu_layers = Figure.of(plan.gpu_layers, "1", formula=most if inf.gpu_layers is None else "inference.gpu_layers",
+                               inputs={"layers": L, "cards": plan.pp}, source="llama.cpp")
     report = InferenceReport(
         ttft_s=ttft, tpot_s=tpot, tokens_per_s=tokens_per_s, tokens_per_s_per_user=per_user, max_concurrency=maxc,
         kv_bytes_per_token=kvpt, weight_bytes=wbytes, prefill_bound=pre.bound, decode_bound=step.bound,

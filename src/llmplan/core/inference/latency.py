@@ -237,8 +237,9 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     passes = max(1, -(-tokens // plan.chunk_tokens))
     gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
     memory = passes * gpu_weights / r.stream
-    # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound).
-    host_bytes = plan.weights_host
+    # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound); the input
+    # embedding is a row lookup and the head multiplies only the last tokens, so neither goes up (as multi_gpu).
+    host_bytes = plan.weights.bytes_where(lambda g: g.place == "layer") * (1 - frac)
     pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
     host = passes * host_bytes / pcie if plan.gpu_layers < spec.num_layers else 0.0
     comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
@@ -291,20 +292,24 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     compute = flops * frac / (plan.tp * r.flops)
     # Weights the step streams, summed over pipeline stages (a token visits them in turn), per TP rank.
     touched = touched_expert_fraction(spec, tokens)
-    read = 0.0
+    read = layer_read = 0.0
     for gb in plan.weights.groups:
         g = gb.group
         if g.name == "embed_tokens":
             continue  # a lookup of `tokens` rows, negligible
         b = gb.bytes / (1 if g.tp_split == "replicated" else plan.tp)
-        read += b * touched if g.category == "expert" else b
-    gpu_read = read * frac if plan.gpu_layers < spec.num_layers else read
+        b = b * touched if g.category == "expert" else b
+        read += b
+        layer_read += b if g.place == "layer" else 0.0
+    # With layers left in host RAM llama.cpp keeps the output head there too (``llm_load_tensors``: the output goes
+    # to a GPU only when n_gpu_layers > n_layer), as plan_memory counts it: the cards read their layers only.
+    gpu_read = layer_read * frac if plan.gpu_layers < spec.num_layers else read
     kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
     host = 0.0
     if plan.gpu_layers < spec.num_layers:
         host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
-        host = (read * (1 - frac) + host_kv) / r.host_bandwidth
+        host = (read - gpu_read + host_kv) / r.host_bandwidth
     engine = plan.engine
     floor = serving_floor(scenario, plan, r, tokens, gpu_read)
     tp_comm = floor.collective_s if floor is not None else _tp_allreduce_s(scenario, plan, r, tokens)

@@ -8,7 +8,10 @@ embedding and the last the head (we report the heavier end stage).
 Engines that preallocate (vLLM, SGLang, TensorRT-LLM, TGI) take a fixed share of the
 GPU and turn what the weights and workspace leave into a KV pool; the pool decides how
 many sequences run at once. llama.cpp-style engines can leave layers in host RAM
-(``gpu_layers``); with ``gpu_layers=None`` as many layers as fit go to the GPU.
+(``gpu_layers``); with ``gpu_layers=None`` as many layers as fit go to the GPU. On ``pp`` > 1 identical
+cards (llama.cpp's layer split over every visible GPU) a model that does not fit on them all leaves its
+first layers in host RAM and splits the rest over every card, llama.cpp's way (``layer_split``, the
+arithmetic of several different cards with equal shares).
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     L = spec.num_layers
     lps = math.ceil(L / pp)
-    offload = engine.partial_offload and tp == 1 and pp == 1 and not gpu.unified_memory
+    offload = engine.partial_offload and tp == 1 and not gpu.unified_memory
     per_layer, first, last = _weights_split(q, tp, pp, L, host_embedding=engine.partial_offload)
     host_embed = q.bytes_where(lambda g: g.name == "embed_tokens") if engine.partial_offload else 0.0
     ends = first + last if pp == 1 else max(first, last)
@@ -144,15 +147,21 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         share = head_share * layer_frac
         return w, kv_seq_full * share, kv_batch_full * share
 
+    fixed = activations + scores + logits + overhead
+    if offload and pp > 1:
+        full = per_layer * lps + ends + kv_batch_full * head_share * lps / L + fixed <= capacity
+        if inf.gpu_layers is not None or not full:
+            return _split_with_offload(scenario, engine, q, kv, capacity, lps, head_share, kv_seq_full,
+                                       kv_batch_full, activations, logits, overhead, chunk, scores)
+        offload = False  # every layer on the cards: the pipeline-stage arithmetic below, as before
     if offload:
-        n = inf.gpu_layers if inf.gpu_layers is not None else _layers_that_fit(gpu_part, capacity, activations
-                                                                                  + scores + logits + overhead, L)
+        n = inf.gpu_layers if inf.gpu_layers is not None else _layers_that_fit(gpu_part, capacity, fixed, L)
         n = min(n, L)
     else:
         if inf.gpu_layers is not None and inf.gpu_layers < L and not gpu.unified_memory:
             raise LayoutError(
                 f"inference.gpu_layers={inf.gpu_layers} needs an engine with partial offload (llama.cpp, Ollama) "
-                "and tp = pp = 1; clear gpu_layers or choose inference.engine = llama.cpp"
+                "and tp = 1; clear gpu_layers or choose inference.engine = llama.cpp"
             )
         n = lps
     if offload:
@@ -167,6 +176,32 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     return MemoryPlan(q, kv, engine, tp, pp, lps, n if offload else L, w_gpu, w_host,
                       head_share * (n / L if offload else lps / L), kv_seq, kv_batch, kv_host, activations,
                       logits, overhead, capacity, chunk, scores)
+
+
+def _split_with_offload(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, kv: KvLayout,
+                        capacity: float, lps: int, head_share: float, kv_seq_full: float, kv_batch_full: float,
+                        activations: float, logits: float, overhead: float, chunk: int, scores: float) -> MemoryPlan:
+    """``pp`` identical cards in one llama.cpp layer split with layers in host RAM (``inference.gpu_layers``, or as
+    many as fit every card): ``layer_split`` with equal shares, the fullest card reported as "per GPU". ``kv_share``
+    is a card's mean share, so that the pipeline's sum over cards (``latency``: × pp) reads the GPUs' KV once."""
+    from llmplan.core.inference.layer_split import layer_split  # it builds on this module's helpers
+
+    pp, L = scenario.parallelism.pp, scenario.model.num_layers
+    gpus = [scenario.cluster.gpu] * pp
+    placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, scenario.inference.gpu_layers, [capacity] * pp)
+    if placed.gpu_layers == L and scenario.inference.gpu_layers is None:
+        # plan_memory judged every layer on the cards by its stage arithmetic (ceil(L/pp) layers and the head on the
+        # worst card, which the validated multi-card rows use) and found it short; llama.cpp's own assignment is a
+        # little more even (the head counts as a layer) and may squeeze them in by a few MiB, a margin no estimate
+        # resolves: the fit stays the stage arithmetic's, and the last layer and the head stay in host RAM.
+        placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, L - 1, [capacity] * pp)
+    n = placed.gpu_layers
+    layers, has_out, w_gpu, kv_batch, _ = max(placed.cards, key=lambda c: c[2] + c[3] + c[4])
+    host_embed = placed.embed
+    w_host = placed.per_layer * (L - n) + host_embed + (0.0 if n == L else placed.last)
+    return MemoryPlan(q, kv, engine, 1, pp, lps, n, w_gpu, w_host, head_share * n / L / pp,
+                      kv_seq_full * head_share * layers / L, kv_batch, kv_batch_full * (L - n) / L, activations,
+                      logits if has_out else 0.0, overhead, capacity, chunk, scores)
 
 
 def _layers_that_fit(gpu_part, capacity: float, fixed: float, L: int) -> int:

@@ -1,13 +1,10 @@
 """Several different cards in one machine: llama.cpp's layer split (``--split-mode layer``), with the
 layers that fit nowhere left in host RAM.
 
-llama.cpp gives each GPU a contiguous run of layers in proportion to ``--tensor-split``, by default
-each device's free memory (llama.cpp ``llama_model_load_from_file``: "split by free memory"); the
-first ``n_layer - n_gpu_layers`` layers stay on the CPU, the output head, when every layer is offloaded,
-counts as one more layer of the split (so the last device gets one layer fewer than an even share), and the
-input embedding always stays in host RAM. Every GPU holds its layers' weights and KV cache plus its own
-runtime context (CUDA, HIP; none on Metal, Vulkan or SYCL: ``core.inference.backend``) and compute buffer,
-which without flash attention holds the score matrix of a whole layer (``core.inference.score_buffer``).
+Where the layers and bytes go is ``core.inference.layer_split`` (llama.cpp's assignment, shared with N identical
+cards that offload); this module prices the split: per card, the runtime context (CUDA, HIP; none on Metal, Vulkan
+or SYCL: ``core.inference.backend``) and compute buffer (with the score matrix of a whole layer without flash
+attention: ``core.inference.score_buffer``) are counted there.
 
 A token visits the devices in turn, so decode time is the *sum* over devices of each one's weights and
 KV read at its own bandwidth, plus its layers' kernel floor (the engine profile's ``decode_floor_per_layer``; with
@@ -23,7 +20,6 @@ tokens route to, E·(1-(1-k/E)^B) of E per layer in expectation, and a prompt to
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,18 +29,10 @@ from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
     engine_prompt_rate,
-    runtime_context_bytes,
     stream_efficiency,
 )
 from llmplan.core.inference.latency import dequant_s, score_traffic_s, touched_expert_fraction
-from llmplan.core.inference.memory import (
-    ACT_BYTES,
-    LOGIT_BYTES,
-    _activation_elements_per_token,
-    _weights_split,
-)
-from llmplan.core.inference.score_buffer import score_buffer_bytes
-from llmplan.core.kvcache import batch_kv_bytes, kv_layout
+from llmplan.core.inference.layer_split import layer_split
 from llmplan.core.quant import QuantizedWeights, quantized_weights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -96,25 +84,6 @@ class MixedPlan:
         return min(self.cards, key=lambda c: c.capacity - c.total)
 
 
-def _assign(n_gpu: int, split: Sequence[float], with_output: bool) -> tuple[list[int], int]:
-    """(layers per device, the output head's device or -1) for ``n_gpu`` offloaded layers, llama.cpp's way
-    (``llm_load_tensors``, 2024 and since): the head counts as one more layer when it is offloaded
-    (``act_gpu_layers = min(n_gpu_layers, n_layer + 1)``), layer i of the offloaded run goes to the first device
-    whose cumulative share exceeds i / act_gpu_layers, and the head to the device of (act - 1) / act."""
-    total = sum(split)
-    cum, acc = [], 0.0
-    for s in split:
-        acc += s / total
-        cum.append(acc)
-    act = n_gpu + 1 if with_output else n_gpu
-    counts = [0] * len(split)
-    for i in range(n_gpu):
-        d = min(bisect.bisect_right(cum, i / act), len(split) - 1)
-        counts[d] += 1
-    out = min(bisect.bisect_right(cum, (act - 1) / act), len(split) - 1) if with_output else -1
-    return counts, out
-
-
 def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequence[float] | None = None,
                  gpu_layers: int | None = None) -> MixedPlan:
     """The split of ``scenario``'s model across ``gpus`` (one each, in device order) and its speed.
@@ -134,46 +103,16 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     spec, inf = scenario.model, scenario.inference
     L = spec.num_layers
     q = quantized_weights(spec, inf.weight_format)
-    per_layer, first, last = _weights_split(q, 1, 1, L, host_embedding=True)
+    placed = layer_split(scenario, engine, q, gpus, split, gpu_layers, [g.usable_memory_bytes for g in gpus])
+    n, per_layer, last, embed, kv_layer = placed.gpu_layers, placed.per_layer, placed.last, placed.embed, \
+        placed.kv_layer
     read_share = _moe_read_share(scenario, q, inf.batch)
     layer_flop_params, head_params = _flop_params(scenario, q)
-    embed = q.bytes_where(lambda g: g.name == "embed_tokens")
-    kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
-    context = inf.prompt_tokens + inf.output_tokens
-    kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
     chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
-    buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
-    runtime = [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
-               + score_buffer_bytes(scenario, engine, backend_of(g, inf.backend), engine.framework_bytes + buffer)
-               for g in gpus]
-    logits = inf.batch * spec.vocab_size * LOGIT_BYTES
-
-    def shares(n: int) -> list[tuple[int, bool, float, float, float]]:
-        """(layers, holds the output head, weights, KV, runtime) per device."""
-        counts, out_dev = _assign(n, split, with_output=n == L)
-        first_dev = min((i for i, c in enumerate(counts) if c), default=-1)
-        out = []
-        for i, c in enumerate(counts):
-            has_out = i == out_dev
-            w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0)
-            out.append((c, has_out, w, kv_layer * c, runtime[i] + (logits if has_out else 0.0)))
-        return out
-
-    def fits(n: int) -> bool:
-        return all(w + k + r <= g.usable_memory_bytes for g, (_, _, w, k, r) in zip(gpus, shares(n), strict=True))
-
-    if gpu_layers is None:
-        lo, hi = 0, L
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-        n = lo
-    else:
-        n = min(gpu_layers, L)
     tokens = inf.batch * inf.prompt_tokens
     no_graphs = floor_without_graphs(engine, [backend_of(g, inf.backend) for g in gpus], n == L)
     cards = []
-    for g, (c, has_out, w, k, r) in zip(gpus, shares(n), strict=True):
+    for g, (c, has_out, w, k, r) in zip(gpus, placed.cards, strict=True):
         floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(g.vendor == "apple")
         layers_w = per_layer * c
         read = w - layers_w * (1 - read_share)  # the experts a decode step does not route to stay unread

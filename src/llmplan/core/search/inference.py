@@ -4,7 +4,8 @@ A serving replica is TP (inside a node) × PP GPUs; the rest of the cluster runs
 by side (DP). There are at most a few dozen (tp, pp) pairs, so every one is run through the
 inference engine itself (``llmplan.core.inference``: the weights priced tensor by tensor in the
 plan's format by ``core.quant``, the KV cache, the engine profile's memory share and, for
-llama.cpp and Ollama, the layers left in host RAM on one GPU). The search and the estimate of
+llama.cpp and Ollama, the layers left in host RAM). llama.cpp and Ollama get their own default layout
+only: every GPU of the node in one layer split (``candidate_layouts``). The search and the estimate of
 the chosen layout can therefore never disagree on whether it fits (issue 16: a separate
 bits-per-weight table searched iq4_xs or q3_k_m as bf16 and ignored partial offload).
 
@@ -35,14 +36,19 @@ WIDE_KV = ("bf16", "fp16", "fp32")  # KV cache types an 8-bit cache halves or be
 
 def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
     """Every (tp, pp) replica the cluster can hold: TP inside a node dividing the heads, PP ≤ layers.
-    Engines that split a model by layers (llama.cpp and Ollama: ``--split-mode layer``, their default) get
-    PP only: their row split is not tensor parallelism as vLLM runs it and is not modelled, so pricing it as
-    TP would promise twice a layer split's decode speed on two cards."""
+    Engines that split a model by layers (llama.cpp and Ollama: ``--split-mode layer``, their default) get one
+    layout, theirs: one process per machine over every GPU it sees (llama.cpp's ``llama_model_default_params``
+    offloads to all visible devices), PP = the node's GPUs, so "on my 2 cards" is both cards, as the app's GPUs per
+    node sets it (``gui.hardware_picker.engine_split``), with the layers that fit nowhere in host RAM. Their row
+    split is not tensor parallelism as vLLM runs it and is not modelled, so pricing it as TP would promise twice
+    a layer split's decode speed on two cards. A layout the plan states is estimated as it is."""
     m, c = scenario.model, scenario.cluster
-    layer_split = scenario.engine_profile is not None and scenario.engine_profile.partial_offload
+    if scenario.engine_profile is not None and scenario.engine_profile.partial_offload:
+        pp = max(d for d in range(1, min(c.gpus_per_node, m.num_layers) + 1) if c.gpus_per_node % d == 0)
+        return [ParallelLayout(tp=1, pp=pp, dp=1, sequence_parallel=False)]
     out = []
     for tp in TP_CHOICES:
-        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp or (layer_split and tp > 1):
+        if tp > c.gpus_per_node or m.num_heads % tp or c.total_gpus % tp:
             continue
         for pp in range(1, min(m.num_layers, c.total_gpus // tp) + 1):
             if (c.total_gpus // tp) % pp == 0:
