@@ -12,6 +12,7 @@ per layer (ring: 2(tp-1)/tp of the buffer per GPU, NCCL). Pipeline stages run on
 after another for a given token, so ``pp`` shrinks memory but not latency.
 MoE decode reads only the experts the batch's tokens are routed to: for B tokens
 choosing k of E experts, E·(1-(1-k/E)^B) distinct experts in expectation.
+llama.cpp's MoE prompts on CUDA also pay MMQ's tile padding and their routing bytes (``moe_prompt_s``).
 Speculative decoding (Leviathan et al., ICML 2023): with draft length k and per-token
 acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
 """
