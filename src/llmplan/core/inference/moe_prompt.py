@@ -46,8 +46,6 @@ MMQ_MAX_J = 128  # the largest token-column tile
 _J_ALIGNED = (8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128)
 _J_FALLBACK = (8, 16, 32, 64, 128)
 F32, Q8_1_MMQ = 4, 1.125  # bytes per value: f32 activations; block_q8_1_mmq, 144 B per 128 values
-SOURCE = ("ggml-org/ggml d99724f2 (2026-08-21) src/ggml-cuda/ggml-cuda.cu ggml_cuda_mul_mat_id, mmq.cu, mmq.cuh "
-          "mul_mat_q_switch_J, mmq-config-ampere.cuh; llama.cpp src/llama-graph.cpp build_moe_ffn @00395eb2")
 
 
 def tile_columns(tokens: int, rows: int) -> int:
@@ -84,7 +82,7 @@ def padding_factor(tokens: int, k: int, experts: int, rows: int) -> float:
 
 def expert_padding(spec: ModelSpec, tokens: int) -> float:
     """The padding factor of one MoE layer's routed-expert GEMMs, weighted by their FLOPs: gate and up
-    (expert_intermediate_size rows each, or one fused gate_up matrix of twice that) and down (hidden_size rows)."""
+    (expert_intermediate_size rows each) and down (hidden_size rows)."""
     moe = spec.moe
     if moe is None or tokens <= 0:
         return 1.0
@@ -115,7 +113,9 @@ def extra_bytes_per_token(spec: ModelSpec) -> float:
 def runs_moe_mmq(spec: ModelSpec, engine: EngineProfile, gpu: GpuSpec, backend: Backend, fmt: WeightFormat,
                  micro_batch: int) -> bool:
     """Whether a prompt's routed experts run llama.cpp's MMQ by expert id: an MoE model with block-quantised
-    weights, on CUDA with the engine's MMQ rate for this GPU, in micro-batches that are not dequantised to cuBLAS."""
+    weights, on CUDA with the engine's MMQ rate for this GPU, in micro-batches that are not dequantised to cuBLAS.
+    (A last micro-batch of a few tokens takes the mat-vec path instead, ``get_mmvq_mmid_max_batch``; it is priced
+    as MMQ here, a negligible difference.)"""
     if not spec.is_moe or not is_block_quantised(fmt) or not engine.prefill_quant_ops_per_sm_clock:
         return False
     if backend != "cuda" or mmq_rate(gpu, engine.prefill_quant_ops_per_sm_clock) is None:
