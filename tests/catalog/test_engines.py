@@ -54,6 +54,7 @@ def test_every_shipped_engine_states_its_numbers_in_the_catalog():
 # widely published llama-bench tables, llama-cpp-2026 current builds. Only the CUDA speed figures and flash attention
 # (off by default in 2024, -fa auto now: score traffic and the compute buffer's score matrix) differ.
 ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_kernels_per_layer", "decode_kernel_s",
+              "decode_kernels_per_moe_layer",  # counted from the 2026 code; the 2024 floor is flat per layer
               "prefill_quant_ops_per_sm_clock", "prefill_score_bytes",  # score bytes: no flash attention in 2024
               "flash_attention", "decode_bandwidth_efficiency_by_gpu",  # the 2024 mat-vec share on HBM cards (issue #6763)
               "decode_layer_s_pipelined",  # no CUDA graphs with a pipelined layer split before PR #13814 (2025)
@@ -68,6 +69,7 @@ def test_llama_cpp_eras_differ_only_in_cuda_speed():
     assert (default.decode_layer_s, default.prefill_quant_ops_per_sm_clock) == (86.7e-6, 372)  # PR #6766; #7676/#8062
     assert (current.decode_kernels_per_layer, current.decode_kernel_s, current.prefill_quant_ops_per_sm_clock) \
         == (21, 0.875e-6, 524)  # ggml-cuda kernel count, CUDA.jl graph microbenchmark; PR #24127
+    assert current.decode_kernels_per_moe_layer == 25 and default.decode_kernels_per_moe_layer is None
     assert engine_profile("llama.cpp-2026") == current and engine_profile("llama.cpp") == default
     assert current.name == "llama.cpp (2025+ build)" and "2024" in default.describes
     assert current.flash_attention and not default.flash_attention

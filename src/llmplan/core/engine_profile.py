@@ -143,6 +143,11 @@ class EngineProfile(StrictFields, FrozenModel):
         description="kernels one decoder layer runs per batch-1 decode step (counted from the engine's code); with "
         "decode_kernel_s it replaces decode_layer_s off Apple",
     )
+    decode_kernels_per_moe_layer: int | None = Field(
+        None, ge=1, le=200,
+        description="decode_kernels_per_layer for a layer whose feed-forward is routed experts (router, top-k, the "
+        "experts' mat-vecs by id, their weighting and sum; counted from the engine's code); None: as a dense layer",
+    )
     decode_kernel_s: float | None = Field(
         None, ge=0, le=1e-4,
         description="seconds each kernel of a captured CUDA graph costs beyond the bytes it streams (graph replay of "
@@ -337,14 +342,19 @@ class EngineProfile(StrictFields, FrozenModel):
             raise ValueError("give (size, fraction) points with sizes increasing and fractions in (0, 1]")
         return v
 
-    def decode_floor_per_layer(self, apple: bool) -> float:
+    def decode_floor_per_layer(self, apple: bool, moe_share: float = 0.0) -> float:
         """GPU seconds a decoder layer adds to every decode step whatever its bytes.
 
         On Apple the measured Metal figure; elsewhere kernels per layer x the per-kernel cost in a CUDA graph when
         the profile gives both (llama.cpp, counted from its batch-1 code), else the flat ``decode_layer_s``.
+        ``moe_share``: the fraction of the layers whose feed-forward is routed experts; where the profile counts an
+        MoE layer's kernels apart (``decode_kernels_per_moe_layer``) the mean over the layers is returned.
         """
         if apple and self.decode_layer_s_apple is not None:
             return self.decode_layer_s_apple
         if self.decode_kernels_per_layer is not None and self.decode_kernel_s is not None:
-            return self.decode_kernels_per_layer * self.decode_kernel_s
+            kernels = float(self.decode_kernels_per_layer)
+            if self.decode_kernels_per_moe_layer is not None:
+                kernels += moe_share * (self.decode_kernels_per_moe_layer - self.decode_kernels_per_layer)
+            return kernels * self.decode_kernel_s
         return self.decode_layer_s

@@ -12,6 +12,7 @@ per layer (ring: 2(tp-1)/tp of the buffer per GPU, NCCL). Pipeline stages run on
 after another for a given token, so ``pp`` shrinks memory but not latency.
 MoE decode reads only the experts the batch's tokens are routed to: for B tokens
 choosing k of E experts, E·(1-(1-k/E)^B) distinct experts in expectation.
+llama.cpp's MoE prompts on CUDA also pay MMQ's tile padding and their routing bytes (``moe_prompt_s``).
 Speculative decoding (Leviathan et al., ICML 2023): with draft length k and per-token
 acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
 """
@@ -34,6 +35,7 @@ from llmplan.core.inference.backend import (
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
+from llmplan.core.inference.moe_prompt import moe_mmq_s, runs_moe_mmq
 from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, replays_graph, small_allreduce_s
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
@@ -259,7 +261,20 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
             plan.engine, scenario.cluster.gpu, backend_of(scenario.cluster.gpu, scenario.inference.backend),
             plan.chunk_tokens):
         compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp
+    compute += moe_prompt_s(scenario, plan, r, tokens) * frac / plan.tp
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights, launch, fixed)
+
+
+def moe_prompt_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int) -> float:
+    """Seconds llama.cpp's MoE prompt kernels add on CUDA where the routed experts run MMQ by id
+    (``core.inference.moe_prompt``): their GEMMs padded to MMQ's tiles at the MMQ rate ``r.flops``, and the MoE
+    layers' routing, gather and weighted-sum bytes at ``r.stream``; 0 elsewhere."""
+    gpu = scenario.cluster.gpu
+    if not runs_moe_mmq(scenario.model, plan.engine, gpu, backend_of(gpu, scenario.inference.backend),
+                        plan.weights.format, plan.chunk_tokens):
+        return 0.0
+    experts = sum(g.group.params for g in plan.weights.groups if g.group.category == "expert")
+    return moe_mmq_s(scenario.model, experts, tokens, plan.chunk_tokens, r.flops, r.stream)
 
 
 def dequant_s(q: QuantizedWeights, layer_share: float, passes: int, stream: float) -> float:
@@ -317,7 +332,8 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
         e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
         return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
-    per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple")
+    per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple",
+                                              spec.moe_layer_count / spec.num_layers)
     layers = plan.gpu_layers if plan.gpu_layers < spec.num_layers else plan.layers_per_stage * plan.pp
     fixed = engine.step_overhead_s + per_layer * layers  # once per pass, however many tokens it verifies
     launch = 0.0

@@ -15,7 +15,8 @@ matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal 
 
 A mixture of experts is priced as on one GPU (``latency.decode_step``): a decode step reads only the experts its
 tokens route to, E·(1-(1-k/E)^B) of E per layer in expectation, and a prompt token multiplies k of E experts
-(gpt-oss-120b: 4 of 128), wherever the layer lives, on a card or in host RAM; every expert is held.
+(gpt-oss-120b: 4 of 128), wherever the layer lives, on a card or in host RAM; every expert is held. On a CUDA
+card whose experts run MMQ by id, their tiles and routing bytes are priced as on one GPU (``core.inference.moe_prompt``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from llmplan.core.inference.backend import (
 )
 from llmplan.core.inference.latency import dequant_s, score_traffic_s, touched_expert_fraction
 from llmplan.core.inference.layer_split import layer_split
+from llmplan.core.inference.moe_prompt import moe_mmq_s, runs_moe_mmq
 from llmplan.core.quant import QuantizedWeights, quantized_weights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -113,7 +115,8 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     no_graphs = floor_without_graphs(engine, [backend_of(g, inf.backend) for g in gpus], n == L)
     cards = []
     for g, (c, has_out, w, k, r) in zip(gpus, placed.cards, strict=True):
-        floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(g.vendor == "apple")
+        floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(
+            g.vendor == "apple", spec.moe_layer_count / L)
         layers_w = per_layer * c
         read = w - layers_w * (1 - read_share)  # the experts a decode step does not route to stay unread
         flop_params = layer_flop_params * c * tokens + (head_params * inf.batch if has_out else 0.0)
@@ -195,4 +198,8 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
                                inf.prompt_tokens, chunk)
     if dequant and layers:
         prefill += dequant_s(q, layers / scenario.model.num_layers, -(-total // micro), g.memory_bandwidth * stream)
+    if layers and runs_moe_mmq(scenario.model, engine, g, backend_of(g, inf.backend), fmt, micro):
+        experts = sum(gb.group.params for gb in q.groups if gb.group.category == "expert")
+        prefill += moe_mmq_s(scenario.model, experts, total, micro, rate, g.memory_bandwidth * stream) \
+            * layers / scenario.model.num_layers
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)
