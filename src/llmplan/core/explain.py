@@ -109,22 +109,26 @@ class Figure(NamedTuple):
         return self.value
 
     def describe(self) -> str:
-        """A plain-text explanation: formula, inputs, assumptions and source, one per line."""
+        """A plain-text explanation: formula, inputs, assumptions and source, one per line. Each input prints in
+        its unit at a readable scale ("capacity = 23.99 GiB", "bandwidth = 2,680.0 GB/s"; ``core.input_units``),
+        so the app's tooltips, the exports and the CLI read the same."""
         lines = [f"{self.formula}" if self.formula else ""]
         if self.inputs:
-            lines.append("inputs: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in self.inputs.items()))
+            lines.append("inputs: " + ", ".join(f"{k} = {_fmt(k, v, self.unit)}" for k, v in self.inputs.items()))
         lines.extend(f"assumes: {a}" for a in self.assumptions)
         if self.source:
             lines.append(f"source: {self.citation()}")
         return "\n".join(line for line in lines if line)
 
 
-def _fmt(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, int) and abs(v) >= 10_000:
-        return f"{v:,}"
-    return str(v)
+def _fmt(name: str, v: object, figure_unit: str) -> str:
+    """An input's value with its unit (``core.input_units``, ``core.present.quantity``); text as it is."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    from llmplan.core.input_units import input_unit  # present imports this module: resolved at call time
+    from llmplan.core.present import quantity
+
+    return quantity(float(v), input_unit(name, figure_unit))
 
 
 def zero(unit: str, why: str) -> Figure:
