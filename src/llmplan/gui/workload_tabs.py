@@ -81,7 +81,8 @@ def inference_form(state: PlanState) -> QWidget:
     f = QFormLayout(w)
     f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
              "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
-             "type another GGUF type in lower case", _opts(backend.weight_formats()), editable=True))
+             "type another GGUF type in lower case; hover an entry for what it is and its bits per weight",
+             _opts(backend.weight_formats()), editable=True, item_tips=backend.weight_format_words()))
     add_released_row(f, state)
     f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
              "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
