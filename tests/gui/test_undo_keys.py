@@ -87,8 +87,9 @@ def _up_arrow(spin) -> QPoint:
 
 def test_ten_arrow_clicks_are_one_undo_step_and_another_field_starts_a_new_one(window, qtbot):
     _pretrain(window)
+    assert window.state.pin("training.micro_batch", 1)  # stated (from "auto" the arrows start at what it used)
     spin = _spin(window, "training.micro_batch")
-    before = spin.value()
+    before = window.state.get("training.micro_batch")
     count = window.state.undo_stack.count()
     for _ in range(10):
         QTest.mouseClick(spin, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, _up_arrow(spin))
@@ -105,7 +106,8 @@ def test_ten_arrow_clicks_are_one_undo_step_and_another_field_starts_a_new_one(w
 
 def test_up_then_down_in_one_field_leaves_no_undo_step(window, qtbot):
     _pretrain(window)
-    spin = _spin(window, "training.micro_batch")
+    assert window.state.edit("training.micro_batch", 2)  # stated: down from 3 comes back to it (from "auto (1)"
+    spin = _spin(window, "training.micro_batch")  # up then down states 1: a step, gui/auto_knobs.py)
     count = window.state.undo_stack.count()
     spin.setFocus()
     QTest.keyClick(spin, Qt.Key.Key_Up)
@@ -116,8 +118,9 @@ def test_up_then_down_in_one_field_leaves_no_undo_step(window, qtbot):
 def test_saving_ends_a_merge_run(window, qtbot, isolated):
     _pretrain(window)
     spin = _spin(window, "training.micro_batch")
-    before = spin.value()
     spin.setFocus()
+    QTest.keyClick(spin, Qt.Key.Key_Up)  # from "auto (N)": the knob stated at N + 1
+    before = window.state.get("training.micro_batch")
     QTest.keyClick(spin, Qt.Key.Key_Up)
     window._write(isolated / "p.llmplan")
     QTest.keyClick(spin, Qt.Key.Key_Up)

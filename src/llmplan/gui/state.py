@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from llmplan.gui import backend
-from llmplan.gui.commands import Edit, Replace, get_path
+from llmplan.gui.commands import Edit, Replace, Unstate, get_path, is_stated, set_path
 from llmplan.plan.document import PlanDocument
 
 DEBOUNCE_MS = 30
@@ -41,7 +41,7 @@ class EditCommand(QUndoCommand):
     changes to one knob (spin-arrow clicks, typed numbers) is one undo step; another field, a
     model pick or a save in between starts a new one (Qt never merges across the clean state)."""
 
-    def __init__(self, state: PlanState, record: Edit | Replace, merge: str | None = None,
+    def __init__(self, state: PlanState, record: Edit | Replace | Unstate, merge: str | None = None,
                  checked: tuple[PlanDocument, PlanDocument] | None = None) -> None:
         super().__init__(record.text)
         self._state = state
@@ -130,6 +130,23 @@ class PlanState(QObject):
             return True
         self.undo_stack.push(EditCommand(self, record, merge, (self.doc, new)))  # redo reuses the checked doc
         return True
+
+    def pin(self, path: str, value: Any, text: str = "", merge: str | None = None) -> bool:
+        """``edit``, but an automatic (unstated) field becomes stated even at the value it has: a user's explicit
+        pick of a knob the default policy may move (``core.search.policy``) holds it there. Undo leaves it
+        unstated again (``commands.Unstate``): automatic."""
+        if is_stated(self.doc, path) or self.get(path) != value:
+            return self.edit(path, value, text, merge)
+        record = Edit.of(self.doc, path, value, text)
+        self.undo_stack.push(EditCommand(self, record, merge, (self.doc, record.apply(self.doc))))
+        return True
+
+    def unstate(self, path: str, text: str = "") -> None:
+        """Leave ``path`` unstated again (automatic: the default policy chooses it), as one undoable step."""
+        if not is_stated(self.doc, path):
+            return
+        default = get_path(set_path(self.doc, path, None, stated=False), path)
+        self.undo_stack.push(EditCommand(self, Unstate(path, self.get(path), default, text or f"Automatic {path}")))
 
     def edit_many(self, changes: dict[str, Any], text: str, merge: str | None = None) -> bool:
         """Several fields as one undo step (apply an Auto result, pick a model...)."""

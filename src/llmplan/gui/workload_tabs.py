@@ -22,6 +22,7 @@ from shiboken6 import isValid
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui import backend
+from llmplan.gui.auto_knobs import AutoSpin
 from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
@@ -245,8 +246,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              _opts(["adamw", "adam8bit", "adafactor", "lion", "muon", "momentum", "sgd"])))
     f.addRow("Sequence length (tokens)", bound_spin(state, "training.seq_len", "Sequence length",
              "Tokens per training sequence: activation memory grows with it", 1, 10_000_000, 512))
-    f.addRow("Micro-batch (sequences per GPU)", bound_spin(state, "training.micro_batch", "Micro-batch",
-             "Sequences per GPU per forward/backward pass", 1, 100_000))
+    f.addRow("Micro-batch (sequences per GPU)", AutoSpin(state, "training.micro_batch", "Micro-batch",
+             "Sequences per GPU per forward/backward pass", 100_000))
     add_batch_rows(f, state)
     f.addRow("Tokens to train (billions)", bound_float(state, "training.tokens", "Tokens to train",
              "Total training tokens, for the time and cost figures", 0.001, 1e8, 3, 10, "B tokens", scale=1e-9))
