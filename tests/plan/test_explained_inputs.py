@@ -2,7 +2,7 @@
 
 Found by the 2026-11-28 user trial of the app: the formula tooltips read "capacity = 2.57572e+10" and
 "per_block = 1.05002e+09" (raw SI floats). ``Figure.describe`` now prints each input in its unit
-(``core.input_units`` + ``core.present.quantity``); the app's tooltips, exports and the CLI all read it.
+(``core.input_units`` + ``core.present.quantity``); the app's tooltips and exports read it.
 Exact text checks (no tolerance): the inputs are the engine's own values, formatted.
 """
 

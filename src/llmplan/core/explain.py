@@ -111,7 +111,7 @@ class Figure(NamedTuple):
     def describe(self) -> str:
         """A plain-text explanation: formula, inputs, assumptions and source, one per line. Each input prints in
         its unit at a readable scale ("capacity = 23.99 GiB", "bandwidth = 2,680.0 GB/s"; ``core.input_units``),
-        so the app's tooltips, the exports and the CLI read the same."""
+        so the app's tooltips and the exports read the same text."""
         lines = [f"{self.formula}" if self.formula else ""]
         if self.inputs:
             lines.append("inputs: " + ", ".join(f"{k} = {_fmt(k, v, self.unit)}" for k, v in self.inputs.items()))

@@ -42,8 +42,9 @@ def _gguf_main_type(fmt: WeightFormat) -> str:
 
 
 def format_words(name: str) -> str:
-    """E.g. 'GPTQ 4-bit: packed weights, an fp16 scale and a 4-bit zero point per group of 128 (AutoGPTQ);
-    embeddings and head fp16. 4.16 bits per weight'. Raises ``InputError`` for an unknown name."""
+    """Two lines, what it is and its bits, e.g. 'GPTQ 4-bit: packed weights, an fp16 scale and a 4-bit zero point per
+    group of 128 (AutoGPTQ, with g_idx); embeddings and head fp16.' / '4.16 bits per quantised weight, scales
+    included'. Raises ``InputError`` for an unknown name."""
     fmt = parse_weight_format(name)
     k = fmt.kind
     per = "per weight" if k == "float" else "per quantised weight, scales included" + (
@@ -79,4 +80,4 @@ def format_words(name: str) -> str:
     else:
         t = GGML_TYPES[fmt.variant.upper()]
         what = f"GGUF type {t.name}: blocks of {t.block_size} weights in {t.type_size} bytes"
-    return f"{what}. {bits}"
+    return f"{what}.\n{bits}"
