@@ -53,6 +53,10 @@ def test_a_pick_states_the_knob_and_undo_returns_to_automatic(window):
     assert not is_stated(state.doc, "training.zero_stage")
     state.evaluate_now()
     assert zero.currentText() == "auto (ZeRO 3)"
+    zero.setCurrentIndex(zero.findData(3))  # held at 3, then 1, then 3 again: still held (the pick is its own step)
+    zero.setCurrentIndex(zero.findData(1))
+    zero.setCurrentIndex(zero.findData(3))
+    assert is_stated(state.doc, "training.zero_stage") and state.doc.training.zero_stage == 3
     zero.setCurrentIndex(zero.findData(1))
     state.evaluate_now()
     zero.setCurrentIndex(zero.findData(AUTO))  # picking "auto" again unstates it
@@ -66,6 +70,10 @@ def test_the_micro_batch_spin_steps_from_the_value_used(window):
     micro = window.findChild(QSpinBox, "training.micro_batch")
     micro.stepBy(1)  # from "auto (1)": 2, stated
     assert state.doc.training.micro_batch == 2 and is_stated(state.doc, "training.micro_batch")
+    micro.stepBy(-1)  # back where the run began: automatic again, no step left
+    assert not is_stated(state.doc, "training.micro_batch") and micro.value() == 0
+    micro.stepBy(2)
+    assert state.doc.training.micro_batch == 3
     micro.setValue(0)
     assert not is_stated(state.doc, "training.micro_batch")
     state.evaluate_now()

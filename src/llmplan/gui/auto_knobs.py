@@ -48,7 +48,8 @@ def auto_text(used: str | None) -> str:
 
 class AutoSpin(QSpinBox):
     """A spin box for an automatic whole-number knob: its minimum, 0, is "auto (N)", N the value the result used;
-    1 and up state the knob. From "auto" the arrows step from N (N+1, N−1), not from 0."""
+    1 and up state the knob. From "auto" the arrows step from N (N+1, N−1), not from 0; up then down in one run
+    is "auto (N)" again (``state.EditCommand`` unstates a merged edit that ends where it began)."""
 
     def __init__(self, state: PlanState, path: str, label: str, tip: str, hi: int) -> None:
         super().__init__()
@@ -79,9 +80,10 @@ class AutoSpin(QSpinBox):
             self.blockSignals(False)
 
     def stepBy(self, steps: int) -> None:
-        used = self._used()
-        if self.value() == 0 and used is not None:
-            self.setValue(max(1, used + steps))
+        if self.value() == 0:  # from the value used (the plan's default while there is no result)
+            used = self._used()
+            base = used if used is not None else int(get_path(self._state.doc, self._path))
+            self.setValue(max(1, base + steps))
             return
         super().stepBy(steps)
 

@@ -98,9 +98,7 @@ class Edit:
 
     @property
     def is_noop(self) -> bool:
-        """Back where it began: the same value, and stated before as after (stating an automatic knob at the value
-        the policy left it on is a step: the policy no longer moves it)."""
-        return self.old == self.new and self.old_stated
+        return self.old == self.new
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,10 @@ class EditCommand(QUndoCommand):
         if joined is None:
             return False
         self._record = joined
+        if joined.is_noop and isinstance(joined, Edit) and not joined.old_stated:
+            # back at the value of a field the plan did not state (up then down from "auto (1)"): unstated again,
+            # as before the first edit, so an automatic knob stays automatic (gui/auto_knobs.py)
+            self._state._set_doc(set_path(self._state.doc, joined.path, None, stated=False))
         self.setObsolete(joined.is_noop)  # back where it started: the step leaves the history
         return True
 
@@ -137,8 +141,8 @@ class PlanState(QObject):
         unstated again (``commands.Unstate``): automatic."""
         if is_stated(self.doc, path) or self.get(path) != value:
             return self.edit(path, value, text, merge)
-        record = Edit.of(self.doc, path, value, text)
-        self.undo_stack.push(EditCommand(self, record, merge, (self.doc, record.apply(self.doc))))
+        record = Edit.of(self.doc, path, value, text)  # a step of its own (no merge key): the next pick of this
+        self.undo_stack.push(EditCommand(self, record, None, (self.doc, record.apply(self.doc))))  # knob keeps it
         return True
 
     def unstate(self, path: str, text: str = "") -> None:
