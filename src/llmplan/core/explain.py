@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+from llmplan.core.input_units import input_unit
+
 # Citations used across the engine. Keys are short and stable; the GUI's Help page
 # lists them all, so a source is written once here and referenced by key elsewhere.
 SOURCES: Mapping[str, str] = MappingProxyType(
@@ -121,14 +123,19 @@ class Figure(NamedTuple):
         return "\n".join(line for line in lines if line)
 
 
+_quantity = None  # core.present.quantity, bound on first use (present imports this module)
+
+
 def _fmt(name: str, v: object, figure_unit: str) -> str:
     """An input's value with its unit (``core.input_units``, ``core.present.quantity``); text as it is."""
+    global _quantity
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
-    from llmplan.core.input_units import input_unit  # present imports this module: resolved at call time
-    from llmplan.core.present import quantity
+    if _quantity is None:
+        from llmplan.core.present import quantity
 
-    return quantity(float(v), input_unit(name, figure_unit))
+        _quantity = quantity
+    return _quantity(float(v), input_unit(name, figure_unit))
 
 
 def zero(unit: str, why: str) -> Figure:
