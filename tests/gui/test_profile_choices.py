@@ -9,13 +9,16 @@ import os
 
 from PySide6.QtWidgets import QComboBox
 
+from llmplan.gui.auto_knobs import AUTO
+
 MEGATRON_8B = {"model.id": "meta-llama/Meta-Llama-3-8B", "workload": "pretrain", "hardware.gpu": "nvidia-h100-sxm-80gb",
                "hardware.gpus_per_node": 8, "hardware.nodes": 1, "parallelism.dp": 8, "training.framework": "megatron",
                "training.seq_len": 4096, "training.method": "full"}
 
 
 def _entries(combo: QComboBox) -> list:
-    return [combo.itemData(i) for i in range(combo.count())]
+    """The plan values listed (the "auto (…)" entry of an automatic knob left out: gui/auto_knobs.py)."""
+    return [combo.itemData(i) for i in range(combo.count()) if combo.itemData(i) != AUTO]
 
 
 def _finetune(window) -> None:
@@ -27,8 +30,9 @@ def test_the_first_fine_tune_plan_shows_the_trainers_choices(window):
     _finetune(window)
     recompute = window.findChild(QComboBox, "training.recompute")
     assert _entries(recompute) == ["none", "full"]
-    assert recompute.currentData() == "none" and recompute.currentText() == "no gradient checkpointing"
-    assert recompute.itemText(1) == "gradient checkpointing"
+    # left open by the plan: automatic, naming what the result ran in the Trainer's words (auto_knobs)
+    assert recompute.currentData() == AUTO and recompute.currentText() == "auto (no gradient checkpointing)"
+    assert recompute.itemText(recompute.findData("full")) == "gradient checkpointing"
     loss = window.findChild(QComboBox, "training.loss")
     assert _entries(loss) == ["auto", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear"]
     assert loss.currentText() == "framework's own: fp32 upcast (HF)"
@@ -51,7 +55,7 @@ def test_picking_gradient_checkpointing_sets_full_and_undo_leaves_recompute_auto
     assert "recompute" not in tr.model_fields_set  # back to the default the policy may move, not a stated value
     out = window.state.evaluate_now()
     assert out.ok, out.message
-    assert recompute.currentData() == "none"
+    assert recompute.currentData() == AUTO and recompute.currentText() == "auto (no gradient checkpointing)"
 
 
 def test_megatron_lists_selective_recompute_and_te_ce(window):

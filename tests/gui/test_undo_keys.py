@@ -87,8 +87,9 @@ def _up_arrow(spin) -> QPoint:
 
 def test_ten_arrow_clicks_are_one_undo_step_and_another_field_starts_a_new_one(window, qtbot):
     _pretrain(window)
+    assert window.state.pin("training.micro_batch", 1)  # stated (from "auto" the arrows start at what it used)
     spin = _spin(window, "training.micro_batch")
-    before = spin.value()
+    before = window.state.get("training.micro_batch")
     count = window.state.undo_stack.count()
     for _ in range(10):
         QTest.mouseClick(spin, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, _up_arrow(spin))
@@ -105,19 +106,21 @@ def test_ten_arrow_clicks_are_one_undo_step_and_another_field_starts_a_new_one(w
 
 def test_up_then_down_in_one_field_leaves_no_undo_step(window, qtbot):
     _pretrain(window)
-    spin = _spin(window, "training.micro_batch")
+    spin = _spin(window, "training.micro_batch")  # "auto (1)": up then down is "auto (1)" again (auto_knobs.py)
     count = window.state.undo_stack.count()
     spin.setFocus()
     QTest.keyClick(spin, Qt.Key.Key_Up)
     QTest.keyClick(spin, Qt.Key.Key_Down)
     assert window.state.undo_stack.count() == count
+    assert "micro_batch" not in window.state.doc.training.model_fields_set
 
 
 def test_saving_ends_a_merge_run(window, qtbot, isolated):
     _pretrain(window)
     spin = _spin(window, "training.micro_batch")
-    before = spin.value()
     spin.setFocus()
+    QTest.keyClick(spin, Qt.Key.Key_Up)  # from "auto (N)": the knob stated at N + 1
+    before = window.state.get("training.micro_batch")
     QTest.keyClick(spin, Qt.Key.Key_Up)
     window._write(isolated / "p.llmplan")
     QTest.keyClick(spin, Qt.Key.Key_Up)

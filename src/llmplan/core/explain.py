@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+from llmplan.core.input_units import input_unit
+
 # Citations used across the engine. Keys are short and stable; the GUI's Help page
 # lists them all, so a source is written once here and referenced by key elsewhere.
 SOURCES: Mapping[str, str] = MappingProxyType(
@@ -109,22 +111,31 @@ class Figure(NamedTuple):
         return self.value
 
     def describe(self) -> str:
-        """A plain-text explanation: formula, inputs, assumptions and source, one per line."""
+        """A plain-text explanation: formula, inputs, assumptions and source, one per line. Each input prints in
+        its unit at a readable scale ("capacity = 23.99 GiB", "bandwidth = 2,680.0 GB/s"; ``core.input_units``),
+        so the app's tooltips and the exports read the same text."""
         lines = [f"{self.formula}" if self.formula else ""]
         if self.inputs:
-            lines.append("inputs: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in self.inputs.items()))
+            lines.append("inputs: " + ", ".join(f"{k} = {_fmt(k, v, self.unit)}" for k, v in self.inputs.items()))
         lines.extend(f"assumes: {a}" for a in self.assumptions)
         if self.source:
             lines.append(f"source: {self.citation()}")
         return "\n".join(line for line in lines if line)
 
 
-def _fmt(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, int) and abs(v) >= 10_000:
-        return f"{v:,}"
-    return str(v)
+_quantity = None  # core.present.quantity, bound on first use (present imports this module)
+
+
+def _fmt(name: str, v: object, figure_unit: str) -> str:
+    """An input's value with its unit (``core.input_units``, ``core.present.quantity``); text as it is."""
+    global _quantity
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if _quantity is None:
+        from llmplan.core.present import quantity
+
+        _quantity = quantity
+    return _quantity(float(v), input_unit(name, figure_unit))
 
 
 def zero(unit: str, why: str) -> Figure:

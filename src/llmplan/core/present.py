@@ -18,7 +18,7 @@ from llmplan.core.explain import Figure
 
 __all__ = [
     "GB", "GIB", "MemoryUnit", "axis_ticks", "count", "duration", "energy", "figure", "gpu_hours", "integer", "load",
-    "mass_co2", "money", "one_line", "params", "percent", "rate", "si", "tokens_per_s",
+    "mass_co2", "money", "one_line", "params", "percent", "quantity", "rate", "si", "tokens_per_s",
 ]
 
 GIB = 1024**3
@@ -273,6 +273,48 @@ def figure(fig: Figure, mem: MemoryUnit, style: str = "") -> str:
     if not math.isfinite(v):
         return NOT_A_NUMBER
     return (f"{v:,.4g} {u}" if abs(v) < 10_000 else f"{v:,.0f} {u}").strip()  # never '2.5e+04'
+
+
+def quantity(value: float, unit: str, mem: MemoryUnit | None = None) -> str:
+    """One input of a figure's explanation in its unit (``core.input_units``), at a readable scale: bytes in
+    GiB/MiB (or the user's GB), rates in GB/s, FLOP/s with a prefix ("989 TFLOP/s"), times as "12.3 ms",
+    counts with separators; an unknown unit ("") a plain number. Never an exponent ("2.57572e+10")."""
+    if not math.isfinite(value):
+        return NOT_A_NUMBER
+    if unit == "B":
+        return (mem or MemoryUnit()).fmt_any(value)
+    if unit == "B/s":
+        return rate(value) if value >= 1e6 else f"{_g(value)} B/s"
+    if unit in ("FLOP", "FLOP/s", "W"):
+        return si(value, unit)
+    if unit == "s":
+        return duration(value)
+    if unit == "days":
+        return duration(value * 86400)
+    if unit == "tokens/s":
+        return tokens_per_s(value)
+    if unit == "tokens":
+        return f"{integer(value)} tokens" if value == int(value) else f"{_g(value)} tokens"
+    if unit == "count":
+        return integer(value) if value == int(value) else _g(value, 4)
+    if unit == "share":
+        return percent(value)
+    if unit == "factor":
+        return f"{_g(value)}×"
+    if unit == "params":
+        return params(value) if value >= 1e6 else integer(value)
+    if unit == "GPU-hours":
+        return gpu_hours(value)
+    if unit == "USD":
+        return money(value)
+    if unit in ("USD/h", "USD/kWh"):
+        return f"{money(value)}/{unit.split('/')[1]}"
+    if unit == "J":
+        return energy(value / 3.6e6)
+    if unit == "kWh":
+        return energy(value)
+    number = integer(value) if value == int(value) and abs(value) < 1e15 else _g(value, 4)
+    return f"{number} {unit}" if unit else number
 
 
 def one_line(text: object, limit: int | None = None) -> str:

@@ -126,6 +126,19 @@ def weight_formats() -> tuple[str, ...]:
     return known_formats()
 
 
+def weight_format_words() -> dict[str, str]:
+    """Each format of ``weight_formats`` with its one line: what it is and its bits per weight
+    (``llmplan.core.quant_words``, read from the quantiser definitions the estimate prices)."""
+    import textwrap
+
+    from llmplan.core.quant_words import format_words
+
+    def wrapped(text: str) -> str:  # a plain-text tooltip does not wrap: lines of at most 80 characters
+        return "\n".join(textwrap.fill(line, 80) for line in text.splitlines())
+
+    return {f: wrapped(format_words(f)) for f in weight_formats()}
+
+
 def framework_choices() -> list[tuple[str, str]]:
     """(id, label) of every training-framework profile, "auto" first; a broken user file leaves the shipped ones."""
     from llmplan.catalog.frameworks import load_framework_profiles

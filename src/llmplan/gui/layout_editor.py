@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 from llmplan.core.present import MemoryUnit
 from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
-from llmplan.gui.bind import bound_check, bound_combo, bound_spin
+from llmplan.gui.bind import bound_check, bound_spin
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
 from llmplan.gui.profile_choices import (
     ProfileChoices,
@@ -38,6 +38,8 @@ SIZES = (
     ("ep", "EP", "Expert parallel: MoE experts spread over this many GPUs (within data parallel)"),
 )
 
+ZERO_OPTIONS = [(k, f"ZeRO {k}", "") for k in range(4)]
+
 
 class LayoutEditor(QWidget):
     def __init__(self, state: PlanState, parent: QWidget | None = None) -> None:
@@ -55,25 +57,25 @@ class LayoutEditor(QWidget):
         opts = QFormLayout()
         row1 = QHBoxLayout()
         self.training_only: list[QWidget] = []
-        row1.addWidget(self._training_only(bound_combo(state, "training.zero_stage", "ZeRO stage",
+        row1.addWidget(self._training_only(ProfileChoices(state, "training.zero_stage", "ZeRO stage",
                        "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
-                       "3 also the weights over data parallel", [(0, "ZeRO 0"), (1, "ZeRO 1"), (2, "ZeRO 2"),
-                                                                 (3, "ZeRO 3")], chars=6)))
+                       "3 also the weights over data parallel", lambda _prof: ZERO_OPTIONS,
+                       lambda doc, _prof: doc.training.zero_stage, chars=13, automatic=True)))
         row1.addWidget(self._training_only(ProfileChoices(state, "training.offload", "Offload",
                        "Keep optimizer states (and, where the framework does, gradients and weights) in CPU RAM "
                        "or on NVMe; only what the plan's framework offers: NVMe is DeepSpeed's, Megatron-Core "
                        "offloads the optimizer only, FSDP the weights with it, unsloth nothing (hover an entry)",
-                       offload_options, offload_shown, chars=10)))
+                       offload_options, offload_shown, chars=16, automatic=True)))
         row1.addWidget(self._training_only(ProfileChoices(state, "training.recompute", "Recompute",
                        "Activation recomputation: what the backward pass computes again instead of keeping it "
                        "from the forward (hover an entry for what each keeps). Only what the plan's framework "
                        "has: selective recompute is Megatron's; the Hugging Face Trainer, torchtune and unsloth "
                        "checkpoint every block (gradient checkpointing) or none",
-                       recompute_options, recompute_shown, chars=17)))
+                       recompute_options, recompute_shown, chars=20, automatic=True)))
         row2 = QHBoxLayout()  # two short rows (ZeRO, offload / recompute, SP): fits a 1,024-px window
         row2.addWidget(row1.takeAt(row1.count() - 1).widget())
-        row1.addWidget(self._training_only(bound_check(state, "training.offload_params", "Offload weights",
-                       "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)")))
+        offload_weights = self._training_only(bound_check(state, "training.offload_params", "Offload weights",
+                                              "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)"))
         row1.addStretch(1)
         opts.addRow(row1)
         row2.addWidget(self._training_only(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
@@ -91,6 +93,7 @@ class LayoutEditor(QWidget):
         row3 = QGridLayout()
         row3.addWidget(self._training_only(vs_label), 0, 0)
         row3.addWidget(self._training_only(vs), 0, 1)
+        row3.addWidget(offload_weights, 1, 0, 1, 2)  # under Virtual stages: row 1 holds the "auto (…)" knobs whole
         for row, (key, text, tip) in enumerate((
                 ("first_stage_layers", "First stage layers", "Layers on the first pipeline stage (it also holds "
                  "the embedding); automatic: the balanced split, one layer fewer at the ends when layers do not "

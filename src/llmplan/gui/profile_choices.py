@@ -17,7 +17,9 @@ from PySide6.QtCore import Qt
 
 from llmplan.core.framework_profile import offload_summary
 from llmplan.core.workload import DEFAULT_RECOMPUTE_MODULES
+from llmplan.gui.auto_knobs import AUTO, AUTO_TIP, auto_text, automatic, used_value
 from llmplan.gui.bind import ElidedCombo, compact, route_undo
+from llmplan.gui.commands import is_stated
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
 
@@ -107,14 +109,19 @@ def recompute_shown(doc: Any, prof: Any) -> str:
 
 class ProfileChoices(ElidedCombo):
     """A combo for one plan field whose entries are ``options(profile)``, rebuilt when the plan or its resolved
-    profile changes; the entry shown is ``shown(doc, profile)``."""
+    profile changes; the entry shown is ``shown(doc, profile)``. With ``automatic``, a knob the default policy
+    chooses (``gui.auto_knobs``): an "auto (…)" entry first, selected while the plan leaves the field open and
+    naming the value the result used in this combo's words; a pick states the field."""
 
     def __init__(self, state: PlanState, path: str, label: str, tip: str,
-                 options: Callable[[Any], list[Option]], shown: Callable[[Any, Any], Any], chars: int = 10) -> None:
+                 options: Callable[[Any], list[Option]], shown: Callable[[Any, Any], Any], chars: int = 10,
+                 automatic: bool = False) -> None:
         super().__init__()
         compact(self, chars)
         self._state, self._path, self._label = state, path, label
-        self._options, self._shown = options, shown
+        self._options, self._shown, self._automatic = options, shown, automatic
+        if automatic:
+            tip = f"{tip}\n{AUTO_TIP}"
         self._listed: list[tuple[Any, str, str]] = []
         self.setObjectName(path)
         self.setAccessibleName(label)
@@ -130,6 +137,12 @@ class ProfileChoices(ElidedCombo):
         doc = self._state.doc
         opts = list(self._options(prof))
         value = self._shown(doc, prof)
+        if self._automatic:
+            used = used_value(self._state, self._path)
+            words = {v: t for v, t, _tip in opts}.get(used, None if used is None else str(used))
+            opts.insert(0, (AUTO, auto_text(words), AUTO_TIP))
+            if automatic(doc, self._path):
+                value = AUTO
         if value not in [v for v, _t, _tip in opts]:
             name = prof.name if prof is not None else "this framework"
             text = dict((v, t) for v, t, _ in self._options(None)).get(value, str(value))
@@ -150,8 +163,13 @@ class ProfileChoices(ElidedCombo):
     def _changed(self, i: int) -> None:
         if i < 0:
             return
-        value = self.itemData(i)
-        if value == self._shown(self._state.doc, plan_profile(self._state, fresh=True)):
+        value, doc = self.itemData(i), self._state.doc
+        if value == AUTO:
+            self._state.unstate(self._path, f"Automatic {self._label}")
             return
-        if not self._state.edit(self._path, value, f"Set {self._label}", merge=self._path):
+        if value == self._shown(doc, plan_profile(self._state, fresh=True)) and (
+                not self._automatic or is_stated(doc, self._path)):
+            return
+        edit = self._state.pin if self._automatic else self._state.edit
+        if not edit(self._path, value, f"Set {self._label}", merge=self._path):
             self.refresh()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QWidget
 
 from llmplan.core.workload import RECOMPUTE_MODULE_LIMITS, RECOMPUTE_MODULES, valid_recompute_modules
+from llmplan.gui.auto_knobs import automatic, used_value
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
 
@@ -79,7 +80,10 @@ class RecomputeModules(QWidget):
             box.setEnabled(usable)
             tip = MODULE_TIPS[name][1]
             box.setToolTip(tip if usable else f"{tip}. Not for this model: {RECOMPUTE_MODULE_LIMITS[name]}")
-        self.setVisible(doc.workload != "inference" and doc.training.recompute == "selective"
+        recompute = doc.training.recompute  # left automatic: the one the result used, as the Recompute list says
+        if automatic(doc, "training.recompute") and used_value(self.state, "training.recompute") is not None:
+            recompute = used_value(self.state, "training.recompute")
+        self.setVisible(doc.workload != "inference" and recompute == "selective"
                         and prof is not None and bool(prof.recompute_modules))
 
     def _toggled(self, name: str, on: bool) -> None:

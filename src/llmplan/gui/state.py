@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from llmplan.gui import backend
-from llmplan.gui.commands import Edit, Replace, get_path
+from llmplan.gui.commands import Edit, Replace, Unstate, get_path, is_stated, set_path
 from llmplan.plan.document import PlanDocument
 
 DEBOUNCE_MS = 30
@@ -41,7 +41,7 @@ class EditCommand(QUndoCommand):
     changes to one knob (spin-arrow clicks, typed numbers) is one undo step; another field, a
     model pick or a save in between starts a new one (Qt never merges across the clean state)."""
 
-    def __init__(self, state: PlanState, record: Edit | Replace, merge: str | None = None,
+    def __init__(self, state: PlanState, record: Edit | Replace | Unstate, merge: str | None = None,
                  checked: tuple[PlanDocument, PlanDocument] | None = None) -> None:
         super().__init__(record.text)
         self._state = state
@@ -59,6 +59,10 @@ class EditCommand(QUndoCommand):
         if joined is None:
             return False
         self._record = joined
+        if joined.is_noop and isinstance(joined, Edit) and not joined.old_stated:
+            # back at the value of a field the plan did not state (up then down from "auto (1)"): unstated again,
+            # as before the first edit, so an automatic knob stays automatic (gui/auto_knobs.py)
+            self._state._set_doc(set_path(self._state.doc, joined.path, None, stated=False))
         self.setObsolete(joined.is_noop)  # back where it started: the step leaves the history
         return True
 
@@ -130,6 +134,23 @@ class PlanState(QObject):
             return True
         self.undo_stack.push(EditCommand(self, record, merge, (self.doc, new)))  # redo reuses the checked doc
         return True
+
+    def pin(self, path: str, value: Any, text: str = "", merge: str | None = None) -> bool:
+        """``edit``, but an automatic (unstated) field becomes stated even at the value it has: a user's explicit
+        pick of a knob the default policy may move (``core.search.policy``) holds it there. Undo leaves it
+        unstated again (``commands.Unstate``): automatic."""
+        if is_stated(self.doc, path) or self.get(path) != value:
+            return self.edit(path, value, text, merge)
+        record = Edit.of(self.doc, path, value, text)  # a step of its own (no merge key): the next pick of this
+        self.undo_stack.push(EditCommand(self, record, None, (self.doc, record.apply(self.doc))))  # knob keeps it
+        return True
+
+    def unstate(self, path: str, text: str = "") -> None:
+        """Leave ``path`` unstated again (automatic: the default policy chooses it), as one undoable step."""
+        if not is_stated(self.doc, path):
+            return
+        default = get_path(set_path(self.doc, path, None, stated=False), path)
+        self.undo_stack.push(EditCommand(self, Unstate(path, self.get(path), default, text or f"Automatic {path}")))
 
     def edit_many(self, changes: dict[str, Any], text: str, merge: str | None = None) -> bool:
         """Several fields as one undo step (apply an Auto result, pick a model...)."""

@@ -22,6 +22,7 @@ from shiboken6 import isValid
 
 from llmplan.core.workload import InferenceSettings, TrainingSettings
 from llmplan.gui import backend
+from llmplan.gui.auto_knobs import AutoSpin
 from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
@@ -81,7 +82,8 @@ def inference_form(state: PlanState) -> QWidget:
     f = QFormLayout(w)
     f.addRow("Weight format", bound_combo(state, "inference.weight_format", "Weight format",
              "How the weights are stored: 16-bit, 8-bit, 4-bit GPTQ/AWQ/NF4 or a GGUF type (q4_k_m…); "
-             "type another GGUF type in lower case", _opts(backend.weight_formats()), editable=True))
+             "type another GGUF type in lower case; hover an entry for what it is and its bits per weight",
+             _opts(backend.weight_formats()), editable=True, item_tips=backend.weight_format_words()))
     add_released_row(f, state)
     f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
              "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
@@ -244,8 +246,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
              _opts(["adamw", "adam8bit", "adafactor", "lion", "muon", "momentum", "sgd"])))
     f.addRow("Sequence length (tokens)", bound_spin(state, "training.seq_len", "Sequence length",
              "Tokens per training sequence: activation memory grows with it", 1, 10_000_000, 512))
-    f.addRow("Micro-batch (sequences per GPU)", bound_spin(state, "training.micro_batch", "Micro-batch",
-             "Sequences per GPU per forward/backward pass", 1, 100_000))
+    f.addRow("Micro-batch (sequences per GPU)", AutoSpin(state, "training.micro_batch", "Micro-batch",
+             "Sequences per GPU per forward/backward pass", 100_000))
     add_batch_rows(f, state)
     f.addRow("Tokens to train (billions)", bound_float(state, "training.tokens", "Tokens to train",
              "Total training tokens, for the time and cost figures", 0.001, 1e8, 3, 10, "B tokens", scale=1e-9))

@@ -411,19 +411,29 @@ def _overhead_figure(sm: StageMemory, prof: FrameworkProfile) -> Figure:
                        "allocator's and the framework's code",))
 
 
+# Why QLoRA can need more memory than LoRA (Llama-3.1-8B under the HF Trainer on an H100: 60.1 vs 56.0 GiB), said
+# on the figures that carry it (``framework_profile.kbit_upcast``; docs/fine-tuning-frameworks.md).
+KBIT_WEIGHTS = ("fp32 copies of norms, embeddings and head: prepare_model_for_kbit_training (PEFT) casts them to "
+                "fp32, so QLoRA's frozen base here is more than its 4-bit matrices")
+KBIT_ACTIVATIONS = ("fp32 copies of norms, embeddings and head: prepare_model_for_kbit_training (PEFT) casts them to "
+                    "fp32, so the residual stream and the tensors saved around them are fp32: why QLoRA can take "
+                    "more memory than LoRA under this framework")
+
+
 def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
     tr = sc.training
     st = sm.states
     d = st.shard_dense
     zsrc = "zero"
     where = stage_name(lay, sm)
+    prof = sc.framework
+    kbit = (KBIT_WEIGHTS,) if kbit_upcast(tr.method, tr.quant_base, prof, tr.zero_stage) else ()
     w = Figure.own(st.weights, "B", "parameters on this GPU × bytes per weight (÷ d under ZeRO-3)",
                    {"params_on_gpu": sm.params.total, "trainable": sm.trainable, "bytes_per_weight": st.weight_bytes,
                     "zero_stage": tr.zero_stage, "d": d, "stage": where},
                    {"fp8": "transformer-engine", "qlora": "qlora"}.get(
                        "qlora" if tr.method == "qlora" else tr.precision, zsrc),
-                   ("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ())
-    prof = sc.framework
+                   (("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ()) + kbit)
     if sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
         g = (Figure.own(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
                         {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
@@ -450,7 +460,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                        {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
                         "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
                         "recompute": tr.recompute,
-                        "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager")
+                        "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager",
+                       (KBIT_ACTIVATIONS,) if kbit else ())
     else:
         titan = titan_eager(tr, prof)
         a = Figure.own(sm.activations, "B", "per-block bytes × blocks on this GPU × micro-batches in flight + extras"
@@ -460,7 +471,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                         "stage": where, "embedding_logits_recompute": sm.extra_activations,
                         "recompute": tr.recompute, "flash_attention": tr.flash_attention, "tp": lay.tp,
                         "sequence_parallel": lay.sp, "cp": lay.cp,
-                        **({"uncompiled_norm": titan} if titan else {})}, "korthikanti")
+                        **({"uncompiled_norm": titan} if titan else {})}, "korthikanti",
+                       (KBIT_ACTIVATIONS,) if kbit else ())
     if not sm.buffers:
         b = zero("B", "no gather, pipeline, weight-copy or dequantisation buffers")
     elif sm.phase:
