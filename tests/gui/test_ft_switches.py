@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGroupBox, QLabel
 
+from llmplan.gui.auto_knobs import AUTO
 from llmplan.gui.state import PlanState
 from llmplan.gui.workload_tabs import training_form
 
@@ -162,17 +163,17 @@ def test_the_offload_picker_lists_only_the_profiles_devices(window):
     state.evaluate_now()
     combo = window.layout_editor.findChild(QComboBox, "training.offload")
 
-    def listed():
-        return [combo.itemData(i) for i in range(combo.count())]
+    def listed():  # the plan's choices; the "auto (…)" entry (gui.auto_knobs) leads while the plan leaves it open
+        return [combo.itemData(i) for i in range(combo.count()) if combo.itemData(i) != AUTO]
 
     assert listed() == ["none", "cpu", "nvme"]
     state.edit("training.framework", "megatron")
     state.evaluate_now()
     assert listed() == ["none", "cpu"]
-    assert "gradients stay on the GPU" in combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+    assert "gradients stay on the GPU" in combo.itemData(combo.findData("cpu"), Qt.ItemDataRole.ToolTipRole)
     state.edit_many({"training.framework": "unsloth", "training.method": "lora"}, "pick")
     state.evaluate_now()
     assert listed() == ["none"]
     state.edit("training.offload", "cpu")
     state.evaluate_now()
-    assert listed() == ["none", "cpu"] and "not run by unsloth" in combo.itemText(1)
+    assert listed() == ["none", "cpu"] and "not run by unsloth" in combo.itemText(combo.findData("cpu"))
