@@ -47,8 +47,15 @@ class _LayoutWatch(QObject):
             self.passes = 0
         return False
 
-    def passed(self) -> None:
-        self.passes += 1
+    def passed(self, busy: bool = False) -> None:
+        """One pass of the event loop; ``busy``: the window had work due when the pass began (a timer that
+        fires in the pass runs its work there, and the layout requests that work posts are only delivered in the
+        next pass), so quiet starts again after it."""
+        if busy:
+            self.clock.restart()
+            self.passes = 0
+        else:
+            self.passes += 1
 
     def quiet(self, quiet_ms: int) -> bool:
         return self.clock.elapsed() >= quiet_ms and self.passes >= QUIET_PASSES
@@ -76,8 +83,9 @@ def wait_settled(app: QApplication, window: QWidget, quiet_ms: int = QUIET_MS, t
     start = time.perf_counter()
     try:
         while True:
+            busy = background_work(window)
             app.processEvents()
-            watch.passed()
+            watch.passed(busy)
             waited = (time.perf_counter() - start) * 1000
             if waited >= at_least_ms and not background_work(window) and watch.quiet(quiet_ms):
                 return True
@@ -98,9 +106,12 @@ def after_settled(app: QApplication, window: QWidget, then: Callable[[bool], obj
     timer = QTimer(window)
     timer.setInterval(POLL_MS)
 
+    was_busy = [True]  # work due at the last poll has run in the passes since (``_LayoutWatch.passed``)
+
     def poll() -> None:
-        watch.passed()
-        settled = not background_work(window) and watch.quiet(quiet_ms)
+        watch.passed(was_busy[0])
+        was_busy[0] = background_work(window)
+        settled = not was_busy[0] and watch.quiet(quiet_ms)
         if settled or clock.elapsed() >= timeout_ms:
             timer.stop()
             watch.stop()
