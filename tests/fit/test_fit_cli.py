@@ -168,7 +168,7 @@ def test_an_open_format_on_one_4090_offloads_llama_cpps_usual_q4_k_m(rtx4090_fix
     assert main([*base, "--this-machine", "--detection-fixture", str(rtx4090_fixture)]) == 0
     here = json.loads(capsys.readouterr().out)
     words = "the plan leaves the format open; llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM"
-    assert flags["automatic"] == f"auto: weight format q4_k_m ({words})"
+    assert flags["automatic"] == here["automatic"] == f"auto: weight format q4_k_m ({words})"
     for data in (flags, here):
         assert data["inference"]["weight_format"] == "q4_k_m" and data["verdict"]["tier"] == "offload"
     assert here["this_machine"]["status"] == "fits_offload" and words in here["this_machine"]["verdict"]

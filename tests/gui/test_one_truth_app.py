@@ -148,3 +148,22 @@ def test_applying_a_row_on_fewer_gpus_gives_the_plan_that_rows_cluster_and_frame
     assert window.state.doc.hardware.nodes == 2
     dlg.close()
     QApplication.processEvents()
+
+
+def test_auto_offloads_llama_cpps_usual_q4_k_m_when_no_format_fits_one_card(window, qtbot):
+    # Llama-3.1-70B, llama.cpp, format open, one RTX 4090: no format fits on the card, so Auto's answer offloads
+    # llama.cpp's usual Q4_K_M (32 of 80 layers in host RAM), as `estimate --gpu` and `--this-machine` say
+    # (tests/fit/test_fit_cli.py); it used to offload bf16 (66 layers in host RAM). Apply sets the format.
+    assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Llama-3.1-70B",
+                                   "workload": "inference", "inference.engine": "llama.cpp"}, "70B on one 4090")
+    assert window.state.evaluate_now().ok
+    dlg = _auto(window, qtbot)
+    assert dlg.result.best, dlg.status.text()
+    assert "llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM" in dlg.status.text()
+    dlg.list.setCurrentItem(dlg.list.topLevelItem(0))
+    assert dlg.apply_selected()
+    assert window.state.doc.inference.weight_format == "q4_k_m"
+    out = window.state.evaluate_now()
+    assert out.estimate.estimate.inference.gpu_layers.value == 48
+    dlg.close()
+    QApplication.processEvents()

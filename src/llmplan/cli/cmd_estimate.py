@@ -261,6 +261,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     verdict (``this_machine`` in --json). Where the plan cannot run here at all (no GPU for a GPU-only
     engine or for training), the estimate is of the plan as written and the verdict says why."""
     from llmplan.cli.fit_report import fit_json, fit_text, load_detection
+    from llmplan.core.search.policy import usual_offload_words
     from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.measured import load_calibration
     from llmplan.plan.calibrated import load_calibration_quietly
@@ -286,7 +287,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         scenario, est, source, here, auto = choice.scenario, fit.current.estimate, "this-machine", True, choice.label()
         fmt = fit.local_plan.inference.weight_format
         if doc.workload == "inference" and fmt != doc.inference.weight_format:  # the open format's ladder (fit.verdict)
-            auto = f"auto: weight format {fmt}"
+            words = usual_offload_words(fmt, fit.current.gpu_layers, fit.current.total_layers, scenario.engine_profile)
+            auto = f"auto: weight format {fmt}" + (f" ({words})" if words else "")  # as ``choose`` says it
     else:
         scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False

@@ -82,7 +82,7 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
                 current_doc, current, words = usual
                 auto = f" (auto: weight format {current_doc.inference.weight_format}: {words})"
                 notes.append(f"auto: weight format {current_doc.inference.weight_format}: no weight format fits on "
-                             f"the GPUs, so it offloads: {words}")
+                             f"the GPUs; {words}")
     status = ("fits" if current.mode == "gpu" else "fits_split" if current.mode == "split"
               else "fits_offload") if current.fits else "does_not_fit"
     changes, limits = (), ()

@@ -134,12 +134,12 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     usual_words = usual_offload_words(inf.weight_format, inf.gpu_layers.value if inf.gpu_layers else None,
                                       scenario.model.num_layers, scenario.engine_profile)
     if chosen and usual_words:
-        note = f"no weight format fits on the GPUs, so it offloads: {usual_words}; {note}"
+        note = f"no weight format fits on the GPUs; {usual_words}; {note}"
     elif chosen:
         where = "on the GPUs" if _on_gpus(scenario, out[0].estimate) else "with offload"
         note = (f"nothing fits on the GPUs in {scenario.inference.weight_format}; showing {chosen}, the least "
                 f"quantised weight format that fits {where} (the plan leaves inference.weight_format open); {note}")
-    if not _on_gpus(scenario, out[0].estimate):  # llama.cpp's input embedding in host RAM is not an offload
+    if not usual_words and not _on_gpus(scenario, out[0].estimate):  # (llama.cpp's input embedding: not one)
         note += "; the engine keeps some layers in host RAM (partial offload)"
     return SearchResult(tuple(out), (), _front(every, price), evaluated, len(rows), len(out), False, objective, note)
 
