@@ -36,8 +36,8 @@ def test_report_round_trips_through_detect_json(rtx4090_fixture):
 
 def test_json_has_the_this_machine_key_with_set_lines(rtx4090_fixture, capsys):
     rc = main(["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
-               "--set", "inference.engine=llama.cpp", "--this-machine", "--detection-fixture",
-               str(rtx4090_fixture), "--json"])
+               "--set", "inference.engine=llama.cpp", "--set", "inference.weight_format=bf16", "--this-machine",
+               "--detection-fixture", str(rtx4090_fixture), "--json"])  # bf16 stated: kept, and it does not fit
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     tm = data["this_machine"]
@@ -53,7 +53,7 @@ def test_text_prints_the_verdict_and_the_change_applies(rtx4090_fixture, capsys,
     monkeypatch.setenv(FIXTURE_ENV, str(rtx4090_fixture))
     base = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
             "--set", "inference.engine=llama.cpp", "--this-machine"]
-    assert main(base) == 0
+    assert main([*base, "--set", "inference.weight_format=bf16"]) == 0  # stated, so kept: it does not fit
     out = capsys.readouterr().out
     assert "This machine (NVIDIA GeForce RTX 4090 24GB): does not fit even with offload" in out
     assert "--set inference.weight_format=q4_k_m" in out
@@ -153,3 +153,27 @@ def test_an_open_format_on_two_4090s_is_the_same_answer_from_the_gpu_flags_and_t
         assert (data["layout"]["tp"], data["layout"]["pp"]) == (1, 2) and data["verdict"]["tier"] == "fits"
     assert here["this_machine"]["status"] == "fits_split"
     assert here["memory_per_gpu"]["total"] == flags["memory_per_gpu"]["total"]  # the same plan: exact
+
+
+def test_an_open_format_on_one_4090_offloads_llama_cpps_usual_q4_k_m(rtx4090_fixture, capsys):
+    # Llama-3.1-70B, llama.cpp, no format named, one RTX 4090 (the recorded nvidia-smi line): no format of the ladder
+    # fits on the card (even Q2_K leaves layers in host RAM), so the answer offloads. It used to offload the plan's
+    # bf16 (66 of 80 layers in host RAM, 0.596 tokens/s, 109 GiB of host RAM); nobody runs a bf16 70B GGUF there.
+    # It now offloads llama.cpp's usual file, Q4_K_M (the quantize tool's "*recommended*" type, catalogs/engines.toml
+    # default_format): 32 of 80 layers in host RAM, in `estimate --gpu` and `--this-machine` alike (same bytes, exact).
+    base = ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--workload", "inference",
+            "--set", "inference.engine=llama.cpp", "--json"]
+    assert main([*base, "--gpu", "nvidia-rtx-4090-24gb"]) == 0
+    flags = json.loads(capsys.readouterr().out)
+    assert main([*base, "--this-machine", "--detection-fixture", str(rtx4090_fixture)]) == 0
+    here = json.loads(capsys.readouterr().out)
+    words = "the plan leaves the format open; llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM"
+    assert flags["automatic"] == here["automatic"] == f"auto: weight format q4_k_m ({words})"
+    for data in (flags, here):
+        assert data["inference"]["weight_format"] == "q4_k_m" and data["verdict"]["tier"] == "offload"
+    assert here["this_machine"]["status"] == "fits_offload" and words in here["this_machine"]["verdict"]
+    assert here["memory_per_gpu"]["total"] == flags["memory_per_gpu"]["total"]
+    # a stated format is kept: bf16 offloaded as asked
+    assert main([*base, "--gpu", "nvidia-rtx-4090-24gb", "--set", "inference.weight_format=bf16"]) == 0
+    stated = json.loads(capsys.readouterr().out)
+    assert stated["inference"]["weight_format"] == "bf16" and not stated.get("automatic")

@@ -12,6 +12,7 @@ from llmplan.cli import main
 from llmplan.core.engine import estimate
 from llmplan.core.search import scenario_for
 from llmplan.plan.planfile import load_plan
+from llmplan.plan.resolve import resolve_within_node
 from llmplan.resources_path import resources_dir
 
 QLORA_4090 = {"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Meta-Llama-3-8B",
@@ -113,5 +114,56 @@ def test_auto_chooses_a_format_the_plan_leaves_open_and_applies_it(window, qtbot
     assert dlg.apply_selected()
     assert window.state.doc.inference.weight_format == chosen
     assert window.state.evaluate_now().estimate.fits
+    dlg.close()
+    QApplication.processEvents()
+
+
+def test_applying_a_row_on_fewer_gpus_gives_the_plan_that_rows_cluster_and_framework(window, qtbot):
+    # Llama-3.1-8B full fine-tune on 2 nodes of 8 H100, framework auto, global batch 8: the cheapest rows include
+    # an 8-GPU layout, searched within one node under the one-node plan's framework. Apply used to keep 2 nodes, so the plan broke the layout rule (8 GPUs on 16); it now
+    # takes the row's one node, and the estimate after Apply is the row's (tokens/s rel 1e-9; tests/plan/
+    # test_layout_row.py checks the core function).
+    assert window.state.edit_many({"model.id": "meta-llama/Llama-3.1-8B", "workload": "finetune",
+                                   "hardware.gpu": "nvidia-h100-sxm-80gb", "hardware.gpus_per_node": 8,
+                                   "hardware.nodes": 2, "hardware.network": "ib-ndr-400", "parallelism.dp": 8, "parallelism.cp": 2,
+                                   "training.method": "full", "training.seq_len": 4096, "training.global_batch": 8},
+                                  "8B full fine-tune on 2 nodes")
+    assert window.state.evaluate_now().ok
+    within = resolve_within_node(window.state.doc)  # the one-node plan the search slices a node under
+    dlg = _auto(window, qtbot)
+    dlg.objective.setCurrentIndex(dlg.objective.findData("cost"))
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        dlg.run_button.click()
+    rows = dlg.result.best
+    index = next(i for i, r in enumerate(rows) if r.gpus == 8)
+    dlg.list.setCurrentItem(dlg.list.topLevelItem(index))
+    assert dlg.apply_selected()
+    hw = window.state.doc.hardware
+    assert (hw.nodes, hw.gpus_per_node) == (1, 8)
+    out = window.state.evaluate_now()
+    assert out.ok, out.message
+    assert out.scenario.framework_profile.id == within.framework_profile.id  # the framework the row ran under
+    assert out.estimate.estimate.compute.tokens_per_s.value == pytest.approx(rows[index].tokens_per_s, rel=1e-9)
+    window.state.undo_stack.undo()  # one undo step takes the layout and the cluster back
+    assert window.state.doc.hardware.nodes == 2
+    dlg.close()
+    QApplication.processEvents()
+
+
+def test_auto_offloads_llama_cpps_usual_q4_k_m_when_no_format_fits_one_card(window, qtbot):
+    # Llama-3.1-70B, llama.cpp, format open, one RTX 4090: no format fits on the card, so Auto's answer offloads
+    # llama.cpp's usual Q4_K_M (32 of 80 layers in host RAM), as `estimate --gpu` and `--this-machine` say
+    # (tests/fit/test_fit_cli.py); it used to offload bf16 (66 layers in host RAM). Apply sets the format.
+    assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Llama-3.1-70B",
+                                   "workload": "inference", "inference.engine": "llama.cpp"}, "70B on one 4090")
+    assert window.state.evaluate_now().ok
+    dlg = _auto(window, qtbot)
+    assert dlg.result.best, dlg.status.text()
+    assert "llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM" in dlg.status.text()
+    dlg.list.setCurrentItem(dlg.list.topLevelItem(0))
+    assert dlg.apply_selected()
+    assert window.state.doc.inference.weight_format == "q4_k_m"
+    out = window.state.evaluate_now()
+    assert out.estimate.estimate.inference.gpu_layers.value == 48
     dlg.close()
     QApplication.processEvents()

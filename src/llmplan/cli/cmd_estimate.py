@@ -133,12 +133,15 @@ def kept_knobs(args: argparse.Namespace, doc: PlanDocument | None = None) -> tup
     return held_knobs(stated)
 
 
-def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: tuple[str, ...] = ()) -> Scenario:
+def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: tuple[str, ...] = ()
+                ) -> tuple[Scenario, str]:
     """The auto-planner's best layout on all the scenario's GPUs (DESIGN.md §3: a sensible default),
-    with the training knobs in ``keep`` held at the scenario's values. ``weight_formats``: inference
-    formats the search may choose from when nothing fits in the plan's own (the plan left it open)."""
+    with the training knobs in ``keep`` held at the scenario's values, and the words for an open format's
+    offload answer (``policy.usual_offload_words``; "" otherwise). ``weight_formats``: inference formats the
+    search may choose from when nothing fits in the plan's own (the plan left it open)."""
     from llmplan.core.engine import estimate
     from llmplan.core.search import scenario_for, search
+    from llmplan.core.search.policy import usual_offload_words
 
     result = search(scenario, top=1, refine=estimate, use_fewer_gpus=False, keep=keep,
                     weight_formats=weight_formats)
@@ -147,10 +150,14 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
         raise InputError(note if note.startswith("no layout fits") else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
+        inf = best.estimate.inference if best.estimate is not None else None
+        words = usual_offload_words(inf.weight_format, inf.gpu_layers.value if inf.gpu_layers else None,
+                                    scenario.model.num_layers, scenario.engine_profile) \
+            if weight_formats and inf is not None else ""
         return scenario.model_copy(update={"parallelism": best.parallelism, "inference": chosen_inference(scenario,
-                                                                                                         best)})
+                                                                                                         best)}), words
     chosen = scenario_for(scenario, best.parallelism, best.training)
-    return chosen.model_copy(update={"cluster": scenario.cluster})
+    return chosen.model_copy(update={"cluster": scenario.cluster}), ""
 
 
 def chosen_inference(scenario: Scenario, best):
@@ -172,9 +179,10 @@ def choose(args: argparse.Namespace, doc: PlanDocument, scenario: Scenario
 
     if not layout_given(args):
         formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile)
-        chosen = auto_layout(scenario, kept_knobs(args, doc), formats)
+        chosen, words = auto_layout(scenario, kept_knobs(args, doc), formats)
         fmt = chosen.inference.weight_format
         label = f"auto: weight format {fmt}" if fmt != scenario.inference.weight_format else ""
+        label += f" ({words})" if label and words else ""
         return chosen, "auto", label, None
     choice = automatic_choice(doc, scenario)  # doc carries the --set fields as stated
     return choice.scenario, "plan", choice.label(), choice.estimate
@@ -253,6 +261,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
     verdict (``this_machine`` in --json). Where the plan cannot run here at all (no GPU for a GPU-only
     engine or for training), the estimate is of the plan as written and the verdict says why."""
     from llmplan.cli.fit_report import fit_json, fit_text, load_detection
+    from llmplan.core.search.policy import usual_offload_words
     from llmplan.fit.local import fit_this_machine, local_hardware
     from llmplan.hw.measured import load_calibration
     from llmplan.plan.calibrated import load_calibration_quietly
@@ -278,7 +287,8 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
         scenario, est, source, here, auto = choice.scenario, fit.current.estimate, "this-machine", True, choice.label()
         fmt = fit.local_plan.inference.weight_format
         if doc.workload == "inference" and fmt != doc.inference.weight_format:  # the open format's ladder (fit.verdict)
-            auto = f"auto: weight format {fmt}"
+            words = usual_offload_words(fmt, fit.current.gpu_layers, fit.current.total_layers, scenario.engine_profile)
+            auto = f"auto: weight format {fmt}" + (f" ({words})" if words else "")  # as ``choose`` says it
     else:
         scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False

@@ -54,6 +54,7 @@ def result_json(r: SearchResult) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from llmplan.core.engine import estimate
+    from llmplan.core.search.policy import formats_to_try
 
     refine = None if args.quick else estimate
     if target_table.wanted(args):
@@ -66,9 +67,12 @@ def run(args: argparse.Namespace) -> int:
     scenario = resolve(doc)
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
     keep = kept_knobs(args) if scenario.workload != "inference" else ()
+    # an open weight format: the engine's ladder, then its usual file with offload, as estimate and Auto… do
+    formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile) \
+        if scenario.workload == "inference" else ()
     fewer = not args.exact_gpus
     result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine, use_fewer_gpus=fewer,
-                    keep=keep, within_node=resolve_within_node(doc) if fewer else None)
+                    keep=keep, within_node=resolve_within_node(doc) if fewer else None, weight_formats=formats)
     data = result_json(result)
     if args.json:
         print(json.dumps(data, indent=2))

@@ -201,7 +201,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     if data.get("released_format"):
         lines.append(released_words(data["released_format"], "--set inference.weight_format=... for another"))
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open
-        lines.append(f"{data['automatic']} (the plan leaves it open and does not fit on the GPUs without it)")
+        said = data["automatic"].endswith(")")  # it says why itself (policy.usual_offload_words)
+        lines.append(data["automatic"] + ("" if said else " (the plan leaves it open and does not fit on the GPUs "
+                                                          "without it)"))
     verdict = ("FITS (tight: within the allocator's fragmentation margin)" if data.get("tight") else "FITS") \
         if data["fits"] else "DOES NOT FIT"
     tier = data.get("verdict") or {}

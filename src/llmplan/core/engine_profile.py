@@ -73,6 +73,11 @@ class EngineProfile(StrictFields, FrozenModel):
         "builds of 2024 on HBM cards); the first matching row wins (core/inference/backend.py)",
     )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
+    default_format: str = Field(
+        "", description="the weight format people run when they name none (llama.cpp and Ollama: Q4_K_M); with the "
+        "plan's format open and no format fitting on the GPUs, the offload answer uses it "
+        "(core.search.policy.offload_format); '': none",
+    )
     splits_unequal_cards: bool = Field(
         False, description="splits the model's layers across GPUs of different kinds in one machine, in "
         "proportion to their memory (llama.cpp --tensor-split / --split-mode layer)",

@@ -381,11 +381,15 @@ def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zer
             and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
 
 
-def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool) -> tuple[str, str]:
+def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 1
+                    ) -> tuple[str, str]:
     """(field, reason) when the framework's code has no such offload, ("", "") when it has: ``offload`` (none,
-    cpu, nvme) on a device it does not offload to, or ``offload_params`` where it offloads only the optimizer
-    (Megatron-Core). Under an FSDP-style profile the parameters go with the optimizer whatever offload_params says
-    (``offloads_params``), so a plan without it is not refused."""
+    cpu, nvme) on a device it does not offload to, ``offload_params`` where it offloads only the optimizer
+    (Megatron-Core), or DeepSpeed's offload (style ``zero``: deepspeed, hf-trainer's ``--deepspeed``) at ZeRO-0:
+    ZeRO-Offload is a ZeRO optimizer's, "Valid for ZeRO stage 1, 2, 3" (DeepSpeed's ``DeepSpeedZeroConfig.
+    offload_optimizer``, deepspeed/runtime/zero/config.py, and docs/_pages/config-json.md); at stage 0 the engine
+    builds no ZeRO optimizer to offload. Under an FSDP-style profile the parameters go with the optimizer whatever
+    offload_params says (``offloads_params``), so a plan without it is not refused."""
     if offload == "none":
         return "", ""
     setting = f" ({prof.offload_setting})" if prof.offload_setting else ""
@@ -397,6 +401,10 @@ def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool) 
     if offload_params and "parameters" not in prof.offload_targets:
         return "training.offload_params", (f"the {prof.id} profile offloads only the optimizer states, not the "
                                            f"parameters{setting}")
+    if prof.offload_style == "zero" and zero_stage == 0:
+        return "training.zero_stage", ("DeepSpeed's ZeRO-Offload needs a ZeRO stage (offload_optimizer is valid for "
+                                       "ZeRO stage 1, 2 and 3; ZeRO-0 builds no ZeRO optimizer to offload): set "
+                                       "training.zero_stage to 1 or more, or training.offload to none")
     return "", ""
 
 

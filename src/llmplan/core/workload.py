@@ -284,7 +284,7 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
-    field, why = offload_refusal(prof, tr.offload, tr.offload_params)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage)
     if field:
         raise ValueError(f"{field}: {why}")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:

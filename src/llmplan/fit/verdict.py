@@ -76,6 +76,13 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
             notes.append(f"auto: weight format {fmt}: in {doc.inference.weight_format} it does not fit on the GPUs "
                          "and the plan leaves inference.weight_format open, so the engine's formats were tried, "
                          "least quantised first")
+        else:
+            usual = _usual_offload(doc, model, current_doc, machine)
+            if usual is not None:
+                current_doc, current, words = usual
+                auto = f" (auto: weight format {current_doc.inference.weight_format}: {words})"
+                notes.append(f"auto: weight format {current_doc.inference.weight_format}: no weight format fits on "
+                             f"the GPUs; {words}")
     status = ("fits" if current.mode == "gpu" else "fits_split" if current.mode == "split"
               else "fits_offload") if current.fits else "does_not_fit"
     changes, limits = (), ()
@@ -118,6 +125,29 @@ def _open_format_on_gpus(doc: PlanDocument, model, layouts: tuple[PlanDocument |
             if s.fits and s.mode in ("gpu", "split"):
                 return trial, s, fmt
     return None
+
+
+def _usual_offload(doc: PlanDocument, model, current_doc: PlanDocument, machine: LocalMachine
+                   ) -> tuple[PlanDocument, FitSummary, str] | None:
+    """Where the plan leaves its format open and no format fits on the GPUs: the engine's usual file
+    (``policy.offload_format``, llama.cpp's Q4_K_M) on the verdict's layout, when it fits with offload here (host
+    RAM included), with its plan, summary and words; None otherwise (the plan's own format stays the answer)."""
+    from llmplan.core.search.policy import formats_to_try, offload_format, usual_offload_words
+
+    if doc.workload != "inference":
+        return None
+    engine = engine_of(doc)
+    fmt = offload_format(model, doc.inference.weight_format, formats_to_try(doc.inference.model_fields_set, engine),
+                         engine)
+    if not fmt:
+        return None
+    trial = apply_overrides(current_doc, (f"inference.weight_format={fmt}",))
+    try:
+        s = summarize(trial, machine)
+    except LlmplanError:
+        return None
+    words = usual_offload_words(fmt, s.gpu_layers, s.total_layers, engine)
+    return (trial, s, words) if s.fits and words else None
 
 
 def _mixed_fixes(fit: LocalFit, machine: LocalMachine, max_ctx: int) -> LocalFit:

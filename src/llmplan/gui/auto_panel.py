@@ -128,7 +128,7 @@ class AutoDialog(QDialog):
                                "batch stays fixed)")
         self.target.setVisible(False)
         self.objective.currentIndexChanged.connect(self._objective_changed)
-        self.target_nodes = 0
+        self.target_nodes = self.target_gpn = 0  # a target answer's cluster (0: a search row)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setAccessibleName("Search progress")
@@ -227,7 +227,7 @@ class AutoDialog(QDialog):
         self.cancel_button.setEnabled(False)
         self.bar.setValue(1000)
         self.result = result
-        self.target_nodes = 0
+        self.target_nodes = self.target_gpn = 0
         if result is None:
             self.status.setText(f"Search failed: {error}")
             self.finished_search.emit(None)
@@ -287,27 +287,14 @@ class AutoDialog(QDialog):
         self.finished_search.emit(self.result)
 
     def apply_selected(self) -> bool:
-        """Apply the chosen row's layout and training knobs as one undoable edit."""
+        """Apply the chosen row's layout, training knobs and cluster as one undoable edit (``plan.layout_row``)."""
         item = self.list.currentItem()
         if item is None or self.result is None:
             return False
         r = self.result.best[self.list.indexOfTopLevelItem(item)]
-        changes: dict[str, Any] = {"parallelism": r.parallelism}
-        if self.state.doc.workload != "inference":
-            changes["training"] = r.training
-        elif r.estimate is not None and r.estimate.inference.weight_format != self.state.doc.inference.weight_format:
-            changes["inference.weight_format"] = r.estimate.inference.weight_format  # the plan left it open
-        hw = self.state.doc.hardware
-        if self.target_nodes:  # a target's answer: exactly its cluster
-            changes["hardware.nodes"] = self.target_nodes
-            if self.target_gpn and self.target_gpn != hw.gpus_per_node:
-                changes["hardware.gpus_per_node"] = self.target_gpn
-            if hw.network == "none" and self.target_nodes > 1:
-                from llmplan.plan.target import DEFAULT_NETWORK
+        from llmplan.plan.layout_row import row_edits
 
-                changes["hardware.network"] = DEFAULT_NETWORK
-        elif r.gpus > hw.gpus_per_node * hw.nodes:
-            changes["hardware.nodes"] = -(-r.gpus // hw.gpus_per_node)
+        changes = row_edits(self.state.doc, r, self.target_nodes, self.target_gpn)  # the row's cluster too
         ok = self.state.edit_many(changes, f"Apply layout {r.label()}")
         if ok:
             self.status.setText(f"Applied #{r.rank}: {r.label()}")

@@ -219,7 +219,9 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
                 "(training.framework), or set grad_clip to auto or on")
     if tr.loss != "auto" and tr.loss not in prof.losses:
         return loss_refusal(tr.loss, prof)
-    field, why = offload_refusal(prof, tr.offload, tr.offload_params)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage)
+    if field == "training.zero_stage":  # the profile offloads; the plan's stage does not (its fix is in ``why``)
+        return f"{field}: {why}"
     if field:
         wanted = "offload:parameters" if field.endswith("params") else f"offload:{tr.offload}"
         others = profiles_supporting(wanted)

@@ -76,9 +76,11 @@ def test_an_open_format_is_quantised_onto_both_cards_before_bf16_is_offloaded():
     assert "q4_k_m, the least quantised weight format that fits on the GPUs" in best.note
 
 
-def test_with_no_format_fitting_the_gpu_the_offload_stays_in_the_plans_format():
-    # One RTX 4090: even Q2_K of a 70B model (~26 GB) leaves layers in host RAM, so no format fits on the GPU and the
-    # answer is the plan's own bf16 with offload (docs/fit.md: offload only when no format fits on the GPUs).
+def test_with_no_format_fitting_the_gpu_the_offload_is_llama_cpps_usual_q4_k_m():
+    # One RTX 4090: even Q2_K of a 70B model (~26 GB) leaves layers in host RAM, so no format fits on the GPU. The
+    # answer used to be the plan's own bf16 with 66 of 80 layers in host RAM; it is llama.cpp's usual file, Q4_K_M
+    # (its quantize tool's "*recommended*" type: catalogs/engines.toml default_format), with its own layers in host
+    # RAM, and the note says so (docs/fit.md). An engine without a usual format keeps the plan's bf16.
     from llmplan.core.search.policy import formats_to_try, offloads_layers
 
     hw = load_hardware_catalog()
@@ -86,9 +88,18 @@ def test_with_no_format_fitting_the_gpu_the_offload_stays_in_the_plans_format():
     one = one.model_copy(update={"cluster": ClusterSpec(gpu=hw.gpu("nvidia-rtx-4090-24gb").spec, gpus_per_node=1)})
     q2 = one.model_copy(update={"inference": one.inference.model_copy(update={"weight_format": "q2_k"})})
     assert offloads_layers(estimate(q2), 80)  # the smallest of the ladder does not fit on the card either
-    lead = search(one, top=1, refine=estimate, use_fewer_gpus=False,
-                  weight_formats=formats_to_try((), one.engine_profile)).best[0]
-    assert lead.estimate.inference.weight_format == "bf16" and offloads_layers(lead.estimate, 80)
+    result = search(one, top=1, refine=estimate, use_fewer_gpus=False,
+                    weight_formats=formats_to_try((), one.engine_profile))
+    lead = result.best[0]
+    assert lead.estimate.inference.weight_format == "q4_k_m" and offloads_layers(lead.estimate, 80)
+    host = 80 - int(lead.estimate.inference.gpu_layers.value)
+    assert f"llama.cpp's usual Q4_K_M with {host} of 80 layers in host RAM" in result.note
+    plain = one.model_copy(update={"engine_profile": one.engine_profile.model_copy(update={"default_format": ""})})
+    kept = search(plain, top=1, refine=estimate, use_fewer_gpus=False,
+                  weight_formats=formats_to_try((), plain.engine_profile)).best[0]
+    assert kept.estimate.inference.weight_format == "bf16" and offloads_layers(kept.estimate, 80)
+    stated = search(one, top=1, refine=estimate, use_fewer_gpus=False, weight_formats=()).best[0]
+    assert stated.estimate.inference.weight_format == "bf16"  # a stated format (no formats to try) is kept
 
 
 def test_a_stated_format_that_fits_no_card_set_splits_over_both_with_host_layers():

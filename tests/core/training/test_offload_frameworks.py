@@ -28,7 +28,7 @@ import pytest
 from llmplan.core.engine import estimate
 from llmplan.core.search import search
 from llmplan.core.search.policy import apply_policy
-from llmplan.core.workload import ParallelLayout, TrainingSettings
+from llmplan.core.workload import ParallelLayout, Scenario, TrainingSettings
 from llmplan.errors import PlanFileError
 from llmplan.fit.changes import training_steps
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
@@ -111,6 +111,25 @@ def test_an_offload_the_profile_lacks_is_a_field_error_naming_the_profiles_that_
                        r"optimizer states.*profiles that do: axolotl, deepspeed, fsdp2, hf-trainer, "
                        r"llama-factory, torchtune "):
         resolve(_doc("megatron", 3, offload_params=True))
+
+
+def test_deepspeed_offload_at_zero_0_is_a_field_error_with_its_fix():
+    """DeepSpeed's ZeRO-Offload belongs to a ZeRO optimizer: ``zero_optimization.offload_optimizer`` is "Valid for
+    ZeRO stage 1, 2, 3" (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig, docs/_pages/config-json.md). The
+    Hugging Face Trainer (its ``--deepspeed``) and the deepspeed profile at ZeRO-0 with offload used to be priced;
+    they are refused with the fix, in the plan layer and in the core alike. ZeRO-1 with offload is accepted."""
+    fix = r"set training\.zero_stage to 1 or more, or training\.offload to none"
+    for framework in ("hf-trainer", "deepspeed"):
+        for offload in ("cpu", "nvme"):
+            with pytest.raises(PlanFileError, match=rf"^training\.zero_stage: DeepSpeed's ZeRO-Offload needs a ZeRO "
+                               rf"stage .*: {fix}$"):
+                resolve(_doc(framework, 0, offload=offload, gpus=1))
+        sc = resolve(_doc(framework, 0, offload="none", gpus=1))
+        offloading = sc.training.model_copy(update={"offload": "cpu"})
+        with pytest.raises(ValueError, match=rf"training\.zero_stage: .*{fix}"):  # the core's own check
+            Scenario.model_validate({**dict(sc), "training": offloading})
+        assert resolve(_doc(framework, 1, gpus=1)).training.offload == "cpu"
+    assert resolve(_doc("torchtune", 0, gpus=1)).training.offload == "cpu"  # FSDP's offload has no such stage rule
 
 
 def test_an_invalid_plan_file_gets_the_message_and_old_plans_load(tmp_path):

@@ -14,7 +14,8 @@ partial offload "fits", at a fraction of the speed: ``policy.offloads_layers``).
 on the GPUs and the plan leaves the weight format open (``formats``), the engine's ladder is tried,
 least quantised first, and the layouts of the first format that fits on the GPUs are returned (their
 estimates carry the format; the note says so); offload is the answer only when no format fits on the
-GPUs: the plan's own format offloaded, else the first format that fits with offload.
+GPUs: in the engine's usual file (``policy.offload_format``: llama.cpp's and Ollama's Q4_K_M), else the plan's
+own format, else the first format that fits with offload.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import replace
 from llmplan.core.inference import estimate_inference
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import room_why
-from llmplan.core.search.policy import offloads_layers, smaller_formats
+from llmplan.core.search.policy import offload_format, offloads_layers, smaller_formats, usual_offload_words
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.room import rank_with_room, room_first, score
 from llmplan.core.workload import ParallelLayout, Scenario
@@ -101,8 +102,13 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     chosen = ""
     if formats and not any(_on_gpus(scenario, est) for _, est in rows):
         chosen, on_gpus = _other_format(scenario, refine, formats, on_gpus=True)
+        usual = "" if on_gpus else offload_format(scenario.model, scenario.inference.weight_format, formats,
+                                                  scenario.engine_profile)
+        usual_rows = _fitting(_in_format(scenario, usual), refine) if usual else []
         if on_gpus:
             rows = on_gpus
+        elif usual_rows:  # no format fits on the GPUs: offload the engine's usual file (policy.offload_format)
+            chosen, rows = usual, usual_rows
         elif not rows:
             chosen, rows = _other_format(scenario, refine, formats)
     if not rows:
@@ -124,11 +130,16 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     for r in (every[i] for i in order[:top]):
         out.append(replace(r, rank=len(out) + 1, why="" if not out else _why(r, out[0], objective)))
     note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
-    if chosen:
+    inf = out[0].estimate.inference
+    usual_words = usual_offload_words(inf.weight_format, inf.gpu_layers.value if inf.gpu_layers else None,
+                                      scenario.model.num_layers, scenario.engine_profile)
+    if chosen and usual_words:
+        note = f"no weight format fits on the GPUs; {usual_words}; {note}"
+    elif chosen:
         where = "on the GPUs" if _on_gpus(scenario, out[0].estimate) else "with offload"
         note = (f"nothing fits on the GPUs in {scenario.inference.weight_format}; showing {chosen}, the least "
                 f"quantised weight format that fits {where} (the plan leaves inference.weight_format open); {note}")
-    if out[0].estimate.inference.host_weight_bytes.value:
+    if not usual_words and not _on_gpus(scenario, out[0].estimate):  # (llama.cpp's input embedding: not one)
         note += "; the engine keeps some layers in host RAM (partial offload)"
     return SearchResult(tuple(out), (), _front(every, price), evaluated, len(rows), len(out), False, objective, note)
 
@@ -147,11 +158,15 @@ def _other_format(scenario: Scenario, refine, formats: tuple[str, ...], on_gpus:
     (``on_gpus``: with every layer on the GPUs), and its fitting layouts; a format no smaller than the plan's
     own is skipped."""
     for f in smaller_formats(scenario.model, scenario.inference.weight_format, formats):
-        alt = scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": f})})
+        alt = _in_format(scenario, f)
         rows = _fitting(alt, refine)
         if rows and (not on_gpus or any(_on_gpus(alt, est) for _, est in rows)):
             return f, rows
     return "", []
+
+
+def _in_format(scenario: Scenario, fmt: str) -> Scenario:
+    return scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": fmt})})
 
 
 def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> str:

@@ -340,14 +340,17 @@ def _supported(cols: Columns, scenario: Scenario) -> Columns:
     return cols if keep.all() else cols.take(np.nonzero(keep)[0])
 
 
+def nodes_for(gpus: int, gpus_per_node: int) -> tuple[int, int]:
+    """(nodes, GPUs per node) a layout of ``gpus`` GPUs runs on in a cluster of ``gpus_per_node``-GPU nodes: part of
+    one node, or whole nodes. Every row of the search is estimated there (``scenario_for``), and applying a row
+    gives the plan the same cluster (``plan.layout_row.row_edits``), so the plan's estimate is the row's."""
+    return (1, gpus) if gpus < gpus_per_node else (gpus // gpus_per_node, gpus_per_node)
+
+
 def scenario_for(scenario: Scenario, parallelism: ParallelLayout, training: TrainingSettings) -> Scenario:
-    """The scenario with this layout, on the GPUs it uses (whole nodes, or part of one)."""
-    gpus = parallelism.gpus
-    c = scenario.cluster
-    if gpus < c.gpus_per_node:
-        cluster = c.model_copy(update={"gpus_per_node": gpus, "nodes": 1})
-    else:
-        cluster = c.model_copy(update={"nodes": gpus // c.gpus_per_node})
+    """The scenario with this layout, on the GPUs it uses (whole nodes, or part of one: ``nodes_for``)."""
+    nodes, per_node = nodes_for(parallelism.gpus, scenario.cluster.gpus_per_node)
+    cluster = scenario.cluster.model_copy(update={"gpus_per_node": per_node, "nodes": nodes})
     return scenario.model_copy(update={"cluster": cluster, "parallelism": parallelism, "training": training})
 
 

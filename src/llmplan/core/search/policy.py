@@ -122,6 +122,28 @@ def smaller_formats(model: ModelSpec, own: str, formats: Iterable[str]) -> tuple
     return tuple(f for f in formats if f != own.lower() and quantized_weights(model, f).total_bytes < size)
 
 
+def offload_format(model: ModelSpec, own: str, formats: Iterable[str], engine: EngineProfile | None) -> str:
+    """The format of the offload answer where the plan leaves its format open (``formats``: ``formats_to_try``,
+    empty when the plan states one) and no format fits on the GPUs: the engine's usual file
+    (``EngineProfile.default_format``, llama.cpp's and Ollama's Q4_K_M) when it is one the engine's ladder offers
+    and smaller than ``own``; else "" (offload in the plan's own format). Nobody runs a bf16 70B GGUF with 66 of
+    80 layers in host RAM on a 24 GB card (0.60 tokens/s, 109 GiB of host RAM); the Q4_K_M file leaves 32 there
+    (3.55 tokens/s, 16.8 GiB: docs/fit.md)."""
+    usual = engine.default_format if engine is not None else ""
+    return usual if usual and usual in smaller_formats(model, own, formats) else ""
+
+
+def usual_offload_words(fmt: str, gpu_layers: float | None, num_layers: int, engine: EngineProfile | None) -> str:
+    """What to say when the answer is ``offload_format``'s (``fmt`` with ``gpu_layers`` of ``num_layers`` on the
+    GPUs), e.g. "the plan leaves the format open; llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM" (the
+    CLI's auto line, the search note and the this-machine verdict say it alike); "" when it is not such an answer
+    (not the engine's usual format, or every layer on the GPUs)."""
+    if engine is None or gpu_layers is None or gpu_layers >= num_layers or fmt.lower() != engine.default_format:
+        return ""
+    return (f"the plan leaves the format open; {engine.name}'s usual {fmt.upper()} with {num_layers - int(gpu_layers)}"
+            f" of {num_layers} layers in host RAM")
+
+
 def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[[Scenario], Estimate]
                  ) -> AutoChoice:
     """The plan as it is when it fits (or is not training); else the first step of ``LADDER`` over
