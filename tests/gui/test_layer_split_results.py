@@ -107,3 +107,26 @@ def test_long_verdicts_show_whole_at_1280(window, qtbot, tmp_path):
     assert "short)" in line.text()
     assert whole(results.banner) and whole(line)
     shot(window, "banner32-does-not-fit-1280.png", tmp_path)
+
+
+def test_a_long_fix_wraps_instead_of_losing_its_end(window, qtbot, tmp_path):
+    """The plan's own fixes on 1 × RTX 3090 with bf16 70B on vLLM: the first read "1. Use 4 GPUs (tensor parallel
+    4; from 1), and use FP8 weig…" at 1,280 × 800, the change that matters cut off. Every word of each fix now
+    shows, on as many lines as it needs, each line within the button."""
+    two_3090s_q8(window, qtbot)
+    type_into(window, "hardware.gpus_per_node", "1")
+    choose(window, "inference.engine", "vllm")
+    type_into(window, "inference.weight_format", "bf16")
+    window.state.evaluate_now()
+    settle(qtbot, window)
+    buttons = [b for b in window.results.fixes.buttons if b.isVisible()]
+    assert buttons
+    long = [b for b in buttons if "\n" in b.text()]
+    assert long, [b.text() for b in buttons]  # at least one fix is longer than the pane is wide
+    for b in buttons:
+        assert b.text().split() == str(b.property("full_text")).split()  # every word, none elided
+        fm = b.fontMetrics()
+        lines = b.text().split("\n")
+        assert all(fm.horizontalAdvance(x) <= b.width() for x in lines)
+        assert b.height() >= len(lines) * fm.height()
+    shot(window, "banner32-fixes-1280.png", tmp_path)
