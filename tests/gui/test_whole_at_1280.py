@@ -75,3 +75,19 @@ def test_the_model_search_hint_shows_whole(window, qtbot):
     room = search.width() - 2 * search.height()  # the frame, the text margins and the clear button
     assert search.fontMetrics().horizontalAdvance(search.placeholderText()) <= room
     assert "ORG/NAME" in search.toolTip() and "huggingface.co" in search.toolTip()
+
+
+def test_table_labels_take_the_room_the_values_leave(window, qtbot):
+    """The default plan (LoRA of Llama-3-8B on one H100): "Goodput (useful share of wall time)" and "Effective
+    training time (with failures)" were cut to "Goodput (useful share of wall …" beside values as short as
+    "100.0 %", the label column held at 60 % of the width. Now both show whole and every value still fits."""
+    settle(qtbot, window)
+    table = window.results.table
+    fm = table.fontMetrics()
+    rows = [table.topLevelItem(i) for i in range(table.topLevelItemCount())]
+    figures = [r for r in rows if not r.isFirstColumnSpanned()]
+    labels = {r.text(0).strip(): fm.horizontalAdvance(r.text(0)) for r in figures}
+    for label in ("Goodput (useful share of wall time)", "Effective training time (with failures)"):
+        assert labels[label] + 6 <= table.columnWidth(0), label  # 6 px: the cell's text margins
+    room = table.viewport().width() - table.columnWidth(0)
+    assert all(fm.horizontalAdvance(r.text(1)) + 6 <= room for r in figures)
