@@ -46,7 +46,8 @@ def test_offloaded_plan_is_amber_and_one_click_fixes_it(window, qtbot):
     layers = int(banner.split("Fits with offload: ")[1].split()[0])
     assert 28 <= layers <= 35
     bar = window.results.bar
-    assert bar.offloaded / 2**30 > 10 and "off the GPU" in bar.accessibleDescription()
+    (label, host), = bar.off_gpu  # host RAM per node, as the table has it (one GPU: the same as per GPU)
+    assert label == "Host RAM per node" and host / 2**30 > 10 and "not on a GPU" in bar.accessibleDescription()
     cost = window.results.cost
     assert cost.isVisible() and "Offload costs" in cost.text() and "all on the GPU" in cost.text()
     fixes = window.results.fixes
@@ -57,7 +58,7 @@ def test_offloaded_plan_is_amber_and_one_click_fixes_it(window, qtbot):
     _settle(window, qtbot)
     assert window.state.doc.hardware.gpus_per_node == 2
     assert window.results.banner.text().startswith("Fits: ") and OK_COLOUR in _banner_colour(window)
-    assert not window.results.cost.isVisible() and not fixes.isVisible() and bar.offloaded == 0
+    assert not window.results.cost.isVisible() and not fixes.isVisible() and bar.off_gpu == ()
     QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # one undo step takes it back
     _settle(window, qtbot)
     assert window.state.doc.hardware.gpus_per_node == 1

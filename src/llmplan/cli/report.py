@@ -220,6 +220,9 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
     rows = [(k.replace("_", " "), b(mem[k])) for k in MEMORY_KEYS if mem[k]]
     rows.append(("total", b(mem["total"])))
     rows.append(("capacity", b(data["gpu_memory_bytes"])))
+    # what lives off the GPUs, per node as the estimate has it (the app's table and memory bar say the same)
+    rows += [(f"{label} per node (offload)", b(data[key])) for label, key in
+             (("host RAM", "host_ram_per_node_bytes"), ("NVMe", "nvme_per_node_bytes")) if data.get(key)]
     lines.append(table(rows))
     if note := _unified_note(data["hardware"], b):
         lines.append(note)

@@ -3,8 +3,11 @@
 Custom-painted (one widget, no chart library): each part of
 ``MemoryBreakdown.parts()`` is a coloured segment, the capacity a vertical line; a
 bar that runs past the line is the shortfall, drawn hatched. Hover shows the part's
-``Figure.describe()``. Under partial offload the legend ends with what is kept off the GPU
-("Offloaded (off the GPU) 16.81 GiB", amber): the bar alone would show a plan that "fits".
+``Figure.describe()``. Under partial offload the legend ends with what is kept off the GPUs, as
+what it is: host RAM (and NVMe) per node, the same figure and words as the results table's row and
+the CLI's line ("Host RAM per node (offload, not on a GPU) 24.22 GiB", amber): the bar alone would
+show a plan that "fits". It is not split per GPU: on llama.cpp's layer split over two cards the
+layers left in host RAM are one pool the CPU reads, not two halves that belong to a card.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
-from llmplan.gui.theme import BAD_COLOUR, PART_COLOURS, PART_LABELS, WARN_COLOUR
+from llmplan.gui.theme import BAD_COLOUR, OFF_GPU_LABELS, PART_COLOURS, PART_LABELS, WARN_COLOUR
 
 BAR_H = 26
 LEGEND_ROW_H = 18
@@ -52,13 +55,16 @@ class MemoryBar(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAccessibleName("Memory per GPU")
         self._segments: list[tuple[QRectF, str]] = []
-        self.offloaded = 0.0
+        self.off_gpu: tuple[tuple[str, float], ...] = ()  # (label, bytes per node) kept in host RAM / on NVMe
 
     def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None,
-                   offloaded: float = 0.0) -> None:
-        """``offloaded``: bytes per GPU kept in CPU RAM or on NVMe (``llmplan.fit.tiers.offloaded_bytes``)."""
+                   offloaded: bool = False) -> None:
+        """``offloaded``: part of the plan lives off the GPU (``llmplan.fit.tiers.is_offloaded``); the legend
+        then shows the estimate's host RAM and NVMe per node. llama.cpp's input embedding alone in host RAM
+        is no offload and is left to the table."""
         self.memory = memory
-        self.offloaded = offloaded if memory is not None else 0.0
+        self.off_gpu = tuple((label, getattr(memory, key).value) for key, label in OFF_GPU_LABELS.items()
+                             if getattr(memory, key).value > 0) if memory is not None and offloaded else ()
         if unit is not None:
             self.unit = unit
         self.setAccessibleDescription(self.summary())
@@ -69,7 +75,8 @@ class MemoryBar(QWidget):
         if m is None:
             return "no estimate"
         text = f"{self.unit.fmt(m.total.value)} of {self.unit.fmt(m.capacity.value)} per GPU"
-        return text + (f", and {self.unit.fmt(self.offloaded)} off the GPU" if self.offloaded > 0 else "")
+        return "; ".join([text, *(f"{label} (offload, not on a GPU): {self.unit.fmt_any(value)}"
+                                  for label, value in self.off_gpu)])
 
     def _visible_parts(self) -> list[tuple[str, float]]:
         if self.memory is None:
@@ -106,12 +113,15 @@ class MemoryBar(QWidget):
         p.drawLine(int(cap_x), 0, int(cap_x), BAR_H + 4)
         self._paint_legend(p, BAR_H + 8)
 
-    def _paint_legend(self, p: QPainter, top: int) -> None:
+    def legend(self) -> list[tuple[str, str]]:
+        """(text, colour) of each legend entry: the bar's parts, then what is kept off the GPUs (not in the bar)."""
         items = [(f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}", PART_COLOURS.get(key, "#888888"))
                  for key, value in self._visible_parts()]
-        if self.offloaded > 0:
-            items.append((f"Offloaded (off the GPU) {self.unit.fmt_any(self.offloaded)}", WARN_COLOUR))
-        paint_legend(self, p, items, top)
+        return items + [(f"{label} (offload, not on a GPU) {self.unit.fmt_any(value)}", WARN_COLOUR)
+                        for label, value in self.off_gpu]
+
+    def _paint_legend(self, p: QPainter, top: int) -> None:
+        paint_legend(self, p, self.legend(), top)
 
     def mouseMoveEvent(self, event) -> None:
         pos = event.position()

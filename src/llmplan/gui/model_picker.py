@@ -47,7 +47,11 @@ class ModelPicker(QWidget):
         self._params: dict[str, tuple[int, int]] = {}
         self._following = False  # the list is being moved to the plan's model: not a pick
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search models, or paste a Hub repo (ORG/NAME, URL)…")
+        # short enough to show whole in the left column at 1,280 px; the tooltip has the forms a Hub repo takes
+        self.search.setPlaceholderText("Search, or paste a Hub repo or URL…")
+        self.search.setToolTip("Words of a model's name or family search the catalog. A Hugging Face Hub repo id "
+                               "(ORG/NAME, ORG/NAME:QUANT for a GGUF quant) or its https://huggingface.co URL "
+                               "offers the model from the Hub.")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search models")
         self.family = compact(ElidedCombo(), 5)

@@ -67,8 +67,9 @@ class PlanFixes(QWidget):
             b.setAccessibleName(f"Fix {i + 1}")
             b.setStyleSheet("QPushButton { text-align: left; text-decoration: underline; padding: 1px 4px; }")
             b.clicked.connect(lambda _c=False, i=i: self.apply(i))
-            # a long fix never widens the results pane (no sideways scrolling at 1,024 px): it is elided to the
-            # pane's width, the whole sentence in its tooltip and accessible name
+            # a long fix never widens the results pane (no sideways scrolling at 1,024 px): it wraps at word
+            # boundaries to the pane's width, so the whole change shows ("…, and use FP8 weights" was elided
+            # to "and use FP8 weig…" at 1,280 px), the sentence with what it sets in its tooltip
             b.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
             b.setProperty("full_text", "")
             b.hide()
@@ -144,21 +145,33 @@ class PlanFixes(QWidget):
             if i < len(self.fixes):
                 c = self.fixes[i]
                 b.setProperty("full_text", f"{i + 1}. {change_title(c.sentence)}")
-                self._elide(b)
+                self._wrap(b)
                 b.setToolTip(f"{c.sentence}\n\nsets: {', '.join(c.overrides)}")
                 b.setAccessibleName(change_title(c.sentence))
                 b.show()
             else:
                 b.hide()
 
-    def _elide(self, b: QPushButton) -> None:
+    def _wrap(self, b: QPushButton) -> None:
+        """The fix's text in lines that fit the pane (a push button does not wrap by itself): each line takes
+        the words that fit; a word longer than the room has a line of its own, elided."""
         room = max(self.width() - 24, 40)  # the layout's margins and the button's padding
-        b.setText(b.fontMetrics().elidedText(str(b.property("full_text") or ""), Qt.TextElideMode.ElideRight, room))
+        fm = b.fontMetrics()
+        lines: list[str] = []
+        for word in str(b.property("full_text") or "").split():
+            if lines and fm.horizontalAdvance(f"{lines[-1]} {word}") <= room:
+                lines[-1] += f" {word}"
+            else:
+                lines.append(word if fm.horizontalAdvance(word) <= room else
+                             fm.elidedText(word, Qt.TextElideMode.ElideRight, room))
+        text = "\n".join(lines)
+        if b.text() != text:
+            b.setText(text)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         for b in self.buttons:
-            self._elide(b)
+            self._wrap(b)
 
     def apply(self, index: int) -> bool:
         """Emit the plan with fix ``index`` applied."""

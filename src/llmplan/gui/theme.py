@@ -35,6 +35,10 @@ PART_LABELS = {
     "buffers": "Buffers",
     "overhead": "Overhead",
 }
+# What an offloading plan keeps off the GPUs, per node as the estimate reports it (never split per GPU: llama.cpp's
+# host layers are one pool the CPU reads). The results table's rows, the memory bar's legend and the CLI's lines
+# (cli.report) use these words.
+OFF_GPU_LABELS = {"host_ram": "Host RAM per node", "nvme": "NVMe per node"}
 # Pipeline stages get distinct hues; tensor ranks inside a stage get lighter shades of it.
 STAGE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                  "#9c755f", "#bab0ac"]
