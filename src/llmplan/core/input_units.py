@@ -34,7 +34,7 @@ _COUNT = ("batch", "blocks", "block_tokens", "cp", "d", "dp", "ep", "gpus", "gpu
           "r", "replicas", "t", "tp", "v", "zero_stage", "deepspeed_zero_stage", "kernels", "calls", "k", "b", "h",
           "vocab", "vocab_size", "mean_stage_layers", "slowest_stage_layers", "cores", "nodes", "drives",
           "cpu_cores_per_node", "tokenizer_cores_per_node", "failures", "replicas_a", "replicas_b", "needed",
-          "per_replica", "chunk")
+          "per_replica", "chunk", "cards")
 _TOKENS = ("s", "chunk_tokens", "context_tokens", "prompt_tokens", "output_tokens", "shared_prefix_tokens",
            "tokens", "tokens_per_step")
 _PARAMS = ("trainable", "trainable_params", "params", "params_on_gpu", "params_per_gpu", "block_params",
