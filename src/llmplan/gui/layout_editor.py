@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -73,7 +74,9 @@ class LayoutEditor(QWidget):
                        "checkpoint every block (gradient checkpointing) or none",
                        recompute_options, recompute_shown, chars=20, automatic=True)))
         row2 = QHBoxLayout()  # two short rows (ZeRO, offload / recompute, SP): fits a 1,024-px window
-        row2.addWidget(row1.takeAt(row1.count() - 1).widget())
+        recompute = row1.takeAt(row1.count() - 1).widget()  # takes the row's spare width: its entries are long
+        recompute.setSizePolicy(QSizePolicy.Policy.Expanding, recompute.sizePolicy().verticalPolicy())
+        row2.addWidget(recompute, 1)
         offload_weights = self._training_only(bound_check(state, "training.offload_params", "Offload weights",
                                               "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)"))
         row1.addStretch(1)
@@ -84,7 +87,6 @@ class LayoutEditor(QWidget):
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
         vs_label.setBuddy(vs)
-        row2.addStretch(1)
         opts.addRow(row2)
         self.recompute_modules = RecomputeModules(state)  # under "selective recompute" only (its own visibility)
         opts.addRow(self.recompute_modules)
