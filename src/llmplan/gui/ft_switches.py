@@ -36,12 +36,17 @@ def plan_profile(state: PlanState, fresh: bool = False) -> Any:
     from llmplan.plan.resolve import framework_refusal
 
     doc = state.doc
+    cached = state.profile_memo
+    if cached is not None and cached[0] is doc:  # every picker refreshes on each edit: resolve once per document
+        return cached[1]
     try:
-        return framework_profile(doc.training.framework, doc.workload,
+        prof = framework_profile(doc.training.framework, doc.workload,
                                  doc.hardware.gpus_per_node * doc.hardware.nodes, doc.training.method,
                                  doc.hardware.nodes, lambda p: framework_refusal(doc, p, layout=True))
     except Exception:  # an unknown id: the estimate's own error line says so
-        return None
+        prof = None
+    state.profile_memo = (doc, prof)  # an edit makes a new document (commands.set_path), so this never goes stale
+    return prof
 
 
 def auto_framework_text(doc: Any, prof: Any) -> str:

@@ -89,6 +89,7 @@ class PlanState(QObject):
         super().__init__(parent)
         self.doc = doc or backend.default_plan()
         self.outcome: backend.Outcome | None = None
+        self.profile_memo: tuple[PlanDocument, object] | None = None  # ft_switches.plan_profile's, per document
         self.path: Path | None = None
         self.undo_stack = QUndoStack(self)
         self._followers: list[Callable[[], None]] = []
