@@ -33,6 +33,17 @@ def test_bad_user_entry_is_skipped_naming_the_field(tmp_path, monkeypatch):
     assert "gpu_memory_utilization" in problem and "skipped" in problem
 
 
+def test_a_usual_format_that_is_no_weight_format_is_refused(tmp_path, monkeypatch):
+    """default_format (llama.cpp's and Ollama's Q4_K_M, the open-format offload answer) must name a weight format:
+    a typo was ignored without a word (2026-11-28 review); now the entry is skipped, naming the field and the
+    formats to use, and the shipped profile stays."""
+    monkeypatch.setenv("LLMPLAN_DATA_DIR", str(tmp_path))
+    (tmp_path / "engines.toml").write_text("[ollama]\ndefault_format = 'q9_z'\n")
+    assert load_engine_profiles()["ollama"].default_format == "q4_k_m"
+    (problem,) = engine_problems()
+    assert "default_format" in problem and "q4_k_m" in problem and "skipped" in problem
+
+
 def test_unknown_engine():
     with pytest.raises(CatalogError, match="known engines"):
         engine_profile("nope")

@@ -274,6 +274,19 @@ class EngineProfile(StrictFields, FrozenModel):
             raise ValueError(f"unknown weight format kind {', '.join(unknown)}; use {', '.join(WEIGHT_FORMAT_KINDS)}")
         return v
 
+    @field_validator("default_format")
+    @classmethod
+    def _usual_format(cls, v: str) -> str:
+        from llmplan.core.quant import parse_weight_format
+        from llmplan.errors import InputError
+
+        if v:
+            try:
+                parse_weight_format(v.lower())
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
+        return v.lower()
+
     @field_validator("backend_context_bytes")
     @classmethod
     def _backends(cls, v: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
