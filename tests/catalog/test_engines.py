@@ -70,7 +70,8 @@ ERA_FIELDS = {"id", "name", "describes", "source", "decode_layer_s", "decode_ker
               "flash_attention", "decode_bandwidth_efficiency_by_gpu",  # the 2024 mat-vec share on HBM cards (issue #6763)
               "decode_layer_s_pipelined",  # no CUDA graphs with a pipelined layer split before PR #13814 (2025)
               "prefill_quant_mmq_max_tokens",  # dequantise + cuBLAS above 32 tokens before PR #8075 (2024-06)
-              "mla_cache"}  # the MLA latent cached from PR #12801 (2025-04); per-head K and V before
+              "mla_cache",  # the MLA latent cached from PR #12801 (2025-04); per-head K and V before
+              "moe_prompt_tiles"}  # MoE tiles read from the 2026 code (Metal's id map since PR #13388, 2025-05)
 
 
 def test_llama_cpp_eras_differ_only_in_cuda_speed():
@@ -81,6 +82,7 @@ def test_llama_cpp_eras_differ_only_in_cuda_speed():
     assert (current.decode_kernels_per_layer, current.decode_kernel_s, current.prefill_quant_ops_per_sm_clock) \
         == (21, 0.875e-6, 524)  # ggml-cuda kernel count, CUDA.jl graph microbenchmark; PR #24127
     assert current.decode_kernels_per_moe_layer == 25 and default.decode_kernels_per_moe_layer is None
+    assert current.moe_prompt_tiles and not default.moe_prompt_tiles  # core/inference/moe_tiles.py
     assert engine_profile("llama.cpp-2026") == current and engine_profile("llama.cpp") == default
     assert current.name == "llama.cpp (2025+ build)" and "2024" in default.describes
     assert current.flash_attention and not default.flash_attention

@@ -254,6 +254,14 @@ class EngineProfile(StrictFields, FrozenModel):
         "multiply's FP32 FMAs, so they leave the prefill_metal_share cost there; the first matching row wins; no "
         "row: the share holds on every generation (core/inference/metal_dequant.py)",
     )
+    moe_prompt_tiles: tuple[tuple[str, str, int, int, int], ...] = Field(
+        (), description="(back-end, GPU catalog id pattern, smallest micro-batch in tokens, weight rows, token "
+        "columns) of the tile the engine's MoE prompt kernel (mul_mat_id by expert) computes per expert from that "
+        "micro-batch on: each expert pays whole tiles of its routed rows; a micro-batch below every row of its "
+        "back-end and GPU runs the mat-vec by id, each token's routed experts read once per token; the rows of "
+        "the first matching pattern apply; none: the routed share is priced as a dense GEMM (CUDA MMQ has its own "
+        "rule; core/inference/moe_tiles.py)",
+    )
     prefill_quant_factor_apple: Curve = Field(
         (), description="(Apple GPU generation: 1 for M1, 2 for M2 ..., fraction of the fp16 GEMM rate) the "
         "engine's quantised matmul reaches on a prompt with its own quantised weights (MLX qmm dequantises in "
@@ -305,6 +313,18 @@ class EngineProfile(StrictFields, FrozenModel):
             if name not in known or not pattern or not 0 < share <= 1:
                 raise ValueError(f"{info.field_name}: each row is [back-end ({', '.join(known)}), GPU id pattern, "
                                  f"share in (0, 1]]; not [{name!r}, {pattern!r}, {share}]")
+        return v
+
+    @field_validator("moe_prompt_tiles")
+    @classmethod
+    def _moe_tiles(cls, v: tuple[tuple[str, str, int, int, int], ...]) -> tuple[tuple[str, str, int, int, int], ...]:
+        known = ("cuda", "rocm", "vulkan", "sycl", "metal")
+        for name, pattern, tokens, rows, cols in v:
+            if name not in known or not pattern or not 1 <= tokens <= 65536 or not 1 <= rows <= 1024 \
+                    or not 1 <= cols <= 1024:
+                raise ValueError(f"moe_prompt_tiles: each row is [back-end ({', '.join(known)}), GPU id pattern, "
+                                 f"micro-batch tokens 1-65536, weight rows 1-1024, token columns 1-1024]; not "
+                                 f"[{name!r}, {pattern!r}, {tokens}, {rows}, {cols}]")
         return v
 
     @field_validator("prefill_metal_share")

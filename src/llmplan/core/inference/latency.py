@@ -12,7 +12,7 @@ per layer (ring: 2(tp-1)/tp of the buffer per GPU, NCCL). Pipeline stages run on
 after another for a given token, so ``pp`` shrinks memory but not latency.
 MoE decode reads only the experts the batch's tokens are routed to: for B tokens
 choosing k of E experts, E·(1-(1-k/E)^B) distinct experts in expectation.
-llama.cpp's MoE prompts on CUDA also pay MMQ's tile padding and their routing bytes (``moe_prompt_s``).
+llama.cpp's MoE prompts also pay their kernels' per-expert tile padding and routing bytes (``moe_prompt_s``).
 Speculative decoding (Leviathan et al., ICML 2023): with draft length k and per-token
 acceptance a, one verification step yields (1-a^(k+1))/(1-a) tokens.
 """
@@ -35,7 +35,7 @@ from llmplan.core.inference.backend import (
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
-from llmplan.core.inference.moe_prompt import moe_mmq_s, runs_moe_mmq
+from llmplan.core.inference.moe_tiles import moe_prompt_extra_s
 from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, replays_graph, small_allreduce_s
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
@@ -266,15 +266,17 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
 
 
 def moe_prompt_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int) -> float:
-    """Seconds llama.cpp's MoE prompt kernels add on CUDA where the routed experts run MMQ by id
-    (``core.inference.moe_prompt``): their GEMMs padded to MMQ's tiles at the MMQ rate ``r.flops``, and the MoE
-    layers' routing, gather and weighted-sum bytes at ``r.stream``; 0 elsewhere."""
+    """Seconds llama.cpp's MoE prompt kernels add to the dense pricing of the routed share: on CUDA where the
+    routed experts run MMQ by id (``core.inference.moe_prompt``), on Metal, Vulkan and ROCm by the engine's tile
+    ladder (``core.inference.moe_tiles``): the experts' GEMMs padded to whole tiles at the prompt rate ``r.flops``
+    (or, below the matrix kernel's threshold, the mat-vec's expert reads at ``r.bandwidth``), and the MoE layers'
+    routing, gather and weighted-sum bytes at ``r.stream``; 0 for dense models and elsewhere."""
     gpu = scenario.cluster.gpu
-    if not runs_moe_mmq(scenario.model, plan.engine, gpu, backend_of(gpu, scenario.inference.backend),
-                        plan.weights.format, plan.chunk_tokens):
-        return 0.0
-    experts = sum(g.group.params for g in plan.weights.groups if g.group.category == "expert")
-    return moe_mmq_s(scenario.model, experts, tokens, plan.chunk_tokens, r.flops, r.stream)
+    experts = [g for g in plan.weights.groups if g.group.category == "expert"]
+    return moe_prompt_extra_s(scenario.model, plan.engine, gpu, backend_of(gpu, scenario.inference.backend),
+                              plan.weights.format, sum(g.group.params for g in experts),
+                              sum(g.bytes for g in experts), tokens, plan.chunk_tokens, r.flops, r.stream,
+                              r.bandwidth)
 
 
 def dequant_s(q: QuantizedWeights, layer_share: float, passes: int, stream: float) -> float:

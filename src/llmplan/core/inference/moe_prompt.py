@@ -93,13 +93,14 @@ def expert_padding(spec: ModelSpec, tokens: int) -> float:
     return (up + down) / (up_mats + 1)
 
 
-def extra_bytes_per_token(spec: ModelSpec) -> float:
-    """Bytes one token moves through one MoE layer's element-wise kernels beyond a dense gated feed-forward's."""
+def extra_bytes_per_token(spec: ModelSpec, routed_copies: bool = True) -> float:
+    """Bytes one token moves through one MoE layer's element-wise kernels beyond a dense gated feed-forward's;
+    ``routed_copies``: the input is quantised once per routed copy (MMQ by id; Metal and Vulkan read it in place)."""
     moe = spec.moe
     if moe is None:
         return 0.0
     h, ff, k, e = spec.hidden_size, moe.expert_intermediate_size, moe.experts_per_token, moe.num_experts
-    total = (k - 1) * h * Q8_1_MMQ  # the input quantised once per routed copy (quantize_mmq_q8_1 with ids)
+    total = (k - 1) * h * Q8_1_MMQ if routed_copies else 0.0  # quantize_mmq_q8_1 with ids: one copy per slot
     total += (k - 1) * h * F32  # k expert outputs of the down projection instead of one
     total += 2 * k * h * F32  # ggml_mul by the routing weights: read and write k rows
     total += (k + 1) * h * F32 if k > 1 else 0.0  # the fused sum of the k weighted rows

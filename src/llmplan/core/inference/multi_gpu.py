@@ -16,7 +16,8 @@ matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal 
 A mixture of experts is priced as on one GPU (``latency.decode_step``): a decode step reads only the experts its
 tokens route to, E·(1-(1-k/E)^B) of E per layer in expectation, and a prompt token multiplies k of E experts
 (gpt-oss-120b: 4 of 128), wherever the layer lives, on a card or in host RAM; every expert is held. On a CUDA
-card whose experts run MMQ by id, their tiles and routing bytes are priced as on one GPU (``core.inference.moe_prompt``).
+card whose experts run MMQ by id, and on ROCm and Vulkan by the engine's tile ladder, their tiles and routing bytes
+are priced as on one GPU (``core.inference.moe_prompt``, ``core.inference.moe_tiles``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from llmplan.core.inference.backend import (
 )
 from llmplan.core.inference.latency import dequant_s, score_traffic_s, touched_expert_fraction
 from llmplan.core.inference.layer_split import layer_split
-from llmplan.core.inference.moe_prompt import moe_mmq_s, runs_moe_mmq
+from llmplan.core.inference.moe_tiles import moe_prompt_extra_s
 from llmplan.core.quant import QuantizedWeights, quantized_weights
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -198,8 +199,10 @@ def _card(scenario: Scenario, engine: EngineProfile, g: GpuSpec, layers: int, ha
                                inf.prompt_tokens, chunk)
     if dequant and layers:
         prefill += dequant_s(q, layers / scenario.model.num_layers, -(-total // micro), g.memory_bandwidth * stream)
-    if layers and runs_moe_mmq(scenario.model, engine, g, backend_of(g, inf.backend), fmt, micro):
-        experts = sum(gb.group.params for gb in q.groups if gb.group.category == "expert")
-        prefill += moe_mmq_s(scenario.model, experts, total, micro, rate, g.memory_bandwidth * stream) \
+    if layers:
+        experts = [gb for gb in q.groups if gb.group.category == "expert"]
+        prefill += moe_prompt_extra_s(scenario.model, engine, g, backend_of(g, inf.backend), fmt,
+                                      sum(gb.group.params for gb in experts), sum(gb.bytes for gb in experts),
+                                      total, micro, rate, g.memory_bandwidth * stream, g.memory_bandwidth * eff) \
             * layers / scenario.model.num_layers
     return CardShare(g, layers, has_output, weights, kv, runtime, float(g.usable_memory_bytes), decode, prefill)
