@@ -18,6 +18,9 @@ prompt rates are the dense ones already there), with their bands pinned:
   MMQ N-tiles from typical expert width on RDNA3", IMbackK's re-run 2026-09-02; master picks J for the whole
   micro-batch, as read here): n_ubatch 512 3,846.41 t/s, 1.94 -> 1.02; n_ubatch 64 1,594.12 t/s, 2.92 -> 0.71
   (pinned: 8 routed rows in a 64-column tile run faster than their full tile's FLOPs at the dense rate).
+- Radeon 8060S (Ryzen AI Max+ 395), Vulkan (RADV, Mesa 26.0.2), fa 1: Qwen3-Coder-30B-A3B UD-Q4_K_XL (the
+  Qwen3-30B-A3B shape) pp512 1,342 t/s with build b8460, 910 t/s with b8933 (llama.cpp issue #22375, 2026-04-25,
+  a regression report); 1.63 -> 0.92 against the first, the band wide for the 32 % between the two builds.
 """
 
 from math import ceil, comb
@@ -123,13 +126,13 @@ def test_a_bad_tile_row_is_refused():
         EngineProfile(name="x", moe_prompt_tiles=(("metal", "apple-*", 0, 64, 32),))
 
 
-def _pp(gid: str, model, fmt: str, prompt: int, ubatch: int, tiles: bool = True) -> float:
+def _pp(gid: str, model, fmt: str, prompt: int, ubatch: int, tiles: bool = True, backend: str = "auto") -> float:
     profile = CURRENT.model_copy(update={"prefill_chunk_tokens": ubatch})
     if not tiles:
         profile = profile.model_copy(update={"moe_prompt_tiles": ()})
     sc = Scenario(model=model, cluster=ClusterSpec(gpu=_gpu(gid)), workload="inference", engine_profile=profile,
                   inference=InferenceSettings(engine="llama-cpp-2026", weight_format=fmt, kv_dtype="fp16",
-                                              prompt_tokens=prompt, output_tokens=1))
+                                              prompt_tokens=prompt, output_tokens=1, backend=backend))
     return prompt / estimate(sc).inference.ttft_s.value
 
 
@@ -161,3 +164,11 @@ def test_rocm_gpt_oss_on_rdna3():
     assert _pp(XTX, GPT_OSS, "mxfp4_moe", 2048, 512, tiles=False) / 3846.41 > 1.8  # before
     # n_ubatch 64: 8 rows an expert in a 64-column tile, priced at 8x the routed FLOPs; measured runs faster.
     assert 0.6 < _pp(XTX, GPT_OSS, "mxfp4_moe", 2048, 64) / 1594.12 < 0.85
+
+
+def test_vulkan_qwen3_moe_on_strix_halo():
+    # issue #22375: b8460 1,342 t/s (b8933: 910, a regression). At n_ubatch 512 an expert's ~32 rows take a 64-column
+    # tile on AMD's Vulkan driver (no 128 x 128 mul_mat_id tile): 2.0x the routed FLOPs. Priced as Q4_K_M.
+    speed = _pp("amd-ryzen-ai-max-395-128gb", QWEN3_MOE, "q4_k_m", 512, 512, backend="vulkan")
+    assert 0.8 < speed / 1342 < 1.0
+    assert _pp("amd-ryzen-ai-max-395-128gb", QWEN3_MOE, "q4_k_m", 512, 512, tiles=False, backend="vulkan") / 1342 > 1.5
