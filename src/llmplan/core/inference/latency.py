@@ -32,6 +32,7 @@ from llmplan.core.inference.backend import (
     metal_prompt_rate,
     stream_efficiency,
 )
+from llmplan.core.inference.dp_attention import allgather_s, gathered_rows, local_tokens
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
@@ -305,8 +306,12 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     flops += 2 * tokens * _attention_pairs(spec, context, context + 1) * _attn_width(spec)
     frac = plan.gpu_layers / spec.num_layers
     compute = flops * frac / (plan.tp * r.flops)
+    routed = tokens
+    if plan.dp_attention:  # the busiest rank: its own tokens through attention and head, tp x as many through the FFN
+        compute *= plan.tp * local_tokens(tokens, plan.tp) / tokens
+        routed = gathered_rows(tokens, plan.tp)
     # Weights the step streams, summed over pipeline stages (a token visits them in turn), per TP rank.
-    touched = touched_expert_fraction(spec, tokens)
+    touched = touched_expert_fraction(spec, routed)
     read = layer_read = 0.0
     for gb in plan.weights.groups:
         g = gb.group
@@ -320,6 +325,8 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     # to a GPU only when n_gpu_layers > n_layer), as plan_memory counts it: the cards read their layers only.
     gpu_read = layer_read * frac if plan.gpu_layers < spec.num_layers else read
     kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
+    if plan.dp_attention:  # kv_share is the mean 1/tp of a sequence; the busiest rank reads its whole sequences
+        kv_read = local_tokens(batch, plan.tp) * plan.kv.bytes_for_context(context) * plan.kv_share * plan.tp * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
     host = 0.0
     if plan.gpu_layers < spec.num_layers:
@@ -350,9 +357,14 @@ def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, w
     size, else eager; None for profiles without a decode kernel list."""
     layers = plan.layers_per_stage * plan.pp
     fp8 = plan.weights.format.kind == "fp8"
+    rows, gather = tokens, None
+    if plan.dp_attention:  # a rank's graph holds its own tokens; the feed-forward runs on every rank's, gathered
+        rows = gathered_rows(tokens, plan.tp)
+        tokens = local_tokens(tokens, plan.tp)
+        gather = allgather_s(plan.engine, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
     graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
-                        _allreduce_one_s(scenario, plan, r, tokens), graphed)
+                        _allreduce_one_s(scenario, plan, r, rows), graphed, gather)
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[
