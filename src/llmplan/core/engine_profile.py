@@ -185,6 +185,11 @@ class EngineProfile(StrictFields, FrozenModel):
         0.0, ge=0, le=1e-3, description="host seconds to launch one kernel from Python when no graph is replayed "
         "(a PyTorch op's dispatch and launch, measured); the GPU idles the measured gap between eager kernels",
     )
+    fp8_online_no_fp8_model_types: tuple[str, ...] = Field(
+        (), description="model types whose attention and first and last layers the engine leaves bf16 when it "
+        "converts a bf16 checkpoint to fp8 at load (weight format fp8-online; TGI's no_fp8 in "
+        "flash_llama_modeling.py): core/inference/fp8_online.py",
+    )
     dp_attention: bool = Field(
         False, description="the engine can run multi-latent attention data-parallel over the TP group (SGLang's "
         "--enable-dp-attention: core/inference/dp_attention.py); its kernels per layer are decode_kernels row 'dp'",

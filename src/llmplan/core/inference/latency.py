@@ -34,6 +34,7 @@ from llmplan.core.inference.backend import (
 )
 from llmplan.core.inference.dp_attention import allgather_s, gathered_rows, local_tokens
 from llmplan.core.inference.eager import eager_decode, eager_prefill
+from llmplan.core.inference.fp8_online import bf16_share, is_online_fp8
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
 from llmplan.core.inference.moe_prompt import moe_mmq_s, runs_moe_mmq
@@ -102,6 +103,9 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         )
     engine = plan.engine
     flops = peak * eff.matmul
+    wide = bf16_share(plan.weights, scenario.model, engine)  # fp8-online: the matmuls the engine left bf16
+    if wide:
+        flops = 1 / ((1 - wide) / flops + wide / (gpu.peak_flops.for_dtype("bf16") * eff.matmul))
     fmt = plan.weights.format
     backend = backend_of(gpu, scenario.inference.backend)
     flops = engine_prompt_rate(engine, gpu, backend, fmt, plan.chunk_tokens)[0] or flops  # dequantising: prefill_time
@@ -364,7 +368,7 @@ def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, w
         gather = allgather_s(plan.engine, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
     graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
-                        _allreduce_one_s(scenario, plan, r, rows), graphed, gather)
+                        _allreduce_one_s(scenario, plan, r, rows), graphed, gather, is_online_fp8(plan.weights))
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
 from llmplan.core.inference.dp_attention import local_tokens, replicate_attention, uses_dp_attention
+from llmplan.core.inference.fp8_online import online_fp8_weights
 from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout, kv_split_by_heads
 from llmplan.core.params import TensorGroup
@@ -118,6 +119,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     q = quantized_weights(spec, inf.weight_format)
     if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one
         q = stored_as(q, inf.weight_file_bytes)
+    q = online_fp8_weights(q, spec, engine)  # fp8-online: what the engine leaves bf16 as it converts
     dp_attention = uses_dp_attention(scenario, engine)
     if dp_attention:  # attention, embedding and head held whole on every GPU
         q = replicate_attention(q)

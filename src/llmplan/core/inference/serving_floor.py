@@ -46,6 +46,7 @@ from fnmatch import fnmatchcase
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.eager import curve_at
+from llmplan.core.inference.fp8_online import bf16_gemms
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.kernel_rates import GEMM_FIXED_S, KERNEL_GAP_S
 
@@ -105,10 +106,12 @@ def _row(engine: EngineProfile, part: str) -> tuple[int, int]:
 
 
 def step_kernels(spec: ModelSpec, engine: EngineProfile, layers: int, fp8: bool,
-                 dp_attention: bool = False) -> tuple[int, int]:
+                 dp_attention: bool = False, online_fp8: bool = False) -> tuple[int, int]:
     """(kernels other than GEMMs, GEMMs) of one decode step over ``layers`` layers (the model's own mix of MLA or
     GQA attention and dense or MoE feed-forward, scaled to ``layers``), plus the per-step kernels; with DP attention
-    each layer also runs the ``dp`` row (the hidden states' pad, all-gather and concatenation)."""
+    each layer also runs the ``dp`` row (the hidden states' pad, all-gather and concatenation). ``online_fp8``
+    (weight format fp8-online): only the GEMMs the engine converted quantise their activations
+    (``core.inference.fp8_online.bf16_gemms``)."""
     attn = _row(engine, "mla" if spec.mla else "gqa")
     moe_share = spec.moe_layer_count / spec.num_layers
     mlp, moe = _row(engine, "mlp"), _row(engine, "moe")
@@ -118,7 +121,9 @@ def step_kernels(spec: ModelSpec, engine: EngineProfile, layers: int, fp8: bool,
     step = _row(engine, "step")
     other, gemms = other + step[0], gemms + step[1]
     if fp8:
-        other += gemms * engine.decode_quant_kernels_per_gemm
+        wide = bf16_gemms(spec, engine, layers, attn[1], (1 - moe_share) * mlp[1] + moe_share * moe[1],
+                          step[1]) if online_fp8 else 0
+        other += (gemms - wide) * engine.decode_quant_kernels_per_gemm
     return round(other), round(gemms)
 
 
@@ -157,7 +162,7 @@ def _points(rows: tuple[tuple[int, float, float], ...], tp: int) -> tuple[tuple[
 
 def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, tokens: int, fp8: bool,
                  weight_bytes: float, bandwidth: float, allreduce_s: float, graphed: bool = True,
-                 dp_allgather_s: float | None = None) -> DecodeFloor | None:
+                 dp_allgather_s: float | None = None, online_fp8: bool = False) -> DecodeFloor | None:
     """The floor of one forward pass of ``tokens`` tokens over ``layers`` layers on one GPU of a TP group of
     ``tp`` (None: the profile lists no decode kernels). ``weight_bytes``: what the pass reads at ``bandwidth``;
     ``allreduce_s``: one all-reduce of the pass's activations (``small_allreduce_s`` or the flat latency);
@@ -168,7 +173,7 @@ def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, t
     if not engine.decode_kernels:
         return None
     dp = dp_allgather_s is not None
-    other, gemms = step_kernels(spec, engine, layers, fp8, dp)
+    other, gemms = step_kernels(spec, engine, layers, fp8, dp, online_fp8)
     kernels = other + gemms
     kernel_s = kernels * ((engine.decode_kernel_s or 0.0) if graphed else KERNEL_GAP_S)
     host_s = 0.0 if graphed else kernels * engine.eager_kernel_host_s
