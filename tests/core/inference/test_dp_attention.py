@@ -18,7 +18,7 @@ from llmplan.catalog.hardware import load_hardware_catalog
 from llmplan.catalog.models import load_model_catalog
 from llmplan.core.engine import estimate
 from llmplan.core.hardware import ClusterSpec
-from llmplan.core.inference.dp_attention import gathered_rows, local_tokens
+from llmplan.core.inference.dp_attention import local_tokens
 from llmplan.core.inference.latency import touched_expert_fraction
 from llmplan.core.inference.memory import plan_memory
 from llmplan.core.inference.serving_floor import step_kernels
@@ -61,9 +61,9 @@ def test_each_rank_caches_its_own_requests():
 
 def test_rows_through_the_feed_forward():
     """A replayed graph runs the feed-forward on tp x the busiest rank's batch: 8 rows at batch 1 and 8, 32 at 32."""
-    assert [(local_tokens(b, 8), gathered_rows(b, 8)) for b in (1, 8, 9, 32)] == [(1, 8), (1, 8), (2, 16), (4, 32)]
+    assert [local_tokens(b, 8) for b in (1, 8, 9, 32)] == [1, 1, 2, 4]
     ds = MODELS.get(DS).spec
-    assert touched_expert_fraction(ds, gathered_rows(1, 8)) == pytest.approx(1 - (1 - 8 / 256) ** 8, rel=1e-12)
+    assert touched_expert_fraction(ds, 8 * local_tokens(1, 8)) == pytest.approx(1 - (1 - 8 / 256) ** 8, rel=1e-12)
 
 
 def test_kernels_and_collectives_per_step():
@@ -87,3 +87,10 @@ def test_batch_1_and_8_cost_the_same_step():
 def test_refused_where_sglang_has_no_dp_attention(engine, model, fmt):
     with pytest.raises(InputError, match="dp_attention"):
         estimate(_scenario(True, engine=engine, model=model, fmt=fmt))
+
+
+def test_a_prompt_runs_on_its_own_rank():
+    """One 128-token prompt: its rank runs the whole attention on it, and the feed-forward runs on 8 x 128 gathered
+    rows (7 ranks' padding), 1/8 of them per GPU: 8x the matmul FLOPs of the TP split on the busiest GPU."""
+    on, off = (estimate(_scenario(dp)).inference.ttft_s.inputs for dp in (True, False))
+    assert on["compute_s"] == pytest.approx(8 * off["compute_s"], rel=1e-9)

@@ -62,13 +62,9 @@ def replicate_attention(q: QuantizedWeights) -> QuantizedWeights:
 
 
 def local_tokens(tokens: int, tp: int) -> int:
-    """The tokens of the busiest DP rank when ``tokens`` are spread evenly over ``tp`` ranks (the step waits for it)."""
+    """The share of the busiest DP rank when ``tokens`` (or sequences) are spread evenly over ``tp`` ranks (the step
+    waits for it); every rank pads to it before the all-gather, so the feed-forward runs on tp x as many rows."""
     return max(1, math.ceil(tokens / tp))
-
-
-def gathered_rows(tokens: int, tp: int) -> int:
-    """Rows the feed-forward runs on: every rank pads to the busiest rank's count before the all-gather."""
-    return tp * local_tokens(tokens, tp)
 
 
 def allgather_s(engine: EngineProfile, tp: int, rows: int, hidden: int, act_bytes: int, link: float) -> float:
