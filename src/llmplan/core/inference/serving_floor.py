@@ -32,8 +32,10 @@ microseconds however little it reads, and each tensor-parallel all-reduce of a f
 
 Not modelled: the engines' host work per step (scheduling, input preparation, sampling and output processing in
 Python; vLLM's multi-step RFC #6854 showed ~4 ms of GPU bubble a step before v0.6.0, and nothing was found
-measured for the releases the validation rows ran), expert-parallel all-to-alls, and kernels that reach less than the copy bandwidth at a few rows (at 128 rows the
-kernel-timed GEMM sweeps put the 8B MLP's at 0.71-0.82 of peak, near the 0.80 priced). docs/inference.md, "What
+measured for the releases the validation rows ran), expert-parallel all-to-alls, and kernels that reach less
+than the copy bandwidth at a few rows (at 128 rows the kernel-timed GEMM sweeps put the 8B MLP's at 0.71-0.82 of
+peak, near the 0.80 priced). SGLang's DP attention changes the collectives and adds the ``dp`` kernels
+(``core.inference.dp_attention``). docs/inference.md, "What
 the dense rows miss", compares the result with published small-batch measurements and says which evidence points
 where.
 """
