@@ -94,3 +94,21 @@ def test_a_prompt_runs_on_its_own_rank():
     rows (7 ranks' padding), 1/8 of them per GPU: 8x the matmul FLOPs of the TP split on the busiest GPU."""
     on, off = (estimate(_scenario(dp)).inference.ttft_s.inputs for dp in (True, False))
     assert on["compute_s"] == pytest.approx(8 * off["compute_s"], rel=1e-9)
+
+
+def test_collectives_priced_per_layer():
+    """Batch 1: 8 gathered rows x 7168 x 2 B = 114,688 B a collective. Per layer: the all-gather (NCCL: the flat
+    10 µs plus 7/8 of the buffer over the link) and the feed-forward's all-reduce (SGLang's custom all-reduce, its
+    measured rows interpolated; at least the ring's bytes)."""
+    from llmplan.core.inference.latency import rates, serving_floor
+    from llmplan.core.inference.serving_floor import small_allreduce_s
+
+    sc, sglang = _scenario(True), engine_profile("sglang")
+    plan = plan_memory(sc, sglang)
+    r = rates(sc, plan, sc.efficiency)
+    floor = serving_floor(sc, plan, r, 1, 1e9, local=1)
+    buf = 8 * 7168 * 2
+    gather = 10e-6 + 7 / 8 * buf / r.link
+    reduce = max(small_allreduce_s(sglang, 8, buf), 2 * 7 / 8 * buf / r.link)
+    assert floor.collectives == 122
+    assert floor.collective_s == pytest.approx(61 * (gather + reduce), rel=1e-12)

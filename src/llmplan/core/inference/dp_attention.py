@@ -20,8 +20,8 @@ with the flag, read from its code:
 
 Priced here with costs llmplan already has: the attention weights and the head read whole by each GPU (their
 bytes at the bandwidth), the experts the gathered rows route to (``touched_expert_fraction`` of tp x local rows),
-each layer's all-gather as one more small collective (the engine's flat ``allreduce_latency_s`` plus the ring's
-bytes: NCCL, not SGLang's custom all-reduce), the feed-forward's all-reduce at the engine's measured custom
+each layer's all-gather as one more small collective (inside a node the engine's flat ``allreduce_latency_s``
+plus the ring's bytes: NCCL, not SGLang's custom all-reduce), the feed-forward's all-reduce at the engine's measured custom
 all-reduce for the gathered rows, and the 3 kernels per layer (``decode_kernels`` row ``dp``). Not priced: the
 per-step host work the flag adds (two gloo collectives on the CPU in ``Scheduler.prepare_dp_attn_batch`` and the
 overlap scheduler off); no measurement of it was found.
@@ -67,7 +67,8 @@ def local_tokens(tokens: int, tp: int) -> int:
     return max(1, math.ceil(tokens / tp))
 
 
-def allgather_s(engine: EngineProfile, tp: int, rows: int, hidden: int, act_bytes: int, link: float) -> float:
-    """One all-gather of ``rows`` rows of ``hidden`` activations over ``tp`` GPUs of a node (NCCL): the engine's
-    flat small-collective latency plus each GPU receiving (tp-1)/tp of the gathered buffer over the link."""
-    return engine.allreduce_latency_s + (tp - 1) / tp * rows * hidden * act_bytes / link
+def allgather_s(latency: float, tp: int, rows: int, hidden: int, act_bytes: int, link: float) -> float:
+    """One all-gather of ``rows`` rows of ``hidden`` activations over ``tp`` GPUs (NCCL): the plan's fixed latency
+    per collective (inside a node the engine's flat ``allreduce_latency_s``; across nodes the ring's network hops)
+    plus each GPU receiving (tp-1)/tp of the gathered buffer over the link."""
+    return latency + (tp - 1) / tp * rows * hidden * act_bytes / link

@@ -195,7 +195,7 @@ def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: floa
 def _dp_collectives_s(scenario: Scenario, plan: MemoryPlan, r: Rates, rows: int) -> float:
     """DP attention (``core.inference.dp_attention``): per layer one all-gather of ``rows`` hidden states and the
     feed-forward's all-reduce of them."""
-    gather = allgather_s(plan.engine, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
+    gather = allgather_s(r.latency, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
     return scenario.model.num_layers * (gather + _allreduce_one_s(scenario, plan, r, rows))
 
 
@@ -380,7 +380,7 @@ def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, w
     if plan.dp_attention:  # a rank's graph holds its own tokens; the feed-forward runs on every rank's, gathered
         tokens = local if local is not None else local_tokens(tokens, plan.tp)
         rows = plan.tp * tokens
-        gather = allgather_s(plan.engine, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
+        gather = allgather_s(r.latency, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
     graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
                         _allreduce_one_s(scenario, plan, r, rows), graphed, gather, is_online_fp8(plan.weights))
