@@ -837,7 +837,7 @@ def _cuda_table_rows() -> list[Reference]:
 def _serving_decode_rows() -> list[Reference]:
     """vLLM's nightly latency test and NVIDIA's NIM (TensorRT-LLM) figures. llmplan is 19-35% fast on each (host
     work per step is not modelled: docs/inference.md); ±40% is the band the rows are pinned in, not a claim.
-    The DeepSeek-V3 rows stay off by 2-8x and are pinned apart (test_serving_decode_published.py)."""
+    The DeepSeek-V3 rows (SGLang with DP attention) stay 2-3.4x fast and are pinned apart (test_serving_decode_published.py)."""
     from tests.core.inference.serving_published import ROWS, estimate_row
 
     return [Reference(f"serving-{r.key}", "Decode speed (serving engines)",

@@ -17,7 +17,7 @@ from llmplan.core.frozen import FrozenModel
 from llmplan.core.strict_fields import StrictFields
 
 Curve = tuple[tuple[float, float], ...]  # (size, fraction) points, sizes increasing
-DECODE_PARTS = ("gqa", "mla", "mlp", "moe", "step")  # decode_kernels rows (core/inference/serving_floor.py)
+DECODE_PARTS = ("gqa", "mla", "mlp", "moe", "step", "dp")  # decode_kernels rows (core/inference/serving_floor.py)
 WEIGHT_FORMAT_KINDS = ("float", "fp8", "int8", "gptq", "awq", "bnb", "mlx", "gguf", "mxfp4")  # core.quant.WeightFormat.kind
 _KIND_NAMES = {"float": "fp16/bf16/fp32", "fp8": "fp8", "int8": "int8/w8a8", "gptq": "GPTQ", "awq": "AWQ",
                "bnb": "bitsandbytes nf4/fp4", "mlx": "MLX quantized (mlx-4bit, mlx-8bit)", "gguf": "GGUF (q4_k_m, q8_0 …)",
@@ -184,6 +184,18 @@ class EngineProfile(StrictFields, FrozenModel):
     eager_kernel_host_s: float = Field(
         0.0, ge=0, le=1e-3, description="host seconds to launch one kernel from Python when no graph is replayed "
         "(a PyTorch op's dispatch and launch, measured); the GPU idles the measured gap between eager kernels",
+    )
+    fp8_online_no_fp8_model_types: tuple[str, ...] = Field(
+        (), description="model types whose attention and first and last layers the engine leaves bf16 when it "
+        "converts a bf16 checkpoint to fp8 at load (weight format fp8-online; TGI's no_fp8 in "
+        "flash_llama_modeling.py): core/inference/fp8_online.py",
+    )
+    dp_attention: bool = Field(
+        False, description="the engine can run multi-latent attention data-parallel over the TP group (SGLang's "
+        "--enable-dp-attention: core/inference/dp_attention.py); its kernels per layer are decode_kernels row 'dp'",
+    )
+    dp_attention_prefill_chunk_tokens: int | None = Field(
+        None, ge=1, description="prefill_chunk_tokens under DP attention (SGLang halves --chunked-prefill-size)"
     )
     mla_cache: Literal["latent", "heads", "heads_padded"] = Field(
         "latent", description="what the engine caches for multi-latent attention (DeepSeek-V2/V3, Kimi K2): "

@@ -9,6 +9,9 @@ tensor group of ``count_params(spec).groups`` under the format's own rules:
 - ``fp8`` (e4m3, one fp32 scale per tensor) and ``fp8-channel`` (one fp32 scale per output
   row): the Linear layers of the blocks at 1 byte; embeddings, output head and norms
   stay bf16 (vLLM / llm-compressor FP8 checkpoints leave ``lm_head`` unquantized).
+- ``fp8-online``: a bf16 checkpoint the engine converts to fp8 as it loads it (TGI ``--quantize fp8``), one fp32
+  scale per output row; priced here as every block Linear converted, and ``core.inference.fp8_online`` keeps in
+  bf16 what the engine leaves unconverted (TGI's Llama family: attention, first and last layers).
 - ``int8`` (bitsandbytes LLM.int8(), Dettmers et al. 2022) and ``w8a8`` (SmoothQuant,
   Xiao et al. 2023): 1 byte per weight plus one fp32 scale per output row.
 - ``gptq-<b>bit`` and ``awq-<b>bit`` (optionally ``-g<group>``, default 128): packed
@@ -115,6 +118,8 @@ def parse_weight_format(name: str) -> WeightFormat:
         return WeightFormat(key, "fp8", 8, variant="tensor")
     if key in ("fp8-channel", "fp8-per-channel"):
         return WeightFormat(key, "fp8", 8, variant="channel")
+    if key in ("fp8-online", "fp8-on-load"):  # a bf16 checkpoint the engine converts as it loads it
+        return WeightFormat(key, "fp8", 8, variant="online")
     if key in ("int8", "llm.int8", "bnb-int8"):
         return WeightFormat(key, "int8", 8, variant="llm.int8")
     if key in ("w8a8", "smoothquant", "int8-w8a8"):
@@ -136,7 +141,7 @@ def parse_weight_format(name: str) -> WeightFormat:
     if gg:
         return WeightFormat(key, "gguf", variant=gg[1], gguf_is_preset=gg[0] == "preset")
     raise InputError(
-        f"unknown inference.weight_format '{name}'; use fp32, fp16, bf16, fp8, fp8-channel, int8, w8a8, "
+        f"unknown inference.weight_format '{name}'; use fp32, fp16, bf16, fp8, fp8-channel, fp8-online, int8, w8a8, "
         "gptq-4bit, awq-4bit, nf4, fp4, mxfp4, mlx-4bit, mlx-8bit, or a GGUF preset such as q4_k_m, q8_0, iq4_xs"
     )
 
@@ -189,8 +194,9 @@ def _plain_group_bytes(fmt: WeightFormat, g: TensorGroup) -> GroupBytes:
     rows, cols = _rows_cols(g)
     rows_total = rows * g.count
     if fmt.kind == "fp8":
-        scales = 4 * (rows_total if fmt.variant == "channel" else g.count)
-        return GroupBytes(g, n + scales, f"fp8 e4m3 + fp32 scale per {fmt.variant}")
+        per_row = fmt.variant in ("channel", "online")  # online: TGI's Fp8Linear.from_unquant, one scale a row
+        scales = 4 * (rows_total if per_row else g.count)
+        return GroupBytes(g, n + scales, f"fp8 e4m3 + fp32 scale per {'channel' if per_row else 'tensor'}")
     if fmt.kind == "int8":
         return GroupBytes(g, n + 4 * rows_total, "int8 + fp32 scale per row")
     if fmt.kind in ("gptq", "awq"):
@@ -310,6 +316,6 @@ def gguf_metadata_bytes(spec: ModelSpec) -> int:
 
 def known_formats() -> tuple[str, ...]:
     """Every accepted weight_format name, for menus and error messages."""
-    base = ("fp32", "fp16", "bf16", "fp8", "fp8-channel", "int8", "w8a8", "gptq-4bit", "gptq-3bit", "gptq-8bit",
+    base = ("fp32", "fp16", "bf16", "fp8", "fp8-channel", "fp8-online", "int8", "w8a8", "gptq-4bit", "gptq-3bit", "gptq-8bit",
             "awq-4bit", "nf4", "nf4-nodq", "fp4", "mxfp4", "mlx-4bit", "mlx-8bit")
     return base + tuple(p.lower() for p in GGUF_PRESETS if p not in ("F32", "F16", "BF16"))

@@ -55,6 +55,10 @@ def format_words(name: str) -> str:
     elif k == "fp8":
         scale = "one fp32 scale per output row" if fmt.variant == "channel" else "one fp32 scale per tensor"
         what = f"FP8 e4m3 weights of the blocks' linear layers, {scale}; {_KEPT_WIDE} (vLLM / llm-compressor)"
+        if fmt.variant == "online":
+            what = ("a bf16 checkpoint converted to FP8 e4m3 as the engine loads it (TGI --quantize fp8), one fp32 "
+                    f"scale per output row; {_KEPT_WIDE}, and TGI keeps Llama's attention and first and last "
+                    "layers bf16")
     elif k == "int8":
         what = ("SmoothQuant W8A8: int8 weights and activations" if fmt.variant == "w8a8" else
                 "bitsandbytes LLM.int8(): int8 weights") + ", one fp32 scale per output row"

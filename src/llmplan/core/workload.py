@@ -198,6 +198,10 @@ class InferenceSettings(FrozenModel):
     host_memory_bandwidth: float | None = Field(
         None, gt=0, description="bytes/s for layers left in host RAM (partial offload); None: engine default"
     )
+    dp_attention: bool = Field(
+        False, description="SGLang's --enable-dp-attention: multi-latent attention held whole and run data-parallel "
+        "on every GPU of the TP group, the feed-forward split over them (core/inference/dp_attention.py)"
+    )
     shared_prefix_tokens: int = Field(0, ge=0, description="leading prompt tokens all sequences share (cached once)")
     draft_tokens: int = Field(0, ge=0, le=64, description="speculative decoding: tokens the draft proposes per step")
     draft_acceptance: float = Field(0.7, ge=0, lt=1, description="probability the target accepts each draft token")

@@ -57,7 +57,7 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "mean_sequence_tokens", "lora_experts", *BATCH_FIELDS)
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine", "backend",
                    "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
-                   "draft_tokens", "draft_acceptance", "draft_cost_ratio",
+                   "dp_attention", "draft_tokens", "draft_acceptance", "draft_cost_ratio",
                    "weight_file_bytes")  # set from a Hub file (model.hub.file_bytes), shown in the model summary
 
 
@@ -119,6 +119,10 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("Shared prompt prefix (tokens)", bound_spin(state, "inference.shared_prefix_tokens", "Shared prompt prefix",
              "Leading prompt tokens every sequence shares (a system prompt): their KV cache is held once", 0,
              100_000_000, 256))
+    f.addRow("", bound_check(state, "inference.dp_attention", "Data-parallel attention (SGLang)",
+             "SGLang's --enable-dp-attention, for multi-latent-attention models (DeepSeek-V2/V3): every GPU of the "
+             "tensor-parallel group holds the whole attention and runs its own requests, each caching its own KV; "
+             "the feed-forward stays split over them"))
     spec = QGroupBox("Speculative decoding")
     g = QFormLayout(spec)
     g.addRow("Draft tokens per step", bound_spin(state, "inference.draft_tokens", "Draft tokens per step",

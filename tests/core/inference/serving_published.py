@@ -13,7 +13,7 @@ and GEMM costs come from microbenchmarks, and the all-reduce latencies from sgla
   concurrency 1: ITL 18.91 ms. Compared with llmplan's TPOT under the tensorrt-llm profile.
 - SGLang v0.4.1.post2 (sgl-project/sglang PR #2643, 2024-12-29), DeepSeek-V3 FP8 on 8 x H200, TP 8, CUDA graphs,
   128 tokens in / 256 out: 30.29, 206.32 and 760.52 output tokens/s at batch 1, 8 and 32 (launched with
-  --enable-dp-attention). Compared with llmplan's TPOT (batch / tokens/s).
+  --enable-dp-attention, so estimated with inference.dp_attention). Compared with llmplan's TPOT (batch / tokens/s).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Row:
     measured_s: float  # what the source measured: request latency (vLLM rows) or seconds per output token
     what: str  # "request latency" or "TPOT"
     source: str
+    dp_attention: bool = False  # SGLang's --enable-dp-attention
 
 
 ROWS = (
@@ -63,7 +64,7 @@ ROWS = (
 
 DEEPSEEK_V3 = tuple(
     Row(f"sglang-deepseek-v3-h200-b{b}", "deepseek-ai/DeepSeek-V3", "nvidia-h200-sxm-141gb", 8, "sglang", "fp8", b,
-        128, 256, b / tps, "TPOT", SGLANG_DSV3)
+        128, 256, b / tps, "TPOT", SGLANG_DSV3, dp_attention=True)
     for b, tps in ((1, 30.29), (8, 206.32), (32, 760.52))
 )
 
@@ -83,6 +84,7 @@ def estimate_row(row: Row) -> float:
                   workload="inference", parallelism=ParallelLayout(tp=row.tp),
                   engine_profile=engine_profile(row.engine),
                   inference=InferenceSettings(engine=row.engine, weight_format=row.weight_format, batch=row.batch,
-                                              prompt_tokens=row.prompt, output_tokens=row.output))
+                                              prompt_tokens=row.prompt, output_tokens=row.output,
+                                              dp_attention=row.dp_attention))
     inf = estimate(sc).inference
     return inf.request_latency_s.value if row.what == "request latency" else inf.tpot_s.value

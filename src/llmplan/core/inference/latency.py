@@ -32,7 +32,9 @@ from llmplan.core.inference.backend import (
     metal_prompt_rate,
     stream_efficiency,
 )
+from llmplan.core.inference.dp_attention import allgather_s, local_tokens
 from llmplan.core.inference.eager import eager_decode, eager_prefill
+from llmplan.core.inference.fp8_online import bf16_share, is_online_fp8
 from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
 from llmplan.core.inference.moe_tiles import moe_prompt_extra_s
@@ -101,6 +103,9 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         )
     engine = plan.engine
     flops = peak * eff.matmul
+    wide = bf16_share(plan.weights, scenario.model, engine)  # fp8-online: the matmuls the engine left bf16
+    if wide:
+        flops = 1 / ((1 - wide) / flops + wide / (gpu.peak_flops.for_dtype("bf16") * eff.matmul))
     fmt = plan.weights.format
     backend = backend_of(gpu, scenario.inference.backend)
     flops = engine_prompt_rate(engine, gpu, backend, fmt, plan.chunk_tokens)[0] or flops  # dequantising: prefill_time
@@ -187,6 +192,13 @@ def _tp_allreduce_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: floa
     return 2 * scenario.model.num_layers * _allreduce_one_s(scenario, plan, r, tokens)
 
 
+def _dp_collectives_s(scenario: Scenario, plan: MemoryPlan, r: Rates, rows: int) -> float:
+    """DP attention (``core.inference.dp_attention``): per layer one all-gather of ``rows`` hidden states and the
+    feed-forward's all-reduce of them."""
+    gather = allgather_s(r.latency, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
+    return scenario.model.num_layers * (gather + _allreduce_one_s(scenario, plan, r, rows))
+
+
 def _pp_send_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: float) -> float:
     if plan.pp == 1:
         return 0.0
@@ -236,6 +248,10 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     flops += 2 * sequences * _attention_pairs(spec, 0, prompt) * _attn_width(spec)
     frac = plan.gpu_layers / spec.num_layers
     compute = flops * frac / (plan.tp * r.flops)
+    local = min(tokens, plan.chunk_tokens)  # one pass's tokens on a GPU
+    if plan.dp_attention:  # a request's prompt runs on its own rank; the busiest rank's share sets the pace
+        local = min(local_tokens(sequences, plan.tp) * prompt, plan.chunk_tokens)
+        compute *= plan.tp * local_tokens(sequences, plan.tp) / sequences
     passes = max(1, -(-tokens // plan.chunk_tokens))
     gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
     memory = passes * gpu_weights / r.stream
@@ -245,6 +261,8 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
     host = passes * host_bytes / pcie if plan.gpu_layers < spec.num_layers else 0.0
     comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
+    if plan.dp_attention:  # per layer an all-gather and the feed-forward's all-reduce of every rank's rows, padded
+        comm = passes * _dp_collectives_s(scenario, plan, r, plan.tp * local)
     if plan.engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
         attn = 2 * sequences * _attention_pairs(spec, 0, prompt) * _attn_width(spec)
         e = eager_prefill(spec, plan, plan.engine, r.peak, r.peak_bandwidth, 2 * block, 2 * head * sequences,
@@ -254,7 +272,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
     fmt = plan.weights.format
-    floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights, prefill=True)
+    floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights, prefill=True, local=local)
     fixed = passes * floor.fixed_s if floor is not None else 0.0  # each pass launches every layer's kernels
     launch = passes * floor.launch_s if floor is not None else 0.0  # eager passes: the host's launches
     if is_block_quantised(fmt) and dequantises_prompt(
@@ -307,8 +325,13 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     flops += 2 * tokens * _attention_pairs(spec, context, context + 1) * _attn_width(spec)
     frac = plan.gpu_layers / spec.num_layers
     compute = flops * frac / (plan.tp * r.flops)
+    routed = local = tokens
+    if plan.dp_attention:  # the busiest rank: its own tokens through attention and head, tp x as many through the FFN
+        local = local_tokens(batch, plan.tp) * tokens_per_seq
+        compute *= plan.tp * local / tokens
+        routed = plan.tp * local
     # Weights the step streams, summed over pipeline stages (a token visits them in turn), per TP rank.
-    touched = touched_expert_fraction(spec, tokens)
+    touched = touched_expert_fraction(spec, routed)
     read = layer_read = 0.0
     for gb in plan.weights.groups:
         g = gb.group
@@ -322,13 +345,15 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     # to a GPU only when n_gpu_layers > n_layer), as plan_memory counts it: the cards read their layers only.
     gpu_read = layer_read * frac if plan.gpu_layers < spec.num_layers else read
     kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
+    if plan.dp_attention:  # kv_share is the mean 1/tp of a sequence; the busiest rank reads its whole sequences
+        kv_read = local_tokens(batch, plan.tp) * plan.kv.bytes_for_context(context) * plan.kv_share * plan.tp * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
     host = 0.0
     if plan.gpu_layers < spec.num_layers:
         host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
         host = (read - gpu_read + host_kv) / r.host_bandwidth
     engine = plan.engine
-    floor = serving_floor(scenario, plan, r, tokens, gpu_read)
+    floor = serving_floor(scenario, plan, r, tokens, gpu_read, local=local)
     tp_comm = floor.collective_s if floor is not None else _tp_allreduce_s(scenario, plan, r, tokens)
     comm = tp_comm + _pp_send_s(scenario, plan, r, tokens)
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
@@ -346,15 +371,21 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
 
 
 def serving_floor(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, weight_bytes: float,
-                  prefill: bool = False) -> DecodeFloor | None:
+                  prefill: bool = False, local: int | None = None) -> DecodeFloor | None:
     """The GPU serving engines' kernel and collective floor of one forward pass of ``tokens`` tokens reading
     ``weight_bytes`` (``core.inference.serving_floor``), as a CUDA graph where the engine captures one of that
-    size, else eager; None for profiles without a decode kernel list."""
+    size, else eager; None for profiles without a decode kernel list. With DP attention ``local`` is the busiest
+    rank's share of the tokens: its pass is that size, and the feed-forward runs on tp x as many rows."""
     layers = plan.layers_per_stage * plan.pp
     fp8 = plan.weights.format.kind == "fp8"
+    rows, gather = tokens, None
+    if plan.dp_attention:  # a rank's graph holds its own tokens; the feed-forward runs on every rank's, gathered
+        tokens = local if local is not None else local_tokens(tokens, plan.tp)
+        rows = plan.tp * tokens
+        gather = allgather_s(r.latency, plan.tp, rows, scenario.model.hidden_size, ACT_BYTES, r.link)
     graphed = replays_graph(plan.engine, scenario.cluster.gpu, plan.tp, tokens, prefill, plan.weights.format.kind)
     return decode_floor(scenario.model, plan.engine, layers, plan.tp, tokens, fp8, weight_bytes, r.bandwidth,
-                        _allreduce_one_s(scenario, plan, r, tokens), graphed)
+                        _allreduce_one_s(scenario, plan, r, rows), graphed, gather, is_online_fp8(plan.weights))
 
 
 def time_per_output_token(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int) -> tuple[

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.dp_attention import local_tokens, replicate_attention, uses_dp_attention
+from llmplan.core.inference.fp8_online import online_fp8_weights
 from llmplan.core.inference.score_buffer import score_buffer_bytes
 from llmplan.core.kvcache import KvLayout, batch_kv_bytes, kv_layout, kv_split_by_heads
 from llmplan.core.params import TensorGroup
@@ -56,6 +58,7 @@ class MemoryPlan:
     capacity: float  # usable bytes of one GPU for this engine
     chunk_tokens: int  # tokens per prefill forward pass
     scores: float = 0.0  # the score matrix an engine without flash attention keeps (core.inference.score_buffer)
+    dp_attention: bool = False  # SGLang's DP attention (core.inference.dp_attention): kv_share is a mean per GPU
 
     @property
     def fixed_gpu(self) -> float:
@@ -116,6 +119,10 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     q = quantized_weights(spec, inf.weight_format)
     if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one
         q = stored_as(q, inf.weight_file_bytes)
+    q = online_fp8_weights(q, spec, engine)  # fp8-online: what the engine leaves bf16 as it converts
+    dp_attention = uses_dp_attention(scenario, engine)
+    if dp_attention:  # attention, embedding and head held whole on every GPU
+        q = replicate_attention(q)
     kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     L = spec.num_layers
     lps = math.ceil(L / pp)
@@ -132,8 +139,13 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
     head_share = _kv_head_share(scenario, tp, engine.mla_cache)
     kv_seq_full = batch_kv_bytes(kv, context, 1, engine.kv_block_tokens)
     kv_batch_full = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens)
+    chunk = engine.prefill_chunk_tokens
+    if dp_attention:  # each rank caches its own requests: 1/tp of a sequence on average, the busiest rank's batch
+        kv_batch_full *= local_tokens(inf.batch, tp) / inf.batch * tp
+        head_share /= tp
+        chunk = engine.dp_attention_prefill_chunk_tokens or chunk
 
-    chunk = engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens
+    chunk = chunk or inf.batch * inf.prompt_tokens
     chunk = min(chunk, inf.batch * inf.prompt_tokens)
     activations = chunk * _activation_elements_per_token(scenario, tp) * ACT_BYTES
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
@@ -175,7 +187,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         w_host, kv_host = host_embed, 0.0
     return MemoryPlan(q, kv, engine, tp, pp, lps, n if offload else L, w_gpu, w_host,
                       head_share * (n / L if offload else lps / L), kv_seq, kv_batch, kv_host, activations,
-                      logits, overhead, capacity, chunk, scores)
+                      logits, overhead, capacity, chunk, scores, dp_attention)
 
 
 def _split_with_offload(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, kv: KvLayout,

@@ -32,9 +32,10 @@ microseconds however little it reads, and each tensor-parallel all-reduce of a f
 
 Not modelled: the engines' host work per step (scheduling, input preparation, sampling and output processing in
 Python; vLLM's multi-step RFC #6854 showed ~4 ms of GPU bubble a step before v0.6.0, and nothing was found
-measured for the releases the validation rows ran), SGLang's DP attention (``--enable-dp-attention``),
-expert-parallel all-to-alls, and kernels that reach less than the copy bandwidth at a few rows (at 128 rows the
-kernel-timed GEMM sweeps put the 8B MLP's at 0.71-0.82 of peak, near the 0.80 priced). docs/inference.md, "What
+measured for the releases the validation rows ran), expert-parallel all-to-alls, and kernels that reach less
+than the copy bandwidth at a few rows (at 128 rows the kernel-timed GEMM sweeps put the 8B MLP's at 0.71-0.82 of
+peak, near the 0.80 priced). SGLang's DP attention changes the collectives and adds the ``dp`` kernels
+(``core.inference.dp_attention``). docs/inference.md, "What
 the dense rows miss", compares the result with published small-batch measurements and says which evidence points
 where.
 """
@@ -47,6 +48,7 @@ from fnmatch import fnmatchcase
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.eager import curve_at
+from llmplan.core.inference.fp8_online import bf16_gemms
 from llmplan.core.model import ModelSpec
 from llmplan.core.training.kernel_rates import GEMM_FIXED_S, KERNEL_GAP_S
 
@@ -105,18 +107,25 @@ def _row(engine: EngineProfile, part: str) -> tuple[int, int]:
     return next(((o, g) for p, o, g in engine.decode_kernels if p == part), (0, 0))
 
 
-def step_kernels(spec: ModelSpec, engine: EngineProfile, layers: int, fp8: bool) -> tuple[int, int]:
+def step_kernels(spec: ModelSpec, engine: EngineProfile, layers: int, fp8: bool,
+                 dp_attention: bool = False, online_fp8: bool = False) -> tuple[int, int]:
     """(kernels other than GEMMs, GEMMs) of one decode step over ``layers`` layers (the model's own mix of MLA or
-    GQA attention and dense or MoE feed-forward, scaled to ``layers``), plus the per-step kernels."""
+    GQA attention and dense or MoE feed-forward, scaled to ``layers``), plus the per-step kernels; with DP attention
+    each layer also runs the ``dp`` row (the hidden states' pad, all-gather and concatenation). ``online_fp8``
+    (weight format fp8-online): only the GEMMs the engine converted quantise their activations
+    (``core.inference.fp8_online.bf16_gemms``)."""
     attn = _row(engine, "mla" if spec.mla else "gqa")
     moe_share = spec.moe_layer_count / spec.num_layers
     mlp, moe = _row(engine, "mlp"), _row(engine, "moe")
-    other = layers * (attn[0] + (1 - moe_share) * mlp[0] + moe_share * moe[0])
-    gemms = layers * (attn[1] + (1 - moe_share) * mlp[1] + moe_share * moe[1])
+    dp = _row(engine, "dp") if dp_attention else (0, 0)
+    other = layers * (attn[0] + (1 - moe_share) * mlp[0] + moe_share * moe[0] + dp[0])
+    gemms = layers * (attn[1] + (1 - moe_share) * mlp[1] + moe_share * moe[1] + dp[1])
     step = _row(engine, "step")
     other, gemms = other + step[0], gemms + step[1]
     if fp8:
-        other += gemms * engine.decode_quant_kernels_per_gemm
+        wide = bf16_gemms(spec, engine, layers, attn[1], (1 - moe_share) * mlp[1] + moe_share * moe[1],
+                          step[1]) if online_fp8 else 0
+        other += (gemms - wide) * engine.decode_quant_kernels_per_gemm
     return round(other), round(gemms)
 
 
@@ -154,18 +163,25 @@ def _points(rows: tuple[tuple[int, float, float], ...], tp: int) -> tuple[tuple[
 
 
 def decode_floor(spec: ModelSpec, engine: EngineProfile, layers: int, tp: int, tokens: int, fp8: bool,
-                 weight_bytes: float, bandwidth: float, allreduce_s: float, graphed: bool = True) -> DecodeFloor | None:
+                 weight_bytes: float, bandwidth: float, allreduce_s: float, graphed: bool = True,
+                 dp_allgather_s: float | None = None, online_fp8: bool = False) -> DecodeFloor | None:
     """The floor of one forward pass of ``tokens`` tokens over ``layers`` layers on one GPU of a TP group of
     ``tp`` (None: the profile lists no decode kernels). ``weight_bytes``: what the pass reads at ``bandwidth``;
     ``allreduce_s``: one all-reduce of the pass's activations (``small_allreduce_s`` or the flat latency);
     ``graphed``: the pass replays a CUDA graph (``replays_graph``), else each kernel costs the eager gap on the GPU
-    and its launch on the host."""
+    and its launch on the host. ``dp_allgather_s``: with DP attention (``core.inference.dp_attention``), one
+    layer's all-gather of the hidden states; each layer then all-gathers and all-reduces once (the feed-forward's)
+    and the step gathers no logits (the head is replicated)."""
     if not engine.decode_kernels:
         return None
-    other, gemms = step_kernels(spec, engine, layers, fp8)
+    dp = dp_allgather_s is not None
+    other, gemms = step_kernels(spec, engine, layers, fp8, dp, online_fp8)
     kernels = other + gemms
     kernel_s = kernels * ((engine.decode_kernel_s or 0.0) if graphed else KERNEL_GAP_S)
     host_s = 0.0 if graphed else kernels * engine.eager_kernel_host_s
     gemm_floor = max(0.0, gemms * GEMM_FIXED_S - weight_bytes / bandwidth)
+    if dp and tp > 1:
+        return DecodeFloor(kernels, gemms, kernel_s, gemm_floor, 2 * layers,
+                           layers * (allreduce_s + dp_allgather_s), graphed, host_s)
     collectives = COLLECTIVES_PER_LAYER * layers + 1 if tp > 1 else 0
     return DecodeFloor(kernels, gemms, kernel_s, gemm_floor, collectives, collectives * allreduce_s, graphed, host_s)
