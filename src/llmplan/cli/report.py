@@ -119,7 +119,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
             "cpu_moe_layers": _v(i.cpu_moe_layers),
-            **({"experts_in_host": experts_words(i.cpu_moe_layers)} if i.cpu_moe_layers is not None else {}),
+            **({"experts_in_host": present.experts_figure(i.cpu_moe_layers)} if i.cpu_moe_layers is not None else {}),
             # the settings the figures are for: the engine profile, the formats, the request shape
             "engine": i.engine, "engine_name": scenario.engine_profile.name if scenario.engine_profile else i.engine,
             "weight_format": i.weight_format, "kv_dtype": scenario.inference.kv_dtype,
@@ -304,12 +304,6 @@ def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
              else f"none at micro-batch {t['micro_batch']}"),
             ("largest micro-batch that fits", f"{mb:,} {seqs} of {t['seq_len']:,} tokens" if mb
              else f"none: one sequence of {t['seq_len']:,} tokens does not fit")]
-
-
-def experts_words(f) -> str:
-    """``present.experts_in_host`` from the estimate's ``cpu_moe_layers`` figure."""
-    n = f.inputs
-    return present.experts_in_host(int(f.value), int(n["moe_layers_in_host"]), int(n["moe_layers"]), str(n["flag"]))
 
 
 def longest_context_text(i: dict[str, Any]) -> str:

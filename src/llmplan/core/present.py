@@ -157,7 +157,13 @@ def experts_in_host(first_layers: int, moe_in_host: int, moe_layers: int, flag: 
         return "all on the GPUs"
     if moe_in_host >= moe_layers:
         return f"every layer's experts in host RAM ({flag})"
-    return f"experts of {first_layers:,} layers in host RAM ({flag}; {moe_in_host:,} of {moe_layers:,} MoE layers)"
+    return f"experts of {first_layers:,} layers in host RAM ({flag})"
+
+
+def experts_figure(f) -> str:
+    """``experts_in_host`` from an estimate's ``cpu_moe_layers`` figure (``core.inference``)."""
+    n = f.inputs
+    return experts_in_host(int(f.value), int(n["moe_layers_in_host"]), int(n["moe_layers"]), str(n["flag"]))
 
 
 def unified_share(usable: str, total: str, apple: bool) -> str:
