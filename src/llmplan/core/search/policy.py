@@ -111,7 +111,7 @@ def offloads_layers(est: Estimate, num_layers: int) -> bool:
     not an offload. Routed experts kept in host RAM (``--n-cpu-moe``, ``experts_in_host``) are one: every layer is on
     the GPUs, but each token reads its experts from host RAM."""
     inf = est.inference
-    return inf is not None and (inf.gpu_layers is not None and inf.gpu_layers.value < num_layers
+    return inf is not None and ((inf.gpu_layers is not None and inf.gpu_layers.value < num_layers)
                                 or experts_in_host(est) > 0)
 
 
