@@ -146,3 +146,13 @@ def test_published_rtx_3090_run_gpt_oss_120b_n_cpu_moe_26():
     assert e.fits
     assert 1.10 <= tg / 32.29 <= 1.35
     assert 0.65 <= pp / 380.27 <= 0.85
+
+
+def test_different_cards_refuse_experts_in_host():
+    """The layer split over cards of different kinds (``multi_gpu.split_layers``) prices whole layers only."""
+    from llmplan.core.inference.multi_gpu import split_layers
+    from llmplan.errors import InputError
+
+    rtx4090 = load_hardware_catalog().gpu("nvidia-rtx-4090-24gb").spec
+    with pytest.raises(InputError, match="cpu_moe_layers=10: experts in host RAM on cards of different kinds"):
+        split_layers(scenario("openai/gpt-oss-120b", "mxfp4_moe", 10), [rtx4090, RTX3090])
