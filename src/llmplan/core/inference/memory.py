@@ -238,9 +238,9 @@ def _experts_in_host(scenario: Scenario, engine: EngineProfile, q: QuantizedWeig
         moe_seen += moe_here
         w = per_layer * len(kinds) - per_expert_layer * host_here + (first if c == 0 else 0.0) + (
             last if c == pp - 1 else 0.0)
-        cards.append((w + kv_batch * len(kinds) / L, w, len(kinds)))
-    _, w_gpu, layers = max(cards)
-    upload = per_expert_layer if chunk >= OP_OFFLOAD_MIN_BATCH else 0.0
+        upload = per_expert_layer if host_here and chunk >= OP_OFFLOAD_MIN_BATCH else 0.0  # only where it multiplies
+        cards.append((w + kv_batch * len(kinds) / L + upload, w, len(kinds), upload))
+    _, w_gpu, layers, upload = max(cards)
     w_host = host_embed + host_expert_bytes(spec, q, n_moe)
     return MemoryPlan(q, kv, engine, 1, pp, lps, L, w_gpu, w_host, head_share * lps / L,
                       kv_seq * layers / L, kv_batch * layers / L, 0.0, activations, logits, overhead, capacity,
