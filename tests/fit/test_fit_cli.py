@@ -177,3 +177,16 @@ def test_an_open_format_on_one_4090_offloads_llama_cpps_usual_q4_k_m(rtx4090_fix
     assert main([*base, "--gpu", "nvidia-rtx-4090-24gb", "--set", "inference.weight_format=bf16"]) == 0
     stated = json.loads(capsys.readouterr().out)
     assert stated["inference"]["weight_format"] == "bf16" and not stated.get("automatic")
+
+
+def test_gpt_oss_120b_here_keeps_experts_in_host_ram(rtx4090_fixture, capsys, monkeypatch):
+    """gpt-oss-120b with llama.cpp on the recorded RTX 4090 (23.1 GiB of host RAM available): every layer on the
+    card with the first layers' experts in host RAM (--n-cpu-moe, docs/inference.md "Experts in host RAM"); those
+    experts count against host RAM, and 38 GiB of them do not fit in 23.1 GiB, so the verdict says so."""
+    monkeypatch.setenv(FIXTURE_ENV, str(rtx4090_fixture))
+    assert main(["estimate", "--model", "openai/gpt-oss-120b", "--workload", "inference",
+                 "--set", "inference.engine=llama.cpp", "--this-machine"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("This machine"))
+    assert "every layer on the GPU, experts of" in line and "layers in host RAM (--n-cpu-moe" in line, line
+    assert "does not fit even with offload" in line and "23.1 GiB available" in line, line

@@ -55,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "that make it fit (docs/fit.md)")
     p.add_argument("--tensor-split", metavar="A,B", help="with several --gpu cards: llama.cpp's --tensor-split "
                    "shares per card (default: by each card's usable memory)")
+    p.add_argument("--cpu-moe-layers", metavar="N|all", help="llama.cpp's --n-cpu-moe N: keep the routed experts "
+                   "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
+                   "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
+                   "not fit on the GPUs")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -87,6 +91,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
     if args.workload:
         sets.append(f"workload={args.workload}")
+    if getattr(args, "cpu_moe_layers", None) is not None:
+        sets.append(f"inference.cpu_moe_layers={args.cpu_moe_layers}")
     doc = apply_overrides(doc, [*sets, *args.overrides])
     if args.plan:
         return doc  # a plan file is taken as written

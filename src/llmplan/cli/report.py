@@ -118,6 +118,8 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "cost_per_million_input": _v(i.cost_per_million_input),
             "cost_per_million_output": _v(i.cost_per_million_output),
             "gpu_layers": _v(i.gpu_layers),
+            "cpu_moe_layers": _v(i.cpu_moe_layers),
+            **({"experts_in_host": present.experts_figure(i.cpu_moe_layers)} if i.cpu_moe_layers is not None else {}),
             # the settings the figures are for: the engine profile, the formats, the request shape
             "engine": i.engine, "engine_name": scenario.engine_profile.name if scenario.engine_profile else i.engine,
             "weight_format": i.weight_format, "kv_dtype": scenario.inference.kv_dtype,
@@ -258,6 +260,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
             ("throughput per user", present.tokens_per_s(i["tokens_per_s_per_user"])),
             ("max concurrent sequences", present.integer(i["max_concurrency"])),
             ("KV cache per token", mem_unit.fmt_any(i["kv_bytes_per_token"])),
+            *([("routed experts", i["experts_in_host"])] if i.get("experts_in_host") else []),
             *([("longest context that fits", longest_context_text(i)),
                ("model's trained context", f"{i['trained_context_tokens']:,} tokens")]
               if "longest_context_tokens" in i else []),

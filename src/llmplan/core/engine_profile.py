@@ -73,6 +73,10 @@ class EngineProfile(StrictFields, FrozenModel):
         "builds of 2024 on HBM cards); the first matching row wins (core/inference/backend.py)",
     )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
+    experts_in_host: bool = Field(
+        False, description="can keep an MoE model's routed experts in host RAM with the rest on the GPUs "
+        "(llama.cpp --cpu-moe / --n-cpu-moe: core.inference.cpu_moe)",
+    )
     default_format: str = Field(
         "", description="the weight format people run when they name none (llama.cpp and Ollama: Q4_K_M); with the "
         "plan's format open and no format fitting on the GPUs, the offload answer uses it "

@@ -149,6 +149,23 @@ def context_fit(tokens: int, batch: int = 1, every_layer: bool = False) -> str:
     return f"{tokens:,} tokens{each} (every layer on the GPU)"
 
 
+def experts_in_host(first_layers: int, moe_in_host: int, moe_layers: int, flag: str) -> str:
+    """Where llama.cpp keeps an MoE model's routed experts (the CLI's table and the app's results say it alike):
+    "experts of 24 layers in host RAM (--n-cpu-moe 24)", "every layer's experts in host RAM (--cpu-moe)", or
+    "all on the GPUs"."""
+    if not moe_in_host:
+        return "all on the GPUs"
+    if moe_in_host >= moe_layers:
+        return f"every layer's experts in host RAM ({flag})"
+    return f"experts of {first_layers:,} layers in host RAM ({flag})"
+
+
+def experts_figure(f) -> str:
+    """``experts_in_host`` from an estimate's ``cpu_moe_layers`` figure (``core.inference``)."""
+    n = f.inputs
+    return experts_in_host(int(f.value), int(n["moe_layers_in_host"]), int(n["moe_layers"]), str(n["flag"]))
+
+
 def unified_share(usable: str, total: str, apple: bool) -> str:
     """Why a unified-memory GPU's capacity is less than its RAM (the CLI's table and the app's results say it
     alike): the GPU wires a share of the memory by default (macOS: 2/3 up to 32 GiB, 3/4 above: docs/fit.md),

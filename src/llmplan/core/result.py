@@ -129,6 +129,7 @@ class InferenceReport:
     cost_per_million_input: Figure | None
     cost_per_million_output: Figure | None
     gpu_layers: Figure | None = None  # llama.cpp partial offload: layers on the GPU
+    cpu_moe_layers: Figure | None = None  # llama.cpp --n-cpu-moe N: the first N layers' routed experts in host RAM
     kv_pool_bytes: Figure | None = None  # KV bytes per GPU the engine can hold (vLLM's preallocated pool)
     request_latency_s: Figure | None = None  # ttft + output_tokens · tpot
     prefill_tokens_per_s: Figure | None = None  # prompt tokens/s over all GPUs of the plan

@@ -8,7 +8,7 @@ rather than catalog ids. ``llmplan.core.engine(scenario)`` is a pure function of
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -202,12 +202,28 @@ class InferenceSettings(FrozenModel):
         False, description="SGLang's --enable-dp-attention: multi-latent attention held whole and run data-parallel "
         "on every GPU of the TP group, the feed-forward split over them (core/inference/dp_attention.py)"
     )
+    cpu_moe_layers: Annotated[int, Field(ge=0, le=100_000)] | Literal["all"] | None = Field(
+        None, description="llama.cpp --n-cpu-moe N: the routed experts of the first N layers in host RAM, the rest "
+        "of every layer on the GPUs; 'all': --cpu-moe; 0: none; None: the estimate keeps them there only when the "
+        "model does not fit on the GPUs and that is faster than leaving whole layers in host RAM"
+    )
     shared_prefix_tokens: int = Field(0, ge=0, description="leading prompt tokens all sequences share (cached once)")
     draft_tokens: int = Field(0, ge=0, le=64, description="speculative decoding: tokens the draft proposes per step")
     draft_acceptance: float = Field(0.7, ge=0, lt=1, description="probability the target accepts each draft token")
     draft_cost_ratio: float = Field(
         0.05, ge=0, le=1, description="time of one draft-model step relative to one target-model step"
     )
+
+    @field_validator("cpu_moe_layers", mode="before")
+    @classmethod
+    def _cpu_moe_layers(cls, v):
+        """One message for a value that is neither a layer count nor 'all' (not one per member of the union);
+        a count given as text ('24', from --set or the CLI) is read as the number."""
+        if v is None or v == "all" or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100_000):
+            return v
+        if isinstance(v, str) and v.strip().isdigit():
+            return int(v.strip())
+        raise ValueError("give the number of leading layers whose experts stay in host RAM (0 or more), or 'all'")
 
 
 class ParallelLayout(FrozenModel):
@@ -395,10 +411,29 @@ class Scenario(FrozenModel):
             _check_recompute_modules(self)
         if (t.lora_dropout or 0) > 0 and wraps_stacked_experts(self.model, t):
             raise ValueError(STACKED_DROPOUT_REFUSAL.format(t.lora_dropout))
+        refusal = cpu_moe_refusal(self.model, self.engine_profile, self.inference.cpu_moe_layers)
+        if self.workload == "inference" and refusal:
+            raise ValueError(refusal)
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
                              f"({t.seq_len}), the longest sequence a padded batch is padded to")
         return self
+
+
+def cpu_moe_refusal(model: ModelSpec, engine: EngineProfile | None, n: int | str | None) -> str:
+    """Why ``inference.cpu_moe_layers = n`` cannot run ("" when it can, as far as the model and the engine say:
+    the checks that need the layout and the GPU are the estimate's, ``core.inference.cpu_moe.check``): it needs an
+    MoE model and an engine that keeps experts in host RAM (llama.cpp)."""
+    if n is None or n == 0:
+        return ""
+    if not model.is_moe:
+        return (f"inference.cpu_moe_layers={n}: {model.name} has no routed experts (a dense model); clear it and "
+                "use inference.gpu_layers to keep whole layers in host RAM")
+    if engine is not None and not engine.experts_in_host:
+        return (f"inference.cpu_moe_layers={n}: {engine.name or engine.id} cannot keep the experts in host RAM "
+                "(llama.cpp's --cpu-moe / --n-cpu-moe; Ollama exposes no such option); choose inference.engine = "
+                "llama.cpp or clear it")
+    return ""
 
 
 # peft 0.21.2 (PyPI wheel), peft/tuners/lora/layer.py, ParamWrapper.__init__ and ParamWrapper.update_layer:

@@ -30,7 +30,7 @@ from llmplan.core import engine, present
 from llmplan.core.framework_profile import offload_summary
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
-from llmplan.core.search.policy import offloads_layers
+from llmplan.core.search.policy import experts_in_host, offloads_layers
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.plan.document import PlanDocument
@@ -84,7 +84,7 @@ def all_on_gpu(scenario: Scenario) -> AllOnGpu | None:
     gpu = scenario.cluster.gpu.model_copy(update={"memory_bytes": ROOMY_GPU_BYTES, "gpu_memory_fraction": 1.0})
     update: dict = {"cluster": scenario.cluster.model_copy(update={"gpu": gpu})}
     if scenario.workload == "inference":
-        update["inference"] = scenario.inference.model_copy(update={"gpu_layers": None})
+        update["inference"] = scenario.inference.model_copy(update={"gpu_layers": None, "cpu_moe_layers": None})
     else:
         update["training"] = scenario.training.model_copy(update={"offload": "none"})
     try:
@@ -119,6 +119,8 @@ def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None
         return None
     if est.inference is not None:
         host = int(scenario.model.num_layers - est.inference.gpu_layers.value)
+        if not host and experts_in_host(est):  # every layer on the GPUs, routed experts in host RAM
+            return 0, present.experts_figure(est.inference.cpu_moe_layers)
         return host, f"{host} of {scenario.model.num_layers} layers in CPU RAM"
     tr = scenario.training
     return None, offload_summary(scenario.framework, tr.offload, tr.offload_params, tr.zero_stage)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from llmplan.core import present
 from llmplan.core.hardware import GpuSpec, PeakFlops
 from llmplan.core.present import MemoryUnit
 from llmplan.core.quant import quantized_weights
+from llmplan.core.search.policy import experts_in_host
 from llmplan.core.workload import ParallelLayout
 from llmplan.errors import LlmplanError
 from llmplan.fit.local import FitMode, FitSummary, LocalMachine, MixedFit
@@ -96,7 +98,7 @@ def summarize(doc: PlanDocument, machine: LocalMachine, cpu_only: bool = False) 
     if est.inference is not None:
         gpu_layers = int(est.inference.gpu_layers.value) if est.inference.gpu_layers is not None else L
     host_needed = float(mem.host_ram.value)
-    offloaded = (gpu_layers is not None and gpu_layers < L) or (
+    offloaded = (gpu_layers is not None and gpu_layers < L) or experts_in_host(est) > 0 or (
         doc.workload != "inference" and scenario.training.offload != "none")  # the policy may offload
     par = scenario.parallelism
     mode: FitMode = "cpu" if cpu_only else "offload" if offloaded else "split" if par.tp * par.pp > 1 else "gpu"
@@ -174,6 +176,8 @@ def outcome(s: FitSummary) -> str:
             host += f" ({gib(s.host_available_bytes)} available)"
         gpu = "the cards" if s.mixed is not None or s.tp * s.pp > 1 else "the GPU"
         where = f"{s.gpu_layers} of {s.total_layers} layers on {gpu}, {host}"
+        if s.estimate is not None and experts_in_host(s.estimate):  # every layer on the GPUs, experts in host RAM
+            where = f"every layer on {gpu}, {present.experts_figure(s.estimate.inference.cpu_moe_layers)}, {host}"
         return f"fits with CPU offload: {where}" if s.fits else f"does not fit even with offload: {where}"
     if s.mode == "offload":
         host = f"{gib(s.host_needed_bytes)} in host RAM"

@@ -147,6 +147,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: Mem
             several = scenario is not None and scenario.parallelism.tp * scenario.parallelism.pp > 1
             where = "the GPUs" if several else "the GPU"
             out.append(Row("Inference", f"Layers on {where}", i.gpu_layers, style="int"))
+        if i.cpu_moe_layers is not None:  # llama.cpp on an MoE model: where the routed experts are (--n-cpu-moe)
+            out.append(Row("Inference", "Routed experts", i.cpu_moe_layers, present.experts_figure(i.cpu_moe_layers),
+                           style="sentence"))
         fit = _context_fit(scenario)
         if fit is not None:  # in the CLI's words: per sequence, every layer on the GPU (llama.cpp), "none"
             out.append(Row("Inference", "Longest context that fits", fit.figure(),  # wraps: never cut

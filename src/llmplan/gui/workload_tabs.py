@@ -56,8 +56,8 @@ TRAINING_KNOWN = ("method", "precision", "optimizer", "seq_len", "micro_batch", 
                   "activation_offload", "lora_on_lm_head", "modules_to_save", "grad_clip", "quant_base", "batching",
                   "mean_sequence_tokens", "lora_experts", *BATCH_FIELDS)
 INFERENCE_KNOWN = ("weight_format", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "engine", "backend",
-                   "gpu_memory_utilization", "gpu_layers", "host_memory_bandwidth", "shared_prefix_tokens",
-                   "dp_attention", "draft_tokens", "draft_acceptance", "draft_cost_ratio",
+                   "gpu_memory_utilization", "gpu_layers", "cpu_moe_layers", "host_memory_bandwidth",
+                   "shared_prefix_tokens", "dp_attention", "draft_tokens", "draft_acceptance", "draft_cost_ratio",
                    "weight_file_bytes")  # set from a Hub file (model.hub.file_bytes), shown in the model summary
 
 
@@ -75,6 +75,31 @@ def _scrolled(inner: QWidget) -> QScrollArea:
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
     area.setWidget(inner)
     return area
+
+
+def add_experts_row(f: QFormLayout, state: PlanState) -> None:
+    """llama.cpp's --n-cpu-moe / --cpu-moe (inference.cpu_moe_layers), shown where it means something: llama.cpp
+    on a mixture-of-experts model (or while the plan sets it, so that it can be cleared)."""
+    box = bound_combo(state, "inference.cpu_moe_layers", "Experts in host RAM",
+                      "llama.cpp's --n-cpu-moe N: the routed experts of the first N layers stay in host RAM, every "
+                      "other weight, the KV cache and the head on the GPUs; type a number of layers. Automatic: "
+                      "only when the model does not fit on the GPUs, as few as leave room, where that is faster "
+                      "than whole layers in host RAM (docs/inference.md)",
+                      [(None, "automatic"), (0, "none (all on the GPUs)"), ("all", "all (--cpu-moe)")],
+                      editable=True, chars=14)
+    f.addRow("Experts in host RAM (--n-cpu-moe)", box)
+    row = f.rowCount() - 1
+
+    def follow(outcome) -> None:
+        if not isValid(box):  # the tab was rebuilt; the plan lives on
+            return
+        sc = outcome.scenario if outcome is not None else None
+        engine = sc.engine_profile if sc is not None else None
+        moe = sc is not None and sc.model.is_moe and engine is not None and engine.experts_in_host
+        f.setRowVisible(row, moe or state.doc.inference.cpu_moe_layers is not None)
+
+    state.evaluated.connect(follow)
+    follow(state.outcome)
 
 
 def inference_form(state: PlanState) -> QWidget:
@@ -112,6 +137,7 @@ def inference_form(state: PlanState) -> QWidget:
     f.addRow("GPU layers (-ngl)", bound_spin(state, "inference.gpu_layers", "GPU layers",
              "llama.cpp's -ngl: layers kept on the GPU, the rest run on the CPU", -1, 10_000,
              special_zero="as many as fit", none_below=True))
+    add_experts_row(f, state)
     f.addRow("Host RAM bandwidth (GB/s)", bound_float(state, "inference.host_memory_bandwidth",
              "Host RAM bandwidth", "Bytes per second the CPU reads layers left in host RAM (partial offload, "
              "llama.cpp); at the minimum: the engine's default", 0.0, 10_000.0, 1, 10.0, "GB/s", none_text="engine default",

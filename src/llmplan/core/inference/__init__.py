@@ -10,8 +10,9 @@ from __future__ import annotations
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_expert_bytes
 from llmplan.core.inference.latency import SPECULATIVE, PhaseTime, prefill_time, rates, time_per_output_token
-from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, plan_memory
+from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, fewest_host_moe_layers, plan_memory
 from llmplan.core.params import count_params
 from llmplan.core.result import Bottleneck, Estimate, InferenceReport, MemoryBreakdown
 from llmplan.core.workload import Scenario
@@ -74,6 +75,11 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
                          inputs={"engine": p.engine.id, "backend": backend,
                                  "runtime_context": runtime_context_bytes(p.engine, backend),
                                  "framework": p.engine.framework_bytes}, source=p.engine.source or "assumption")
+    if p.expert_upload:  # the compute buffer's copy of one layer's routed experts, uploaded for prompts
+        acts = Figure.of(acts.value + p.expert_upload, "B", formula=acts.formula + " + one layer's routed experts "
+                         "(llama.cpp uploads host-RAM experts for prompt micro-batches of 32 tokens or more)",
+                         inputs={**acts.inputs, "expert_upload": p.expert_upload}, source=acts.source,
+                         assumptions=acts.assumptions)
     parts = {"weights": weights, "kv_cache": kv, "activations": acts, "buffers": buffers, "overhead": overhead}
     gpu = s.cluster.gpu
     capacity = Figure.of(
@@ -84,8 +90,8 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
     )
     host = Figure.of(p.weights_host + p.kv_host, "B",  # also with every layer on the GPU: the embedding is there
                      formula="weights and KV cache in host RAM: layers left there (with the output head, which "
-                             "llama.cpp puts on a GPU only when every layer is), and the input embedding "
-                             "(llama.cpp and Ollama look tokens up on the CPU)",
+                             "llama.cpp puts on a GPU only when every layer is), routed experts kept there "
+                             "(--n-cpu-moe), and the input embedding (llama.cpp and Ollama look tokens up on the CPU)",
                      inputs={"weights": p.weights_host, "kv": p.kv_host}, source="llama.cpp")
     no = "inference does not train"
     return MemoryBreakdown(
@@ -105,10 +111,10 @@ def estimate_inference(scenario: Scenario) -> Estimate:
     """Memory, latency, throughput and cost of serving ``scenario.model`` as the plan says."""
     s, inf = scenario, scenario.inference
     engine = s.engine_profile or EngineProfile()
-    plan = plan_memory(s, engine)
+    avg_context = inf.prompt_tokens + inf.output_tokens // 2
+    plan, chosen = _experts_or_layers(s, engine, plan_memory(s, engine), avg_context)
     memory = _memory_figures(s, plan)
     r = rates(s, plan, s.efficiency)
-    avg_context = inf.prompt_tokens + inf.output_tokens // 2
     pre = prefill_time(s, plan, r, inf.batch, inf.prompt_tokens)
     tpot_s, step, per_verify = time_per_output_token(s, plan, r, inf.batch, avg_context)
     replicas = s.parallelism.dp
@@ -165,10 +171,22 @@ def estimate_inference(scenario: Scenario) -> Estimate:
                 "largest n whose layer split (n ÷ pp a card, llama.cpp's assignment) fits every card")
         gpu_layers = Figure.of(plan.gpu_layers, "1", formula=most if inf.gpu_layers is None else "inference.gpu_layers",
                                inputs={"layers": L, "cards": plan.pp}, source="llama.cpp")
+    cpu_moe = None
+    if engine.experts_in_host and s.model.is_moe:
+        n_first = first_layers_for(s.model, plan.host_moe_layers) if plan.host_moe_layers else 0
+        cpu_moe = Figure.of(
+            n_first, "1", formula=("fewest leading layers whose routed experts must stay in host RAM for the rest to "
+                                   "fit on the GPUs, chosen where faster than whole layers in host RAM") if chosen
+            else "inference.cpu_moe_layers" if inf.cpu_moe_layers is not None else "none: every expert on the GPUs",
+            inputs={"moe_layers_in_host": plan.host_moe_layers, "moe_layers": s.model.moe_layer_count,
+                    "expert_bytes_in_host": host_expert_bytes(s.model, plan.weights, plan.host_moe_layers),
+                    "flag": flag_for(s.model, plan.host_moe_layers) if plan.host_moe_layers else ""},
+            source="llama.cpp")
     report = InferenceReport(
         ttft_s=ttft, tpot_s=tpot, tokens_per_s=tokens_per_s, tokens_per_s_per_user=per_user, max_concurrency=maxc,
         kv_bytes_per_token=kvpt, weight_bytes=wbytes, prefill_bound=pre.bound, decode_bound=step.bound,
         cost_per_million_input=cost_in, cost_per_million_output=cost_out, gpu_layers=gpu_layers,
+        cpu_moe_layers=cpu_moe,
         kv_pool_bytes=pool,
         request_latency_s=Figure.of(pre.total_s + inf.output_tokens * tpot_s, "s", formula="ttft + output × tpot",
                                     inputs={"output_tokens": inf.output_tokens}, source="roofline"),
@@ -181,12 +199,38 @@ def estimate_inference(scenario: Scenario) -> Estimate:
                     inference=report, bottleneck=_bottleneck(s, memory, plan, step), warnings=_warnings(s, plan))
 
 
+def _experts_or_layers(s: Scenario, engine: EngineProfile, plan: MemoryPlan, context: int
+                       ) -> tuple[MemoryPlan, bool]:
+    """The plan as stated, or, where it leaves both ``gpu_layers`` and ``cpu_moe_layers`` open and llama.cpp would
+    leave whole layers of an MoE model in host RAM, the fewest layers' routed experts in host RAM with the rest on
+    the GPUs (``--n-cpu-moe``), when that is faster per output token (it is wherever it fits: a token reads only
+    k of E experts from host RAM, where a whole layer in host RAM takes its attention and KV cache along). True
+    when the experts were chosen."""
+    inf, L = s.inference, s.model.num_layers
+    if (inf.cpu_moe_layers is not None or inf.gpu_layers is not None or plan.gpu_layers >= L
+            or not engine.experts_in_host or not s.model.is_moe or plan.tp > 1 or s.cluster.gpu.unified_memory):
+        return plan, False
+    n = fewest_host_moe_layers(s, engine)
+    if n is None:
+        return plan, False
+    experts = plan_memory(s, engine, host_moe=n)
+
+    def tpot(p: MemoryPlan) -> float:
+        return time_per_output_token(s, p, rates(s, p, s.efficiency), inf.batch, context)[0]
+
+    return (experts, True) if tpot(experts) < tpot(plan) else (plan, False)
+
+
 def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: PhaseTime) -> Bottleneck:
     if not memory.fits:
         short = (memory.total.value - memory.capacity.value) / GIB
         return Bottleneck("memory capacity", f"The plan needs {memory.total.value / GIB:.1f} GiB per GPU but "
                           f"{memory.capacity.value / GIB:.1f} GiB is usable ({short:.1f} GiB short): use a smaller "
                           "weight format, a shorter context or smaller batch, or more GPUs (tensor parallel).")
+    if step.bound == "host memory bandwidth" and plan.host_moe_layers:
+        return Bottleneck("memory bandwidth", f"The routed experts of {plan.host_moe_layers} MoE layers stay in host "
+                          "RAM; decode speed is set by the CPU's memory bandwidth: keep fewer there (more GPU "
+                          "memory, a shorter context) or use faster host RAM.")
     if step.bound == "host memory bandwidth":
         return Bottleneck("memory bandwidth", f"{s.model.num_layers - plan.gpu_layers} layers stay in host RAM; "
                           "decode speed is set by the CPU's memory bandwidth: fit more layers on the GPU.")

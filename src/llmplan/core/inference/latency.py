@@ -32,6 +32,7 @@ from llmplan.core.inference.backend import (
     metal_prompt_rate,
     stream_efficiency,
 )
+from llmplan.core.inference.cpu_moe import OP_OFFLOAD_MIN_BATCH, host_expert_bytes
 from llmplan.core.inference.dp_attention import allgather_s, local_tokens
 from llmplan.core.inference.eager import eager_decode, eager_prefill
 from llmplan.core.inference.fp8_online import bf16_share, is_online_fp8
@@ -120,7 +121,7 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         link = cluster.network.per_gpu(cluster.gpus_per_node) * eff.network
         latency = 2 * (plan.tp - 1) * cluster.network.latency_s
     host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
-    if plan.gpu_layers < scenario.model.num_layers and not host:
+    if (plan.gpu_layers < scenario.model.num_layers or plan.host_moe_layers) and not host:
         raise InputError(
             f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
@@ -260,6 +261,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     host_bytes = plan.weights.bytes_where(lambda g: g.place == "layer") * (1 - frac)
     pcie = scenario.cluster.gpu.pcie_bandwidth or r.host_bandwidth
     host = passes * host_bytes / pcie if plan.gpu_layers < spec.num_layers else 0.0
+    host += host_experts_prompt_s(scenario, plan, r, tokens, passes, pcie)
     comm = _tp_allreduce_s(scenario, plan, r, tokens) + _pp_send_s(scenario, plan, r, tokens)
     if plan.dp_attention:  # per layer an all-gather and the feed-forward's all-reduce of every rank's rows, padded
         comm = passes * _dp_collectives_s(scenario, plan, r, plan.tp * local)
@@ -281,6 +283,19 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
         compute += dequant_s(plan.weights, frac, passes, r.stream) / plan.tp
     compute += moe_prompt_s(scenario, plan, r, tokens) * frac / plan.tp
     return PhaseTime(compute, memory, comm, host, flops, passes * gpu_weights, launch, fixed)
+
+
+def host_experts_prompt_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int, passes: int,
+                          pcie: float) -> float:
+    """Seconds a prompt spends on the routed experts kept in host RAM (``core.inference.cpu_moe``): a micro-batch of
+    32 tokens or more uploads the experts it routes to over PCIe, layer by layer, and the GPU multiplies them (op
+    offload); a shorter one leaves them to the CPU, which reads them from host RAM."""
+    if not plan.host_moe_layers:
+        return 0.0
+    spec = scenario.model
+    per_pass = min(tokens, plan.chunk_tokens)
+    moved = host_expert_bytes(spec, plan.weights, plan.host_moe_layers) * touched_expert_fraction(spec, per_pass)
+    return passes * moved / (pcie if per_pass >= OP_OFFLOAD_MIN_BATCH else r.host_bandwidth)
 
 
 def moe_prompt_s(scenario: Scenario, plan: MemoryPlan, r: Rates, tokens: int) -> float:
@@ -344,12 +359,14 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     # With layers left in host RAM llama.cpp keeps the output head there too (``llm_load_tensors``: the output goes
     # to a GPU only when n_gpu_layers > n_layer), as plan_memory counts it: the cards read their layers only.
     gpu_read = layer_read * frac if plan.gpu_layers < spec.num_layers else read
+    # Routed experts kept in host RAM (--n-cpu-moe): the CPU multiplies the ones the tokens route to, in place
+    gpu_read -= host_expert_bytes(spec, plan.weights, plan.host_moe_layers) * touched
     kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
     if plan.dp_attention:  # kv_share is the mean 1/tp of a sequence; the busiest rank reads its whole sequences
         kv_read = local_tokens(batch, plan.tp) * plan.kv.bytes_for_context(context) * plan.kv_share * plan.tp * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
     host = 0.0
-    if plan.gpu_layers < spec.num_layers:
+    if plan.gpu_layers < spec.num_layers or plan.host_moe_layers:
         host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
         host = (read - gpu_read + host_kv) / r.host_bandwidth
     engine = plan.engine

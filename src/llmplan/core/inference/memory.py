@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.cpu_moe import OP_OFFLOAD_MIN_BATCH, host_expert_bytes, host_moe_layers
+from llmplan.core.inference.cpu_moe import check as check_cpu_moe
 from llmplan.core.inference.dp_attention import local_tokens, replicate_attention, uses_dp_attention
 from llmplan.core.inference.fp8_online import online_fp8_weights
 from llmplan.core.inference.score_buffer import score_buffer_bytes
@@ -59,11 +61,13 @@ class MemoryPlan:
     chunk_tokens: int  # tokens per prefill forward pass
     scores: float = 0.0  # the score matrix an engine without flash attention keeps (core.inference.score_buffer)
     dp_attention: bool = False  # SGLang's DP attention (core.inference.dp_attention): kv_share is a mean per GPU
+    host_moe_layers: int = 0  # MoE layers whose routed experts stay in host RAM (llama.cpp --n-cpu-moe: cpu_moe)
+    expert_upload: float = 0.0  # the compute buffer's copy of one such layer's experts, for prompts (op offload)
 
     @property
     def fixed_gpu(self) -> float:
         """Everything on the GPU except the KV cache."""
-        return self.weights_gpu + self.activations + self.scores + self.logits + self.overhead
+        return self.weights_gpu + self.activations + self.scores + self.logits + self.overhead + self.expert_upload
 
     @property
     def kv_budget(self) -> float:
@@ -104,7 +108,9 @@ def _weights_split(q: QuantizedWeights, tp: int, pp: int, L: int, host_embedding
     return layer / L, first, last
 
 
-def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
+def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None = None) -> MemoryPlan:
+    """The plan's memory on its GPUs and in host RAM; ``host_moe``: MoE layers whose experts stay in host RAM,
+    in place of what ``inference.cpu_moe_layers`` says (the estimate's own choice: ``fewest_host_moe_layers``)."""
     spec, inf, par = scenario.model, scenario.inference, scenario.parallelism
     tp, pp = par.tp, par.pp
     if tp * pp * par.dp > scenario.cluster.total_gpus:
@@ -160,6 +166,12 @@ def plan_memory(scenario: Scenario, engine: EngineProfile) -> MemoryPlan:
         return w, kv_seq_full * share, kv_batch_full * share
 
     fixed = activations + scores + logits + overhead
+    check_cpu_moe(spec, engine, inf.cpu_moe_layers, tp, gpu.unified_memory, inf.gpu_layers)
+    n_moe = host_moe if host_moe is not None else host_moe_layers(spec, inf.cpu_moe_layers)
+    if n_moe:
+        return _experts_in_host(scenario, engine, q, kv, n_moe, per_layer, first, last, host_embed,
+                                head_share, kv_seq_full * head_share, kv_batch_full * head_share, activations,
+                                logits, overhead, capacity, chunk, scores)
     if offload and pp > 1:
         full = per_layer * lps + ends + kv_batch_full * head_share * lps / L + fixed <= capacity
         if inf.gpu_layers is not None or not full:
@@ -214,6 +226,57 @@ def _split_with_offload(scenario: Scenario, engine: EngineProfile, q: QuantizedW
     return MemoryPlan(q, kv, engine, 1, pp, lps, n, w_gpu, w_host, head_share * n / L / pp,
                       kv_seq_full * head_share * layers / L, kv_batch, kv_batch_full * (L - n) / L, activations,
                       logits if has_out else 0.0, overhead, capacity, chunk, scores)
+
+
+def _experts_in_host(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, kv: KvLayout, n_moe: int,
+                     per_layer: float, first: float, last: float, host_embed: float, head_share: float,
+                     kv_seq: float, kv_batch: float,
+                     activations: float, logits: float, overhead: float, capacity: float, chunk: int,
+                     scores: float) -> MemoryPlan:
+    """Every layer on the GPUs (``-ngl 99``) but the routed experts of the first ``n_moe`` MoE layers, which stay in
+    host RAM (``core.inference.cpu_moe``). On ``pp`` cards each holds ceil(L/pp) layers in order, the last the head
+    (the stage arithmetic of the all-on-GPU split): the first cards lose their experts first; the fullest card is
+    "per GPU". A prompt micro-batch of 32 tokens or more multiplies those experts on the GPU, so the compute
+    buffer holds a copy of one layer's experts (the scheduler's split input, a tensor of full size)."""
+    spec, pp = scenario.model, scenario.parallelism.pp
+    L = spec.num_layers
+    lps = math.ceil(L / pp)
+    per_expert_layer = host_expert_bytes(spec, q, 1)
+    moe_seen, cards = 0, []
+    for c in range(pp):
+        kinds = spec.layer_mlp[c * lps:min(L, (c + 1) * lps)]
+        moe_here = sum(1 for k in kinds if k == "moe")
+        host_here = max(0, min(moe_here, n_moe - moe_seen))
+        moe_seen += moe_here
+        w = per_layer * len(kinds) - per_expert_layer * host_here + (first if c == 0 else 0.0) + (
+            last if c == pp - 1 else 0.0)
+        upload = per_expert_layer if host_here and chunk >= OP_OFFLOAD_MIN_BATCH else 0.0  # only where it multiplies
+        cards.append((w + kv_batch * len(kinds) / L + upload, w, len(kinds), upload))
+    _, w_gpu, layers, upload = max(cards)
+    w_host = host_embed + host_expert_bytes(spec, q, n_moe)
+    return MemoryPlan(q, kv, engine, 1, pp, lps, L, w_gpu, w_host, head_share * lps / L,
+                      kv_seq * layers / L, kv_batch * layers / L, 0.0, activations, logits, overhead, capacity,
+                      chunk, scores, n_moe, upload)
+
+
+def fewest_host_moe_layers(scenario: Scenario, engine: EngineProfile) -> int | None:
+    """The fewest MoE layers whose experts must stay in host RAM for the rest of the model to fit on the GPUs
+    (llama.cpp's users lower ``--n-cpu-moe`` until the model no longer loads), None when even every expert in
+    host RAM (``--cpu-moe``) leaves too little room."""
+    spec = scenario.model
+
+    def fits(n: int) -> bool:
+        p = plan_memory(scenario, engine, host_moe=n)
+        return p.fixed_gpu + p.kv_batch_gpu <= p.capacity
+
+    top = spec.moe_layer_count
+    if not fits(top):
+        return None
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid + 1, hi)
+    return lo
 
 
 def _layers_that_fit(gpu_part, capacity: float, fixed: float, L: int) -> int:

@@ -100,6 +100,10 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     if not engine.partial_offload:
         raise InputError(f"the {engine.name} profile does not split layers across unequal GPUs; use llama.cpp "
                          "or Ollama (--split-mode layer)")
+    if scenario.inference.cpu_moe_layers not in (None, 0):
+        raise InputError(f"inference.cpu_moe_layers={scenario.inference.cpu_moe_layers}: experts in host RAM on "
+                         "cards of different kinds are not modelled (only whole layers are); clear it, or plan "
+                         "identical cards (hardware.gpus_per_node)")
     split = list(tensor_split) if tensor_split is not None else [g.usable_memory_bytes for g in gpus]
     if len(split) != len(gpus) or any(s < 0 for s in split) or sum(split) <= 0:
         raise InputError(f"tensor_split needs {len(gpus)} non-negative shares with a positive sum")

@@ -22,10 +22,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from llmplan.core import present
 from llmplan.core.inference import estimate_inference
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import room_why
-from llmplan.core.search.policy import offload_format, offloads_layers, smaller_formats, usual_offload_words
+from llmplan.core.search.policy import (
+    experts_in_host,
+    offload_format,
+    offloads_layers,
+    smaller_formats,
+    usual_offload_words,
+)
 from llmplan.core.search.results import ParetoPoint, RankedLayout, SearchResult
 from llmplan.core.search.room import rank_with_room, room_first, score
 from llmplan.core.workload import ParallelLayout, Scenario
@@ -139,7 +146,9 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
         where = "on the GPUs" if _on_gpus(scenario, out[0].estimate) else "with offload"
         note = (f"nothing fits on the GPUs in {scenario.inference.weight_format}; showing {chosen}, the least "
                 f"quantised weight format that fits {where} (the plan leaves inference.weight_format open); {note}")
-    if not usual_words and not _on_gpus(scenario, out[0].estimate):  # (llama.cpp's input embedding: not one)
+    if experts_in_host(out[0].estimate):  # every layer on the GPUs, the first layers' routed experts in host RAM
+        note += f"; llama.cpp: {present.experts_figure(out[0].estimate.inference.cpu_moe_layers)}"
+    elif not usual_words and not _on_gpus(scenario, out[0].estimate):  # (llama.cpp's input embedding: not one)
         note += "; the engine keeps some layers in host RAM (partial offload)"
     return SearchResult(tuple(out), (), _front(every, price), evaluated, len(rows), len(out), False, objective, note)
 

@@ -108,9 +108,17 @@ def offloads_layers(est: Estimate, num_layers: int) -> bool:
     hold every layer rank first (``search.inference``); offload is the answer only when no format fits on the GPUs.
     (A user with 2 × 24 GB asking about a 70B model means the Q4_K_M file split over both cards, ~18 tokens/s,
     not bf16 with 66 of 80 layers in host RAM at ~0.6.) llama.cpp's input embedding, always in host RAM, is
-    not an offload."""
+    not an offload. Routed experts kept in host RAM (``--n-cpu-moe``, ``experts_in_host``) are one: every layer is on
+    the GPUs, but each token reads its experts from host RAM."""
     inf = est.inference
-    return inf is not None and inf.gpu_layers is not None and inf.gpu_layers.value < num_layers
+    return inf is not None and ((inf.gpu_layers is not None and inf.gpu_layers.value < num_layers)
+                                or experts_in_host(est) > 0)
+
+
+def experts_in_host(est: Estimate) -> int:
+    """MoE layers whose routed experts the estimate keeps in host RAM (llama.cpp ``--n-cpu-moe``); 0 if none."""
+    f = est.inference.cpu_moe_layers if est.inference is not None else None
+    return int(f.inputs["moe_layers_in_host"]) if f is not None else 0
 
 
 def smaller_formats(model: ModelSpec, own: str, formats: Iterable[str]) -> tuple[str, ...]:
