@@ -256,7 +256,7 @@ def _experts_in_host(scenario: Scenario, engine: EngineProfile, q: QuantizedWeig
     w_host = host_embed + host_expert_bytes(spec, q, n_moe)
     return MemoryPlan(q, kv, engine, 1, pp, lps, L, w_gpu, w_host, head_share * lps / L,
                       kv_seq * layers / L, kv_batch * layers / L, 0.0, activations, logits, overhead, capacity,
-                      chunk, scores, n_moe, upload)
+                      chunk, scores, host_moe_layers=n_moe, expert_upload=upload)
 
 
 def fewest_host_moe_layers(scenario: Scenario, engine: EngineProfile) -> int | None:
