@@ -381,15 +381,23 @@ def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zer
             and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
 
 
-def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 1
-                    ) -> tuple[str, str]:
+def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 1,
+                    fraction: float = 1.0) -> tuple[str, str]:
     """(field, reason) when the framework's code has no such offload, ("", "") when it has: ``offload`` (none,
     cpu, nvme) on a device it does not offload to, ``offload_params`` where it offloads only the optimizer
     (Megatron-Core), or DeepSpeed's offload (style ``zero``: deepspeed, hf-trainer's ``--deepspeed``) at ZeRO-0:
     ZeRO-Offload is a ZeRO optimizer's, "Valid for ZeRO stage 1, 2, 3" (DeepSpeed's ``DeepSpeedZeroConfig.
     offload_optimizer``, deepspeed/runtime/zero/config.py, and docs/_pages/config-json.md); at stage 0 the engine
     builds no ZeRO optimizer to offload. Under an FSDP-style profile the parameters go with the optimizer whatever
-    offload_params says (``offloads_params``), so a plan without it is not refused."""
+    offload_params says (``offloads_params``), so a plan without it is not refused. A ``fraction`` below 1
+    (``training.optimizer_offload_fraction``) needs a profile that splits its optimizer between host and GPU
+    (style ``optimizer``: Megatron-Core's ``--optimizer-offload-fraction``); it is refused elsewhere, offload or
+    not, and ignored without offload where the profile has it (as Megatron ignores the flag without
+    ``--optimizer-cpu-offload``)."""
+    if fraction < 1 and not (prof.offload_style == "optimizer" and prof.offload_targets):
+        return "training.optimizer_offload_fraction", (
+            f"the {prof.id} profile offloads the whole optimizer or none of it, not a share "
+            f"({prof.offload_setting or 'no offload'}); set it to 1.0")
     if offload == "none":
         return "", ""
     setting = f" ({prof.offload_setting})" if prof.offload_setting else ""

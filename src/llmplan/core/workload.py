@@ -80,6 +80,12 @@ class TrainingSettings(FrozenModel):
     zero_stage: Literal[0, 1, 2, 3] = 1
     offload: Offload = "none"
     offload_params: bool = Field(False, description="ZeRO-Infinity/FSDP: offload parameters too (stage 3)")
+    optimizer_offload_fraction: float = Field(
+        1.0, gt=0, le=1, description="Megatron-Core --optimizer-offload-fraction (with offload = cpu): the share of "
+        "this rank's optimizer parameters whose fp32 master, Adam states and step go to the host; the rest stay on "
+        "the GPU with its fused Adam (HybridDeviceOptimizer takes parameters in the optimizer's order until the "
+        "share is reached). 1.0: all of them, as before; another value is a field error under a profile that "
+        "offloads its whole optimizer")
     distributed_optimizer: bool = Field(False, description="Megatron's distributed optimizer (≈ ZeRO-1)")
     shard_group: int = Field(
         0, ge=0, le=1_000_000,
@@ -284,7 +290,7 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
-    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage, tr.optimizer_offload_fraction)
     if field:
         raise ValueError(f"{field}: {why}")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:

@@ -19,6 +19,8 @@ from llmplan.core.framework_profile import FrameworkProfile, offloads_params
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
 
+FP32_GRAD_BYTES = 4.0  # HybridDeviceOptimizer's pinned host gradient buffer, in its fp32 CPU copy's dtype
+
 
 @dataclass(frozen=True, slots=True)
 class StateBytes:
@@ -102,7 +104,10 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
         gather = sp.largest_layer * (wb + facts.gathered_grad_bytes(tr.precision))
     host = nvme = fetched = 0.0
-    if tr.offload != "none":
+    if tr.offload != "none" and prof.offload_style == "optimizer":
+        host, master, optim = _hybrid_offload(tr, trainable, shard if opt_sharded else (lambda x: x), master, optim,
+                                              notes)
+    elif tr.offload != "none":
         grads_go = grads_offloaded(stage, prof)
         off = master + optim + (grads if grads_go else 0.0)
         if tr.offload == "cpu":
@@ -112,8 +117,7 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         master = optim = 0.0
         if grads_go:
             grads = 0.0
-        notes.append(f"master weights and optimizer states offloaded to {tr.offload}"
-                     + (" (the gradient buffer stays on the GPU)" if prof.offload_style == "optimizer" else ""))
+        notes.append(f"master weights and optimizer states offloaded to {tr.offload}")
         if offloads_params(tr.offload, tr.offload_params, prof) and stage == 3:
             if tr.offload == "cpu":
                 host += weights + frozen
@@ -125,6 +129,25 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
                                                          "ZeRO-Infinity") + "); the GPU holds the gathered block")
     return StateBytes(weights + frozen, grads, master, optim, host, nvme, gather, wb, gb, mb,
                       _ratio(ob_total, trainable), d_dense, d_exp, tuple(notes), fetched)
+
+
+def _hybrid_offload(tr: TrainingSettings, trainable: float, shard, master: float, optim: float,
+                    notes: list[str]) -> tuple[float, float, float]:
+    """Megatron-Core's ``--optimizer-cpu-offload`` (offload style ``optimizer``): (host bytes, master and optimizer
+    bytes left on the GPU). ``HybridDeviceOptimizer._get_sub_optimizer_param_groups`` (NVIDIA/Megatron-LM
+    megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py at d98e8a6) walks the optimizer's parameters in
+    order (this rank's shards with the distributed optimizer) and moves each to the host while the moved count is
+    below ``--optimizer-offload-fraction`` F × the total, so F of them go (the parameter that crosses the line
+    goes whole: an overshoot of at most one tensor, not modelled). Per moved parameter the host keeps an fp32
+    copy (``param_update_in_fp32=True``), torch AdamW's two fp32 states and a pinned fp32 gradient buffer
+    (``cpu_copy_map_grad``, the CPU copy's dtype): 4 + 8 + 4 B with AdamW. The rest keep their fp32 master and
+    states on the GPU for the GPU Adam; the gradient buffer and the 16-bit parameters stay on the GPU."""
+    f = tr.optimizer_offload_fraction
+    grads = FP32_GRAD_BYTES * shard(trainable) * f
+    notes.append((f"{f:.0%} of the optimizer's parameters" if f < 1 else "the master weights and optimizer states")
+                 + " offloaded to cpu with fp32 gradient buffers (Megatron-Core HybridDeviceOptimizer); "
+                 "the gradient buffer stays on the GPU" + (", the rest stepped by the GPU's Adam" if f < 1 else ""))
+    return f * (master + optim) + grads, (1 - f) * master, (1 - f) * optim
 
 
 def grads_offloaded(stage: int, prof: FrameworkProfile) -> bool:
