@@ -20,7 +20,7 @@ from llmplan.core.strict_fields import StrictFields
 
 KernelStyle = Literal["fused", "eager", "triton"]
 LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce",
-                   "te_ce"]
+                   "te_ce", "chunked_ce"]
 LOSS_KINDS: tuple[str, ...] = LossKind.__args__  # type: ignore[attr-defined]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
@@ -79,7 +79,8 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune); fused_ce: flash-attn's fused "
         "cross-entropy kernel on the 16-bit logits, which keeps them in 16 bits and writes a 16-bit gradient "
         "(llm-foundry's loss_fn fused_crossentropy); te_ce: Transformer Engine's parallel cross-entropy on the "
-        "16-bit logits, gradient written in place (Megatron-Core's cross_entropy_fusion_impl te)"
+        "16-bit logits, gradient written in place (Megatron-Core's cross_entropy_fusion_impl te); chunked_ce: the "
+        "head's whole 16-bit logits, a compiled fp32 cross-entropy per chunk of 8 (axolotl's chunked_cross_entropy)"
     )
     launch_s: float = Field(
         15.5e-6, ge=0, le=1e-3,

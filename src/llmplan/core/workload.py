@@ -39,7 +39,7 @@ Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
 Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked",
-               "fused_ce", "te_ce"]
+               "fused_ce", "te_ce", "chunked_ce"]
 Batching = Literal["packed", "padded"]
 GradClip = Literal["auto", "on", "off"]
 BatchRule = Literal["published", "per_replica"]
@@ -117,7 +117,9 @@ class TrainingSettings(FrozenModel):
         "logits and their 16-bit gradient, 4 B per logit at its backward; te_ce: Transformer Engine's parallel "
         "cross-entropy (Megatron-Core with cross_entropy_loss_fusion and cross_entropy_fusion_impl te, as NeMo's "
         "performance scripts run it): the 16-bit logits read twice and the gradient written over them, 10 B per "
-        "logit moved",
+        "logit moved; chunked_ce: axolotl's chunked_cross_entropy (a torch.compile'd fp32 cross-entropy over 8 "
+        "chunks of the head's whole 16-bit logits): 2 B per logit kept for the backward (4 with a micro-batch > 1, "
+        "whose chunks are copied), 4 B at its backward",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "

@@ -29,6 +29,7 @@ LOSS_TEXT = {"auto": "framework's own", "upcast": "fp32 upcast (HF)",
              "upcast_shifted": "fp32 upcast, shifted copy (HF ≤ 4.48)",
              "shifted_16bit": "16-bit, shifted copy (Qwen 1.0, DeepSpeed)", "fp32_logits": "fp32 logits",
              "fused_linear": "fused linear CE (Liger)", "chunked": "chunked CE (torchtune)",
+             "chunked_ce": "chunked CE (axolotl)",
              "fused_ce": "fused CE, 16-bit logits (flash-attn)", "te_ce": "TE fused CE (Megatron)"}
 
 RECOMPUTE_TIPS = {
