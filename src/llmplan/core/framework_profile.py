@@ -32,7 +32,7 @@ SWITCH_NAMES: tuple[str, ...] = ("liger", "torch_compile", "optimizer_in_backwar
 QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
 OffloadTarget = Literal["optimizer", "parameters"]
 OffloadDevice = Literal["cpu", "nvme"]
-OffloadStyle = Literal["zero", "fsdp", "optimizer"]
+OffloadStyle = Literal["zero", "fsdp", "optimizer", "torchao"]
 
 
 class FrameworkProfile(StrictFields, FrozenModel):
@@ -318,6 +318,17 @@ class FrameworkProfile(StrictFields, FrozenModel):
     offload_setting: str = Field(
         "", description="the framework's own offload setting, in its words (shown in refusals and the app)"
     )
+    single_gpu_offload_style: Literal["", "torchao"] = Field(
+        "", description="the offload a one-GPU run without ZeRO sharding uses instead of offload_style (its "
+        "single-device recipes, no FSDP): torchao: torchao's CPUOffloadOptimizer (torchtune's single-device recipes "
+        "take it as their optimizer) — a host copy of each parameter, its gradient and the optimizer states in "
+        "pinned host RAM, each gradient copied behind the backward, the step on the CPU, the parameters copied back "
+        "as each is stepped; the GPU's gradients freed as they are copied (offload_gradients) where the plan does "
+        "not accumulate. Empty: offload_style everywhere"
+    )
+    single_gpu_offload_setting: str = Field(
+        "", description="the framework's words for the one-GPU offload (shown in the app and the explanation)"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -351,6 +362,12 @@ class FrameworkProfile(StrictFields, FrozenModel):
                              "offload_targets")
         if self.offload_style == "fsdp" and self.offload_targets and "parameters" not in self.offload_targets:
             raise ValueError("offload_style fsdp offloads the parameters with the optimizer: list both targets")
+        if self.offload_style == "torchao":
+            raise ValueError("offload_style torchao is a one-GPU offload: set single_gpu_offload_style instead")
+        if self.single_gpu_offload_style and not ("cpu" in self.offload_devices
+                                                  and transformers_modules_eager(self)):
+            raise ValueError("single_gpu_offload_style needs CPU offload (offload_devices) and a profile priced "
+                             "phase by phase (kernels eager or triton, eager_modules transformers)")
         return self
 
 
@@ -417,6 +434,29 @@ def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, 
     return "", ""
 
 
+_OFFLOAD_VIEWS: dict[int, tuple[FrameworkProfile, FrameworkProfile]] = {}
+
+
+def offload_view(prof: FrameworkProfile, offload: str, zero_stage: int, gpus: int) -> FrameworkProfile:
+    """The profile an offloading step runs under: ``prof``, or on one GPU without ZeRO sharding (the framework's
+    single-device recipes) its ``single_gpu_offload_style`` — torchtune's single-device recipes offload with
+    torchao's ``CPUOffloadOptimizer`` (pytorch/torchtune docs/source/tutorials/memory_optimizations.rst at
+    bd2a0fc: "only supported for single-device recipes. To use CPU-offloading in distributed recipes, use
+    fsdp_cpu_offload=True instead"), optimizer only. Cached per profile object, so identity-keyed caches downstream
+    keep hitting."""
+    if not prof.single_gpu_offload_style or offload == "none" or zero_stage or gpus != 1:
+        return prof
+    hit = _OFFLOAD_VIEWS.get(id(prof))
+    if hit is None or hit[0] is not prof:
+        if len(_OFFLOAD_VIEWS) > 64:
+            _OFFLOAD_VIEWS.clear()
+        view = prof.model_copy(update={"offload_style": prof.single_gpu_offload_style, "offload_targets": ("optimizer",),
+                                       "offload_devices": ("cpu",),
+                                       "offload_setting": prof.single_gpu_offload_setting or prof.offload_setting})
+        hit = _OFFLOAD_VIEWS[id(prof)] = (prof, view)
+    return hit[1]
+
+
 def offers_offload(prof: FrameworkProfile, device: str = "cpu") -> bool:
     """Whether the framework can offload its optimizer to ``device``: what the search, the auto policy and the
     nearest changes may propose under it."""
@@ -434,6 +474,8 @@ def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) 
 
 def offload_words(prof: FrameworkProfile) -> str:
     """What a CPU offload does under ``prof``, for the nearest changes and the auto policy."""
+    if prof.offload_style == "torchao":
+        return "Offload the optimizer states and gradients to CPU RAM (torchao CPUOffloadOptimizer)"
     if prof.offload_style == "optimizer":
         return "Offload the optimizer states to CPU RAM (optimizer step on the CPU)"
     if prof.offload_style == "fsdp":
@@ -445,6 +487,9 @@ def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, 
     """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline
     (DeepSpeed's offload_param runs at ZeRO-3 only)."""
     where = "CPU RAM" if offload == "cpu" else "NVMe"
+    if prof.offload_style == "torchao":
+        return (f"optimizer states and host copies of the parameters and gradients in {where} "
+                f"({prof.offload_setting or 'CPUOffloadOptimizer'})")
     if prof.offload_style == "fsdp":
         return f"parameters, gradients and optimizer states in {where} (FSDP CPU offload)"
     if prof.offload_style == "optimizer":

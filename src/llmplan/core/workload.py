@@ -21,6 +21,7 @@ from llmplan.core.framework_profile import (
     deepspeed_stage,
     in_effect,
     offload_refusal,
+    offload_view,
 )
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
@@ -273,6 +274,13 @@ def _accumulates(tr: TrainingSettings) -> bool:
     return bool(tr.global_batch_tokens) or tr.batch_rule == "published"
 
 
+def _torchao(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
+    """Whether the plan offloads with the profile's one-GPU optimizer (torchao's CPUOffloadOptimizer, which steps in
+    ``step()``: torchtune's recipes build it instead of optimizer-in-backward), as far as the settings tell: offload
+    without ZeRO sharding (``framework_profile.offload_view`` also needs one GPU)."""
+    return bool(prof.single_gpu_offload_style) and tr.offload != "none" and tr.zero_stage == 0
+
+
 def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> TrainingSettings:
     """``tr`` with "auto"/None resolved under ``prof``: the regime, every switch (on when the profile turns
     it on by default) and the loss (Liger's fused linear cross-entropy when Liger is on). A switch turned on
@@ -288,7 +296,7 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         value = getattr(tr, name)
         if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
             upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
-                name == "optimizer_in_backward" and (_accumulates(tr) or tr.method != "full")
+                name == "optimizer_in_backward" and (_accumulates(tr) or tr.method != "full" or _torchao(tr, prof))
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
@@ -356,8 +364,11 @@ class Scenario(FrozenModel):
     def framework(self) -> FrameworkProfile:
         """The training-framework profile in effect (the Megatron-style default when none was resolved), as
         DeepSpeed runs it where the plan shards with ZeRO under a profile that hands ZeRO to DeepSpeed
-        (``framework_profile.in_effect``)."""
-        return in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage)
+        (``framework_profile.in_effect``), and with its one-GPU offload where the plan offloads on one GPU without
+        ZeRO (``framework_profile.offload_view``: torchtune's single-device recipes, torchao's CPUOffloadOptimizer)."""
+        t = self.training
+        return offload_view(in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage), t.offload,
+                            t.zero_stage, self.parallelism.gpus)
 
     @property
     def deepspeed_stage(self) -> int:

@@ -41,6 +41,14 @@ parameter moves the fp32 values and converts them on the GPU: pytorch/pytorch at
 ``copy_kernel_cuda``, "If non_blocking is true - type conversions are performed on the GPU"): 4 B each. The
 host's update writes no 16-bit copy: 2·(4 + O) + 4 B per parameter, 28 B with AdamW. Exposed: the gradient
 copy + max(CPU step, GPU Adam over 1 - F) + the copy back.
+
+torchao's ``CPUOffloadOptimizer`` (torchtune's single-device recipes; pytorch/ao torchao/optim/cpu_offload.py at
+36027d8): a post-accumulate-grad hook copies each gradient to its pinned host buffer on a side stream during
+the backward (every micro-batch's backward fires it: per micro-batch, hidden behind the backward as FSDP's);
+``step()`` then steps each parameter's own CPU optimizer (torch AdamW, ``fused=True``) on the host copy in the
+parameter's dtype, no master — 2·(w + O) + G B per parameter, 14 B in pure bf16 — and after each queues that
+parameter's copy back (its own dtype, w B) on the side stream, so the copies back run while the next parameters
+are stepped: only what outlasts the CPU step is exposed.
 """
 
 from __future__ import annotations
@@ -77,16 +85,18 @@ class OffloadTime:
     notes: tuple[str, ...] = ()
     gpu_step_s: float = 0.0  # the GPU optimizer over the share kept there (Megatron's offload fraction < 1)
     fraction: float = 1.0  # share of this GPU's optimizer parameters stepped on the host
+    param_copy_hidden_s: float = 0.0  # the part of param_copy_s that runs during the CPU step (torchao)
 
     @property
     def exposed_s(self) -> float:
         return (self.grad_exposed_s + _larger(self.cpu_s, self.gpu_step_s) + self.nvme_s + self.param_copy_s
-                + self.fetch_exposed_s)
+                - self.param_copy_hidden_s + self.fetch_exposed_s)
 
     @property
     def limit(self) -> str:
         """What the exposed time is mostly spent on: the host CPU's memory bus, PCIe or NVMe."""
-        parts = {"host CPU": self.cpu_s, "PCIe": self.grad_exposed_s + self.param_copy_s + self.fetch_exposed_s,
+        parts = {"host CPU": self.cpu_s, "PCIe": self.grad_exposed_s + self.param_copy_s - self.param_copy_hidden_s
+                 + self.fetch_exposed_s,
                  "NVMe": self.nvme_s}
         return max(LIMITS, key=lambda k: parts[k])
 
@@ -96,14 +106,15 @@ class OffloadTime:
                    "[2·(4 + optimizer B) + gradient B + 16-bit copy B; without a master 2·(weight B + optimizer B) + "
                    "gradient B] × params per GPU × GPUs per node / "
                    "(host bandwidth × efficiency.host_memory_bandwidth) + NVMe read + write of the states + "
-                   "16-bit parameters back over PCIe (× efficiency.pcie) + parameter fetches beyond the compute")
+                   "16-bit parameters back over PCIe (× efficiency.pcie; torchao: beyond the CPU step they overlap) + "
+                   "parameter fetches beyond the compute")
         inputs = {"cpu_step_s": self.cpu_s, "grad_copy_s": self.grad_copy_s, "grad_exposed_s": self.grad_exposed_s,
                   "param_copy_s": self.param_copy_s, "param_fetch_s": self.fetch_s,
                   "param_fetch_exposed_s": self.fetch_exposed_s, "nvme_s": self.nvme_s,
                   "bytes_per_param": self.bytes_per_param, "params_per_gpu": self.params_per_gpu,
                   "gpus_on_node": self.gpus_on_node, "host_bandwidth": self.host_bandwidth,
                   "pcie_bandwidth": self.pcie_bandwidth, "limit": self.limit, "gpu_step_s": self.gpu_step_s,
-                  "offload_fraction": self.fraction}
+                  "offload_fraction": self.fraction, "param_copy_hidden_s": self.param_copy_hidden_s}
         return Figure.of(self.exposed_s, "s", formula, inputs, "zero-offload", self.notes)
 
 
@@ -169,9 +180,11 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
     hybrid = prof.offload_style == "optimizer"  # Megatron-Core: fp32 gradients in, fp32 values back (module doc)
     fraction = tr.optimizer_offload_fraction if hybrid else 1.0
     n = owned * fraction
+    torchao = prof.offload_style == "torchao"  # no master: the host copy in the parameter's dtype (module doc)
     per_param = (cpu_update_bytes(tr.precision, st.optimizer_bytes, MASTER_BYTES, MASTER_BYTES, writes_copy=False)
                  if hybrid else
-                 cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes, st.master_bytes, st.weight_bytes))
+                 cpu_update_bytes(tr.precision, st.optimizer_bytes, st.grad_bytes, 0.0 if torchao else st.master_bytes,
+                                  st.weight_bytes))
     gpus_on_node = _larger(1, _smaller(cl.gpus_per_node, lay.gpus))
     host_bw = (cl.host_memory_bandwidth or 0.0) * eff.host_memory_bandwidth
     cpu = per_param * n * gpus_on_node / host_bw if host_bw else 0.0
@@ -182,7 +195,7 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
     pcie_bw = 0.0 if gpu.unified_memory else gpu.pcie_bandwidth * eff.pcie
     if not pcie_bw and not gpu.unified_memory:
         notes.append(f"{gpu.name} has no PCIe bandwidth in its spec: host<->GPU copies are not charged")
-    copy_bytes = 4.0 if tr.precision == "fp32" or hybrid else 2.0
+    copy_bytes = st.weight_bytes if torchao else 4.0 if tr.precision == "fp32" or hybrid else 2.0
 
     def over_pcie(nbytes: float) -> float:
         return nbytes / pcie_bw if pcie_bw else 0.0
@@ -212,8 +225,9 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
             notes.append("NVMe offload drive bandwidth unknown: their reads and writes are not charged; "
                          "choose system.offload_storage")
     gpu_step = gpu_share_step(sc, st, owned * (1 - fraction)) if hybrid and fraction < 1 else 0.0
+    hidden = _smaller(param_back, cpu) if torchao else 0.0  # each parameter's copy back behind the next one's step
     return OffloadTime(cpu, copies * grad_one, grad_exposed, param_back, fetch, _larger(0.0, fetch - compute_s), nvme,
-                       per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes), gpu_step, fraction)
+                       per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes), gpu_step, fraction, hidden)
 
 
 def gpu_share_step(sc: Scenario, st: StateBytes, params: float) -> float:
