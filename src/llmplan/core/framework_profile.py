@@ -483,9 +483,11 @@ def offload_words(prof: FrameworkProfile) -> str:
     return "Offload optimizer states to CPU RAM (ZeRO-Offload)"
 
 
-def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 3) -> str:
+def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 3,
+                    fraction: float = 1.0) -> str:
     """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline
-    (DeepSpeed's offload_param runs at ZeRO-3 only)."""
+    (DeepSpeed's offload_param runs at ZeRO-3 only; Megatron-Core's share, ``training.optimizer_offload_fraction``,
+    where below 1)."""
     where = "CPU RAM" if offload == "cpu" else "NVMe"
     if prof.offload_style == "torchao":
         return (f"optimizer states and host copies of the parameters and gradients in {where} "
@@ -493,7 +495,9 @@ def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, 
     if prof.offload_style == "fsdp":
         return f"parameters, gradients and optimizer states in {where} (FSDP CPU offload)"
     if prof.offload_style == "optimizer":
-        return f"optimizer states in {where} (the gradients stay on the GPU: {prof.offload_setting or 'optimizer offload'})"
+        share = f"{fraction:.0%} of the " if fraction < 1 else ""
+        return (f"{share}optimizer states in {where} (the gradients stay on the GPU: "
+                f"{prof.offload_setting or 'optimizer offload'})")
     if offloads_params(offload, offload_params, prof) and zero_stage == 3:
         return f"parameters and optimizer states in {where} (ZeRO-Infinity)"
     return f"optimizer states in {where} (ZeRO-Offload)"

@@ -366,9 +366,11 @@ class Scenario(FrozenModel):
         DeepSpeed runs it where the plan shards with ZeRO under a profile that hands ZeRO to DeepSpeed
         (``framework_profile.in_effect``), and with its one-GPU offload where the plan offloads on one GPU without
         ZeRO (``framework_profile.offload_view``: torchtune's single-device recipes, torchao's CPUOffloadOptimizer)."""
+        prof = in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage)
+        if not prof.single_gpu_offload_style:  # read on every term: the common case costs one attribute
+            return prof
         t = self.training
-        return offload_view(in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage), t.offload,
-                            t.zero_stage, self.parallelism.gpus)
+        return offload_view(prof, t.offload, t.zero_stage, self.parallelism.gpus)
 
     @property
     def deepspeed_stage(self) -> int:
