@@ -504,7 +504,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node
     host = (Figure.own(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
-                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+                       "gpus_per_node": gpn, "offload": prof.offload_setting or prof.offload_style},
+                       "zero-offload", st.notes) if st.host else zero("B", "nothing offloaded to CPU"))
     if sm.host_activations or sm.paged_host:
         per_gpu = st.host + sm.host_activations + sm.paged_host
         host = Figure.own(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "
