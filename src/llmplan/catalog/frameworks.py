@@ -97,8 +97,8 @@ def profiles_supporting(switch: str) -> list[str]:
     """Ids of the profiles that support ``switch`` (a ``SWITCH_NAMES`` entry), for "grad_clip:off" that can run
     without gradient clipping, for "loss:<kind>" that run that loss, for "recompute:selective" that have selective
     recompute, for "quant_base:<kind>" that train LoRA on that quantised base, or, for "offload:cpu",
-    "offload:nvme" and "offload:parameters", that offload there or that much: what a refused plan is told to pick
-    instead."""
+    "offload:nvme" and "offload:parameters", that offload there or that much, for "offload:fraction" that offload a
+    share of the optimizer: what a refused plan is told to pick instead."""
     profiles = load_framework_profiles()
     if switch == "grad_clip:off":
         return sorted(k for k, p in profiles.items() if not p.grad_clip_always)
@@ -107,6 +107,8 @@ def profiles_supporting(switch: str) -> list[str]:
         return sorted(k for k, p in profiles.items() if kind in p.losses)
     if switch == "recompute:selective":
         return sorted(k for k, p in profiles.items() if p.selective_recompute)
+    if switch == "offload:fraction":  # a share of the optimizer offloaded (training.optimizer_offload_fraction)
+        return sorted(k for k, p in profiles.items() if p.offload_style == "optimizer" and p.offload_targets)
     if switch.startswith("offload:"):  # offload:cpu, offload:nvme, offload:parameters
         what = switch.split(":", 1)[1]
         return sorted(k for k, p in profiles.items() if what in p.offload_devices + p.offload_targets)

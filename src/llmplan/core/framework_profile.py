@@ -20,7 +20,7 @@ from llmplan.core.strict_fields import StrictFields
 
 KernelStyle = Literal["fused", "eager", "triton"]
 LossKind = Literal["fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked", "fused_ce",
-                   "te_ce"]
+                   "te_ce", "chunked_ce"]
 LOSS_KINDS: tuple[str, ...] = LossKind.__args__  # type: ignore[attr-defined]
 RegimeKind = Literal["amp", "pure"]
 # The on/off switches a plan may set (``TrainingSettings`` fields of the same names; None there: the
@@ -32,7 +32,7 @@ SWITCH_NAMES: tuple[str, ...] = ("liger", "torch_compile", "optimizer_in_backwar
 QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
 OffloadTarget = Literal["optimizer", "parameters"]
 OffloadDevice = Literal["cpu", "nvme"]
-OffloadStyle = Literal["zero", "fsdp", "optimizer"]
+OffloadStyle = Literal["zero", "fsdp", "optimizer", "torchao"]
 
 
 class FrameworkProfile(StrictFields, FrozenModel):
@@ -79,7 +79,8 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "chunked: the head and an fp32 cross-entropy over 8 chunks (torchtune); fused_ce: flash-attn's fused "
         "cross-entropy kernel on the 16-bit logits, which keeps them in 16 bits and writes a 16-bit gradient "
         "(llm-foundry's loss_fn fused_crossentropy); te_ce: Transformer Engine's parallel cross-entropy on the "
-        "16-bit logits, gradient written in place (Megatron-Core's cross_entropy_fusion_impl te)"
+        "16-bit logits, gradient written in place (Megatron-Core's cross_entropy_fusion_impl te); chunked_ce: the "
+        "head's whole 16-bit logits, a compiled fp32 cross-entropy per chunk of 8 (axolotl's chunked_cross_entropy)"
     )
     launch_s: float = Field(
         15.5e-6, ge=0, le=1e-3,
@@ -317,6 +318,17 @@ class FrameworkProfile(StrictFields, FrozenModel):
     offload_setting: str = Field(
         "", description="the framework's own offload setting, in its words (shown in refusals and the app)"
     )
+    single_gpu_offload_style: Literal["", "torchao"] = Field(
+        "", description="the offload a one-GPU run without ZeRO sharding uses instead of offload_style (its "
+        "single-device recipes, no FSDP): torchao: torchao's CPUOffloadOptimizer (torchtune's single-device recipes "
+        "take it as their optimizer) — a host copy of each parameter, its gradient and the optimizer states in "
+        "pinned host RAM, each gradient copied behind the backward, the step on the CPU, the parameters copied back "
+        "as each is stepped; the GPU's gradients freed as they are copied (offload_gradients) where the plan does "
+        "not accumulate. Empty: offload_style everywhere"
+    )
+    single_gpu_offload_setting: str = Field(
+        "", description="the framework's words for the one-GPU offload (shown in the app and the explanation)"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -350,6 +362,12 @@ class FrameworkProfile(StrictFields, FrozenModel):
                              "offload_targets")
         if self.offload_style == "fsdp" and self.offload_targets and "parameters" not in self.offload_targets:
             raise ValueError("offload_style fsdp offloads the parameters with the optimizer: list both targets")
+        if self.offload_style == "torchao":
+            raise ValueError("offload_style torchao is a one-GPU offload: set single_gpu_offload_style instead")
+        if self.single_gpu_offload_style and not ("cpu" in self.offload_devices
+                                                  and transformers_modules_eager(self)):
+            raise ValueError("single_gpu_offload_style needs CPU offload (offload_devices) and a profile priced "
+                             "phase by phase (kernels eager or triton, eager_modules transformers)")
         return self
 
 
@@ -381,15 +399,23 @@ def kbit_upcast(method: str, quant_base: str, prof: FrameworkProfile | None, zer
             and quant_base not in KBIT_KEEPS_DTYPE and zero_stage != 3)
 
 
-def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 1
-                    ) -> tuple[str, str]:
+def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 1,
+                    fraction: float = 1.0) -> tuple[str, str]:
     """(field, reason) when the framework's code has no such offload, ("", "") when it has: ``offload`` (none,
     cpu, nvme) on a device it does not offload to, ``offload_params`` where it offloads only the optimizer
     (Megatron-Core), or DeepSpeed's offload (style ``zero``: deepspeed, hf-trainer's ``--deepspeed``) at ZeRO-0:
     ZeRO-Offload is a ZeRO optimizer's, "Valid for ZeRO stage 1, 2, 3" (DeepSpeed's ``DeepSpeedZeroConfig.
     offload_optimizer``, deepspeed/runtime/zero/config.py, and docs/_pages/config-json.md); at stage 0 the engine
     builds no ZeRO optimizer to offload. Under an FSDP-style profile the parameters go with the optimizer whatever
-    offload_params says (``offloads_params``), so a plan without it is not refused."""
+    offload_params says (``offloads_params``), so a plan without it is not refused. A ``fraction`` below 1
+    (``training.optimizer_offload_fraction``) needs a profile that splits its optimizer between host and GPU
+    (style ``optimizer``: Megatron-Core's ``--optimizer-offload-fraction``); it is refused elsewhere, offload or
+    not, and ignored without offload where the profile has it (as Megatron ignores the flag without
+    ``--optimizer-cpu-offload``)."""
+    if fraction < 1 and not (prof.offload_style == "optimizer" and prof.offload_targets):
+        return "training.optimizer_offload_fraction", (
+            f"the {prof.id} profile offloads the whole optimizer or none of it, not a share "
+            f"({prof.offload_setting or 'no offload'}); set it to 1.0")
     if offload == "none":
         return "", ""
     setting = f" ({prof.offload_setting})" if prof.offload_setting else ""
@@ -406,6 +432,29 @@ def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, 
                                        "ZeRO stage 1, 2 and 3; ZeRO-0 builds no ZeRO optimizer to offload): set "
                                        "training.zero_stage to 1 or more, or training.offload to none")
     return "", ""
+
+
+_OFFLOAD_VIEWS: dict[int, tuple[FrameworkProfile, FrameworkProfile]] = {}
+
+
+def offload_view(prof: FrameworkProfile, offload: str, zero_stage: int, gpus: int) -> FrameworkProfile:
+    """The profile an offloading step runs under: ``prof``, or on one GPU without ZeRO sharding (the framework's
+    single-device recipes) its ``single_gpu_offload_style`` — torchtune's single-device recipes offload with
+    torchao's ``CPUOffloadOptimizer`` (pytorch/torchtune docs/source/tutorials/memory_optimizations.rst at
+    bd2a0fc: "only supported for single-device recipes. To use CPU-offloading in distributed recipes, use
+    fsdp_cpu_offload=True instead"), optimizer only. Cached per profile object, so identity-keyed caches downstream
+    keep hitting."""
+    if not prof.single_gpu_offload_style or offload == "none" or zero_stage or gpus != 1:
+        return prof
+    hit = _OFFLOAD_VIEWS.get(id(prof))
+    if hit is None or hit[0] is not prof:
+        if len(_OFFLOAD_VIEWS) > 64:
+            _OFFLOAD_VIEWS.clear()
+        view = prof.model_copy(update={"offload_style": prof.single_gpu_offload_style, "offload_targets": ("optimizer",),
+                                       "offload_devices": ("cpu",),
+                                       "offload_setting": prof.single_gpu_offload_setting or prof.offload_setting})
+        hit = _OFFLOAD_VIEWS[id(prof)] = (prof, view)
+    return hit[1]
 
 
 def offers_offload(prof: FrameworkProfile, device: str = "cpu") -> bool:
@@ -425,6 +474,8 @@ def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) 
 
 def offload_words(prof: FrameworkProfile) -> str:
     """What a CPU offload does under ``prof``, for the nearest changes and the auto policy."""
+    if prof.offload_style == "torchao":
+        return "Offload the optimizer states and gradients to CPU RAM (torchao CPUOffloadOptimizer)"
     if prof.offload_style == "optimizer":
         return "Offload the optimizer states to CPU RAM (optimizer step on the CPU)"
     if prof.offload_style == "fsdp":
@@ -432,14 +483,21 @@ def offload_words(prof: FrameworkProfile) -> str:
     return "Offload optimizer states to CPU RAM (ZeRO-Offload)"
 
 
-def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 3) -> str:
+def offload_summary(prof: FrameworkProfile, offload: str, offload_params: bool, zero_stage: int = 3,
+                    fraction: float = 1.0) -> str:
     """What an offloading plan keeps off the GPU under ``prof``, in a few words for the verdict's headline
-    (DeepSpeed's offload_param runs at ZeRO-3 only)."""
+    (DeepSpeed's offload_param runs at ZeRO-3 only; Megatron-Core's share, ``training.optimizer_offload_fraction``,
+    where below 1)."""
     where = "CPU RAM" if offload == "cpu" else "NVMe"
+    if prof.offload_style == "torchao":
+        return (f"optimizer states and host copies of the parameters and gradients in {where} "
+                f"({prof.offload_setting or 'CPUOffloadOptimizer'})")
     if prof.offload_style == "fsdp":
         return f"parameters, gradients and optimizer states in {where} (FSDP CPU offload)"
     if prof.offload_style == "optimizer":
-        return f"optimizer states in {where} (the gradients stay on the GPU: {prof.offload_setting or 'optimizer offload'})"
+        share = f"{fraction:.0%} of the " if fraction < 1 else ""
+        return (f"{share}optimizer states in {where} (the gradients stay on the GPU: "
+                f"{prof.offload_setting or 'optimizer offload'})")
     if offloads_params(offload, offload_params, prof) and zero_stage == 3:
         return f"parameters and optimizer states in {where} (ZeRO-Infinity)"
     return f"optimizer states in {where} (ZeRO-Offload)"

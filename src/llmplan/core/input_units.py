@@ -41,7 +41,7 @@ _PARAMS = ("trainable", "trainable_params", "params", "params_on_gpu", "params_p
            "bucket_params")
 _SHARE = ("fragmentation", "gpu_share", "utilization", "fill_slot_share", "clock_share_held", "full_clock_share",
           "matmul_efficiency", "sustained_clock", "real_token_share", "mfu", "mfu_sat", "goodput", "cpu_load",
-          "pcie_load", "nvme_load", "storage_load")
+          "pcie_load", "nvme_load", "storage_load", "offload_fraction")
 
 NAMES: dict[str, str] = {
     **dict.fromkeys(_B, "B"), **dict.fromkeys(_S, "s"), **dict.fromkeys(_COUNT, "count"),

@@ -21,6 +21,7 @@ from llmplan.core.framework_profile import (
     deepspeed_stage,
     in_effect,
     offload_refusal,
+    offload_view,
 )
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency
@@ -39,7 +40,7 @@ Offload = Literal["none", "cpu", "nvme"]
 Method = Literal["full", "lora", "qlora"]
 Regime = Literal["auto", "amp", "pure"]
 Loss = Literal["auto", "fp32_logits", "upcast", "upcast_shifted", "shifted_16bit", "fused_linear", "chunked",
-               "fused_ce", "te_ce"]
+               "fused_ce", "te_ce", "chunked_ce"]
 Batching = Literal["packed", "padded"]
 GradClip = Literal["auto", "on", "off"]
 BatchRule = Literal["published", "per_replica"]
@@ -80,6 +81,12 @@ class TrainingSettings(FrozenModel):
     zero_stage: Literal[0, 1, 2, 3] = 1
     offload: Offload = "none"
     offload_params: bool = Field(False, description="ZeRO-Infinity/FSDP: offload parameters too (stage 3)")
+    optimizer_offload_fraction: float = Field(
+        1.0, gt=0, le=1, description="Megatron-Core --optimizer-offload-fraction (with offload = cpu): the share of "
+        "this rank's optimizer parameters whose fp32 master, Adam states and step go to the host; the rest stay on "
+        "the GPU with its fused Adam (HybridDeviceOptimizer takes parameters in the optimizer's order until the "
+        "share is reached). 1.0: all of them, as before; another value is a field error under a profile that "
+        "offloads its whole optimizer")
     distributed_optimizer: bool = Field(False, description="Megatron's distributed optimizer (≈ ZeRO-1)")
     shard_group: int = Field(
         0, ge=0, le=1_000_000,
@@ -111,7 +118,9 @@ class TrainingSettings(FrozenModel):
         "logits and their 16-bit gradient, 4 B per logit at its backward; te_ce: Transformer Engine's parallel "
         "cross-entropy (Megatron-Core with cross_entropy_loss_fusion and cross_entropy_fusion_impl te, as NeMo's "
         "performance scripts run it): the 16-bit logits read twice and the gradient written over them, 10 B per "
-        "logit moved",
+        "logit moved; chunked_ce: axolotl's chunked_cross_entropy (a torch.compile'd fp32 cross-entropy over 8 "
+        "chunks of the head's whole 16-bit logits): 2 B per logit kept for the backward (4 with a micro-batch > 1, "
+        "whose chunks are copied), 4 B at its backward",
     )
     liger: bool | None = Field(
         None, description="Liger kernels (use_liger_kernel): fused RMSNorm, RoPE, SwiGLU and linear cross-entropy; "
@@ -285,6 +294,13 @@ def _accumulates(tr: TrainingSettings) -> bool:
     return bool(tr.global_batch_tokens) or tr.batch_rule == "published"
 
 
+def _torchao(tr: TrainingSettings, prof: FrameworkProfile) -> bool:
+    """Whether the plan offloads with the profile's one-GPU optimizer (torchao's CPUOffloadOptimizer, which steps in
+    ``step()``: torchtune's recipes build it instead of optimizer-in-backward), as far as the settings tell: offload
+    without ZeRO sharding (``framework_profile.offload_view`` also needs one GPU)."""
+    return bool(prof.single_gpu_offload_style) and tr.offload != "none" and tr.zero_stage == 0
+
+
 def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> TrainingSettings:
     """``tr`` with "auto"/None resolved under ``prof``: the regime, every switch (on when the profile turns
     it on by default) and the loss (Liger's fused linear cross-entropy when Liger is on). A switch turned on
@@ -300,11 +316,11 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         value = getattr(tr, name)
         if value is None:  # optimizer-in-backward (torchtune's full recipes only) cannot accumulate: auto
             upd[name] = name in prof.on_by_default and not (  # leaves it off for adapters or accumulation
-                name == "optimizer_in_backward" and (_accumulates(tr) or tr.method != "full")
+                name == "optimizer_in_backward" and (_accumulates(tr) or tr.method != "full" or _torchao(tr, prof))
             ) and not (name == "activation_offload" and tr.recompute != "full")  # unsloth offloads checkpoints
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
-    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage, tr.optimizer_offload_fraction)
     if field:
         raise ValueError(f"{field}: {why}")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:
@@ -368,8 +384,13 @@ class Scenario(FrozenModel):
     def framework(self) -> FrameworkProfile:
         """The training-framework profile in effect (the Megatron-style default when none was resolved), as
         DeepSpeed runs it where the plan shards with ZeRO under a profile that hands ZeRO to DeepSpeed
-        (``framework_profile.in_effect``)."""
-        return in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage)
+        (``framework_profile.in_effect``), and with its one-GPU offload where the plan offloads on one GPU without
+        ZeRO (``framework_profile.offload_view``: torchtune's single-device recipes, torchao's CPUOffloadOptimizer)."""
+        prof = in_effect(self.framework_profile or _DEFAULT_FRAMEWORK, self.deepspeed_stage)
+        if not prof.single_gpu_offload_style:  # read on every term: the common case costs one attribute
+            return prof
+        t = self.training
+        return offload_view(prof, t.offload, t.zero_stage, self.parallelism.gpus)
 
     @property
     def deepspeed_stage(self) -> int:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmplan.core.framework_profile import offers_offload, offload_words
+from llmplan.core.framework_profile import offers_offload, offload_view, offload_words
 from llmplan.core.search.policy import GGUF_LADDER, GPU_LADDER, MLX_LADDER
 from llmplan.fit.local import FitChange, FitSummary, LocalMachine
 from llmplan.fit.trial import engine_of, framework_of, gib, outcome, speed_of, try_change
@@ -154,7 +154,14 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
         # FSDP's parameters with the optimizer (a fully sharded model), DeepSpeed's ZeRO-Offload
         zero = 3 if prof.offload_style == "fsdp" else 1
         sets = ("training.offload=cpu",) + ((f"training.zero_stage={zero}",) if tr.zero_stage < zero else ())
-        groups.append([Step("offload", sets, offload_words(prof), 0.1, speed_penalty=True)])
+        offload = [Step("offload", sets, offload_words(prof), 0.1, speed_penalty=True)]
+        if gpu_count == 1 and tr.zero_stage == 0 and prof.single_gpu_offload_style:
+            # torchtune on one GPU: its single-device recipe's CPUOffloadOptimizer first (no ZeRO, the parameters
+            # stay), FSDP's offload of the distributed recipe after it (framework_profile.offload_view)
+            one = offload_view(prof, "cpu", 0, 1)
+            offload = [Step("offload", ("training.offload=cpu",), offload_words(one), 0.1, speed_penalty=True),
+                       replace(offload[0], base_distance=0.12)]
+        groups.append(offload)
     if tr.optimizer == "adamw":
         groups.append([Step("optimizer", ("training.optimizer=adam8bit",), "Use 8-bit Adam instead of AdamW", 0.1)])
     batches, b = [], tr.micro_batch

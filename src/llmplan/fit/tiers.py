@@ -123,7 +123,8 @@ def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None
             return 0, present.experts_figure(est.inference.cpu_moe_layers)
         return host, f"{host} of {scenario.model.num_layers} layers in CPU RAM"
     tr = scenario.training
-    return None, offload_summary(scenario.framework, tr.offload, tr.offload_params, tr.zero_stage)
+    return None, offload_summary(scenario.framework, tr.offload, tr.offload_params, tr.zero_stage,
+                                 tr.optimizer_offload_fraction)
 
 
 def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVerdict:

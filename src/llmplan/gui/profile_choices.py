@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from llmplan.core.framework_profile import offload_summary
+from llmplan.core.framework_profile import offload_summary, offload_view
 from llmplan.core.workload import DEFAULT_RECOMPUTE_MODULES
 from llmplan.gui.auto_knobs import AUTO, AUTO_TIP, auto_text, automatic, used_value
 from llmplan.gui.bind import ElidedCombo, compact, route_undo
@@ -29,6 +29,7 @@ LOSS_TEXT = {"auto": "framework's own", "upcast": "fp32 upcast (HF)",
              "upcast_shifted": "fp32 upcast, shifted copy (HF ≤ 4.48)",
              "shifted_16bit": "16-bit, shifted copy (Qwen 1.0, DeepSpeed)", "fp32_logits": "fp32 logits",
              "fused_linear": "fused linear CE (Liger)", "chunked": "chunked CE (torchtune)",
+             "chunked_ce": "chunked CE (axolotl)",
              "fused_ce": "fused CE, 16-bit logits (flash-attn)", "te_ce": "TE fused CE (Megatron)"}
 
 RECOMPUTE_TIPS = {
@@ -69,11 +70,15 @@ OFFLOAD_TEXT = {"none": "no offload", "cpu": "offload to CPU", "nvme": "offload 
 def offload_options(prof: Any) -> list[Option]:
     """No offload, and the devices the framework offloads its optimizer to (``FrameworkProfile.offload_devices``:
     NVMe only under DeepSpeed, nothing under unsloth), each saying what leaves the GPU there
-    (``framework_profile.offload_summary``); every device without a profile."""
+    (``framework_profile.offload_summary``; a profile with a one-GPU offload, torchtune's CPUOffloadOptimizer, names
+    both); every device without a profile."""
     devices = prof.offload_devices if prof is not None else ("cpu", "nvme")
     opts: list[Option] = [("none", OFFLOAD_TEXT["none"], "Everything stays on the GPUs")]
     for d in devices:
         tip = offload_summary(prof, d, False) if prof is not None else "optimizer states off the GPU"
+        if prof is not None and d == "cpu" and prof.single_gpu_offload_style:
+            one = offload_summary(offload_view(prof, d, 0, 1), d, False)
+            tip = f"on one GPU without ZeRO: {one}; otherwise: {tip}"
         opts.append((d, OFFLOAD_TEXT[d], tip[0].upper() + tip[1:]))
     return opts
 

@@ -258,7 +258,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
     f.addRow("Loss", ProfileChoices(state, "training.loss", "Loss",
              "How the loss treats the logits: the framework's own (auto), Hugging Face's fp32 upcast (tokens × "
              "vocabulary × 12 bytes at its peak), Megatron's fp32 logits, or a fused linear cross-entropy "
-             "(Liger, unsloth) that never materialises them, or torchtune's chunked cross-entropy (8 chunks); "
+             "(Liger, unsloth) that never materialises them, or torchtune's chunked cross-entropy (8 chunks), or "
+             "axolotl's compiled chunked cross-entropy over the whole 16-bit logits (4 bytes per logit); "
              "\"fp32 upcast, shifted copy\" is Hugging Face's loss before transformers PR #35646 (January 2025), "
              "which held a second fp32 copy of the logits (14 bytes per logit in the forward); \"16-bit, shifted "
              "copy\" is model code that shifts the logits itself and never upcasts them, run without autocast "

@@ -219,7 +219,10 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
                 "(training.framework), or set grad_clip to auto or on")
     if tr.loss != "auto" and tr.loss not in prof.losses:
         return loss_refusal(tr.loss, prof)
-    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage)
+    field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage, tr.optimizer_offload_fraction)
+    if field == "training.optimizer_offload_fraction":
+        return (f"{field}: {why}; profiles that offload a share: "
+                f"{', '.join(profiles_supporting('offload:fraction'))} (training.framework)")
     if field == "training.zero_stage":  # the profile offloads; the plan's stage does not (its fix is in ``why``)
         return f"{field}: {why}"
     if field:

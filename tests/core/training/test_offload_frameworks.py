@@ -3,9 +3,9 @@
 What each profile can offload is catalog data (``catalogs/frameworks.toml``: ``offload_targets``,
 ``offload_devices``, ``offload_style``), each read from the framework's code:
 - Megatron-Core ``--optimizer-cpu-offload`` (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py,
-  NVIDIA/Megatron-LM 0d41ecd): fp32 CPU copies of the parameters and their Adam states; the gradients stay in
-  the GPU's buffer and are copied to pinned CPU buffers inside ``step()``; the updated values go back into the
-  GPU parameters. Optimizer only, CPU only;
+  NVIDIA/Megatron-LM 0d41ecd, re-read at d98e8a6): fp32 CPU copies of the parameters and their Adam states; the
+  gradients stay in the GPU's buffer and are copied to pinned fp32 CPU buffers inside ``step()``; the updated
+  fp32 values go back into the GPU parameters. Optimizer only, CPU only;
 - DeepSpeed ZeRO-Offload / ZeRO-Infinity (the Hugging Face Trainer's ``--deepspeed``): optimizer at any stage,
   the gradient partition at ZeRO-2/3, parameters at ZeRO-3, CPU or NVMe;
 - FSDP CPU offload (torchtune ``fsdp_cpu_offload``, torchtitan ``--training.enable_cpu_offload``, FSDP2
@@ -53,18 +53,19 @@ def _pcie(sc) -> float:
 
 
 def test_megatron_offloads_the_optimizer_only_and_copies_the_gradients_in_the_step():
-    """ZeRO-1 (distributed optimizer) on 2 GPUs: each GPU's half of the fp32 master (4 B) and Adam states (8 B)
-    is on the host, 12 × P / 2 B; the fp32 main-grad buffer (4 B × P, --accumulate-allreduce-grads-in-fp32)
-    stays on the GPU. The gradient copy runs in step() after the backward: all of it is exposed,
-    4 B × P / 2 over PCIe × 0.8; the bf16 parameters come back, 2 B × P / 2."""
+    """ZeRO-1 (distributed optimizer) on 2 GPUs: each GPU's half of the fp32 master (4 B), Adam states (8 B) and
+    pinned fp32 gradient buffer (4 B, ``cpu_copy_map_grad`` in the CPU copy's dtype) is on the host, 16 × P / 2 B;
+    the fp32 main-grad buffer (4 B × P, --accumulate-allreduce-grads-in-fp32) stays on the GPU. The gradient copy
+    runs in step() after the backward: all of it is exposed, 4 B × P / 2 over PCIe × 0.8; the fp32 values come
+    back (a non-blocking copy into the bf16 parameter converts on the GPU), 4 B × P / 2."""
     sc, est = evaluate_plan(_doc("megatron", 1))
     m, parts = est.memory, est.compute.offload_time_s.inputs
-    assert m.host_ram.inputs["per_gpu"] == pytest.approx(12 * P / 2, rel=1e-9)
+    assert m.host_ram.inputs["per_gpu"] == pytest.approx(16 * P / 2, rel=1e-9)
     assert m.gradients.value == pytest.approx(4 * P, rel=1e-9)
     assert parts["grad_exposed_s"] == parts["grad_copy_s"] == pytest.approx(4 * P / 2 / _pcie(sc), rel=1e-9)
-    assert parts["param_copy_s"] == pytest.approx(2 * P / 2 / _pcie(sc), rel=1e-9)
+    assert parts["param_copy_s"] == pytest.approx(4 * P / 2 / _pcie(sc), rel=1e-9)
     assert parts["param_fetch_s"] == 0.0
-    assert parts["bytes_per_param"] == 30.0  # 2·(4 + 8) + 4 + 2: fp32 master and states, fp32 grad, bf16 copy
+    assert parts["bytes_per_param"] == 28.0  # 2·(4 + 8) + 4: fp32 master and states, fp32 grad; no 16-bit copy
 
 
 def test_hugging_face_trainer_offloads_with_deepspeed_zero_offload_terms():
@@ -150,7 +151,8 @@ def test_an_invalid_plan_file_gets_the_message_and_old_plans_load(tmp_path):
 def test_nearest_changes_propose_only_the_profiles_offload():
     """unsloth: no offload step (the other changes remain: recompute, QLoRA, ...); Megatron: the optimizer
     alone, never offload_params; the Hugging Face Trainer: DeepSpeed's ZeRO-Offload (ZeRO-1 at least); torchtune:
-    FSDP's, a fully sharded model (ZeRO-3)."""
+    FSDP's, a fully sharded model (ZeRO-3), after, on one GPU without ZeRO, its single-device recipes' torchao
+    CPUOffloadOptimizer."""
     def offload_steps(doc):
         return [s for g in training_steps(doc, 1) for s in g if s.kind == "offload"]
 
@@ -163,8 +165,12 @@ def test_nearest_changes_propose_only_the_profiles_offload():
     hf = offload_steps(_doc("hf-trainer", 0, offload="none", gpus=1))
     assert [s.overrides for s in hf] == [("training.offload=cpu", "training.zero_stage=1")]
     assert "ZeRO-Offload" in hf[0].what
-    tune = offload_steps(_doc("torchtune", 0, offload="none", gpus=1))
-    assert [s.overrides for s in tune] == [("training.offload=cpu", "training.zero_stage=3")]
+    tune = offload_steps(_doc("torchtune", 0, offload="none", gpus=1))  # one GPU: the single-device recipe's
+    assert [s.overrides for s in tune] == [("training.offload=cpu",),  # CPUOffloadOptimizer first, then FSDP's
+                                           ("training.offload=cpu", "training.zero_stage=3")]
+    assert "CPUOffloadOptimizer" in tune[0].what and "FSDP" in tune[1].what
+    two = [s for g in training_steps(_doc("torchtune", 0, offload="none", gpus=2), 2) for s in g if s.kind == "offload"]
+    assert [s.overrides for s in two] == [("training.offload=cpu", "training.zero_stage=3")]
 
 
 def test_auto_policy_and_search_never_offload_under_unsloth():

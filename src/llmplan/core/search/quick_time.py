@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from llmplan.core.framework_profile import DEFAULT_PROFILE, FrameworkProfile, in_effect
+from llmplan.core.framework_profile import DEFAULT_PROFILE, FrameworkProfile, in_effect, offload_view
 from llmplan.core.hardware import ClusterSpec, Efficiency
 from llmplan.core.params import count_params
 from llmplan.core.search.quick_memory import RECOMPUTE_NAMES
@@ -299,19 +299,22 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
     """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
     ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
     states and the estimate's windows (the step's compute, one micro-batch's backward), under the framework's
-    offload (``prof.offload_style``)."""
+    offload (``prof.offload_style``; on one GPU without ZeRO its one-GPU offload, ``framework_profile.offload_view``)."""
     out = np.zeros(len(c.tp))
     rows = np.nonzero(c.offload == 1)[0]
     if not len(rows):
         return out
     full = t.method == "full"
     bwd = (2.0 if full else 1.0) / (3.0 if full else 2.0)
-    keys = c.zero[rows] * 3 + c.recompute[rows]
-    for key in np.unique(keys):
-        idx = rows[keys == key]
+    single = c.tp[rows] * c.pp[rows] * c.dp[rows] * c.cp[rows] == 1
+    keys = (c.zero[rows] * 3 + c.recompute[rows]) * 2 + single
+    for both in np.unique(keys):
+        idx = rows[keys == both]
+        key = both // 2
         tr = t.model_copy(update={"zero_stage": int(key // 3), "recompute": ("none", "selective", "full")[key % 3],
                                   "offload": t.offload if t.offload != "none" else "cpu"})
         gpus = c.tp[idx] * c.pp[idx] * c.dp[idx] * c.cp[idx]
+        view = offload_view(prof, tr.offload, tr.zero_stage, 1 if both % 2 else 2)
         st = SimpleNamespace(optimizer_bytes=sm.optimizer_bytes[idx], grad_bytes=sm.grad_bytes[idx],
                              master_bytes=sm.master_bytes[idx], weight_bytes=sm.weight_bytes[idx],
                              shard_dense=sm.shard_dense[idx], shard_expert=sm.shard_expert[idx],
@@ -319,7 +322,7 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
         share = np.divide(sm.expert[idx], sm.params[idx], out=np.zeros(len(idx)), where=sm.params[idx] > 0) \
             if full else 0.0
         mb_s = t_compute_mb[idx]
-        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff, framework=prof),
+        off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff, framework=view),
                            SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
                            accum[idx] * mb_s, mb_s * bwd)
         out[idx] = off.exposed_s

@@ -40,6 +40,16 @@ head GEMM and cross-entropy together), Inductor's min-cut partitioner saves the 
 forward and backward: each chunk's bf16 logits (2 B per logit; the GEMM is never recomputed) and a
 per-row log-sum-exp, the fp32 upcast and softmax being recomputed inside one fused kernel; the backward
 writes one chunk's bf16 logit gradient (2 B) beside them.
+axolotl's ``chunked_cross_entropy`` (loss ``chunked_ce``; axolotl-ai-cloud/axolotl
+src/axolotl/monkeypatch/loss/chunked.py at 067b021, last changed 79ddaeb 2025-08-23) replaces transformers'
+ForCausalLMLoss: the head still makes the whole bf16 logits (2 B per logit); ``source.chunk(8, dim=1)`` splits
+them along the sequence, each chunk is ``reshape(-1, vocab)``-ed (a view at micro-batch 1, a copy above: the chunk
+of a (b, s, V) tensor is not contiguous) and its ``F.cross_entropy(logits.float(), reduction="sum")`` runs
+torch.compile'd, so Inductor's partitioner saves each chunk's bf16 input and a per-row log-sum-exp and never
+materialises the fp32 copy. Forward: 2 B per logit (4 with micro-batch > 1: the copies beside the whole logits).
+Backward: the compiled backward writes each chunk's bf16 gradient while the saved chunks are alive, and the
+chunk's backward (``SplitBackward``, a ``cat``) writes the whole gradient beside the chunk gradients: 4 B per
+logit either way. The chunk count (``chunked_cross_entropy_num_chunks``) changes neither.
 Switches (``core.training.switches``): optimizer-in-backward holds one tensor's gradient at a time;
 activation offload keeps about two blocks' saved tensors on the GPU (one where the framework brings a
 layer input back only when it is recomputed: ``FrameworkProfile.offload_prefetch``) and the rest on the host.
@@ -114,9 +124,12 @@ def prefetched_gather(block_params: float, block_bytes: float, prof: FrameworkPr
     return block_bytes
 
 
-def loss_bytes_per_logit(kind: str, compiled: bool) -> tuple[float, float]:
+def loss_bytes_per_logit(kind: str, compiled: bool, micro_batch: int = 1) -> tuple[float, float]:
     """Bytes per logit the loss holds at its forward and at its backward (module doc), for every loss but
-    Liger's fused linear one (whose chunk does not scale with the logits)."""
+    Liger's fused linear one (whose chunk does not scale with the logits). axolotl's ``chunked_ce`` is compiled
+    whatever the plan's torch_compile says and copies its chunks above a micro-batch of 1."""
+    if kind == "chunked_ce":
+        return (2.0 if micro_batch <= 1 else 4.0), 4.0
     if kind == "chunked" and compiled:  # Inductor's partitioner keeps each chunk's bf16 logits
         return 2.0, 2 + 2 / CHUNKED_LOSS_CHUNKS
     if kind == "chunked":
@@ -182,7 +195,7 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
             chunk = liger_chunk_rows(T, h, head.gemm.n) * head.gemm.n
             loss_f = loss_b = 2 * chunk + 2 * T * h
         else:
-            per_f, per_b = loss_bytes_per_logit(kind, bool(tr.torch_compile))
+            per_f, per_b = loss_bytes_per_logit(kind, bool(tr.torch_compile), lay.micro_batch)
             loss_f, loss_b = per_f * head.logits, per_b * head.logits
         if head.gemm.trainable:
             head_grad = head.gemm.n * head.gemm.k * st.grad_bytes

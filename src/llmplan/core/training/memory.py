@@ -383,7 +383,7 @@ def stage_name(lay: Layout, sm: StageMemory) -> str:
     return f"pipeline stage {sm.index + 1} of {lay.pp} ({held})"
 
 
-def _loss_terms(tr, prof: FrameworkProfile) -> str:
+def _loss_terms(tr, prof: FrameworkProfile, micro_batch: int = 1) -> str:
     """The loss in effect and what it holds per logit, for the explanation (``eager_memory`` module doc)."""
     kind = loss_kind(tr, prof)
     if kind == "fused_linear" and tr.liger:
@@ -391,7 +391,11 @@ def _loss_terms(tr, prof: FrameworkProfile) -> str:
                 "a trained head's gradient from the loss forward on")
     if kind == "fused_linear":
         return "fused_linear: one chunk of bf16 logits + the hidden states' gradient"
-    fwd, bwd = loss_bytes_per_logit(kind, bool(tr.torch_compile))
+    fwd, bwd = loss_bytes_per_logit(kind, bool(tr.torch_compile), micro_batch)
+    if kind == "chunked_ce":
+        return (f"chunked_ce (axolotl chunked_cross_entropy, 8 chunks, compiled): the whole bf16 logits"
+                f"{' and their chunks copied' if micro_batch > 1 else ''}, {fwd:g} B per logit in the forward; "
+                f"the chunks' bf16 gradients and their concatenation, {bwd:g} B in the backward")
     return f"{kind}: {fwd:g} B per logit in the forward, {bwd:g} B in the backward"
 
 
@@ -458,7 +462,7 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
         a = Figure.own(sm.activations, "B", "saved tensors of the blocks (as the eager modeling code keeps them) + "
                        "the head's inputs + the loss's logits at the peak phase",
                        {"per_block": sm.layer_activations, "blocks": sm.layers, "phase": sm.phase,
-                        "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof),
+                        "head_and_loss": sm.extra_activations, "loss": _loss_terms(tr, prof, lay.micro_batch),
                         "recompute": tr.recompute,
                         "flash_attention": tr.flash_attention, "framework": prof.name}, "hf-eager",
                        (KBIT_ACTIVATIONS,) if kbit else ())
@@ -500,7 +504,8 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
              "buffers": b, "overhead": ov}
     gpn = sc.cluster.gpus_per_node
     host = (Figure.own(st.host * gpn, "B", "offloaded states per GPU × GPUs per node", {"per_gpu": st.host,
-                       "gpus_per_node": gpn}, "zero-offload") if st.host else zero("B", "nothing offloaded to CPU"))
+                       "gpus_per_node": gpn, "offload": prof.offload_setting or prof.offload_style},
+                       "zero-offload", st.notes) if st.host else zero("B", "nothing offloaded to CPU"))
     if sm.host_activations or sm.paged_host:
         per_gpu = st.host + sm.host_activations + sm.paged_host
         host = Figure.own(per_gpu * gpn, "B", "(offloaded states + offloaded activations + paged optimizer states) "

@@ -649,8 +649,13 @@ def _undropped_lora_inputs(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: f
 # (megatron/core/models/common/language_module/language_module.py at 23dd639): ``online_softmax_kernel`` reads
 # the 16-bit logits (2 B), ``cross_entropy_kernel`` reads them again and writes the gradient in place (4 B), and
 # the backward's ``element_mul_kernel`` scales it by the per-token loss gradient in place (4 B; Megatron's loss is
-# per token, reduce_loss False): 10 B.
-LOSS_BYTES = {"fused_linear": 6.0, "te_ce": 10.0}
+# per token, reduce_loss False): 10 B. chunked_ce: axolotl's chunked_cross_entropy (monkeypatch/loss/chunked.py at
+# 067b021): each chunk's torch.compile'd cross-entropy reads the bf16 logits in the forward (2 B) and again in the
+# backward, writing the bf16 gradient (4 B); the chunks' backward (SplitBackward) concatenates their gradients
+# into the whole one (a read and a write, 4 B): 10 B; above a micro-batch of 1 the forward's reshape copies each
+# chunk first (4 B more: ``head_ops``).
+LOSS_BYTES = {"fused_linear": 6.0, "te_ce": 10.0, "chunked_ce": 10.0}
+CHUNK_COPY_BYTES = 4.0  # chunked_ce above a micro-batch of 1: each chunk's reshape(-1, vocab) reads and writes it
 
 
 def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile,
@@ -692,5 +697,6 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
     # the backward), but no measurement of that 2023 kernel is at hand, so it keeps the measured fp32
     # cross-entropy's rate, an upper bound (docs/training.md, "Memory of the llm-foundry runs", gives what the
     # 6 B would move)
-    return HeadOps(gemm, tuple(ew), logits, cast, extra, LOSS_BYTES.get(loss, 0.0),
+    loss_bytes = LOSS_BYTES.get(loss, 0.0) + (CHUNK_COPY_BYTES if loss == "chunked_ce" and lay.micro_batch > 1 else 0.0)
+    return HeadOps(gemm, tuple(ew), logits, cast, extra, loss_bytes,
                    cast_shard if casts_weights(tr, prof) else 0, 2 if tr.zero_stage == 3 else 1)

@@ -19,6 +19,8 @@ from llmplan.core.framework_profile import FrameworkProfile, offloads_params
 from llmplan.core.training.shard import StageParams
 from llmplan.core.workload import TrainingSettings
 
+FP32_GRAD_BYTES = 4.0  # HybridDeviceOptimizer's pinned host gradient buffer, in its fp32 CPU copy's dtype
+
 
 @dataclass(frozen=True, slots=True)
 class StateBytes:
@@ -102,7 +104,12 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         # one gathered block: its weights, and its gradients in 16 bits before the reduce-scatter
         gather = sp.largest_layer * (wb + facts.gathered_grad_bytes(tr.precision))
     host = nvme = fetched = 0.0
-    if tr.offload != "none":
+    if tr.offload != "none" and prof.offload_style == "torchao":
+        host, master, optim = _torchao_offload(trainable, wb, optim, notes)
+    elif tr.offload != "none" and prof.offload_style == "optimizer":
+        host, master, optim = _hybrid_offload(tr, trainable, shard if opt_sharded else (lambda x: x), master, optim,
+                                              notes)
+    elif tr.offload != "none":
         grads_go = grads_offloaded(stage, prof)
         off = master + optim + (grads if grads_go else 0.0)
         if tr.offload == "cpu":
@@ -112,8 +119,7 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
         master = optim = 0.0
         if grads_go:
             grads = 0.0
-        notes.append(f"master weights and optimizer states offloaded to {tr.offload}"
-                     + (" (the gradient buffer stays on the GPU)" if prof.offload_style == "optimizer" else ""))
+        notes.append(f"master weights and optimizer states offloaded to {tr.offload}")
         if offloads_params(tr.offload, tr.offload_params, prof) and stage == 3:
             if tr.offload == "cpu":
                 host += weights + frozen
@@ -127,16 +133,53 @@ def model_states(tr: TrainingSettings, sp: StageParams, trainable: float, frozen
                       _ratio(ob_total, trainable), d_dense, d_exp, tuple(notes), fetched)
 
 
+def _hybrid_offload(tr: TrainingSettings, trainable: float, shard, master: float, optim: float,
+                    notes: list[str]) -> tuple[float, float, float]:
+    """Megatron-Core's ``--optimizer-cpu-offload`` (offload style ``optimizer``): (host bytes, master and optimizer
+    bytes left on the GPU). ``HybridDeviceOptimizer._get_sub_optimizer_param_groups`` (NVIDIA/Megatron-LM
+    megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py at d98e8a6) walks the optimizer's parameters in
+    order (this rank's shards with the distributed optimizer) and moves each to the host while the moved count is
+    below ``--optimizer-offload-fraction`` F × the total, so F of them go (the parameter that crosses the line
+    goes whole: an overshoot of at most one tensor, not modelled). Per moved parameter the host keeps an fp32
+    copy (``param_update_in_fp32=True``), torch AdamW's two fp32 states and a pinned fp32 gradient buffer
+    (``cpu_copy_map_grad``, the CPU copy's dtype): 4 + 8 + 4 B with AdamW. The rest keep their fp32 master and
+    states on the GPU for the GPU Adam; the gradient buffer and the 16-bit parameters stay on the GPU."""
+    f = tr.optimizer_offload_fraction
+    grads = FP32_GRAD_BYTES * shard(trainable) * f
+    notes.append((f"{f:.0%} of the optimizer's parameters" if f < 1 else "the master weights and optimizer states")
+                 + " offloaded to cpu with fp32 gradient buffers (Megatron-Core HybridDeviceOptimizer); "
+                 "the gradient buffer stays on the GPU" + (", the rest stepped by the GPU's Adam" if f < 1 else ""))
+    return f * (master + optim) + grads, (1 - f) * master, (1 - f) * optim
+
+
+def _torchao_offload(trainable: float, wb: float, optim: float, notes: list[str]) -> tuple[float, float, float]:
+    """torchao's ``CPUOffloadOptimizer`` (offload style ``torchao``; pytorch/ao torchao/optim/cpu_offload.py at
+    36027d8): for each trained parameter a pinned host copy ``empty_like(p_device)`` in the parameter's own dtype,
+    its pinned gradient of the same dtype, and the base optimizer's states on the host (torch AdamW's
+    ``zeros_like(param)``: 2 × 2 B in pure bf16, the "4x model size" of torchtune's memory-optimisation docs); no
+    master copy anywhere, so the GPU keeps its parameters and no optimizer state. Its gradients stay on the GPU
+    until ``zero_grad`` (``offload_gradients=False``, the class's default); torchtune's docs show
+    ``offload_gradients: True``, which frees each once copied as far as PCIe keeps up with the backward: not
+    modelled (an upper bound there). Parameters under 4,096 elements
+    (``minimal_size``: norm weights of models narrower than 4,096) stay on the GPU with a GPU optimizer: not
+    counted (under 0.01% of the parameters). (host bytes, master and optimizer bytes left on the GPU)"""
+    notes.append("optimizer states, a copy of each parameter and its gradient in pinned CPU RAM (torchao "
+                 "CPUOffloadOptimizer); no master copy")
+    return trainable * 2 * wb + optim, 0.0, 0.0
+
+
 def grads_offloaded(stage: int, prof: FrameworkProfile) -> bool:
     """Whether an offloading plan keeps this GPU's gradients on the host: DeepSpeed at ZeRO-2/3 (each
     micro-batch's reduced partition goes to the host's fp32 gradient partition; stage_1_and_2.py
     ``async_accumulate_grad_in_cpu_via_gpu``, stage3.py ``partition_grads``), FSDP's CPU offload at every
     sharding (the reduced shard is copied to the host: FSDP1 ``_offload_grad``'s ``cpu_offload.offload_params``
     path, FSDP2 ``foreach_reduce`` with its CPUOffloadPolicy), never Megatron-Core's HybridDeviceOptimizer (its
-    gradient buffer stays on the GPU and is copied to pinned CPU buffers in ``step()``)."""
+    gradient buffer stays on the GPU and is copied to pinned CPU buffers in ``step()``). torchao's CPUOffloadOptimizer
+    copies each gradient to its pinned host buffer from a post-accumulate-grad hook, per micro-batch behind the
+    backward (``offload_time``); its GPU gradients stay as well unless ``offload_gradients`` (``_torchao_offload``)."""
     if prof.offload_style == "optimizer":
         return False
-    return prof.offload_style == "fsdp" or stage >= 2
+    return prof.offload_style in ("fsdp", "torchao") or stage >= 2
 
 
 # The search's quick model calls ``model_states`` on NumPy arrays of candidate layouts (one call per
