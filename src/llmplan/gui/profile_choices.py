@@ -123,6 +123,7 @@ class ProfileChoices(ElidedCombo):
         if automatic:
             tip = f"{tip}\n{AUTO_TIP}"
         self._listed: list[tuple[Any, str, str]] = []
+        self._seen: tuple[Any, Any] | None = None  # (document, value the result used) last refreshed to
         self.setObjectName(path)
         self.setAccessibleName(label)
         self.setToolTip(f"{tip}\n(plan field: {path})")
@@ -133,12 +134,18 @@ class ProfileChoices(ElidedCombo):
         self.refresh()
 
     def refresh(self, _x: Any = None) -> None:
-        prof = plan_profile(self._state, fresh=True)
+        """Show the plan's value among its profile's options. What is shown follows from the document (the profile
+        is resolved from it) and, for an automatic knob, the value the result used: with both as last time (the
+        estimate after an edit, for a knob that is not automatic) nothing is done."""
         doc = self._state.doc
+        used = used_value(self._state, self._path) if self._automatic else None
+        if self._seen is not None and self._seen[0] is doc and self._seen[1] == used:
+            return
+        self._seen = (doc, used)
+        prof = plan_profile(self._state, fresh=True)
         opts = list(self._options(prof))
         value = self._shown(doc, prof)
         if self._automatic:
-            used = used_value(self._state, self._path)
             words = {v: t for v, t, _tip in opts}.get(used, None if used is None else str(used))
             opts.insert(0, (AUTO, auto_text(words), AUTO_TIP))
             if automatic(doc, self._path):
@@ -172,4 +179,5 @@ class ProfileChoices(ElidedCombo):
             return
         edit = self._state.pin if self._automatic else self._state.edit
         if not edit(self._path, value, f"Set {self._label}", merge=self._path):
+            self._seen = None  # the list shows the refused pick: show the plan's value again
             self.refresh()
