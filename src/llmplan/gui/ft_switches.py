@@ -90,10 +90,13 @@ class SwitchRow(QComboBox):
         state.doc_changed.connect(self.refresh)
 
     def refresh(self, _doc: Any = None, default_on: bool | None = None) -> None:
+        index = self._values.index(getattr(self._state.doc.training, self.name))
+        if index == self.currentIndex() and default_on is None:  # the switch kept (most edits): nothing to set
+            return
         self.blockSignals(True)
         if default_on is not None:
             self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
-        self.setCurrentIndex(self._values.index(getattr(self._state.doc.training, self.name)))
+        self.setCurrentIndex(index)
         self.blockSignals(False)
 
     def _changed(self, i: int) -> None:

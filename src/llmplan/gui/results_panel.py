@@ -145,9 +145,15 @@ class FiguresTable(QTreeWidget):
         if len(before) != len(cells):               # are measured again (a knob change keeps most)
             before, widths = (None,) * len(cells), [(0, 0)] * len(cells)
         for i, cell in enumerate(cells):
-            if cell != before[i]:
+            was = before[i]
+            if cell != was:
                 kind, first, second = cell
-                widths[i] = (self.advance(first), self.advance(second)) if kind == "figure" else (0, 0)
+                if kind != "figure":
+                    widths[i] = (0, 0)
+                elif was is not None and was[0] == kind and was[1] == first:  # the label kept: its value changed
+                    widths[i] = (widths[i][0], self.advance(second))
+                else:
+                    widths[i] = (self.advance(first), self.advance(second))
         self._widths = widths
         self.widest = (max((a for a, _ in widths), default=0), max((b for _, b in widths), default=0))
         self.shown = cells

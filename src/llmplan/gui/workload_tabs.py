@@ -314,8 +314,11 @@ def _target_box(state: PlanState, target: str):
                    "one adapter covers the whole fused module")
 
     def refresh(_doc=None) -> None:
+        wanted = target in state.doc.training.lora_targets
+        if box.isChecked() == wanted:  # most edits keep the targets: nothing to set
+            return
         box.blockSignals(True)
-        box.setChecked(target in state.get("training.lora_targets"))
+        box.setChecked(wanted)
         box.blockSignals(False)
 
     def toggled(on: bool) -> None:
