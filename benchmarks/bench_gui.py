@@ -134,7 +134,8 @@ def knob_to_verdict_per_workload(steps: int = 40) -> dict[str, float]:
         w.show()
         if changes:
             w.state.edit_many(changes, name)
-        w.state.evaluate_now()
+        if not w.state.evaluate_now().ok:
+            raise RuntimeError(f"the {name} plan gives no estimate: {w.state.outcome.message}")
         app.processEvents()
         cpu = []
         for i in range(steps):
