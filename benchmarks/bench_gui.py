@@ -110,6 +110,47 @@ def knob_to_redraw(steps: int = 15) -> tuple[list[float], list[float], list[floa
     return est_ms, verdict_ms, charts_ms
 
 
+WORKLOAD_EDITS = {  # the plan the Workload tabs make of the default fine-tune plan, and the knob turned
+    "fine-tune": ({}, "training.seq_len"),
+    "pre-train": ({"workload": "pretrain", "training.method": "full", "training.tokens": 1e12}, "training.seq_len"),
+    "inference": ({"workload": "inference"}, "inference.prompt_tokens"),
+}
+
+
+def knob_to_verdict_per_workload(steps: int = 40) -> dict[str, float]:
+    """UI-thread CPU ms (median) from a knob change to the verdict shown, the charts off, for a plan of each
+    workload (``WORKLOAD_EDITS``): each has its own tab of editors and its own results rows."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from llmplan.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    out = {}
+    for name, (changes, path) in WORKLOAD_EDITS.items():
+        tmp = Path(tempfile.mkdtemp())
+        w = MainWindow(settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), detect=False,
+                       charts=False)
+        w.show()
+        if changes:
+            w.state.edit_many(changes, name)
+        if not w.state.evaluate_now().ok:
+            raise RuntimeError(f"the {name} plan gives no estimate: {w.state.outcome.message}")
+        app.processEvents()
+        cpu = []
+        for i in range(steps):
+            c0 = time.thread_time()
+            w.state.edit(path, 1024 * (1 + i % 8))
+            w.state.evaluate_now()
+            cpu.append(time.thread_time() - c0)
+            app.processEvents()  # the repaint and whatever was posted, before the next knob change
+        out[name] = statistics.median(cpu[steps // 4:]) * 1e3  # the first quarter warms up
+        w.state.undo_stack.setClean()
+        w.close()
+        app.processEvents()
+    return out
+
+
 def chart_redraws(cycles: int = 30) -> tuple[list[float], list[float], float]:
     """(CPU ms of the redraws that add or drop the legend's entries, CPU ms of those that keep them, paints
     per redraw) for the memory chart drawn and painted on the UI thread, over a cycle of eight knob values
@@ -281,6 +322,9 @@ def main() -> None:
               f"process CPU {statistics.median(CPU_S['charts']) * 1e3:.1f} ms")
     else:
         print("charts never redrew: the default plan gave no estimate")
+    per_workload = knob_to_verdict_per_workload()
+    print("knob change -> verdict shown, charts off, UI-thread CPU median per workload: "
+          + ", ".join(f"{name} {ms:.1f} ms" for name, ms in per_workload.items()))
     changed, same, paints = chart_redraws()
     print(f"memory chart redrawn and painted (UI thread, no sweep): CPU median {statistics.median(same):.1f} ms "
           f"with the legend unchanged, {statistics.median(changed):.1f} ms where its entries change; "

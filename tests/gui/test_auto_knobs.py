@@ -18,6 +18,12 @@ PLAN_70B = {"model.id": "meta-llama/Meta-Llama-3-70B", "workload": "pretrain", "
             "hardware.network": "ib-ndr-400", "parallelism.dp": 512, "training.seq_len": 8192}
 
 
+def _shown_spin(window, path):
+    """The spin box for ``path`` on the tab the plan's workload shows (each training tab has one; a hidden tab's
+    editors catch up with the plan when it is shown: gui/page_state.py)."""
+    return next(w for w in window.findChildren(QSpinBox, path) if w.isVisibleTo(window))
+
+
 def _researcher(window):
     assert window.state.edit_many(PLAN_70B, "70B on 512 H100")
     out = window.state.evaluate_now()
@@ -30,7 +36,7 @@ def test_the_editors_show_what_the_policy_chose(window):
     zero = window.findChild(QComboBox, "training.zero_stage")
     recompute = window.findChild(QComboBox, "training.recompute")
     offload = window.findChild(QComboBox, "training.offload")
-    micro = window.findChild(QSpinBox, "training.micro_batch")
+    micro = _shown_spin(window, "training.micro_batch")
     assert (zero.currentData(), zero.currentText()) == (AUTO, "auto (ZeRO 3)")
     assert (recompute.currentData(), recompute.currentText()) == (AUTO, "auto (full recompute)")
     assert (offload.currentData(), offload.currentText()) == (AUTO, "auto (no offload)")
@@ -67,7 +73,7 @@ def test_a_pick_states_the_knob_and_undo_returns_to_automatic(window):
 
 def test_the_micro_batch_spin_steps_from_the_value_used(window):
     state = _researcher(window) and window.state
-    micro = window.findChild(QSpinBox, "training.micro_batch")
+    micro = _shown_spin(window, "training.micro_batch")
     micro.stepBy(1)  # from "auto (1)": 2, stated
     assert state.doc.training.micro_batch == 2 and is_stated(state.doc, "training.micro_batch")
     micro.stepBy(-1)  # back where the run began: automatic again, no step left

@@ -45,9 +45,9 @@ def test_longest_context_says_tokens_and_what_it_assumes_as_the_cli_does(window,
     assert shown == _cli_line(out, "longest context that fits")
     assert window.results.value_of("Model's trained context") == "131,072 tokens"  # Llama 3.1's config.json
     table = window.results.table  # one line over both columns, wrapped (the value column cut it off)
-    item = next(table.topLevelItem(i) for i in range(table.topLevelItemCount())
+    line = next(i for i in range(table.topLevelItemCount())
                 if table.topLevelItem(i).text(0).strip().startswith("Longest context that fits: "))
-    assert item.toolTip(0).startswith("largest T with weights + batch × KV(T, paged)")  # its formula, still
+    assert table.tooltip(line, 0).startswith("largest T with weights + batch × KV(T, paged)")  # its formula, still
 
 
 def test_64_nodes_without_a_network_say_which_control_to_use(window, fake_dialogs):
@@ -87,9 +87,9 @@ def test_a_second_card_splits_the_model_as_llama_cpp_does_and_as_the_cli_plans_i
     assert window.results.value_of("Total") == _cli_line(out, "total", "memory per GPU") == "20.82 GiB"
     # every layer on the GPUs, yet 564 MiB in host RAM: its tooltip said "layers left in host RAM" (none are)
     table = window.results.table
-    host = next(table.topLevelItem(i) for i in range(table.topLevelItemCount())
+    host = next(i for i in range(table.topLevelItemCount())
                 if table.topLevelItem(i).text(0).strip() == "Host RAM per node (offload)")
-    assert host.text(1) == "564 MiB" and "the input embedding" in host.toolTip(1)
+    assert table.topLevelItem(host).text(1) == "564 MiB" and "the input embedding" in table.tooltip(host, 1)
     window.undo_action.trigger()  # the count and its split are one undo step
     assert (window.state.doc.hardware.gpus_per_node, window.state.doc.parallelism.pp) == (1, 1)
     window.redo_action.trigger()

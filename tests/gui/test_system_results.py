@@ -15,7 +15,7 @@ from llmplan.plan.evaluate import evaluate_plan
 def _rows(window) -> dict[str, tuple[str, str]]:
     """label -> (shown value, tooltip) of every row of the results table."""
     t = window.results.table
-    return {t.topLevelItem(i).text(0).strip(): (t.topLevelItem(i).text(1), t.topLevelItem(i).toolTip(1))
+    return {t.topLevelItem(i).text(0).strip(): (t.topLevelItem(i).text(1), t.tooltip(i, 1))
             for i in range(t.topLevelItemCount())}
 
 
@@ -119,7 +119,7 @@ def test_a_desktop_gpu_gets_a_personal_machines_defaults_and_the_editor_names_th
     """One RTX 4090 is a desktop, not a data-centre node: PUE 1.0 (IT only), local NVMe, a desktop's
     host draw (120.1 W), residential electricity; the "default: ..." entries say which."""
 
-    pue = window.findChildren(QComboBox, "system.pue")[0]
+    pue = _editor(window, QComboBox, "system.pue")  # the Fine-tune tab's: the tab on show
     assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "hardware.gpu_spec": None,
                                    "hardware.gpu_efficiency": None}, "GPU")
     out = window.state.evaluate_now()

@@ -244,7 +244,7 @@ def test_inference_tab_shows_latency_and_kv_cache(window, qtbot):
 def test_every_figure_has_its_explanation_as_tooltip(window):
     est = window.state.evaluate_now().estimate
     table = window.results.table
-    tips = {table.topLevelItem(i).text(0).strip(): table.topLevelItem(i).toolTip(1)
+    tips = {table.topLevelItem(i).text(0).strip(): table.tooltip(i, 1)
             for i in range(table.topLevelItemCount())}
     assert tips["Total"] == est.memory.total.describe()
     assert tips["Step time"] == est.compute.step_time_s.describe()

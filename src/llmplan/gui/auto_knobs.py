@@ -54,6 +54,7 @@ class AutoSpin(QSpinBox):
     def __init__(self, state: PlanState, path: str, label: str, tip: str, hi: int) -> None:
         super().__init__()
         self._state, self._path, self._label = state, path, label
+        self._seen: tuple[Any, Any] | None = None  # (document, value the result used) last refreshed to
         self.setRange(0, hi)
         self.setKeyboardTracking(False)
         self.setObjectName(path)
@@ -71,8 +72,11 @@ class AutoSpin(QSpinBox):
 
     def refresh(self, _x: Any = None) -> None:
         used = self._used()
-        self.setSpecialValueText(auto_text(None if used is None else f"{used:,}"))
         doc = self._state.doc
+        if self._seen is not None and self._seen[0] is doc and self._seen[1] == used:
+            return  # the same document and result value as last time (the estimate after an edit, often)
+        self._seen = (doc, used)
+        self.setSpecialValueText(auto_text(None if used is None else f"{used:,}"))
         self.blockSignals(True)
         try:
             self.setValue(0 if automatic(doc, self._path) else int(get_path(doc, self._path)))
@@ -91,4 +95,5 @@ class AutoSpin(QSpinBox):
         if v == 0:
             self._state.unstate(self._path, f"Automatic {self._label}")
         elif not self._state.pin(self._path, v, f"Set {self._label}", merge=self._path):
+            self._seen = None  # the box shows the refused value: show the plan's again
             self.refresh()

@@ -32,13 +32,14 @@ def plan_profile(state: PlanState, fresh: bool = False) -> Any:
     out = state.outcome
     if not fresh and out is not None and out.scenario is not None and out.scenario.framework_profile is not None:
         return out.scenario.framework_profile
-    from llmplan.catalog.frameworks import framework_profile
-    from llmplan.plan.resolve import framework_refusal
-
     doc = state.doc
     cached = state.profile_memo
     if cached is not None and cached[0] is doc:  # every picker refreshes on each edit: resolve once per document
         return cached[1]
+    # imported after the memo: with Qt loaded an import statement costs ~10 µs, and this runs ~12 times an edit
+    from llmplan.catalog.frameworks import framework_profile
+    from llmplan.plan.resolve import framework_refusal
+
     try:
         prof = framework_profile(doc.training.framework, doc.workload,
                                  doc.hardware.gpus_per_node * doc.hardware.nodes, doc.training.method,
@@ -52,10 +53,10 @@ def plan_profile(state: PlanState, fresh: bool = False) -> Any:
 def auto_framework_text(doc: Any, prof: Any) -> str:
     """What "auto" chose and why, as the app shows other auto policies ("Auto: Hugging Face Trainer + PEFT for
     LoRA/QLoRA, …"); "" when the plan names its framework. The policy is ``catalog.frameworks.auto_choice``."""
-    from llmplan.catalog.frameworks import auto_choice
-
     if doc.training.framework.strip().lower() != "auto" or prof is None:
         return ""
+    from llmplan.catalog.frameworks import auto_choice
+
     preferred, why = auto_choice(doc.workload, doc.training.method, doc.hardware.nodes)
     if prof.id != preferred:
         why = f"because the plan's layout or switches need it ({preferred} cannot run them)"
@@ -89,10 +90,13 @@ class SwitchRow(QComboBox):
         state.doc_changed.connect(self.refresh)
 
     def refresh(self, _doc: Any = None, default_on: bool | None = None) -> None:
+        index = self._values.index(getattr(self._state.doc.training, self.name))
+        if index == self.currentIndex() and default_on is None:  # the switch kept (most edits): nothing to set
+            return
         self.blockSignals(True)
         if default_on is not None:
             self.setItemText(0, f"auto ({'on' if default_on else 'off'})")
-        self.setCurrentIndex(self._values.index(getattr(self._state.doc.training, self.name)))
+        self.setCurrentIndex(index)
         self.blockSignals(False)
 
     def _changed(self, i: int) -> None:
@@ -146,23 +150,36 @@ class SwitchesGroup(QGroupBox):
                                "Padded batches: the mean number of real tokens per sequence (tokens/s and "
                                "training time count these)", 0, 10_000_000, 128, special_zero="= sequence length")
         form.addRow("Mean real tokens", self.mean)
+        self._view: tuple | None = None  # what ``follow`` last showed
         state.doc_changed.connect(self.follow)
         state.evaluated.connect(self.follow)
         self.follow()
 
     def follow(self, _x: Any = None) -> None:
+        """Show the profile's switches, each "auto" with what the result (else the profile) runs, and its policy.
+        Runs after each edit and each estimate; when what it would show is what it shows (most knob changes),
+        it leaves the widgets alone."""
         state, form = self._state, self.form
         prof = plan_profile(state)
-        tr = state.doc.training
+        doc = state.doc
+        tr = doc.training
         supported = set(prof.switches) if prof is not None else set()
         defaults = set(prof.on_by_default) if prof is not None else set()
         out = state.outcome
         effective = out.scenario.training if out is not None and out.scenario is not None else None
-        for name, row in self.rows.items():
-            form.setRowVisible(row, name in supported or bool(getattr(tr, name)))
-            row.refresh(default_on=bool(getattr(effective, name)) if effective is not None else name in defaults)
-        self.grad_clip.refresh(default_on=(effective.grad_clip == "on" if effective is not None else
-                                           bool(prof is not None and prof.grad_clip)))
+        rows = tuple((name in supported or bool(getattr(tr, name)),
+                      bool(getattr(effective, name)) if effective is not None else name in defaults)
+                     for name in self.rows)
+        clip = effective.grad_clip == "on" if effective is not None else bool(prof is not None and prof.grad_clip)
+        view = (prof, rows, clip, tr.method, tr.batching == "padded", tr.framework, doc.workload,
+                doc.hardware.nodes)  # the policy line reads the profile and (auto_framework_text) the rest
+        if view == self._view:
+            return
+        self._view = view
+        for row, (visible, default_on) in zip(self.rows.values(), rows, strict=True):
+            form.setRowVisible(row, visible)
+            row.refresh(default_on=default_on)
+        self.grad_clip.refresh(default_on=clip)
         form.setRowVisible(self.quant, tr.method == "qlora")
         form.setRowVisible(self.mean, tr.batching == "padded")
         if prof is None:

@@ -128,6 +128,7 @@ class ProfileChoices(ElidedCombo):
         if automatic:
             tip = f"{tip}\n{AUTO_TIP}"
         self._listed: list[tuple[Any, str, str]] = []
+        self._seen: tuple | None = None  # (profile, value, left open, value the result used) last shown
         self.setObjectName(path)
         self.setAccessibleName(label)
         self.setToolTip(f"{tip}\n(plan field: {path})")
@@ -138,15 +139,23 @@ class ProfileChoices(ElidedCombo):
         self.refresh()
 
     def refresh(self, _x: Any = None) -> None:
-        prof = plan_profile(self._state, fresh=True)
+        """Show the plan's value among its profile's options. What is shown follows from the profile (resolved
+        from the document), the value the plan runs, whether the plan leaves the knob open and, for an automatic
+        knob, the value the result used: with all four as last time (most knob changes) nothing is done."""
         doc = self._state.doc
-        opts = list(self._options(prof))
+        prof = plan_profile(self._state, fresh=True)
         value = self._shown(doc, prof)
+        left_open = self._automatic and automatic(doc, self._path)
+        used = used_value(self._state, self._path) if self._automatic else None
+        seen = (prof, value, left_open, used)
+        if seen == self._seen:
+            return
+        self._seen = seen
+        opts = list(self._options(prof))
         if self._automatic:
-            used = used_value(self._state, self._path)
             words = {v: t for v, t, _tip in opts}.get(used, None if used is None else str(used))
             opts.insert(0, (AUTO, auto_text(words), AUTO_TIP))
-            if automatic(doc, self._path):
+            if left_open:
                 value = AUTO
         if value not in [v for v, _t, _tip in opts]:
             name = prof.name if prof is not None else "this framework"
@@ -177,4 +186,5 @@ class ProfileChoices(ElidedCombo):
             return
         edit = self._state.pin if self._automatic else self._state.edit
         if not edit(self._path, value, f"Set {self._label}", merge=self._path):
+            self._seen = None  # the list shows the refused pick: show the plan's value again
             self.refresh()

@@ -47,6 +47,7 @@ class RecomputeModules(QWidget):
                          "selective recompute runs again in the backward instead of keeping it")
         grid.addWidget(label, 0, 0, 1, 3)
         self.boxes: dict[str, QCheckBox] = {}
+        self._shown: dict[str, tuple[bool, bool]] = {}  # name → (checked, enabled) last set on its box
         for i, name in enumerate(RECOMPUTE_MODULES):
             text, tip = MODULE_TIPS[name]
             box = QCheckBox(text)
@@ -73,10 +74,14 @@ class RecomputeModules(QWidget):
         allowed = (valid_recompute_modules(model, prof, doc.training.precision)
                    if model is not None and prof is not None else RECOMPUTE_MODULES)
         for name, box in self.boxes.items():
+            usable = name in allowed or name in current
+            shown = (name in current, usable)
+            if self._shown.get(name) == shown:  # a knob change seldom changes a box: setting the tooltip again
+                continue                         # alone cost ~30 µs a box
+            self._shown[name] = shown
             box.blockSignals(True)
             box.setChecked(name in current)
             box.blockSignals(False)
-            usable = name in allowed or name in current
             box.setEnabled(usable)
             tip = MODULE_TIPS[name][1]
             box.setToolTip(tip if usable else f"{tip}. Not for this model: {RECOMPUTE_MODULE_LIMITS[name]}")
@@ -90,4 +95,5 @@ class RecomputeModules(QWidget):
         current = set(self.state.get("training.recompute_modules"))
         wanted = tuple(n for n in RECOMPUTE_MODULES if (n in current and n != name) or (n == name and on))
         if not wanted or not self.state.edit("training.recompute_modules", wanted, f"recompute module {name}"):
+            self._shown.pop(name, None)  # the box shows the refused click: set it back
             self.refresh()

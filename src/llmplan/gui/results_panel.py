@@ -19,6 +19,7 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
+    QToolTip,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -68,6 +69,8 @@ SENTENCE_PAD = 8  # px: the item's margins around wrapped text
 CELL_PAD = 12  # px: a cell's text margins on both sides, and a little air
 SENTENCE_SECTIONS = ("Bottleneck", "Warnings")  # rows that are sentences, not figures
 TIER_COLOURS = {"fits": OK_COLOUR, "offload": WARN_COLOUR, "does_not_fit": BAD_COLOUR}
+Cell = tuple[str, str, str]  # kind ("header", "sentence" or "figure"), first column, second column
+Tip = tuple[str, "report.Row | None", str]  # kind, the row whose tooltip a hover shows, the sentence shown
 
 
 def wrapping_label(parent: QWidget, name: str) -> QLabel:
@@ -88,24 +91,73 @@ class FiguresTable(QTreeWidget):
     """Two columns that always both show: labels get at least 60 % of the width, and the room their
     longest needs while the longest value still fits beside it ("Goodput (useful share of wall time)"
     was cut at 1,280 px beside "100.0 %"); what is still too long (collective names) is elided, the
-    full text in the tooltip. Values get the rest."""
+    full text in the tooltip. Values get the rest.
 
-    shown: tuple[tuple[str, str, str, str, str], ...] = ()  # the cells last set (``remember``, ``update_in_place``)
+    Tooltips are worked out when hovered (``tooltip``), not set on the items: ``Figure.describe`` formats every
+    input of a formula, and setting each line's on every knob change cost about 0.7 ms of the knob → verdict
+    budget (issue 18: ≤ 10 ms)."""
+
+    shown: tuple[Cell, ...] = ()  # the cells last set (``remember``, ``update_in_place``)
     widest: tuple[int, int] = (0, 0)  # px: the longest label and value of the figure rows shown
+    tips: tuple[Tip, ...] = ()  # per line, what its tooltip is made from (``tooltip``)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._advances: dict[str, int] = {}  # text → its width in px (``advance``)
+        self._widths: list[tuple[int, int]] = []  # per line shown: its label's and value's width (figures only)
 
-    def remember(self, cells: list[tuple[str, str, str, str, str]]) -> None:
-        """The cells the items now show: the next update compares with these in Python, not with each
-        item's texts read back from Qt (about 280 reads a knob change)."""
-        if tuple(cells) != self.shown:
-            figures = [(first, second) for kind, first, second, *_ in cells if kind == "figure"]
-            self.widest = (max((self.advance(a) for a, _ in figures), default=0),
-                           max((self.advance(b) for _, b in figures), default=0))
-            self.shown = tuple(cells)
-            self.share_columns()
+    def tooltip(self, line: int, column: int) -> str:
+        """The tooltip of a cell: a figure's value shows its formula, inputs and source (``Figure.describe``), its
+        label the label in full (elided ones) above that; a sentence its explanation, or itself."""
+        if not 0 <= line < len(self.tips):
+            return ""
+        kind, row, text = self.tips[line]
+        if kind == "sentence" and column == 0:
+            return (row.tooltip() if row is not None else "") or text
+        if kind != "figure" or row is None:
+            return ""
+        tip = row.tooltip()
+        if column == 1:
+            return tip
+        label = row.label.strip()
+        return f"{label}\n\n{tip}" if tip else label
+
+    def viewportEvent(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            index = self.indexAt(event.pos())
+            text = self.tooltip(index.row(), index.column()) if index.isValid() else ""
+            if text:
+                QToolTip.showText(event.globalPos(), text, self.viewport(), self.visualRect(index))
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().viewportEvent(event)
+
+    def remember(self, cells: list[Cell], tips: list[Tip] | None = None) -> None:
+        """The cells the items now show, and what their tooltips are made from: the next update compares with
+        these in Python, not with each item's texts read back from Qt (about 280 reads a knob change)."""
+        self.tips = tuple(tips or ())
+        cells = tuple(cells)
+        if cells == self.shown:
+            return
+        before, widths = self.shown, self._widths  # a figure line's (label, value) widths; only changed lines
+        if len(before) != len(cells):               # are measured again (a knob change keeps most)
+            before, widths = (None,) * len(cells), [(0, 0)] * len(cells)
+        for i, cell in enumerate(cells):
+            was = before[i]
+            if cell != was:
+                kind, first, second = cell
+                if kind != "figure":
+                    widths[i] = (0, 0)
+                elif was is not None and was[0] == kind and was[1] == first:  # the label kept: its value changed
+                    widths[i] = (widths[i][0], self.advance(second))
+                else:
+                    widths[i] = (self.advance(first), self.advance(second))
+        self._widths = widths
+        self.widest = (max((a for a, _ in widths), default=0), max((b for _, b in widths), default=0))
+        self.shown = cells
+        self.share_columns()
 
     def advance(self, text: str) -> int:
         """The text's width in px, remembered: measuring is ~10 µs a string, and a knob change keeps most
@@ -121,6 +173,8 @@ class FiguresTable(QTreeWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._advances.clear()
+            cells, self.shown = self.shown, ()  # every width measured again in the new font
+            self.remember(list(cells), list(self.tips))
 
     def share_columns(self) -> None:
         width = self.viewport().width()
@@ -148,36 +202,33 @@ class FiguresTable(QTreeWidget):
         if changed:
             self.doItemsLayout()
 
-    def update_in_place(self, cells: list[tuple[str, str, str, str, str]]) -> None:
-        """Set the texts and tooltips of the lines already shown to ``cells`` (the same lines as shown,
-        new values). The model's signals are held meanwhile: with word wrap on, each changed cell made
-        the view re-measure its rows (~35 µs a cell, 60 cells a knob change); one delayed re-layout and
-        repaint afterwards covers them all."""
+    def update_in_place(self, cells: list[Cell], tips: list[Tip]) -> None:
+        """Set the texts of the lines already shown to ``cells`` (the same lines as shown, new values). The
+        model's signals are held meanwhile: with word wrap on, each changed cell made the view re-measure its
+        rows (~35 µs a cell, 60 cells a knob change); one delayed re-layout and repaint afterwards covers them
+        all. A text is compared with the one last set (``shown``), not read back from its item."""
         model = self.model()
         model.blockSignals(True)
         changed = False
-        before = self.shown if len(self.shown) == len(cells) == self.topLevelItemCount() else (None,) * len(cells)
+        known = len(self.shown) == len(cells) == self.topLevelItemCount()
         try:
-            for i, (cell, was) in enumerate(zip(cells, before, strict=True)):
-                kind, first, second, tip0, tip1 = cell
+            for i, cell in enumerate(cells):
+                kind, first, second = cell
+                was = self.shown[i] if known else None
                 if kind == "header" or cell == was:
                     continue
                 item = self.topLevelItem(i)
-                if item.text(0) != first:
+                if first != (was[1] if was is not None else item.text(0)):
                     item.setText(0, first)
                     if kind == "sentence":
                         item.setSizeHint(0, self.sentence_hint(first))
                     changed = True
-                if item.text(1) != second:
+                if second != (was[2] if was is not None else item.text(1)):
                     item.setText(1, second)
                     changed = True
-                if item.toolTip(0) != tip0:
-                    item.setToolTip(0, tip0)
-                if item.toolTip(1) != tip1:
-                    item.setToolTip(1, tip1)
         finally:
             model.blockSignals(False)
-        self.remember(cells)
+        self.remember(cells, tips)
         if changed:
             self.scheduleDelayedItemsLayout()
             self.viewport().update()
@@ -196,7 +247,6 @@ class ResultsPanel(QWidget):
         self.outcome: Outcome | None = None
         self.verdict: PlanVerdict | None = None
         self._table_shape: tuple = ()  # the (kind, label) of each table line shown (``_fill_table``)
-        self._tips: dict[tuple[str, str], tuple[object, str]] = {}  # row → (its figure and text, tooltip)
         self.banner = VerdictBanner(self)
         self.start_note = wrapping_label(self, "What the first start chose")  # first_plan.StartChoice
         self.start_note.setTextFormat(Qt.TextFormat.PlainText)  # the GPU's name comes from its driver
@@ -284,41 +334,37 @@ class ResultsPanel(QWidget):
         then only the texts and tooltips that changed are set on the items already shown (issue 18:
         knob → verdict ≤ 10 ms; clearing and re-adding every row, then spanning the headers, cost about
         a third of it). Otherwise the rows are rebuilt (``_rebuild_table``)."""
-        cells = self._table_cells(est, outcome)
-        shape = tuple((kind, first if kind != "sentence" else "") for kind, first, *_ in cells)
+        cells, tips = self._table_cells(est, outcome)
+        shape = tuple((kind, first if kind != "sentence" else "") for kind, first, _second in cells)
         if shape != self._table_shape or self.table.topLevelItemCount() != len(cells):
-            self._rebuild_table(cells)
+            self._rebuild_table(cells, tips)
             self._table_shape = shape
             return
-        self.table.update_in_place(cells)
+        self.table.update_in_place(cells, tips)
 
-    def _table_cells(self, est, outcome: Outcome) -> list[tuple[str, str, str, str, str]]:
-        """(kind, first column, second column, tooltip 0, tooltip 1) of every table line: kind "header"
-        (a section title), "sentence" (spans both columns, wraps) or "figure". A tooltip is worked out
-        again only when its figure changed (``Figure.describe`` formats every input)."""
-        cells: list[tuple[str, str, str, str, str]] = []
-        tips = self._tips
-        self._tips = {}
+    def _table_cells(self, est, outcome: Outcome) -> tuple[list[Cell], list[Tip]]:
+        """(kind, first column, second column) of every table line, kind "header" (a section title), "sentence"
+        (spans both columns, wraps) or "figure"; and what each line's tooltip is made from (``FiguresTable.tooltip``
+        works it out when hovered)."""
+        cells: list[Cell] = []
+        tips: list[Tip] = []
         section = ""
         for row in report.rows(est, outcome.scenario, self.unit):
             if row.section != section:
                 section = row.section
-                cells.append(("header", section, "", "", ""))
+                cells.append(("header", section, ""))
+                tips.append(("header", None, ""))
             if row.style == "sentence" or (row.figure is None and row.section in SENTENCE_SECTIONS):
                 # a sentence: both columns, wrapped (a figure too long for the value column keeps its tooltip)
                 text = row.shown(self.unit)
-                cells.append(("sentence", f"    {row.label}: {text}", "", row.tooltip() or text, ""))
+                cells.append(("sentence", f"    {row.label}: {text}", ""))
+                tips.append(("sentence", row, text))
                 continue
-            key = (row.section, row.label)
-            kept = tips.get(key)
-            tip = kept[1] if kept is not None and kept[0] == (row.figure, row.text) else row.tooltip()
-            self._tips[key] = ((row.figure, row.text), tip)
-            label = row.label.strip()
-            cells.append(("figure", "    " + row.label, row.shown(self.unit), f"{label}\n\n{tip}" if tip else label,
-                          tip))  # tooltip 0: elided labels in full
-        return cells
+            cells.append(("figure", "    " + row.label, row.shown(self.unit)))
+            tips.append(("figure", row, ""))
+        return cells, tips
 
-    def _rebuild_table(self, cells: list[tuple[str, str, str, str, str]]) -> None:
+    def _rebuild_table(self, cells: list[Cell], tips: list[Tip]) -> None:
         """Build every row off the view, add them at once, then span the headers and sentences:
         spanning an item already in a shown view one at a time costs a re-layout each (~2 ms)."""
         self.table.clear()
@@ -326,7 +372,7 @@ class ResultsPanel(QWidget):
         bold.setBold(True)
         items: list[QTreeWidgetItem] = []
         spanned: list[QTreeWidgetItem] = []
-        for kind, first, second, tip0, tip1 in cells:
+        for kind, first, second in cells:
             item = QTreeWidgetItem([first, second])
             if kind == "header":
                 item.setFont(0, bold)
@@ -334,11 +380,8 @@ class ResultsPanel(QWidget):
             elif kind == "sentence":
                 item.setData(0, SENTENCE_ROLE, True)
                 item.setSizeHint(0, self.table.sentence_hint(first))  # sized before it is shown
-                item.setToolTip(0, tip0)
                 spanned.append(item)
             else:
-                item.setToolTip(0, tip0)
-                item.setToolTip(1, tip1)
                 item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             items.append(item)
         self.table.setUpdatesEnabled(False)
@@ -348,13 +391,12 @@ class ResultsPanel(QWidget):
                 item.setFirstColumnSpanned(True)
         finally:
             self.table.setUpdatesEnabled(True)
-        self.table.remember(cells)
+        self.table.remember(cells, tips)
 
     def _clear_table(self) -> None:
         self.table.clear()
         self.table.remember([])
         self._table_shape = ()
-        self._tips = {}
 
     def _show_verdict(self, outcome: Outcome) -> None:
         """The tier in the banner, what an offload costs below it, and the nearest fixes."""

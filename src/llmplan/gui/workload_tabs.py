@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from llmplan.core.workload import InferenceSettings, TrainingSettings
+from llmplan.core.workload import InferenceSettings, TrainingSettings, wraps_stacked_experts
 from llmplan.gui import backend
 from llmplan.gui.auto_knobs import AutoSpin
 from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
@@ -28,6 +28,7 @@ from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.machine_cards import MachineCards
+from llmplan.gui.page_state import PageState
 from llmplan.gui.profile_choices import ProfileChoices, loss_options
 from llmplan.gui.released_note import add_released_row
 from llmplan.gui.state import PlanState
@@ -224,20 +225,23 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
             experts.setEnabled(moe and state.doc.training.method in ("lora", "qlora"))
             show_dropout(sc)
 
-        def show_dropout(sc) -> None:  # "framework's own" says the value it resolved to, and why where it is 0
-            from llmplan.core.workload import wraps_stacked_experts
+        dropout_shown: list[tuple[str, str]] = []  # the special text and tooltip last set: set again only when new
 
+        def show_dropout(sc) -> None:  # "framework's own" says the value it resolved to, and why where it is 0
             if sc is None or sc.workload == "inference" or state.doc.training.lora_dropout is not None:
-                lora_drop.setSpecialValueText("framework's own")
-                lora_drop.setToolTip(drop_tip + "\n(plan field: training.lora_dropout)")
-                return
-            value = sc.training.lora_dropout
-            stacked = wraps_stacked_experts(sc.model, sc.training)
-            lora_drop.setSpecialValueText(f"framework's own ({value:g})")
-            why = (f"0, as LoRA reaches {sc.model.name}'s stacked expert parameters (training.lora_experts), where "
-                   "PEFT's ParamWrapper refuses any dropout (peft 0.21.2, tuners/lora/layer.py)" if stacked
-                   else f"{value:g}, the {sc.framework.name} default")
-            lora_drop.setToolTip(f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)")
+                shown = ("framework's own", drop_tip + "\n(plan field: training.lora_dropout)")
+            else:
+                value = sc.training.lora_dropout
+                stacked = wraps_stacked_experts(sc.model, sc.training)
+                why = (f"0, as LoRA reaches {sc.model.name}'s stacked expert parameters (training.lora_experts), "
+                       "where PEFT's ParamWrapper refuses any dropout (peft 0.21.2, tuners/lora/layer.py)" if stacked
+                       else f"{value:g}, the {sc.framework.name} default")
+                shown = (f"framework's own ({value:g})",
+                         f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)")
+            if dropout_shown != [shown]:  # each set cost ~0.1 ms (the spin box re-lays out its text)
+                dropout_shown[:] = [shown]
+                lora_drop.setSpecialValueText(shown[0])
+                lora_drop.setToolTip(shown[1])
 
         state.doc_changed.connect(follow_method)
         state.evaluated.connect(follow_model)
@@ -341,8 +345,11 @@ def _target_box(state: PlanState, target: str):
                    "one adapter covers the whole fused module")
 
     def refresh(_doc=None) -> None:
+        wanted = target in state.doc.training.lora_targets
+        if box.isChecked() == wanted:  # most edits keep the targets: nothing to set
+            return
         box.blockSignals(True)
-        box.setChecked(target in state.get("training.lora_targets"))
+        box.setChecked(wanted)
         box.blockSignals(False)
 
     def toggled(on: bool) -> None:
@@ -364,11 +371,13 @@ class WorkloadTabs(QTabWidget):
         super().__init__(parent)
         self.state = state
         self.setAccessibleName("Workload")
-        inference = inference_form(state)
+        # each tab's editors follow the plan while their tab is shown (page_state: a hidden tab catches up when shown)
+        self.pages = tuple(PageState(state, self) for _ in WORKLOADS)
+        inference = inference_form(self.pages[0])
         self.machine_cards = inference.machine_cards  # different cards in one machine (machine_cards.py)
         self.addTab(inference, "&Inference")
-        self.addTab(training_form(state, finetune=True), "Fine-&tune")
-        self.addTab(training_form(state, finetune=False), "&Pre-train")
+        self.addTab(training_form(self.pages[1], finetune=True), "Fine-&tune")
+        self.addTab(training_form(self.pages[2], finetune=False), "&Pre-train")
         for i, tip in enumerate(("Serve the model: memory, latency and throughput",
                                  "Adapt a trained model: full, LoRA or QLoRA",
                                  "Train from scratch on many tokens")):
@@ -381,8 +390,16 @@ class WorkloadTabs(QTabWidget):
         self.blockSignals(True)
         self.setCurrentIndex(WORKLOADS.index(doc.workload))
         self.blockSignals(False)
+        self._show_page(self.currentIndex())
+
+    def _show_page(self, index: int) -> None:
+        for i, page in enumerate(self.pages):
+            if i != index:
+                page.set_shown(False)
+        self.pages[index].set_shown(True)  # last: a tab shown again catches up with the plan
 
     def _tab_changed(self, index: int) -> None:
+        self._show_page(index)
         workload = WORKLOADS[index]
         if workload == self.state.doc.workload:
             return
