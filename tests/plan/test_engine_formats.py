@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.core.engine_profile import EngineProfile, check_weight_format
-from llmplan.errors import PlanFileError
+from llmplan.errors import InputError, PlanFileError
 from llmplan.gui.backend import default_plan
 from llmplan.gui.commands import set_path
 from llmplan.plan.resolve import resolve
@@ -43,3 +43,18 @@ def test_no_list_means_any_format_and_unknown_kinds_are_refused():
     assert check_weight_format(EngineProfile(), "mlx-4bit") is None
     with pytest.raises(ValidationError):
         EngineProfile(weight_formats=("safetensors",))
+
+
+@pytest.mark.parametrize("field,value,said", [("inference.weight_format", "q4_k_x", "unknown inference.weight_format"),
+                                              ("inference.kv_dtype", "int3", "unknown inference.kv_dtype")])
+def test_a_misspelt_format_is_named_not_no_layout_fits(field, value, said):
+    """trial33: with the layout left to the search, a typo in the weight format or the KV cache type read "no layout
+    fits ... add GPUs" (the search skips the layouts the engine refuses). The plan's field is named instead."""
+    from llmplan.cli import main
+
+    doc = set_path(_plan("vllm", "bf16"), field, value)
+    with pytest.raises(InputError) as err:
+        resolve(doc)
+    assert str(err.value).startswith(said) and value in str(err.value)
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
+                 "inference", "--set", f"{field}={value}"]) == 2
