@@ -76,3 +76,12 @@ def test_top_must_be_at_least_one(capsys):
             main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "1", "--ttft", "1", "--tpot", "0.05",
                   "--top", bad])
         assert exc.value.code == 2 and "argument --top: must be at least 1" in capsys.readouterr().err
+
+
+def test_an_engine_that_cannot_load_the_format_is_refused(capsys):
+    """trial33: ``serve --engine llama-cpp --weight-format awq-4bit`` ranked 30 options, while ``estimate`` refuses
+    the same pair (llama.cpp loads GGUF and float weights only: catalogs/engines.toml ``weight_formats``)."""
+    code = main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "1", "--ttft", "1", "--tpot", "0.05",
+                 "--engine", "llama-cpp", "--weight-format", "awq-4bit"])
+    err = capsys.readouterr().err
+    assert code == 2 and "llama.cpp does not load awq-4bit weights" in err and "Traceback" not in err

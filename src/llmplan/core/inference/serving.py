@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import Field, model_validator
 
-from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.engine_profile import EngineProfile, check_weight_format
 from llmplan.core.explain import Figure
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec
@@ -161,6 +161,9 @@ def plan_serving(model: ModelSpec, request: ServingRequest, gpus: tuple[GpuSpec,
     if not gpus:
         raise InputError("no candidate GPUs given; pass at least one GPU type (--gpus id,id)")
     engine = engine or EngineProfile()
+    why = check_weight_format(engine, weight_format)  # as a plan's estimate refuses it (plan.resolve)
+    if why:
+        raise InputError(f"{why}: choose another engine or weight format")
     eff = efficiency or Efficiency()
     settings = {"weight_format": weight_format, "kv_dtype": kv_dtype, "engine": engine.id}
     needed = request.rate_per_s / request.max_utilization
