@@ -267,6 +267,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(table(system_rows(data["system"], b)))
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
+    lines += [f"warning: {w}" for w in (data.get("system") or {}).get("warnings", ())]  # the app shows them too
     return "\n".join(lines)
 
 
