@@ -87,7 +87,14 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
     sets = [f"hardware.{k}={json.dumps(v)}" for k, v in hw.items()]
     if args.workload:
         sets.append(f"workload={args.workload}")
-    doc = apply_overrides(doc, [*sets, *args.overrides])
+    try:
+        doc = apply_overrides(doc, [*sets, *args.overrides])
+    except InputError as exc:  # "--gpus 0" read "--set: hardware.gpus_per_node: ...": name the flag typed
+        text = str(exc)
+        for flag, field in (("--gpus", "gpus_per_node"), ("--nodes", "nodes"), ("--network", "network")):
+            if field in hw:
+                text = text.replace(f"--set: hardware.{field}: ", f"{flag}: ")
+        raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written
     split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
