@@ -1,0 +1,42 @@
+"""trial33: saving onto a full disk or a folder that refuses the file, and an autosave that fails. The plan stays
+open and unsaved, and the message says what went wrong once, in words, and what to do."""
+
+from __future__ import annotations
+
+import errno
+
+from drive import type_into
+
+from llmplan.formats import atomic
+
+
+def _refuse(number: int, text: str):
+    def fail(*_args, **_kwargs):
+        raise OSError(number, text)
+    return fail
+
+
+def test_a_failed_save_names_the_file_once_and_keeps_the_plan_unsaved(window, isolated, fake_dialogs, monkeypatch):
+    """ENOSPC (simulated inside ``atomic_write``) read "/x/full.llmplan: /x/full.llmplan: cannot save (No space left
+    on device)" and did not say what became of the work."""
+    type_into(window, "training.seq_len", "2048")
+    for number, text in ((errno.ENOSPC, "No space left on device"), (errno.EACCES, "Permission denied")):
+        monkeypatch.setattr(atomic.os, "replace", _refuse(number, text))
+        target = isolated / "plan.llmplan"
+        fake_dialogs.save_result = target
+        assert window.save_as() is False
+        title, message = fake_dialogs.errors.pop()
+        assert title == "Cannot save plan" and message.count(str(target)) == 1, message
+        assert f"cannot save ({text})" in message and "still open here, unsaved" in message
+        assert not target.exists() and not list(isolated.glob(".plan.llmplan.*.tmp"))  # no half file left behind
+        assert window.state.dirty and window.state.path is None
+
+
+def test_a_failed_autosave_says_where_the_work_is(window, monkeypatch):
+    """The status line read "Autosave failed: [Errno 28] No space left on device" for 8 s."""
+    type_into(window, "training.seq_len", "2048")
+    monkeypatch.setattr(window.autosave_slot, "write", _refuse(errno.ENOSPC, "No space left on device"))
+    window.autosave_now()
+    shown = window.statusBar().currentMessage()
+    assert shown.startswith("Autosave failed (No space left on device): this plan's changes are only in this window")
+    assert "Errno" not in shown and "File ▸ Save As…" in shown
