@@ -32,3 +32,13 @@ def test_a_driver_reserve_larger_than_the_memory_is_a_field_error():
     text = str(err.value)
     assert "hardware.gpu_spec" in text and "driver_reserved_bytes = 1,000,000,000,000 leaves nothing" in text
     resolve(loads_plan(_with_gpu_spec(driver_reserved_bytes=480 * 2**20)))  # the real reserve still loads
+
+
+def test_a_rule_over_the_whole_plan_is_said_without_a_placeholder_field():
+    """A pre-training plan with QLoRA read "plan: (the document): pre-training trains every weight: ..." in the CLI
+    and in the app's banner; the rule's own sentence names the field."""
+    plan = json.loads(_with_gpu_spec())
+    plan["workload"], plan["training"] = "pretrain", {"method": "qlora"}
+    with pytest.raises(PlanFileError) as err:
+        resolve(loads_plan(json.dumps(plan)))
+    assert str(err.value) == "plan: pre-training trains every weight: set training.method to 'full'"
