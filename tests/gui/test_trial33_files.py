@@ -40,3 +40,16 @@ def test_a_failed_autosave_says_where_the_work_is(window, monkeypatch):
     shown = window.statusBar().currentMessage()
     assert shown.startswith("Autosave failed (No space left on device): this plan's changes are only in this window")
     assert "Errno" not in shown and "File ▸ Save As…" in shown
+
+
+def test_a_dropped_folder_without_a_config_says_so_as_the_cli_does(window, isolated):
+    """A dropped folder with no config.json read "Could not import models: /full/path/models/config.json: cannot read
+    it (no such file)"; ``llmplan-cli params FOLDER`` says what to pick instead, and so does the app now."""
+    from test_drops import drop
+
+    folder = isolated / "models"
+    folder.mkdir()
+    (folder / "README.md").write_text("weights elsewhere")
+    drop(window, [folder])
+    assert window.notices().lines[-1] == "Could not import models: this folder has no config.json; pick the model's " \
+                                         "config.json itself"
