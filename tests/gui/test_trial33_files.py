@@ -53,3 +53,25 @@ def test_a_dropped_folder_without_a_config_says_so_as_the_cli_does(window, isola
     drop(window, [folder])
     assert window.notices().lines[-1] == "Could not import models: this folder has no config.json; pick the model's " \
                                          "config.json itself"
+
+
+def test_many_failed_drops_leave_the_model_list_in_view(window, qtbot, isolated):
+    """Ten dropped files that each fail: the banner grew to the eight problems it keeps (~350 px at 1,280 × 800) and
+    squeezed the model list to its header. It now shows at most six lines and scrolls to the newest."""
+    from test_drops import drop
+
+    from llmplan.gui.notice import SHOWN_LINES
+
+    window.resize(1280, 800)
+    for i in range(10):
+        bad = isolated / f"broken-{i}.json"
+        bad.write_text('{"hidden_size": 4096, "num_hidden_layers": "thirty-two", "note": "' + "x" * 80 + '"}')
+        drop(window, [bad])
+    qtbot.wait(50)
+    banner = window.notices()
+    assert len(banner.lines) == 8 and banner.lines[-1].startswith("Could not import broken-9.json")
+    line = banner.text.fontMetrics().lineSpacing()
+    assert banner.scroll.height() <= SHOWN_LINES * line + 4 < banner.text.height()  # it scrolls
+    bar = banner.scroll.verticalScrollBar()
+    assert bar.value() == bar.maximum()  # the newest problem is the one in view
+    assert window.models.list.viewport().height() > 8 * line  # rows of the list still show
