@@ -58,3 +58,15 @@ def test_a_misspelt_format_is_named_not_no_layout_fits(field, value, said):
     assert str(err.value).startswith(said) and value in str(err.value)
     assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
                  "inference", "--set", f"{field}={value}"]) == 2
+
+
+def test_a_shared_prefix_longer_than_the_prompt_is_refused_naming_both():
+    """trial33: ``shared_prefix_tokens = 999,999`` with 1,024-token prompts was taken; the longest context that fits
+    then read 443,536 tokens for 8 sequences (the KV cache counted once for the "shared" part), 8x the true 55,440.
+    The plan still opens (the check is the estimate's), so the field can be fixed in the app."""
+    doc = set_path(set_path(_plan("vllm", "bf16"), "inference.shared_prefix_tokens", 999_999), "inference.batch", 8)
+    with pytest.raises(PlanFileError) as err:
+        resolve(doc)
+    assert str(err.value).startswith("inference.shared_prefix_tokens = 999,999 is longer than the prompt (1,024 "
+                                     "tokens)")
+    assert resolve(set_path(doc, "inference.shared_prefix_tokens", 1024)).inference.shared_prefix_tokens == 1024

@@ -173,6 +173,11 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
     # read "no layout fits" (each raises InputError naming the field and the accepted names).
     parse_weight_format(doc.inference.weight_format)
     kv_element_bytes(doc.inference.kv_dtype)
+    inf = doc.inference
+    if inf.shared_prefix_tokens > inf.prompt_tokens:  # taken, it sized the longest context as if shared
+        raise PlanFileError(f"inference.shared_prefix_tokens = {inf.shared_prefix_tokens:,} is longer than the "
+                            f"prompt ({inf.prompt_tokens:,} tokens): the shared prefix is the start every prompt has "
+                            "in common; set it to at most inference.prompt_tokens")
     why = check_weight_format(prof, doc.inference.weight_format)
     if why:
         raise PlanFileError(f"inference.weight_format: {why} (change inference.engine or the weight format)")
