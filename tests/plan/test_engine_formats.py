@@ -70,3 +70,25 @@ def test_a_shared_prefix_longer_than_the_prompt_is_refused_naming_both():
     assert str(err.value).startswith("inference.shared_prefix_tokens = 999,999 is longer than the prompt (1,024 "
                                      "tokens)")
     assert resolve(set_path(doc, "inference.shared_prefix_tokens", 1024)).inference.shared_prefix_tokens == 1024
+
+
+@pytest.mark.parametrize("engine,kv,said", [
+    ("llama.cpp", "fp8", "inference.kv_dtype: llama.cpp has no fp8 KV cache; its 8-bit cache is q8_0"),
+    ("ollama", "fp8_e4m3", "inference.kv_dtype: Ollama has no fp8_e4m3 KV cache; its 8-bit cache is q8_0"),
+    ("vllm", "q8_0", "inference.kv_dtype: q8_0 is a llama.cpp KV cache type, which vLLM does not offer"),
+])
+def test_a_kv_cache_type_the_engine_does_not_offer_is_refused(engine, kv, said):
+    """trial33: an fp8 cache on llama.cpp and a q8_0 cache on vLLM were priced as asked, though neither engine has
+    one: llama.cpp's --cache-type-k takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (ggml-org/llama.cpp
+    tools/server/README.md); vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 types (vLLM engine arguments).
+    fit/changes.py already offered q8_0 to GGUF engines and fp8 to the others; the no-fit message now does too."""
+    from llmplan.core.search.inference import _no_fit
+
+    with pytest.raises(PlanFileError) as err:
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", kv))
+    assert str(err.value).startswith(said)
+    for ok in ("bf16", "fp16", "fp32", "q8_0" if engine != "vllm" else "fp8"):
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", ok))
+    scenario = resolve(_plan(engine, "bf16"))
+    eight = "fp8" if engine == "vllm" else "q8_0"
+    assert f"an 8-bit KV cache (inference.kv_dtype={eight})" in _no_fit(scenario, ())

@@ -165,7 +165,7 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
         return None
     from llmplan.catalog.engines import engine_profile
     from llmplan.core.engine_profile import check_weight_format
-    from llmplan.core.kvcache import kv_element_bytes
+    from llmplan.core.kvcache import kv_dtype_refusal, kv_element_bytes
     from llmplan.core.quant import parse_weight_format
 
     prof = engine_profile(doc.inference.engine)
@@ -174,6 +174,9 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
     parse_weight_format(doc.inference.weight_format)
     kv_element_bytes(doc.inference.kv_dtype)
     inf = doc.inference
+    why_not = kv_dtype_refusal(inf.kv_dtype, prof.name, prof.partial_offload)  # it was priced as asked
+    if why_not:
+        raise PlanFileError(f"inference.kv_dtype: {why_not} (change inference.engine or the KV cache type)")
     if inf.shared_prefix_tokens > inf.prompt_tokens:  # taken, it sized the longest context as if shared
         raise PlanFileError(f"inference.shared_prefix_tokens = {inf.shared_prefix_tokens:,} is longer than the "
                             f"prompt ({inf.prompt_tokens:,} tokens): the shared prefix is the start every prompt has "
