@@ -329,6 +329,23 @@ def test_broken_user_files_are_reported_and_skipped(tmp_path):
     assert len(cat.gpus) >= 45  # the shipped catalog is intact
 
 
+def test_a_skipped_user_gpu_is_pointed_at_by_the_unknown_id_error(tmp_path):
+    """trial33: a user GPU with one bad field (no ``tflops``) is skipped; asking for it by id read only "unknown GPU
+    id 'my-card'". The error now says the user's files had problems, and each problem names its file once (it read
+    "bad.toml: skipped, /full/path/bad.toml: a number that is not finite ...")."""
+    folder = _user_dir(tmp_path)
+    (folder / "mine.toml").write_text('[[gpu]]\nid = "my-card"\nname = "Mine"\nvendor = "nvidia"\n'
+                                      "memory_mib = 24000\nmemory_bandwidth_gbs = 1000\n")
+    (folder / "nan.toml").write_text('[[gpu]]\nid = "z"\nname = "Z"\nvendor = "nvidia"\nmemory_mib = 24000\n'
+                                     "memory_bandwidth_gbs = nan\ntflops = { bf16 = 100 }\n")
+    cat = load_hardware_catalog()
+    with pytest.raises(CatalogError) as err:
+        cat.gpu("my-card")
+    assert "2 of your hardware files or entries were skipped (`llmplan-cli catalog problems` says why)" in str(err.value)
+    nan = next(p for p in cat.problems if "nan.toml" in p)
+    assert nan.count("nan.toml") == 1 and "not finite" in nan, nan
+
+
 def test_cache_is_refreshed_when_a_user_file_appears(tmp_path):
     before = load_hardware_catalog()
     assert load_hardware_catalog() is before  # cached

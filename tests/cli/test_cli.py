@@ -66,3 +66,16 @@ def test_bad_plan_through_a_real_process(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "newer llmplan (schema 7)" in proc.stderr and f"reads up to schema {SCHEMA_VERSION}" in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["params"], ["serve", "--rate", "1", "--ttft", "1", "--tpot", "1", "--model"]])
+def test_a_missing_config_path_is_a_missing_file_not_an_unknown_model(tmp_path, capsys, command):
+    """trial33: ``params ./nosuch.json`` read "'./nosuch.json' is not a model in the catalog" while ``estimate --model``
+    said "no such file"; a broken link was "not in the catalog" too. A path ending in .json/.gguf, or a link, is read
+    as a file."""
+    link = tmp_path / "gone.json"
+    link.symlink_to(tmp_path / "deleted.json")
+    for arg in (str(tmp_path / "nosuch.json"), str(tmp_path / "model.gguf"), str(link)):
+        assert main([*command, arg]) == 2
+        err = capsys.readouterr().err
+        assert "no such file" in err and "not a model in the catalog" not in err, err

@@ -106,3 +106,14 @@ def test_an_offloaded_plan_says_fits_with_offload(capsys):
     assert v["tier"] == "offload" and 28 <= v["layers_in_cpu_ram"] <= 35
     assert v["headline"].startswith("Fits with offload: ") and "Offload costs" in v["offload_cost"]
     assert 12 <= v["tokens_per_s_all_on_gpu"] <= 25
+
+
+@pytest.mark.parametrize("flag,value,said", [("--gpus", "0", "--gpus: input should be greater than or equal to 1"),
+                                             ("--gpus", "100000", "--gpus: input should be less than or equal to "
+                                                                  "1024"),
+                                             ("--nodes", "0", "--nodes: input should be greater than or equal to 1")])
+def test_a_bad_count_flag_is_named_as_typed(capsys, flag, value, said):
+    """trial33: ``--gpus 0`` read "--set: hardware.gpus_per_node: ..." though no --set was typed."""
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "--set" not in err, err

@@ -56,6 +56,24 @@ def test_bad_targets_exit_2_with_one_line(capsys):
     assert "no-such-gpu" in capsys.readouterr().err
 
 
+def test_nan_and_out_of_range_targets_are_refused(capsys):
+    """trial33: ``--days nan`` passed the ``<= 0`` check and printed "meets nan days"; ``--tokens 1e30`` printed
+    "283,465,324,147,039,648.0 days"; ``--max-gpus 0`` and ``--top 0`` were taken. Each is one line and exit 2."""
+    for bad, said in ((["--days", "nan"], "--days and --budget must be positive"),
+                      (["--budget", "nan"], "--days and --budget must be positive"),
+                      (["--days", "30", "--tokens", "1e30"], "--tokens must be a positive number of at most 1e+17"),
+                      (["--days", "30", "--max-gpus", "0"], "--max-gpus must be at least 1"),
+                      (["--top", "0"], "argument --top: must be at least 1")):
+        args = [a for a in BASE if a not in ("--tokens", "15e12")]
+        code = 2
+        try:
+            assert main([*args, *bad, "--gpu", H100]) == code
+        except SystemExit as exc:  # argparse's own refusal
+            assert exc.code == code
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err, err
+
+
 def test_explain_lists_what_the_framework_cannot_run(capsys):
     args = ["search", "--model", "meta-llama/Llama-3.1-70B", "--gpu", H100, "--gpus", "8", "--nodes", "16",
             "--network", "ib-ndr-400", "--workload", "pretrain", "--quick", "--explain", "--top", "1"]

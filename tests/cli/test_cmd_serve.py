@@ -67,3 +67,21 @@ def test_top_limits_the_table_and_says_how_many_more(capsys):
     priced = [line for line in out if line.strip().startswith("$")]
     assert rc == 0 and len(priced) == 2 and "cheapest" in priced[0]
     assert "more options meet the SLOs" in out[-1]
+
+
+def test_top_must_be_at_least_one(capsys):
+    """trial33: ``--top 0`` and ``--top -3`` were taken (and showed one row); argparse refuses them now."""
+    for bad in ("0", "-3"):
+        with pytest.raises(SystemExit) as exc:
+            main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "1", "--ttft", "1", "--tpot", "0.05",
+                  "--top", bad])
+        assert exc.value.code == 2 and "argument --top: must be at least 1" in capsys.readouterr().err
+
+
+def test_an_engine_that_cannot_load_the_format_is_refused(capsys):
+    """trial33: ``serve --engine llama-cpp --weight-format awq-4bit`` ranked 30 options, while ``estimate`` refuses
+    the same pair (llama.cpp loads GGUF and float weights only: catalogs/engines.toml ``weight_formats``)."""
+    code = main(["serve", "--model", "meta-llama/Llama-3.1-8B", "--rate", "1", "--ttft", "1", "--tpot", "0.05",
+                 "--engine", "llama-cpp", "--weight-format", "awq-4bit"])
+    err = capsys.readouterr().err
+    assert code == 2 and "llama.cpp does not load awq-4bit weights" in err and "Traceback" not in err

@@ -96,3 +96,17 @@ def test_text_prints_gpu_hours_in_the_app_style():
     text = estimate_text(estimate_json(_estimate(sc), sc))
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("GPU-hours"))
     assert line.split()[-2:] == ["576", "GPU-hours"], line
+
+
+def test_one_node_prints_no_inter_node_bandwidth_as_the_app():
+    """trial33: 8B on 2-8 GPUs of one node printed "inter-node bandwidth to hide it  0 B/s", a requirement that is
+    none (the app leaves the row out when no byte crosses nodes: gui/report.py); a second node brings it back."""
+    import dataclasses
+
+    sc = _scenario()
+    est = _estimate(sc)
+    assert "inter-node bandwidth" not in estimate_text(estimate_json(est, sc))
+    comm = dataclasses.replace(est.communication, inter_node_bytes=F(2e9), inter_node_bandwidth_needed=F(1e9, "B/s"))
+    two = dataclasses.replace(est, communication=comm)
+    line = next(x for x in estimate_text(estimate_json(two, sc)).splitlines() if "inter-node bandwidth" in x)
+    assert line.split()[-2:] == ["1.0", "GB/s"]

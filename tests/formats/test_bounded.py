@@ -97,3 +97,16 @@ def test_load_helpers(tmp_path):
     t = tmp_path / "x.toml"
     t.write_text("a = 1\n")
     assert load_toml(t, 100) == {"a": 1}
+
+
+def test_a_known_binary_says_the_hint_of_what_it_is_not_once():
+    """trial33: a PDF given as a calibration read "this is a PDF document, not a calibration file (delete it or run
+    `llmplan-cli calibrate` again); pick a calibration file (delete it or run `llmplan-cli calibrate` again)"."""
+    from llmplan.formats.bounded import decode_text
+
+    what = "calibration file (delete it or run `llmplan-cli calibrate` again)"
+    with pytest.raises(InputError) as err:
+        decode_text(b"%PDF-1.4\n", "x.pdf", what=what, error=InputError)
+    text = str(err.value)
+    assert text.startswith("x.pdf: this is a PDF document, not a calibration file; pick a calibration file (")
+    assert text.count("llmplan-cli calibrate") == 1

@@ -95,3 +95,16 @@ def test_multimodal_wrapper_of_a_known_language_model_is_exact():
 def test_unknown_wrapper_falls_back_to_its_text_config():
     spec = spec_from_config({"model_type": "new_vlm", "text_config": {**LLAMA, "model_type": "new_text"}})
     assert spec.approximate and count_params(spec).total == 6_738_415_616
+
+
+@pytest.mark.parametrize("changes,said", [
+    ({"num_key_value_heads": 5}, "num_heads (32) must be a multiple of num_kv_heads (5)"),
+    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9},
+     "experts_per_token (9) cannot exceed num_experts (8)"),
+])
+def test_an_impossible_model_is_said_without_pydantic_words(changes, said):
+    """trial33: "config.json describes an impossible model (config): Value error, num_heads (32) must be ..." (the
+    app's drop banner showed it so); the rule is the sentence."""
+    with pytest.raises(ConfigError) as err:
+        spec_from_config({**LLAMA, **changes})
+    assert str(err.value) == f"config.json describes an impossible model: {said}"

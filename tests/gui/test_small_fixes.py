@@ -148,3 +148,16 @@ def test_good_preferences_load_quietly(settings):
     Preferences("GB", "dark", 0.5, 0.8, 0.0).save(settings)
     problems: list[str] = []
     assert Preferences.load(settings, problems) == Preferences("GB", "dark", 0.5, 0.8, 0.0) and not problems
+
+
+def test_an_unknown_model_id_reads_as_a_sentence_in_the_app():
+    """trial33: a plan naming a model the catalog no longer has read "Cannot estimate: 'x' is not a model in the
+    catalog. ... List them with, or pass a path to a config.json." (the command was cut out of the sentence)."""
+    from llmplan.catalog.models import load_model_catalog
+    from llmplan.errors import CatalogError
+
+    with pytest.raises(CatalogError) as err:
+        load_model_catalog().get("meta-llama/Llama-9-8B")
+    text = for_app(str(err.value))
+    assert "llmplan-cli" not in text and "List them with," not in text
+    assert text.endswith("Pick one in the model list, or drop its config.json on the window."), text

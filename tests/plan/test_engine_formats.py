@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from llmplan.catalog.engines import engine_profile
 from llmplan.core.engine_profile import EngineProfile, check_weight_format
-from llmplan.errors import PlanFileError
+from llmplan.errors import InputError, PlanFileError
 from llmplan.gui.backend import default_plan
 from llmplan.gui.commands import set_path
 from llmplan.plan.resolve import resolve
@@ -43,3 +43,52 @@ def test_no_list_means_any_format_and_unknown_kinds_are_refused():
     assert check_weight_format(EngineProfile(), "mlx-4bit") is None
     with pytest.raises(ValidationError):
         EngineProfile(weight_formats=("safetensors",))
+
+
+@pytest.mark.parametrize("field,value,said", [("inference.weight_format", "q4_k_x", "unknown inference.weight_format"),
+                                              ("inference.kv_dtype", "int3", "unknown inference.kv_dtype")])
+def test_a_misspelt_format_is_named_not_no_layout_fits(field, value, said):
+    """trial33: with the layout left to the search, a typo in the weight format or the KV cache type read "no layout
+    fits ... add GPUs" (the search skips the layouts the engine refuses). The plan's field is named instead."""
+    from llmplan.cli import main
+
+    doc = set_path(_plan("vllm", "bf16"), field, value)
+    with pytest.raises(InputError) as err:
+        resolve(doc)
+    assert str(err.value).startswith(said) and value in str(err.value)
+    assert main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
+                 "inference", "--set", f"{field}={value}"]) == 2
+
+
+def test_a_shared_prefix_longer_than_the_prompt_is_refused_naming_both():
+    """trial33: ``shared_prefix_tokens = 999,999`` with 1,024-token prompts was taken; the longest context that fits
+    then read 443,536 tokens for 8 sequences (the KV cache counted once for the "shared" part), 8x the true 55,440.
+    The plan still opens (the check is the estimate's), so the field can be fixed in the app."""
+    doc = set_path(set_path(_plan("vllm", "bf16"), "inference.shared_prefix_tokens", 999_999), "inference.batch", 8)
+    with pytest.raises(PlanFileError) as err:
+        resolve(doc)
+    assert str(err.value).startswith("inference.shared_prefix_tokens = 999,999 is longer than the prompt (1,024 "
+                                     "tokens)")
+    assert resolve(set_path(doc, "inference.shared_prefix_tokens", 1024)).inference.shared_prefix_tokens == 1024
+
+
+@pytest.mark.parametrize("engine,kv,said", [
+    ("llama.cpp", "fp8", "inference.kv_dtype: llama.cpp has no fp8 KV cache; its 8-bit cache is q8_0"),
+    ("ollama", "fp8_e4m3", "inference.kv_dtype: Ollama has no fp8_e4m3 KV cache; its 8-bit cache is q8_0"),
+    ("vllm", "q8_0", "inference.kv_dtype: q8_0 is a llama.cpp KV cache type, which vLLM does not offer"),
+])
+def test_a_kv_cache_type_the_engine_does_not_offer_is_refused(engine, kv, said):
+    """trial33: an fp8 cache on llama.cpp and a q8_0 cache on vLLM were priced as asked, though neither engine has
+    one: llama.cpp's --cache-type-k takes f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (ggml-org/llama.cpp
+    tools/server/README.md); vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 types (vLLM engine arguments).
+    fit/changes.py already offered q8_0 to GGUF engines and fp8 to the others; the no-fit message now does too."""
+    from llmplan.core.search.inference import _no_fit
+
+    with pytest.raises(PlanFileError) as err:
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", kv))
+    assert str(err.value).startswith(said)
+    for ok in ("bf16", "fp16", "fp32", "q8_0" if engine != "vllm" else "fp8"):
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", ok))
+    scenario = resolve(_plan(engine, "bf16"))
+    eight = "fp8" if engine == "vllm" else "q8_0"
+    assert f"an 8-bit KV cache (inference.kv_dtype={eight})" in _no_fit(scenario, ())

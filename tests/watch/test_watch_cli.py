@@ -170,3 +170,34 @@ def test_scripted_source_is_closed_after_the_watch(tmp_path):
                               plan=None)
     assert cmd_watch.finish(s, args, None, "done", out=io.StringIO(), err=io.StringIO()) == 0
     assert src.closed
+
+
+def test_a_path_that_cannot_be_written_is_refused_before_the_watch(tmp_path, capsys):
+    """trial33: the run file and the CSV are written when the watch stops; ``--csv notes.txt/x.csv`` (a file where a
+    folder should be) ran the whole watch, then ended "error: File exists (notes.txt)" with nothing written."""
+    (tmp_path / "notes.txt").write_text("a file")
+    for flag, path, said in (("--csv", tmp_path / "notes.txt" / "x.csv", "is a file, not a folder"),
+                             ("--run-file", tmp_path, "is a folder; give a file name")):
+        assert main(["watch", "--duration", "0.1", flag, str(path), "--no-run-file" if flag == "--csv" else "--json"]) \
+            == 2
+        assert said in capsys.readouterr().err
+
+
+def test_a_write_that_fails_when_the_watch_ends_falls_back_to_the_current_folder(tmp_path, monkeypatch):
+    """The disk fills or the folder goes while the watch runs: the run file goes to the default name here instead,
+    and the message says where; the samples are not lost."""
+    monkeypatch.chdir(tmp_path)
+    src = ScriptedSource(lambda slot, now: {"util_pct": 1})
+    s = Sampler([(src, src.open())], ScriptedHost(), capacity=10)
+    s.sample(now=1.0)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    args = argparse.Namespace(json=True, interval=1.0, steps=None, steps_per_s=None, no_run_file=False,
+                              run_file=str(gone / "run.json"), csv=None, plan=None)
+    gone.rmdir()
+    (tmp_path / "gone").write_text("now a file")  # the folder was replaced: the write fails
+    err = io.StringIO()
+    assert cmd_watch.finish(s, args, None, "done", out=io.StringIO(), err=err) == 0
+    saved = list(tmp_path.glob("llmplan-run-*.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["format"] == "llmplan-run"
+    assert f"cannot write {gone / 'run.json'}" in err.getvalue() and f"writing {saved[0].name} instead" in err.getvalue()

@@ -141,19 +141,29 @@ class HardwareCatalog:
         try:
             return self._by_id[gpu_id]
         except KeyError:
-            raise _unknown("GPU", gpu_id, self._by_id, "llmplan-cli catalog gpus") from None
+            raise self._unknown("GPU", gpu_id, self._by_id, "llmplan-cli catalog gpus") from None
 
     def node(self, node_id: str) -> NodeEntry:
         by_id = {n.id: n for n in self.nodes}
         if node_id not in by_id:
-            raise _unknown("node", node_id, by_id, "llmplan-cli catalog nodes")
+            raise self._unknown("node", node_id, by_id, "llmplan-cli catalog nodes")
         return by_id[node_id]
 
     def network(self, network_id: str) -> NetworkEntry:
         by_id = {n.id: n for n in self.networks}
         if network_id not in by_id:
-            raise _unknown("network", network_id, by_id, "llmplan-cli catalog networks")
+            raise self._unknown("network", network_id, by_id, "llmplan-cli catalog networks")
         return by_id[network_id]
+
+    def _unknown(self, kind: str, wanted: str, known: Iterable[str], command: str) -> CatalogError:
+        """``_unknown``, and when some of the user's files were skipped, that the id may be in one of them: a GPU
+        defined in a file with one bad field read only "unknown GPU id" (trial33)."""
+        err = _unknown(kind, wanted, known, command)
+        if not self.problems:
+            return err
+        files = "one of your hardware files was" if len(self.problems) == 1 else \
+            f"{len(self.problems)} of your hardware files or entries were"
+        return CatalogError(f"{err}; {files} skipped (`llmplan-cli catalog problems` says why)")
 
     def fabric_for(self, gpu: GpuSpec, node_id: str | None = None) -> FabricSpec:
         """The node preset's fabric, else the GPU's: an SXM NVLink GPU sits on an NVSwitch of its NVLink
@@ -452,7 +462,7 @@ def _build(shipped: list[Path], user_dir: Path) -> HardwareCatalog:
         try:
             _add_file(b, path, f"user:{path.name}", strict=False)
         except (ValidationError, ValueError, OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
-            b.problems.append(one_line(f"{path}: skipped, {_describe(exc)}"))
+            b.problems.append(one_line(f"{path}: skipped, {_describe(exc).removeprefix(f'{path}: ')}"))
         except Exception as exc:  # a user file never stops the app
             b.problems.append(one_line(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})"))
     for node in list(b.nodes.values()):

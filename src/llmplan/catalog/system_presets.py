@@ -152,7 +152,7 @@ def _cached_catalog(stamp: Stamp) -> tuple[SystemCatalog, tuple[str, ...]]:
             default_system_settings(catalog=candidate)
             default_system_settings(catalog=candidate, personal=True)
         except CatalogError as exc:
-            problems.append(one_line(f"{path}: skipped, {exc}"))
+            problems.append(one_line(f"{path}: skipped, {str(exc).removeprefix(f'{path}: ')}"))  # path said once
         except Exception as exc:  # user data never stops the app: any other failure skips the file
             problems.append(one_line(f"{path}: skipped, unusable ({type(exc).__name__}: {str(exc)[:200]})"))
         else:

@@ -58,6 +58,17 @@ def _subcommand_modules() -> list:
     return [cmd_params, cmd_estimate, cmd_search, cmd_serve, cmd_catalog, cmd_detect, cmd_hub, cmd_watch, cmd_schema]
 
 
+def positive_int(text: str) -> int:
+    """An argparse type for counts (``--top``): 0 or a negative number was taken and showed nothing, or one row."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def one_line(text: str) -> str:
     """Control characters (a newline in a file name ...) escaped, so an error stays on one line."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -93,7 +93,14 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         sets.append(f"workload={args.workload}")
     if getattr(args, "cpu_moe_layers", None) is not None:
         sets.append(f"inference.cpu_moe_layers={args.cpu_moe_layers}")
-    doc = apply_overrides(doc, [*sets, *args.overrides])
+    try:
+        doc = apply_overrides(doc, [*sets, *args.overrides])
+    except InputError as exc:  # "--gpus 0" read "--set: hardware.gpus_per_node: ...": name the flag typed
+        text = str(exc)
+        for flag, field in (("--gpus", "gpus_per_node"), ("--nodes", "nodes"), ("--network", "network")):
+            if field in hw:
+                text = text.replace(f"--set: hardware.{field}: ", f"{flag}: ")
+        raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written
     split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
@@ -153,7 +160,7 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
                     weight_formats=weight_formats)
     if not result.best:
         note = result.note
-        raise InputError(note if note.startswith("no layout fits") else f"no layout fits: {note}")
+        raise InputError(note if note.startswith(("no layout fits", "no layout can use")) else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
         inf = best.estimate.inference if best.estimate is not None else None

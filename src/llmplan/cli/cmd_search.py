@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from llmplan.cli import target_table
+from llmplan.cli import positive_int, target_table
 from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kept_knobs
 from llmplan.core import present
 from llmplan.core.present import MemoryUnit
@@ -17,7 +17,7 @@ from llmplan.plan.resolve import resolve, resolve_within_node
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="find the best parallel layouts (auto-planner)")
     add_plan_arguments(p)
-    p.add_argument("--top", type=int, default=5, help="how many layouts to show (default 5)")
+    p.add_argument("--top", type=positive_int, default=5, help="how many layouts to show (default 5)")
     p.add_argument("--objective", choices=("time", "cost"), default=None,
                    help="rank by tokens/s (time) or by tokens per dollar (cost); default: time for training, "
                         "cost (fewest GPUs per replica) for inference")

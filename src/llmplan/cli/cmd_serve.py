@@ -7,6 +7,7 @@ import json
 
 from pydantic import ValidationError
 
+from llmplan.cli import positive_int
 from llmplan.cli.models import resolve_model_arg
 from llmplan.core.hardware import Efficiency, GpuSpec
 from llmplan.core.inference.serving import RequestClass, ServingPlan, ServingRequest, plan_serving
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mix", default="", metavar="P:O:SHARE,...",
                    help="a small distribution of request sizes, e.g. 256:64:3,4000:500:1 (overrides --prompt/--output)")
     p.add_argument("--gpus", default="", help="comma-separated GPU catalog ids (default: every priced GPU)")
-    p.add_argument("--top", type=int, default=10, metavar="N",
+    p.add_argument("--top", type=positive_int, default=10, metavar="N",
                    help="show the N cheapest options that meet the SLOs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -60,6 +61,23 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--steps must be a positive whole number, got {args.steps}")
     if args.steps_per_s is not None and not (math.isfinite(args.steps_per_s) and args.steps_per_s > 0):
         raise InputError(f"--steps-per-s must be a positive number, got {args.steps_per_s:g}")
+    for flag, path in (("--run-file", None if args.no_run_file else args.run_file), ("--csv", args.csv)):
+        if path:
+            _check_writable(flag, Path(path))
+
+
+def _check_writable(flag: str, path: Path) -> None:
+    """Before the watch starts: the files are written when it stops, so a path that cannot be written lost the whole
+    watch ("File exists (bad.pdf)" after an hour of samples, trial33). Its folder (made if missing) must be one."""
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a folder; give a file name")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{flag} {path}: {folder} is a file, not a folder; give a path in a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: the folder {folder} cannot be written to; give a path you can write")
 
 
 def _plan(path: str | None) -> PlanLink | None:
@@ -201,6 +219,18 @@ def run_watch(args: argparse.Namespace) -> int:
     return finish(sampler, args, plan, watch_loop(sampler, args, plan))
 
 
+def _written(write, wanted: str | None, fallback: str, err) -> Path | None:
+    """``write(path)`` to the path asked for, else (it failed when the watch ended: the disk filled, the folder went)
+    to ``fallback`` in the current folder, saying so: the samples of a long watch are not lost to one bad path."""
+    for path in dict.fromkeys(p for p in (wanted, fallback) if p):
+        try:
+            return write(path)
+        except OSError as exc:
+            err.write(f"llmplan-cli watch: cannot write {path} ({exc.strerror or exc})"
+                      + (f"; writing {fallback} instead\n" if path != fallback else "\n"))
+    return None
+
+
 def finish(sampler: Sampler, args: argparse.Namespace, plan: PlanLink | None, why: str, out=None,
            err=None) -> int:
     """The diagnosis, the run file and the CSV once the watch stopped."""
@@ -214,13 +244,16 @@ def finish(sampler: Sampler, args: argparse.Namespace, plan: PlanLink | None, wh
         record["host_reason"] = snap.host_reason
         err.write(f"llmplan-cli watch: {snap.host_reason}\n")
     written = []
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     if not args.no_run_file:
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        path = write_run_file(args.run_file or f"llmplan-run-{stamp}.json", record)
-        written.append(f"run file: {path}" + (f" (compare: llmplan-cli estimate {args.plan} --compare-run {path})"
-                                              if args.plan else ""))
+        path = _written(lambda p: write_run_file(p, record), args.run_file, f"llmplan-run-{stamp}.json", err)
+        if path is not None:
+            written.append(f"run file: {path}" + (f" (compare: llmplan-cli estimate {args.plan} --compare-run {path})"
+                                                  if args.plan else ""))
     if args.csv:
-        written.append(f"samples: {write_csv(snap, args.csv)}")
+        path = _written(lambda p: write_csv(snap, p), args.csv, f"llmplan-samples-{stamp}.csv", err)
+        if path is not None:
+            written.append(f"samples: {path}")
     if as_json:
         out.write(json.dumps({"summary": record}) + "\n")
         for line in written:

@@ -80,8 +80,8 @@ def fetch_hub(ref, timeout: float = 10.0):
 def resolve_model_arg(arg: str) -> ModelSpec:
     """A path (config.json, model folder, .gguf, safetensors index), a catalog id, else a Hub reference."""
     p = Path(arg)
-    if p.exists():
-        return spec_from_path(p)
+    if p.exists() or p.is_symlink() or p.suffix.lower() in (".json", ".gguf"):
+        return spec_from_path(p)  # a missing file or a broken link is named as such, not "not in the catalog"
     ref = hub_ref_for(arg)
     if ref is not None:
         from llmplan.plan.hub_plan import spec_from_hub

@@ -249,7 +249,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
                     f"{present.duration(x['latency_s'])} latency]" if x.get("algorithm") else "")
                  + (f"  hides behind {x['hides_behind']}" if x.get("hides_behind") else "  on the critical path"))
                 for x in m["collectives"]]
-        rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
+        if m["inter_node_bytes"] > 0:  # one node: no inter-node traffic ("0 B/s" read as a requirement), as the app
+            rows.append(("inter-node bandwidth to hide it", present.rate(m["inter_node_bandwidth_needed"])))
         lines.append(table(rows))
     if data["inference"]:
         i = data["inference"]
@@ -270,6 +271,7 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         lines.append(table(system_rows(data["system"], b)))
     lines += ["", f"bottleneck: {data['bottleneck']['kind']} — {data['bottleneck']['statement']}"]
     lines += [f"warning: {w}" for w in data["warnings"]]
+    lines += [f"warning: {w}" for w in (data.get("system") or {}).get("warnings", ())]  # the app shows them too
     return "\n".join(lines)
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from llmplan.cli.cmd_estimate import kept_knobs
 from llmplan.cli.mixed_cards import gpu_ids
 from llmplan.core import present
+from llmplan.core.workload import MAX_TRAINING_TOKENS
 from llmplan.errors import InputError
 from llmplan.plan.document import PlanDocument
 from llmplan.plan.target import TargetAnswer, target_table
@@ -52,10 +54,13 @@ def answer_json(a: TargetAnswer) -> dict[str, Any]:
 
 
 def run(doc: PlanDocument, args: argparse.Namespace, refine, gpus: list[str]) -> int:
-    if any(v is not None and v <= 0 for v in (args.days, args.budget)):
-        raise InputError("--days and --budget must be positive")
-    if args.tokens is not None and args.tokens <= 0:
-        raise InputError("--tokens must be positive")
+    if any(v is not None and not 0 < v < math.inf for v in (args.days, args.budget)):  # NaN fails too
+        raise InputError("--days and --budget must be positive numbers")
+    if args.tokens is not None and not 0 < args.tokens <= MAX_TRAINING_TOKENS:  # training.tokens' bounds
+        raise InputError(f"--tokens must be a positive number of at most {MAX_TRAINING_TOKENS:.0e} "
+                         f"(training.tokens), got {args.tokens:g}")
+    if args.max_gpus < 1:
+        raise InputError(f"--max-gpus must be at least 1, got {args.max_gpus}")
     tokens = args.tokens or doc.training.tokens
     rows = target_table(doc, gpus, args.days, args.budget, tokens, refine, args.max_gpus, kept_knobs(args))
     if args.json:

@@ -108,6 +108,11 @@ class GpuSpec(FrozenModel):
         _check_rate("memory_bandwidth", self.memory_bandwidth, MIN_RATE, MAX_RATE)
         _check_rate("nvlink_bandwidth", self.nvlink_bandwidth, MIN_RATE, MAX_RATE)
         _check_rate("pcie_bandwidth", self.pcie_bandwidth, MIN_RATE, MAX_RATE)
+        share = int(self.memory_bytes * self.gpu_memory_fraction)
+        if self.driver_reserved_bytes >= share:  # it left "0 B per GPU" and an estimate that offloaded everything
+            raise ValueError(f"driver_reserved_bytes = {self.driver_reserved_bytes:,} leaves nothing of the "
+                             f"{share:,} bytes the GPU may use; it is the few hundred MiB the driver keeps "
+                             "(NVML's 'Reserved'), in bytes")
         return self
 
     @property

@@ -51,6 +51,21 @@ def kv_element_bytes(kv_dtype: str) -> float:
 MlaCache = Literal["latent", "heads", "heads_padded"]  # core.engine_profile.EngineProfile.mla_cache
 
 
+def kv_dtype_refusal(kv_dtype: str, engine_name: str, ggml_engine: bool) -> str | None:
+    """Why an engine has no such KV cache (one sentence naming what to use), or None. llama.cpp's cache types are
+    f32, f16, bf16 and its block types q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (``--cache-type-k``, ggml-org/llama.cpp
+    tools/server/README.md), no fp8; Ollama runs llama.cpp's (``OLLAMA_KV_CACHE_TYPE``: f16, q8_0, q4_0). The
+    servers' caches are the model's dtype or fp8 (vLLM ``--kv-cache-dtype``: auto, bfloat16, fp8, fp8_e4m3,
+    fp8_e5m2), never a ggml block type. ``ggml_engine``: an engine that runs GGUF files (``partial_offload``)."""
+    key = kv_dtype.strip().lower()
+    if ggml_engine and key.startswith("fp8"):
+        return (f"{engine_name} has no {key} KV cache; its 8-bit cache is q8_0 (llama.cpp's --cache-type-k: f32, "
+                f"f16, bf16, {', '.join(_GGML_KV)})")
+    if not ggml_engine and key in _GGML_KV:
+        return f"{key} is a llama.cpp KV cache type, which {engine_name} does not offer; its 8-bit cache is fp8"
+    return None
+
+
 def kv_elements_per_token_per_layer(spec: ModelSpec, mla_cache: MlaCache = "latent") -> int:
     """Elements one token adds to one attention layer's cache (all KV heads), for an engine that caches
     multi-latent attention as ``mla_cache`` (module doc)."""

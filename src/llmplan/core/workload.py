@@ -47,6 +47,7 @@ BatchRule = Literal["published", "per_replica"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 # How LoRA reaches a mixture of experts' routed experts (core.lora_modules: ``expert_adapters``, docs/training.md)
 LoraExperts = Literal["auto", "none", "per_expert_modules", "target_parameters", "peft_converted"]
+MAX_TRAINING_TOKENS = 1e17  # training.tokens' bound (100 million times a 1T-token run); also ``search --tokens``
 
 
 class TrainingSettings(FrozenModel):
@@ -69,7 +70,7 @@ class TrainingSettings(FrozenModel):
         "llmplan.core.training.batch); per_replica: one micro-batch per data-parallel replica, so the batch "
         "changes with the layout (plans saved before schema 4)"
     )
-    tokens: float = Field(1e12, gt=0, le=1e17, description="tokens to train on (for time and cost)")
+    tokens: float = Field(1e12, gt=0, le=MAX_TRAINING_TOKENS, description="tokens to train on (for time and cost)")
     recompute: Recompute = "selective"
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         DEFAULT_RECOMPUTE_MODULES, description="recompute = selective under Megatron-Core (ignored by the other "

@@ -214,8 +214,8 @@ def decode_text(raw: bytes | str, origin: str, *, what: str, error: type[Llmplan
     if isinstance(raw, bytes):
         kind = file_kind(raw)
         if kind is not None:
-            fix = _FIX.get(what, f"pick a {what}")
-            raise error(f"{origin}: this is {kind}, not a {what}; {fix}")
+            fix = _FIX.get(what, f"pick a {what}")  # the name alone first: a hint in brackets is said once
+            raise error(f"{origin}: this is {kind}, not a {what.split(' (', 1)[0]}; {fix}")
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -516,5 +516,7 @@ def spec_from_config(cfg: Config, name: str = "custom model") -> ModelSpec:
         return ModelSpec(**fields)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "config"
-        raise ConfigError(f"config.json describes an impossible model ({where}): {err['msg']}") from None
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        why = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own sentence
+        raise ConfigError(f"config.json describes an impossible model{f' ({where})' if where else ''}: "
+                          f"{why}") from None

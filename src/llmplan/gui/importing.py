@@ -60,9 +60,7 @@ def read_model_file(path: Path) -> ModelFile:
         header = gguf_header.read_gguf_header(path)
         config = dict(gguf_header.config_from_gguf(header))
         return ModelFile(config, gguf_header.name_of(header) or path.stem, gguf_header.weight_format_of(header))
-    if path.is_dir():
-        path = path / "config.json"
-    elif path.name.endswith(".safetensors.index.json"):
+    if path.name.endswith(".safetensors.index.json"):  # a folder: load_config_file reads its config.json
         beside = path.parent / "config.json"
         if not beside.is_file():
             raise ConfigError(f"{path.name}: a safetensors index lists tensors but not the architecture; "

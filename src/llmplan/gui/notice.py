@@ -9,12 +9,13 @@ message the app shows.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QToolButton, QWidget
 
 from llmplan.gui.wording import for_app
 
 MAX_LINES = 8  # older problems beyond this are summarised as a count
+SHOWN_LINES = 6  # text lines the banner shows before it scrolls: eight wrapped problems hid the model list (trial33)
 
 
 class NoticeBanner(QFrame):
@@ -37,9 +38,17 @@ class NoticeBanner(QFrame):
         self.close_button.setAccessibleName("Dismiss")
         self.close_button.setToolTip("Dismiss these messages (Esc)")
         self.close_button.clicked.connect(self.dismiss)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self.text)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setStyleSheet("QScrollArea, QScrollArea > QWidget > QWidget { background: transparent; }")
+        self.text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.scroll.setAccessibleName("Problems")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(8, 4, 4, 4)
-        lay.addWidget(self.text, 1)
+        lay.addWidget(self.scroll, 1)
         lay.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
@@ -52,6 +61,20 @@ class NoticeBanner(QFrame):
         more = [f"… and {self.hidden_count} earlier"] if self.hidden_count else []
         self.text.setText("\n".join(["⚠ " + line for line in self.lines] + more))
         self.show()
+        self._fit()
+        bar = self.scroll.verticalScrollBar()  # the newest problem, at the bottom, in view
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))
+
+    def _fit(self) -> None:
+        """As tall as the wrapped text, up to ``SHOWN_LINES`` lines; the rest scrolls."""
+        width = max(self.scroll.viewport().width(), 100)
+        most = SHOWN_LINES * self.text.fontMetrics().lineSpacing() + 4
+        self.scroll.setFixedHeight(min(self.text.heightForWidth(width), most))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.lines:
+            self._fit()
 
     def dismiss(self) -> None:
         self.lines, self.hidden_count = [], 0

@@ -134,7 +134,9 @@ class FileActions:
         try:
             files.save(self.state.doc, path)
         except Exception as exc:
-            dialogs.error(self, "Cannot save plan", f"{path}: {exc}")
+            text = str(exc) or type(exc).__name__  # save_plan's errors name the file already
+            dialogs.error(self, "Cannot save plan", (text if str(path) in text else f"{path}: {text}") +
+                          "\nThe plan is still open here, unsaved: save it somewhere else.")
             return False
         self.state.mark_saved(path)
         self._add_recent(path)
@@ -164,7 +166,9 @@ class FileActions:
             try:
                 self.autosave_slot.write(self.state.doc, self.state.path)
             except Exception as exc:  # autosave failing must never interrupt work
-                self.say(f"Autosave failed: {exc}")
+                why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__  # not "[Errno 28] ..."
+                self.say(f"Autosave failed ({why}): this plan's changes are only in this window; save them with "
+                         "File ▸ Save As…", 30000)
 
     def offer_recovery(self) -> None:
         """Offered at every start, also when a plan was opened from the command line or by a

@@ -23,6 +23,9 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) fo
     (r"to import a model's config\.json use '?llmplan-cli estimate --model PATH'?",
      "to use a model's config.json, drop it on the window or use File ▸ Import Model…"),
     (r";?\s*run `llmplan-cli calibrate` again", "; measure this machine again to replace it"),
+    # an unknown model id (catalog.models): the catch-all below left "List them with, or pass a path ..."
+    (r"List them with `llmplan-cli catalog models`, or pass a path to a config\.json",
+     "Pick one in the model list, or drop its config.json on the window"),
     (r"\s*\(list them with `llmplan-cli catalog (gpus|networks|nodes)`\)", r" (the Hardware pickers list them)"),
     (r"\s*\((?:also: )?`?llmplan-cli [^)]*\)", ""),
     (r"[;,]?\s*(?:run |see |use )?`llmplan-cli [^`]*`", ""),

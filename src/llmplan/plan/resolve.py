@@ -159,13 +159,28 @@ def default_efficiency(gpu: GpuSpec) -> Efficiency:
 
 def resolve_engine_profile(doc: PlanDocument) -> Any:
     """Inference runs on a named engine (vLLM, llama.cpp ...) whose overheads are catalog data;
-    training needs none. An unknown engine id raises ``CatalogError`` listing the known ones."""
+    training needs none. An unknown engine id raises ``CatalogError`` listing the known ones; an unknown
+    weight format or KV cache type, ``InputError`` listing the accepted names."""
     if doc.workload != "inference":
         return None
     from llmplan.catalog.engines import engine_profile
     from llmplan.core.engine_profile import check_weight_format
+    from llmplan.core.kvcache import kv_dtype_refusal, kv_element_bytes
+    from llmplan.core.quant import parse_weight_format
 
     prof = engine_profile(doc.inference.engine)
+    # An unknown name is named here: the layout search skips layouts the engine refuses, so a typo there
+    # read "no layout fits" (each raises InputError naming the field and the accepted names).
+    parse_weight_format(doc.inference.weight_format)
+    kv_element_bytes(doc.inference.kv_dtype)
+    inf = doc.inference
+    why_not = kv_dtype_refusal(inf.kv_dtype, prof.name, prof.partial_offload)  # it was priced as asked
+    if why_not:
+        raise PlanFileError(f"inference.kv_dtype: {why_not} (change inference.engine or the KV cache type)")
+    if inf.shared_prefix_tokens > inf.prompt_tokens:  # taken, it sized the longest context as if shared
+        raise PlanFileError(f"inference.shared_prefix_tokens = {inf.shared_prefix_tokens:,} is longer than the "
+                            f"prompt ({inf.prompt_tokens:,} tokens): the shared prefix is the start every prompt has "
+                            "in common; set it to at most inference.prompt_tokens")
     why = check_weight_format(prof, doc.inference.weight_format)
     if why:
         raise PlanFileError(f"inference.weight_format: {why} (change inference.engine or the weight format)")

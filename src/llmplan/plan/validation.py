@@ -48,6 +48,9 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
             continue
         given = err.get("input")
         shown = "" if isinstance(given, dict | list) else f" (got {_short(given)})"
+        if not loc and not prefix and kind == "value_error":  # a rule over several fields names them itself
+            parts.append(msg)  # it read "plan: (the document): pre-training trains every weight: ..."
+            continue
         parts.append(f"{field}: {msg[0].lower() + msg[1:] if msg else msg}{shown}")
     more = len(exc.errors()) - _MAX_SHOWN
     if more > 0:

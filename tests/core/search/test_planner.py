@@ -251,3 +251,18 @@ def test_kept_offload_none_never_offloads_and_says_why_nothing_fits():
 def test_keep_names_only_searchable_knobs():
     with pytest.raises(LayoutError, match="cannot hold precision fixed"):
         search(_gpt3(), top=1, keep=("precision",))
+
+
+def test_a_gpu_count_no_layout_can_use_names_the_rules_not_memory():
+    """trial33: a 1.3B GPT (32 heads, 24 layers) on exactly 7 A100s, global batch 512: 7 divides neither the heads
+    nor the batch nor the layers, so the search has nothing to try, though the model fits on one GPU. The note read
+    "no layout fits in memory ... add GPUs"; it now names the rules (DP must divide the global batch ...) and says
+    to change the count."""
+    small = gpt("GPT 1.3B", 2048, 32, 24)
+    sc = Scenario(model=small, cluster=cluster(A100_80GB, 7, 1), training=TrainingSettings(seq_len=2048,
+                                                                                           global_batch=512))
+    r = search(sc, use_fewer_gpus=False)
+    assert r.best == () and r.evaluated == 0
+    assert r.note.startswith("no layout can use 7 GPUs: ")
+    assert "DP must divide the global batch of 512 sequences" in r.note and "in memory" not in r.note
+    assert search(sc.model_copy(update={"cluster": cluster(A100_80GB, 8, 1)}), use_fewer_gpus=False).best

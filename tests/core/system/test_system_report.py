@@ -38,7 +38,8 @@ def test_cpu_bound_tokenisation_becomes_the_bottleneck():
 
 
 def test_async_save_warns_when_the_background_write_outlasts_the_interval():
-    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3)
+    # a step shorter than the interval: an interval under one step is taken as one step (the test below)
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=0.001, mfu=0.3)
     opts = CheckpointOptions(async_save=True, restart_overhead_s=0, interval_s=0.01, source="test")
     rep = system_report(scenario_tiny(), est, settings(checkpoint=opts))
     assert any("background checkpoint write" in w for w in rep.warnings)
@@ -84,3 +85,20 @@ def test_missing_throughput_is_warned_about():
     est = dataclasses.replace(training_estimate(TINY, tokens_per_s=1e5, step_time_s=1.0, mfu=0.3), compute=None)
     rep = system_report(scenario_tiny(), est, settings())
     assert any("no training throughput" in w for w in rep.warnings)
+
+
+def _every(interval_s: float) -> CheckpointOptions:
+    return CheckpointOptions(async_save=False, restart_overhead_s=0, interval_s=interval_s, source="test")
+
+
+def test_an_interval_shorter_than_a_step_is_one_step_and_says_so():
+    """trial33: a checkpoint interval of 1 ns (a plan's system.interval_s; the app's field takes any seconds) read
+    "goodput 0.0 %, effective training time 180,357,738 years, 41,966,487 GWh". Checkpoints are saved between
+    steps, so the interval is at least one step: the report uses one step and warns, naming the field."""
+    est = training_estimate(TINY, tokens_per_s=1e5, step_time_s=2.0, mfu=0.3)
+    rep = system_report(scenario_tiny(), est, settings(checkpoint=_every(1e-9)))
+    one_step = system_report(scenario_tiny(), est, settings(checkpoint=_every(2.0)))
+    assert rep.goodput.interval_s.value == 2.0 and rep.goodput == one_step.goodput
+    assert rep.goodput.goodput.value > 0.5
+    assert any(w.startswith("The checkpoint interval (system.interval_s = 1e-09 s) is shorter than one training "
+                            "step (2 s)") for w in rep.warnings)

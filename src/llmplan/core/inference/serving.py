@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 from pydantic import Field, model_validator
 
-from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.engine_profile import EngineProfile, check_weight_format
 from llmplan.core.explain import Figure
 from llmplan.core.frozen import FrozenModel
 from llmplan.core.hardware import ClusterSpec, Efficiency, GpuSpec
 from llmplan.core.inference.latency import decode_step, prefill_time, rates
 from llmplan.core.inference.memory import plan_memory
+from llmplan.core.kvcache import kv_dtype_refusal
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import InferenceSettings, ParallelLayout, Scenario
 from llmplan.errors import InputError, LayoutError
@@ -161,6 +162,10 @@ def plan_serving(model: ModelSpec, request: ServingRequest, gpus: tuple[GpuSpec,
     if not gpus:
         raise InputError("no candidate GPUs given; pass at least one GPU type (--gpus id,id)")
     engine = engine or EngineProfile()
+    why = check_weight_format(engine, weight_format) or kv_dtype_refusal(kv_dtype, engine.name,
+                                                                         engine.partial_offload)
+    if why:  # as a plan's estimate refuses it (plan.resolve)
+        raise InputError(f"{why}: choose another engine, weight format or KV cache type")
     eff = efficiency or Efficiency()
     settings = {"weight_format": weight_format, "kv_dtype": kv_dtype, "engine": engine.id}
     needed = request.rate_per_s / request.max_utilization

@@ -182,7 +182,8 @@ def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> st
     """Why nothing fits, after the engine tried every layout (and every format, when left open); ``least``: the
     most frugal layout's need in the plan's own format."""
     fmt = scenario.inference.weight_format
-    kv = " or an 8-bit KV cache (inference.kv_dtype=fp8)" if scenario.inference.kv_dtype in WIDE_KV else ""
+    eight = "q8_0" if scenario.engine_profile is not None and scenario.engine_profile.partial_offload else "fp8"
+    kv = f" or an 8-bit KV cache (inference.kv_dtype={eight})" if scenario.inference.kv_dtype in WIDE_KV else ""
     if formats:
         return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
                 f"add GPUs, or use a shorter context{kv}")

@@ -86,7 +86,19 @@ def search(
     counts = gpu_counts(scenario.cluster.total_gpus, scenario.cluster.gpus_per_node, use_fewer_gpus)
     excluded = exclusions(model_shape(scenario.model, t), counts, scenario.cluster.gpus_per_node, t.seq_len,
                           t.global_batch)
-    return dataclasses.replace(result, excluded=excluded)
+    note = result.note
+    if not result.evaluated and not result.cancelled and excluded:
+        note = no_layout_runs(counts, excluded)
+    return dataclasses.replace(result, excluded=excluded, note=note)
+
+
+def no_layout_runs(counts: list[int], excluded: tuple[tuple[str, int, str], ...]) -> str:
+    """Why the search had nothing to try: every layout on these GPU counts breaks a rule of ``space``
+    (7 GPUs for a batch of 1,024 sequences and 32 heads). "No layout fits in memory ... add GPUs" said
+    there, although 4 or 8 of the same GPUs fit; the rules and their examples say what to change."""
+    on = f"{counts[0]:,} GPUs" if len(counts) == 1 else f"up to {max(counts):,} GPUs"
+    rules = "; ".join(f"{reason} (e.g. {example})" for reason, _n, example in excluded[:3])
+    return f"no layout can use {on}: {rules}; use another GPU count, or change the setting a rule names"
 
 
 def fixed_batch(scenario: Scenario) -> Scenario:

@@ -115,9 +115,16 @@ def _training(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Syst
     mfu = compute.mfu.value if compute else 0.0
     ideal_s = scenario.training.tokens / tokens_per_s if tokens_per_s > 0 else float("inf")
     restart_s = s.checkpoint.restart_overhead_s + io.read_s.value
+    interval = s.checkpoint.interval_s
+    warnings: list[str] = []
+    if interval is not None and interval < step_s:  # 1 ns read "goodput 0.0 %, 180,357,738 years, 41,966,487 GWh"
+        warnings.append(f"The checkpoint interval (system.interval_s = {interval:g} s) is shorter than one training "
+                        f"step ({step_s:.3g} s); checkpoints are saved between steps, so one step is used. Set at "
+                        "least one step, or leave it empty for the Young/Daly interval.")
+        interval = step_s
     good = goodput_report(ideal_time_s=ideal_s, checkpoint_s=io.write_s.value, restart_s=restart_s,
                           failures_per_gpu_hour=s.failures.per_gpu_hour, gpus=gpus,
-                          interval_s=s.checkpoint.interval_s, failure_source=s.failures.source)
+                          interval_s=interval, failure_source=s.failures.source)
     data = data_pipeline(tokens_per_s, scenario.model.vocab_size, nodes, s.pipeline, s.data_store)
     pinned = size.per_gpu.value if s.checkpoint.async_save else 0.0
     host = host_report(scenario, host_ram=estimate.memory.host_ram.value, nvme=estimate.memory.nvme.value,
@@ -125,7 +132,6 @@ def _training(scenario: Scenario, estimate: Estimate, s: SystemSettings) -> Syst
                        pinned_per_gpu=pinned, offload_storage=s.offload_storage)
     power = power_report(tdp=cluster.gpu.tdp_watts, mfu=mfu, gpus=gpus, wall_time_s=good.wall_time_s.value,
                          profile=s.power, grid=s.grid)
-    warnings: list[str] = []
     if tokens_per_s <= 0:
         warnings.append("The estimate has no training throughput, so time, goodput and energy are unbounded; "
                         "check that the plan's workload is pretrain or finetune.")
