@@ -28,13 +28,19 @@ def test_mlx_refuses_a_gguf_preset_naming_what_it_loads():
 
 @pytest.mark.parametrize("engine,fmt", [("mlx", "mlx-4bit"), ("mlx", "bf16"), ("llama.cpp", "q4_k_m"),
                                         ("llama.cpp", "f16"), ("ollama", "q8_0"), ("vllm", "awq-4bit"),
-                                        ("vllm", "q4_k_m"), ("tgi", "gptq-4bit")])
+                                        ("vllm", "q4_k_m"), ("tgi", "gptq-4bit"),
+                                        ("sglang", "fp8"), ("tensorrt-llm", "awq-4bit"), ("tensorrt-llm", "mxfp4"),
+                                        ("vllm", "mxfp4"), ("sglang", "nf4")])
 def test_formats_the_engine_loads_resolve(engine, fmt):
     assert resolve(_plan(engine, fmt)).engine_profile is not None
 
 
 @pytest.mark.parametrize("engine,fmt", [("llama.cpp", "mlx-4bit"), ("llama.cpp", "awq-4bit"), ("ollama", "nf4"),
-                                        ("tgi", "q4_k_m"), ("mlx", "gptq-4bit")])
+                                        ("tgi", "q4_k_m"), ("mlx", "gptq-4bit"),
+                                        # trial33: vLLM, SGLang and TensorRT-LLM priced MLX's quantised files, which
+                                        # none of them loads; TensorRT-LLM has no bitsandbytes or GGUF path either
+                                        ("vllm", "mlx-4bit"), ("sglang", "mlx-8bit"), ("tensorrt-llm", "mlx-4bit"),
+                                        ("tensorrt-llm", "nf4"), ("tensorrt-llm", "q4_k_m")])
 def test_formats_the_engine_does_not_load_are_refused(engine, fmt):
     assert check_weight_format(engine_profile(engine), fmt) is not None
 
