@@ -70,3 +70,17 @@ def test_a_model_whose_trained_context_fits_keeps_its_experts_on_the_gpu():
     the card, so none is moved (each one moved slows decoding)."""
     fit = longest_context(scenario("openai/gpt-oss-20b", "mxfp4_moe", None))
     assert fit.experts_flag == "" and fit.host_moe_layers == 0 and fit.tokens >= 131_072
+
+
+def test_a_card_too_small_even_for_cpu_moe_says_so():
+    """A 2 GiB card: 36 layers' attention and the head (1.67 GB by hand above), one layer's experts in the compute
+    buffer (1.70 GB) and the CUDA context do not fit even with --cpu-moe: "none, even with --cpu-moe", not the
+    words for whole layers."""
+    from llmplan.core import present
+
+    sc = scenario("openai/gpt-oss-120b", "mxfp4_moe", None)
+    small = sc.model_copy(update={"cluster": sc.cluster.model_copy(update={
+        "gpu": sc.cluster.gpu.model_copy(update={"memory_bytes": 2 * GIB})})})
+    fit = longest_context(small)
+    assert fit.tokens == 0 and fit.experts_flag == "--cpu-moe"
+    assert present.context_fit(fit.tokens, 1, True, fit.experts_flag).startswith("none, even with --cpu-moe")

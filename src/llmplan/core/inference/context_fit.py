@@ -13,7 +13,7 @@ An MoE model on llama.cpp whose plan leaves the experts' placement open (``infer
 ``--n-cpu-moe`` (every layer stays on the GPU, the first layers' routed experts go to host RAM and free room for
 the KV cache). When the model's trained context does not fit with every expert on the GPU, the answer is the
 context at the fewest MoE layers in host RAM that hold the trained context, or, if even ``--cpu-moe`` cannot,
-the longest context ``--cpu-moe`` allows: "140,000 tokens with --n-cpu-moe 30". A stated ``cpu_moe_layers`` is
+the longest context ``--cpu-moe`` allows: "176,128 tokens with --n-cpu-moe 27" (gpt-oss-120b on an RTX 3090). A stated ``cpu_moe_layers`` is
 honoured as it is. Past the trained context no more experts are moved (each one moved slows decoding).
 The model's trained context (``max_position_embeddings``) is reported beside it, not imposed: people
 extend it with RoPE scaling, and a memory answer should say what memory allows.
@@ -115,6 +115,8 @@ def longest_context(scenario: Scenario) -> ContextFit:
         return fit
     top = spec.moe_layer_count
     most = _fit_at(scenario, engine, top, top, chosen=True)
+    if not most.tokens:  # not even with every expert in host RAM: say so ("none, even with --cpu-moe")
+        return most
     if most.tokens <= fit.tokens:  # moving experts frees nothing (a compute buffer's copy of them costs as much)
         return fit
     target = min(most.tokens, most.trained_context)
