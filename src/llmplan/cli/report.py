@@ -128,7 +128,10 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
         }
         fit = longest_context(scenario)
         out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context,
-                             "longest_context_batch": fit.batch}
+                             "longest_context_batch": fit.batch,
+                             # llama.cpp: the routed experts kept in host RAM for it (--n-cpu-moe N), N or 0
+                             "longest_context_cpu_moe_layers": fit.first_layers,
+                             "longest_context_experts_flag": fit.experts_flag}
     out["system"] = system_json(est.system) if isinstance(est, Evaluation) else None
     return out
 
@@ -310,9 +313,11 @@ def _limit_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
 
 def longest_context_text(i: dict[str, Any]) -> str:
     """The longest context in the words of ``present.context_fit`` (the app's results say the same): every
-    layer on the GPU where the engine reports ``gpu_layers`` (llama.cpp, Ollama)."""
+    layer on the GPU where the engine reports ``gpu_layers`` (llama.cpp, Ollama), with the routed experts
+    ``--n-cpu-moe`` keeps in host RAM for it (MoE models on llama.cpp)."""
     return present.context_fit(i["longest_context_tokens"], i.get("longest_context_batch", 1),
-                               every_layer=i.get("gpu_layers") is not None)
+                               every_layer=i.get("gpu_layers") is not None,
+                               experts=i.get("longest_context_experts_flag", ""))
 
 
 def run_finishes(sysd: dict[str, Any]) -> bool:

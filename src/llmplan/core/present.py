@@ -136,12 +136,18 @@ def integer(value: float) -> str:
     return f"{round(value):,}"
 
 
-def context_fit(tokens: int, batch: int = 1, every_layer: bool = False) -> str:
+def context_fit(tokens: int, batch: int = 1, every_layer: bool = False, experts: str = "") -> str:
     """The longest context that fits, saying what it assumes (the CLI's table and the app's results say it
     alike): per sequence when several run at once (a batch of 64 leaves each a 64th of the cache); with
     ``every_layer`` (llama.cpp, Ollama: engines that can keep layers in host RAM) every layer on the GPU, so
-    a plan that runs with layers in host RAM reads "none", not a bare "0"."""
+    a plan that runs with layers in host RAM reads "none", not a bare "0"; ``experts``: the llama.cpp flag that
+    keeps routed experts in host RAM for it ("--n-cpu-moe 30", "--cpu-moe"; ``context_fit.longest_context``)."""
     each = f" per sequence, {batch:,} at once" if batch > 1 else ""
+    if experts:
+        moved = "every routed expert" if experts == "--cpu-moe" else "those layers' routed experts"
+        if tokens == 0:
+            return f"none, even with {experts} (the weights left on the GPU do not fit)"
+        return f"{tokens:,} tokens{each} with {experts} ({moved} in host RAM, the rest on the GPU)"
     if not every_layer:
         return f"{tokens:,} tokens{each}"
     if tokens == 0:

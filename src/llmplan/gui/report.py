@@ -153,7 +153,8 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: Mem
         fit = _context_fit(scenario)
         if fit is not None:  # in the CLI's words: per sequence, every layer on the GPU (llama.cpp), "none"
             out.append(Row("Inference", "Longest context that fits", fit.figure(),  # wraps: never cut
-                           present.context_fit(fit.tokens, fit.batch, every_layer=i.gpu_layers is not None),
+                           present.context_fit(fit.tokens, fit.batch, every_layer=i.gpu_layers is not None,
+                                               experts=fit.experts_flag),
                            style="sentence"))
             out.append(Row("Inference", "Model's trained context", None, f"{fit.trained_context:,} tokens"))
         if i.cost_per_million_output is not None:

@@ -7,6 +7,14 @@ The answer is the largest T with weights + KV(T) + activations(T) + buffers + ov
 found by bisection over the same ``plan_memory`` the estimate uses (so the two never disagree).
 Engines that can leave layers in host RAM (llama.cpp, Ollama) are asked for the context with every
 layer on the GPU: past it they still run, but slower, with layers in host RAM.
+
+An MoE model on llama.cpp whose plan leaves the experts' placement open (``inference.cpu_moe_layers`` and
+``gpu_layers`` unset) is asked what llama.cpp's users do when a longer context does not fit: raise
+``--n-cpu-moe`` (every layer stays on the GPU, the first layers' routed experts go to host RAM and free room for
+the KV cache). When the model's trained context does not fit with every expert on the GPU, the answer is the
+context at the fewest MoE layers in host RAM that hold the trained context, or, if even ``--cpu-moe`` cannot,
+the longest context ``--cpu-moe`` allows: "176,128 tokens with --n-cpu-moe 27" (gpt-oss-120b on an RTX 3090). A stated ``cpu_moe_layers`` is
+honoured as it is. Past the trained context no more experts are moved (each one moved slows decoding).
 The model's trained context (``max_position_embeddings``) is reported beside it, not imposed: people
 extend it with RoPE scaling, and a memory answer should say what memory allows.
 
@@ -23,6 +31,7 @@ from dataclasses import dataclass
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure
 from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_moe_layers
 from llmplan.core.inference.memory import plan_memory
 from llmplan.core.inference.multi_gpu import split_layers
 from llmplan.core.workload import Scenario
@@ -37,19 +46,27 @@ class ContextFit:
     batch: int
     bytes_at_limit: float  # memory per GPU at ``tokens``
     capacity: float
+    host_moe_layers: int = 0  # MoE layers whose routed experts stay in host RAM at ``tokens`` (llama.cpp)
+    experts_flag: str = ""  # the flag that keeps them there: "--n-cpu-moe 30", "--cpu-moe"; "" none
+    experts_chosen: bool = False  # the placement is this function's choice (the plan left it open)
+    first_layers: int = 0  # N of ``--n-cpu-moe N`` (layers counted by index, dense first layers included)
 
     @property
     def limited_by_training(self) -> bool:
         return self.tokens >= self.trained_context
 
     def figure(self) -> Figure:
+        experts = {"moe_layers_in_host": self.host_moe_layers, "flag": self.experts_flag} if self.experts_flag else {}
+        placement = ("every layer on the GPU but the routed experts " + self.experts_flag + " keeps in host RAM"
+                     + ("; the fewest MoE layers' experts in host RAM that hold the trained context (or --cpu-moe)"
+                        if self.experts_chosen else "")) if self.experts_flag else "every layer on the GPU"
         return Figure.of(
             self.tokens, "1",
             formula="largest T with weights + batch × KV(T, paged) + activations(T) + buffers + overhead ≤ capacity",
             inputs={"batch": self.batch, "capacity": self.capacity, "bytes_at_limit": self.bytes_at_limit,
-                    "trained_context": self.trained_context},
+                    "trained_context": self.trained_context, **experts},
             source="vllm",
-            assumptions=("prompt + output tokens per sequence; every layer on the GPU",
+            assumptions=(f"prompt + output tokens per sequence; {placement}",
                          "the model's trained context is shown beside it, not imposed (RoPE scaling extends it)"),
         )
 
@@ -66,8 +83,9 @@ def _with_context(scenario: Scenario, engine: EngineProfile, tokens: int) -> Sce
     return scenario.model_copy(update={"inference": inf.model_copy(update=changes)})
 
 
-def _total(scenario: Scenario, engine: EngineProfile, tokens: int) -> tuple[float, float]:
-    plan = plan_memory(_with_context(scenario, engine, tokens), engine)
+def _total(scenario: Scenario, engine: EngineProfile, tokens: int, host_moe: int | None = None
+           ) -> tuple[float, float]:
+    plan = plan_memory(_with_context(scenario, engine, tokens), engine, host_moe=host_moe)
     return plan.fixed_gpu + plan.kv_batch_gpu, plan.capacity
 
 
@@ -86,14 +104,50 @@ def _largest_tokens(fits: Callable[[int], bool]) -> int:
 
 
 def longest_context(scenario: Scenario) -> ContextFit:
-    """The largest prompt + output length per sequence whose memory fits one GPU of the plan."""
+    """The largest prompt + output length per sequence whose memory fits one GPU of the plan; for an MoE model on
+    llama.cpp with the experts' placement open, with as many layers' routed experts in host RAM as the trained
+    context needs (the module's docstring)."""
     engine = scenario.engine_profile or EngineProfile()
-    trained = scenario.model.max_position_embeddings
-    need, capacity = _total(scenario, engine, 2)
+    spec = scenario.model
+    stated = host_moe_layers(spec, scenario.inference.cpu_moe_layers)
+    fit = _fit_at(scenario, engine, None, stated, chosen=False)
+    if not _experts_open(scenario, engine) or fit.tokens >= fit.trained_context:
+        return fit
+    top = spec.moe_layer_count
+    most = _fit_at(scenario, engine, top, top, chosen=True)
+    if not most.tokens:  # not even with every expert in host RAM: say so ("none, even with --cpu-moe")
+        return most
+    if most.tokens <= fit.tokens:  # moving experts frees nothing (a compute buffer's copy of them costs as much)
+        return fit
+    target = min(most.tokens, most.trained_context)
+    lo, hi = 1, top  # the fewest MoE layers in host RAM at which ``target`` fits (memory falls as n grows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        need, capacity = _total(scenario, engine, target, mid)
+        lo, hi = (lo, mid) if need <= capacity else (mid + 1, hi)
+    return most if lo == top else _fit_at(scenario, engine, lo, lo, chosen=True)
+
+
+def _experts_open(scenario: Scenario, engine: EngineProfile) -> bool:
+    """llama.cpp may keep this plan's routed experts in host RAM and the plan leaves where to the estimate."""
+    inf, par = scenario.inference, scenario.parallelism
+    return (engine.experts_in_host and scenario.model.is_moe and inf.cpu_moe_layers is None
+            and inf.gpu_layers is None and par.tp == 1 and not scenario.cluster.gpu.unified_memory)
+
+
+def _fit_at(scenario: Scenario, engine: EngineProfile, host_moe: int | None, n_moe: int, chosen: bool
+            ) -> ContextFit:
+    """The longest context with ``host_moe`` MoE layers' experts in host RAM (None: as the plan states, which
+    keeps ``n_moe``)."""
+    trained, batch = scenario.model.max_position_embeddings, scenario.inference.batch
+    spec = scenario.model
+    experts = {"host_moe_layers": n_moe, "experts_flag": flag_for(spec, n_moe), "experts_chosen": chosen,
+               "first_layers": first_layers_for(spec, n_moe)} if n_moe else {}
+    need, capacity = _total(scenario, engine, 2, host_moe)
     if need > capacity:
-        return ContextFit(0, trained, scenario.inference.batch, need, capacity)
-    lo = _largest_tokens(lambda t: _total(scenario, engine, t)[0] <= capacity)
-    return ContextFit(lo, trained, scenario.inference.batch, _total(scenario, engine, lo)[0], capacity)
+        return ContextFit(0, trained, batch, need, capacity, **experts)
+    lo = _largest_tokens(lambda t: _total(scenario, engine, t, host_moe)[0] <= capacity)
+    return ContextFit(lo, trained, batch, _total(scenario, engine, lo, host_moe)[0], capacity, **experts)
 
 
 def longest_context_split(scenario: Scenario, gpus: Sequence[GpuSpec],

@@ -18,6 +18,13 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   (``space.check_layout``: ZeRO needs dp·cp > 1 *or* offload). So there the ZeRO-3 step is taken
   together with the offload step, and the ladder ends on the same most frugal setting the search
   tries: the CLI's automatic layout, a given layout and the this-machine verdict agree (one truth).
+  Where the framework has a one-GPU offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``:
+  torchtune's single-device recipes build torchao's ``CPUOffloadOptimizer``), a plan on one GPU at ZeRO-0 tries
+  that offload alone first, at the ZeRO-3 step's place, and FSDP's ZeRO-3 offload (the distributed recipe's
+  ``fsdp_cpu_offload``, which takes the parameters along) only after it: what torchtune's docs tell a one-GPU user
+  (pytorch/torchtune docs/source/tutorials/memory_optimizations.rst at bd2a0fc: CPUOffloadOptimizer "is only
+  supported for single-device recipes. To use CPU-offloading in distributed recipes, use fsdp_cpu_offload=True";
+  "Prioritize using it only if the other techniques are not enough", so it stays after recompute and micro-batch 1).
   If nothing fits, the verdict stays "does not fit" and shows the step of the ladder that needs the
   least memory (the plan's own values when no step helps), so "N GiB short" says how close the
   automatic knobs get, not what the plan needs before they move.
@@ -181,6 +188,13 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
             if "offload" not in auto or not can_offload:
                 continue  # one rank and no offload to take with it: nothing to shard over
             step["offload"] = "cpu"  # ZeRO-3 on one GPU comes with its offload (module doc)
+            if one_gpu_offload_first(scenario, updates, auto):  # torchtune: torchao's CPUOffloadOptimizer first
+                zero0 = {"zero_stage": 0} if updates.get("zero_stage", t.zero_stage) else {}  # ZeRO-1 on one GPU
+                got = _try(scenario, {**updates, **zero0, "offload": "cpu"}, engine)  # shards nothing: same plan
+                if got is not None and got.estimate.fits:
+                    return got
+                if got is not None and got.estimate.memory.total.value < closest.estimate.memory.total.value:
+                    closest = got
         trial = scenario.model_copy(update={"training": t.model_copy(update={**updates, **step})})
         try:
             est = engine(trial)
@@ -192,3 +206,22 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         if est.memory.total.value < closest.estimate.memory.total.value:
             closest = AutoChoice(trial, tuple(updates.items()), est)
     return closest
+
+
+def one_gpu_offload_first(scenario: Scenario, updates: dict[str, object], auto: Iterable[str]) -> bool:
+    """Whether the ladder tries the framework's one-GPU offload (offload at ZeRO-0: torchtune's single-device
+    recipes, torchao's CPUOffloadOptimizer; ``framework_profile.offload_view``) before ZeRO-3 with offload: the
+    plan runs on one GPU under a profile that has one, at ZeRO-0 or with the ZeRO stage automatic (module doc)."""
+    zero = updates.get("zero_stage", scenario.training.zero_stage)
+    return (bool(scenario.framework.single_gpu_offload_style) and scenario.parallelism.gpus == 1
+            and (zero == 0 or "zero_stage" in set(auto)) and offers_offload(scenario.framework, "cpu"))
+
+
+def _try(scenario: Scenario, updates: dict[str, object], engine: Callable[[Scenario], Estimate]
+         ) -> AutoChoice | None:
+    """The plan with the training ``updates`` and its estimate, None where the engine refuses it."""
+    trial = scenario.model_copy(update={"training": scenario.training.model_copy(update=updates)})
+    try:
+        return AutoChoice(trial, tuple(updates.items()), engine(trial))
+    except LlmplanError:
+        return None

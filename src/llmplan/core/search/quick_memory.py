@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from llmplan.core.bytes_per_param import lora_params
-from llmplan.core.framework_profile import FrameworkProfile
+from llmplan.core.framework_profile import FrameworkProfile, offload_view
 from llmplan.core.lora_modules import expert_adapters
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import count_params
@@ -204,7 +204,9 @@ def stage_memory(m: ModelSpec, t: TrainingSettings, tp, pp, vp, dp, cp, ep, zero
                                       "offload": (t.offload if t.offload != "none" else "cpu") if zk % 2 else "none"})
             sub = StageParams("", *(getattr(sp_rows_k, f)[idx] for f in (*fields, "largest_layer")), False, False)
             fz = frozen if full else frozen[idx]
-            st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full, prof)
+            # offload at ZeRO-0 runs on one GPU only (space.training_columns): the profile's one-GPU offload
+            st = model_states(tr, sub, trainable[idx], fz, shard[idx], ep[idx], full,
+                              offload_view(prof, tr.offload, tr.zero_stage, 1))
             w[idx], g[idx], o[idx], gather[idx] = st.weights, st.gradients, st.master + st.optimizer, st.gather_buffer
             wb[idx], gb[idx], mb_[idx], ob[idx], sd[idx], se[idx], fetched[idx] = (
                 st.weight_bytes, st.grad_bytes, st.master_bytes, st.optimizer_bytes, st.shard_dense, st.shard_expert,

@@ -123,15 +123,17 @@ def exclusions(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq
 
 def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
                      global_batch: int, offload: bool, flash_attention: bool = True,
-                     zero2_with_pp: bool = False) -> Columns:
+                     zero2_with_pp: bool = False, single_gpu_offload: bool = False) -> Columns:
     """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only);
-    ``zero2_with_pp``: the framework profile's (module doc)."""
+    ``zero2_with_pp``: the framework profile's (module doc); ``single_gpu_offload``: the profile has a one-GPU
+    offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``: torchtune's single-device recipes with
+    torchao's CPUOffloadOptimizer), so an offloading layout on one GPU may also run at ZeRO-0."""
     rows = [b for n in gpu_counts for b in base_layouts(s, n, gpus_per_node, seq_len)]
     if not rows:
         return _empty()
     base = np.array(rows, dtype=np.int64)
     mbs = np.array(MB_CHOICES, dtype=np.int64)
-    zeros = np.array((1, 2, 3) if offload else (0, 1, 2, 3), dtype=np.int64)
+    zeros = np.array((1, 2, 3) if offload and not single_gpu_offload else (0, 1, 2, 3), dtype=np.int64)
     # with FlashAttention the scores are never stored, so selective recompute saves nothing
     recomputes = np.array((0, 2) if flash_attention else (0, 1, 2), dtype=np.int64)
     grid = np.stack(np.meshgrid(np.arange(len(base)), mbs, zeros, recomputes, indexing="ij"), -1).reshape(-1, 4)
@@ -145,6 +147,8 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
         ok = mb == mb.min()  # no batch given: one micro-batch per replica per step
         accum = np.ones_like(mb)
     ok &= (zero == 0) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
+    if offload and single_gpu_offload:  # offload at ZeRO-0: the one-GPU recipes' optimizer, on one GPU only
+        ok &= (zero > 0) | (tp * pp * dp * cp == 1)
     ok &= (pp == 1) | (zero <= (2 if zero2_with_pp else 1))
     ok &= (vp == 1) | (accum % pp == 0)
     keep = np.nonzero(ok)[0]
