@@ -2,9 +2,10 @@
 ``setVisible``), and the number style of their axes. ``charts.ChartsPanel`` owns one of each.
 
 - ``MemoryChart``: memory per GPU against a knob, points over the capacity ringed red (legend says so);
-  under partial offload (llama.cpp layers, ZeRO-Offload
-  optimizer states) also GPU + CPU RAM and a marker where offload starts: the GPU part alone falls as
-  layers move to the CPU, which reads as if a longer context were cheaper (issue 18 item 4).
+  under partial offload (llama.cpp layers, ZeRO-Offload optimizer states) also host RAM (and NVMe) per node
+  and a marker where offload starts: the GPU part alone falls as layers move to the CPU, which reads as if a
+  longer context were cheaper (issue 18 item 4). The capacity's and the marker's labels go where no curve
+  runs (``LineLabel``).
 - ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
   circles off the line, named in the legend (issue 18 item 10).
 - ``RooflineChart``: the GPU's roofs and the workload's points.
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -23,12 +25,13 @@ import pyqtgraph as pg
 from llmplan.core.present import MemoryUnit, axis_ticks
 from llmplan.gui import sweeps
 from llmplan.gui.chart_legend import OutsideLegend
-from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
+from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR, offload_label
 
 NOTE_COLOUR = "#888888"
 NOTE_MARGIN = 8  # px between a wrapped sentence and the view box's edges
 DOT_LINE = pg.QtCore.Qt.PenStyle.DotLine
 DASH_LINE = pg.QtCore.Qt.PenStyle.DashLine
+LABEL_GAP = 3  # px between a line's label and its line, and the least room kept between the label and a curve
 
 
 class NumberAxis(pg.AxisItem):
@@ -162,32 +165,167 @@ class _Note:
         self.item.setVisible(False)
 
 
+def _crosses(seg: tuple[float, float, float, float], rect: tuple[float, float, float, float]) -> bool:
+    """Whether the segment (x0, y0, x1, y1) enters the box (left, bottom, right, top): Liang-Barsky clipping."""
+    x0, y0, x1, y1 = seg
+    left, bottom, right, top = rect
+    lo, hi = 0.0, 1.0
+    for p, q in ((x0 - x1, x0 - left), (x1 - x0, right - x0), (y0 - y1, y0 - bottom), (y1 - y0, top - y0)):
+        if p == 0:
+            if q < 0:
+                return False  # parallel to this edge and outside it
+            continue
+        t = q / p
+        if p < 0:
+            lo = max(lo, t)
+        else:
+            hi = min(hi, t)
+        if lo > hi:
+            return False
+    return True
+
+
+class LineLabel:
+    """The label of a horizontal or vertical line (the capacity, where offload starts), put beside its line
+    where no curve runs (``place_labels``). pyqtgraph's own line label sits at one fixed spot along the line:
+    on a small chart (1,024 × 700) "capacity" lay on the GPU curve that runs just under it, and at 1,280 × 800
+    it touched the offload curve."""
+
+    def __init__(self, plot: pg.PlotWidget, text: str, colour: str, horizontal: bool) -> None:
+        self.vb = plot.getViewBox()
+        self.horizontal = horizontal
+        self.item = pg.TextItem(text, color=colour, anchor=(0, 0))
+        self.item.setVisible(False)
+        plot.addItem(self.item, ignoreBounds=True)
+        self.at: float | None = None  # the line's value in view coordinates (log10 on a log axis)
+        self.segments: list[tuple[float, float, float, float]] = []  # the curves, in view coordinates
+
+    def keep_off(self, at: float | None, curves: list[list[tuple[float, float]]]) -> None:
+        """Label the line at ``at`` (None: no label), keeping off ``curves`` (each a list of points in view
+        coordinates, NaN for a gap; a lone point counts as a segment of no length). ``place_labels`` puts it."""
+        self.at = at
+        ok = [[p if not any(map(math.isnan, p)) else None for p in curve] for curve in curves]
+        self.segments = [(*a, *b) for curve in ok for a, b in itertools.pairwise(curve) if a and b]
+        self.segments += [(*p, *p) for curve in ok for p in curve if p]
+        if at is None:
+            self.item.setVisible(False)
+
+    def candidates(self) -> list[tuple[float, float, float, float]]:
+        """(left, bottom, right, top) of the label at each spot, in view coordinates, in order of preference:
+        a vertical line's several heights, either side; a horizontal line's start, end, middle and quarters,
+        either side, then the same one and two label heights further off."""
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        px, py = self.vb.viewPixelSize()
+        box = self.item.boundingRect()
+        w, h, gx, gy = box.width() * px, box.height() * py, LABEL_GAP * px, LABEL_GAP * py
+        out = []
+        if not self.horizontal:
+            for along in (0.5, 0.65, 0.35, 0.8, 0.2, 0.95, 0.05):
+                bottom = y0 + gy + along * max(y1 - y0 - h - 2 * gy, 0)
+                out += [(self.at + gx, bottom, self.at + gx + w, bottom + h),
+                        (self.at - gx - w, bottom, self.at - gx, bottom + h)]
+            return out
+        for shift in (0, 1, 2):
+            for along in (0.0, 1.0, 0.5, 0.25, 0.75):
+                left = x0 + gx + along * max(x1 - x0 - w - 2 * gx, 0)
+                up, down = self.at + gy + shift * h, self.at - gy - h - shift * h
+                out += [(left, up, left + w, up + h), (left, down, left + w, down + h)]
+        return out
+
+    def covered(self, rect: tuple[float, float, float, float]) -> int:
+        """How many curve segments enter ``rect`` grown by the gap; many when it leaves the view."""
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        left, bottom, right, top = rect
+        if left < x0 or right > x1 or bottom < y0 or top > y1:
+            return 10_000
+        px, py = self.vb.viewPixelSize()
+        grown = (left - LABEL_GAP * px, bottom - LABEL_GAP * py, right + LABEL_GAP * px, top + LABEL_GAP * py)
+        return sum(_crosses(seg, grown) for seg in self.segments)
+
+    def put(self, rect: tuple[float, float, float, float]) -> None:
+        self.item.setPos(rect[0], rect[3])  # the text's top left
+        self.item.setVisible(True)
+
+    def rect(self) -> tuple[float, float, float, float] | None:
+        """Where the label is, (left, bottom, right, top) in view coordinates; None while hidden."""
+        if not self.item.isVisible():
+            return None
+        px, py = self.vb.viewPixelSize()
+        box, pos = self.item.boundingRect(), self.item.pos()
+        return pos.x(), pos.y() - box.height() * py, pos.x() + box.width() * px, pos.y()
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(labels: tuple[LineLabel, ...]) -> None:
+    """Put the shown labels together: the pair of spots (one per label, each from its ``candidates``) that the
+    fewest curve segments enter and where the labels keep off each other, the earliest such pair in the
+    labels' order of preference. Placed one at a time, the capacity's label took the free corner the
+    offload's marker needed, which then sat on a curve. Measured in the current view: called again whenever
+    the view's range or size changes."""
+    shown = [label for label in labels if label.at is not None and label.vb.width() > 0]
+    if not shown:
+        return
+    options = []
+    for label in shown:
+        spots = label.candidates()
+        options.append(sorted(zip((label.covered(r) for r in spots), range(len(spots)), spots, strict=True)))
+    best, best_key = None, None
+    for first in options[0]:
+        for second in options[1] if len(options) > 1 else [(0, 0, None)]:
+            clash = second[2] is not None and _overlap(first[2], second[2])
+            key = (first[0] + second[0] + 100 * clash, first[1] + second[1])
+            if best_key is None or key < best_key:
+                best, best_key = (first[2], second[2]), key
+            if first[0] + second[0] > best_key[0]:
+                break  # sorted by cover: nothing further along beats the best
+    for label, rect in zip(shown, best, strict=False):
+        label.put(rect)
+
+
 class MemoryChart:
-    """Memory per GPU against one knob: the GPU part, GPU + CPU RAM where something is offloaded,
-    the capacity, the plan's own value and where offload starts; items made once, moved on redraw."""
+    """Memory per GPU against one knob: the part on each GPU against the capacity; where something is
+    offloaded also what is kept off the GPUs, host RAM (and NVMe) per node, the same numbers and words as
+    the memory bar's legend, the results table and the CLI (``fit.tiers.off_gpu_bytes``), and where offload
+    starts; the plan's own value. Items made once, moved on redraw.
+
+    The off-GPU curves are per node, not per GPU: on a llama.cpp layer split over two cards the layers left
+    in host RAM are one pool the CPU reads, and a curve of "GPU + host ÷ GPUs" would be no amount anything
+    holds. So the chart no longer adds them up; the y axis then reads in the unit alone and the legend says
+    which curve is per GPU and which per node. There is no host RAM line: a plan does not state its host RAM."""
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
         self.legend = OutsideLegend(plot)  # under the x axis: never over a curve or a label
         self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
-        self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
-                               symbolSize=7, symbolBrush=WARN_COLOUR)
+        self.host = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
+                              symbolSize=7, symbolBrush=WARN_COLOUR, connect="finite")
+        self.nvme = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DOT_LINE), symbol="s",
+                              symbolSize=6, symbolBrush=WARN_COLOUR, connect="finite")
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
                                 symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
-        self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
-                                        label="capacity", labelOpts={"position": 0.02, "color": BAD_COLOUR,
-                                                                     "anchors": [(0, 0), (0, 1)]})  # in the view box
+        self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE))
         self.capacity.setVisible(False)
         plot.addItem(self.capacity)
         self.current = _vline(plot)
-        self.offload = _vline(plot, WARN_COLOUR, "offload starts")
+        self.offload = _vline(plot, WARN_COLOUR)
+        self.labels = (LineLabel(plot, "GPU capacity", BAD_COLOUR, horizontal=True),
+                       LineLabel(plot, "offload starts", WARN_COLOUR, horizontal=False))
+        self.capacity_label, self.offload_label = self.labels
+        vb = plot.getViewBox()
+        vb.sigRangeChanged.connect(self._place_labels)
+        vb.sigResized.connect(self._place_labels)
         self.note = _Note(plot)
 
     def clear(self, note: str = "") -> None:
-        for item in (self.gpu, self.total, self.no_fit):
+        for item in (self.gpu, self.host, self.nvme, self.no_fit):
             item.setData([], [])
         for item in (self.capacity, self.current, self.offload):
             item.setVisible(False)
+        for label in self.labels:
+            label.keep_off(None, [])
         self.legend.set_entries([])
         if note:
             self.note.show(note)
@@ -195,7 +333,8 @@ class MemoryChart:
             self.note.hide()
 
     def draw(self, series: sweeps.Series | None, unit: MemoryUnit) -> None:
-        _label(self.plot, "left", f"{unit.name} per GPU")
+        offloaded = series is not None and any(h > 0 for h in series.host + series.nvme)
+        _label(self.plot, "left", unit.name if offloaded else f"{unit.name} per GPU")  # the legend says per what
         if series is None or not series.xs:
             self.clear()
             return
@@ -204,15 +343,21 @@ class MemoryChart:
         _label(self.plot, "bottom", series.x_label)
         d = unit.divisor
         xs = list(series.xs)
-        self.gpu.setData(xs, [y / d for y in series.ys])
+        gpu = [y / d for y in series.ys]
+        self.gpu.setData(xs, gpu)
         entries: list[tuple[object, str]] = []
-        offloaded = any(h > 0 for h in series.host)
-        if offloaded:  # the total keeps growing with the knob while the GPU part may fall
-            self.total.setData(xs, [(y + h) / d for y, h in zip(series.ys, series.host, strict=True)])
-            entries += [(self.total, "GPU + CPU RAM (offloaded)"), (self.gpu, "on the GPU")]
-        else:
-            _set_data(self.total, [], [])
-        bad = [(x, y / d) for x, y, ok in zip(xs, series.ys, series.fits or (True,) * len(xs), strict=True) if not ok]
+        curves = [gpu]
+        for item, key, values in ((self.host, "host_ram", series.host), (self.nvme, "nvme", series.nvme)):
+            if offloaded and any(v > 0 for v in values):  # from where the offload starts: before it, no curve
+                ys = [v / d if v > 0 else math.nan for v in values]
+                item.setData(xs, ys)
+                curves.append(ys)
+                entries.append((item, offload_label(key)))
+            else:
+                _set_data(item, [], [])
+        if offloaded:
+            entries.insert(0, (self.gpu, "on each GPU"))
+        bad = [(x, y) for x, y, ok in zip(xs, gpu, series.fits or (True,) * len(xs), strict=True) if not ok]
         _set_data(self.no_fit, [x for x, _ in bad], [y for _, y in bad])
         if bad:
             if not offloaded:
@@ -223,8 +368,16 @@ class MemoryChart:
         if series.capacity:
             self.capacity.setValue(series.capacity / d)
         _set_vline(self.current, series.current_x)
-        _set_vline(self.offload, series.offload_from if offloaded else None)
+        start = series.offload_from if offloaded else None
+        _set_vline(self.offload, start)
         _log_ticks(self.plot, series.xs)
+        view = [[(math.log10(x), y) for x, y in zip(xs, c, strict=True)] for c in curves]  # log x, as plotted
+        self.capacity_label.keep_off(series.capacity / d if series.capacity else None, view)
+        self.offload_label.keep_off(math.log10(start) if start else None, view)
+        self._place_labels()
+
+    def _place_labels(self, *_a) -> None:
+        place_labels(self.labels)
 
 
 class ThroughputChart:

@@ -11,9 +11,9 @@ more than the data and makes the legend blink.
 
 What the charts say plainly (issue 18 item 10): throughput points whose setup does not fit
 in GPU memory are hollow red circles, left off the line, with a legend entry saying so;
-memory charts under partial offload (llama.cpp, ZeRO-Offload) plot GPU + CPU RAM beside the
-GPU part and mark where offload starts, since the GPU part alone *falls* as more layers move
-to the CPU. Linear axes print thousands separators ("300,000"; ``NumberAxis``). Export uses
+memory charts under partial offload (llama.cpp, ZeRO-Offload) plot host RAM per node beside
+the part on each GPU and mark where offload starts, since the GPU part alone *falls* as more
+layers move to the CPU. Linear axes print thousands separators ("300,000"; ``NumberAxis``). Export uses
 pyqtgraph's PNG ImageExporter (its SVG exporter is broken in 0.14, TOOLCHAIN.md gotcha 5).
 """
 

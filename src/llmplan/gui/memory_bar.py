@@ -58,13 +58,12 @@ class MemoryBar(QWidget):
         self.off_gpu: tuple[tuple[str, float], ...] = ()  # (label, bytes per node) kept in host RAM / on NVMe
 
     def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None,
-                   offloaded: bool = False) -> None:
-        """``offloaded``: part of the plan lives off the GPU (``llmplan.fit.tiers.is_offloaded``); the legend
-        then shows the estimate's host RAM and NVMe per node. llama.cpp's input embedding alone in host RAM
+                   off_gpu: tuple[tuple[str, float], ...] = ()) -> None:
+        """``off_gpu``: what the plan keeps off its GPUs, per node (``llmplan.fit.tiers.off_gpu_bytes``, the
+        numbers the memory charts plot); the legend ends with them. llama.cpp's input embedding alone in host RAM
         is no offload and is left to the table."""
         self.memory = memory
-        self.off_gpu = tuple((label, getattr(memory, key).value) for key, label in OFF_GPU_LABELS.items()
-                             if getattr(memory, key).value > 0) if memory is not None and offloaded else ()
+        self.off_gpu = tuple((OFF_GPU_LABELS[key], value) for key, value in off_gpu) if memory is not None else ()
         if unit is not None:
             self.unit = unit
         self.setAccessibleDescription(self.summary())

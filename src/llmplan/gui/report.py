@@ -29,7 +29,7 @@ from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
-from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS
+from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS, offload_label
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +119,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: Mem
         share = present.unified_share(mem.fmt(gpu.usable_memory_bytes, 2), mem.fmt(gpu.memory_bytes, 2),
                                       gpu.vendor == "apple")
         out.append(Row("Memory per GPU", "Unified memory", None, share, style="sentence"))
-    for key, label in OFF_GPU_LABELS.items():  # per node, as the memory bar's legend and the CLI say it
+    for key in OFF_GPU_LABELS:  # per node, as the memory bar's legend, the memory charts and the CLI say it
         if getattr(m, key).value > 0:
-            out.append(Row("Memory per GPU", f"{label} (offload)", getattr(m, key)))
+            out.append(Row("Memory per GPU", offload_label(key), getattr(m, key)))
     if est.compute is not None:
         c = est.compute
         for label, fig in (("Step time", c.step_time_s), ("Throughput", c.tokens_per_s), ("MFU", c.mfu),

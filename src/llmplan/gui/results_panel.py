@@ -275,7 +275,7 @@ class ResultsPanel(QWidget):
         self._show_verdict(outcome)
         self.banner.setToolTip(est.memory.total.describe())
         self.detail.setText(est.bottleneck.statement)
-        self.bar.set_memory(est.memory, self.unit, self.verdict is not None and self.verdict.offloaded_bytes > 0)
+        self.bar.set_memory(est.memory, self.unit, self.verdict.off_gpu if self.verdict is not None else ())
         self._show_step(est.compute)
         self._fill_table(est, outcome)
 
