@@ -31,6 +31,7 @@ from llmplan.gui.profile_choices import (
 from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 
 SIZES = (
     ("tp", "TP", "Tensor parallel: each layer's matrices split over this many GPUs (keep inside a node)"),
@@ -57,7 +58,7 @@ class LayoutEditor(QWidget):
             label = QLabel(short)
             spin = bound_spin(state, f"parallelism.{key}", f"{short} size", tip, 1, 1_000_000 if key == "dp" else 1024)
             label.setBuddy(spin)
-            label.setToolTip(tip)
+            label.setToolTip(wrap_tip(tip))
             sizes.addWidget(label, 0, col)
             sizes.addWidget(spin, 1, col)
         opts = QFormLayout()
@@ -87,7 +88,7 @@ class LayoutEditor(QWidget):
         row1.addStretch(1)
         opts.addRow(row1)
         self.sequence_parallel = bound_check(state, "parallelism.sequence_parallel", "Sequence parallel", SP_TIP)
-        self._sp_tips = (self.sequence_parallel.toolTip(), f"{SP_OFF_TIP}\n(plan field: parallelism.sequence_parallel)")
+        self._sp_tips = (self.sequence_parallel.toolTip(), f"{wrap_tip(SP_OFF_TIP)}\n(plan field: parallelism.sequence_parallel)")
         row2.addWidget(self.sequence_parallel)  # shown and enabled where it applies (``_show_sequence_parallel``)
         vs_label = QLabel("Virtual stages")
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
 from llmplan.gui.theme import BAD_COLOUR, OFF_GPU_LABELS, PART_COLOURS, PART_LABELS, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 
 BAR_H = 26
 LEGEND_ROW_H = 18
@@ -128,6 +129,6 @@ class MemoryBar(QWidget):
             if rect.contains(pos) and self.memory is not None:
                 fig = self.memory.parts()[key]
                 QToolTip.showText(event.globalPosition().toPoint(),
-                                  f"{PART_LABELS.get(key, key)}: {self.unit.fmt(fig.value, 2)}\n{fig.describe()}", self)
+                                  wrap_tip(f"{PART_LABELS.get(key, key)}: {self.unit.fmt(fig.value, 2)}\n{fig.describe()}"), self)
                 return
         QToolTip.hideText()

@@ -30,6 +30,7 @@ from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
 from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS, offload_label
+from llmplan.gui.tooltips import wrap_tip
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,8 @@ class Row:
             else self.text
 
     def tooltip(self) -> str:
-        return self.figure.describe() if self.figure is not None else self.text
+        """The figure's explanation (or the row's text), wrapped to a tooltip's width (``gui.tooltips``)."""
+        return wrap_tip(self.figure.describe() if self.figure is not None else self.text)
 
 
 def hidden_behind(col) -> str:

@@ -34,6 +34,7 @@ from llmplan.gui.memory_bar import MemoryBar
 from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 
 
 class VerdictBanner(QLabel):
@@ -273,7 +274,7 @@ class ResultsPanel(QWidget):
             self._show_step(None)
             return
         self._show_verdict(outcome)
-        self.banner.setToolTip(est.memory.total.describe())
+        self.banner.setToolTip(wrap_tip(est.memory.total.describe()))
         self.detail.setText(est.bottleneck.statement)
         self.bar.set_memory(est.memory, self.unit, self.verdict.off_gpu if self.verdict is not None else ())
         self._show_step(est.compute)
@@ -307,13 +308,13 @@ class ResultsPanel(QWidget):
             if row.style == "sentence" or (row.figure is None and row.section in SENTENCE_SECTIONS):
                 # a sentence: both columns, wrapped (a figure too long for the value column keeps its tooltip)
                 text = row.shown(self.unit)
-                cells.append(("sentence", f"    {row.label}: {text}", "", row.tooltip() or text, ""))
+                cells.append(("sentence", f"    {row.label}: {text}", "", row.tooltip() or wrap_tip(text), ""))
                 continue
             key = (row.section, row.label)
             kept = tips.get(key)
             tip = kept[1] if kept is not None and kept[0] == (row.figure, row.text) else row.tooltip()
             self._tips[key] = ((row.figure, row.text), tip)
-            label = row.label.strip()
+            label = wrap_tip(row.label.strip())  # a collective's row: its algorithm, nodes, bytes, bus bandwidth
             cells.append(("figure", "    " + row.label, row.shown(self.unit), f"{label}\n\n{tip}" if tip else label,
                           tip))  # tooltip 0: elided labels in full
         return cells

@@ -32,6 +32,7 @@ from llmplan.gui.profile_choices import ProfileChoices, loss_options
 from llmplan.gui.released_note import add_released_row
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
+from llmplan.gui.tooltips import wrap_tip
 
 WORKLOADS = ("inference", "finetune", "pretrain")
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
@@ -199,7 +200,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 
             if sc is None or sc.workload == "inference" or state.doc.training.lora_dropout is not None:
                 lora_drop.setSpecialValueText("framework's own")
-                lora_drop.setToolTip(drop_tip + "\n(plan field: training.lora_dropout)")
+                lora_drop.setToolTip(wrap_tip(drop_tip + "\n(plan field: training.lora_dropout)"))
                 return
             value = sc.training.lora_dropout
             stacked = wraps_stacked_experts(sc.model, sc.training)
@@ -207,7 +208,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
             why = (f"0, as LoRA reaches {sc.model.name}'s stacked expert parameters (training.lora_experts), where "
                    "PEFT's ParamWrapper refuses any dropout (peft 0.21.2, tuners/lora/layer.py)" if stacked
                    else f"{value:g}, the {sc.framework.name} default")
-            lora_drop.setToolTip(f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)")
+            lora_drop.setToolTip(wrap_tip(f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)"))
 
         state.doc_changed.connect(follow_method)
         state.evaluated.connect(follow_model)
@@ -279,8 +280,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 def efficiency_group(state: PlanState) -> QGroupBox:
     """This plan's overrides of the catalog's achievable fractions of peak."""
     box = QGroupBox("Efficiency (fraction of peak)")  # short: a group title never wraps
-    box.setToolTip("Achievable fractions of peak for this plan; at the lowest value each field shows "
-                   "\"catalog default\" and the GPU's catalog default applies")
+    box.setToolTip(wrap_tip("Achievable fractions of peak for this plan; at the lowest value each field shows "
+                   "\"catalog default\" and the GPU's catalog default applies"))
     f = QFormLayout(box)
     for key, label, tip in (
             ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
@@ -305,9 +306,9 @@ def _target_box(state: PlanState, target: str):
 
     box = QCheckBox(target)
     box.setAccessibleName(f"LoRA target {target}")
-    box.setToolTip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets); where the "
+    box.setToolTip(wrap_tip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets); where the "
                    "checkpoint fuses it with others (q/k/v in Qwen 1.0, Phi-3, GPT-NeoX; gate/up in Phi-3), "
-                   "one adapter covers the whole fused module")
+                   "one adapter covers the whole fused module"))
 
     def refresh(_doc=None) -> None:
         box.blockSignals(True)
