@@ -212,8 +212,8 @@ class LineLabel:
 
     def candidates(self) -> list[tuple[float, float, float, float]]:
         """(left, bottom, right, top) of the label at each spot, in view coordinates, in order of preference:
-        a vertical line's several heights, either side; a horizontal line's start, end, middle and quarters,
-        either side, then the same one and two label heights further off."""
+        a vertical line's several heights, either side; a horizontal line's start, end, middle, quarters and
+        eighths, either side, then the same one, two and three label heights further off."""
         (x0, x1), (y0, y1) = self.vb.viewRange()
         px, py = self.vb.viewPixelSize()
         box = self.item.boundingRect()
@@ -225,8 +225,8 @@ class LineLabel:
                 out += [(self.at + gx, bottom, self.at + gx + w, bottom + h),
                         (self.at - gx - w, bottom, self.at - gx, bottom + h)]
             return out
-        for shift in (0, 1, 2):
-            for along in (0.0, 1.0, 0.5, 0.25, 0.75):
+        for shift in (0, 1, 2, 3):
+            for along in (0.0, 1.0, 0.5, 0.25, 0.75, 0.125, 0.375, 0.625, 0.875):
                 left = x0 + gx + along * max(x1 - x0 - w - 2 * gx, 0)
                 up, down = self.at + gy + shift * h, self.at - gy - h - shift * h
                 out += [(left, up, left + w, up + h), (left, down, left + w, down + h)]
@@ -314,9 +314,7 @@ class MemoryChart:
         self.labels = (LineLabel(plot, "GPU capacity", BAD_COLOUR, horizontal=True),
                        LineLabel(plot, "offload starts", WARN_COLOUR, horizontal=False))
         self.capacity_label, self.offload_label = self.labels
-        vb = plot.getViewBox()
-        vb.sigRangeChanged.connect(self._place_labels)
-        vb.sigResized.connect(self._place_labels)
+        plot.getViewBox().sigTransformChanged.connect(self._place_labels)  # a new range or size
         self.note = _Note(plot)
 
     def clear(self, note: str = "") -> None:
@@ -369,6 +367,8 @@ class MemoryChart:
             self.capacity.setValue(series.capacity / d)
         _set_vline(self.current, series.current_x)
         start = series.offload_from if offloaded else None
+        if start == series.xs[0]:  # offloaded from the first point on: the host curve says it, a marker at the
+            start = None  # left edge says nothing and its label took the room the capacity's label needed
         _set_vline(self.offload, start)
         _log_ticks(self.plot, series.xs)
         view = [[(math.log10(x), y) for x, y in zip(xs, c, strict=True)] for c in curves]  # log x, as plotted
