@@ -25,6 +25,7 @@ from llmplan.gui import backend
 from llmplan.gui.auto_knobs import AutoSpin
 from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
+from llmplan.gui.engine_rows import follow_engine
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.machine_cards import MachineCards
@@ -130,6 +131,7 @@ def inference_form(state: PlanState) -> QWidget:
     g.addRow("Draft step cost (× target step)", bound_float(state, "inference.draft_cost_ratio", "Draft step cost",
              "Time of one draft-model step as a fraction of one target-model step (0–1)", 0.0, 1.0, 3, 0.01))
     add_extra_knobs(f, state, "inference", InferenceSettings, INFERENCE_KNOWN)
+    follow_engine(state, f)  # llama.cpp's rows only under an engine that has them
     outer = QWidget()
     lay = QVBoxLayout(outer)
     lay.addWidget(w)
