@@ -20,7 +20,7 @@ import math
 import pytest
 from test_layer_split_results import HOST, settle, two_3090s_q8
 
-from llmplan.gui.chart_items import _crosses
+from llmplan.gui.chart_labels import crosses
 from llmplan.gui.theme import OFF_GPU_LABELS, offload_label
 
 
@@ -58,7 +58,7 @@ def test_layer_split_charts_plot_host_ram_per_node_and_labels_keep_off_the_curve
         assert chart.labels[0].rect() is not None, "the capacity is labelled"
         (x0, x1), (y0, y1) = chart.plot.getViewBox().viewRange()
         for rect in rects:
-            assert not any(_crosses(seg, rect) for seg in segments), (tab, size, rect)
+            assert not any(crosses(seg, rect) for seg in segments), (tab, size, rect)
             assert x0 <= rect[0] and rect[2] <= x1 and y0 <= rect[1] and rect[3] <= y1  # inside the view
         if len(rects) == 2:
             a, b = rects
@@ -67,11 +67,11 @@ def test_layer_split_charts_plot_host_ram_per_node_and_labels_keep_off_the_curve
 
 def test_crosses_is_exact_on_edges_and_misses():
     box = (0.0, 0.0, 1.0, 1.0)
-    assert _crosses((-1.0, 0.5, 2.0, 0.5), box)  # straight through
-    assert _crosses((0.5, 0.5, 0.5, 0.5), box)  # a point inside
-    assert not _crosses((-1.0, 2.0, 2.0, 1.5), box)  # passes above
-    assert not _crosses((1.5, -1.0, 3.0, 0.5), box)  # diagonal past the corner
-    assert _crosses((1.5, 0.0, 0.0, 1.5), box)  # cuts the corner
+    assert crosses((-1.0, 0.5, 2.0, 0.5), box)  # straight through
+    assert crosses((0.5, 0.5, 0.5, 0.5), box)  # a point inside
+    assert not crosses((-1.0, 2.0, 2.0, 1.5), box)  # passes above
+    assert not crosses((1.5, -1.0, 3.0, 0.5), box)  # diagonal past the corner
+    assert crosses((1.5, 0.0, 0.0, 1.5), box)  # cuts the corner
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (1024, 700)])
@@ -92,6 +92,6 @@ def test_offload_from_mid_sweep_labels_both_lines_apart_and_off_the_curves(windo
     assert all(rects), "both lines are labelled"
     segments = _segments(chart)
     for rect in rects:
-        assert not any(_crosses(seg, rect) for seg in segments), (size, rect)
+        assert not any(crosses(seg, rect) for seg in segments), (size, rect)
     a, b = rects
     assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), "the labels overlap"
