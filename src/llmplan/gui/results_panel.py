@@ -14,6 +14,8 @@ rule that is broken).
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
@@ -35,6 +37,8 @@ from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
 from llmplan.gui.tooltips import wrap_tip
+
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=[^\W\d_])")  # "3.55 tokens/s", "23.9 GiB": a number stays with its unit
 
 
 class VerdictBanner(QLabel):
@@ -60,8 +64,13 @@ class VerdictBanner(QLabel):
             self.setFont(font)
             self.setStyleSheet(sheet)
         text = one_line(text)  # one line: a name's control characters escaped, never acted on
-        self.setText(text)
+        self.setText(_UNIT_SPACE.sub("\u00a0", text).replace("/", "/\u2060"))  # wraps between words, not in units
         self.setAccessibleDescription(text)
+
+    def text(self) -> str:
+        """The verdict as written: without the no-break space and word joiner that keep "~3.55 tokens/s"
+        whole when the banner wraps (Qt broke it after the slash: "…tokens/" then "s", at 585 px)."""
+        return super().text().replace("\u00a0", " ").replace("\u2060", "")
 
 
 SENTENCE_ROLE = Qt.ItemDataRole.UserRole + 1
