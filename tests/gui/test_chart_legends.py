@@ -53,11 +53,11 @@ def _draw(window, tab: int):
     charts = window.charts
     if tab == 0:
         charts.seq_chart.draw(_memory_series(offloaded=True), window.unit)  # the most entries: three
-        return charts.seq_plot, charts.seq_chart.legend, 3, [charts.seq_chart.capacity.label,
-                                                             charts.seq_chart.offload.label]
+        return charts.seq_plot, charts.seq_chart.legend, 3, [charts.seq_chart.capacity_label.item,
+                                                             charts.seq_chart.offload_label.item]
     if tab == 1:
         charts.batch_chart.draw(_memory_series(offloaded=False), window.unit)
-        return charts.batch_plot, charts.batch_chart.legend, 2, [charts.batch_chart.capacity.label]
+        return charts.batch_plot, charts.batch_chart.legend, 2, [charts.batch_chart.capacity_label.item]
     if tab == 2:
         charts.gpus_chart.draw(_throughput_series())
         return charts.gpus_plot, charts.gpus_chart.legend, 2, []

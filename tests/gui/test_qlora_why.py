@@ -15,7 +15,7 @@ def _tips(method: str):
                                            hardware={"gpu": "nvidia-h100-sxm-80gb", "gpus_per_node": 1, "nodes": 1},
                                            training={"method": method}))
     scenario, ev = evaluate_plan(doc)
-    return ev.estimate.memory.total.value / 2**30, {r.label: r.tooltip() for r in rows(ev, scenario)}
+    return ev.estimate.memory.total.value / 2**30, {r.label: " ".join(r.tooltip().split()) for r in rows(ev, scenario)}
 
 
 def test_qlora_rows_name_the_fp32_cast_and_lora_rows_do_not():

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox
 
 from llmplan.catalog.engines import load_engine_profiles
 from llmplan.catalog.system_presets import load_system_catalog
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.plan.evaluate import evaluate_plan
 
 
@@ -38,7 +39,7 @@ def test_training_plan_shows_checkpoint_goodput_power_with_formulas(window):
                        ("Energy", sys_.power.energy_kwh), ("Electricity cost", sys_.power.cost_usd),
                        ("CO₂ emitted", sys_.power.co2_kg)):
         assert label in rows, label
-        assert rows[label][1] == fig.describe(), label  # tooltip: formula, inputs, source
+        assert rows[label][1] == wrap_tip(fig.describe()), label  # tooltip: formula, inputs, source (wrapped)
         assert "nan" not in rows[label][0].lower() and "e+" not in rows[label][0], rows[label]
     assert "Cold start in all" not in rows  # inference only
     assert "Offload PCIe traffic per GPU per step" not in rows  # nothing is offloaded
@@ -58,7 +59,7 @@ def test_inference_plan_shows_cold_start_not_checkpoints(window):
     out = window.state.evaluate_now()
     assert out.doc.workload == "inference"
     rows = _rows(window)
-    assert rows["Cold start in all"][1] == out.estimate.system.cold_start.total_s.describe()
+    assert rows["Cold start in all"][1] == wrap_tip(out.estimate.system.cold_start.total_s.describe())
     assert "Energy per hour" in rows and "Checkpoint interval" not in rows
 
 

@@ -126,7 +126,7 @@ def test_chart_items_survive_a_knob_change_typed_with_the_keyboard(window, qtbot
     assert len(chart.gpu.getData()[1]) == len(before)
 
 
-def test_memory_vs_context_under_offload_plots_the_total_and_marks_the_start(window, qtbot):
+def test_memory_vs_context_under_offload_plots_host_ram_and_marks_the_start(window, qtbot):
     window.workload.setCurrentIndex(0)
     window.state.edit_many(OFFLOADED_70B, "70B Q4_K_M on a 4090")
     window.charts.setCurrentWidget(window.charts.seq_plot)
@@ -134,11 +134,12 @@ def test_memory_vs_context_under_offload_plots_the_total_and_marks_the_start(win
     series = window.charts.last.memory_vs_seq
     assert any(h > 0 for h in series.host)
     chart = window.charts.seq_chart
-    total = chart.total.getData()[1]
-    assert len(total) == len(series.xs) and all(b >= a - 1e-9 for a, b in itertools.pairwise(total))
-    assert chart.offload.isVisible() and chart.offload.value() == pytest.approx(math.log10(series.offload_from))
+    host = chart.host.getData()[1]  # host RAM per node, from where offload starts (here the first point)
+    assert len(host) == len(series.xs) and all(b >= a - 1e-9 for a, b in itertools.pairwise(host))
+    # offloaded from the sweep's first point on: no "offload starts" marker at the left edge (it says nothing)
+    assert series.offload_from == series.xs[0] and not chart.offload.isVisible()
     labels = [label.text for _sample, label in chart.legend.items]
-    assert labels == ["GPU + CPU RAM (offloaded)", "on the GPU"]
+    assert labels == ["on each GPU", "Host RAM per node (offload)"]
 
 
 def test_throughput_chart_marks_setups_that_do_not_fit(window, qtbot):

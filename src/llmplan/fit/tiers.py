@@ -39,7 +39,7 @@ from llmplan.plan.evaluate import evaluate_plan
 if TYPE_CHECKING:
     from llmplan.fit.local import FitChange, LocalMachine
 
-__all__ = ["AllOnGpu", "PlanVerdict", "Tier", "all_on_gpu", "is_offloaded", "offloaded_bytes", "plan_fixes",
+__all__ = ["AllOnGpu", "PlanVerdict", "Tier", "all_on_gpu", "is_offloaded", "off_gpu_bytes", "plan_fixes",
            "plan_verdict"]
 
 Tier = Literal["fits", "offload", "does_not_fit"]
@@ -64,7 +64,7 @@ class PlanVerdict:
     total_layers: int | None = None
     tokens_per_s: float | None = None
     all_gpu: AllOnGpu | None = None
-    offloaded_bytes: float = 0.0  # per GPU, kept in CPU RAM (or on NVMe)
+    off_gpu: tuple[tuple[str, float], ...] = ()  # ``off_gpu_bytes``: (memory field, bytes per node) kept off the GPUs
 
 
 def _tokens_per_s(est: Estimate) -> float | None:
@@ -106,11 +106,19 @@ def is_offloaded(scenario: Scenario, est: Estimate) -> bool:
     return scenario.training.offload != "none"
 
 
-def offloaded_bytes(scenario: Scenario, est: Estimate) -> float:
-    """Bytes per GPU kept off the GPU (host RAM is reported per node); 0 when nothing is offloaded."""
+OFF_GPU_FIELDS = ("host_ram", "nvme")  # the ``MemoryBreakdown`` fields an offload fills, in the order shown
+
+
+def off_gpu_bytes(scenario: Scenario, est: Estimate) -> tuple[tuple[str, float], ...]:
+    """What an offloading plan keeps off its GPUs: (``MemoryBreakdown`` field, bytes per node) for host RAM and
+    NVMe, the ones above 0; () when nothing is offloaded (``is_offloaded``). Per node, as the estimate reports
+    them, never split per GPU: on a llama.cpp layer split the host layers are one pool the CPU reads, and a
+    share of it "per GPU" is no amount any GPU holds or any host has. The memory bar's legend and the memory
+    charts' curves show these numbers; the results table and the CLI print the same fields."""
     if not is_offloaded(scenario, est):
-        return 0.0
-    return float(est.memory.host_ram.value + est.memory.nvme.value) / scenario.cluster.gpus_per_node
+        return ()
+    m = est.memory
+    return tuple((key, float(getattr(m, key).value)) for key in OFF_GPU_FIELDS if getattr(m, key).value > 0)
 
 
 def _offload(scenario: Scenario, est: Estimate) -> tuple[int | None, str] | None:
@@ -151,7 +159,7 @@ def plan_verdict(scenario: Scenario, est: Estimate, unit: MemoryUnit) -> PlanVer
         cost += (f" {costs}: all on the GPU it would run at "
                  f"{_about(other.tokens_per_s)} and need {unit.fmt(other.bytes_per_gpu)} per GPU.")
     return PlanVerdict("offload", bool(m.tight), headline, cost, layers, scenario.model.num_layers, tps, other,
-                       offloaded_bytes(scenario, est))
+                       off_gpu_bytes(scenario, est))
 
 
 def plan_machine(doc: PlanDocument) -> LocalMachine:

@@ -17,6 +17,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
 from llmplan.gui.dialogs import error_and_buttons
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.plan.document import ModelRef
 
 # (config keys, the first the family's config has is edited; label; tooltip). Always shown.
@@ -112,7 +113,7 @@ class ArchitectureDialog(QDialog):
             spin = QSpinBox()
             spin.setRange(1, 10_000_000)
             spin.setValue(int(config[key]))
-            spin.setToolTip(f"{tip} (config.json key '{key}')")
+            spin.setToolTip(wrap_tip(f"{tip} (config.json key '{key}')"))
             spin.setAccessibleName(label)
             form.addRow(label, spin)
             self.spins[key] = spin

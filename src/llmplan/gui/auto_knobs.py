@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QSpinBox
 from llmplan.gui.bind import route_undo
 from llmplan.gui.commands import get_path, is_stated
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 AUTO = "__automatic__"  # the item data of the "auto (…)" entry (no plan value is spelt so)
 AUTO_TIP = ("Automatic: the plan leaves this open and the engine's default policy chooses it, moving one step at a "
@@ -59,7 +60,7 @@ class AutoSpin(QSpinBox):
         self.setKeyboardTracking(False)
         self.setObjectName(path)
         self.setAccessibleName(label)
-        self.setToolTip(f"{tip}\n{AUTO_TIP}\n(plan field: {path})")
+        self.setToolTip(wrap_tip(f"{tip}\n{AUTO_TIP}\n(plan field: {path})"))
         self.valueChanged.connect(self._changed)
         state.doc_changed.connect(self.refresh)
         state.evaluated.connect(self.refresh)

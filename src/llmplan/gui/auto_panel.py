@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from llmplan.core.present import MemoryUnit, duration
 from llmplan.core.workload import Scenario
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 
 class _Signals(QObject):
@@ -123,9 +124,9 @@ class AutoDialog(QDialog):
         self.target.setRange(0.01, 1e12)
         self.target.setDecimals(1)
         self.target.setKeyboardTracking(False)
-        self.target.setToolTip("Days to finish the plan's training tokens, or US dollars of GPU-hours: the "
+        self.target.setToolTip(wrap_tip("Days to finish the plan's training tokens, or US dollars of GPU-hours: the "
                                "smallest number of nodes of this GPU that meets it, and its layout (the global "
-                               "batch stays fixed)")
+                               "batch stays fixed)"))
         self.target.setVisible(False)
         self.objective.currentIndexChanged.connect(self._objective_changed)
         self.target_nodes = self.target_gpn = 0  # a target answer's cluster (0: a search row)
@@ -240,13 +241,13 @@ class AutoDialog(QDialog):
         self.status.setText(summary + (f". {result.note}" if result.note else "")
                             + (f". {sum(n for _r, n, _e in result.excluded):,} layouts left out that the training "
                                "framework cannot run (hover for why)" if result.excluded else ""))
-        self.status.setToolTip("\n".join(f"{n:,} × {reason}; e.g. {example}"
-                                          for reason, n, example in result.excluded))
+        self.status.setToolTip(wrap_tip("\n".join(f"{n:,} × {reason}; e.g. {example}"
+                                          for reason, n, example in result.excluded)))
         for r in result.best:
             item = QTreeWidgetItem(self.list, [str(r.rank), r.label(), str(r.gpus), f"{r.tokens_per_s:,.0f}",
                                                duration(r.step_time_s), self.unit.fmt(r.memory_bytes), r.why])
             item.setToolTip(1, "figures from the full engine" if r.refined else "figures from the quick model")
-            item.setToolTip(6, r.why)
+            item.setToolTip(6, wrap_tip(r.why))
         if self.list.topLevelItemCount():
             self.list.setCurrentItem(self.list.topLevelItem(0))
         if self.charts is not None:

@@ -128,15 +128,12 @@ def weight_formats() -> tuple[str, ...]:
 
 def weight_format_words() -> dict[str, str]:
     """Each format of ``weight_formats`` with its one line: what it is and its bits per weight
-    (``llmplan.core.quant_words``, read from the quantiser definitions the estimate prices)."""
-    import textwrap
-
+    (``llmplan.core.quant_words``, read from the quantiser definitions the estimate prices), wrapped for a
+    tooltip (``gui.tooltips``)."""
     from llmplan.core.quant_words import format_words
+    from llmplan.gui.tooltips import wrap_tip
 
-    def wrapped(text: str) -> str:  # a plain-text tooltip does not wrap: lines of at most 80 characters
-        return "\n".join(textwrap.fill(line, 80) for line in text.splitlines())
-
-    return {f: wrapped(format_words(f)) for f in weight_formats()}
+    return {f: wrap_tip(format_words(f)) for f in weight_formats()}
 
 
 def framework_choices() -> list[tuple[str, str]]:

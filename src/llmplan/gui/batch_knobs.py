@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFormLayout, QLabel
 
 from llmplan.gui.bind import bound_combo, bound_spin
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 BATCH_FIELDS = ("global_batch", "global_batch_tokens", "batch_rule")
 
@@ -57,4 +58,4 @@ class BatchLine(QLabel):
         seqs, tokens = int(gb.value), int(gb.inputs["tokens_per_step"])
         self.setText(f"= {seqs:,} sequences, {tokens:,} tokens per step: micro-batch {int(acc.inputs['micro_batch'])}"
                      f" × DP {int(acc.inputs['dp'])} × {int(acc.value):,} accumulation steps ({gb.inputs['rule']})")
-        self.setToolTip(gb.formula)
+        self.setToolTip(wrap_tip(gb.formula))

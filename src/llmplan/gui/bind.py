@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 _UNSEEN = object()  # no value refreshed to yet
 
@@ -137,7 +138,7 @@ def _follow(state: PlanState, widget: QWidget, path: str, show, showing=None) ->
 def _decorate(widget: QWidget, path: str, label: str, tip: str) -> None:
     widget.setObjectName(path)
     widget.setAccessibleName(label)
-    widget.setToolTip(f"{tip}\n(plan field: {path})" if tip else f"plan field: {path}")
+    widget.setToolTip(f"{wrap_tip(tip)}\n(plan field: {path})" if tip else f"plan field: {path}")
 
 
 def bound_spin(state: PlanState, path: str, label: str, tip: str, lo: int, hi: int, step: int = 1,
@@ -232,7 +233,7 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
     for value, text in options:
         w.addItem(text, value)
         if item_tips and value in item_tips:
-            w.setItemData(w.count() - 1, item_tips[value], Qt.ItemDataRole.ToolTipRole)
+            w.setItemData(w.count() - 1, wrap_tip(item_tips[value]), Qt.ItemDataRole.ToolTipRole)
     _decorate(w, path, label, tip)
 
     def show(v: Any) -> None:

@@ -2,9 +2,10 @@
 ``setVisible``), and the number style of their axes. ``charts.ChartsPanel`` owns one of each.
 
 - ``MemoryChart``: memory per GPU against a knob, points over the capacity ringed red (legend says so);
-  under partial offload (llama.cpp layers, ZeRO-Offload
-  optimizer states) also GPU + CPU RAM and a marker where offload starts: the GPU part alone falls as
-  layers move to the CPU, which reads as if a longer context were cheaper (issue 18 item 4).
+  under partial offload (llama.cpp layers, ZeRO-Offload optimizer states) also host RAM (and NVMe) per node
+  and a marker where offload starts: the GPU part alone falls as layers move to the CPU, which reads as if a
+  longer context were cheaper (issue 18 item 4). The capacity's and the marker's labels go where no curve
+  runs (``LineLabel``).
 - ``ThroughputChart``: tokens/s against GPU count; setups that do not fit in GPU memory are hollow red
   circles off the line, named in the legend (issue 18 item 10).
 - ``RooflineChart``: the GPU's roofs and the workload's points.
@@ -22,8 +23,9 @@ import pyqtgraph as pg
 
 from llmplan.core.present import MemoryUnit, axis_ticks
 from llmplan.gui import sweeps
+from llmplan.gui.chart_labels import LineLabel, place_labels
 from llmplan.gui.chart_legend import OutsideLegend
-from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR
+from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR, offload_label
 
 NOTE_COLOUR = "#888888"
 NOTE_MARGIN = 8  # px between a wrapped sentence and the view box's edges
@@ -163,31 +165,44 @@ class _Note:
 
 
 class MemoryChart:
-    """Memory per GPU against one knob: the GPU part, GPU + CPU RAM where something is offloaded,
-    the capacity, the plan's own value and where offload starts; items made once, moved on redraw."""
+    """Memory per GPU against one knob: the part on each GPU against the capacity; where something is
+    offloaded also what is kept off the GPUs, host RAM (and NVMe) per node, the same numbers and words as
+    the memory bar's legend, the results table and the CLI (``fit.tiers.off_gpu_bytes``), and where offload
+    starts; the plan's own value. Items made once, moved on redraw.
+
+    The off-GPU curves are per node, not per GPU: on a llama.cpp layer split over two cards the layers left
+    in host RAM are one pool the CPU reads, and a curve of "GPU + host ÷ GPUs" would be no amount anything
+    holds. So the chart no longer adds them up; the y axis then reads in the unit alone and the legend says
+    which curve is per GPU and which per node. There is no host RAM line: a plan does not state its host RAM."""
 
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
         self.legend = OutsideLegend(plot)  # under the x axis: never over a curve or a label
         self.gpu = plot.plot([], [], pen=pg.mkPen(STAGE_COLOURS[0], width=2), symbol="o", symbolSize=6)
-        self.total = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
-                               symbolSize=7, symbolBrush=WARN_COLOUR)
+        self.host = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DASH_LINE), symbol="t",
+                              symbolSize=7, symbolBrush=WARN_COLOUR, connect="finite")
+        self.nvme = plot.plot([], [], pen=pg.mkPen(WARN_COLOUR, width=2, style=DOT_LINE), symbol="s",
+                              symbolSize=6, symbolBrush=WARN_COLOUR, connect="finite")
         self.no_fit = plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=None,
                                 symbolPen=pg.mkPen(BAD_COLOUR, width=2))  # ringed: over the capacity
-        self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE),
-                                        label="capacity", labelOpts={"position": 0.02, "color": BAD_COLOUR,
-                                                                     "anchors": [(0, 0), (0, 1)]})  # in the view box
+        self.capacity = pg.InfiniteLine(0, angle=0, pen=pg.mkPen(BAD_COLOUR, width=1.5, style=DASH_LINE))
         self.capacity.setVisible(False)
         plot.addItem(self.capacity)
         self.current = _vline(plot)
-        self.offload = _vline(plot, WARN_COLOUR, "offload starts")
+        self.offload = _vline(plot, WARN_COLOUR)
+        self.labels = (LineLabel(plot, "GPU capacity", BAD_COLOUR, horizontal=True),
+                       LineLabel(plot, "offload starts", WARN_COLOUR, horizontal=False))
+        self.capacity_label, self.offload_label = self.labels
+        plot.getViewBox().sigTransformChanged.connect(self._place_labels)  # a new range or size
         self.note = _Note(plot)
 
     def clear(self, note: str = "") -> None:
-        for item in (self.gpu, self.total, self.no_fit):
+        for item in (self.gpu, self.host, self.nvme, self.no_fit):
             item.setData([], [])
         for item in (self.capacity, self.current, self.offload):
             item.setVisible(False)
+        for label in self.labels:
+            label.keep_off(None, [])
         self.legend.set_entries([])
         if note:
             self.note.show(note)
@@ -195,7 +210,8 @@ class MemoryChart:
             self.note.hide()
 
     def draw(self, series: sweeps.Series | None, unit: MemoryUnit) -> None:
-        _label(self.plot, "left", f"{unit.name} per GPU")
+        offloaded = series is not None and any(h > 0 for h in series.host + series.nvme)
+        _label(self.plot, "left", unit.name if offloaded else f"{unit.name} per GPU")  # the legend says per what
         if series is None or not series.xs:
             self.clear()
             return
@@ -204,15 +220,21 @@ class MemoryChart:
         _label(self.plot, "bottom", series.x_label)
         d = unit.divisor
         xs = list(series.xs)
-        self.gpu.setData(xs, [y / d for y in series.ys])
+        gpu = [y / d for y in series.ys]
+        self.gpu.setData(xs, gpu)
         entries: list[tuple[object, str]] = []
-        offloaded = any(h > 0 for h in series.host)
-        if offloaded:  # the total keeps growing with the knob while the GPU part may fall
-            self.total.setData(xs, [(y + h) / d for y, h in zip(series.ys, series.host, strict=True)])
-            entries += [(self.total, "GPU + CPU RAM (offloaded)"), (self.gpu, "on the GPU")]
-        else:
-            _set_data(self.total, [], [])
-        bad = [(x, y / d) for x, y, ok in zip(xs, series.ys, series.fits or (True,) * len(xs), strict=True) if not ok]
+        curves = [gpu]
+        for item, key, values in ((self.host, "host_ram", series.host), (self.nvme, "nvme", series.nvme)):
+            if offloaded and any(v > 0 for v in values):  # from where the offload starts: before it, no curve
+                ys = [v / d if v > 0 else math.nan for v in values]
+                item.setData(xs, ys)
+                curves.append(ys)
+                entries.append((item, offload_label(key)))
+            else:
+                _set_data(item, [], [])
+        if offloaded:
+            entries.insert(0, (self.gpu, "on each GPU"))
+        bad = [(x, y) for x, y, ok in zip(xs, gpu, series.fits or (True,) * len(xs), strict=True) if not ok]
         _set_data(self.no_fit, [x for x, _ in bad], [y for _, y in bad])
         if bad:
             if not offloaded:
@@ -223,8 +245,18 @@ class MemoryChart:
         if series.capacity:
             self.capacity.setValue(series.capacity / d)
         _set_vline(self.current, series.current_x)
-        _set_vline(self.offload, series.offload_from if offloaded else None)
+        start = series.offload_from if offloaded else None
+        if start == series.xs[0]:  # offloaded from the first point on: the host curve says it, a marker at the
+            start = None  # left edge says nothing and its label took the room the capacity's label needed
+        _set_vline(self.offload, start)
         _log_ticks(self.plot, series.xs)
+        view = [[(math.log10(x), y) for x, y in zip(xs, c, strict=True)] for c in curves]  # log x, as plotted
+        self.capacity_label.keep_off(series.capacity / d if series.capacity else None, view)
+        self.offload_label.keep_off(math.log10(start) if start else None, view)
+        self._place_labels()
+
+    def _place_labels(self, *_a) -> None:
+        place_labels(self.labels)
 
 
 class ThroughputChart:

@@ -11,9 +11,9 @@ more than the data and makes the legend blink.
 
 What the charts say plainly (issue 18 item 10): throughput points whose setup does not fit
 in GPU memory are hollow red circles, left off the line, with a legend entry saying so;
-memory charts under partial offload (llama.cpp, ZeRO-Offload) plot GPU + CPU RAM beside the
-GPU part and mark where offload starts, since the GPU part alone *falls* as more layers move
-to the CPU. Linear axes print thousands separators ("300,000"; ``NumberAxis``). Export uses
+memory charts under partial offload (llama.cpp, ZeRO-Offload) plot host RAM per node beside
+the part on each GPU and mark where offload starts, since the GPU part alone *falls* as more
+layers move to the CPU. Linear axes print thousands separators ("300,000"; ``NumberAxis``). Export uses
 pyqtgraph's PNG ImageExporter (its SVG exporter is broken in 0.14, TOOLCHAIN.md gotcha 5).
 """
 
@@ -34,6 +34,7 @@ from llmplan.gui.backend import Outcome
 from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, configure_pyqtgraph, restyle_plot
 
 SWEEP_DEBOUNCE_MS = 60
+AXIS_LABEL_OVERHANG = 5  # px below the x axis that its label may take (pyqtgraph's "nudge")
 # The tabs, their chart titles and axes: (tab, title, x label, y label, log x, log y).
 TABS = (("Length", "Memory vs sequence length", "tokens", "GiB per GPU", True, False),
         ("Batch", "Memory vs batch", "sequences", "GiB per GPU", True, False),
@@ -90,6 +91,11 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
         w.getAxis(side).enableAutoSIPrefix(False)
     w.setAccessibleName(title)
     w.setMinimumHeight(140)
+    # pyqtgraph sets the x axis's label 5 px lower than the axis's own height allows (``AxisItem.resizeEvent``:
+    # the text item's margin was to take it); with no legend under the axis the label's last pixels fell off the
+    # chart's bottom edge ("sequence length (tokens)" lost its descenders at 1,024 × 700). The margin holds them.
+    left, top, right, _bottom = w.getPlotItem().layout.getContentsMargins()
+    w.getPlotItem().layout.setContentsMargins(left, top, right, AXIS_LABEL_OVERHANG)
     return w
 
 

@@ -21,6 +21,7 @@ from llmplan.core.training.switches import SWITCHES
 from llmplan.gui.after_paint import after_first_paint
 from llmplan.gui.bind import bound_combo, bound_spin, compact
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 LIMITS_DELAY_MS = 250  # the searches take tens of ms: run them once the user pauses
 _VALUES = (None, True, False)
@@ -83,8 +84,8 @@ class SwitchRow(QComboBox):
         path = f"training.{name}"
         self.setObjectName(path)
         self.setAccessibleName(self.label)
-        self.setToolTip(tip or f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's "
-                        "default)")
+        self.setToolTip(wrap_tip(tip or f"{info.changes}.\nSource: {info.source}\n(plan field: {path}; auto: the framework's "
+                        "default)"))
         self.addItems(["auto", "on", "off"])
         self.currentIndexChanged.connect(self._changed)
         state.doc_changed.connect(self.refresh)

@@ -42,6 +42,7 @@ from llmplan.gui.picker_models import (
     walk,
 )
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.plan.document import cards_data, cards_of
 
 
@@ -357,7 +358,7 @@ class HardwarePicker(QWidget):
         else:  # the reasons are often a long list (every probe's): in the tooltip, so the pane keeps its width
             reasons = [str(r) for r in (getattr(report, "reasons", None) or [])] or ([problem] if problem else [])
             self.detect_status.setText("No GPU found on this machine" + (" (hover for why)" if reasons else ""))
-            self.detect_status.setToolTip("\n".join(["Why no GPU was found:", *reasons]) if reasons else "")
+            self.detect_status.setToolTip(wrap_tip("\n".join(["Why no GPU was found:", *reasons]) if reasons else ""))
         self.refill()
 
     def detected_card_ids(self) -> list[str]:

@@ -19,6 +19,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.gui import backend
 from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_spin
+from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
 from llmplan.gui.offload_share import OffloadShare
 from llmplan.gui.profile_choices import (
@@ -31,6 +32,7 @@ from llmplan.gui.profile_choices import (
 from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 
 SIZES = (
     ("tp", "TP", "Tensor parallel: each layer's matrices split over this many GPUs (keep inside a node)"),
@@ -41,6 +43,10 @@ SIZES = (
 )
 
 ZERO_OPTIONS = [(k, f"ZeRO {k}", "") for k in range(4)]
+SP_TIP = ("Sequence parallelism (Korthikanti et al. 2022): the norms, dropout and residual activations are split "
+          "over the tensor-parallel group as well")
+SP_OFF_TIP = ("Off while TP is 1: sequence parallelism splits activations over the tensor-parallel group, so it "
+              "does nothing without one. The plan keeps the setting for when TP is above 1")
 
 
 class LayoutEditor(QWidget):
@@ -53,7 +59,7 @@ class LayoutEditor(QWidget):
             label = QLabel(short)
             spin = bound_spin(state, f"parallelism.{key}", f"{short} size", tip, 1, 1_000_000 if key == "dp" else 1024)
             label.setBuddy(spin)
-            label.setToolTip(tip)
+            label.setToolTip(wrap_tip(tip))
             sizes.addWidget(label, 0, col)
             sizes.addWidget(spin, 1, col)
         opts = QFormLayout()
@@ -82,8 +88,9 @@ class LayoutEditor(QWidget):
                                               "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)"))
         row1.addStretch(1)
         opts.addRow(row1)
-        row2.addWidget(self._training_only(bound_check(state, "parallelism.sequence_parallel", "Sequence parallel",
-                       "Megatron sequence parallelism: norms and dropout split over the TP group")))
+        self.sequence_parallel = bound_check(state, "parallelism.sequence_parallel", "Sequence parallel", SP_TIP)
+        self._sp_tips = (self.sequence_parallel.toolTip(), f"{wrap_tip(SP_OFF_TIP)}\n(plan field: parallelism.sequence_parallel)")
+        row2.addWidget(self.sequence_parallel)  # shown and enabled where it applies (``_show_sequence_parallel``)
         vs_label = QLabel("Virtual stages")
         vs = bound_spin(state, "parallelism.virtual_stages", "Virtual stages",
                         "Interleaved pipeline: model chunks per GPU; shrinks the bubble by this factor", 1, 128)
@@ -151,9 +158,25 @@ class LayoutEditor(QWidget):
     def _doc_changed(self, doc) -> None:
         for w in self.training_only:  # serving has no optimizer states to shard or offload, no 1F1B schedule
             w.setVisible(doc.workload != "inference")
+        self._show_sequence_parallel(doc)
         hw = doc.hardware
         self.grid.set_cluster(doc.parallelism, hw.gpus_per_node, hw.nodes, self.grid.memory_text)
         self._show_gpu_count(doc)
+
+    def _show_sequence_parallel(self, doc) -> None:
+        """Sequence parallelism splits activations over the TP group (the engine applies it only with TP > 1,
+        ``core.training.layout``): the box is hidden where the plan's framework has no tensor parallelism (the
+        Hugging Face Trainer, torchtune, unsloth, LLaMA-Factory, axolotl, Composer: ``supports_tp`` false in
+        their profiles) and for serving, and greyed with the reason while TP is 1. The frameworks with TP
+        (Megatron-Core, Meta's Llama 3 stack, Megatron-DeepSpeed, torchtitan) all split the norms this way."""
+        prof = plan_profile(self.state, fresh=True) if doc.workload != "inference" else None
+        has_tp = doc.workload != "inference" and (prof is None or prof.supports_tp)
+        box = self.sequence_parallel
+        box.setVisible(has_tp)
+        on = has_tp and doc.parallelism.tp > 1
+        if box.isEnabled() != on:
+            box.setEnabled(on)
+            box.setToolTip(self._sp_tips[0] if on else self._sp_tips[1])
 
     def _show_gpu_count(self, doc) -> None:
         used, total = doc.parallelism.gpus, doc.hardware.gpus_per_node * doc.hardware.nodes

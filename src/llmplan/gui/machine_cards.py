@@ -33,6 +33,7 @@ from llmplan.errors import LlmplanError
 from llmplan.gui import backend
 from llmplan.gui.state import PlanState
 from llmplan.gui.this_machine import change_title, show_changes
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.plan.document import cards_data, cards_of
 
 COLUMNS = ("GPU", "Layers", "Memory", "Usable", "Fits")
@@ -68,9 +69,9 @@ class MachineCards(QGroupBox):
         super().__init__("Cards in this machine (llama.cpp layer split)", parent)
         self.state = state
         self.detected: list[str] = []
-        self.setToolTip("Different GPUs in one machine, e.g. an RTX 5090 and an RTX 3090: llama.cpp and Ollama "
+        self.setToolTip(wrap_tip("Different GPUs in one machine, e.g. an RTX 5090 and an RTX 3090: llama.cpp and Ollama "
                         "give each a run of layers in proportion to its memory (--split-mode layer). Saved in the "
-                        "plan file (hardware.cards); the same numbers as `llmplan-cli estimate --gpu A --gpu B`.")
+                        "plan file (hardware.cards); the same numbers as `llmplan-cli estimate --gpu A --gpu B`."))
         self.pick = QComboBox()
         self.pick.setAccessibleName("GPU to add")
         for entry in backend.gpu_entries():
@@ -195,8 +196,8 @@ class MachineCards(QGroupBox):
                      mem.fmt(c.capacity), "yes" if c.fits else "NO")
             for k, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(f"weights {mem.fmt(c.weights)} + KV cache {mem.fmt(c.kv_cache)} + runtime "
-                                f"{mem.fmt(c.runtime)} (runtime context, compute buffer{', logits' if c.has_output else ''})")
+                item.setToolTip(wrap_tip(f"weights {mem.fmt(c.weights)} + KV cache {mem.fmt(c.kv_cache)} + runtime "
+                                f"{mem.fmt(c.runtime)} (runtime context, compute buffer{', logits' if c.has_output else ''})"))
                 if k:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, k, item)

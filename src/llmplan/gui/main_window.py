@@ -29,6 +29,7 @@ from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import apply_theme
 from llmplan.gui.this_machine import ThisMachine
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.gui.window_files import FileActions
 from llmplan.gui.workload_tabs import WorkloadTabs
 from llmplan.plan.document import PlanDocument
@@ -354,7 +355,7 @@ class MainWindow(FileActions, QMainWindow):
         if problems:
             n = len(problems)
             self.catalog_notice.setText(f"⚠ {n} catalog file{'s' if n > 1 else ''} skipped")
-            self.catalog_notice.setToolTip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems))
+            self.catalog_notice.setToolTip(wrap_tip("Skipped, the rest of the catalog is in use:\n" + "\n".join(problems)))
 
     def _os_colour_scheme_changed(self, *_a) -> None:
         if self.prefs.theme == "system":  # follow the OS's light/dark switch while running

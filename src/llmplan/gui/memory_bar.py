@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
 from llmplan.gui.theme import BAD_COLOUR, OFF_GPU_LABELS, PART_COLOURS, PART_LABELS, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 
 BAR_H = 26
 LEGEND_ROW_H = 18
@@ -58,13 +59,12 @@ class MemoryBar(QWidget):
         self.off_gpu: tuple[tuple[str, float], ...] = ()  # (label, bytes per node) kept in host RAM / on NVMe
 
     def set_memory(self, memory: MemoryBreakdown | None, unit: MemoryUnit | None = None,
-                   offloaded: bool = False) -> None:
-        """``offloaded``: part of the plan lives off the GPU (``llmplan.fit.tiers.is_offloaded``); the legend
-        then shows the estimate's host RAM and NVMe per node. llama.cpp's input embedding alone in host RAM
+                   off_gpu: tuple[tuple[str, float], ...] = ()) -> None:
+        """``off_gpu``: what the plan keeps off its GPUs, per node (``llmplan.fit.tiers.off_gpu_bytes``, the
+        numbers the memory charts plot); the legend ends with them. llama.cpp's input embedding alone in host RAM
         is no offload and is left to the table."""
         self.memory = memory
-        self.off_gpu = tuple((label, getattr(memory, key).value) for key, label in OFF_GPU_LABELS.items()
-                             if getattr(memory, key).value > 0) if memory is not None and offloaded else ()
+        self.off_gpu = tuple((OFF_GPU_LABELS[key], value) for key, value in off_gpu) if memory is not None else ()
         if unit is not None:
             self.unit = unit
         self.setAccessibleDescription(self.summary())
@@ -129,6 +129,6 @@ class MemoryBar(QWidget):
             if rect.contains(pos) and self.memory is not None:
                 fig = self.memory.parts()[key]
                 QToolTip.showText(event.globalPosition().toPoint(),
-                                  f"{PART_LABELS.get(key, key)}: {self.unit.fmt(fig.value, 2)}\n{fig.describe()}", self)
+                                  wrap_tip(f"{PART_LABELS.get(key, key)}: {self.unit.fmt(fig.value, 2)}\n{fig.describe()}"), self)
                 return
         QToolTip.hideText()

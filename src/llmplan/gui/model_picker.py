@@ -31,6 +31,7 @@ from llmplan.gui.bind import ElidedCombo, compact
 from llmplan.gui.hub_panel import HubPanel
 from llmplan.gui.picker_models import HUB_ROLE, ID_ROLE, ModelFilter, ModelRow, ModelRows, hub_row, walk
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 SIZES = (("any size", 0, float("inf")), ("< 3 B", 0, 3e9), ("3–15 B", 3e9, 15e9), ("15–80 B", 15e9, 80e9),
          ("> 80 B", 80e9, float("inf")))
@@ -49,9 +50,9 @@ class ModelPicker(QWidget):
         self.search = QLineEdit()
         # short enough to show whole in the left column at 1,280 px; the tooltip has the forms a Hub repo takes
         self.search.setPlaceholderText("Search, or paste a Hub repo or URL…")
-        self.search.setToolTip("Words of a model's name or family search the catalog. A Hugging Face Hub repo id "
+        self.search.setToolTip(wrap_tip("Words of a model's name or family search the catalog. A Hugging Face Hub repo id "
                                "(ORG/NAME, ORG/NAME:QUANT for a GGUF quant) or its https://huggingface.co URL "
-                               "offers the model from the Hub.")
+                               "offers the model from the Hub."))
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search models")
         self.family = compact(ElidedCombo(), 5)
@@ -79,8 +80,8 @@ class ModelPicker(QWidget):
             hdr.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(False)
         self.import_button = QPushButton("I&mport…")
-        self.import_button.setToolTip("Import a config.json, a model folder, a .gguf or a safetensors index "
-                                      "(or drop one on the window)")
+        self.import_button.setToolTip(wrap_tip("Import a config.json, a model folder, a .gguf or a safetensors index "
+                                      "(or drop one on the window)"))
         self.import_button.clicked.connect(self.import_requested)
         self.edit_button = QPushButton("Edit a&rchitecture…")
         self.edit_button.setToolTip("Change the chosen model's dimensions to plan a custom model")

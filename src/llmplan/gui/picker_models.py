@@ -30,6 +30,8 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont, QStandardItem, QStandardItemModel
 
+from llmplan.gui.tooltips import wrap_tip
+
 ID_ROLE = Qt.ItemDataRole.UserRole  # catalog id of a model or GPU
 HUB_ROLE = Qt.ItemDataRole.UserRole + 1  # the search text, on the "Hub: ORG/NAME" row
 SPEC_ROLE = Qt.ItemDataRole.UserRole + 2  # a detected GPU's inline spec (no catalog id)
@@ -165,7 +167,7 @@ def _cell(text: str, tip: str = "") -> QStandardItem:
     item = QStandardItem(text)
     item.setEditable(False)
     if tip:
-        item.setToolTip(tip)
+        item.setToolTip(wrap_tip(tip))
     return item
 
 

@@ -22,6 +22,7 @@ from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from llmplan.gui.this_machine import change_title, wait_for_worker
+from llmplan.gui.tooltips import wrap_tip
 
 DEBOUNCE_MS = 150
 MAX_FIXES = 3
@@ -146,7 +147,7 @@ class PlanFixes(QWidget):
                 c = self.fixes[i]
                 b.setProperty("full_text", f"{i + 1}. {change_title(c.sentence)}")
                 self._wrap(b)
-                b.setToolTip(f"{c.sentence}\n\nsets: {', '.join(c.overrides)}")
+                b.setToolTip(wrap_tip(f"{c.sentence}\n\nsets: {', '.join(c.overrides)}"))
                 b.setAccessibleName(change_title(c.sentence))
                 b.show()
             else:

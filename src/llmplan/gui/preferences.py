@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QWidget
 
+from llmplan.gui.tooltips import wrap_tip
+
 MEMORY_UNITS = ("GiB", "GB")
 THEMES = ("system", "light", "dark")
 
@@ -94,7 +96,7 @@ class PreferencesDialog(QDialog):
             spin.setSingleStep(0.05)
             spin.setSpecialValueText("catalog default")
             spin.setValue(getattr(prefs, key))
-            spin.setToolTip(tip + " (default for new plans; 'catalog default' keeps the GPU's own)")
+            spin.setToolTip(wrap_tip(tip + " (default for new plans; 'catalog default' keeps the GPU's own)"))
             spin.setAccessibleName(label)
             form.addRow(label, spin)
             self.effs[key] = spin

@@ -22,6 +22,7 @@ from llmplan.gui.bind import ElidedCombo, compact, route_undo
 from llmplan.gui.commands import is_stated
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 Option = tuple[Any, str, str]  # value, text, tooltip
 
@@ -131,7 +132,7 @@ class ProfileChoices(ElidedCombo):
         self._seen: tuple | None = None  # (profile, value, left open, value the result used) last shown
         self.setObjectName(path)
         self.setAccessibleName(label)
-        self.setToolTip(f"{tip}\n(plan field: {path})")
+        self.setToolTip(wrap_tip(f"{tip}\n(plan field: {path})"))
         self.currentIndexChanged.connect(self._changed)
         state.doc_changed.connect(self.refresh)
         state.evaluated.connect(self.refresh)
@@ -168,7 +169,7 @@ class ProfileChoices(ElidedCombo):
                 for v, text, item_tip in opts:
                     self.addItem(text, v)
                     if item_tip:
-                        self.setItemData(self.count() - 1, item_tip, Qt.ItemDataRole.ToolTipRole)
+                        self.setItemData(self.count() - 1, wrap_tip(item_tip), Qt.ItemDataRole.ToolTipRole)
                 self._listed = opts
             self.setCurrentIndex(self.findData(value))
         finally:

@@ -11,6 +11,7 @@ from llmplan.core.workload import RECOMPUTE_MODULE_LIMITS, RECOMPUTE_MODULES, va
 from llmplan.gui.auto_knobs import automatic, used_value
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 # Megatron-Core's names (--recompute-modules), a short label and what each recomputes (core.training.recompute_modules)
 MODULE_TIPS = {
@@ -43,8 +44,8 @@ class RecomputeModules(QWidget):
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         label = QLabel("Recompute modules")
-        label.setToolTip("Megatron-Core's --recompute-modules (plan field training.recompute_modules): what "
-                         "selective recompute runs again in the backward instead of keeping it")
+        label.setToolTip(wrap_tip("Megatron-Core's --recompute-modules (plan field training.recompute_modules): what "
+                         "selective recompute runs again in the backward instead of keeping it"))
         grid.addWidget(label, 0, 0, 1, 3)
         self.boxes: dict[str, QCheckBox] = {}
         self._shown: dict[str, tuple[bool, bool]] = {}  # name → (checked, enabled) last set on its box
@@ -53,7 +54,7 @@ class RecomputeModules(QWidget):
             box = QCheckBox(text)
             box.setAccessibleName(f"Recompute module {name}")
             box.setObjectName(f"training.recompute_modules.{name}")
-            box.setToolTip(tip)
+            box.setToolTip(wrap_tip(tip))
             box.toggled.connect(lambda on, n=name: self._toggled(n, on))
             grid.addWidget(box, 1 + i // 3, i % 3)
             self.boxes[name] = box
@@ -84,7 +85,7 @@ class RecomputeModules(QWidget):
             box.blockSignals(False)
             box.setEnabled(usable)
             tip = MODULE_TIPS[name][1]
-            box.setToolTip(tip if usable else f"{tip}. Not for this model: {RECOMPUTE_MODULE_LIMITS[name]}")
+            box.setToolTip(wrap_tip(tip if usable else f"{tip}. Not for this model: {RECOMPUTE_MODULE_LIMITS[name]}"))
         recompute = doc.training.recompute  # left automatic: the one the result used, as the Recompute list says
         if automatic(doc, "training.recompute") and used_value(self.state, "training.recompute") is not None:
             recompute = used_value(self.state, "training.recompute")

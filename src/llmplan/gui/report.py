@@ -29,7 +29,8 @@ from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
-from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS
+from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS, offload_label
+from llmplan.gui.tooltips import wrap_tip
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,8 @@ class Row:
             else self.text
 
     def tooltip(self) -> str:
-        return self.figure.describe() if self.figure is not None else self.text
+        """The figure's explanation (or the row's text), wrapped to a tooltip's width (``gui.tooltips``)."""
+        return wrap_tip(self.figure.describe() if self.figure is not None else self.text)
 
 
 def hidden_behind(col) -> str:
@@ -119,9 +121,9 @@ def rows(est: Estimate | Evaluation, scenario: Scenario | None = None, unit: Mem
         share = present.unified_share(mem.fmt(gpu.usable_memory_bytes, 2), mem.fmt(gpu.memory_bytes, 2),
                                       gpu.vendor == "apple")
         out.append(Row("Memory per GPU", "Unified memory", None, share, style="sentence"))
-    for key, label in OFF_GPU_LABELS.items():  # per node, as the memory bar's legend and the CLI say it
+    for key in OFF_GPU_LABELS:  # per node, as the memory bar's legend, the memory charts and the CLI say it
         if getattr(m, key).value > 0:
-            out.append(Row("Memory per GPU", f"{label} (offload)", getattr(m, key)))
+            out.append(Row("Memory per GPU", offload_label(key), getattr(m, key)))
     if est.compute is not None:
         c = est.compute
         for label, fig in (("Step time", c.step_time_s), ("Throughput", c.tokens_per_s), ("MFU", c.mfu),

@@ -14,6 +14,8 @@ rule that is broken).
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
@@ -35,6 +37,9 @@ from llmplan.gui.memory_bar import MemoryBar
 from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
+
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=[^\W\d_])")  # "3.55 tokens/s", "23.9 GiB": a number stays with its unit
 
 
 class VerdictBanner(QLabel):
@@ -60,8 +65,13 @@ class VerdictBanner(QLabel):
             self.setFont(font)
             self.setStyleSheet(sheet)
         text = one_line(text)  # one line: a name's control characters escaped, never acted on
-        self.setText(text)
+        self.setText(_UNIT_SPACE.sub("\u00a0", text).replace("/", "/\u2060"))  # wraps between words, not in units
         self.setAccessibleDescription(text)
+
+    def text(self) -> str:
+        """The verdict as written: without the no-break space and word joiner that keep "~3.55 tokens/s"
+        whole when the banner wraps (Qt broke it after the slash: "…tokens/" then "s", at 585 px)."""
+        return super().text().replace("\u00a0", " ").replace("\u2060", "")
 
 
 SENTENCE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -113,13 +123,13 @@ class FiguresTable(QTreeWidget):
             return ""
         kind, row, text = self.tips[line]
         if kind == "sentence" and column == 0:
-            return (row.tooltip() if row is not None else "") or text
+            return (row.tooltip() if row is not None else "") or wrap_tip(text)
         if kind != "figure" or row is None:
             return ""
         tip = row.tooltip()
         if column == 1:
             return tip
-        label = row.label.strip()
+        label = wrap_tip(row.label.strip())  # a collective's row: its algorithm, nodes, bytes, bus bandwidth
         return f"{label}\n\n{tip}" if tip else label
 
     def viewportEvent(self, event) -> bool:
@@ -323,9 +333,9 @@ class ResultsPanel(QWidget):
             self._show_step(None)
             return
         self._show_verdict(outcome)
-        self.banner.setToolTip(est.memory.total.describe())
+        self.banner.setToolTip(wrap_tip(est.memory.total.describe()))
         self.detail.setText(est.bottleneck.statement)
-        self.bar.set_memory(est.memory, self.unit, self.verdict is not None and self.verdict.offloaded_bytes > 0)
+        self.bar.set_memory(est.memory, self.unit, self.verdict.off_gpu if self.verdict is not None else ())
         self._show_step(est.compute)
         self._fill_table(est, outcome)
 

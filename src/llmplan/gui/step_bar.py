@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from llmplan.core.result import ComputeReport
 from llmplan.gui.memory_bar import LEGEND_ROW_H, paint_legend
+from llmplan.gui.tooltips import wrap_tip
 
 BAR_H = 22
 PARTS = {  # breakdown key -> (label, colour)
@@ -94,7 +95,7 @@ class StepTimeBar(QWidget):
                 share = value / self.compute.step_time_s.value if self.compute.step_time_s.value else 0.0
                 own = self.compute.grad_clip_s if key == "gradient_clipping" else None  # a part with its own figure
                 QToolTip.showText(event.globalPosition().toPoint(),
-                                  f"{PARTS[key][0]}: {fmt_seconds(value)} ({share:.0%} of the step)\n"
-                                  f"{(own or self.compute.step_time_s).describe()}", self)
+                                  wrap_tip(f"{PARTS[key][0]}: {fmt_seconds(value)} ({share:.0%} of the step)\n"
+                                           f"{(own or self.compute.step_time_s).describe()}"), self)
                 return
         QToolTip.hideText()

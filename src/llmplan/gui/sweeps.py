@@ -4,10 +4,12 @@ Every point is a real ``estimate`` of a variant of the scenario; points where th
 engine refuses the variant (a layout rule) are simply left out. Points that run but do
 not fit in GPU memory are kept and flagged (``Series.fits``), so a chart can mark them
 instead of plotting them as valid setups (issue 18 item 10). Memory series also carry
-the bytes each point keeps in CPU RAM (``Series.host``): under llama.cpp's partial
-offload the GPU part *falls* as the context grows (layers move to the CPU), so a chart
-of GPU memory alone reads as if longer contexts were cheaper. A ``Sweeps`` object is
-computed off the UI thread by ``charts.SweepJob``.
+what each point keeps off the GPUs, host RAM and NVMe per node (``Series.host``,
+``Series.nvme``; ``fit.tiers.off_gpu_bytes``, the numbers of the memory bar's legend,
+the results table and the CLI): under llama.cpp's partial offload the GPU part *falls*
+as the context grows (layers move to the CPU), so a chart of GPU memory alone reads as
+if longer contexts were cheaper. A ``Sweeps`` object is computed off the UI thread by
+``charts.SweepJob``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from llmplan.core.hardware import ClusterSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
-from llmplan.fit.tiers import offloaded_bytes
+from llmplan.fit.tiers import off_gpu_bytes
 from llmplan.gui.backend import run_estimate
 
 MAX_POINTS = 10
@@ -35,13 +37,39 @@ class Series:
     ys: tuple[float, ...]
     current_x: float | None = None
     capacity: float | None = None  # bytes: the line memory must stay under
-    host: tuple[float, ...] = ()  # memory series: bytes per GPU offloaded to CPU RAM at each point (0: none)
+    host: tuple[float, ...] = ()  # memory series: host RAM per node of an offload at each point (0: no offload)
     fits: tuple[bool, ...] = ()  # each point fits in GPU memory (empty: all do)
+    nvme: tuple[float, ...] = ()  # memory series: NVMe per node of an offload at each point (empty: none anywhere)
 
     @property
     def offload_from(self) -> float | None:
-        """The first x at which part of the plan is offloaded to CPU RAM (None: nowhere)."""
-        return next((x for x, h in zip(self.xs, self.host, strict=False) if h > 0), None)
+        """The first x at which part of the plan is offloaded to CPU RAM or NVMe (None: nowhere)."""
+        off = zip(self.xs, self.host, self.nvme or (0.0,) * len(self.xs), strict=False)
+        return next((x for x, h, n in off if h > 0 or n > 0), None)
+
+
+class _Points:
+    """A memory series' points as they are estimated: x, memory per GPU, host RAM and NVMe per node, fits."""
+
+    def __init__(self) -> None:
+        self.xs: list[float] = []
+        self.ys: list[float] = []
+        self.host: list[float] = []
+        self.nvme: list[float] = []
+        self.fits: list[bool] = []
+
+    def add(self, x: float, variant: Scenario, est: Estimate) -> None:
+        off = dict(off_gpu_bytes(variant, est))
+        self.xs.append(x)
+        self.ys.append(est.memory.total.value)
+        self.host.append(off.get("host_ram", 0.0))
+        self.nvme.append(off.get("nvme", 0.0))
+        self.fits.append(bool(est.memory.fits))
+
+    def series(self, name: str, x_label: str, current: float, s: Scenario) -> Series:
+        return Series(name, x_label, "memory per GPU", tuple(self.xs), tuple(self.ys), current,
+                      s.cluster.gpu.usable_memory_bytes, tuple(self.host), tuple(self.fits),
+                      tuple(self.nvme) if any(self.nvme) else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +108,7 @@ def _with(s: Scenario, section: str, **changes) -> Scenario:
 
 
 def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys, host, fits = [], [], [], []
+    points = _Points()
     if s.workload == "inference":
         current = s.inference.prompt_tokens + s.inference.output_tokens
         top = max(s.model.max_position_embeddings, current)
@@ -93,10 +121,7 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
             variant = _with(s, "inference", prompt_tokens=ctx - s.inference.output_tokens)
             est = _try(variant)
             if est is not None:
-                xs.append(ctx)
-                ys.append(est.memory.total.value)
-                host.append(offloaded_bytes(variant, est))
-                fits.append(bool(est.memory.fits))
+                points.add(ctx, variant, est)
         x_label = "context (prompt + output tokens)"
     else:
         current = s.training.seq_len
@@ -107,18 +132,14 @@ def memory_vs_seq(s: Scenario, cancelled=lambda: False) -> Series:
             variant = _with(s, "training", seq_len=seq)
             est = _try(variant)
             if est is not None:
-                xs.append(seq)
-                ys.append(est.memory.total.value)
-                host.append(offloaded_bytes(variant, est))
-                fits.append(bool(est.memory.fits))
+                points.add(seq, variant, est)
         x_label = "sequence length (tokens)"
     title = "Memory vs context length" if s.workload == "inference" else "Memory vs sequence length"
-    return Series(title, x_label, "memory per GPU", tuple(xs), tuple(ys), current,
-                  s.cluster.gpu.usable_memory_bytes, tuple(host), tuple(fits))
+    return points.series(title, x_label, current, s)
 
 
 def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
-    xs, ys, host, fits = [], [], [], []
+    points = _Points()
     inference = s.workload == "inference"
     current = s.inference.batch if inference else s.training.micro_batch
     for b in _doubling(1, max(current * 4, 64 if inference else 16)):
@@ -127,13 +148,9 @@ def memory_vs_batch(s: Scenario, cancelled=lambda: False) -> Series:
         variant = _with(s, "inference", batch=b) if inference else _with(s, "training", micro_batch=b)
         est = _try(variant)
         if est is not None:
-            xs.append(b)
-            ys.append(est.memory.total.value)
-            host.append(offloaded_bytes(variant, est))
-            fits.append(bool(est.memory.fits))
-    return Series("Memory vs batch", "concurrent sequences" if inference else "micro-batch (sequences per GPU)",
-                  "memory per GPU", tuple(xs), tuple(ys), current, s.cluster.gpu.usable_memory_bytes, tuple(host),
-                  tuple(fits))
+            points.add(b, variant, est)
+    return points.series("Memory vs batch", "concurrent sequences" if inference else "micro-batch (sequences per GPU)",
+                         current, s)
 
 
 def throughput_vs_gpus(s: Scenario, cancelled=lambda: False) -> Series:

@@ -19,6 +19,7 @@ from shiboken6 import isValid
 from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, _decorate, _follow, bound_float, compact
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 
 def _short(name: str) -> str:
@@ -36,7 +37,7 @@ def bound_preset(state: PlanState, path: str, label: str, tip: str, presets: lis
     w.setItemData(0, "Leave unset: the catalog's default (catalogs/system [defaults])", Qt.ItemDataRole.ToolTipRole)
     for key, name, source in presets:
         w.addItem(_short(name), key)
-        w.setItemData(w.count() - 1, f"{name}\nid: {key}\nsource: {source}", Qt.ItemDataRole.ToolTipRole)
+        w.setItemData(w.count() - 1, wrap_tip(f"{name}\nid: {key}\nsource: {source}"), Qt.ItemDataRole.ToolTipRole)
     _decorate(w, path, label, tip)
 
     def show(value: Any) -> None:
@@ -184,7 +185,7 @@ def system_group(state: PlanState, training: bool) -> QWidget:
                else "catalogs/system [defaults]")
         for combo, table, key in tracked:
             combo.setItemText(0, f"default: {_default_name(table, names.get(key))}")
-            combo.setItemData(0, f"Leave unset: the catalog's default ({why})", Qt.ItemDataRole.ToolTipRole)
+            combo.setItemData(0, wrap_tip(f"Leave unset: the catalog's default ({why})"), Qt.ItemDataRole.ToolTipRole)
 
     state.evaluated.connect(show_defaults)
     show_defaults(state.outcome)

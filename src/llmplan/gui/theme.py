@@ -39,6 +39,13 @@ PART_LABELS = {
 # host layers are one pool the CPU reads). The results table's rows, the memory bar's legend and the CLI's lines
 # (cli.report) use these words.
 OFF_GPU_LABELS = {"host_ram": "Host RAM per node", "nvme": "NVMe per node"}
+
+
+def offload_label(key: str) -> str:
+    """'Host RAM per node (offload)': the results table's row and the memory charts' curve of ``key``."""
+    return f"{OFF_GPU_LABELS[key]} (offload)"
+
+
 # Pipeline stages get distinct hues; tensor ranks inside a stage get lighter shades of it.
 STAGE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                  "#9c755f", "#bab0ac"]

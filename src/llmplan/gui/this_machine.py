@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from llmplan.core.present import one_line
 from llmplan.gui.state import PlanState
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
+from llmplan.gui.tooltips import wrap_tip
 from llmplan.gui.wording import for_app
 
 DEBOUNCE_MS = 120
@@ -81,8 +82,8 @@ def show_changes(label: QLabel, changes, head: str, scheme: str, also_sets: str 
     links = [f'{i + 1}. <a href="{scheme}:{i}">{html.escape(change_title(c.sentence))}</a>'
              for i, c in enumerate(changes)]
     label.setText(f"{head}<br>" + "<br>".join(links))
-    label.setToolTip("\n\n".join(f"{i + 1}. {c.sentence}\n   sets: {', '.join(c.overrides)}{also_sets}"
-                                  for i, c in enumerate(changes)))
+    label.setToolTip(wrap_tip("\n\n".join(f"{i + 1}. {c.sentence}\n   sets: {', '.join(c.overrides)}{also_sets}"
+                                  for i, c in enumerate(changes))))
     label.show()
 
 

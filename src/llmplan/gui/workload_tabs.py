@@ -25,6 +25,7 @@ from llmplan.gui import backend
 from llmplan.gui.auto_knobs import AutoSpin
 from llmplan.gui.batch_knobs import BATCH_FIELDS, add_batch_rows
 from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
+from llmplan.gui.engine_rows import follow_engine
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
 from llmplan.gui.machine_cards import MachineCards
@@ -33,6 +34,7 @@ from llmplan.gui.profile_choices import ProfileChoices, loss_options
 from llmplan.gui.released_note import add_released_row
 from llmplan.gui.state import PlanState
 from llmplan.gui.system_options import system_group
+from llmplan.gui.tooltips import wrap_tip
 
 WORKLOADS = ("inference", "finetune", "pretrain")
 KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
@@ -160,6 +162,7 @@ def inference_form(state: PlanState) -> QWidget:
     g.addRow("Draft step cost (× target step)", bound_float(state, "inference.draft_cost_ratio", "Draft step cost",
              "Time of one draft-model step as a fraction of one target-model step (0–1)", 0.0, 1.0, 3, 0.01))
     add_extra_knobs(f, state, "inference", InferenceSettings, INFERENCE_KNOWN)
+    follow_engine(state, f)  # llama.cpp's rows only under an engine that has them
     outer = QWidget()
     lay = QVBoxLayout(outer)
     lay.addWidget(w)
@@ -229,7 +232,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 
         def show_dropout(sc) -> None:  # "framework's own" says the value it resolved to, and why where it is 0
             if sc is None or sc.workload == "inference" or state.doc.training.lora_dropout is not None:
-                shown = ("framework's own", drop_tip + "\n(plan field: training.lora_dropout)")
+                shown = ("framework's own", wrap_tip(drop_tip + "\n(plan field: training.lora_dropout)"))
             else:
                 value = sc.training.lora_dropout
                 stacked = wraps_stacked_experts(sc.model, sc.training)
@@ -237,7 +240,7 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
                        "where PEFT's ParamWrapper refuses any dropout (peft 0.21.2, tuners/lora/layer.py)" if stacked
                        else f"{value:g}, the {sc.framework.name} default")
                 shown = (f"framework's own ({value:g})",
-                         f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)")
+                         wrap_tip(f"{drop_tip}\nFramework's own here: {why}\n(plan field: training.lora_dropout)"))
             if dropout_shown != [shown]:  # each set cost ~0.1 ms (the spin box re-lays out its text)
                 dropout_shown[:] = [shown]
                 lora_drop.setSpecialValueText(shown[0])
@@ -314,8 +317,8 @@ def training_form(state: PlanState, finetune: bool) -> QWidget:
 def efficiency_group(state: PlanState) -> QGroupBox:
     """This plan's overrides of the catalog's achievable fractions of peak."""
     box = QGroupBox("Efficiency (fraction of peak)")  # short: a group title never wraps
-    box.setToolTip("Achievable fractions of peak for this plan; at the lowest value each field shows "
-                   "\"catalog default\" and the GPU's catalog default applies")
+    box.setToolTip(wrap_tip("Achievable fractions of peak for this plan; at the lowest value each field shows "
+                   "\"catalog default\" and the GPU's catalog default applies"))
     f = QFormLayout(box)
     for key, label, tip in (
             ("matmul", "Matmul", "Fraction of dense peak FLOP/s that large matrix multiplies reach"),
@@ -340,9 +343,9 @@ def _target_box(state: PlanState, target: str):
 
     box = QCheckBox(target)
     box.setAccessibleName(f"LoRA target {target}")
-    box.setToolTip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets); where the "
+    box.setToolTip(wrap_tip(f"Put a LoRA adapter on the {target} projection (plan field training.lora_targets); where the "
                    "checkpoint fuses it with others (q/k/v in Qwen 1.0, Phi-3, GPT-NeoX; gate/up in Phi-3), "
-                   "one adapter covers the whole fused module")
+                   "one adapter covers the whole fused module"))
 
     def refresh(_doc=None) -> None:
         wanted = target in state.doc.training.lora_targets
