@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from llmplan.gui import backend
 from llmplan.gui.main_window import MainWindow
 from llmplan.gui.results_panel import ResultsPanel
+from llmplan.gui.tooltips import wrap_tip
 
 EDITS = [("training.seq_len", 2048), ("training.lora_rank", 64), ("training.seq_len", 8192),
          ("training.framework", "megatron"), ("training.micro_batch", 2), ("training.seq_len", 3072)]
@@ -64,7 +65,7 @@ def test_results_after_edits_equal_a_fresh_evaluation_of_the_plan(window):
     est = state.outcome.estimate
     tips = {window.results.table.topLevelItem(i).text(0).strip(): window.results.table.tooltip(i, 1)
             for i in range(window.results.table.topLevelItemCount())}
-    assert tips["Total"] == est.memory.total.describe()  # the formula, its inputs and source, worked out on hover
+    assert tips["Total"] == wrap_tip(est.memory.total.describe())  # the formula, its inputs and source, worked out on hover
 
 
 def test_a_hovered_figure_shows_its_formula(window, qtbot):
@@ -77,7 +78,7 @@ def test_a_hovered_figure_shows_its_formula(window, qtbot):
     pos = QPoint(table.columnWidth(0) + 5, rect.center().y())  # the value column
     QApplication.sendEvent(table.viewport(), QHelpEvent(QEvent.Type.ToolTip, pos, table.viewport().mapToGlobal(pos)))
     qtbot.waitUntil(QToolTip.isVisible, timeout=5_000)
-    assert QToolTip.text() == est.memory.total.describe()
+    assert QToolTip.text() == wrap_tip(est.memory.total.describe())
     QToolTip.hideText()
 
 

@@ -49,7 +49,7 @@ def _tips(window) -> list[tuple[str, str]]:
     table = window.results.table
     for i in range(table.topLevelItemCount()):
         item = table.topLevelItem(i)
-        out += [(f"table {item.text(0).strip()}", item.toolTip(c)) for c in (0, 1) if item.toolTip(c)]
+        out += [(f"table {item.text(0).strip()}", table.tooltip(i, c)) for c in (0, 1) if table.tooltip(i, c)]
     return out
 
 

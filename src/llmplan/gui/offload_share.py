@@ -13,6 +13,7 @@ from llmplan.gui.auto_knobs import automatic, used_value
 from llmplan.gui.bind import bound_float
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.state import PlanState
+from llmplan.gui.tooltips import wrap_tip
 
 TIP = ("Megatron-Core --optimizer-offload-fraction: the share of each GPU's optimizer parameters whose fp32 copy, "
        "Adam states and step go to the host (the first ones in the optimizer's order); the rest keep their states "
@@ -28,7 +29,7 @@ class OffloadShare(QWidget):
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         label = QLabel("Offloaded share")
-        label.setToolTip(TIP)
+        label.setToolTip(wrap_tip(TIP))
         self.spin = bound_float(state, "training.optimizer_offload_fraction", "Offloaded share", TIP, 0.01, 1.0,
                                 decimals=2, step=0.05)
         label.setBuddy(self.spin)
