@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.catalog.snapshot import within_read
 from llmplan.core.present import one_line
 from llmplan.errors import CatalogError
 from llmplan.formats.bounded import load_toml
@@ -51,7 +52,11 @@ class ProfileCatalog(Generic[P]):
             raise CatalogError(f"{self.kind} '{key}': {exc}") from None
 
     def load(self, user_file: Path | None = None) -> Loaded:
-        """(profiles by id, problems, notes); cached until a file changes."""
+        """(profiles by id, problems, notes); cached until a file changes (checked once per
+        ``catalog.snapshot.catalog_read``)."""
+        return within_read(("profiles", self.filename, user_file), lambda: self._load_checked(user_file))
+
+    def _load_checked(self, user_file: Path | None) -> Loaded:
         user = user_file if user_file is not None else user_data_dir() / self.filename
         shipped = catalogs_dir() / self.filename
         return self._cached(str(shipped), str(user), files_stamp([shipped, user]))

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.catalog.snapshot import one_catalog_read
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
@@ -268,9 +269,11 @@ def check_switches(doc: PlanDocument, prof: Any) -> None:
         raise PlanFileError(why)
 
 
+@one_catalog_read
 def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
-    ``PlanFileError`` naming the field."""
+    ``PlanFileError`` naming the field. Each catalog is checked on disk and loaded once (``one_catalog_read``):
+    the helpers below ask for the hardware catalog four times."""
     model = resolve_model(doc)
     if doc.workload != "inference" and (doc.training.lora_dropout or 0) > 0 and wraps_stacked_experts(model, doc.training):
         raise PlanFileError(STACKED_DROPOUT_REFUSAL.format(doc.training.lora_dropout))  # the field, not "(the document)"
@@ -294,6 +297,7 @@ def resolve(doc: PlanDocument) -> Scenario:
         raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
 
 
+@one_catalog_read
 def inline_specs(doc: PlanDocument) -> PlanDocument:
     """The document with its model and hardware specs written in, so it opens the same anywhere."""
     model = doc.model
