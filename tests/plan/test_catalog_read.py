@@ -93,3 +93,20 @@ def test_an_edit_of_the_users_frameworks_file_shows_on_the_next_evaluation(user_
     assert scenario.framework_profile.id == "megatron" and scenario.framework_profile.name == "Megatron-Core"
     (user_dir / "frameworks.toml").write_text("[megatron]\nname = 'Megatron-Core, edited by the user'\n")
     assert evaluate_plan(doc)[0].framework_profile.name == "Megatron-Core, edited by the user"
+
+
+def test_the_framework_profile_of_a_document_is_worked_out_once_while_the_catalog_stays(user_dir, monkeypatch):
+    """The app asks for the profile of each new document (its training tabs) before evaluating it; resolve then
+    reuses it. A new document, or an edit of the user's frameworks.toml, works it out again."""
+    from llmplan.plan import resolve as resolve_module
+
+    calls = []
+    real = resolve_module.framework_profile
+    monkeypatch.setattr(resolve_module, "framework_profile", lambda *a, **k: calls.append(a) or real(*a, **k))
+    doc = PLANS["fine-tune"]
+    shown = resolve_module.plan_framework_profile(doc)
+    assert resolve_module.resolve(doc).framework_profile is shown and len(calls) == 1
+    edited = doc.model_copy(update={"training": doc.training.model_copy(update={"seq_len": 2048})})
+    assert resolve_module.resolve(edited).framework_profile == shown and len(calls) == 2
+    (user_dir / "frameworks.toml").write_text("[hf-trainer]\nname = 'Trainer, edited by the user'\n")
+    assert resolve_module.resolve(edited).framework_profile.name == "Trainer, edited by the user" and len(calls) == 3

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.catalog.frameworks import framework_catalog, framework_profile
 from llmplan.catalog.snapshot import one_catalog_read
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
@@ -176,15 +177,35 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
 def resolve_framework_profile(doc: PlanDocument) -> Any:
     """Training and fine-tuning run under a framework profile (catalogs/frameworks.toml); "auto" follows the
     policy of ``catalog.frameworks.auto_choice`` (by workload, method and nodes), and takes the other default
-    where the plan's layout or switches cannot run under its first choice. Inference needs none."""
+    where the plan's layout or switches cannot run under its first choice. Inference needs none. A switch the
+    profile lacks is a field error (``check_switches``)."""
     if doc.workload == "inference":
         return None
-    from llmplan.catalog.frameworks import framework_profile
+    prof = plan_framework_profile(doc)
+    check_switches(doc, prof)
+    return prof
 
+
+# (document, the frameworks catalog as loaded, its profile): the app asks for the profile of each new document
+# before it evaluates it (the Fine-tune tab's switches), then resolve asks again: the second is answered here.
+_LAST_PROFILE: tuple[PlanDocument, Any, Any] | None = None
+
+
+@one_catalog_read
+def plan_framework_profile(doc: PlanDocument) -> Any:
+    """The framework profile ``doc`` would train under (``resolve_framework_profile`` without the check of its
+    switches, whatever the workload: the app's training tabs ask for it). An unknown id raises ``CatalogError``.
+    Kept for the last document while the frameworks catalog is the same object (documents are frozen; an edit of
+    the user's frameworks.toml loads a new one)."""
+    global _LAST_PROFILE
+    catalog = framework_catalog()
+    last = _LAST_PROFILE  # one read: another thread may replace it meanwhile
+    if last is not None and last[0] is doc and last[1] is catalog:
+        return last[2]
     hw = doc.hardware
     prof = framework_profile(doc.training.framework, doc.workload, hw.gpus_per_node * hw.nodes,
                              doc.training.method, hw.nodes, lambda p: framework_refusal(doc, p, layout=True))
-    check_switches(doc, prof)
+    _LAST_PROFILE = (doc, catalog, prof)
     return prof
 
 
