@@ -53,9 +53,47 @@ def plan_evaluation_ms(batches: int = 15, n: int = 40) -> dict[str, tuple[float,
     return out
 
 
+def catalog_read_saving_ms(changes: int = 1000) -> dict[str, tuple[float, float]]:
+    """Per plan: (CPU ms without, CPU ms with) the one catalog read and the kept framework profile, for the GUI's
+    estimate part of a knob change: the training tabs' profile of the new document, then ``backend.evaluate``.
+    Without: ``catalog_read`` made a no-op, the profile not kept, and the frameworks loaded twice per profile as
+    the code before them did. The two ways alternate change by change in one process, so that the machine's
+    load falls on both alike (processes run in turn did not separate them). Thread CPU, medians."""
+    import contextlib
+
+    from llmplan.catalog import snapshot
+    from llmplan.gui import backend  # Qt-free
+    from llmplan.plan import resolve as resolve_module
+
+    read, catalog = snapshot.catalog_read, resolve_module.framework_catalog
+    out = {}
+    try:
+        for name, (doc, knob) in PLANS.items():
+            docs = [_changed(doc, knob, 1024 * (1 + i % 8) + i // 8) for i in range(changes)]
+            backend.evaluate(docs[0])
+            cpu: tuple[list[float], list[float]] = ([], [])
+            for i, d in enumerate(docs):
+                without = i % 2
+                snapshot.catalog_read = contextlib.nullcontext if without else read
+                resolve_module.framework_catalog = (lambda: None) if without else catalog
+                c0 = time.thread_time()
+                resolve_module.plan_framework_profile(d)
+                if without:
+                    resolve_module._LAST_PROFILE = None
+                backend.evaluate(d)
+                cpu[without].append(time.thread_time() - c0)
+            out[name] = (statistics.median(cpu[1]) * 1e3, statistics.median(cpu[0]) * 1e3)
+    finally:
+        snapshot.catalog_read, resolve_module.framework_catalog = read, catalog
+    return out
+
+
 def main() -> None:
     for name, (cpu, wall) in plan_evaluation_ms().items():
         print(f"one plan evaluation ({name}): CPU median {cpu:.2f} ms, wall median {wall:.2f} ms")
+    for name, (without, with_read) in catalog_read_saving_ms().items():
+        print(f"knob change's estimate ({name}), without → with one catalog read: CPU median {without:.2f} → "
+              f"{with_read:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """One look at the catalogs per plan evaluation (``one_catalog_read``).
 
-Every catalog loader checks the user's override files on disk before it answers from its cache (``stat``
-of each file, about 100 µs a load), so that a user who edits ``engines.toml`` sees the change on the next
+Every catalog loader checks the user's override files on disk before it answers from its cache (a ``stat``
+of each file, 25-50 µs of CPU a load), so that a user who edits ``engines.toml`` sees the change on the next
 estimate. Resolving one plan asks for the hardware catalog four times, the frameworks twice, and so on:
-about ten such checks per evaluation, a millisecond of each GUI knob change. Inside ``one_catalog_read``
+about ten such checks per evaluation (0.1-0.4 ms of a GUI knob change, more with files in the user's
+hardware folder, each of which was checked four times: docs/gui.md, "Speed"). Inside ``one_catalog_read``
 each loader checks the disk once and then hands back what it loaded, so one evaluation sees one consistent
 set of catalogs; the next evaluation opens a new read and sees any edit made in between.
 
