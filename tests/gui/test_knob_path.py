@@ -128,3 +128,36 @@ def test_a_tab_shown_again_shows_what_a_fresh_window_shows(window, qtbot, settin
         if other.charts is not None:
             other.charts.wait_idle()
         other.close()
+
+
+def test_a_knob_change_evaluates_with_one_look_at_the_catalogs(window, monkeypatch):
+    """The estimate of a knob change checks each catalog file on disk once (``catalog.snapshot``), and the
+    framework profile the Fine-tune tab worked out for the new plan is not worked out again by resolve. Before
+    (2026-11-28): the user's hardware folder was checked 4 times, the frameworks files twice, and the profile was
+    worked out twice. The numbers shown are guarded by the equality test above."""
+    import os
+    import threading
+    from collections import Counter
+
+    from llmplan.plan import resolve as resolve_module
+
+    state = window.state
+    state.evaluate_now()
+    assert state.edit("training.seq_len", 2048)  # the tabs follow the new plan: its profile is worked out here
+    worked_out = []
+    real_profile = resolve_module.framework_profile
+    monkeypatch.setattr(resolve_module, "framework_profile", lambda *a, **k: worked_out.append(a) or real_profile(*a, **k))
+    seen: Counter = Counter()
+    real_stat = os.stat
+
+    def counting(path, *args, **kwargs):  # this thread's: a chart sweep may run in another meanwhile
+        if kwargs.get("follow_symlinks", True) and threading.get_ident() == ui_thread:
+            seen[os.fspath(path)] += 1
+        return real_stat(path, *args, **kwargs)
+
+    ui_thread = threading.get_ident()
+    monkeypatch.setattr(os, "stat", counting)
+    out = backend.evaluate(state.doc)
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert out.ok and worked_out == []
+    assert seen and max(seen.values()) == 1, {p: n for p, n in seen.items() if n > 1}

@@ -7,7 +7,7 @@ a profile when a plan leaves ``training.framework`` on "auto".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from llmplan.catalog.profiles import ProfileCatalog
@@ -26,6 +26,12 @@ def load_framework_profiles(user_file: Path | None = None) -> dict[str, Framewor
     """Every framework profile by id: shipped entries, then the user's overrides (a broken user file or
     entry is skipped and listed in ``framework_problems()``); cached until a file changes."""
     return dict(_CATALOG.load(user_file)[0])
+
+
+def framework_catalog() -> Mapping[str, FrameworkProfile]:
+    """The profiles by id as loaded, read-only: the same object until a file changes, so that a result worked out
+    from it can be kept while it is (``plan.resolve.plan_framework_profile``)."""
+    return _CATALOG.load()[0]
 
 
 def framework_problems(user_file: Path | None = None) -> list[str]:

@@ -32,6 +32,7 @@ from llmplan.catalog.hardware_files import (
     SourceRef,
     expand_apple_chip,
 )
+from llmplan.catalog.snapshot import within_read
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec
 from llmplan.core.present import one_line
 from llmplan.errors import CatalogError
@@ -492,7 +493,12 @@ def _cached(user_dir: str, stamp: tuple) -> HardwareCatalog:
 
 
 def load_hardware_catalog() -> HardwareCatalog:
-    """The catalog, cached; re-read when a user file is added, changed or removed."""
+    """The catalog, cached; re-read when a user file is added, changed or removed (checked once per
+    ``catalog.snapshot.catalog_read``)."""
+    return within_read("hardware", _load_checked)
+
+
+def _load_checked() -> HardwareCatalog:
     user_dir = user_hardware_dir()
     stamp: list[tuple[str, int, int]] = []
     if user_dir.is_dir():

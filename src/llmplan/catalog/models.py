@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from llmplan.catalog.snapshot import within_read
 from llmplan.core.model import FusedLinear, ModelSpec
 from llmplan.core.present import one_line
 from llmplan.core.strict_fields import StrictFields
@@ -198,7 +199,8 @@ def load_model_catalog(*, refresh: bool = False, include_user: bool = True) -> M
     ``include_user=False`` gives the shipped entries alone (what tests of the shipped data use)."""
     if refresh:
         _load.cache_clear()
-    return _load(str(user_models_dir()) if include_user else None)
+        return _load(str(user_models_dir()) if include_user else None)
+    return within_read(("models", include_user), lambda: _load(str(user_models_dir()) if include_user else None))
 
 
 @lru_cache(maxsize=4)

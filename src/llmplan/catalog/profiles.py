@@ -9,12 +9,15 @@ change a shipped profile are listed as notes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.catalog.snapshot import within_read
 from llmplan.core.present import one_line
 from llmplan.errors import CatalogError
 from llmplan.formats.bounded import load_toml
@@ -23,7 +26,7 @@ from llmplan.resources_path import catalogs_dir, user_data_dir
 MAX_FILE_BYTES = 4 * 1024 * 1024  # profile files are a few KB; never read a huge file whole
 
 P = TypeVar("P", bound=BaseModel)
-Loaded = tuple[dict[str, P], tuple[str, ...], tuple[str, ...]]
+Loaded = tuple[Mapping[str, P], tuple[str, ...], tuple[str, ...]]  # read-only: the cache hands out this very object
 
 
 class ProfileCatalog(Generic[P]):
@@ -51,7 +54,11 @@ class ProfileCatalog(Generic[P]):
             raise CatalogError(f"{self.kind} '{key}': {exc}") from None
 
     def load(self, user_file: Path | None = None) -> Loaded:
-        """(profiles by id, problems, notes); cached until a file changes."""
+        """(profiles by id, problems, notes); cached until a file changes (checked once per
+        ``catalog.snapshot.catalog_read``)."""
+        return within_read(("profiles", self.filename, user_file), lambda: self._load_checked(user_file))
+
+    def _load_checked(self, user_file: Path | None) -> Loaded:
         user = user_file if user_file is not None else user_data_dir() / self.filename
         shipped = catalogs_dir() / self.filename
         return self._cached(str(shipped), str(user), files_stamp([shipped, user]))
@@ -65,7 +72,7 @@ class ProfileCatalog(Generic[P]):
             try:
                 entries = self.read(user)
             except CatalogError as exc:
-                return out, (f"{exc}; skipped, the shipped {self.kind}s are in use",), ()
+                return MappingProxyType(out), (f"{exc}; skipped, the shipped {self.kind}s are in use",), ()
             for key, entry in entries.items():
                 base = out.get(key)
                 merged = {**(base.model_dump(exclude={"id"}) if base else {}), **entry}
@@ -76,4 +83,4 @@ class ProfileCatalog(Generic[P]):
                     continue
                 if base is not None:
                     notes.append(f"{user}: [{key}] changes the shipped {self.kind} ({', '.join(sorted(entry))})")
-        return out, tuple(problems), tuple(notes)
+        return MappingProxyType(out), tuple(problems), tuple(notes)

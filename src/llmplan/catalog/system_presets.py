@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmplan.catalog.file_stamp import Stamp, files_stamp
+from llmplan.catalog.snapshot import within_read
 from llmplan.core.present import one_line
 from llmplan.core.system.settings import (
     CheckpointOptions,
@@ -105,8 +106,8 @@ def _shipped_listing() -> tuple[Path, ...]:  # show: files_stamp reads their siz
 
 
 def _user_files() -> list[Path]:
-    user_dir = user_data_dir() / "system"
-    return sorted(user_dir.glob("*.toml")) if user_dir.is_dir() else []
+    # no is_dir() first: glob finds nothing in a missing folder, and checks it itself (one stat per estimate, not two)
+    return sorted((user_data_dir() / "system").glob("*.toml"))
 
 
 def _failure(entry: dict[str, Any]) -> FailureRate:
@@ -130,12 +131,17 @@ def load_system_catalog() -> SystemCatalog:
     Each user file is merged and checked on its own (the presets validate, and the default settings
     still build from them); one that fails is skipped and listed in ``system_problems()``, so a typo
     in ``system/*.toml`` never stops the app or every estimate."""
-    return _cached_catalog(files_stamp(_files()))[0]
+    return _checked()[0]
 
 
 def system_problems() -> list[str]:
     """The user's ``system/*.toml`` files that were skipped, and why."""
-    return list(_cached_catalog(files_stamp(_files()))[1])
+    return list(_checked()[1])
+
+
+def _checked() -> tuple[SystemCatalog, tuple[str, ...]]:
+    """The cached catalog and its problems, the files checked once per ``catalog.snapshot.catalog_read``."""
+    return within_read("system", lambda: _cached_catalog(files_stamp(_files())))
 
 
 @functools.lru_cache(maxsize=4)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.catalog.snapshot import one_catalog_read
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario, TrainingSettings
@@ -177,9 +178,11 @@ def cards_split(doc: PlanDocument) -> Any:
         return None
 
 
+@one_catalog_read
 def evaluate(doc: PlanDocument) -> Outcome:
     """Resolve and estimate one plan (``llmplan.plan.evaluate``, the same pipeline as the CLI);
-    every failure becomes a sentence, never an exception."""
+    every failure becomes a sentence, never an exception. The catalogs are checked on disk and loaded once
+    for the whole of it (``one_catalog_read``): a user's edit of their catalog files shows on the next one."""
     from llmplan.plan.evaluate import automatic_choice, evaluate_scenario
     from llmplan.plan.resolve import resolve
 

@@ -38,13 +38,10 @@ def plan_profile(state: PlanState, fresh: bool = False) -> Any:
     if cached is not None and cached[0] is doc:  # every picker refreshes on each edit: resolve once per document
         return cached[1]
     # imported after the memo: with Qt loaded an import statement costs ~10 µs, and this runs ~12 times an edit
-    from llmplan.catalog.frameworks import framework_profile
-    from llmplan.plan.resolve import framework_refusal
+    from llmplan.plan.resolve import plan_framework_profile
 
-    try:
-        prof = framework_profile(doc.training.framework, doc.workload,
-                                 doc.hardware.gpus_per_node * doc.hardware.nodes, doc.training.method,
-                                 doc.hardware.nodes, lambda p: framework_refusal(doc, p, layout=True))
+    try:  # the plan layer keeps it too: the evaluation of this document that follows does not work it out again
+        prof = plan_framework_profile(doc)
     except Exception:  # an unknown id: the estimate's own error line says so
         prof = None
     state.profile_memo = (doc, prof)  # an edit makes a new document (commands.set_path), so this never goes stale

@@ -10,6 +10,7 @@ own result is never patched.
 
 from __future__ import annotations
 
+from llmplan.catalog.snapshot import one_catalog_read
 from llmplan.core import engine
 from llmplan.core.result import Estimate
 from llmplan.core.system.report import Evaluation, evaluation
@@ -47,13 +48,16 @@ def automatic_choice(doc: PlanDocument, scenario: Scenario):
     return apply_policy(scenario, automatic_knobs(doc.training.model_fields_set), engine.estimate)
 
 
+@one_catalog_read
 def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     """Resolve ``doc`` (with the default policy for the knobs it leaves open) and estimate it,
-    system report included. User errors raise ``LlmplanError``."""
+    system report included, with one look at the catalogs (``one_catalog_read``). User errors raise
+    ``LlmplanError``."""
     choice = automatic_choice(doc, resolve(doc))
     return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
 
+@one_catalog_read
 def estimate_cards(doc: PlanDocument):
     """llama.cpp's layer split of a plan with ``hardware.cards`` (a machine of different cards) and the
     scenario it used: one call for the CLI, a saved plan and the app's "Cards in this machine"."""

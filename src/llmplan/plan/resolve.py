@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.catalog.frameworks import framework_catalog, framework_profile
+from llmplan.catalog.snapshot import one_catalog_read
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
@@ -190,15 +192,35 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
 def resolve_framework_profile(doc: PlanDocument) -> Any:
     """Training and fine-tuning run under a framework profile (catalogs/frameworks.toml); "auto" follows the
     policy of ``catalog.frameworks.auto_choice`` (by workload, method and nodes), and takes the other default
-    where the plan's layout or switches cannot run under its first choice. Inference needs none."""
+    where the plan's layout or switches cannot run under its first choice. Inference needs none. A switch the
+    profile lacks is a field error (``check_switches``)."""
     if doc.workload == "inference":
         return None
-    from llmplan.catalog.frameworks import framework_profile
+    prof = plan_framework_profile(doc)
+    check_switches(doc, prof)
+    return prof
 
+
+# (document, the frameworks catalog as loaded, its profile): the app asks for the profile of each new document
+# before it evaluates it (the Fine-tune tab's switches), then resolve asks again: the second is answered here.
+_LAST_PROFILE: tuple[PlanDocument, Any, Any] | None = None
+
+
+@one_catalog_read
+def plan_framework_profile(doc: PlanDocument) -> Any:
+    """The framework profile ``doc`` would train under (``resolve_framework_profile`` without the check of its
+    switches, whatever the workload: the app's training tabs ask for it). An unknown id raises ``CatalogError``.
+    Kept for the last document while the frameworks catalog is the same object (documents are frozen; an edit of
+    the user's frameworks.toml loads a new one)."""
+    global _LAST_PROFILE
+    catalog = framework_catalog()
+    last = _LAST_PROFILE  # one read: another thread may replace it meanwhile
+    if last is not None and last[0] is doc and last[1] is catalog:
+        return last[2]
     hw = doc.hardware
     prof = framework_profile(doc.training.framework, doc.workload, hw.gpus_per_node * hw.nodes,
                              doc.training.method, hw.nodes, lambda p: framework_refusal(doc, p, layout=True))
-    check_switches(doc, prof)
+    _LAST_PROFILE = (doc, catalog, prof)
     return prof
 
 
@@ -283,9 +305,11 @@ def check_switches(doc: PlanDocument, prof: Any) -> None:
         raise PlanFileError(why)
 
 
+@one_catalog_read
 def resolve(doc: PlanDocument) -> Scenario:
     """Everything ``estimate`` needs. Unknown ids raise ``CatalogError``; impossible combinations
-    ``PlanFileError`` naming the field."""
+    ``PlanFileError`` naming the field. Each catalog is checked on disk and loaded once (``one_catalog_read``):
+    the helpers below ask for the hardware catalog four times."""
     model = resolve_model(doc)
     if doc.workload != "inference" and (doc.training.lora_dropout or 0) > 0 and wraps_stacked_experts(model, doc.training):
         raise PlanFileError(STACKED_DROPOUT_REFUSAL.format(doc.training.lora_dropout))  # the field, not "(the document)"
@@ -309,6 +333,7 @@ def resolve(doc: PlanDocument) -> Scenario:
         raise PlanFileError(f"plan: {describe_validation_error(exc)}") from None
 
 
+@one_catalog_read
 def inline_specs(doc: PlanDocument) -> PlanDocument:
     """The document with its model and hardware specs written in, so it opens the same anywhere."""
     model = doc.model
