@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmplan.errors import ConfigError
+from llmplan.errors import ConfigError, LlmplanError
 from llmplan.plan.document import ModelRef
 
 PLAN_SUFFIX = ".llmplan"
@@ -135,7 +135,7 @@ def _kv_move(kv_dtype: str | None, engine: str) -> tuple[str, str] | None:
         if kv_dtype_refusal(kv_dtype, prof.name, prof.kv_dtypes) is None:
             return None
         return nearest_kv_dtype(kv_dtype, prof.kv_dtypes), f"{prof.name} has no {kv_dtype} cache"
-    except Exception:  # an unknown name: the estimate names it
+    except LlmplanError:  # an unknown cache type: the estimate names it
         return None
 
 
