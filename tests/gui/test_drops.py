@@ -172,3 +172,29 @@ def test_a_2_gb_sparse_file_is_refused_quickly_in_the_banner(window, isolated, n
     assert time.perf_counter() - t0 < 5.0
     assert window.state.doc == before
     assert f"Could not import {name}" in window.notices().text.text()
+
+
+def test_gguf_on_an_fp8_cache_plan_moves_the_cache_to_llama_cpps_q8_0_in_one_undo_step(window, isolated):
+    """trial33: a GGUF dropped on a plan whose engine cannot load it switched the engine to llama.cpp but left
+    an fp8 cache, which llama.cpp has not (--cache-type-k: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1;
+    ggml-org/llama.cpp tools/server/README.md), so the estimate was a banner. Now the cache moves to q8_0, the
+    nearest type llama.cpp takes, the status line says so, and one undo puts engine and cache back."""
+    window.state.edit_many({"workload": "inference", "inference.engine": "tensorrt-llm",
+                            "inference.kv_dtype": "fp8"}, "trt fp8")
+    drop(window, [write_gguf(isolated / "m.gguf", "m", 15)])
+    inf = window.state.doc.inference
+    assert (inf.engine, inf.kv_dtype, inf.weight_format) == ("llama.cpp", "q8_0", "q4_k_m")
+    assert window.statusBar().currentMessage().endswith(
+        "served by llama.cpp; KV cache fp8 → q8_0: llama.cpp has no fp8 cache")
+    assert window.state.evaluate_now().ok
+    window.undo_action.trigger()
+    inf = window.state.doc.inference
+    assert (inf.engine, inf.kv_dtype, inf.weight_format) == ("tensorrt-llm", "fp8", "bf16")
+
+
+def test_gguf_on_a_plan_whose_cache_llama_cpp_takes_leaves_the_cache(window, isolated):
+    """An MLX plan's bf16 cache is one llama.cpp has: only the engine changes, and the note says nothing of it."""
+    window.state.edit_many({"workload": "inference", "inference.engine": "mlx"}, "mlx")
+    drop(window, [write_gguf(isolated / "m.gguf", "m", 15)])
+    assert window.state.doc.inference.kv_dtype == "bf16"
+    assert "KV cache" not in window.statusBar().currentMessage()

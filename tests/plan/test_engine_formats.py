@@ -93,8 +93,57 @@ def test_a_kv_cache_type_the_engine_does_not_offer_is_refused(engine, kv, said):
     with pytest.raises(PlanFileError) as err:
         resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", kv))
     assert str(err.value).startswith(said)
-    for ok in ("bf16", "fp16", "fp32", "q8_0" if engine != "vllm" else "fp8"):
+    for ok in ("bf16", "fp16", "fp32" if engine != "ollama" else "q4_0", "q8_0" if engine != "vllm" else "fp8"):
         resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", ok))
     scenario = resolve(_plan(engine, "bf16"))
     eight = "fp8" if engine == "vllm" else "q8_0"
     assert f"an 8-bit KV cache (inference.kv_dtype={eight})" in _no_fit(scenario, ())
+
+
+@pytest.mark.parametrize("engine,kv,said", [
+    ("ollama", "q5_0", "Ollama has no q5_0 KV cache; its 8-bit cache is q8_0 (Ollama takes fp16, q8_0, q4_0)"),
+    ("ollama", "q4_1", "Ollama has no q4_1 KV cache"),
+    ("ollama", "iq4_nl", "Ollama has no iq4_nl KV cache"),
+    ("ollama", "fp32", "Ollama has no fp32 KV cache"),
+    ("mlx", "fp8", "MLX (mlx-lm) has no fp8 KV cache (MLX (mlx-lm) takes bf16, fp16, fp32)"),
+    ("transformers", "q8_0", "q8_0 is a llama.cpp KV cache type, which Hugging Face Transformers (generate) does not"),
+    ("tgi", "fp32", "Text Generation Inference has no fp32 KV cache; its 8-bit cache is fp8"),
+    ("tensorrt-llm", "fp8_e5m2", "TensorRT-LLM has no fp8_e5m2 KV cache"),
+])
+def test_each_engine_takes_only_the_kv_cache_types_its_docs_list(engine, kv, said):
+    """kvlist33 (trial33's 'left'): Ollama's OLLAMA_KV_CACHE_TYPE documents f16, q8_0 and q4_0 only (Ollama
+    docs/faq.md), yet q5_0, q4_1, iq4_nl and f32 were priced there; MLX and Transformers cache in the model's
+    dtype (mlx-lm models/cache.py, transformers "Caching"); TGI's --dtype is float16 or bfloat16 and its
+    --kv-cache-dtype fp8_e4m3fn or fp8_e5m2 (TGI launcher arguments); TensorRT-LLM's FP8 cache is E4M3. Exact
+    messages; the types each engine does take resolve."""
+    with pytest.raises(PlanFileError) as err:
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", kv))
+    assert str(err.value).startswith(f"inference.kv_dtype: {said}")
+    from llmplan.catalog.engines import engine_profile
+
+    for ok in engine_profile(engine).kv_dtypes:
+        resolve(set_path(_plan(engine, "bf16"), "inference.kv_dtype", ok))
+
+
+def test_a_bf16_cache_on_ollama_is_its_f16_cache():
+    """Ollama keeps no bf16 cache, but a plan's default bf16 is priced as its f16 (both 2 bytes an element), so
+    every default Ollama plan still opens: the same KV bytes as fp16, exactly."""
+    bf = resolve(set_path(_plan("ollama", "bf16"), "inference.kv_dtype", "bf16"))
+    f16 = resolve(set_path(_plan("ollama", "bf16"), "inference.kv_dtype", "fp16"))
+    from llmplan.core.kvcache import kv_element_bytes
+
+    assert kv_element_bytes(bf.inference.kv_dtype) == kv_element_bytes(f16.inference.kv_dtype) == 2.0
+
+
+@pytest.mark.parametrize("engine,kv,nearest", [
+    ("llama.cpp", "fp8", "q8_0"), ("ollama", "q5_1", "q8_0"), ("ollama", "fp32", "fp16"), ("ollama", "bf16", "bf16"),
+    ("vllm", "q4_0", "fp8"), ("vllm", "q8_0", "fp8"), ("vllm", "q5_1", "fp8"), ("mlx", "fp8_e5m2", "bf16"), ("llama.cpp", "q4_0", "q4_0"),
+])
+def test_the_nearest_kv_cache_type_an_engine_takes_keeps_at_least_the_bytes(engine, kv, nearest):
+    """The app moves a cache the new engine refuses to the narrowest type it takes whose values have at least as
+    many bits (no precision lost; a ggml block's scale not counted, so q8_0 and fp8 are both 8-bit), else to its
+    widest."""
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.core.kvcache import nearest_kv_dtype
+
+    assert nearest_kv_dtype(kv, engine_profile(engine).kv_dtypes) == nearest

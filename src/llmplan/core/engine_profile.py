@@ -72,6 +72,11 @@ class EngineProfile(StrictFields, FrozenModel):
         "mat-vec kernels stream weights at a measured share other than decode_bandwidth_efficiency (llama.cpp "
         "builds of 2024 on HBM cards); the first matching row wins (core/inference/backend.py)",
     )
+    kv_dtypes: tuple[str, ...] = Field(
+        (), description="the KV cache types the engine takes, in llmplan's names (bf16, fp16, fp32, fp8, fp8_e4m3, "
+        "fp8_e5m2, q8_0, q4_0 …), read from its docs; a plan asking another is refused naming these "
+        "(core.kvcache.kv_dtype_refusal) and the app lists only these; (): any",
+    )
     partial_offload: bool = Field(False, description="can keep some layers in host RAM (llama.cpp -ngl)")
     experts_in_host: bool = Field(
         False, description="can keep an MoE model's routed experts in host RAM with the rest on the GPUs "
@@ -289,6 +294,16 @@ class EngineProfile(StrictFields, FrozenModel):
     )
     describes: str = Field("", description="what run this profile describes, and what differs from it")
     source: str = ""
+
+    @field_validator("kv_dtypes")
+    @classmethod
+    def _known_kv_dtypes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        """Each a cache type the estimate can size (core.kvcache.kv_element_bytes names the known ones)."""
+        from llmplan.core.kvcache import kv_element_bytes
+
+        for t in v:
+            kv_element_bytes(t)
+        return tuple(t.strip().lower() for t in v)
 
     @field_validator("weight_formats", "cuda_graph_off_formats")
     @classmethod

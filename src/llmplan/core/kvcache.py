@@ -51,19 +51,48 @@ def kv_element_bytes(kv_dtype: str) -> float:
 MlaCache = Literal["latent", "heads", "heads_padded"]  # core.engine_profile.EngineProfile.mla_cache
 
 
-def kv_dtype_refusal(kv_dtype: str, engine_name: str, ggml_engine: bool) -> str | None:
-    """Why an engine has no such KV cache (one sentence naming what to use), or None. llama.cpp's cache types are
-    f32, f16, bf16 and its block types q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (``--cache-type-k``, ggml-org/llama.cpp
-    tools/server/README.md), no fp8; Ollama runs llama.cpp's (``OLLAMA_KV_CACHE_TYPE``: f16, q8_0, q4_0). The
-    servers' caches are the model's dtype or fp8 (vLLM ``--kv-cache-dtype``: auto, bfloat16, fp8, fp8_e4m3,
-    fp8_e5m2), never a ggml block type. ``ggml_engine``: an engine that runs GGUF files (``partial_offload``)."""
+def kv_dtype_refusal(kv_dtype: str, engine_name: str, taken: tuple[str, ...]) -> str | None:
+    """Why an engine has no such KV cache (one sentence naming what it takes), or None. ``taken``: the engine's
+    cache types (``EngineProfile.kv_dtypes``, each from the engine's own docs in ``catalogs/engines.toml``);
+    () takes every type. bf16 is taken where only fp16 is: Ollama keeps the cache in f16 (its default
+    ``OLLAMA_KV_CACHE_TYPE``), the same 2 bytes an element, so a plan's default bf16 prices the same."""
     key = kv_dtype.strip().lower()
-    if ggml_engine and key.startswith("fp8"):
-        return (f"{engine_name} has no {key} KV cache; its 8-bit cache is q8_0 (llama.cpp's --cache-type-k: f32, "
-                f"f16, bf16, {', '.join(_GGML_KV)})")
-    if not ggml_engine and key in _GGML_KV:
-        return f"{key} is a llama.cpp KV cache type, which {engine_name} does not offer; its 8-bit cache is fp8"
-    return None
+    if not taken or key in taken or (key == "bf16" and "fp16" in taken):
+        return None
+    eight = eight_bit_kv(taken)
+    if key in _GGML_KV and not any(t in _GGML_KV for t in taken):
+        head = f"{key} is a llama.cpp KV cache type, which {engine_name} does not offer"
+    else:
+        head = f"{engine_name} has no {key} KV cache"
+    tail = f"; its 8-bit cache is {eight}" if eight else ""
+    return f"{head}{tail} ({engine_name} takes {', '.join(taken)})"
+
+
+def eight_bit_kv(taken: tuple[str, ...]) -> str | None:
+    """The engine's 8-bit cache type (fp8 on the servers, q8_0 on llama.cpp and Ollama), or None (MLX,
+    Transformers: the model's dtype only); () (any type): None."""
+    return next((t for t in taken if t in ("fp8", "fp8_e4m3", "q8_0")), None)
+
+
+def _value_bits(kv_dtype: str) -> float:
+    """Bits of one cached value, a block's scale left out: 8 for fp8 and q8_0 alike, 5 for q5_1, 4 for iq4_nl."""
+    if kv_dtype in _GGML_KV:
+        return float(next(c for c in kv_dtype if c.isdigit()))
+    return 8 * _KV_ELEMENT_BYTES[kv_dtype]
+
+
+def nearest_kv_dtype(kv_dtype: str, taken: tuple[str, ...]) -> str:
+    """The type the engine takes that is closest to ``kv_dtype`` without losing precision: the narrowest one whose
+    values have at least as many bits (fp8 -> q8_0 on llama.cpp, q8_0 -> fp8 on vLLM, q5_1 -> q8_0 on Ollama,
+    fp8 -> bf16 on MLX), else the widest (fp32 -> fp16 on Ollama); ``kv_dtype`` itself when it is taken."""
+    key = kv_dtype.strip().lower()
+    kv_element_bytes(key)  # an unknown name is named
+    if kv_dtype_refusal(key, "", taken) is None:
+        return key
+    wider = [t for t in taken if _value_bits(t) >= _value_bits(key)]
+    if wider:
+        return min(wider, key=_value_bits)  # the first of equals, in the engine's order
+    return max(taken, key=_value_bits)
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec, mla_cache: MlaCache = "latent") -> int:

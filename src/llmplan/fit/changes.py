@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import offers_offload, offload_view, offload_words
+from llmplan.core.kvcache import eight_bit_kv
 from llmplan.core.search.policy import GGUF_LADDER, GPU_LADDER, MLX_LADDER
 from llmplan.fit.local import FitChange, FitSummary, LocalMachine
 from llmplan.fit.trial import engine_of, framework_of, gib, outcome, speed_of, try_change
@@ -116,10 +117,11 @@ def inference_steps(doc: PlanDocument, cpu_only: bool) -> list[list[Step]]:
     weights = _weight_steps(doc, gguf, cpu_only)
     groups: list[list[Step]] = [[s for s in weights if s.kind == kind] for kind in ("weights", "engine")]
     kv = inf.kv_dtype.lower()
-    if kv in ("bf16", "fp16", "fp32", "f16"):
+    eight = eight_bit_kv(engine.kv_dtypes) if engine is not None and engine.kv_dtypes else ("q8_0" if gguf else "fp8")
+    if kv in ("bf16", "fp16", "fp32", "f16") and eight:  # the engine's 8-bit cache; MLX and Transformers have none
         groups.append([Step("kv_cache", ("inference.kv_dtype=q8_0",), f"Use a Q8_0 KV cache instead of {kv}", 0.05)
-                       if gguf else Step("kv_cache", ("inference.kv_dtype=fp8",),
-                                         f"Use an FP8 KV cache instead of {kv}", 0.1)])
+                       if eight == "q8_0" else Step("kv_cache", (f"inference.kv_dtype={eight}",),
+                                                    f"Use an FP8 KV cache instead of {kv}", 0.1)])
     ctx = inf.prompt_tokens + inf.output_tokens
     prompts, p = [], inf.prompt_tokens
     for _ in range(HALVINGS):

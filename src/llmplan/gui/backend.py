@@ -103,6 +103,32 @@ def engine_choices() -> list[tuple[str, str, str]]:
             for key, p in load_engine_profiles().items()]
 
 
+ANY_KV_DTYPES = ("bf16", "fp16", "fp8", "q8_0", "q4_0")  # listed for an engine whose kv_dtypes is open (a user's)
+
+
+def engine_kv_dtypes(engine: str) -> tuple[str, ...]:
+    """The KV cache types ``engine`` takes (``kv_dtypes`` in engines.toml, from its docs), for the app's list;
+    an engine that states none, or an unknown id, lists the common ones."""
+    from llmplan.catalog.engines import engine_profile
+
+    try:
+        return engine_profile(engine).kv_dtypes or ANY_KV_DTYPES
+    except LlmplanError:
+        return ANY_KV_DTYPES
+
+
+def kv_refusal(kv_dtype: str, engine: str) -> str | None:
+    """Why ``engine`` has no ``kv_dtype`` cache (``core.kvcache.kv_dtype_refusal``), or None."""
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.core.kvcache import kv_dtype_refusal
+
+    try:
+        prof = engine_profile(engine)
+    except LlmplanError:
+        return None
+    return kv_dtype_refusal(kv_dtype, prof.name, prof.kv_dtypes)
+
+
 def engine_aliases() -> dict[str, str]:
     """Other spellings a plan may hold for an engine id ('llama.cpp' for 'llama-cpp')."""
     from llmplan.catalog.engines import ALIASES

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmplan.errors import ConfigError
+from llmplan.errors import ConfigError, LlmplanError
 from llmplan.plan.document import ModelRef
 
 PLAN_SUFFIX = ".llmplan"
@@ -122,11 +122,31 @@ def _engine_for(weight_format: str, engine: str | None) -> str | None:
         return None
 
 
-def import_model(path: str | Path, engine: str | None = None, workload: str = "inference") -> Imported:
+def _kv_move(kv_dtype: str | None, engine: str) -> tuple[str, str] | None:
+    """(the cache type ``engine`` takes nearest to ``kv_dtype``, why) when it has no ``kv_dtype`` cache (an
+    fp8 cache, vLLM's 8-bit one, on llama.cpp: q8_0), else None."""
+    if not kv_dtype:
+        return None
+    from llmplan.catalog.engines import engine_profile
+    from llmplan.core.kvcache import kv_dtype_refusal, nearest_kv_dtype
+
+    try:
+        prof = engine_profile(engine)
+        if kv_dtype_refusal(kv_dtype, prof.name, prof.kv_dtypes) is None:
+            return None
+        return nearest_kv_dtype(kv_dtype, prof.kv_dtypes), f"{prof.name} has no {kv_dtype} cache"
+    except LlmplanError:  # an unknown cache type: the estimate names it
+        return None
+
+
+def import_model(path: str | Path, engine: str | None = None, workload: str = "inference",
+                 kv_dtype: str | None = None) -> Imported:
     """The plan changes for a model file; ``engine`` is the plan's, replaced by llama.cpp when it cannot
     load the file's weights. A file with its own weight format (a GGUF: llama.cpp's, Ollama's) on a training
     plan makes it an inference plan served by llama.cpp, in the same undo step: its Q4_K_M applies to
-    nothing a fine-tune or a pre-training run computes, and the person dropped a file to run it.
+    nothing a fine-tune or a pre-training run computes, and the person dropped a file to run it. When the
+    engine changes and the plan's ``kv_dtype`` is a cache the new one lacks (vLLM's fp8 on llama.cpp), the
+    cache moves to the nearest type it takes (q8_0) in that undo step too, and the note says so.
     Raises ConfigError (or another LlmplanError) when unusable."""
     p = Path(path)
     found = read_model_file(p)
@@ -157,4 +177,8 @@ def import_model(path: str | Path, engine: str | None = None, workload: str = "i
         if other:
             changes["inference.engine"] = other
             note += f", served by {other}"
+            moved = _kv_move(kv_dtype, other)
+            if moved:
+                changes["inference.kv_dtype"] = moved[0]
+                note += f"; KV cache {kv_dtype} → {moved[0]}: {moved[1]}"
     return Imported(ref, note, changes)

@@ -90,7 +90,8 @@ class FileActions:
 
         for path in paths:
             try:
-                imported = import_model(path, self.state.doc.inference.engine, self.state.doc.workload)
+                imported = import_model(path, self.state.doc.inference.engine, self.state.doc.workload,
+                                        self.state.doc.inference.kv_dtype)
             except Exception as exc:
                 name = Path(path).name
                 text = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ").removeprefix(f"{name}: ")

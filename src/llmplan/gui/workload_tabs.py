@@ -28,6 +28,7 @@ from llmplan.gui.bind import bound_check, bound_combo, bound_float, bound_spin
 from llmplan.gui.engine_rows import follow_engine
 from llmplan.gui.extra_knobs import add_extra_knobs
 from llmplan.gui.ft_switches import limits_group, switches_group
+from llmplan.gui.kv_choices import add_kv_row
 from llmplan.gui.machine_cards import MachineCards
 from llmplan.gui.page_state import PageState
 from llmplan.gui.profile_choices import ProfileChoices, loss_options
@@ -37,7 +38,6 @@ from llmplan.gui.system_options import system_group
 from llmplan.gui.tooltips import wrap_tip
 
 WORKLOADS = ("inference", "finetune", "pretrain")
-KV_DTYPES = ["bf16", "fp16", "fp8", "q8_0", "q4_0"]
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 LORA_EXPERTS = [("auto", "Auto (as PEFT does)"), ("peft_converted", "PEFT's conversion (2r)"),
                 ("target_parameters", "Target parameters (r)"), ("per_expert_modules", "Per expert (transformers 4)"),
@@ -113,8 +113,7 @@ def inference_form(state: PlanState) -> QWidget:
              "type another GGUF type in lower case; hover an entry for what it is and its bits per weight",
              _opts(backend.weight_formats()), editable=True, item_tips=backend.weight_format_words()))
     add_released_row(f, state)
-    f.addRow("KV cache type", bound_combo(state, "inference.kv_dtype", "KV cache type",
-             "Element type of the cached keys and values", _opts(KV_DTYPES), editable=True))
+    add_kv_row(f, state)
     f.addRow("Concurrent sequences", bound_spin(state, "inference.batch", "Concurrent sequences",
              "Sequences decoded together (the batch); KV cache grows with it", 1, 1_000_000))
     f.addRow("Prompt length (tokens)", bound_spin(state, "inference.prompt_tokens", "Prompt length",

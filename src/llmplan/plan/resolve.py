@@ -176,7 +176,7 @@ def resolve_engine_profile(doc: PlanDocument) -> Any:
     parse_weight_format(doc.inference.weight_format)
     kv_element_bytes(doc.inference.kv_dtype)
     inf = doc.inference
-    why_not = kv_dtype_refusal(inf.kv_dtype, prof.name, prof.partial_offload)  # it was priced as asked
+    why_not = kv_dtype_refusal(inf.kv_dtype, prof.name, prof.kv_dtypes)  # it was priced as asked
     if why_not:
         raise PlanFileError(f"inference.kv_dtype: {why_not} (change inference.engine or the KV cache type)")
     if inf.shared_prefix_tokens > inf.prompt_tokens:  # taken, it sized the longest context as if shared

@@ -163,7 +163,7 @@ def plan_serving(model: ModelSpec, request: ServingRequest, gpus: tuple[GpuSpec,
         raise InputError("no candidate GPUs given; pass at least one GPU type (--gpus id,id)")
     engine = engine or EngineProfile()
     why = check_weight_format(engine, weight_format) or kv_dtype_refusal(kv_dtype, engine.name,
-                                                                         engine.partial_offload)
+                                                                         engine.kv_dtypes)
     if why:  # as a plan's estimate refuses it (plan.resolve)
         raise InputError(f"{why}: choose another engine, weight format or KV cache type")
     eff = efficiency or Efficiency()

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from llmplan.core import present
 from llmplan.core.inference import estimate_inference
+from llmplan.core.kvcache import eight_bit_kv
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import room_why
 from llmplan.core.search.policy import (
@@ -178,12 +179,21 @@ def _in_format(scenario: Scenario, fmt: str) -> Scenario:
     return scenario.model_copy(update={"inference": scenario.inference.model_copy(update={"weight_format": fmt})})
 
 
+def _eight_bit_kv(scenario: Scenario) -> str | None:
+    """The engine's 8-bit KV cache (engines.toml kv_dtypes; None where it has none: MLX, Transformers); an engine
+    with no list: q8_0 where it runs GGUF files, else fp8."""
+    prof = scenario.engine_profile
+    if prof is not None and prof.kv_dtypes:
+        return eight_bit_kv(prof.kv_dtypes)
+    return "q8_0" if prof is not None and prof.partial_offload else "fp8"
+
+
 def _no_fit(scenario: Scenario, formats: tuple[str, ...], least: str = "") -> str:
     """Why nothing fits, after the engine tried every layout (and every format, when left open); ``least``: the
     most frugal layout's need in the plan's own format."""
     fmt = scenario.inference.weight_format
-    eight = "q8_0" if scenario.engine_profile is not None and scenario.engine_profile.partial_offload else "fp8"
-    kv = f" or an 8-bit KV cache (inference.kv_dtype={eight})" if scenario.inference.kv_dtype in WIDE_KV else ""
+    eight = _eight_bit_kv(scenario)
+    kv = f" or an 8-bit KV cache (inference.kv_dtype={eight})" if eight and scenario.inference.kv_dtype in WIDE_KV else ""
     if formats:
         return (f"no layout fits, in {fmt}{least} nor in any smaller weight format the engine knows: "
                 f"add GPUs, or use a shorter context{kv}")
