@@ -33,6 +33,7 @@ QuantBase = Literal["nf4", "gptq", "awq", "int8", "mxfp4"]
 OffloadTarget = Literal["optimizer", "parameters"]
 OffloadDevice = Literal["cpu", "nvme"]
 OffloadStyle = Literal["zero", "fsdp", "optimizer", "torchao"]
+ZeroStage = Literal[0, 1, 2, 3]
 
 
 class FrameworkProfile(StrictFields, FrozenModel):
@@ -329,6 +330,15 @@ class FrameworkProfile(StrictFields, FrozenModel):
     single_gpu_offload_setting: str = Field(
         "", description="the framework's words for the one-GPU offload (shown in the app and the explanation)"
     )
+    zero_stages: tuple[ZeroStage, ...] = Field(
+        (0, 1, 2, 3), description="the training.zero_stage values the framework's code runs on several GPUs "
+        "(each profile cites where it read them); what the search, the auto policy, the nearest changes and the "
+        "app's ZeRO picker offer (``zero_choices``). unsloth: 0 only (one GPU, no DeepSpeed ZeRO or FSDP)"
+    )
+    single_gpu_zero_stages: tuple[ZeroStage, ...] | None = Field(
+        None, description="the same on one GPU where it differs from zero_stages: torchtune's one-GPU recipes are "
+        "its single-device ones (no sharding: 0; their offload is single_gpu_offload_style). None: zero_stages"
+    )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
     source: str = ""
@@ -362,6 +372,10 @@ class FrameworkProfile(StrictFields, FrozenModel):
                              "offload_targets")
         if self.offload_style == "fsdp" and self.offload_targets and "parameters" not in self.offload_targets:
             raise ValueError("offload_style fsdp offloads the parameters with the optimizer: list both targets")
+        if not self.zero_stages or self.single_gpu_zero_stages == ():
+            raise ValueError("zero_stages (and single_gpu_zero_stages when set) name at least one stage")
+        if self.single_gpu_offload_style and 0 not in (self.single_gpu_zero_stages or self.zero_stages):
+            raise ValueError("single_gpu_offload_style runs at ZeRO-0 on one GPU: list 0 in single_gpu_zero_stages")
         if self.offload_style == "torchao":
             raise ValueError("offload_style torchao is a one-GPU offload: set single_gpu_offload_style instead")
         if self.single_gpu_offload_style and not ("cpu" in self.offload_devices
@@ -461,6 +475,14 @@ def offers_offload(prof: FrameworkProfile, device: str = "cpu") -> bool:
     """Whether the framework can offload its optimizer to ``device``: what the search, the auto policy and the
     nearest changes may propose under it."""
     return bool(prof.offload_targets) and device in prof.offload_devices
+
+
+def zero_choices(prof: FrameworkProfile, gpus: int) -> tuple[int, ...]:
+    """The ZeRO stages the framework runs on ``gpus`` GPUs (``zero_stages``, ``single_gpu_zero_stages`` on one):
+    the one rule the search space, the auto policy, the nearest changes and the app's ZeRO picker follow."""
+    if gpus == 1 and prof.single_gpu_zero_stages is not None:
+        return prof.single_gpu_zero_stages
+    return prof.zero_stages
 
 
 def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) -> bool:

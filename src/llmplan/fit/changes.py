@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmplan.core.framework_profile import offers_offload, offload_view, offload_words
+from llmplan.core.framework_profile import offers_offload, offload_view, offload_words, zero_choices
 from llmplan.core.kvcache import eight_bit_kv
 from llmplan.core.search.policy import GGUF_LADDER, GPU_LADDER, MLX_LADDER
 from llmplan.fit.local import FitChange, FitSummary, LocalMachine
@@ -154,16 +154,19 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
     if tr.offload == "none" and tr.method != "qlora" and prof is not None and offers_offload(prof, "cpu"):
         # only the offload the framework has (unsloth: none), in its terms: Megatron-Core's optimizer only,
         # FSDP's parameters with the optimizer (a fully sharded model), DeepSpeed's ZeRO-Offload
+        stages = zero_choices(prof, gpu_count)  # the ZeRO stages it runs here (torchtune, one GPU: 0 only)
         zero = 3 if prof.offload_style == "fsdp" else 1
         sets = ("training.offload=cpu",) + ((f"training.zero_stage={zero}",) if tr.zero_stage < zero else ())
-        offload = [Step("offload", sets, offload_words(prof), 0.1, speed_penalty=True)]
-        if gpu_count == 1 and tr.zero_stage == 0 and prof.single_gpu_offload_style:
-            # torchtune on one GPU: its single-device recipe's CPUOffloadOptimizer first (no ZeRO, the parameters
-            # stay), FSDP's offload of the distributed recipe after it (framework_profile.offload_view)
+        offload = [Step("offload", sets, offload_words(prof), 0.1, speed_penalty=True)] if zero in stages else []
+        if gpu_count == 1 and prof.single_gpu_offload_style and 0 in stages:
+            # torchtune on one GPU: its single-device recipe's CPUOffloadOptimizer (no ZeRO, the parameters stay;
+            # framework_profile.offload_view), first where the distributed recipe's FSDP offload is offered too
             one = offload_view(prof, "cpu", 0, 1)
-            offload = [Step("offload", ("training.offload=cpu",), offload_words(one), 0.1, speed_penalty=True),
-                       replace(offload[0], base_distance=0.12)]
-        groups.append(offload)
+            sets = ("training.offload=cpu",) + (("training.zero_stage=0",) if tr.zero_stage else ())
+            offload = [Step("offload", sets, offload_words(one), 0.1, speed_penalty=True),
+                       *(replace(s, base_distance=0.12) for s in offload)]
+        if offload:
+            groups.append(offload)
     if tr.optimizer == "adamw":
         groups.append([Step("optimizer", ("training.optimizer=adam8bit",), "Use 8-bit Adam instead of AdamW", 0.1)])
     batches, b = [], tr.micro_batch
@@ -189,7 +192,7 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
     elif doc.workload == "finetune" and tr.method == "lora":
         groups.append([Step("method_q", ("training.method=qlora",),
                             "Use QLoRA (4-bit base) instead of LoRA", 0.2)])
-    if gpu_count > 1 and tr.zero_stage < 3:
+    if gpu_count > 1 and tr.zero_stage < 3 and (prof is None or 3 in zero_choices(prof, gpu_count)):
         groups.append([Step("zero3", ("parallelism.tp=1", "parallelism.pp=1", f"parallelism.dp={gpu_count}",
                                       "training.zero_stage=3"),
                             f"Shard everything over the {gpu_count} GPUs with ZeRO-3 (FSDP)", 0.05,
@@ -203,10 +206,14 @@ MAX_NODE_GPUS = 8  # the common server node (8-GPU HGX/DGX boards)
 
 def more_gpu_steps(doc: PlanDocument) -> list[list[Step]]:
     """More GPUs in a one-node plan: 2, 4 … 8, split the way the engine splits (llama.cpp: layers;
-    other engines: tensor parallel); training: ZeRO-3 over all of them. One group (mildest first)."""
+    other engines: tensor parallel); training: ZeRO-3 over all of them, where the framework runs it
+    (``framework_profile.zero_choices``). One group (mildest first)."""
     hw, par = doc.hardware, doc.parallelism
     if hw.nodes != 1 or par.cp != 1 or par.ep != 1:
         return []
+    prof = framework_of(doc)
+    if prof is not None and 3 not in prof.zero_stages:
+        return []  # more GPUs help training by ZeRO-3, which this framework does not run (unsloth)
     steps: list[Step] = []
     n, doublings = hw.gpus_per_node, 0
     while n * 2 <= MAX_NODE_GPUS:

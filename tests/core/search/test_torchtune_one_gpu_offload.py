@@ -1,7 +1,8 @@
 """torchtune on one GPU: the auto policy, the search (the CLI's automatic layout and the app's Auto…) and the
 nearest changes offload with what torchtune's single-device recipes build, torchao's CPUOffloadOptimizer
-(``training.offload = cpu`` at ZeRO-0), and FSDP's ``fsdp_cpu_offload`` (the distributed recipe, ZeRO-3) only where
-that does not fit (issue 26).
+(``training.offload = cpu`` at ZeRO-0), and never with a ZeRO stage: one GPU is the single-device recipes, which
+shard nothing (issue 26; FSDP's ``fsdp_cpu_offload`` is the distributed recipes', shown only when the plan states
+ZeRO-3).
 
 Source of the rule: pytorch/torchtune docs/source/tutorials/memory_optimizations.rst at bd2a0fc (2026-04-23):
 CPUOffloadOptimizer "is only supported for single-device recipes. To use CPU-offloading in distributed recipes,
@@ -71,23 +72,41 @@ def test_the_cli_automatic_layout_and_the_search_pick_the_same(capsys, gpu, offl
     assert (best["offload"], best["zero_stage"], best["micro_batch"]) == (offload, 0, micro_batch)
 
 
-def test_the_search_keeps_fsdp_offload_for_when_the_recipe_does_not_fit(capsys):
-    """ZeRO-3 stated: the distributed recipe's FSDP offload, as before (and the note says why it was set aside)."""
-    args = ["search", *CLI[1:], "--gpu", "nvidia-a100-sxm4-40gb", "--gpus", "1"]
+def test_the_search_lists_only_the_single_device_recipe_on_one_gpu(capsys):
+    """Every row of the search on one GPU runs at ZeRO-0 (torchtune's single-device recipes shard nothing; the
+    profile's ``single_gpu_zero_stages``): no ZeRO-1/2/3 with or without offload, which no torchtune recipe runs on
+    one device. A stated ZeRO-3 is honoured: the distributed recipe's FSDP offload, as the user asked."""
+    args = ["search", *CLI[1:], "--gpu", "nvidia-a100-sxm4-40gb", "--gpus", "1", "--top", "50"]
     assert main(args) == 0
-    note = json.loads(capsys.readouterr().out)["note"]
-    assert "single-device offload first" in note and "training.zero_stage=3" in note
+    rows = json.loads(capsys.readouterr().out)["best"]
+    assert rows and {r["training"]["zero_stage"] for r in rows} == {0}
     assert main([*args, "--set", "training.zero_stage=3"]) == 0
     best = json.loads(capsys.readouterr().out)["best"][0]["training"]
     assert (best["offload"], best["zero_stage"]) == ("cpu", 3)
+    # a 24 GB card: the recipe's offload does not fit (weights and gradients, 29.92 GiB, stay on the GPU), and
+    # the search says so rather than offering FSDP's ZeRO-3 offload, which it listed before
+    assert main(["search", *CLI[1:], "--gpu", "nvidia-rtx-4090-24gb", "--gpus", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["best"] == [] and "no layout fits" in out["note"]
 
 
-def test_the_nearest_changes_say_the_same_first():
-    """The nearest changes' offload group (``fit.changes.training_steps``, mgoffload33): the recipe's offload
-    first, FSDP's ZeRO-3 offload after it."""
-    doc = _doc("nvidia-a100-sxm4-40gb").model_copy(update={"training": TrainingSettings(
-        framework="torchtune", method="full", zero_stage=0, recompute="full", micro_batch=1, offload="none")})
-    offload = next(g for g in training_steps(doc, 1) if g[0].kind == "offload")
-    assert [s.overrides for s in offload] == [("training.offload=cpu",),
-                                              ("training.offload=cpu", "training.zero_stage=3")]
-    assert "torchao CPUOffloadOptimizer" in offload[0].what
+def test_the_policy_stops_at_the_recipe_where_it_does_not_fit():
+    """Where even torchao's offload does not fit (8B full on a 24 GB card), the ladder does not go on to FSDP's
+    ZeRO-3 offload: its closest step is the recipe's, at ZeRO-0."""
+    sc, est = evaluate_plan(_doc("nvidia-rtx-4090-24gb"))
+    assert not est.memory.fits
+    assert (sc.training.offload, sc.training.zero_stage) == ("cpu", 0)
+
+
+def test_the_nearest_changes_offer_the_recipe_alone():
+    """The nearest changes' offload group (``fit.changes.training_steps``): the recipe's offload only (ZeRO-0 set
+    where the plan holds another stage), no FSDP ZeRO-3 offload on one GPU; on two GPUs FSDP's."""
+    for zero, sets in ((0, ("training.offload=cpu",)), (1, ("training.offload=cpu", "training.zero_stage=0"))):
+        doc = _doc("nvidia-a100-sxm4-40gb").model_copy(update={"training": TrainingSettings(
+            framework="torchtune", method="full", zero_stage=zero, recompute="full", micro_batch=1,
+            offload="none")})
+        offload = next(g for g in training_steps(doc, 1) if g[0].kind == "offload")
+        assert [s.overrides for s in offload] == [sets]
+        assert "torchao CPUOffloadOptimizer" in offload[0].what
+    two = next(g for g in training_steps(doc, 2) if g[0].kind == "offload")
+    assert [s.overrides for s in two] == [("training.offload=cpu", "training.zero_stage=3")]

@@ -160,9 +160,6 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
         cols, res, owner, cancelled = _quick_parts(parts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
-    if len(fit) and scenario.framework.single_gpu_offload_style:
-        fit, one_gpu = _one_gpu_offload_first(cols, res, fit, scenario)
-        note = f"{note}; {one_gpu}" if note and one_gpu else (note or one_gpu)
     evaluated = len(cols)
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
@@ -204,27 +201,6 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     report(1.0, "done")
     return SearchResult(tuple(final), pareto_cost, pareto_gpus, evaluated, len(fit), refined, cancelled,
                         objective, note)
-
-
-def _one_gpu_offload_first(cols: Columns, res: QuickResult, fit: np.ndarray, scenario: Scenario
-                           ) -> tuple[np.ndarray, str]:
-    """The auto policy's rule (``policy.one_gpu_offload_first``) for the search: on one GPU, a framework's
-    one-GPU offload (offload at ZeRO-0: torchtune's single-device recipes, torchao's CPUOffloadOptimizer) where it
-    fits, its sharded offload (FSDP's ``fsdp_cpu_offload``, the distributed recipe) only where it does not; more
-    GPUs keep every row. Returns the rows kept and a note naming the rows set aside, with their speed."""
-    one = (cols.tp * cols.pp * cols.dp * cols.cp)[fit] == 1
-    off = cols.offload[fit] == 1
-    recipe = one & off & (cols.zero[fit] == 0)
-    aside = one & off & ~recipe
-    if not recipe.any() or not aside.any():
-        return fit, ""
-    best, other = res.tokens_per_s[fit[recipe]].max(), res.tokens_per_s[fit[aside]].max()
-    prof = scenario.framework
-    faster = f"; by the quick model it is {other / best - 1:.0%} faster" if other > best * 1.005 else ""
-    return fit[~aside], (f"one GPU: {prof.name}'s single-device offload first "
-                         f"({prof.single_gpu_offload_setting or prof.single_gpu_offload_style}); its sharded offload "
-                         f"({prof.offload_setting or prof.offload_style}) only where that does not fit "
-                         f"(set training.zero_stage=3 to see it){faster}")
 
 
 def _tp_placement_note(cols: Columns, res: QuickResult, fit: np.ndarray, score: np.ndarray, cluster,
@@ -343,9 +319,12 @@ def _quick_all(scenario: Scenario, counts: list[int], offload: bool, keep: tuple
     held_selective = "recompute" in keep and t.recompute == "selective"
     skip_selective = (t.flash_attention and not named(t) and not held_selective) or \
         not scenario.framework.selective_recompute
+    prof = scenario.framework
+    # the ZeRO stages the framework runs (framework_profile.zero_choices); a stage the plan holds is honoured
+    stages = {} if "zero_stage" in keep else {"zero_stages": prof.zero_stages,
+                                              "single_gpu_zero_stages": prof.single_gpu_zero_stages}
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
-                             skip_selective, scenario.framework.zero2_with_pp,
-                             bool(scenario.framework.single_gpu_offload_style))
+                            skip_selective, prof.zero2_with_pp, bool(prof.single_gpu_offload_style), **stages)
     cols = _held(cols, t, keep)
     cols = _supported(cols, scenario)
     parts: list[QuickResult] = []

@@ -10,8 +10,9 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   if it does not, they move one step at a time, cheapest in speed first, to the first setting the
   engine says fits (``apply_policy``): full recompute (Korthikanti et al. 2022 §5: ~33% more
   compute, activations down to one input per layer), micro-batch 1, ZeRO-3 (Rajbhandari et al.
-  2020, needs data parallelism), CPU offload of the optimizer (ZeRO-Offload, Ren et al. 2021) where the
-  framework has one (``framework_profile.offers_offload``: not unsloth; Megatron-Core's is optimizer-only,
+  2020, needs data parallelism; only where the framework runs it, ``framework_profile.zero_choices``: not
+  unsloth, not torchtune's single-device recipes on one GPU), CPU offload of the optimizer (ZeRO-Offload,
+  Ren et al. 2021) where the framework has one (``framework_profile.offers_offload``: not unsloth; Megatron-Core's is optimizer-only,
   FSDP's takes the parameters along: ``FrameworkProfile.offload_style``).
   On one data-parallel rank ZeRO-3 shards nothing on its own, but it is what DeepSpeed offloads from
   on one GPU, and the auto-planner's layouts include it there whenever they offload
@@ -20,8 +21,8 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   tries: the CLI's automatic layout, a given layout and the this-machine verdict agree (one truth).
   Where the framework has a one-GPU offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``:
   torchtune's single-device recipes build torchao's ``CPUOffloadOptimizer``), a plan on one GPU at ZeRO-0 tries
-  that offload alone first, at the ZeRO-3 step's place, and FSDP's ZeRO-3 offload (the distributed recipe's
-  ``fsdp_cpu_offload``, which takes the parameters along) only after it: what torchtune's docs tell a one-GPU user
+  that offload alone, at the ZeRO-3 step's place, and no FSDP ZeRO-3 offload after it (the distributed recipe's
+  ``fsdp_cpu_offload``; its profile's ``single_gpu_zero_stages`` is 0 only): what torchtune's docs tell a one-GPU user
   (pytorch/torchtune docs/source/tutorials/memory_optimizations.rst at bd2a0fc: CPUOffloadOptimizer "is only
   supported for single-device recipes. To use CPU-offloading in distributed recipes, use fsdp_cpu_offload=True";
   "Prioritize using it only if the other techniques are not enough", so it stays after recompute and micro-batch 1).
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
-from llmplan.core.framework_profile import offers_offload
+from llmplan.core.framework_profile import offers_offload, zero_choices
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
@@ -176,6 +177,7 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
     updates: dict[str, object] = {}
     closest = AutoChoice(scenario, estimate=as_is)
     can_offload = offers_offload(scenario.framework, "cpu")  # unsloth has none: the ladder stops before it
+    stages = zero_choices(scenario.framework, p.gpus)  # the ZeRO stages it runs on these GPUs
     for knob, value in LADDER:
         if knob not in auto or getattr(t, knob) == value or knob in updates:
             continue
@@ -184,6 +186,9 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         step: dict[str, object] = {knob: value}
         if knob == "zero_stage" and p.pp > 1:
             continue  # DeepSpeed refuses ZeRO-3 with pipeline stages
+        zero_now = updates.get("zero_stage", t.zero_stage)
+        if knob == "offload" and zero_now not in stages and "zero_stage" in auto:
+            step["zero_stage"] = 0 if 0 in stages else max(stages)  # the offload the framework runs here
         if knob == "zero_stage" and p.dp * p.cp == 1 and t.offload == "none":
             if "offload" not in auto or not can_offload:
                 continue  # one rank and no offload to take with it: nothing to shard over
@@ -195,6 +200,8 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
                     return got
                 if got is not None and got.estimate.memory.total.value < closest.estimate.memory.total.value:
                     closest = got
+        if knob == "zero_stage" and value not in stages:
+            continue  # no ZeRO-3 under this framework here (unsloth; torchtune's single-device recipes)
         trial = scenario.model_copy(update={"training": t.model_copy(update={**updates, **step})})
         try:
             est = engine(trial)

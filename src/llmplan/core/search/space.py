@@ -123,11 +123,15 @@ def exclusions(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq
 
 def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: int, seq_len: int,
                      global_batch: int, offload: bool, flash_attention: bool = True,
-                     zero2_with_pp: bool = False, single_gpu_offload: bool = False) -> Columns:
+                     zero2_with_pp: bool = False, single_gpu_offload: bool = False,
+                     zero_stages: tuple[int, ...] = (0, 1, 2, 3),
+                     single_gpu_zero_stages: tuple[int, ...] | None = None) -> Columns:
     """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only);
     ``zero2_with_pp``: the framework profile's (module doc); ``single_gpu_offload``: the profile has a one-GPU
     offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``: torchtune's single-device recipes with
-    torchao's CPUOffloadOptimizer), so an offloading layout on one GPU may also run at ZeRO-0."""
+    torchao's CPUOffloadOptimizer), so an offloading layout on one GPU may also run at ZeRO-0; ``zero_stages``
+    and ``single_gpu_zero_stages`` (one GPU; None: ``zero_stages``): the stages the framework runs
+    (``framework_profile.zero_choices``: unsloth 0 only, torchtune's single-device recipes 0 on one GPU)."""
     rows = [b for n in gpu_counts for b in base_layouts(s, n, gpus_per_node, seq_len)]
     if not rows:
         return _empty()
@@ -150,6 +154,10 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
     if offload and single_gpu_offload:  # offload at ZeRO-0: the one-GPU recipes' optimizer, on one GPU only
         ok &= (zero > 0) | (tp * pp * dp * cp == 1)
     ok &= (pp == 1) | (zero <= (2 if zero2_with_pp else 1))
+    runs = np.isin(zero, zero_stages)
+    if single_gpu_zero_stages is not None:
+        runs = np.where(tp * pp * dp * cp == 1, np.isin(zero, single_gpu_zero_stages), runs)
+    ok &= runs
     ok &= (vp == 1) | (accum % pp == 0)
     keep = np.nonzero(ok)[0]
     one = np.ones(len(keep), dtype=np.int64)
