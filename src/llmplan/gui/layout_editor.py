@@ -24,10 +24,14 @@ from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
 from llmplan.gui.offload_share import OffloadShare
 from llmplan.gui.profile_choices import (
     ProfileChoices,
+    offload_knob,
     offload_options,
     offload_shown,
+    offload_weights_knob,
     recompute_options,
     recompute_shown,
+    zero_knob,
+    zero_options,
 )
 from llmplan.gui.recompute_modules_box import RecomputeModules
 from llmplan.gui.state import PlanState
@@ -42,7 +46,6 @@ SIZES = (
     ("ep", "EP", "Expert parallel: MoE experts spread over this many GPUs (within data parallel)"),
 )
 
-ZERO_OPTIONS = [(k, f"ZeRO {k}", "") for k in range(4)]
 SP_TIP = ("Sequence parallelism (Korthikanti et al. 2022): the norms, dropout and residual activations are split "
           "over the tensor-parallel group as well")
 SP_OFF_TIP = ("Off while TP is 1: sequence parallelism splits activations over the tensor-parallel group, so it "
@@ -65,15 +68,19 @@ class LayoutEditor(QWidget):
         opts = QFormLayout()
         row1 = QHBoxLayout()
         self.training_only: list[QWidget] = []
-        row1.addWidget(self._training_only(ProfileChoices(state, "training.zero_stage", "ZeRO stage",
-                       "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
-                       "3 also the weights over data parallel", lambda _prof: ZERO_OPTIONS,
-                       lambda doc, _prof: doc.training.zero_stage, chars=13, automatic=True)))
+        self.zero_box = ProfileChoices(state, "training.zero_stage", "ZeRO stage",
+                                       "ZeRO (Rajbhandari et al. 2020): 1 shards optimizer states, 2 also gradients, "
+                                       "3 also the weights over data parallel; only the stages the plan's framework "
+                                       "runs on its GPUs",
+                                       lambda prof: zero_options(prof, state.doc.parallelism.gpus),
+                                       lambda doc, _prof: doc.training.zero_stage, chars=13, automatic=True)
+        row1.addWidget(self._training_only(self.zero_box))
         row1.addWidget(self._training_only(ProfileChoices(state, "training.offload", "Offload",
                        "Keep optimizer states (and, where the framework does, gradients and weights) in CPU RAM "
                        "or on NVMe; only what the plan's framework offers: NVMe is DeepSpeed's, Megatron-Core "
                        "offloads the optimizer only, FSDP the weights with it, unsloth nothing (hover an entry)",
                        offload_options, offload_shown, chars=16, automatic=True)))
+        self.offload_box = row1.itemAt(row1.count() - 1).widget()
         row1.addWidget(self._training_only(ProfileChoices(state, "training.recompute", "Recompute",
                        "Activation recomputation: what the backward pass computes again instead of keeping it "
                        "from the forward (hover an entry for what each keeps). Only what the plan's framework "
@@ -86,6 +93,11 @@ class LayoutEditor(QWidget):
         row2.addWidget(recompute, 1)
         offload_weights = self._training_only(bound_check(state, "training.offload_params", "Offload weights",
                                               "ZeRO-Infinity/FSDP: offload the parameters too (needs ZeRO 3)"))
+        self.offload_weights = offload_weights
+        # (widget, rule, its own tooltip): knobs the plan's framework never runs are hidden, those that do nothing
+        # for this plan greyed with the reason (gui.profile_choices.KnobShow)
+        self._profile_knobs = [(w, rule, w.toolTip()) for w, rule in (
+            (self.zero_box, zero_knob), (self.offload_box, offload_knob), (offload_weights, offload_weights_knob))]
         row1.addStretch(1)
         opts.addRow(row1)
         self.sequence_parallel = bound_check(state, "parallelism.sequence_parallel", "Sequence parallel", SP_TIP)
@@ -158,10 +170,24 @@ class LayoutEditor(QWidget):
     def _doc_changed(self, doc) -> None:
         for w in self.training_only:  # serving has no optimizer states to shard or offload, no 1F1B schedule
             w.setVisible(doc.workload != "inference")
+        self._show_profile_knobs(doc)
         self._show_sequence_parallel(doc)
         hw = doc.hardware
         self.grid.set_cluster(doc.parallelism, hw.gpus_per_node, hw.nodes, self.grid.memory_text)
         self._show_gpu_count(doc)
+
+    def _show_profile_knobs(self, doc) -> None:
+        """ZeRO, Offload and "Offload weights" as the plan's framework runs them (``zero_knob``, ``offload_knob``,
+        ``offload_weights_knob``: profile data, no framework names here)."""
+        if doc.workload == "inference":
+            return
+        prof = plan_profile(self.state, fresh=True)
+        for w, rule, tip in self._profile_knobs:
+            show = rule(doc, prof)
+            w.setVisible(show.shown)
+            if w.isEnabled() != show.enabled:
+                w.setEnabled(show.enabled)
+                w.setToolTip(tip if show.enabled else f"{wrap_tip(show.why)}\n{tip}")
 
     def _show_sequence_parallel(self, doc) -> None:
         """Sequence parallelism splits activations over the TP group (the engine applies it only with TP > 1,

@@ -1,21 +1,25 @@
 """Pickers that list only what the plan's framework can run: the loss (``FrameworkProfile.losses``), the
-quantised LoRA base (``quant_bases``), the offload device (``offload_devices``) and the recompute setting (selective only where the framework has it, ``selective_recompute``; torchtitan's per-op policy
-only under ``selective_op``), in the framework's own words ("gradient checkpointing" under the Hugging Face
-Trainer, ``recompute_words``).
+quantised LoRA base (``quant_bases``), the offload device (``offload_devices``), the ZeRO stage (``zero_stages``,
+``single_gpu_zero_stages``) and the recompute setting (selective only where the framework has it,
+``selective_recompute``; torchtitan's per-op policy only under ``selective_op``), in the framework's own words
+("gradient checkpointing" under the Hugging Face Trainer, ``recompute_words``).
 
 A value the plan holds that the profile cannot run stays listed, marked "not run by …", so the banner's field
-error and the way out are on screen together. A plan that leaves recompute on its default (selective) under a
-framework without selective recompute shows what it runs: none (``core.workload.effective_training``).
+error and the way out are on screen together. The layout editor hides a knob the framework never runs and greys
+one that does nothing for the plan, saying why (``zero_knob``, ``offload_knob``, ``offload_weights_knob``). A plan
+that leaves recompute on its default (selective) under a framework without selective recompute shows what it runs:
+none (``core.workload.effective_training``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
 
-from llmplan.core.framework_profile import offload_summary, offload_view
+from llmplan.core.framework_profile import offload_summary, offload_view, zero_choices
 from llmplan.core.workload import DEFAULT_RECOMPUTE_MODULES
 from llmplan.gui.auto_knobs import AUTO, AUTO_TIP, auto_text, automatic, used_value
 from llmplan.gui.bind import ElidedCombo, compact, route_undo
@@ -88,6 +92,68 @@ def offload_shown(doc: Any, _prof: Any) -> str:
     return doc.training.offload
 
 
+ZERO_TEXT = {k: f"ZeRO {k}" for k in range(4)}
+
+
+def zero_options(prof: Any, gpus: int) -> list[Option]:
+    """The ZeRO stages the framework runs on ``gpus`` GPUs (``framework_profile.zero_choices``: unsloth 0 only,
+    torchtune's single-device recipes 0 on one GPU); every stage without a profile."""
+    stages = zero_choices(prof, gpus) if prof is not None else tuple(ZERO_TEXT)
+    return [(k, ZERO_TEXT[k], "") for k in stages]
+
+
+@dataclass(frozen=True, slots=True)
+class KnobShow:
+    """How the layout editor shows a training knob under the plan's profile: ``shown`` (hidden where the framework
+    never runs it), ``enabled`` (greyed where it does nothing for this plan) and, when greyed, ``why``."""
+
+    shown: bool = True
+    enabled: bool = True
+    why: str = ""
+
+
+def zero_knob(doc: Any, prof: Any) -> KnobShow:
+    """The ZeRO picker: hidden under a framework that runs no ZeRO stage (``zero_stages`` 0 only: unsloth); greyed
+    where it runs none on this many GPUs (torchtune on one GPU); shown as usual while the plan states a stage the
+    framework does not run, so the "not run by …" entry and the way back are on screen."""
+    if prof is None or doc.workload == "inference":
+        return KnobShow()
+    tr, gpus = doc.training, doc.parallelism.gpus
+    if is_stated(doc, "training.zero_stage") and tr.zero_stage not in zero_choices(prof, gpus):
+        return KnobShow()
+    if prof.zero_stages == (0,):
+        return KnobShow(shown=False)
+    if zero_choices(prof, gpus) == (0,):
+        return KnobShow(enabled=False, why=f"Off on {gpus} GPU{'s' if gpus > 1 else ''}: {prof.name} runs no ZeRO "
+                        "sharding there (its single-device run shards nothing, as the default ZeRO 1 shards nothing "
+                        "on one GPU). The plan keeps the setting for more GPUs")
+    return KnobShow()
+
+
+def offload_knob(doc: Any, prof: Any) -> KnobShow:
+    """The Offload picker: hidden under a framework with no optimizer or parameter offload (unsloth, Composer,
+    Meta's Llama 3 stack: empty ``offload_devices``) unless the plan holds one (its field error and the way out)."""
+    if prof is None or prof.offload_devices or doc.training.offload != "none":
+        return KnobShow()
+    return KnobShow(shown=False)
+
+
+def offload_weights_knob(doc: Any, prof: Any) -> KnobShow:
+    """"Offload weights" (``training.offload_params``) is DeepSpeed's separate ``offload_param`` (offload style
+    ``zero``): hidden where the framework cannot offload the weights (no ``parameters`` in ``offload_targets``:
+    unsloth, Megatron-Core's optimizer-only offload); greyed with the reason under FSDP's CPU offload, which always
+    takes the weights with the optimizer (``framework_profile.offloads_params``). A plan that holds it on keeps the
+    box, to turn it off."""
+    if prof is None or doc.training.offload_params:
+        return KnobShow()
+    if "parameters" not in prof.offload_targets:
+        return KnobShow(shown=False)
+    if prof.offload_style == "fsdp":
+        return KnobShow(enabled=False, why=f"Always on under {prof.name}'s offload ({prof.offload_setting or 'FSDP'}"
+                        "): FSDP's CPU offload takes the weights, their gradients and the optimizer states together")
+    return KnobShow()
+
+
 def recompute_options(prof: Any) -> list[Option]:
     """none, selective where the framework has it, torchtitan's per-op policy where it runs it, full; under a
     framework with its own words for checkpointing every block (the Hugging Face Trainer's "gradient
@@ -129,7 +195,7 @@ class ProfileChoices(ElidedCombo):
         if automatic:
             tip = f"{tip}\n{AUTO_TIP}"
         self._listed: list[tuple[Any, str, str]] = []
-        self._seen: tuple | None = None  # (profile, value, left open, value the result used) last shown
+        self._seen: tuple | None = None  # (profile, value, left open, value the result used, options) last shown
         self.setObjectName(path)
         self.setAccessibleName(label)
         self.setToolTip(wrap_tip(f"{tip}\n(plan field: {path})"))
@@ -148,13 +214,14 @@ class ProfileChoices(ElidedCombo):
         value = self._shown(doc, prof)
         left_open = self._automatic and automatic(doc, self._path)
         used = used_value(self._state, self._path) if self._automatic else None
-        seen = (prof, value, left_open, used)
+        opts = list(self._options(prof))
+        seen = (prof, value, left_open, used, tuple(opts))  # the ZeRO options also follow the GPU count
         if seen == self._seen:
             return
         self._seen = seen
-        opts = list(self._options(prof))
         if self._automatic:
-            words = {v: t for v, t, _tip in opts}.get(used, None if used is None else str(used))
+            words = {v: t for v, t, _tip in opts}.get(used) or {v: t for v, t, _tip in self._options(None)}.get(
+                used, None if used is None else str(used))  # a value this profile does not list: in the usual words
             opts.insert(0, (AUTO, auto_text(words), AUTO_TIP))
             if left_open:
                 value = AUTO
