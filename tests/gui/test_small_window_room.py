@@ -35,3 +35,15 @@ def test_figures_table_shows_ten_rows(window, qtbot, size):
 
     assert plot.height() >= plot.plotItem.effectiveSizeHint(Qt.SizeHint.MinimumSize).height()
 
+
+def test_every_chart_tab_in_sight_at_1024x700(window, qtbot):
+    window.resize(*SMALL)
+    settle(qtbot, window)
+    bar = window.charts.tabBar()
+    for i in range(bar.count()):
+        rect = bar.tabRect(i)
+        assert bar.rect().contains(rect), (bar.tabText(i), rect, bar.rect())
+        assert rect.width() >= bar.fontMetrics().horizontalAdvance(bar.tabText(i)) + 8, bar.tabText(i)
+        assert bar.tabToolTip(i)  # the full chart name
+    window.charts.setCurrentIndex(bar.count() - 1)  # the Pareto tab is reachable with a click
+    assert bar.tabText(bar.currentIndex()) == "Pareto"
