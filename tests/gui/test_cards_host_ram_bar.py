@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("PySide6.QtWidgets")
 
-from test_machine_cards import pick  # noqa: E402
+from test_machine_cards import pick
 
-from llmplan.cli.mixed_cards import mixed_json, mixed_text  # noqa: E402
-from llmplan.plan.evaluate import estimate_cards  # noqa: E402
+from llmplan.cli.mixed_cards import mixed_json, mixed_text
+from llmplan.plan.evaluate import estimate_cards
 
 
 def test_cards_plan_shows_host_ram_in_the_bar(window, qtbot):
