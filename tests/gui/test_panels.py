@@ -255,6 +255,9 @@ def test_hovering_a_gpu_shows_its_ranks_and_its_stages_memory(window, qtbot):
     out = window.state.evaluate_now()
     assert out.ok, out.message
     grid = window.layout_editor.grid
+    pane = window.layout_editor.parentWidget().parentWidget()  # the editor's scroll area: the drawing may sit
+    pane.ensureWidgetVisible(grid)  # below its fold (colour key above it), so scroll to it as a person would
+    qtbot.wait(50)
     per_stage = stage_totals(out.scenario)
     assert per_stage[0] != per_stage[1]
     texts = []

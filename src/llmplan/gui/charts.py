@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtWidgets import QProxyStyle, QStyle, QTabBar, QTabWidget, QWidget
 
 from llmplan.core.present import MemoryUnit
 from llmplan.gui import sweeps
@@ -41,6 +41,7 @@ TABS = (("Length", "Memory vs sequence length", "tokens", "GiB per GPU", True, F
         ("GPUs", "Throughput vs GPU count", "GPUs", "tokens/s", True, True),
         ("Roofline", "Roofline (per GPU)", "arithmetic intensity (FLOP/byte)", "TFLOP/s per GPU", True, True),
         ("Pareto", "Auto-planner: Pareto front", "GPUs", "tokens/s", False, False))
+SNUG_TAB_PAD = 10  # px of side padding the chart tabs give up: five titles fit 288 px (1,024 × 700)
 _LIBRARIES = ("numpy", "pyqtgraph")  # what the plots import, one at a time (``ChartsPanel._build_step``)
 # What ``ChartsPanel._build_plots`` makes: asking for one of them before builds the plots at once.
 _PLOT_PARTS = frozenset({"seq_plot", "batch_plot", "gpus_plot", "roof_plot", "pareto_plot", "seq_chart",
@@ -99,6 +100,28 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
     return w
 
 
+class _SnugTabStyle(QProxyStyle):
+    """The application's style with ``SNUG_TAB_PAD`` px less side padding in each tab (both the tab's width and
+    its text area follow ``PM_TabBarTabHSpace``, so the title is never clipped)."""
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:
+        value = super().pixelMetric(metric, option, widget)
+        return max(4, value - SNUG_TAB_PAD) if metric == QStyle.PixelMetric.PM_TabBarTabHSpace else value
+
+
+class SnugTabBar(QTabBar):
+    """The chart tabs' bar: in a narrow column (1,024 × 700) every tab stays in sight, whole. The tabs have less
+    side padding than the style's, so "Pareto" no longer hides behind scroll arrows and no title is elided
+    ("Len…"); each tab's tooltip keeps the chart's full name."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        style = _SnugTabStyle()
+        style.setParent(self)  # lives as long as the bar
+        self.setStyle(style)
+        self.setExpanding(False)
+
+
 class ChartsPanel(QTabWidget):
     """The chart tabs. pyqtgraph and the plots are made only after the window's first paint
     (``_build_plots``: importing pyqtgraph and making the plots took about 0.7 s of CPU before the first
@@ -115,6 +138,7 @@ class ChartsPanel(QTabWidget):
         self.setAccessibleName("Charts")
         self._built = False
         self._build_queued = False
+        self.setTabBar(SnugTabBar(self))
         for name, title, *_rest in TABS:
             i = self.addTab(QWidget(), name)
             self.setTabToolTip(i, title)

@@ -154,12 +154,18 @@ class LayoutEditor(QWidget):
         lay.addLayout(top)
         lay.addLayout(opts)
         lay.addWidget(self.status)
+        # The colour key above the drawing, in two short lines (its long form is the tooltip): under the
+        # drawing, in four lines, it sat below the pane's fold at 1,024 × 700.
+        self.legend = QLabel("Hue: pipeline stage · shade: tensor rank · grey: idle · red/orange outline: "
+                             "TP/CP group spans nodes")
+        self.legend.setToolTip(wrap_tip(
+            "Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · red/orange outline: the GPU's "
+            "TP/CP group spans nodes (network, not NVLink) · hover a GPU for its ranks"))
+        self.legend.setWordWrap(True)
+        self.legend.setStyleSheet("color: palette(placeholder-text);")
+        self.legend.setAccessibleName("Colour key of the GPU drawing")
+        lay.addWidget(self.legend)
         lay.addWidget(self.grid, 1)
-        legend = QLabel("Hue: pipeline stage · shade: tensor rank in the stage · grey: idle · red/orange outline: "
-                        "the GPU's TP/CP group spans nodes (network, not NVLink) · hover a GPU for its ranks")
-        legend.setWordWrap(True)
-        legend.setStyleSheet("color: palette(placeholder-text);")
-        lay.addWidget(legend)
         state.doc_changed.connect(self._doc_changed)
         self._doc_changed(state.doc)
 

@@ -34,6 +34,13 @@ from llmplan.gui.window_files import FileActions
 from llmplan.gui.workload_tabs import WorkloadTabs
 from llmplan.plan.document import PlanDocument
 
+# Text lines of height the figures table keeps, at 1,024 × 700 too: about 10 rows show (issue 18 saw one row at
+# 700 px; 5 lines showed about 5 rows and hid the communication rows).
+TABLE_ROWS = 9
+# px above the charts' minimum they get: SPARE when the column has room, at least KEPT on a short window (the
+# "GPU capacity" and "offload starts" labels need a plot that tall to keep off the curves).
+CHART_SPARE, CHART_KEPT = 60, 30
+
 
 class MainWindow(FileActions, QMainWindow):
     def __init__(self, settings: QSettings | None = None, detect: bool = True, charts: bool = True) -> None:
@@ -118,8 +125,7 @@ class MainWindow(FileActions, QMainWindow):
         table = self.results.table
         self.results.layout().removeWidget(table)
         self.results.layout().addStretch(1)  # a taller pane leaves its room below the bars, not between them
-        rows = 5
-        table.setMinimumHeight(table.header().sizeHint().height() + rows * table.fontMetrics().height() * 5 // 4)
+        table.setMinimumHeight(table.header().sizeHint().height() + TABLE_ROWS * table.fontMetrics().height() * 5 // 4)
         self.right.addWidget(PaneScroll(self.results))
         self.right.addWidget(table)
         if self.charts is not None:
@@ -151,12 +157,20 @@ class MainWindow(FileActions, QMainWindow):
 
     def right_needs(self) -> list[int]:
         """Heights of the verdict and bars (at the column's width: their sentences wrap), of the figures
-        table (its minimum: a few rows) and of the charts (their minimum plus room for the axes)."""
+        table (its minimum: ``TABLE_ROWS`` rows) and of the charts (their minimum plus up to
+        ``CHART_SPARE`` px of room for the axes). On a short window (1,024 × 700) the charts' spare room
+        goes first, down to ``CHART_KEPT``, so the table keeps its rows; then the verdict pane gives way
+        and scrolls."""
         width = self.right.width() - self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         lay = self.results.layout()
         results = lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else lay.totalMinimumSize().height()
-        charts = [self.charts.minimumSizeHint().height() + 60] if self.charts is not None else []
-        return [max(results, lay.totalMinimumSize().height()), self.results.table.minimumHeight(), *charts]
+        results = max(results, lay.totalMinimumSize().height())
+        table = self.results.table.minimumHeight()
+        if self.charts is None:
+            return [results, table]
+        chart = self.charts.minimumSizeHint().height()
+        room = self.right.height() - self.right.handleWidth() * (self.right.count() - 1)
+        return [results, table, chart + max(CHART_KEPT, min(CHART_SPARE, room - results - table - chart))]
 
     def column_needs(self) -> list[int]:
         """Width each column needs to show its content without scrolling sideways: the pickers, the

@@ -431,7 +431,8 @@ class ResultsPanel(QWidget):
 
     def _show_cards_verdict(self, outcome: Outcome) -> None:
         """A plan on different cards: the banner is the layer split's verdict (``outcome.cards``); the figures
-        below stay those of one card of the plan's GPU, and the line under the banner says so."""
+        below stay those of one card of the plan's GPU, and the line under the banner says so. Layers left in
+        host RAM end the memory bar's legend ("Host RAM per node (offload, not on a GPU)"), with the CLI's bytes."""
         split = outcome.cards
         layers = " + ".join(str(c.layers) for c in split.cards)
         n = len(split.cards)
@@ -444,11 +445,15 @@ class ResultsPanel(QWidget):
                                      f"{split.host_layers + split.gpu_layers} in CPU RAM{speed}")
         else:
             tier, text = "fits", f"Fits on {n} cards: layers {layers}{speed}"
-        self.verdict = PlanVerdict(tier, False, text, "")
+        # the layers left in host RAM, as the CLI's "host RAM" line: one pool in the machine's RAM, never per card
+        off_gpu = (("host_ram", float(split.host_bytes)),) if split.fits and split.host_layers else ()
+        self.verdict = PlanVerdict(tier, False, text, "", off_gpu=off_gpu)
         self.banner.show_message(text, TIER_COLOURS[tier])
         gpu = outcome.scenario.cluster.gpu.name if outcome.scenario is not None else "the plan's GPU"
+        host = (f", but for the host RAM that ends the bar's legend: the {split.host_layers} layers the cards leave "
+                f"there, and the input embedding" if off_gpu else "")
         self.cost.setText(f"Each card's layers and memory: Inference tab, Cards in this machine. The figures below "
-                          f"are for one {gpu}.")
+                          f"are for one {gpu}{host}.")
         self.cost.setVisible(True)
         self.fixes.request(outcome.doc, "none", "")  # one list: the Cards pane shows plan_fixes on the cards
 
