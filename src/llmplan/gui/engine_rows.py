@@ -1,11 +1,13 @@
-"""The inference tab's llama.cpp rows, shown only under an engine that has them.
+"""The inference tab's engine-specific rows (llama.cpp's, SGLang's DP attention), shown only under an engine that
+has them.
 
 "GPU back-end" (the ggml API llama.cpp and Ollama are built for), "GPU layers (-ngl)" and "Host RAM bandwidth"
 (the CPU reading the layers left in host RAM) stood on every inference plan, vLLM's and TensorRT-LLM's too,
 where they change nothing and read as if they did (the tab looked at on 2026-11-28). Which engines have them
 is the engine profile's own data (catalogs/engines.toml): ``partial_offload`` (layers kept in host RAM:
 llama.cpp, Ollama) and ``backend_context_bytes`` (a runtime per GPU back-end). A row hidden keeps its value in
-the plan; an engine the catalog does not know shows every row (its estimate's error says why).
+the plan; an engine the catalog does not know shows every row (its estimate's error says why). The same holds for
+"Data-parallel attention (SGLang)", which stood on vLLM plans of dense models: ``dp_attention`` in the profile.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ENGINE_ROWS: dict[str, Callable[[EngineProfile], bool]] = {
     "inference.backend": lambda p: p.partial_offload or bool(p.backend_context_bytes),
     "inference.gpu_layers": lambda p: p.partial_offload,
     "inference.host_memory_bandwidth": lambda p: p.partial_offload,
+    "inference.dp_attention": lambda p: p.dp_attention,  # SGLang's --enable-dp-attention; nothing elsewhere
 }
 
 
