@@ -256,6 +256,7 @@ def test_hovering_a_gpu_shows_its_ranks_and_its_stages_memory(window, qtbot):
     assert out.ok, out.message
     grid = window.layout_editor.grid
     pane = window.layout_editor.parentWidget().parentWidget()  # the editor's scroll area: the drawing may sit
+    qtbot.wait(50)  # the editor's layout settles first (the drawing's height follows its rows of GPUs)
     pane.ensureWidgetVisible(grid)  # below its fold (colour key above it), so scroll to it as a person would
     qtbot.wait(50)
     per_stage = stage_totals(out.scenario)

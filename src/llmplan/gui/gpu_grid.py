@@ -7,6 +7,10 @@ Ranks follow Megatron-LM's default order (tensor fastest, then context, then dat
 then pipeline): rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)). Clusters of more than
 ``DETAIL_LIMIT`` GPUs are drawn one box per node (coloured by the stage most of its
 GPUs hold), so a 4,096-GPU plan stays readable and cheap to paint.
+
+The drawing asks for the height of its rows of tiles at its width (``needed_height``), at most
+``HINT_HEIGHT``: one row of 84-px tiles asks for 96 px, not 160, so the layout editor of a training plan
+fits its pane at 1,024 × 700 (a fixed 160-px hint made it scroll there).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from llmplan.gui.theme import stage_colour
 
 DETAIL_LIMIT = 256
 MAX_BOX = 84.0  # pixels: the largest GPU tile
+HINT_HEIGHT = 160  # pixels: the most the drawing asks for (rows beyond it shrink their tiles instead)
 CROSS_COLOURS = {"tp": "#d32f2f", "cp": "#f57c00"}  # outline of GPUs whose group spans nodes
 
 
@@ -74,6 +79,7 @@ class GpuGrid(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName("GPU layout drawing")
         self._boxes: list[tuple[QRectF, int, int]] = []  # rect, node, gpu index in node (-1: whole node)
+        self._heights: dict[tuple[int, int, int], int] = {}  # (width, nodes, GPUs per node) -> needed_height
 
     @property
     def stage_memory_text(self) -> tuple[str, ...]:
@@ -92,12 +98,57 @@ class GpuGrid(QWidget):
         verdict ≤ 10 ms)."""
         self._stage_texts, self._stage_source = (), source
 
+    def _tiles(self, w: float, h: float) -> tuple[int, int, int, int, float]:
+        """(node columns, node rows, GPU columns, GPU rows in a node, tile size) of the detailed drawing in w×h:
+        nodes and their GPUs in near-square grids, a tile at most ``MAX_BOX`` (a lone GPU is a tile, not a wall)."""
+        node_cols, node_rows = self._grid(self.nodes, w, h)
+        nw, nh = w / node_cols, h / node_rows
+        g_cols, g_rows = self._grid(self.gpus_per_node, nw - 8, nh - 8)
+        return node_cols, node_rows, g_cols, g_rows, min((nw - 8) / g_cols, (nh - 8) / g_rows, MAX_BOX)
+
+    def needed_height(self, width: int) -> int:
+        """The height whose tiles are as large as ``HINT_HEIGHT`` px would make them at ``width``: the rows of
+        tiles, 4 px round each node's tiles and 2 px round the drawing. Large clusters (one box per node) fill
+        ``HINT_HEIGHT``. A bisection: the tile size never shrinks as the height grows."""
+        if self.aggregated:
+            return HINT_HEIGHT
+        key = (width, self.nodes, self.gpus_per_node)
+        if key not in self._heights:
+            w = max(width - 4, 16)
+            best = self._tiles(w, HINT_HEIGHT - 4)[4]
+            low, high = self.minimumHeight(), HINT_HEIGHT
+            while low < high:
+                mid = (low + high) // 2
+                if self._tiles(w, mid - 4)[4] >= best - 1e-9:
+                    high = mid
+                else:
+                    low = mid + 1
+            _nc, node_rows, _gc, g_rows, box = self._tiles(w, low - 4)
+            self._heights[key] = max(self.minimumHeight(), min(low, math.ceil(node_rows * (g_rows * box + 8) + 4)))
+        return self._heights[key]
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self.needed_height(width)
+
     def sizeHint(self) -> QSize:
-        return QSize(360, 160)
+        """360 px wide (before it is laid out) and the height of its rows at its width (``needed_height``)."""
+        width = self.width() if self.testAttribute(Qt.WidgetAttribute.WA_Resized) else 360
+        return QSize(360, self.needed_height(width))
+
+    def resizeEvent(self, event) -> None:
+        if self.needed_height(event.size().width()) != self.needed_height(event.oldSize().width()):
+            self.updateGeometry()  # more or fewer rows at the new width
+        super().resizeEvent(event)
 
     def set_cluster(self, layout: ParallelLayout, gpus_per_node: int, nodes: int, memory_text: str = "") -> None:
         self.layout_, self.gpus_per_node, self.nodes = layout, gpus_per_node, nodes
         self.memory_text = memory_text
+        if self._heights and next(iter(self._heights))[1:] != (nodes, gpus_per_node):
+            self._heights.clear()
+            self.updateGeometry()  # another cluster: other rows
         self.setAccessibleDescription(
             f"{nodes} node(s) × {gpus_per_node} GPU(s); TP {layout.tp}, PP {layout.pp}, DP {layout.dp}, "
             f"CP {layout.cp}, EP {layout.ep}; {layout.gpus} GPU(s) used")
@@ -128,10 +179,7 @@ class GpuGrid(QWidget):
             self._paint_nodes_aggregated(p, w, h)
             return
         crossing = crossing_groups(self.layout_, self.gpus_per_node)
-        node_cols, node_rows = self._grid(self.nodes, w, h)
-        nw, nh = w / node_cols, h / node_rows
-        g_cols, g_rows = self._grid(self.gpus_per_node, nw - 8, nh - 8)
-        box = min((nw - 8) / g_cols, (nh - 8) / g_rows, MAX_BOX)  # a lone GPU is a tile, not a wall
+        node_cols, _node_rows, g_cols, g_rows, box = self._tiles(w, h)
         nw, nh = g_cols * box + 8, g_rows * box + 8
         for n in range(self.nodes):
             nx, ny = 2 + (n % node_cols) * nw, 2 + (n // node_cols) * nh
