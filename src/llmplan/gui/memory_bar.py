@@ -18,7 +18,14 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from llmplan.core.present import MemoryUnit
 from llmplan.core.result import MemoryBreakdown
-from llmplan.gui.theme import BAD_COLOUR, OFF_GPU_LABELS, PART_COLOURS, PART_LABELS, WARN_COLOUR
+from llmplan.gui.theme import (
+    BAD_COLOUR,
+    OFF_GPU_LABELS,
+    PART_COLOURS,
+    PART_LABELS,
+    WARN_COLOUR,
+    off_gpu_entry,
+)
 from llmplan.gui.tooltips import wrap_tip
 
 BAR_H = 26
@@ -117,8 +124,7 @@ class MemoryBar(QWidget):
         """(text, colour) of each legend entry: the bar's parts, then what is kept off the GPUs (not in the bar)."""
         items = [(f"{PART_LABELS.get(key, key)} {self.unit.fmt_any(value)}", PART_COLOURS.get(key, "#888888"))
                  for key, value in self._visible_parts()]
-        return items + [(f"{label} (offload, not on a GPU) {self.unit.fmt_any(value)}", WARN_COLOUR)
-                        for label, value in self.off_gpu]
+        return items + [(off_gpu_entry(label, value, self.unit), WARN_COLOUR) for label, value in self.off_gpu]
 
     def _paint_legend(self, p: QPainter, top: int) -> None:
         paint_legend(self, p, self.legend(), top)

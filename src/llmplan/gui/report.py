@@ -29,7 +29,8 @@ from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario
 from llmplan.errors import LlmplanError
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
-from llmplan.gui.theme import OFF_GPU_LABELS, PART_LABELS, offload_label
+from llmplan.gui.cards_verdict import cards_verdict
+from llmplan.gui.theme import OFF_GPU_LABELS, OFF_GPU_NOTE, PART_LABELS, off_gpu_entry, offload_label
 from llmplan.gui.tooltips import wrap_tip
 
 
@@ -62,10 +63,14 @@ def system_rows(est: Evaluation) -> list[Row]:
     return rows_of(est)
 
 
-def tier_of(scenario: Scenario | None, est: Estimate | Evaluation, unit: MemoryUnit) -> PlanVerdict | None:
+def tier_of(scenario: Scenario | None, est: Estimate | Evaluation, unit: MemoryUnit,
+            cards: Any = None) -> PlanVerdict | None:
     """The verdict tier the window's banner shows for ``est`` (``fit.tiers.plan_verdict``), for the exports:
-    without it a report said "Fits" for a plan that keeps half its layers in CPU RAM (issue 18). None
+    without it a report said "Fits" for a plan that keeps half its layers in CPU RAM (issue 18). On different
+    cards (``cards``: the layer split, ``Outcome.cards``) it is the split's (``cards_verdict``). None
     when there is no resolved plan to judge (the memory verdict alone is then all there is)."""
+    if cards is not None:
+        return cards_verdict(cards, scenario.cluster.gpu.name if scenario is not None else "the plan's GPU")
     if scenario is None:
         return None
     try:
@@ -87,6 +92,17 @@ def verdict(est: Estimate | Evaluation, unit: MemoryUnit, tier: PlanVerdict | No
     if m.fits:
         return f"Fits: {used:,.1f} of {cap} per GPU"
     return f"Does not fit: needs {used:,.1f} of {cap} per GPU"
+
+
+def off_gpu_lines(est: Estimate | Evaluation, tier: PlanVerdict | None,
+                  unit: MemoryUnit) -> list[tuple[str, str, float]]:
+    """(the memory bar's legend entry, its label, bytes) for what the verdict keeps off the GPUs that the figures do not
+    already show: on different cards, the layer split's host RAM (the figures are one card's). An offload of
+    the plan itself is a row of the figures already ("Host RAM per node (offload)"), with the same bytes."""
+    if tier is None:
+        return []
+    return [(off_gpu_entry(OFF_GPU_LABELS[key], value, unit), OFF_GPU_LABELS[key], value) for key, value in tier.off_gpu
+            if getattr(est.memory, key).value != value]
 
 
 def _context_fit(scenario: Scenario | None) -> ContextFit | None:
@@ -235,6 +251,7 @@ def as_text(est: Estimate | Evaluation, unit: MemoryUnit, title: str = "", tier:
     lines.append(verdict(est, unit, tier))
     if tier is not None and tier.cost:
         lines.append(tier.cost)
+    lines += [text for text, _l, _b in off_gpu_lines(est, tier, unit)]
     section = ""
     for r in rows(est):
         if r.section != section:
@@ -256,6 +273,7 @@ def as_markdown(est: Estimate | Evaluation, unit: MemoryUnit, title: str, notes:
     out += [f"**{verdict(est, unit, tier)}**", ""]
     if tier is not None and tier.cost:
         out += [tier.cost, ""]
+    out += [x for text, _l, _b in off_gpu_lines(est, tier, unit) for x in (text, "")]
     if notes:
         out += [notes, ""]
     section = ""
@@ -286,6 +304,8 @@ def csv_columns(est: Estimate | Evaluation, unit: MemoryUnit, tier: PlanVerdict 
     text = verdict(est, unit, tier) + (f" {tier.cost}" if tier is not None and tier.cost else "")
     cols: list[tuple[str, Any]] = [("verdict_tier_text", tier_name), ("verdict_text", text),
                                    ("parameters_total_count", est.params.total)]
+    cols[2:2] = [(f"{slug(f'{label} {OFF_GPU_NOTE}')}_{unit.name.lower()}", unit.value(n_bytes))
+                 for _text, label, n_bytes in off_gpu_lines(est, tier, unit)]  # host_ram_per_node_offload_not_on_a_gpu_gib
     if est.params.active != est.params.total:
         cols.append(("parameters_active_count", est.params.active))
     warnings: list[str] = []

@@ -18,7 +18,7 @@ from llmplan.core.present import MemoryUnit
 from llmplan.core.result import Estimate
 from llmplan.core.system import Evaluation
 from llmplan.fit.tiers import PlanVerdict
-from llmplan.gui.report import rows, verdict
+from llmplan.gui.report import off_gpu_lines, rows, verdict
 
 STYLE = ("body { font-family: sans-serif; font-size: 10pt; } h1 { font-size: 16pt; } h2 { font-size: 12pt; "
          "margin-top: 14px; } table { border-collapse: collapse; } td, th { padding: 2px 8px; "
@@ -43,6 +43,7 @@ def as_html(est: Estimate | Evaluation, unit: MemoryUnit, title: str, head: Sequ
     out += ["</table>", f"<p class='verdict'>{e(verdict(est, unit, tier))}</p>"]
     if tier is not None and tier.cost:
         out.append(f"<p>{e(tier.cost)}</p>")
+    out += [f"<p>{e(text)}</p>" for text, _l, _b in off_gpu_lines(est, tier, unit)]
     if notes:
         out.append(f"<p>{e(notes)}</p>")
     section = ""

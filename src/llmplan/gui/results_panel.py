@@ -28,11 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llmplan.core import present
 from llmplan.core.present import MemoryUnit, one_line
 from llmplan.fit.tiers import PlanVerdict, plan_verdict
 from llmplan.gui import report
 from llmplan.gui.backend import Outcome
+from llmplan.gui.cards_verdict import cards_verdict
 from llmplan.gui.memory_bar import MemoryBar
 from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
@@ -430,30 +430,14 @@ class ResultsPanel(QWidget):
         self.fixes.request(outcome.doc, v.tier, f"{gpus}× {name}" if gpus > 1 else name)
 
     def _show_cards_verdict(self, outcome: Outcome) -> None:
-        """A plan on different cards: the banner is the layer split's verdict (``outcome.cards``); the figures
-        below stay those of one card of the plan's GPU, and the line under the banner says so. Layers left in
-        host RAM end the memory bar's legend ("Host RAM per node (offload, not on a GPU)"), with the CLI's bytes."""
-        split = outcome.cards
-        layers = " + ".join(str(c.layers) for c in split.cards)
-        n = len(split.cards)
-        speed = f", ~{present.tokens_per_s(1 / split.tpot_s)}" if split.tpot_s > 0 else ""
-        if not split.fits:
-            short = ", ".join(c.gpu.name for c in split.cards if not c.fits)
-            tier, text = "does_not_fit", f"Does not fit on {n} cards: {short} overflows"
-        elif split.host_layers:
-            tier, text = "offload", (f"Fits with offload on {n} cards: layers {layers}, {split.host_layers} of "
-                                     f"{split.host_layers + split.gpu_layers} in CPU RAM{speed}")
-        else:
-            tier, text = "fits", f"Fits on {n} cards: layers {layers}{speed}"
-        # the layers left in host RAM, as the CLI's "host RAM" line: one pool in the machine's RAM, never per card
-        off_gpu = (("host_ram", float(split.host_bytes)),) if split.fits and split.host_layers else ()
-        self.verdict = PlanVerdict(tier, False, text, "", off_gpu=off_gpu)
-        self.banner.show_message(text, TIER_COLOURS[tier])
+        """A plan on different cards: the banner is the layer split's verdict (``cards_verdict``, which the exports
+        print too); the figures below stay those of one card of the plan's GPU, and the line under the banner
+        says so. Layers left in host RAM end the memory bar's legend ("Host RAM per node (offload, not on a
+        GPU)"), with the CLI's bytes."""
         gpu = outcome.scenario.cluster.gpu.name if outcome.scenario is not None else "the plan's GPU"
-        host = (f", but for the host RAM that ends the bar's legend: the {split.host_layers} layers the cards leave "
-                f"there, and the input embedding" if off_gpu else "")
-        self.cost.setText(f"Each card's layers and memory: Inference tab, Cards in this machine. The figures below "
-                          f"are for one {gpu}{host}.")
+        self.verdict = v = cards_verdict(outcome.cards, gpu)
+        self.banner.show_message(v.headline, TIER_COLOURS[v.tier])
+        self.cost.setText(f"Each card's layers and memory: Inference tab, Cards in this machine. {v.cost}")
         self.cost.setVisible(True)
         self.fixes.request(outcome.doc, "none", "")  # one list: the Cards pane shows plan_fixes on the cards
 

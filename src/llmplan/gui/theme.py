@@ -41,6 +41,15 @@ PART_LABELS = {
 OFF_GPU_LABELS = {"host_ram": "Host RAM per node", "nvme": "NVMe per node"}
 
 
+OFF_GPU_NOTE = "(offload, not on a GPU)"  # after an ``OFF_GPU_LABELS`` label where the figure is not a bar part
+
+
+def off_gpu_entry(label: str, n_bytes: float, unit) -> str:
+    """'Host RAM per node (offload, not on a GPU) 16.56 GiB': what a plan keeps off its GPUs (``label``, from
+    ``OFF_GPU_LABELS``), in the words of the memory bar's legend, the exports and the CLI's line."""
+    return f"{label} {OFF_GPU_NOTE} {unit.fmt_any(n_bytes)}"
+
+
 def offload_label(key: str) -> str:
     """'Host RAM per node (offload)': the results table's row and the memory charts' curve of ``key``."""
     return f"{OFF_GPU_LABELS[key]} (offload)"

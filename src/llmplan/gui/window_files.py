@@ -211,7 +211,7 @@ class FileActions:
     def export_tier(self, est):
         """The verdict tier of the estimate being exported, the one the banner shows (``report.tier_of``)."""
         out = self.state.outcome
-        return report.tier_of(out.scenario if out else None, est, self.unit)
+        return report.tier_of(out.scenario if out else None, est, self.unit, out.cards if out else None)
 
     def _export_title(self) -> str:
         return report.title_of(self.export_header())
