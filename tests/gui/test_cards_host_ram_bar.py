@@ -20,15 +20,21 @@ from llmplan.cli.mixed_cards import mixed_json, mixed_text
 from llmplan.plan.evaluate import estimate_cards
 
 
-def test_cards_plan_shows_host_ram_in_the_bar(window, qtbot):
+def two_cards_plan(window, qtbot, name: str = "Untitled plan") -> None:
+    """Llama-3.1-70B Q8_0 with llama.cpp on an RTX 5090 + an RTX 3090 ("Cards in this machine"), evaluated."""
     window.state.edit_many({"model.id": "meta-llama/Llama-3.1-70B", "workload": "inference",
-                            "inference.engine": "llama-cpp", "inference.weight_format": "q8_0"}, "test plan")
+                            "inference.engine": "llama-cpp", "inference.weight_format": "q8_0", "name": name},
+                           "test plan")
     window.workload.setCurrentIndex(0)
     cards = window.workload.machine_cards
     pick(cards, "nvidia-rtx-5090-32gb")
     pick(cards, "nvidia-rtx-3090-24gb")
     window.state.evaluate_now()
     qtbot.waitUntil(lambda: not window.state.pending, timeout=10_000)
+
+
+def test_cards_plan_shows_host_ram_in_the_bar(window, qtbot):
+    two_cards_plan(window, qtbot)
     assert window.state.doc.hardware.card_ids() == ["nvidia-rtx-5090-32gb", "nvidia-rtx-3090-24gb"]
     plan, scenario = estimate_cards(window.state.doc)
     cli = mixed_json(plan, scenario)["mixed_gpus"]

@@ -11,7 +11,6 @@ and the banner's headline.
 
 from __future__ import annotations
 
-import csv
 import html
 
 import pytest
@@ -21,8 +20,8 @@ pytest.importorskip("PySide6.QtWidgets")
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from test_export_tiers import _action
-from test_machine_cards import pick
+from test_cards_host_ram_bar import two_cards_plan
+from test_export_tiers import _action, csv_row
 
 from llmplan.cli.mixed_cards import mixed_json
 from llmplan.plan.evaluate import estimate_cards
@@ -30,15 +29,7 @@ from llmplan.plan.evaluate import estimate_cards
 
 def _cards_plan(window, qtbot) -> tuple[str, float]:
     """The plan evaluated and shown; (the bar's host RAM legend entry, the CLI's host bytes)."""
-    window.state.edit_many({"model.id": "meta-llama/Llama-3.1-70B", "workload": "inference",
-                            "inference.engine": "llama-cpp", "inference.weight_format": "q8_0",
-                            "name": "70B on two cards"}, "test plan")
-    window.workload.setCurrentIndex(0)
-    cards = window.workload.machine_cards
-    pick(cards, "nvidia-rtx-5090-32gb")
-    pick(cards, "nvidia-rtx-3090-24gb")
-    window.state.evaluate_now()
-    qtbot.waitUntil(lambda: not window.state.pending, timeout=10_000)
+    two_cards_plan(window, qtbot, "70B on two cards")
     plan, scenario = estimate_cards(window.state.doc)
     host = mixed_json(plan, scenario)["mixed_gpus"]["host_bytes"]
     assert plan.fits and plan.host_layers > 0
@@ -69,10 +60,7 @@ def test_markdown_html_and_text_carry_the_host_ram(window, qtbot, isolated, fake
 
 def test_csv_has_the_host_ram_column(window, qtbot, isolated, fake_dialogs):
     _entry, host = _cards_plan(window, qtbot)
-    fake_dialogs.save_result = isolated / "figures.csv"
-    _action(window, "Figures (CSV)…").trigger()
-    with open(isolated / "figures.csv", newline="", encoding="utf-8") as f:
-        (row,) = list(csv.DictReader(f))
+    row = csv_row(window, isolated, fake_dialogs)
     column = f"host_ram_per_node_offload_not_on_a_gpu_{window.unit.name.lower()}"
     assert float(row[column]) == window.unit.value(host)
     assert row["verdict_tier_text"] == "offload"

@@ -40,6 +40,15 @@ def _action(window, text: str) -> QAction:
     return next(a for a in window.findChildren(QAction) if a.text().replace("&", "") == text)
 
 
+def csv_row(window, folder, fake_dialogs) -> dict[str, str]:
+    """The plan's row of "Figures (CSV)…", written to ``folder`` and read back."""
+    fake_dialogs.save_result = folder / "figures.csv"
+    _action(window, "Figures (CSV)…").trigger()
+    with open(folder / "figures.csv", newline="", encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    return row
+
+
 def test_markdown_report_says_fits_with_offload(window, qtbot, isolated, fake_dialogs):
     headline, cost = _offloaded(window, qtbot)
     fake_dialogs.save_result = isolated / "report.md"
@@ -52,10 +61,7 @@ def test_markdown_report_says_fits_with_offload(window, qtbot, isolated, fake_di
 
 def test_csv_has_the_tier_and_its_sentence(window, qtbot, isolated, fake_dialogs):
     headline, cost = _offloaded(window, qtbot)
-    fake_dialogs.save_result = isolated / "figures.csv"
-    _action(window, "Figures (CSV)…").trigger()
-    with open(isolated / "figures.csv", newline="", encoding="utf-8") as f:
-        (row,) = list(csv.DictReader(f))
+    row = csv_row(window, isolated, fake_dialogs)
     assert row["verdict_tier_text"] == "offload"
     assert row["verdict_text"] == f"{headline} {cost}"
 
@@ -80,8 +86,5 @@ def test_a_plan_all_on_the_gpu_still_exports_fits(window, qtbot, isolated, fake_
     window.state.edit_many({**OFFLOADED_70B, "model.id": "meta-llama/Meta-Llama-3-8B"}, "8B Q4_K_M on a 4090")
     assert window.state.evaluate_now().ok
     assert window.results.verdict.tier == "fits"
-    fake_dialogs.save_result = isolated / "figures.csv"
-    _action(window, "Figures (CSV)…").trigger()
-    with open(isolated / "figures.csv", newline="", encoding="utf-8") as f:
-        (row,) = list(csv.DictReader(f))
+    row = csv_row(window, isolated, fake_dialogs)
     assert row["verdict_tier_text"] == "fits" and row["verdict_text"].startswith("Fits: ")
