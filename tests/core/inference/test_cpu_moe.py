@@ -156,3 +156,16 @@ def test_different_cards_refuse_experts_in_host():
     rtx4090 = load_hardware_catalog().gpu("nvidia-rtx-4090-24gb").spec
     with pytest.raises(InputError, match="cpu_moe_layers=10: experts in host RAM on cards of different kinds"):
         split_layers(scenario("openai/gpt-oss-120b", "mxfp4_moe", 10), [rtx4090, RTX3090])
+
+
+def test_experts_in_host_without_a_host_bandwidth_say_what_stays_there():
+    """Lead's review (2026-11-28): a user engine with no host bandwidth, every layer on the GPU but the experts in
+    host RAM, read "0 layers stay in host RAM ..."; the error now names the experts."""
+    from llmplan.errors import InputError
+
+    sc = scenario("openai/gpt-oss-120b", "mxfp4_moe", "all")
+    sc = sc.model_copy(update={
+        "cluster": ClusterSpec(gpu=RTX3090.model_copy(update={"pcie_bandwidth": None})),
+        "engine_profile": sc.engine_profile.model_copy(update={"host_memory_bandwidth": None})})
+    with pytest.raises(InputError, match=r"^the routed experts of 36 layers stay in host RAM"):
+        estimate_inference(sc)

@@ -122,8 +122,10 @@ def rates(scenario: Scenario, plan: MemoryPlan, eff: Efficiency) -> Rates:
         latency = 2 * (plan.tp - 1) * cluster.network.latency_s
     host = scenario.inference.host_memory_bandwidth or plan.engine.host_memory_bandwidth or gpu.pcie_bandwidth
     if (plan.gpu_layers < scenario.model.num_layers or plan.host_moe_layers) and not host:
+        kept = scenario.model.num_layers - plan.gpu_layers
+        what = f"{kept} layers" if kept else f"the routed experts of {plan.host_moe_layers} layers"  # --n-cpu-moe
         raise InputError(
-            f"{scenario.model.num_layers - plan.gpu_layers} layers stay in host RAM but no host memory bandwidth is "
+            f"{what} stay in host RAM but no host memory bandwidth is "
             "known; set inference.host_memory_bandwidth (bytes/s) or the engine's host_memory_bandwidth"
         )
     return Rates(flops, gpu.memory_bandwidth * bw_eff, peak, gpu.memory_bandwidth, link, latency, host, stream)
