@@ -105,7 +105,8 @@ def test_a_kv_cache_type_the_engine_does_not_offer_is_refused(engine, kv, said):
     ("ollama", "q4_1", "Ollama has no q4_1 KV cache"),
     ("ollama", "iq4_nl", "Ollama has no iq4_nl KV cache"),
     ("ollama", "fp32", "Ollama has no fp32 KV cache"),
-    ("mlx", "fp8", "MLX (mlx-lm) has no fp8 KV cache (MLX (mlx-lm) takes bf16, fp16, fp32)"),
+    ("mlx", "fp8", "MLX (mlx-lm) has no fp8 KV cache (MLX (mlx-lm) takes bf16, fp16, fp32, mlx-8bit, mlx-4bit, "
+     "mlx-3bit, mlx-2bit)"),
     ("transformers", "q8_0", "q8_0 is a llama.cpp KV cache type, which Hugging Face Transformers (generate) does not"),
     ("tgi", "fp32", "Text Generation Inference has no fp32 KV cache; its 8-bit cache is fp8"),
     ("tensorrt-llm", "fp8_e5m2", "TensorRT-LLM has no fp8_e5m2 KV cache"),
@@ -137,7 +138,8 @@ def test_a_bf16_cache_on_ollama_is_its_f16_cache():
 
 @pytest.mark.parametrize("engine,kv,nearest", [
     ("llama.cpp", "fp8", "q8_0"), ("ollama", "q5_1", "q8_0"), ("ollama", "fp32", "fp16"), ("ollama", "bf16", "bf16"),
-    ("vllm", "q4_0", "fp8"), ("vllm", "q8_0", "fp8"), ("vllm", "q5_1", "fp8"), ("mlx", "fp8_e5m2", "bf16"), ("llama.cpp", "q4_0", "q4_0"),
+    ("vllm", "q4_0", "fp8"), ("vllm", "q8_0", "fp8"), ("vllm", "q5_1", "fp8"), ("mlx", "fp8_e5m2", "mlx-8bit"),
+    ("transformers", "fp8", "hqq-8bit"), ("sglang", "q4_0", "fp4_e2m1"), ("llama.cpp", "q4_0", "q4_0"),
 ])
 def test_the_nearest_kv_cache_type_an_engine_takes_keeps_at_least_the_bytes(engine, kv, nearest):
     """The app moves a cache the new engine refuses to the narrowest type it takes whose values have at least as

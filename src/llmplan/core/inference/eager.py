@@ -99,14 +99,23 @@ def eager_prefill(spec: ModelSpec, plan: MemoryPlan, engine: EngineProfile, peak
 
 
 def eager_decode(spec: ModelSpec, plan: MemoryPlan, engine: EngineProfile, peak: float, bandwidth: float,
-                 weights_read: float, kv_read: float, flops: float, batch: int) -> EagerPass:
+                 weights_read: float, kv_read: float, flops: float, batch: int, kv_plain: float = 0.0) -> EagerPass:
     """One decode step of ``batch`` sequences: weights and KV streamed, the cache rewritten by
-    concatenation where the engine grows it that way, the host issuing every kernel."""
+    concatenation where the engine grows it that way, the host issuing every kernel. ``kv_plain``: the
+    group-quantised cache dequantised to the model's dtype (``KvLayout.plain_bytes``), 0 for a plain cache."""
     copy_bw = bandwidth * (engine.copy_bandwidth_efficiency or 1.0)
     gemm = max(weights_read / copy_bw, flops / (peak * curve_at(engine.gemm_efficiency, batch)))
-    attn = kv_read / copy_bw
     mem = _elementwise_s(spec, engine, batch, copy_bw)
-    if engine.kv_cache_copies:  # torch.cat([cache, new]) reads the old cache and writes the new one
-        mem += 2 * kv_read / copy_bw
+    q = plan.kv.quant
+    if q is not None and q.plain_window and kv_plain:
+        # Transformers' QuantizedLayer.update, every step and layer: _dequantize the whole quantised cache (read it,
+        # write it plain), torch.cat it with the residual and the new token (read and write plain), and attention
+        # reads that; every residual_length - 1 steps it quantises everything again (read plain, write quantised).
+        attn = kv_plain / copy_bw
+        mem += ((kv_read + kv_plain) + 2 * kv_plain + (kv_plain + kv_read) / q.plain_window) / copy_bw
+    else:
+        attn = kv_read / copy_bw
+        if engine.kv_cache_copies:  # torch.cat([cache, new]) reads the old cache and writes the new one
+            mem += 2 * kv_read / copy_bw
     return EagerPass(gemm, attn, mem, host_forward_s(engine, spec.num_layers), 0.0)
 

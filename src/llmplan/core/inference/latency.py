@@ -363,20 +363,21 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     gpu_read = layer_read * frac if plan.gpu_layers < spec.num_layers else read
     # Routed experts kept in host RAM (--n-cpu-moe): the CPU multiplies the ones the tokens route to, in place
     gpu_read -= host_expert_bytes(spec, plan.weights, plan.host_moe_layers) * touched
-    kv_read = batch * plan.kv.bytes_for_context(context) * plan.kv_share * plan.pp
+    kv_read = batch * plan.kv.held_bytes(context) * plan.kv_share * plan.pp
     if plan.dp_attention:  # kv_share is the mean 1/tp of a sequence; the busiest rank reads its whole sequences
-        kv_read = local_tokens(batch, plan.tp) * plan.kv.bytes_for_context(context) * plan.kv_share * plan.tp * plan.pp
+        kv_read = local_tokens(batch, plan.tp) * plan.kv.held_bytes(context) * plan.kv_share * plan.tp * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
     host = 0.0
     if plan.gpu_layers < spec.num_layers or plan.host_moe_layers:
-        host_kv = batch * plan.kv.bytes_for_context(context) * (1 - frac)
+        host_kv = batch * plan.kv.held_bytes(context) * (1 - frac)
         host = (read - gpu_read + host_kv) / r.host_bandwidth
     engine = plan.engine
     floor = serving_floor(scenario, plan, r, tokens, gpu_read, local=local)
     tp_comm = floor.collective_s if floor is not None else _tp_allreduce_s(scenario, plan, r, tokens)
     comm = tp_comm + _pp_send_s(scenario, plan, r, tokens)
     if engine.host_op_s and plan.tp == plan.pp == 1 and plan.gpu_layers == spec.num_layers:
-        e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens)
+        kv_plain = batch * plan.kv.plain_bytes(context) * plan.kv_share if plan.kv.quant is not None else 0.0
+        e = eager_decode(spec, plan, engine, r.peak, r.peak_bandwidth, gpu_read, kv_read, flops, tokens, kv_plain)
         return PhaseTime(e.gemm_s + e.attention_s, e.gpu_s, comm, host, flops, gpu_read + kv_read, e.host_s)
     per_layer = engine.decode_floor_per_layer(scenario.cluster.gpu.vendor == "apple",
                                               spec.moe_layer_count / spec.num_layers)
