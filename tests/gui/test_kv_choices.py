@@ -59,3 +59,25 @@ def test_a_stated_type_the_engine_lacks_stays_shown_with_the_reason(window):
         window.state.evaluate_now()
         window.resize(1400, 900)
         window.grab().save(os.path.join(shot, "kv-cache-list-ollama.png"))
+
+
+def test_the_list_offers_each_engine_its_quantised_caches(window):
+    """kvq34: TensorRT-LLM's INT8 cache, SGLang's fp4_e2m1, mlx-lm's --kv-bits and Transformers' quantised cache
+    (quanto, HQQ) are listed for their engines only (engines.toml kv_dtypes, each with its source)."""
+    window.workload.setCurrentIndex(0)
+    box = kv_box(window)
+    window.state.edit("inference.engine", "tensorrt-llm")
+    assert items(box)[-1] == "int8"
+    window.state.edit("inference.engine", "sglang")
+    assert items(box)[-1] == "fp4_e2m1" and "int8" not in items(box)
+    window.state.edit("inference.engine", "mlx")
+    assert items(box) == ["bf16", "fp16", "fp32", "mlx-8bit", "mlx-4bit", "mlx-3bit", "mlx-2bit"]
+    window.state.edit("inference.engine", "transformers")
+    assert items(box)[3:] == ["quanto-int4", "quanto-int2", "hqq-8bit", "hqq-4bit", "hqq-3bit", "hqq-2bit",
+                              "hqq-1bit"]
+    box.setCurrentIndex(items(box).index("quanto-int4"))
+    assert window.state.doc.inference.kv_dtype == "quanto-int4"
+    assert window.state.evaluate_now().ok
+    window.state.edit("inference.engine", "vllm")  # stays, marked: vLLM has no quanto cache
+    assert items(box)[-1] == "quanto-int4" and box.currentData() == "quanto-int4"
+    assert not window.state.evaluate_now().ok
