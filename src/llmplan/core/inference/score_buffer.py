@@ -20,6 +20,16 @@ run through cuBLAS in F16 (``ggml_cuda_mul_mat_batched_cublas``): ``kq`` is writ
 soft-maxed scores are converted to F16 before ``kqv``, both in ggml-cuda's memory pool outside the compute buffer,
 which keeps its peak: 2 B more per score element. Metal multiplies the f32 scores directly; Vulkan's and SYCL's
 staging buffers are not counted. Current builds run flash attention (``-fa auto``, 2025): no such matrix.
+
+mlx-lm with a quantised cache (``--kv-bits``) keeps a score matrix too, whatever the engine's flash attention:
+``mx.fast.scaled_dot_product_attention`` takes no quantised cache, so ``quantized_scaled_dot_product_attention``
+(ml-explore/mlx-lm models/base.py, d78bf58e) multiplies the queries by the cache with ``mx.quantized_matmul`` into
+a ``[B, heads, L, S]`` tensor of the model's dtype (2 bytes), masks it with ``mx.where`` and soft-maxes it, each
+a new tensor of that size: two are live at once (an op's input and its output). The largest is the prompt's last
+2,048-token step against the whole prompt, once the cache has been converted (``--quantized-kv-start``: the
+step that ends at or past it converts, the steps after it run the quantised path). mlx-lm issue #1587 and the
+measurements in unslothai/unsloth-zoo PR #1151 (2026-09) show the effect: a 4-bit cache raises the prompt's
+peak above a bf16 cache's.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from __future__ import annotations
 import math
 
 from llmplan.core.engine_profile import EngineProfile
+from llmplan.core.kv_quant import PLAIN_BYTES, kv_quant
 from llmplan.core.kvcache import paged_tokens
 from llmplan.core.workload import Scenario
 
@@ -56,6 +67,9 @@ def score_buffer_bytes(scenario: Scenario, engine: EngineProfile, backend: str, 
     attention: the profile's ``framework_bytes`` + the prefill activations) because the engine keeps the score
     matrix: the attention phase where it is the larger, plus the F16 pool copy on CUDA and ROCm. 0 with flash
     attention. The one figure ``plan_memory``, ``split_layers`` and the longest-context search all use."""
+    mlx = mlx_quantised_score_bytes(scenario, engine, tp)
+    if mlx:
+        return max(0.0, mlx - flash_buffer)
     if engine.flash_attention:
         return 0.0
     extra = max(0.0, score_phase_bytes(scenario, engine, tp) - flash_buffer)
@@ -63,3 +77,27 @@ def score_buffer_bytes(scenario: Scenario, engine: EngineProfile, backend: str, 
         n_kv, n_ub, heads = _score_shape(scenario, engine, tp)
         extra += n_kv * n_ub * heads * POOL_BYTES
     return extra
+
+
+def mlx_quantised_score_bytes(scenario: Scenario, engine: EngineProfile, tp: int = 1) -> float:
+    """Bytes live at the attention of mlx-lm's quantised cache (module doc): two ``[batch, heads, step, prompt]``
+    tensors of the model's dtype for the prompt's last step after the conversion; 0 for any other cache, or when
+    the whole prompt ran on the plain cache."""
+    q = kv_quant(scenario.inference.kv_dtype)
+    if q is None or not q.per_head_groups:
+        return 0.0
+    inf = scenario.inference
+    prompt = inf.prompt_tokens
+    step = engine.prefill_chunk_tokens or prompt
+    # generate_step prefills all but the last prompt token in steps, converting after the first step that ends at
+    # or past the start; the last token and every decode step attend with one query row (negligible).
+    converted_at = max(step, math.ceil(q.quantise_from / step) * step)
+    if prompt - 1 <= converted_at:
+        return 0.0
+    end = prompt - 1
+    last = (end - converted_at) % step or step
+    pairs = last * end  # query rows x cached keys of the last step; a full step before it may hold more
+    if end - last > converted_at:
+        pairs = max(pairs, step * (end - last))
+    heads = math.ceil(scenario.model.num_heads / tp)
+    return 2 * inf.batch * heads * pairs * PLAIN_BYTES
