@@ -217,3 +217,25 @@ def test_mlx_quantised_prompt_peak_against_unsloth_measurements(prompt, publishe
     m = estimate(s).memory
     assert (m.total.value - m.weights.value) / 1e6 == pytest.approx(published_mb, rel=0.10)
     assert m.activations.value > m.kv_cache.value  # the scores, not the cache, set the peak
+
+
+def test_transformers_holds_one_layer_dequantised_while_it_attends():
+    """QuantizedLayer.update keeps the dequantised cache and its concatenation (keys and values) while the layer
+    attends: Llama 3 8B, 4 sequences of 512 + 8,192 tokens, one layer in bf16 = 8,704 x 4,096 B, twice, x 4. The
+    phase replaces the prompt's activations where it is the larger (a long generation after a short prompt); a
+    long prompt's own activations (the whole prompt in one pass) outweigh it."""
+    from llmplan.core.inference.memory import plan_memory
+    from llmplan.core.inference.score_buffer import transformers_dequant_bytes
+    from tests.core.inference.gpus import H100
+    from tests.core.inference.test_estimate_inference import scenario
+
+    s = scenario(LLAMA3_8B, H100, engine="transformers", batch=4, prompt_tokens=512, output_tokens=8192,
+                 kv_dtype="hqq-4bit")
+    held = 2 * 4 * 8704 * 4096
+    assert transformers_dequant_bytes(s, s.engine_profile) == held
+    plan = plan_memory(s, s.engine_profile)
+    assert plan.scores == held - plan.activations > 0
+    long = scenario(LLAMA3_8B, H100, engine="transformers", batch=4, prompt_tokens=8192, kv_dtype="hqq-4bit")
+    assert plan_memory(long, long.engine_profile).scores == 0
+    bf16 = scenario(LLAMA3_8B, H100, engine="transformers", batch=4, prompt_tokens=512, output_tokens=8192)
+    assert transformers_dequant_bytes(bf16, bf16.engine_profile) == 0

@@ -47,16 +47,20 @@ def _memory_figures(s: Scenario, p: MemoryPlan) -> MemoryBreakdown:
                 "gpu_share": round(p.kv_share, 6)},
         source="deepseek-v2" if s.model.mla else "vllm",
     )
-    if p.engine.flash_attention and p.scores:  # mlx-lm's quantised cache: no fused attention for it
+    if p.engine.flash_attention and p.scores:  # a quantised cache the engine attends to unfused (kv_quant)
+        mlx = p.kv.quant is not None and p.kv.quant.per_head_groups
         acts = Figure.of(
             p.activations + p.scores, "B",
-            formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B + score matrix: "
-            "max(0, 2 × batch × heads × step × prompt × 2 B − the activations)",
+            formula="prefill chunk tokens × (2h + (q+2kv)/tp + MLP hidden/tp) × 2 B + attention phase: max(0, " + (
+                "2 × batch × heads × step × prompt × 2 B" if mlx else
+                "2 × batch × one layer's cache at the model's dtype") + " − the activations)",
             inputs={"chunk_tokens": p.chunk_tokens, "tp": p.tp, "score_matrix": p.scores},
-            source="mlx-lm quantized_scaled_dot_product_attention",
-            assumptions=("a quantised cache (--kv-bits) attends through mx.quantized_matmul: the scores of the "
-                         "prompt's last step against the whole prompt are materialised, two such tensors live "
-                         "(core/inference/score_buffer.py)", "layer tensors freed after each layer"),
+            source="mlx-quant-kv" if mlx else "hf-quant-kv",
+            assumptions=(("a quantised cache (--kv-bits) attends through mx.quantized_matmul: the scores of the "
+                          "prompt's last step against the whole prompt are materialised, two such tensors live"
+                          if mlx else "each decode step dequantises a layer's cache and concatenates it with the "
+                          "residual tokens: both live while the layer attends") + " (core/inference/score_buffer.py)",
+                         "layer tensors freed after each layer"),
         )
     elif p.engine.flash_attention:
         acts = Figure.of(

@@ -30,6 +30,11 @@ a new tensor of that size: two are live at once (an op's input and its output). 
 step that ends at or past it converts, the steps after it run the quantised path). mlx-lm issue #1587 and the
 measurements in unslothai/unsloth-zoo PR #1151 (2026-09) show the effect: a 4-bit cache raises the prompt's
 peak above a bf16 cache's.
+
+Transformers' quantised cache (``cache_implementation="quantized"``) rebuilds each layer's keys and values at the
+model's dtype every decode step (``QuantizedLayer.update``: ``_dequantize`` of the quantised part, then
+``torch.cat`` with the residual and the new token), so while a layer attends its dequantised part and the
+concatenation are both live, for the keys and for the values: twice one layer's cache in the model's dtype.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import math
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.kv_quant import PLAIN_BYTES, kv_quant
-from llmplan.core.kvcache import paged_tokens
+from llmplan.core.kvcache import kv_layout, paged_tokens
 from llmplan.core.workload import Scenario
 
 GRAPH_BYTES = 4  # ggml keeps activations, scores and the mask in f32 (2024 builds)
@@ -67,7 +72,7 @@ def score_buffer_bytes(scenario: Scenario, engine: EngineProfile, backend: str, 
     attention: the profile's ``framework_bytes`` + the prefill activations) because the engine keeps the score
     matrix: the attention phase where it is the larger, plus the F16 pool copy on CUDA and ROCm. 0 with flash
     attention. The one figure ``plan_memory``, ``split_layers`` and the longest-context search all use."""
-    mlx = mlx_quantised_score_bytes(scenario, engine, tp)
+    mlx = mlx_quantised_score_bytes(scenario, engine, tp) or transformers_dequant_bytes(scenario, engine)
     if mlx:
         return max(0.0, mlx - flash_buffer)
     if engine.flash_attention:
@@ -101,3 +106,14 @@ def mlx_quantised_score_bytes(scenario: Scenario, engine: EngineProfile, tp: int
         pairs = max(pairs, step * (end - last))
     heads = math.ceil(scenario.model.num_heads / tp)
     return 2 * inf.batch * heads * pairs * PLAIN_BYTES
+
+
+def transformers_dequant_bytes(scenario: Scenario, engine: EngineProfile) -> float:
+    """Bytes Transformers' quantised cache holds while one layer attends (module doc): the dequantised cache and
+    its concatenation with the plain tokens, keys and values, at the full context; 0 for any other cache."""
+    q = kv_quant(scenario.inference.kv_dtype)
+    if q is None or not q.plain_window:
+        return 0.0
+    inf = scenario.inference
+    layer = kv_layout(scenario.model, inf.kv_dtype, engine.mla_cache).plain_bytes(inf.prompt_tokens + inf.output_tokens)
+    return 2 * inf.batch * layer / scenario.model.num_layers
