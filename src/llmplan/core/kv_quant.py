@@ -60,6 +60,12 @@ class KvQuant:
     def element_bytes(self) -> float:
         return (self.data_bytes + self.meta_bytes) / self.group
 
+    def converted_at(self, step: int) -> int:
+        """The prompt offset from which mlx-lm's prefill runs on the quantised cache: ``generate_step`` converts
+        after the first ``step``-token step that ends at or past ``--quantized-kv-start`` (the first step always
+        runs on the plain cache)."""
+        return max(step, -(-self.quantise_from // step) * step)
+
     def check_dims(self, dims: tuple[int, ...]) -> str | None:
         """Why this cache cannot hold vectors of these sizes (a head's key and value, or MLA's latent and
         rotary key), or None. mlx-lm quantises along each vector (``mx.quantize``: the size a multiple of the

@@ -239,3 +239,29 @@ def test_transformers_holds_one_layer_dequantised_while_it_attends():
     assert plan_memory(long, long.engine_profile).scores == 0
     bf16 = scenario(LLAMA3_8B, H100, engine="transformers", batch=4, prompt_tokens=512, output_tokens=8192)
     assert transformers_dequant_bytes(bf16, bf16.engine_profile) == 0
+
+
+def test_mlx_quantised_prompt_moves_its_score_matrices():
+    """After the conversion (offset 6,144: the first 2,048-token step ending past 5,000) each prompt step's scores
+    are written by mx.quantized_matmul, read and written by mx.where and by mx.softmax, and read by the second
+    quantized_matmul: 6 passes of 2 bytes per element, at the MLX copy stream (0.817 of the M2 Ultra's 800 GB/s,
+    the engine's measured share). Llama 3 8B, 32,768 tokens: steps 4 ... 16 of 2,048 queries see 2,048 x k keys,
+    Σ k = 136 - 6 = 130, x 32 heads x 32 layers."""
+    from llmplan.core.engine import estimate
+    from llmplan.core.inference.latency import mlx_quant_score_traffic_s
+    from llmplan.core.inference.memory import plan_memory
+    from tests.core.inference.gpus import M2_ULTRA
+    from tests.core.inference.test_estimate_inference import scenario
+
+    def case(kv):
+        return scenario(LLAMA3_8B, M2_ULTRA, engine="mlx", weight_format="mlx-4bit", prompt_tokens=32_768,
+                        output_tokens=128, kv_dtype=kv)
+
+    s = case("mlx-4bit")
+    elements = 2048 * 2048 * 130 * 32 * 32
+    stream = 800e9 * 0.817
+    plan = plan_memory(s, s.engine_profile)
+    assert mlx_quant_score_traffic_s(s, plan, 32, stream, 1, 32_768, 2048) == pytest.approx(elements * 12 / stream)
+    ttft = estimate(s).inference.ttft_s.value - estimate(case("bf16")).inference.ttft_s.value
+    assert ttft == pytest.approx(elements * 12 / stream, rel=0.01)
+    assert mlx_quant_score_traffic_s(s, plan, 32, stream, 1, 6000, 2048) == 0  # converted after the prompt

@@ -40,6 +40,7 @@ from llmplan.core.inference.memory import ACT_BYTES, MemoryPlan
 from llmplan.core.inference.metal_dequant import apple_generation
 from llmplan.core.inference.moe_tiles import moe_prompt_extra_s
 from llmplan.core.inference.serving_floor import DecodeFloor, decode_floor, replays_graph, small_allreduce_s
+from llmplan.core.kv_quant import PLAIN_BYTES
 from llmplan.core.model import ModelSpec
 from llmplan.core.quant import QuantizedWeights
 from llmplan.core.workload import Scenario
@@ -243,6 +244,26 @@ def score_traffic_s(scenario: Scenario, gpu: GpuSpec, engine: EngineProfile, lay
     return sequences * elements * engine.prefill_score_bytes / bandwidth
 
 
+# mlx-lm's quantized_scaled_dot_product_attention (models/base.py, d78bf58e) per score element: mx.quantized_matmul
+# writes it, mx.where reads and writes it, mx.softmax reads and writes it, the second quantized_matmul reads it.
+MLX_SCORE_PASSES = 6
+
+
+def mlx_quant_score_traffic_s(scenario: Scenario, plan: MemoryPlan, layers: int, stream: float, sequences: int,
+                              prompt: int, chunk: int) -> float:
+    """Seconds a prompt spends moving the score matrices mlx-lm materialises once its cache is quantised (the
+    steps after the conversion, core/inference/score_buffer.py), at the copy stream ``stream``; 0 otherwise."""
+    q = plan.kv.quant
+    if q is None or not q.per_head_groups:
+        return 0.0
+    start = q.converted_at(chunk)
+    if prompt - 1 <= start:
+        return 0.0
+    spec = scenario.model
+    elements = score_elements(spec, prompt, chunk, layers) - score_elements(spec, start, chunk, layers)
+    return sequences * elements * MLX_SCORE_PASSES * PLAIN_BYTES / stream
+
+
 def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int, prompt: int) -> PhaseTime:
     spec = scenario.model
     block, head = _linear_params(spec, plan)
@@ -275,6 +296,8 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
     # llama.cpp without flash attention: the score matrix goes through memory between its GEMMs, in turn with them
     compute += score_traffic_s(scenario, scenario.cluster.gpu, plan.engine, plan.gpu_layers, r.stream,
                                sequences, prompt, plan.chunk_tokens) / plan.tp
+    compute += mlx_quant_score_traffic_s(scenario, plan, plan.gpu_layers, r.stream, sequences, prompt,
+                                         plan.chunk_tokens) / plan.tp
     fmt = plan.weights.format
     floor = serving_floor(scenario, plan, r, min(tokens, plan.chunk_tokens), gpu_weights, prefill=True, local=local)
     fixed = passes * floor.fixed_s if floor is not None else 0.0  # each pass launches every layer's kernels

@@ -96,7 +96,7 @@ def mlx_quantised_score_bytes(scenario: Scenario, engine: EngineProfile, tp: int
     step = engine.prefill_chunk_tokens or prompt
     # generate_step prefills all but the last prompt token in steps, converting after the first step that ends at
     # or past the start; the last token and every decode step attend with one query row (negligible).
-    converted_at = max(step, math.ceil(q.quantise_from / step) * step)
+    converted_at = q.converted_at(step)
     if prompt - 1 <= converted_at:
         return 0.0
     end = prompt - 1
