@@ -55,6 +55,7 @@ class KvQuant:
     quantise_from: int = 0  # tokens before which the whole cache stays plain (mlx-lm --quantized-kv-start)
     per_head_groups: bool = False  # groups run along each head's vector (mlx): every cached vector must divide
     caps_sliding: bool = True  # sliding-window layers keep only their window (False: transformers' layers)
+    dequant_on_read: bool = False  # SGLang: attention asks for a layer's cache and gets its whole pool dequantised
 
     @property
     def element_bytes(self) -> float:
@@ -86,7 +87,7 @@ def kv_quant(name: str) -> KvQuant | None:
     """The group-quantised cache type ``name`` names, or None when it is not one (a plain or ggml type)."""
     key = name.strip().lower()
     if key == "fp4_e2m1":
-        return KvQuant(key, 4, 16, 8, 1)
+        return KvQuant(key, 4, 16, 8, 1, dequant_on_read=True)
     if m := _MLX_RE.match(key):
         bits, group = int(m.group(1)), int(m.group(2) or 64)
         if bits not in (2, 3, 4, 5, 6, 8) or group not in MLX_GROUPS:

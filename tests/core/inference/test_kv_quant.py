@@ -176,10 +176,8 @@ def test_transformers_decode_pays_the_dequantise_and_the_cat():
 
 
 def test_serving_decode_reads_the_smaller_cache():
-    """SGLang and TensorRT-LLM read the quantised cache in their attention kernels: a long-context decode step
-    streams fewer bytes at fp4_e2m1 / int8 than at bf16 (the memory-bound step shrinks by the bytes saved over
-    the engine's bandwidth). SGLang's pool-wide dequantisation on read (MHATokenToKVPoolFP4._get_key_buffer) is
-    not priced: docs/inference.md."""
+    """TensorRT-LLM's attention reads its INT8 cache directly: a long-context decode step streams fewer bytes at
+    int8 than at bf16 (as SGLang's fp8)."""
     from llmplan.core.engine import estimate
     from tests.core.inference.gpus import H100
     from tests.core.inference.test_estimate_inference import scenario
@@ -189,8 +187,34 @@ def test_serving_decode_reads_the_smaller_cache():
         assert e.inference.decode_bound == "memory bandwidth"
         return e.inference.tpot_s.value
 
-    assert tpot("sglang", "fp4_e2m1") < tpot("sglang", "fp8") < tpot("sglang", "bf16")
     assert tpot("tensorrt-llm", "int8") < tpot("tensorrt-llm", "bf16")
+    assert tpot("sglang", "fp8") < tpot("sglang", "bf16")
+
+
+def test_sglang_fp4_dequantises_its_whole_pool_every_pass():
+    """MHATokenToKVPoolFP4._get_key_buffer / _get_value_buffer (PR #12612, #13547) hand the attention backend the
+    layer's whole k_buffer / v_buffer dequantised to bf16 (KVFP4QuantizeUtil.batched_dequantize), every slot of
+    the pool, at every forward pass: the pool is read (0.5625 B a value) and written in bf16 (2 B), and attention
+    reads the batch's tokens from that copy. Unchecked against a measurement (none published for MHA); SGLang's
+    docs warn that unfused dequantisation "can be extremely slow", and the same whole-pool read made an earlier
+    4-bit cache run at ~0.03 tokens/s on an H200 (sgl-project/sglang issue #23134)."""
+    from llmplan.core.engine import estimate
+    from llmplan.core.inference.latency import pool_dequant_bytes
+    from llmplan.core.inference.memory import plan_memory
+    from tests.core.inference.gpus import H100
+    from tests.core.inference.test_estimate_inference import scenario
+
+    s = scenario(LLAMA3_8B, H100, engine="sglang", batch=4, prompt_tokens=30_000, kv_dtype="fp4_e2m1")
+    plan = plan_memory(s, s.engine_profile)
+    assert pool_dequant_bytes(s.model, plan) == plan.kv_budget * (1 + 2 / 0.5625)
+    step = estimate(s).inference.tpot_s.value
+    fp8 = estimate(scenario(LLAMA3_8B, H100, engine="sglang", batch=4, prompt_tokens=30_000, kv_dtype="fp8"))
+    assert step > 5 * fp8.inference.tpot_s.value  # 259 GB moved a step (a 56.9 GB pool) against 24 GB
+    mla = scenario(DEEPSEEK_V3, H100, engine="sglang", kv_dtype="fp4_e2m1")
+    assert pool_dequant_bytes(mla.model, plan) == 0  # the MLA pool's read path is not priced
+    for kv in ("fp8", "int8"):
+        other = scenario(LLAMA3_8B, H100, engine="tensorrt-llm", kv_dtype=kv)
+        assert pool_dequant_bytes(other.model, plan_memory(other, other.engine_profile)) == 0
 
 
 @pytest.mark.parametrize("prompt,published_mb", [(8192, 3337), (16384, 5734), (32768, 9967)])

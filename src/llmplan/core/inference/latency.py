@@ -264,6 +264,18 @@ def mlx_quant_score_traffic_s(scenario: Scenario, plan: MemoryPlan, layers: int,
     return sequences * elements * MLX_SCORE_PASSES * PLAIN_BYTES / stream
 
 
+def pool_dequant_bytes(spec: ModelSpec, plan: MemoryPlan) -> float:
+    """Bytes one forward pass moves where the engine dequantises its whole cache pool on read: SGLang's fp4_e2m1
+    pool for multi-head attention (``MHATokenToKVPoolFP4._get_key_buffer`` / ``_get_value_buffer``, PR #12612 and
+    #13547: ``KVFP4QuantizeUtil.batched_dequantize`` of the layer's whole ``k_buffer`` and ``v_buffer``, every slot
+    of the pool, each time the attention backend asks ``get_kv_buffer``): each stage reads its pool and writes it in
+    the model's dtype. 0 for every other cache, and for SGLang's MLA pool (its read path is not priced)."""
+    q = plan.kv.quant
+    if q is None or not q.dequant_on_read or spec.mla is not None or not plan.engine.preallocates_kv:
+        return 0.0
+    return plan.kv_budget * (1 + PLAIN_BYTES / q.element_bytes) * plan.pp
+
+
 def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int, prompt: int) -> PhaseTime:
     spec = scenario.model
     block, head = _linear_params(spec, plan)
@@ -278,7 +290,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
         compute *= plan.tp * local_tokens(sequences, plan.tp) / sequences
     passes = max(1, -(-tokens // plan.chunk_tokens))
     gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
-    memory = passes * gpu_weights / r.stream
+    memory = passes * (gpu_weights + pool_dequant_bytes(spec, plan)) / r.stream
     # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound); the input
     # embedding is a row lookup and the head multiplies only the last tokens, so neither goes up (as multi_gpu).
     host_bytes = plan.weights.bytes_where(lambda g: g.place == "layer") * (1 - frac)
@@ -390,6 +402,9 @@ def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, cont
     if plan.dp_attention:  # kv_share is the mean 1/tp of a sequence; the busiest rank reads its whole sequences
         kv_read = local_tokens(batch, plan.tp) * plan.kv.held_bytes(context) * plan.kv_share * plan.tp * plan.pp
     memory = (gpu_read + kv_read) / r.bandwidth
+    if pool := pool_dequant_bytes(spec, plan):  # attention then reads the batch's tokens from the dequantised copy
+        kv_read *= PLAIN_BYTES / plan.kv.element_bytes
+        memory = (gpu_read + kv_read) / r.bandwidth + pool / r.stream
     host = 0.0
     if plan.gpu_layers < spec.num_layers or plan.host_moe_layers:
         host_kv = batch * plan.kv.held_bytes(context) * (1 - frac)
