@@ -81,3 +81,13 @@ def test_the_list_offers_each_engine_its_quantised_caches(window):
     window.state.edit("inference.engine", "vllm")  # stays, marked: vLLM has no quanto cache
     assert items(box)[-1] == "quanto-int4" and box.currentData() == "quanto-int4"
     assert not window.state.evaluate_now().ok
+    shot = os.environ.get("LLMPLAN_SCREENSHOT_DIR")
+    if shot:  # the MLX list with its --kv-bits caches, one chosen, and the estimate beside it
+        window.state.edit_many({"inference.engine": "mlx", "inference.weight_format": "mlx-4bit",
+                                "inference.kv_dtype": "mlx-4bit", "inference.prompt_tokens": 32768}, "mlx kv")
+        window.state.evaluate_now()
+        window.resize(1400, 900)
+        window.grab().save(os.path.join(shot, "kv-cache-list-mlx.png"))
+        box.showPopup()
+        box.view().window().grab().save(os.path.join(shot, "kv-cache-popup-mlx.png"))
+        box.hidePopup()
