@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token SLO in seconds")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token SLO in seconds")
     p.add_argument("--weight-format", default="bf16", help="bf16, fp8, awq-4bit, q4_k_m ... (default bf16)")
-    p.add_argument("--kv-dtype", default="bf16", help="KV cache dtype (default bf16)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV cache type (default bf16): one the engine takes, e.g. fp8, "
+                   "q8_0, int8 (TensorRT-LLM), fp4_e2m1 (SGLang); docs/inference.md, KV cache types per engine")
     p.add_argument("--engine", default="vllm", help="engine profile id (default vllm)")
     p.add_argument("--mix", default="", metavar="P:O:SHARE,...",
                    help="a small distribution of request sizes, e.g. 256:64:3,4000:500:1 (overrides --prompt/--output)")
