@@ -14,7 +14,10 @@ Per group of ``group`` values a cache holds the packed values plus its scale dat
   words of values and, per group of G (default 64), a scale and a bias in the keys' dtype (2 + 2 bytes for a
   bf16/fp16 model). mlx-lm's ``generate`` converts the plain cache only once it holds ``--quantized-kv-start``
   tokens (``maybe_quantize_kv_cache``; the command's default 5,000, the Python API's 0): shorter contexts stay
-  plain, and at the conversion the plain cache and its quantised copy are held together.
+  plain, and at the conversion the plain cache and its quantised copy are held together. A model whose layers
+  all slide (Mistral-7B-v0.1: a ``sliding_window`` and no ``layer_types``) runs every layer on a plain
+  ``KVCache`` in mlx-lm's llama.py, which keeps every token; a model mixing sliding and full layers keeps the
+  sliding ones in a ``RotatingKVCache``, which mlx-lm cannot quantise.
 - ``quanto-int4`` / ``quanto-int2`` and ``hqq-<b>bit`` (Hugging Face ``cache_implementation="quantized"``,
   transformers ``QuantizedLayer`` at 004999d9: ``q_group_size`` 64, ``residual_length`` 128): quanto's
   ``MaxOptimizer`` keeps a scale and a shift per group in the model's dtype (optimum-quanto e33f8202
@@ -54,7 +57,7 @@ class KvQuant:
     plain_window: int = 0  # newest tokens per sequence still in the model's dtype (transformers: residual - 1)
     quantise_from: int = 0  # tokens before which the whole cache stays plain (mlx-lm --quantized-kv-start)
     per_head_groups: bool = False  # groups run along each head's vector (mlx): every cached vector must divide
-    caps_sliding: bool = True  # sliding-window layers keep only their window (False: transformers' layers)
+    caps_sliding: bool = True  # sliding-window layers keep only their window (False: transformers, mlx-lm)
     dequant_on_read: bool = False  # SGLang: attention asks for a layer's cache and gets its whole pool dequantised
 
     @property
@@ -93,7 +96,7 @@ def kv_quant(name: str) -> KvQuant | None:
         if bits not in (2, 3, 4, 5, 6, 8) or group not in MLX_GROUPS:
             return None
         return KvQuant(key, bits, group, group * bits / 8, 2 * PLAIN_BYTES,
-                       quantise_from=MLX_QUANTIZED_KV_START, per_head_groups=True)
+                       quantise_from=MLX_QUANTIZED_KV_START, per_head_groups=True, caps_sliding=False)
     hf = {"quanto-int4": 4, "quanto-int2": 2} | {f"hqq-{b}bit": b for b in _HQQ_DATA_BYTES}
     if key in hf:
         bits = hf[key]

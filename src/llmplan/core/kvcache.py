@@ -212,7 +212,7 @@ def kv_layout(spec: ModelSpec, kv_dtype: str = "bf16", mla_cache: MlaCache = "la
     q = kv_quant(kv_dtype)
     if q is not None:
         why = q.check_dims(_cached_vectors(spec, mla_cache))
-        if why is None and q.per_head_groups and spec.sliding_layer_count:
+        if why is None and q.per_head_groups and 0 < spec.sliding_layer_count < spec.num_layers:
             why = ("mlx-lm keeps sliding-window layers in a RotatingKVCache, which it cannot quantise "
                    "(models/cache.py: 'RotatingKVCache Quantization NYI')")
         if why:

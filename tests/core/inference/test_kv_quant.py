@@ -90,6 +90,16 @@ def test_transformers_keeps_a_plain_residual_window():
     assert kv.plain_bytes(1000) == 1000 * 131_072
 
 
+def test_mlx_quantised_cache_of_an_all_sliding_model_keeps_every_token():
+    """Mistral-7B-v0.1 sets a sliding_window but no layer_types: mlx-lm's llama.py builds every layer a plain
+    KVCache (make_cache: RotatingKVCache only for 'sliding_attention' layers), which keeps the whole context and
+    converts to QuantizedKVCache; Gemma-2 mixes both kinds and is refused (above)."""
+    from tests.core.inference.models import MISTRAL_7B_V01
+
+    kv = kv_layout(spec_from_config(MISTRAL_7B_V01), "mlx-4bit")
+    assert kv.held_bytes(8192) == 8192 * 36_864
+
+
 def test_transformers_quantised_cache_keeps_every_token_of_sliding_layers():
     """QuantizedCache builds one QuantizedLayer per layer, none of them sliding: Gemma-2's local layers keep the
     whole context, where DynamicCache caps them at the 4,096-token window."""
