@@ -13,13 +13,14 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.mixed_cards import gpu_ids, run_mixed, tensor_split, with_cards
+from llmplan.cli.mixed_cards import gpu_ids, rows_over_identical_cards, run_mixed, tensor_split, with_cards
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import check_split_mode
 from llmplan.plan.overrides import apply_overrides
 from llmplan.plan.planfile import load_plan, plan_from_config, save_plan
 from llmplan.plan.released import as_released
@@ -59,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
                    "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
                    "not fit on the GPUs")
+    p.add_argument("--split-mode", choices=("layer", "row"), help="llama.cpp's --split-mode over several cards: "
+                   "'layer' (default) gives each card whole layers, 'row' splits every weight matrix's rows over "
+                   "the cards; inference.split_mode (docs/inference.md)")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -93,6 +97,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         sets.append(f"workload={args.workload}")
     if getattr(args, "cpu_moe_layers", None) is not None:
         sets.append(f"inference.cpu_moe_layers={args.cpu_moe_layers}")
+    if getattr(args, "split_mode", None) is not None:
+        sets.append(f"inference.split_mode={args.split_mode}")
     try:
         doc = apply_overrides(doc, [*sets, *args.overrides])
     except InputError as exc:  # "--gpus 0" read "--set: hardware.gpus_per_node: ...": name the flag typed
@@ -230,6 +236,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--tensor-split needs several cards: give one --gpu per card")
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
+    check_split_mode(doc)
+    if rows_over_identical_cards(doc):  # --gpu X --gpus N --split-mode row: the machine's N cards, split by rows
+        doc = with_cards(doc, [doc.hardware.gpu] * doc.hardware.gpus_per_node, None)
     if doc.hardware.cards:
         return run_mixed(args, doc)
     calibration_note = None

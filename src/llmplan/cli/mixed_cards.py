@@ -66,6 +66,15 @@ def with_cards(doc: PlanDocument, ids: list[str], split: list[float] | None) -> 
     return doc.model_copy(update={"hardware": hw})
 
 
+def rows_over_identical_cards(doc: PlanDocument) -> bool:
+    """An inference plan of N identical GPUs in one machine with ``inference.split_mode = row``: llama.cpp's row
+    split runs over the machine's cards, so it is estimated as those cards (``split_cards``), as with
+    ``--gpu X --gpu X``."""
+    hw = doc.hardware
+    return (doc.workload == "inference" and doc.inference.split_mode == "row" and not hw.cards and hw.nodes == 1
+            and hw.gpus_per_node > 1)
+
+
 def mixed_document(doc: PlanDocument) -> tuple[PlanDocument, str]:
     """The plan with the engine the split needs (llama.cpp when the plan does not name one) and that note."""
     if doc.workload != "inference":
@@ -104,7 +113,7 @@ def mixed_json(plan: MixedPlan, scenario, note: str = "", split: Sequence[float]
         "fits": plan.fits,
         "workload": "inference",
         "mixed_gpus": {
-            "split_mode": "layer",
+            "split_mode": plan.split_mode,
             "cards": [{
                 "gpu": c.gpu.id, "name": c.gpu.name, "layers": c.layers, "output_head": c.has_output,
                 "weights": c.weights, "kv_cache": c.kv_cache, "runtime": c.runtime, "total": c.total,
@@ -129,8 +138,9 @@ def mixed_json(plan: MixedPlan, scenario, note: str = "", split: Sequence[float]
 def mixed_text(data: dict[str, Any], model: str, mem: MemoryUnit) -> str:
     m, i = data["mixed_gpus"], data["inference"]
     cards = m["cards"]
-    lines = [f"{model} — inference on {len(cards)} different GPUs in one machine "
-             f"({i['engine']}, {i['weight_format']}, layer split)"]
+    kinds = "different GPUs" if len({c["gpu"] for c in cards}) > 1 else "GPUs"
+    lines = [f"{model} — inference on {len(cards)} {kinds} in one machine "
+             f"({i['engine']}, {i['weight_format']}, {m['split_mode']} split)"]
     if "automatic" in data:
         lines.append(f"({data['automatic']})")
     short = [c["name"] for c in cards if not c["fits"]]

@@ -82,6 +82,15 @@ class EngineProfile(StrictFields, FrozenModel):
         False, description="can keep an MoE model's routed experts in host RAM with the rest on the GPUs "
         "(llama.cpp --cpu-moe / --n-cpu-moe: core.inference.cpu_moe)",
     )
+    splits_rows: bool = Field(
+        False, description="can split each weight matrix's rows across the GPUs (llama.cpp --split-mode row, the "
+        "CUDA/ROCm split buffer: core.inference.row_split)",
+    )
+    decode_layer_s_eager: float | None = Field(
+        None, ge=0, le=0.01,
+        description="seconds per decoder layer per decode step when the CUDA back-end replays no graph and the host "
+        "launches every kernel (split buffers: --split-mode row, core.inference.row_split); None: the one-GPU floor",
+    )
     default_format: str = Field(
         "", description="the weight format people run when they name none (llama.cpp and Ollama: Q4_K_M); with the "
         "plan's format open and no format fitting on the GPUs, the offload answer uses it "

@@ -217,6 +217,10 @@ class InferenceSettings(FrozenModel):
         "of every layer on the GPUs; 'all': --cpu-moe; 0: none; None: the estimate keeps them there only when the "
         "model does not fit on the GPUs and that is faster than leaving whole layers in host RAM"
     )
+    split_mode: Literal["layer", "row"] = Field(
+        "layer", description="llama.cpp --split-mode over several cards: 'layer' gives each card whole layers; "
+        "'row' splits every weight matrix's rows over the cards by --tensor-split (core/inference/row_split.py)"
+    )
     shared_prefix_tokens: int = Field(0, ge=0, description="leading prompt tokens all sequences share (cached once)")
     draft_tokens: int = Field(0, ge=0, le=64, description="speculative decoding: tokens the draft proposes per step")
     draft_acceptance: float = Field(0.7, ge=0, lt=1, description="probability the target accepts each draft token")
@@ -433,7 +437,8 @@ class Scenario(FrozenModel):
             _check_recompute_modules(self)
         if (t.lora_dropout or 0) > 0 and wraps_stacked_experts(self.model, t):
             raise ValueError(STACKED_DROPOUT_REFUSAL.format(t.lora_dropout))
-        refusal = cpu_moe_refusal(self.model, self.engine_profile, self.inference.cpu_moe_layers)
+        refusal = cpu_moe_refusal(self.model, self.engine_profile, self.inference.cpu_moe_layers) or \
+            split_mode_refusal(self.engine_profile, self.inference)
         if self.workload == "inference" and refusal:
             raise ValueError(refusal)
         if t.mean_sequence_tokens > t.seq_len:
@@ -456,6 +461,17 @@ def cpu_moe_refusal(model: ModelSpec, engine: EngineProfile | None, n: int | str
                 "(llama.cpp's --cpu-moe / --n-cpu-moe; Ollama exposes no such option); choose inference.engine = "
                 "llama.cpp or clear it")
     return ""
+
+
+def split_mode_refusal(engine: EngineProfile | None, inf: InferenceSettings) -> str:
+    """Why ``inference.split_mode`` cannot run on the engine ("" when it can; one card, and the back-ends without
+    a split buffer, are the estimate's to refuse: ``core.inference.row_split``). Ollama passes no split_mode to its
+    runner (ollama/ollama PR #2190, which would have, was closed unmerged)."""
+    if inf.split_mode == "layer" or engine is None or engine.splits_rows:
+        return ""
+    return (f"inference.split_mode={inf.split_mode}: {engine.name or engine.id} cannot split weight rows across "
+            "cards (llama.cpp's --split-mode row; Ollama exposes no split mode); choose inference.engine = "
+            "llama.cpp or set split_mode = layer")
 
 
 # peft 0.21.2 (PyPI wheel), peft/tuners/lora/layer.py, ParamWrapper.__init__ and ParamWrapper.update_layer:

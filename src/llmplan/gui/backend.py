@@ -190,6 +190,15 @@ def _validation_text(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else first["msg"]
 
 
+def single_gpu_doc(doc: PlanDocument) -> PlanDocument:
+    """The plan the window's one-GPU estimate evaluates: a plan listing its machine's cards with llama.cpp's row
+    split keeps the row split for the cards (``cards_split``) and the layer split for ``hardware.gpu`` alone, which
+    has no rows to split (``core.inference.row_split``)."""
+    if doc.hardware.cards and doc.inference.split_mode == "row":
+        return doc.model_copy(update={"inference": doc.inference.model_copy(update={"split_mode": "layer"})})
+    return doc
+
+
 def cards_split(doc: PlanDocument) -> Any:
     """The layer split over the plan's different cards (``plan.evaluate.estimate_cards``) for an inference
     plan with ``hardware.cards`` and an engine that splits layers; None otherwise or when it cannot be
@@ -220,8 +229,9 @@ def evaluate(doc: PlanDocument) -> Outcome:
         # thread never waits on the network.
         return Outcome(doc, None, None, "input", f"Reading {m.hub.repo} from the Hugging Face Hub…", 0.0)
     try:
-        scenario = resolve(doc)
-        choice = automatic_choice(doc, scenario)
+        one = single_gpu_doc(doc)
+        scenario = resolve(one)
+        choice = automatic_choice(one, scenario)
         est = evaluate_scenario(choice.scenario, doc.system, choice.estimate)  # the policy's estimate, reused
         return Outcome(doc, choice.scenario, est, "ok", "", time.perf_counter() - t0, choice.label(),
                        cards_split(doc))

@@ -31,6 +31,7 @@ from llmplan.core.inference.context_fit import longest_context_split
 from llmplan.core.present import MemoryUnit
 from llmplan.errors import LlmplanError
 from llmplan.gui import backend
+from llmplan.gui.bind import bound_combo
 from llmplan.gui.state import PlanState
 from llmplan.gui.this_machine import change_title, show_changes
 from llmplan.gui.tooltips import wrap_tip
@@ -66,7 +67,7 @@ class MachineCards(QGroupBox):
     changed = Signal()
 
     def __init__(self, state: PlanState, parent=None) -> None:
-        super().__init__("Cards in this machine (llama.cpp layer split)", parent)
+        super().__init__("Cards in this machine (llama.cpp split)", parent)
         self.state = state
         self.detected: list[str] = []
         self.setToolTip(wrap_tip("Different GPUs in one machine, e.g. an RTX 5090 and an RTX 3090: llama.cpp and Ollama "
@@ -83,6 +84,12 @@ class MachineCards(QGroupBox):
         self.detect_button = QPushButton("Use detected")
         self.detect_button.setToolTip("Put the GPUs detection found in this machine in the list")
         self.detect_button.setEnabled(False)
+        self.split_mode = bound_combo(
+            state, "inference.split_mode", "Split mode",
+            "llama.cpp --split-mode: 'layer' gives each card whole layers (a token visits the cards in turn); 'row' "
+            "splits every weight matrix's rows over the cards, so each layer runs on all of them at once but waits "
+            "for their copies (llama.cpp only; CUDA and ROCm). inference.split_mode; docs/inference.md 'Row split'.",
+            [("layer", "layer"), ("row", "row")], chars=6)
         self.cards = QListWidget()
         self.cards.setAccessibleName("Cards in this machine")
         self.cards.setMaximumHeight(72)
@@ -101,7 +108,7 @@ class MachineCards(QGroupBox):
             corner.setAccessibleName("Per-card memory table corner")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.summary.setAccessibleName("Layer split summary")
+        self.summary.setAccessibleName("Split summary")
         self.fixes = QLabel()  # the nearest changes that put every layer on a card, each one click away
         self.fixes.setWordWrap(True)
         self.fixes.setTextFormat(Qt.TextFormat.RichText)
@@ -117,6 +124,10 @@ class MachineCards(QGroupBox):
         for b in (self.add_button, self.remove_button, self.detect_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        mode_label = QLabel("Split mode")
+        mode_label.setBuddy(self.split_mode)
+        buttons.addWidget(mode_label)
+        buttons.addWidget(self.split_mode)
         lay = QVBoxLayout(self)
         lay.addWidget(self.pick)
         lay.addLayout(buttons)
@@ -202,7 +213,7 @@ class MachineCards(QGroupBox):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, k, item)
         host = f"; {plan.host_layers} layers in host RAM" if plan.host_layers else ""
-        verdict = "Fits" if plan.fits else "Does not fit"
+        verdict = ("Fits" if plan.fits else "Does not fit") + (" (row split)" if plan.split_mode == "row" else "")
         context = longest_context_split(scenario, [c.gpu for c in plan.cards], self.state.doc.hardware.tensor_split)
         longest = (f"Longest context with every layer on a card: {context.tokens:,} tokens (the model was trained "
                    f"on {context.trained_context:,})." if context.tokens else

@@ -48,11 +48,24 @@ def automatic_choice(doc: PlanDocument, scenario: Scenario):
     return apply_policy(scenario, automatic_knobs(doc.training.model_fields_set), engine.estimate)
 
 
+def check_split_mode(doc: PlanDocument) -> None:
+    """Refuse ``inference.split_mode = row`` on a plan of one GPU before any layout is searched (the search would
+    only say that no layout fits); several identical GPUs are estimated as the machine's cards instead."""
+    from llmplan.core.inference.memory import row_split_refusal
+    from llmplan.errors import InputError
+
+    hw = doc.hardware
+    if doc.workload == "inference" and doc.inference.split_mode == "row" and not hw.cards \
+            and hw.gpus_per_node * hw.nodes < 2:
+        raise InputError(row_split_refusal(1))
+
+
 @one_catalog_read
 def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
     """Resolve ``doc`` (with the default policy for the knobs it leaves open) and estimate it,
     system report included, with one look at the catalogs (``one_catalog_read``). User errors raise
     ``LlmplanError``."""
+    check_split_mode(doc)
     choice = automatic_choice(doc, resolve(doc))
     return choice.scenario, evaluate_scenario(choice.scenario, doc.system, choice.estimate)
 
@@ -61,7 +74,7 @@ def evaluate_plan(doc: PlanDocument) -> tuple[Scenario, Evaluation]:
 def estimate_cards(doc: PlanDocument):
     """llama.cpp's layer split of a plan with ``hardware.cards`` (a machine of different cards) and the
     scenario it used: one call for the CLI, a saved plan and the app's "Cards in this machine"."""
-    from llmplan.core.inference.multi_gpu import split_layers
+    from llmplan.core.inference.multi_gpu import split_cards
     from llmplan.errors import InputError
     from llmplan.plan.resolve import resolve_cards
 
@@ -75,4 +88,4 @@ def estimate_cards(doc: PlanDocument):
         raise InputError(f"engine {scenario.inference.engine!r} does not split layers across unequal GPUs; the "
                          f"engines that do: {', '.join(able)} (e.g. --set inference.engine={able[0]})")
     split = list(doc.hardware.tensor_split) if doc.hardware.tensor_split is not None else None
-    return split_layers(scenario, specs, split, scenario.inference.gpu_layers), scenario
+    return split_cards(scenario, specs, split, scenario.inference.gpu_layers), scenario

@@ -10,7 +10,7 @@ from __future__ import annotations
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
-from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_expert_bytes
+from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_expert_bytes, host_moe_layers
 from llmplan.core.inference.latency import SPECULATIVE, PhaseTime, prefill_time, rates, time_per_output_token
 from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, fewest_host_moe_layers, plan_memory
 from llmplan.core.params import count_params
@@ -188,14 +188,17 @@ def estimate_inference(scenario: Scenario) -> Estimate:
                                inputs={"layers": L, "cards": plan.pp}, source="llama.cpp")
     cpu_moe = None
     if engine.experts_in_host and s.model.is_moe:
-        n_first = first_layers_for(s.model, plan.host_moe_layers) if plan.host_moe_layers else 0
+        # the stated --n-cpu-moe, which with -ngl below the layer count also names layers left whole in host RAM
+        n_set = host_moe_layers(s.model, inf.cpu_moe_layers) if inf.cpu_moe_layers is not None and not chosen \
+            else plan.host_moe_layers
+        n_first = first_layers_for(s.model, n_set) if n_set else 0
         cpu_moe = Figure.of(
             n_first, "1", formula=("fewest leading layers whose routed experts must stay in host RAM for the rest to "
                                    "fit on the GPUs, chosen where faster than whole layers in host RAM") if chosen
             else "inference.cpu_moe_layers" if inf.cpu_moe_layers is not None else "none: every expert on the GPUs",
             inputs={"moe_layers_in_host": plan.host_moe_layers, "moe_layers": s.model.moe_layer_count,
                     "expert_bytes_in_host": host_expert_bytes(s.model, plan.weights, plan.host_moe_layers),
-                    "flag": flag_for(s.model, plan.host_moe_layers) if plan.host_moe_layers else ""},
+                    "flag": flag_for(s.model, n_set) if n_set else ""},
             source="llama.cpp")
     report = InferenceReport(
         ttft_s=ttft, tpot_s=tpot, tokens_per_s=tokens_per_s, tokens_per_s_per_user=per_user, max_concurrency=maxc,

@@ -33,7 +33,7 @@ from llmplan.core.explain import Figure
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_moe_layers
 from llmplan.core.inference.memory import plan_memory
-from llmplan.core.inference.multi_gpu import split_layers
+from llmplan.core.inference.multi_gpu import split_cards
 from llmplan.core.workload import Scenario
 
 MAX_TOKENS = 100_000_000  # InferenceSettings' own limit on prompt_tokens
@@ -152,14 +152,14 @@ def _fit_at(scenario: Scenario, engine: EngineProfile, host_moe: int | None, n_m
 
 def longest_context_split(scenario: Scenario, gpus: Sequence[GpuSpec],
                           tensor_split: Sequence[float] | None = None) -> ContextFit:
-    """The largest prompt + output length per sequence for which llama.cpp's layer split of every layer over
-    ``gpus`` (device order, ``tensor_split`` as in ``split_layers``) fits each card. ``bytes_at_limit`` and
+    """The largest prompt + output length per sequence for which llama.cpp's split of every layer over ``gpus``
+    (its ``split_mode``; device order, ``tensor_split`` as in ``split_layers``) fits each card. ``bytes_at_limit`` and
     ``capacity`` are those of the card with the least memory to spare there."""
     engine = scenario.engine_profile or EngineProfile()
     layers = scenario.model.num_layers
 
     def tightest(tokens: int) -> tuple[float, float]:
-        plan = split_layers(_with_context(scenario, engine, tokens), gpus, tensor_split, gpu_layers=layers)
+        plan = split_cards(_with_context(scenario, engine, tokens), gpus, tensor_split, gpu_layers=layers)
         card = plan.fullest
         return card.total, card.capacity
 

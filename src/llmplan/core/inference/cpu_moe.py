@@ -53,6 +53,22 @@ def flag_for(spec: ModelSpec, n_moe: int) -> str:
     return f"--n-cpu-moe {first_layers_for(spec, n_moe)}"
 
 
+def host_moe_flags(spec: ModelSpec, n_moe: int) -> list[bool]:
+    """Per layer index, whether ``n_moe`` (the first MoE layers by index) keeps its routed experts in host RAM."""
+    seen, out = 0, []
+    for kind in spec.layer_mlp or ("dense",) * spec.num_layers:
+        seen += kind == "moe"
+        out.append(kind == "moe" and seen <= n_moe)
+    return out
+
+
+def host_moe_on_gpus(spec: ModelSpec, n_moe: int, gpu_layers: int) -> int:
+    """MoE layers offloaded to the GPUs (llama.cpp offloads the last ``gpu_layers``) whose routed experts the tensor
+    override still keeps in host RAM: the override applies on top of the layer placement, so ``-ngl`` and
+    ``--n-cpu-moe`` compose (the layers left in host RAM hold their experts there anyway)."""
+    return sum(host_moe_flags(spec, n_moe)[spec.num_layers - gpu_layers:])
+
+
 def first_layers_for(spec: ModelSpec, n_moe: int) -> int:
     """The smallest N whose first N layers hold ``n_moe`` MoE layers (``--n-cpu-moe N``)."""
     seen = 0
@@ -75,8 +91,7 @@ def host_expert_bytes(spec: ModelSpec, q: QuantizedWeights, n_moe: int) -> float
     return expert_bytes(q) * n_moe / spec.moe_layer_count
 
 
-def check(spec: ModelSpec, engine: EngineProfile, setting: CpuMoeSetting, tp: int, unified: bool,
-          gpu_layers: int | None) -> None:
+def check(spec: ModelSpec, engine: EngineProfile, setting: CpuMoeSetting, tp: int, unified: bool) -> None:
     """Refuse a ``cpu_moe_layers`` the engine or the model cannot run, naming the field and what to do."""
     if setting is None or setting == 0:
         return
@@ -90,6 +105,3 @@ def check(spec: ModelSpec, engine: EngineProfile, setting: CpuMoeSetting, tp: in
     if tp > 1:
         raise LayoutError(f"{field}: llama.cpp splits a model by layers, not tensor parallelism; set "
                           "parallelism.tp = 1")
-    if gpu_layers is not None and gpu_layers < spec.num_layers:
-        raise LayoutError(f"{field} with inference.gpu_layers={gpu_layers}: experts in host RAM are planned with "
-                          "every layer on the GPUs (-ngl 99); clear gpu_layers or cpu_moe_layers")

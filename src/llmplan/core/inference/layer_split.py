@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
+from llmplan.core.inference.cpu_moe import OP_OFFLOAD_MIN_BATCH, host_expert_bytes, host_moe_flags
 from llmplan.core.inference.memory import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -64,14 +65,31 @@ class LayerSplit:
     last: float  # the output head and final norm
     embed: float  # the input embedding (host RAM)
     kv_layer: float  # the batch's KV cache of one layer
+    host_moe: tuple[int, ...] = ()  # per device, its MoE layers whose routed experts stay in host RAM (--n-cpu-moe)
+    expert_layer: float = 0.0  # the routed experts of one MoE layer (bytes)
+
+
+def card_runtime(scenario: Scenario, engine: EngineProfile, gpus: Sequence[GpuSpec]) -> list[float]:
+    """Per device: its runtime context (CUDA, HIP) and compute buffer for one micro-batch, the score matrix of a
+    whole layer too without flash attention (``core.inference.score_buffer``)."""
+    inf = scenario.inference
+    chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
+    buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
+    return [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
+            + score_buffer_bytes(scenario, engine, backend_of(g, inf.backend), engine.framework_bytes + buffer)
+            for g in gpus]
 
 
 def layer_split(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, gpus: Sequence[GpuSpec],
-                split: Sequence[float], gpu_layers: int | None, capacities: Sequence[float]) -> LayerSplit:
+                split: Sequence[float], gpu_layers: int | None, capacities: Sequence[float],
+                host_moe: int = 0) -> LayerSplit:
     """llama.cpp's memory split of ``q`` over ``gpus`` (``split``: relative shares; ``capacities``: usable bytes
     per device): with ``gpu_layers=None`` the most layers that fit every device (``-ngl`` auto-fit). The one
     arithmetic for different cards (``split_layers``) and for N identical cards with offload
-    (``memory.plan_memory``: identical cards are the special case of equal shares)."""
+    (``memory.plan_memory``: identical cards are the special case of equal shares). ``host_moe``: the first MoE
+    layers (by index) whose routed experts ``--n-cpu-moe`` keeps in host RAM: the override applies on top of the
+    placement, so an offloaded layer among them leaves its experts in host RAM, and its card's compute buffer
+    holds one layer's experts for prompts of 32 tokens or more (``core.inference.cpu_moe``)."""
     spec, inf = scenario.model, scenario.inference
     L = spec.num_layers
     per_layer, first, last = _weights_split(q, 1, 1, L, host_embedding=True)
@@ -79,22 +97,31 @@ def layer_split(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, 
     kv = kv_layout(spec, inf.kv_dtype, engine.mla_cache)
     context = inf.prompt_tokens + inf.output_tokens
     kv_layer = batch_kv_bytes(kv, context, inf.batch, engine.kv_block_tokens, inf.shared_prefix_tokens) / L
-    chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
-    buffer = chunk * _activation_elements_per_token(scenario, 1) * ACT_BYTES
-    runtime = [float(runtime_context_bytes(engine, backend_of(g, inf.backend)) + engine.framework_bytes) + buffer
-               + score_buffer_bytes(scenario, engine, backend_of(g, inf.backend), engine.framework_bytes + buffer)
-               for g in gpus]
+    runtime = card_runtime(scenario, engine, gpus)
     logits = inf.batch * spec.vocab_size * LOGIT_BYTES
+    flags = host_moe_flags(spec, host_moe)
+    expert_layer = host_expert_bytes(spec, q, 1) if host_moe else 0.0
+    chunk = min(engine.prefill_chunk_tokens or inf.batch * inf.prompt_tokens, inf.batch * inf.prompt_tokens)
+
+    def host_experts(n: int) -> list[int]:
+        """Per device, its offloaded MoE layers whose experts stay in host RAM (devices hold runs in order)."""
+        counts, _ = _assign(n, split, with_output=n == L)
+        start, out = L - n, []
+        for c in counts:
+            out.append(sum(flags[start:start + c]))
+            start += c
+        return out
 
     def shares(n: int) -> tuple[tuple[int, bool, float, float, float], ...]:
         """(layers, holds the output head, weights, KV, runtime) per device."""
         counts, out_dev = _assign(n, split, with_output=n == L)
         first_dev = min((i for i, c in enumerate(counts) if c), default=-1)
         out = []
-        for i, c in enumerate(counts):
+        for i, (c, h) in enumerate(zip(counts, host_experts(n), strict=True)):
             has_out = i == out_dev
-            w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0)
-            out.append((c, has_out, w, kv_layer * c, runtime[i] + (logits if has_out else 0.0)))
+            w = per_layer * c + (first if i == first_dev else 0.0) + (last if has_out else 0.0) - expert_layer * h
+            upload = expert_layer if h and chunk >= OP_OFFLOAD_MIN_BATCH else 0.0  # the op offload's copy
+            out.append((c, has_out, w, kv_layer * c, runtime[i] + upload + (logits if has_out else 0.0)))
         return tuple(out)
 
     def fits(n: int) -> bool:
@@ -108,4 +135,4 @@ def layer_split(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, 
         n = lo
     else:
         n = min(gpu_layers, L)
-    return LayerSplit(n, shares(n), per_layer, first, last, embed, kv_layer)
+    return LayerSplit(n, shares(n), per_layer, first, last, embed, kv_layer, tuple(host_experts(n)), expert_layer)

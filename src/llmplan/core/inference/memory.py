@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
-from llmplan.core.inference.cpu_moe import OP_OFFLOAD_MIN_BATCH, host_expert_bytes, host_moe_layers
+from llmplan.core.inference.cpu_moe import (
+    OP_OFFLOAD_MIN_BATCH,
+    host_expert_bytes,
+    host_moe_layers,
+    host_moe_on_gpus,
+)
 from llmplan.core.inference.cpu_moe import check as check_cpu_moe
 from llmplan.core.inference.dp_attention import local_tokens, replicate_attention, uses_dp_attention
 from llmplan.core.inference.fp8_online import online_fp8_weights
@@ -121,6 +126,8 @@ def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None 
     if pp > spec.num_layers:
         raise LayoutError(f"parallelism.pp ({pp}) exceeds the model's {spec.num_layers} layers; lower it")
     check_head_split(spec, tp)  # vLLM, SGLang, TensorRT-LLM refuse the same (e.g. 32 heads over tp=3)
+    if inf.split_mode == "row":
+        raise LayoutError(row_split_refusal(scenario.cluster.gpus_per_node * scenario.cluster.nodes))
     gpu = scenario.cluster.gpu
     q = quantized_weights(spec, inf.weight_format)
     if inf.weight_file_bytes is not None:  # the real files' size (a Hub GGUF file) wins over the computed one
@@ -166,9 +173,9 @@ def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None 
         return w, kv_seq_full * share, kv_batch_full * share
 
     fixed = activations + scores + logits + overhead
-    check_cpu_moe(spec, engine, inf.cpu_moe_layers, tp, gpu.unified_memory, inf.gpu_layers)
+    check_cpu_moe(spec, engine, inf.cpu_moe_layers, tp, gpu.unified_memory)
     n_moe = host_moe if host_moe is not None else host_moe_layers(spec, inf.cpu_moe_layers)
-    if n_moe:
+    if n_moe and not (offload and inf.gpu_layers is not None and inf.gpu_layers < L):  # -ngl 99
         return _experts_in_host(scenario, engine, q, kv, n_moe, per_layer, first, last, host_embed,
                                 head_share, kv_seq_full * head_share, kv_batch_full * head_share, activations,
                                 logits, overhead, capacity, chunk, scores)
@@ -176,7 +183,7 @@ def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None 
         full = per_layer * lps + ends + kv_batch_full * head_share * lps / L + fixed <= capacity
         if inf.gpu_layers is not None or not full:
             return _split_with_offload(scenario, engine, q, kv, capacity, lps, head_share, kv_seq_full,
-                                       kv_batch_full, activations, logits, overhead, chunk, scores)
+                                       kv_batch_full, activations, logits, overhead, chunk, scores, n_moe)
         offload = False  # every layer on the cards: the pipeline-stage arithmetic below, as before
     if offload:
         n = inf.gpu_layers if inf.gpu_layers is not None else _layers_that_fit(gpu_part, capacity, fixed, L)
@@ -188,10 +195,15 @@ def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None 
                 "and tp = 1; clear gpu_layers or choose inference.engine = llama.cpp"
             )
         n = lps
+    h, upload = 0, 0.0
     if offload:
         w_gpu, kv_seq, kv_batch = gpu_part(n)
         w_host = per_layer * (L - n) + host_embed + (0.0 if n == L else last)
         kv_host = kv_batch_full - kv_batch
+        h = host_moe_on_gpus(spec, n_moe, n)  # -ngl n with --n-cpu-moe: the offloaded layers' experts in host RAM
+        w_gpu -= host_expert_bytes(spec, q, h)
+        w_host += host_expert_bytes(spec, q, h)
+        upload = host_expert_bytes(spec, q, 1) if h and chunk >= OP_OFFLOAD_MIN_BATCH else 0.0
     else:
         w_gpu = per_layer * lps + ends
         share = head_share * lps / L
@@ -199,33 +211,51 @@ def plan_memory(scenario: Scenario, engine: EngineProfile, host_moe: int | None 
         w_host, kv_host = host_embed, 0.0
     return MemoryPlan(q, kv, engine, tp, pp, lps, n if offload else L, w_gpu, w_host,
                       head_share * (n / L if offload else lps / L), kv_seq, kv_batch, kv_host, activations,
-                      logits, overhead, capacity, chunk, scores, dp_attention)
+                      logits, overhead, capacity, chunk, scores, dp_attention, host_moe_layers=h, expert_upload=upload)
+
+
+def row_split_refusal(gpus: int) -> str:
+    """Why a plan of identical GPUs (not the machine's listed cards) cannot take ``split_mode = row`` here: one
+    card has nothing to split rows over; several are estimated as the machine's cards (``row_split``)."""
+    if gpus < 2:
+        return ("inference.split_mode=row splits each matrix over several cards, and this plan has one; set "
+                "split_mode = layer (or add a card)")
+    return ("inference.split_mode=row is estimated over the machine's cards: list them (hardware.cards; the "
+            "CLI's --gpu X --gpus N --split-mode row or --gpu X --gpu X; the app's 'Cards in this machine'), or "
+            "set split_mode = layer")
 
 
 def _split_with_offload(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, kv: KvLayout,
                         capacity: float, lps: int, head_share: float, kv_seq_full: float, kv_batch_full: float,
-                        activations: float, logits: float, overhead: float, chunk: int, scores: float) -> MemoryPlan:
+                        activations: float, logits: float, overhead: float, chunk: int, scores: float,
+                        n_moe: int = 0) -> MemoryPlan:
     """``pp`` identical cards in one llama.cpp layer split with layers in host RAM (``inference.gpu_layers``, or as
     many as fit every card): ``layer_split`` with equal shares, the fullest card reported as "per GPU". ``kv_share``
-    is a card's mean share, so that the pipeline's sum over cards (``latency``: × pp) reads the GPUs' KV once."""
+    is a card's mean share, so that the pipeline's sum over cards (``latency``: × pp) reads the GPUs' KV once.
+    ``n_moe``: --n-cpu-moe's MoE layers; the offloaded ones among them keep their experts in host RAM."""
     from llmplan.core.inference.layer_split import layer_split  # it builds on this module's helpers
 
     pp, L = scenario.parallelism.pp, scenario.model.num_layers
     gpus = [scenario.cluster.gpu] * pp
-    placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, scenario.inference.gpu_layers, [capacity] * pp)
+    placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, scenario.inference.gpu_layers, [capacity] * pp,
+                         n_moe)
     if placed.gpu_layers == L and scenario.inference.gpu_layers is None:
         # plan_memory judged every layer on the cards by its stage arithmetic (ceil(L/pp) layers and the head on the
         # worst card, which the validated multi-card rows use) and found it short; llama.cpp's own assignment is a
         # little more even (the head counts as a layer) and may squeeze them in by a few MiB, a margin no estimate
         # resolves: the fit stays the stage arithmetic's, and the last layer and the head stay in host RAM.
-        placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, L - 1, [capacity] * pp)
+        placed = layer_split(scenario, engine, q, gpus, [1.0] * pp, L - 1, [capacity] * pp, n_moe)
     n = placed.gpu_layers
-    layers, has_out, w_gpu, kv_batch, _ = max(placed.cards, key=lambda c: c[2] + c[3] + c[4])
+    fullest = max(range(pp), key=lambda i: sum(placed.cards[i][2:5]))
+    layers, has_out, w_gpu, kv_batch, _ = placed.cards[fullest]
     host_embed = placed.embed
-    w_host = placed.per_layer * (L - n) + host_embed + (0.0 if n == L else placed.last)
+    moved = placed.expert_layer * sum(placed.host_moe)
+    w_host = placed.per_layer * (L - n) + host_embed + (0.0 if n == L else placed.last) + moved
+    upload = placed.expert_layer if placed.host_moe[fullest] and chunk >= OP_OFFLOAD_MIN_BATCH else 0.0
     return MemoryPlan(q, kv, engine, 1, pp, lps, n, w_gpu, w_host, head_share * n / L / pp,
                       kv_seq_full * head_share * layers / L, kv_batch, kv_batch_full * (L - n) / L, activations,
-                      logits if has_out else 0.0, overhead, capacity, chunk, scores)
+                      logits if has_out else 0.0, overhead, capacity, chunk, scores,
+                      host_moe_layers=sum(placed.host_moe), expert_upload=upload)
 
 
 def _experts_in_host(scenario: Scenario, engine: EngineProfile, q: QuantizedWeights, kv: KvLayout, n_moe: int,

@@ -11,13 +11,17 @@ KV read at its own bandwidth, plus its layers' kernel floor (the engine profile'
 every layer on two or more CUDA GPUs, 2024 builds replay no CUDA graph and pay ``decode_layer_s_pipelined``:
 ``floor_without_graphs``), plus the host layers at the host's memory bandwidth; the copy of the hidden state
 from one device to the next (a few KB) is not counted; prefill is likewise the sum of each device's
-matmul time at its own rate. Split mode ``row`` (tensor parallel across unequal cards) is not modelled.
+matmul time at its own rate. Split mode ``row`` (every matrix's rows over the cards) is
+``core.inference.row_split``; ``split_cards`` picks by the plan's ``inference.split_mode``.
 
 A mixture of experts is priced as on one GPU (``latency.decode_step``): a decode step reads only the experts its
 tokens route to, E·(1-(1-k/E)^B) of E per layer in expectation, and a prompt token multiplies k of E experts
 (gpt-oss-120b: 4 of 128), wherever the layer lives, on a card or in host RAM; every expert is held. On a CUDA
 card whose experts run MMQ by id, and on ROCm and Vulkan by the engine's tile ladder, their tiles and routing bytes
-are priced as on one GPU (``core.inference.moe_prompt``, ``core.inference.moe_tiles``).
+are priced as on one GPU (``core.inference.moe_prompt``, ``core.inference.moe_tiles``). With ``--n-cpu-moe N``
+(``inference.cpu_moe_layers``) the offloaded layers among the first N keep their routed experts in host RAM, as
+llama.cpp composes the tensor override with the layer placement: the CPU reads the routed ones per decode step,
+and a prompt micro-batch of 32 tokens or more uploads the ones it routes to (``core.inference.cpu_moe``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.hardware import GpuSpec
+from llmplan.core.inference import cpu_moe
 from llmplan.core.inference.backend import (
     backend_of,
     decode_stream_efficiency,
@@ -72,6 +77,7 @@ class MixedPlan:
     host_bytes: float  # weights + KV left in host RAM (always the input embedding)
     tpot_s: float
     ttft_s: float
+    split_mode: str = "layer"  # llama.cpp --split-mode: whole layers per card, or every matrix's rows (row_split)
 
     @property
     def fits(self) -> bool:
@@ -87,6 +93,17 @@ class MixedPlan:
         return min(self.cards, key=lambda c: c.capacity - c.total)
 
 
+def split_cards(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequence[float] | None = None,
+                gpu_layers: int | None = None) -> MixedPlan:
+    """The plan's split over ``gpus`` in its ``inference.split_mode``: whole layers per card (``split_layers``)
+    or every weight matrix's rows over the cards (``core.inference.row_split``)."""
+    if scenario.inference.split_mode == "row":
+        from llmplan.core.inference.row_split import split_rows  # it builds on this module's CardShare
+
+        return split_rows(scenario, gpus, tensor_split, gpu_layers)
+    return split_layers(scenario, gpus, tensor_split, gpu_layers)
+
+
 def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequence[float] | None = None,
                  gpu_layers: int | None = None) -> MixedPlan:
     """The split of ``scenario``'s model across ``gpus`` (one each, in device order) and its speed.
@@ -100,17 +117,15 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     if not engine.partial_offload:
         raise InputError(f"the {engine.name} profile does not split layers across unequal GPUs; use llama.cpp "
                          "or Ollama (--split-mode layer)")
-    if scenario.inference.cpu_moe_layers not in (None, 0):
-        raise InputError(f"inference.cpu_moe_layers={scenario.inference.cpu_moe_layers}: experts in host RAM on "
-                         "cards of different kinds are not modelled (only whole layers are); clear it, or plan "
-                         "identical cards (hardware.gpus_per_node)")
+    cpu_moe.check(scenario.model, engine, scenario.inference.cpu_moe_layers, 1, any(g.unified_memory for g in gpus))
     split = list(tensor_split) if tensor_split is not None else [g.usable_memory_bytes for g in gpus]
     if len(split) != len(gpus) or any(s < 0 for s in split) or sum(split) <= 0:
         raise InputError(f"tensor_split needs {len(gpus)} non-negative shares with a positive sum")
     spec, inf = scenario.model, scenario.inference
     L = spec.num_layers
     q = quantized_weights(spec, inf.weight_format)
-    placed = layer_split(scenario, engine, q, gpus, split, gpu_layers, [g.usable_memory_bytes for g in gpus])
+    n_moe = cpu_moe.host_moe_layers(spec, inf.cpu_moe_layers)
+    placed = layer_split(scenario, engine, q, gpus, split, gpu_layers, [g.usable_memory_bytes for g in gpus], n_moe)
     n, per_layer, last, embed, kv_layer = placed.gpu_layers, placed.per_layer, placed.last, placed.embed, \
         placed.kv_layer
     read_share = _moe_read_share(scenario, q, inf.batch)
@@ -119,24 +134,33 @@ def split_layers(scenario: Scenario, gpus: Sequence[GpuSpec], tensor_split: Sequ
     tokens = inf.batch * inf.prompt_tokens
     no_graphs = floor_without_graphs(engine, [backend_of(g, inf.backend) for g in gpus], n == L)
     cards = []
-    for g, (c, has_out, w, k, r) in zip(gpus, placed.cards, strict=True):
+    touched = touched_expert_fraction(spec, inf.batch)
+    for g, (c, has_out, w, k, r), h in zip(gpus, placed.cards, placed.host_moe, strict=True):
         floor = no_graphs if no_graphs is not None else engine.decode_floor_per_layer(
             g.vendor == "apple", spec.moe_layer_count / L)
         layers_w = per_layer * c
-        read = w - layers_w * (1 - read_share)  # the experts a decode step does not route to stay unread
+        # the experts a decode step does not route to stay unread; those kept in host RAM are not on the card
+        read = w - layers_w * (1 - read_share) + placed.expert_layer * h * (1 - touched)
         flop_params = layer_flop_params * c * tokens + (head_params * inf.batch if has_out else 0.0)
         cards.append(_card(scenario, engine, g, c, has_out, w, k, r, flop_params, floor, read))
     host_layers = L - n
-    host_bytes = per_layer * host_layers + embed + (0.0 if n == L else last) + kv_layer * host_layers
+    moved = placed.expert_layer * sum(placed.host_moe)  # offloaded layers' experts kept in host RAM (--n-cpu-moe)
+    host_bytes = per_layer * host_layers + embed + (0.0 if n == L else last) + kv_layer * host_layers + moved
     host_bw = inf.host_memory_bandwidth or engine.host_memory_bandwidth
-    if host_layers and not host_bw:
-        raise InputError(f"{host_layers} layers stay in host RAM but no host memory bandwidth is known; set "
+    if (host_layers or moved) and not host_bw:
+        what = f"{host_layers} layers" if host_layers else f"the routed experts of {sum(placed.host_moe)} layers"
+        raise InputError(f"{what} stay in host RAM but no host memory bandwidth is known; set "
                          "inference.host_memory_bandwidth (bytes/s)")
-    host_read = per_layer * host_layers * read_share + (0.0 if n == L else last) + kv_layer * host_layers
-    tpot = sum(c.decode_s for c in cards) + (host_read / host_bw if host_layers else 0.0) + engine.step_overhead_s
+    host_read = per_layer * host_layers * read_share + (0.0 if n == L else last) + kv_layer * host_layers \
+        + moved * touched  # the CPU multiplies the routed experts of a decode step where they are
+    tpot = sum(c.decode_s for c in cards) + (host_read / host_bw if host_read else 0.0) + engine.step_overhead_s
     pcie = min((g.pcie_bandwidth for g in gpus if g.pcie_bandwidth), default=0.0) or host_bw
     passes = max(1, -(-tokens // chunk))
     upload = passes * per_layer * host_layers / pcie if host_layers else 0.0  # host layers' weights go up per batch
+    if moved:  # a micro-batch of 32 tokens or more uploads the experts it routes to (op offload), else the CPU
+        micro = min(chunk, tokens)
+        upload += passes * moved * touched_expert_fraction(spec, micro) / (
+            pcie if micro >= cpu_moe.OP_OFFLOAD_MIN_BATCH else host_bw)
     ttft = sum(c.prefill_s for c in cards) + upload
     return MixedPlan(tuple(cards), host_layers, host_bytes, tpot, ttft)
 
