@@ -257,10 +257,6 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
                 "(training.framework), or set grad_clip to auto or on")
     if tr.loss != "auto" and tr.loss not in prof.losses:
         return loss_refusal(tr.loss, prof)
-    why = zero_refusal(prof, tr.zero_stage) if "zero_stage" in tr.model_fields_set else ""
-    if why:  # left out, the stage is the policy's (framework_profile.auto_zero)
-        return (f"training.zero_stage: {why}; profiles that run ZeRO-{tr.zero_stage}: "
-                f"{', '.join(profiles_supporting(f'zero:{tr.zero_stage}')) or 'none'} (training.framework)")
     field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage, tr.optimizer_offload_fraction)
     if field == "training.optimizer_offload_fraction":
         return (f"{field}: {why}; profiles that offload a share: "
@@ -272,6 +268,10 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
         others = profiles_supporting(wanted)
         return (f"{field}: {why}; profiles that do: {', '.join(others) or 'none'} (training.framework)"
                 + ("" if prof.offload_targets else "; without offload: QLoRA, full recompute or a smaller micro-batch"))
+    why = zero_refusal(prof, tr.zero_stage) if "zero_stage" in tr.model_fields_set else ""
+    if why:  # left out, the stage is the policy's (framework_profile.auto_zero)
+        return (f"training.zero_stage: {why}; profiles that run ZeRO-{tr.zero_stage}: "
+                f"{', '.join(profiles_supporting(f'zero:{tr.zero_stage}')) or 'none'} (training.framework)")
     if (tr.recompute == "selective" and "recompute" in tr.model_fields_set and not prof.selective_recompute
             and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
         others = profiles_supporting("recompute:selective")
