@@ -33,6 +33,7 @@ from llmplan.core.framework_profile import auto_zero, nearest_zero, zero_choices
 from llmplan.core.search import search
 from llmplan.core.workload import ParallelLayout, TrainingSettings
 from llmplan.errors import PlanFileError
+from llmplan.fit.changes import more_gpu_steps, training_steps
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
 from llmplan.plan.planfile import load_plan, save_plan
@@ -81,6 +82,14 @@ def test_the_search_offers_no_stage_the_profile_lacks(framework):
     rows = search(resolve(_doc(framework)), top=60).best
     assert rows and all(r.training.zero_stage in zero_choices(prof, r.parallelism.gpus) for r in rows)
     assert 1 not in {r.training.zero_stage for r in rows}  # one-GPU rows (fewer GPUs) included
+
+
+@pytest.mark.parametrize("framework", [*FSDP_PROFILES, "torchtune"])
+def test_the_nearest_changes_offer_no_stage_the_profile_lacks(framework):
+    doc = _doc(framework, gpus=2)
+    sets = [o for g in training_steps(doc, 2) + more_gpu_steps(doc) for step in g for o in step.overrides]
+    stages = {int(o.split("=")[1]) for o in sets if o.startswith("training.zero_stage=")}
+    assert 3 in stages and stages <= set(zero_choices(load_framework_profiles()[framework], 2)), sets
 
 
 def test_cli_search_lists_no_zero_1_under_fsdp2(capsys):
