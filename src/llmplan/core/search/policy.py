@@ -72,7 +72,7 @@ class AutoChoice:
     zero_note: tuple[int, str] | None = None  # (stage, why) where the stage left open moved to one the framework runs
 
     def label(self) -> str:
-        """E.g. "auto: full recompute, micro-batch 1", "auto: ZeRO-2 (fsdp2 runs no ZeRO-1: ...)"; "" when nothing
+        """E.g. "auto: full recompute, micro-batch 1", "auto: ZeRO-2 (fsdp2 runs no ZeRO-1; the nearest it runs)"; "" when nothing
         was chosen."""
         if not self.chosen:
             return ""
