@@ -60,7 +60,7 @@ def test_torchtune_greys_zero_on_one_gpu_and_offers_its_stages_on_two(window):
     assert weights.toolTip().startswith("Always on under torchtune's offload")
     assert window.state.edit_many({"hardware.gpus_per_node": 2, "parallelism.dp": 2}, "two GPUs")
     assert zero.isEnabled() and zero.toolTip().startswith("ZeRO (Rajbhandari")
-    assert [v for v in _entries(zero) if isinstance(v, int)] == [0, 1, 2, 3]
+    assert [v for v in _entries(zero) if isinstance(v, int)] == [2, 3]  # the distributed recipes: FSDP2 only
 
 
 def test_megatron_hides_offload_weights(window):
@@ -95,5 +95,29 @@ def test_auto_lists_only_the_single_device_recipe_under_torchtune(window, qtbot)
     with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
         pass
     assert not dlg.result.best and "no layout fits" in dlg.result.note
+    dlg.close()
+    QApplication.processEvents()
+
+
+def test_fsdp2_offers_no_zero_1_and_reads_auto_zero_2(window, qtbot):
+    """fsdp34: FSDP has no ZeRO-1 (tests/core/search/test_fsdp_zero_stages.py cites the code). Llama-3.2-1B full
+    fine-tune on 8 × H100 under fsdp2, ZeRO left open: the picker lists 0, 2 and 3, reads "auto (ZeRO 2)" (the
+    policy's move, said in the verdict line too), and no Auto… row is ZeRO-1 (before: 0–3 listed, "auto (ZeRO 1)")."""
+    assert window.state.edit("model.id", "meta-llama/Llama-3.2-1B")
+    assert window.state.edit_many({"workload": "finetune", "training.method": "full", "training.framework": "fsdp2",
+                                   "hardware.gpu": "nvidia-h100-sxm-80gb", "hardware.gpus_per_node": 8,
+                                   "hardware.nodes": 1, "parallelism.tp": 1, "parallelism.pp": 1, "parallelism.dp": 8,
+                                   "training.seq_len": 4096, "training.global_batch": 64}, "fsdp2 full on 8 H100")
+    out = window.state.evaluate_now()
+    assert out.ok and out.automatic == "auto: ZeRO-2 (fsdp2 runs no ZeRO-1; the nearest it runs)", out.automatic
+    zero = _knobs(window)[0]
+    assert [v for v in _entries(zero) if isinstance(v, int)] == [0, 2, 3]
+    assert zero.currentText() == "auto (ZeRO 2)"
+    window.layout_editor.auto_button.click()
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        pass
+    rows = dlg.result.best
+    assert rows and {r.training.zero_stage for r in rows} <= {0, 2, 3}, dlg.status.text()
     dlg.close()
     QApplication.processEvents()

@@ -104,7 +104,7 @@ def profiles_supporting(switch: str) -> list[str]:
     without gradient clipping, for "loss:<kind>" that run that loss, for "recompute:selective" that have selective
     recompute, for "quant_base:<kind>" that train LoRA on that quantised base, or, for "offload:cpu",
     "offload:nvme" and "offload:parameters", that offload there or that much, for "offload:fraction" that offload a
-    share of the optimizer: what a refused plan is told to pick instead."""
+    share of the optimizer, for "zero:<stage>" that run that ZeRO stage: what a refused plan is told to pick instead."""
     profiles = load_framework_profiles()
     if switch == "grad_clip:off":
         return sorted(k for k, p in profiles.items() if not p.grad_clip_always)
@@ -118,6 +118,9 @@ def profiles_supporting(switch: str) -> list[str]:
     if switch.startswith("offload:"):  # offload:cpu, offload:nvme, offload:parameters
         what = switch.split(":", 1)[1]
         return sorted(k for k, p in profiles.items() if what in p.offload_devices + p.offload_targets)
+    if switch.startswith("zero:"):  # runs that ZeRO stage on some GPU count (framework_profile.zero_refusal)
+        stage = int(switch.split(":", 1)[1])
+        return sorted(k for k, p in profiles.items() if stage in p.zero_stages + (p.single_gpu_zero_stages or ()))
     if switch.startswith("quant_base:"):
         kind = switch.split(":", 1)[1]
         return sorted(k for k, p in profiles.items() if kind in p.quant_bases)

@@ -333,11 +333,17 @@ class FrameworkProfile(StrictFields, FrozenModel):
     zero_stages: tuple[ZeroStage, ...] = Field(
         (0, 1, 2, 3), description="the training.zero_stage values the framework's code runs on several GPUs "
         "(each profile cites where it read them); what the search, the auto policy, the nearest changes and the "
-        "app's ZeRO picker offer (``zero_choices``). unsloth: 0 only (one GPU, no DeepSpeed ZeRO or FSDP)"
+        "app's ZeRO picker offer (``zero_choices``); a plan that states another is a field error (``zero_refusal``) "
+        "and one that leaves it automatic runs at the nearest (``auto_zero``). unsloth: 0 only (one GPU, no "
+        "DeepSpeed ZeRO or FSDP); FSDP: 0, 2 and 3 (NO_SHARD or DDP, SHARD_GRAD_OP, FULL_SHARD: no ZeRO-1)"
     )
     single_gpu_zero_stages: tuple[ZeroStage, ...] | None = Field(
         None, description="the same on one GPU where it differs from zero_stages: torchtune's one-GPU recipes are "
         "its single-device ones (no sharding: 0; their offload is single_gpu_offload_style). None: zero_stages"
+    )
+    zero_setting: str = Field(
+        "", description="the framework's own settings behind its ZeRO stages, in its words (shown in the field error "
+        "for a stage it does not run)"
     )
     policy: str = Field("", description="the auto policy in words, shown beside the switches")
     describes: str = Field("", description="what the profile describes, in one sentence (shown with it)")
@@ -483,6 +489,45 @@ def zero_choices(prof: FrameworkProfile, gpus: int) -> tuple[int, ...]:
     if gpus == 1 and prof.single_gpu_zero_stages is not None:
         return prof.single_gpu_zero_stages
     return prof.zero_stages
+
+
+def nearest_zero(prof: FrameworkProfile, stage: int, gpus: int, pp: int = 1) -> int:
+    """The stage the framework runs on ``gpus`` GPUs (``zero_choices``; with pipeline stages only those that combine
+    with them: ZeRO ≤ 1, ≤ 2 under ``zero2_with_pp``) nearest to ``stage``: ``stage`` itself where it runs it, else the
+    smallest above it — ZeRO-1 → ZeRO-2 under FSDP, whose smallest sharding is SHARD_GRAD_OP (gradients sharded with
+    the optimizer states) — else the largest below (unsloth and torchtune's single-device recipes: 0). The one rule
+    for a ZeRO stage left automatic (``auto_zero``) and for the auto policy's offload step."""
+    runs = zero_choices(prof, gpus)
+    if pp > 1:
+        runs = tuple(s for s in runs if s <= (2 if prof.zero2_with_pp else 1)) or runs
+    if stage in runs:
+        return stage
+    above = [s for s in runs if s > stage]
+    return min(above) if above else max(runs)
+
+
+def auto_zero(prof: FrameworkProfile, stage: int, gpus: int, dp_cp: int, offload: str, pp: int = 1) -> int:
+    """The ZeRO stage a plan that leaves ``training.zero_stage`` automatic runs at: its value (the default, 1) where
+    the framework runs it, ``nearest_zero`` where it does not — except ZeRO-1 on one data-parallel rank without
+    offload, which shards nothing, is ZeRO-0's run and is left as it is (as ``deepspeed_stage`` reads it), so
+    one-GPU plans do not move."""
+    if stage == 1 and dp_cp <= 1 and offload == "none":
+        return stage
+    return nearest_zero(prof, stage, gpus, pp)
+
+
+def zero_refusal(prof: FrameworkProfile, stage: int) -> str:
+    """Why a plan cannot state ``training.zero_stage`` = ``stage`` under ``prof`` ("" when it can): the framework's
+    code runs it on no GPU count (neither ``zero_stages`` nor ``single_gpu_zero_stages``): FSDP has no ZeRO-1 (its
+    strategies shard nothing, the gradients with the optimizer states, or the weights too), unsloth no sharding.
+    A stage it runs on other GPU counts is honoured (torchtune's distributed recipe on one GPU)."""
+    runs = set(prof.zero_stages) | set(prof.single_gpu_zero_stages or ())
+    if stage in runs:
+        return ""
+    names = ", ".join(str(s) for s in sorted(runs))
+    fix = nearest_zero(prof, stage, 2)
+    return (f"the {prof.id} profile runs ZeRO stages {names} ({prof.zero_setting or prof.name}), not ZeRO-{stage}; set "
+            f"zero_stage to {fix} (the nearest it runs) or leave it out (auto picks one it runs)")
 
 
 def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) -> bool:

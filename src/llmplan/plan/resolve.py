@@ -236,12 +236,13 @@ def resolve_within_node(doc: PlanDocument) -> Scenario | None:
 def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str:
     """Why ``doc`` cannot run under the framework profile ``prof``, as a field error ("" when it can): a switch
     turned on that the profile does not support, gradient clipping turned off under a framework that always
-    clips, a loss its code cannot run, an optimizer or parameter offload (or an offload device) its code lacks
+    clips, a loss its code cannot run, a ZeRO stage it runs on no GPU count (``framework_profile.zero_refusal``:
+    FSDP has no ZeRO-1), an optimizer or parameter offload (or an offload device) its code lacks
     (``framework_profile.offload_refusal``), selective recompute stated where the framework has none (left on the
     default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
     with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
-    from llmplan.core.framework_profile import SWITCH_NAMES, offload_refusal
+    from llmplan.core.framework_profile import SWITCH_NAMES, offload_refusal, zero_refusal
 
     tr = doc.training
     for name in SWITCH_NAMES:
@@ -267,6 +268,10 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
         others = profiles_supporting(wanted)
         return (f"{field}: {why}; profiles that do: {', '.join(others) or 'none'} (training.framework)"
                 + ("" if prof.offload_targets else "; without offload: QLoRA, full recompute or a smaller micro-batch"))
+    why = zero_refusal(prof, tr.zero_stage) if "zero_stage" in tr.model_fields_set else ""
+    if why:  # left out, the stage is the policy's (framework_profile.auto_zero)
+        return (f"training.zero_stage: {why}; profiles that run ZeRO-{tr.zero_stage}: "
+                f"{', '.join(profiles_supporting(f'zero:{tr.zero_stage}')) or 'none'} (training.framework)")
     if (tr.recompute == "selective" and "recompute" in tr.model_fields_set and not prof.selective_recompute
             and tr.recompute_modules == DEFAULT_RECOMPUTE_MODULES):
         others = profiles_supporting("recompute:selective")

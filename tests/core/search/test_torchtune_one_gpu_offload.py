@@ -101,12 +101,15 @@ def test_the_policy_stops_at_the_recipe_where_it_does_not_fit():
 def test_the_nearest_changes_offer_the_recipe_alone():
     """The nearest changes' offload group (``fit.changes.training_steps``): the recipe's offload only (ZeRO-0 set
     where the plan holds another stage), no FSDP ZeRO-3 offload on one GPU; on two GPUs FSDP's."""
-    for zero, sets in ((0, ("training.offload=cpu",)), (1, ("training.offload=cpu", "training.zero_stage=0"))):
+    # ZeRO-3 stated: the distributed recipe's stage (ZeRO-1, which torchtune runs nowhere, is a field error since
+    # fsdp34: tests/core/search/test_fsdp_zero_stages.py)
+    for zero, sets in ((0, ("training.offload=cpu",)), (3, ("training.offload=cpu", "training.zero_stage=0"))):
         doc = _doc("nvidia-a100-sxm4-40gb").model_copy(update={"training": TrainingSettings(
             framework="torchtune", method="full", zero_stage=zero, recompute="full", micro_batch=1,
             offload="none")})
         offload = next(g for g in training_steps(doc, 1) if g[0].kind == "offload")
         assert [s.overrides for s in offload] == [sets]
         assert "torchao CPUOffloadOptimizer" in offload[0].what
-    two = next(g for g in training_steps(doc, 2) if g[0].kind == "offload")
+        if zero == 0:
+            two = next(g for g in training_steps(doc, 2) if g[0].kind == "offload")
     assert [s.overrides for s in two] == [("training.offload=cpu", "training.zero_stage=3")]

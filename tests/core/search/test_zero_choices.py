@@ -4,8 +4,9 @@ leftover33; 2026-11-28).
 
 Sources (catalogs/frameworks.toml cites each): unsloth patches a single-device model (FastLanguageModel) and has no
 DeepSpeed ZeRO or FSDP path of its own, so it runs ZeRO-0 only; torchtune on one GPU is its single-device recipes
-(recipes/*_single_device.py at bd2a0fc), which shard nothing; its distributed recipes shard with FSDP2. The rest
-keep every stage. Exact checks (sets of stages, the steps offered); no tolerance.
+(recipes/*_single_device.py at bd2a0fc), which shard nothing; its distributed recipes shard with FSDP2 (2 or 3). The
+FSDP-based profiles run no ZeRO-1 (tests/core/search/test_fsdp_zero_stages.py); DeepSpeed, the Hugging Face
+Trainer (DeepSpeed's ZeRO) and Megatron keep every stage. Exact checks (sets of stages, the steps offered); no tolerance.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def test_the_profiles_say_which_stages_they_run():
     p = load_framework_profiles()
     assert zero_choices(p["unsloth"], 1) == zero_choices(p["unsloth"], 2) == (0,)
     assert zero_choices(p["torchtune"], 1) == (0,)
-    assert zero_choices(p["torchtune"], 8) == (0, 1, 2, 3)
-    for name in ("deepspeed", "hf-trainer", "megatron", "fsdp2"):
+    assert zero_choices(p["torchtune"], 8) == (2, 3)  # its distributed recipes: FSDP2 only (tests/core/search/test_fsdp_zero_stages.py)
+    for name in ("deepspeed", "hf-trainer", "megatron"):
         assert zero_choices(p[name], 1) == zero_choices(p[name], 8) == (0, 1, 2, 3)
 
 

@@ -21,7 +21,9 @@ import itertools
 import numpy as np
 import pytest
 
+from llmplan.catalog.frameworks import load_framework_profiles
 from llmplan.core.engine import estimate
+from llmplan.core.framework_profile import nearest_zero
 from llmplan.core.search.quick import Columns, evaluate
 from llmplan.core.search.shape import model_shape
 from llmplan.core.workload import ParallelLayout, TrainingSettings
@@ -39,6 +41,7 @@ SETUPS = {"4090": ("nvidia-rtx-4090-24gb", 1, 0, "none", 4096),
 
 def _pair(framework: str, setup: str, **switches):
     gpu, gpus, zero, offload, seq = SETUPS[setup]
+    zero = nearest_zero(load_framework_profiles()[framework], zero, gpus)  # a stage the framework runs (FSDP: no ZeRO-1)
     t = TrainingSettings(framework=framework, seq_len=seq, micro_batch=2, global_batch=2 * gpus, zero_stage=zero,
                          offload=offload, optimizer="adamw", **switches)
     sc = resolve(PlanDocument(model=ModelRef(id=MODEL), hardware=HardwareRef(gpu=gpu, gpus_per_node=gpus),

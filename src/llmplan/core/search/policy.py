@@ -30,6 +30,12 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   least memory (the plan's own values when no step helps), so "N GiB short" says how close the
   automatic knobs get, not what the plan needs before they move.
 
+Before any of this, a ZeRO stage left automatic that the framework does not run on these GPUs moves to the nearest
+it runs (``framework_profile.auto_zero``: every plan's default ZeRO-1 is ZeRO-2 under FSDP, whose smallest sharding is
+SHARD_GRAD_OP; ZeRO-1 on one data-parallel rank without offload shards nothing and stays), and the label says why
+("auto: ZeRO-2 (fsdp2 runs no ZeRO-1; the nearest it runs)"). A stated stage the framework runs on no GPU count is a
+field error in the plan layer (``plan.resolve.framework_refusal``).
+
 Both the CLI and the app say which values were chosen ("auto: full recompute").
 """
 
@@ -37,9 +43,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from llmplan.core.engine_profile import EngineProfile
-from llmplan.core.framework_profile import offers_offload, zero_choices
+from llmplan.core.framework_profile import auto_zero, nearest_zero, offers_offload, zero_choices
 from llmplan.core.model import ModelSpec
 from llmplan.core.result import Estimate
 from llmplan.core.workload import Scenario
@@ -62,12 +69,16 @@ class AutoChoice:
     scenario: Scenario
     chosen: tuple[tuple[str, object], ...] = ()
     estimate: Estimate | None = None
+    zero_note: tuple[int, str] | None = None  # (stage, why) where the stage left open moved to one the framework runs
 
     def label(self) -> str:
-        """E.g. "auto: full recompute, micro-batch 1"; "" when nothing was chosen."""
+        """E.g. "auto: full recompute, micro-batch 1", "auto: ZeRO-2 (fsdp2 runs no ZeRO-1; the nearest it runs)"; "" when nothing
+        was chosen."""
         if not self.chosen:
             return ""
-        words = [_WORDS[k].format(str(v).upper() if k == "offload" else v) for k, v in self.chosen]
+        words = [_WORDS[k].format(str(v).upper() if k == "offload" else v)
+                 + (f" ({self.zero_note[1]})" if k == "zero_stage" and self.zero_note and v == self.zero_note[0] else "")
+                 for k, v in self.chosen]
         return "auto: " + ", ".join(words)
 
 
@@ -167,19 +178,30 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
     auto = set(automatic)
     if scenario.workload == "inference" or not auto:
         return AutoChoice(scenario)
+    t, p = scenario.training, scenario.parallelism
+    # a ZeRO stage left automatic that the framework does not run here moves to the nearest it runs, and says so
+    # ("auto: ZeRO-2": FSDP has no ZeRO-1); framework_profile.auto_zero
+    zero = auto_zero(scenario.framework, t.zero_stage, p.gpus, p.dp * p.cp, t.offload, p.pp) \
+        if "zero_stage" in auto else t.zero_stage
+    updates: dict[str, Any] = {} if zero == t.zero_stage else {"zero_stage": zero}  # what the policy set
+    note = None
+    if updates:
+        note = (zero, f"{scenario.framework.id} runs no ZeRO-{t.zero_stage}{' on one GPU' if p.gpus == 1 else ''}; "
+                      f"the nearest it runs")
+        scenario = scenario.model_copy(update={"training": t.model_copy(update=updates)})
+        t = scenario.training
     try:
         as_is = engine(scenario)
     except LlmplanError:
         return AutoChoice(scenario)  # the plan itself is invalid: the caller reports that
+    closest = AutoChoice(scenario, tuple(updates.items()), as_is, note)
     if as_is.fits:
-        return AutoChoice(scenario, estimate=as_is)
-    t, p = scenario.training, scenario.parallelism
-    updates: dict[str, object] = {}
-    closest = AutoChoice(scenario, estimate=as_is)
+        return closest
+    taken: set[str] = set()  # the ladder's steps so far
     can_offload = offers_offload(scenario.framework, "cpu")  # unsloth has none: the ladder stops before it
     stages = zero_choices(scenario.framework, p.gpus)  # the ZeRO stages it runs on these GPUs
     for knob, value in LADDER:
-        if knob not in auto or getattr(t, knob) == value or knob in updates:
+        if knob not in auto or getattr(t, knob) == value or knob in taken:
             continue
         if knob == "offload" and not can_offload:
             continue
@@ -187,8 +209,8 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         if knob == "zero_stage" and p.pp > 1:
             continue  # DeepSpeed refuses ZeRO-3 with pipeline stages
         zero_now = updates.get("zero_stage", t.zero_stage)
-        if knob == "offload" and zero_now not in stages and "zero_stage" in auto:
-            step["zero_stage"] = 0 if 0 in stages else max(stages)  # the offload the framework runs here
+        if knob == "offload" and zero_now not in stages and "zero_stage" in auto:  # the offload it runs here
+            step["zero_stage"] = nearest_zero(scenario.framework, zero_now, p.gpus, p.pp)
         if knob == "zero_stage" and p.dp * p.cp == 1 and t.offload == "none":
             if "offload" not in auto or not can_offload:
                 continue  # one rank and no offload to take with it: nothing to shard over
@@ -208,10 +230,11 @@ def apply_policy(scenario: Scenario, automatic: Iterable[str], engine: Callable[
         except LlmplanError:
             continue  # this step is not valid for the layout: skip it
         updates.update(step)
+        taken.update(step)
         if est.fits:
-            return AutoChoice(trial, tuple(updates.items()), est)
+            return AutoChoice(trial, tuple(updates.items()), est, note)
         if est.memory.total.value < closest.estimate.memory.total.value:
-            closest = AutoChoice(trial, tuple(updates.items()), est)
+            closest = AutoChoice(trial, tuple(updates.items()), est, note)
     return closest
 
 
