@@ -448,6 +448,23 @@ def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, 
     return "", ""
 
 
+def offload_option_refusal(prof: FrameworkProfile, offload_gradients: bool, overlap_copies: bool) -> tuple[str, str]:
+    """(field, reason) when the plan turns on an offload option the framework's offload does not have, ("", "")
+    otherwise: ``training.offload_gradients`` needs torchao's CPUOffloadOptimizer (``single_gpu_offload_style``
+    torchao: torchtune), ``training.overlap_cpu_optimizer_copies`` Megatron-Core's HybridDeviceOptimizer (style
+    ``optimizer``). Refused elsewhere, offload or not; ignored without offload where the profile has it (both are
+    arguments of an optimizer that only an offloading run builds)."""
+    setting = prof.offload_setting or "no offload"
+    if offload_gradients and prof.single_gpu_offload_style != "torchao":
+        return "training.offload_gradients", (f"the {prof.id} profile has no torchao CPUOffloadOptimizer, whose "
+                                              f"offload_gradients this is ({setting})")
+    if overlap_copies and not (prof.offload_style == "optimizer" and prof.offload_targets):
+        return "training.overlap_cpu_optimizer_copies", (
+            f"the {prof.id} profile has no Megatron-Core HybridDeviceOptimizer, whose --overlap-cpu-optimizer-d2h-h2d "
+            f"this is ({setting})")
+    return "", ""
+
+
 _OFFLOAD_VIEWS: dict[int, tuple[FrameworkProfile, FrameworkProfile]] = {}
 
 
