@@ -324,8 +324,8 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "single-device recipes, no FSDP): torchao: torchao's CPUOffloadOptimizer (torchtune's single-device recipes "
         "take it as their optimizer) — a host copy of each parameter, its gradient and the optimizer states in "
         "pinned host RAM, each gradient copied behind the backward, the step on the CPU, the parameters copied back "
-        "as each is stepped; the GPU's gradients freed as they are copied (offload_gradients) where the plan does "
-        "not accumulate. Empty: offload_style everywhere"
+        "as each is stepped; with training.offload_gradients (which cannot accumulate) the GPU's gradients freed as "
+        "they are copied. Empty: offload_style everywhere"
     )
     single_gpu_offload_setting: str = Field(
         "", description="the framework's words for the one-GPU offload (shown in the app and the explanation)"
