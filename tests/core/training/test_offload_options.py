@@ -23,6 +23,7 @@ from llmplan.core.search.planner import quick_layout
 from llmplan.core.training.grad_offload import drained
 from llmplan.core.workload import EfficiencyOverrides, ParallelLayout, TrainingSettings
 from llmplan.errors import InputError, PlanFileError
+from llmplan.fit.changes import training_steps
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
 from llmplan.plan.evaluate import evaluate_plan
 from llmplan.plan.resolve import resolve
@@ -133,3 +134,30 @@ def test_overlapped_copies_bad_inputs():
     _, on = evaluate_plan(_megatron(offload="none", overlap_cpu_optimizer_copies=True))  # ignored without offload
     _, off = evaluate_plan(_megatron(offload="none"))
     assert on.compute.step_time_s.value == off.compute.step_time_s.value
+
+
+def test_the_nearest_changes_free_the_gradients_where_the_recipe_offload_alone_does_not_fit():
+    """Llama-3.1-8B full on one 24 GB RTX 4090, micro-batch 2 of 2,048 tokens, one micro-batch a step: torchao's
+    offload keeps every gradient (33.13 GiB, does not fit); freeing them once copied fits (21.11 GiB; 2026-11-28).
+    The nearest changes (``fit.changes.training_steps``) offer both, the plain offload first; a plan that offloads
+    already is offered the option alone; one that accumulates is offered neither (torchao refuses it)."""
+    def plan(**kw) -> PlanDocument:
+        t = TrainingSettings(framework="torchtune", method="full", micro_batch=2, global_batch=kw.pop("batch", 2),
+                             seq_len=2048, recompute="full", zero_stage=0, optimizer="adamw", **kw)
+        return PlanDocument(model=ModelRef(id="meta-llama/Llama-3.1-8B"), workload="finetune", training=t,
+                            hardware=HardwareRef(gpu="nvidia-rtx-4090-24gb", gpus_per_node=1),
+                            parallelism=ParallelLayout(dp=1))
+
+    offload = next(g for g in training_steps(plan(), 1) if g[0].kind == "offload")
+    assert [s.overrides for s in offload] == [("training.offload=cpu",),
+                                              ("training.offload=cpu", "training.offload_gradients=true")]
+    assert "offload_gradients" in offload[1].what
+    kept = evaluate_plan(plan(offload="cpu"))[1].memory
+    freed = evaluate_plan(plan(offload="cpu", offload_gradients=True))[1].memory
+    assert not kept.fits and freed.fits
+    assert kept.total.value / 2**30 == pytest.approx(33.13, abs=0.01)
+    assert freed.total.value / 2**30 == pytest.approx(21.11, abs=0.01)
+    alone = [g for g in training_steps(plan(offload="cpu"), 1) if g[0].kind == "offload_gradients"]
+    assert [[s.overrides for s in g] for g in alone] == [[("training.offload_gradients=true",)]]
+    accumulating = training_steps(plan(batch=8), 1)
+    assert all("training.offload_gradients=true" not in s.overrides for g in accumulating for s in g)
