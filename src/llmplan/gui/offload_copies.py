@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from llmplan.gui.auto_knobs import automatic, used_value
 from llmplan.gui.bind import bound_check
 from llmplan.gui.ft_switches import plan_profile
+from llmplan.gui.offload_share import plan_offload
 from llmplan.gui.state import PlanState
 
 GRADIENTS_TIP = ("torchao CPUOffloadOptimizer offload_gradients=True (torchtune's one-GPU offload): each gradient is "
@@ -53,10 +53,7 @@ class OffloadCopies(QWidget):
         doc = doc or self.state.doc
         tr = doc.training
         prof = plan_profile(self.state, fresh=True)
-        offload = tr.offload
-        if automatic(doc, "training.offload") and used_value(self.state, "training.offload") is not None:
-            offload = used_value(self.state, "training.offload")
-        training, cpu = doc.workload != "inference", offload == "cpu"
+        training, cpu = doc.workload != "inference", plan_offload(self.state, doc) == "cpu"
         torchao = (prof is not None and prof.single_gpu_offload_style == "torchao" and doc.parallelism.gpus == 1
                    and tr.zero_stage == 0)
         hybrid = prof is not None and prof.offload_style == "optimizer" and bool(prof.offload_targets)
