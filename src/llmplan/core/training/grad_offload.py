@@ -68,8 +68,8 @@ class DrainedGradients:
 
 
 def drained(all_gradients: float, largest: float, pcie_bandwidth: float, backward_s: float) -> DrainedGradients:
-    """The module doc's bound on the gradients a GPU holds under ``offload_gradients``."""
-    backlog = max(0.0, all_gradients - pcie_bandwidth * backward_s) if pcie_bandwidth else all_gradients
+    """The module doc's bound on the gradients a GPU holds under ``offload_gradients`` (no link known: all of them)."""
+    backlog = max(0.0, all_gradients - pcie_bandwidth * backward_s)
     return DrainedGradients(min(all_gradients, 2 * largest + backlog), all_gradients, largest, pcie_bandwidth,
                             backward_s)
 
