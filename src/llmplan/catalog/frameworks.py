@@ -104,7 +104,9 @@ def profiles_supporting(switch: str) -> list[str]:
     without gradient clipping, for "loss:<kind>" that run that loss, for "recompute:selective" that have selective
     recompute, for "quant_base:<kind>" that train LoRA on that quantised base, or, for "offload:cpu",
     "offload:nvme" and "offload:parameters", that offload there or that much, for "offload:fraction" that offload a
-    share of the optimizer, for "zero:<stage>" that run that ZeRO stage: what a refused plan is told to pick instead."""
+    share of the optimizer, for "offload:gradients" and "offload:overlap" that have torchao's offload_gradients or
+    Megatron-Core's overlapped offload copies, for "zero:<stage>" that run that ZeRO stage: what a refused plan is
+    told to pick instead."""
     profiles = load_framework_profiles()
     if switch == "grad_clip:off":
         return sorted(k for k, p in profiles.items() if not p.grad_clip_always)
@@ -114,6 +116,10 @@ def profiles_supporting(switch: str) -> list[str]:
     if switch == "recompute:selective":
         return sorted(k for k, p in profiles.items() if p.selective_recompute)
     if switch == "offload:fraction":  # a share of the optimizer offloaded (training.optimizer_offload_fraction)
+        return sorted(k for k, p in profiles.items() if p.offload_style == "optimizer" and p.offload_targets)
+    if switch == "offload:gradients":  # torchao CPUOffloadOptimizer's offload_gradients (training.offload_gradients)
+        return sorted(k for k, p in profiles.items() if p.single_gpu_offload_style == "torchao")
+    if switch == "offload:overlap":  # HybridDeviceOptimizer's overlapped copies (training.overlap_cpu_optimizer_copies)
         return sorted(k for k, p in profiles.items() if p.offload_style == "optimizer" and p.offload_targets)
     if switch.startswith("offload:"):  # offload:cpu, offload:nvme, offload:parameters
         what = switch.split(":", 1)[1]

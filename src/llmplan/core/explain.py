@@ -24,6 +24,8 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "checkpoint": "Tensor shapes of the Hugging Face transformers implementation of the model family",
         "zero": "Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, SC 2020, §3 and §5",
         "zero-offload": "Ren et al., ZeRO-Offload: Democratizing Billion-Scale Model Training, USENIX ATC 2021",
+        "torchao-offload": "pytorch/ao torchao/optim/cpu_offload.py at 36027d8 (2026-08-21): CPUOffloadOptimizer's backward hook copies each gradient to the host on a side stream; offload_gradients frees it with record_stream once copied",
+        "megatron-hybrid-offload": "NVIDIA/Megatron-LM megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py at d98e8a6 (2026-08-22): HybridDeviceOptimizer with overlap_cpu_optimizer_d2h_h2d, one CPU optimizer per parameter, copies on D2H and H2D streams",
         "zero-infinity": "Rajbhandari et al., ZeRO-Infinity: Breaking the GPU Memory Wall, SC 2021",
         "korthikanti": "Korthikanti et al., Reducing Activation Recomputation in Large Transformer Models, MLSys 2023 (arXiv:2205.05198), §4",
         "megatron-2021": "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, SC 2021 (arXiv:2104.04473)",

@@ -324,8 +324,8 @@ class FrameworkProfile(StrictFields, FrozenModel):
         "single-device recipes, no FSDP): torchao: torchao's CPUOffloadOptimizer (torchtune's single-device recipes "
         "take it as their optimizer) — a host copy of each parameter, its gradient and the optimizer states in "
         "pinned host RAM, each gradient copied behind the backward, the step on the CPU, the parameters copied back "
-        "as each is stepped; the GPU's gradients freed as they are copied (offload_gradients) where the plan does "
-        "not accumulate. Empty: offload_style everywhere"
+        "as each is stepped; with training.offload_gradients (which cannot accumulate) the GPU's gradients freed as "
+        "they are copied. Empty: offload_style everywhere"
     )
     single_gpu_offload_setting: str = Field(
         "", description="the framework's words for the one-GPU offload (shown in the app and the explanation)"
@@ -451,6 +451,23 @@ def offload_refusal(prof: FrameworkProfile, offload: str, offload_params: bool, 
         return "training.zero_stage", ("DeepSpeed's ZeRO-Offload needs a ZeRO stage (offload_optimizer is valid for "
                                        "ZeRO stage 1, 2 and 3; ZeRO-0 builds no ZeRO optimizer to offload): set "
                                        "training.zero_stage to 1 or more, or training.offload to none")
+    return "", ""
+
+
+def offload_option_refusal(prof: FrameworkProfile, offload_gradients: bool, overlap_copies: bool) -> tuple[str, str]:
+    """(field, reason) when the plan turns on an offload option the framework's offload does not have, ("", "")
+    otherwise: ``training.offload_gradients`` needs torchao's CPUOffloadOptimizer (``single_gpu_offload_style``
+    torchao: torchtune), ``training.overlap_cpu_optimizer_copies`` Megatron-Core's HybridDeviceOptimizer (style
+    ``optimizer``). Refused elsewhere, offload or not; ignored without offload where the profile has it (both are
+    arguments of an optimizer that only an offloading run builds)."""
+    setting = prof.offload_setting or "no offload"
+    if offload_gradients and prof.single_gpu_offload_style != "torchao":
+        return "training.offload_gradients", (f"the {prof.id} profile has no torchao CPUOffloadOptimizer, whose "
+                                              f"offload_gradients this is ({setting})")
+    if overlap_copies and not (prof.offload_style == "optimizer" and prof.offload_targets):
+        return "training.overlap_cpu_optimizer_copies", (
+            f"the {prof.id} profile has no Megatron-Core HybridDeviceOptimizer, whose --overlap-cpu-optimizer-d2h-h2d "
+            f"this is ({setting})")
     return "", ""
 
 

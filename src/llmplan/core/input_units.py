@@ -26,7 +26,7 @@ _B = ("activations", "all_gradients", "buffers", "capacity", "driver_reserved", 
       "master_weights", "overhead", "per_block", "per_gpu", "pinned", "processes", "runtime_context",
       "score_matrix", "weights", "zero3_gather", "bytes", "bytes_per_grad", "bytes_per_param", "bytes_per_weight",
       "element_bytes", "kv_bytes_per_token", "text_bytes_per_token", "total", "per_node", "workers", "data",
-      "bytes_per_token")
+      "bytes_per_token", "largest_gradient", "backlog", "held_at_most")
 _S = ("attention", "bubble", "dequantisation", "gemm", "gradient_clipping", "kernel_gaps", "launch_overhead",
       "loss", "memory_bound", "checkpoint", "cold_start")
 _COUNT = ("batch", "blocks", "block_tokens", "cp", "d", "dp", "ep", "gpus", "gpus_on_node", "gpus_per_node",
@@ -41,7 +41,7 @@ _PARAMS = ("trainable", "trainable_params", "params", "params_on_gpu", "params_p
            "bucket_params")
 _SHARE = ("fragmentation", "gpu_share", "utilization", "fill_slot_share", "clock_share_held", "full_clock_share",
           "matmul_efficiency", "sustained_clock", "real_token_share", "mfu", "mfu_sat", "goodput", "cpu_load",
-          "pcie_load", "nvme_load", "storage_load", "offload_fraction")
+          "pcie_load", "nvme_load", "storage_load", "offload_fraction", "largest_tensor_share")
 
 NAMES: dict[str, str] = {
     **dict.fromkeys(_B, "B"), **dict.fromkeys(_S, "s"), **dict.fromkeys(_COUNT, "count"),

@@ -20,6 +20,7 @@ from llmplan.core.framework_profile import (
     QuantBase,
     deepspeed_stage,
     in_effect,
+    offload_option_refusal,
     offload_refusal,
     offload_view,
 )
@@ -88,6 +89,17 @@ class TrainingSettings(FrozenModel):
         "the GPU with its fused Adam (HybridDeviceOptimizer takes parameters in the optimizer's order until the "
         "share is reached). 1.0: all of them, as before; another value is a field error under a profile that "
         "offloads its whole optimizer")
+    offload_gradients: bool = Field(
+        False, description="torchao CPUOffloadOptimizer(offload_gradients=True) (torchtune's single-device recipes, "
+        "offload = cpu on one GPU at zero_stage 0): each gradient is freed on the GPU once its copy to the host "
+        "is done, so the GPU holds only the gradients PCIe has not drained yet. False: the class's default (no "
+        "torchtune config sets it; its docs' example turns it on). It cannot accumulate micro-batches; a field "
+        "error under a profile without CPUOffloadOptimizer")
+    overlap_cpu_optimizer_copies: bool = Field(
+        False, description="Megatron-Core --overlap-cpu-optimizer-d2h-h2d (with offload = cpu): one CPU optimizer "
+        "per parameter, the gradient copies to the host and the parameter copies back on their own streams, so "
+        "the copies overlap the CPU step parameter by parameter. False: Megatron's default (copy all, step, copy "
+        "back). A field error under another profile")
     distributed_optimizer: bool = Field(False, description="Megatron's distributed optimizer (≈ ZeRO-1)")
     shard_group: int = Field(
         0, ge=0, le=1_000_000,
@@ -326,6 +338,8 @@ def effective_training(tr: TrainingSettings, prof: FrameworkProfile) -> Training
         elif value and name not in prof.switches:
             raise ValueError(f"training.{name}: the {prof.id} profile does not support it")
     field, why = offload_refusal(prof, tr.offload, tr.offload_params, tr.zero_stage, tr.optimizer_offload_fraction)
+    if not field:
+        field, why = offload_option_refusal(prof, tr.offload_gradients, tr.overlap_cpu_optimizer_copies)
     if field:
         raise ValueError(f"{field}: {why}")
     if tr.method == "qlora" and tr.quant_base not in prof.quant_bases:

@@ -144,6 +144,16 @@ def inference_steps(doc: PlanDocument, cpu_only: bool) -> list[list[Step]]:
     return [g for g in groups if g]
 
 
+_FREED = ("Offload the optimizer states and gradients to CPU RAM and free each gradient on the GPU once copied "
+          "(torchao CPUOffloadOptimizer, offload_gradients)")
+_FREED_ALONE = "Free each gradient on the GPU once it is copied to CPU RAM (torchao offload_gradients)"
+
+
+def _one_micro_batch(tr) -> bool:
+    """Whether a one-GPU plan runs one micro-batch per step: torchao's offload_gradients cannot accumulate."""
+    return 0 < tr.global_batch <= tr.micro_batch
+
+
 def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
     tr = doc.training
     groups: list[list[Step]] = []
@@ -164,9 +174,14 @@ def training_steps(doc: PlanDocument, gpu_count: int) -> list[list[Step]]:
             one = offload_view(prof, "cpu", 0, 1)
             sets = ("training.offload=cpu",) + (("training.zero_stage=0",) if tr.zero_stage else ())
             offload = [Step("offload", sets, offload_words(one), 0.1, speed_penalty=True),
+                       *([Step("offload", (*sets, "training.offload_gradients=true"), _FREED, 0.11, speed_penalty=True)]
+                         if _one_micro_batch(tr) else []),
                        *(replace(s, base_distance=0.12) for s in offload)]
         if offload:
             groups.append(offload)
+    elif (tr.offload == "cpu" and not tr.offload_gradients and _one_micro_batch(tr) and gpu_count == 1
+          and tr.zero_stage == 0 and prof is not None and prof.single_gpu_offload_style == "torchao"):
+        groups.append([Step("offload_gradients", ("training.offload_gradients=true",), _FREED_ALONE, 0.05)])
     if tr.optimizer == "adamw":
         groups.append([Step("optimizer", ("training.optimizer=adam8bit",), "Use 8-bit Adam instead of AdamW", 0.1)])
     batches, b = [], tr.micro_batch

@@ -21,6 +21,7 @@ from llmplan.gui.backend import Outcome
 from llmplan.gui.bind import bound_check, bound_spin
 from llmplan.gui.ft_switches import plan_profile
 from llmplan.gui.gpu_grid import GpuGrid, crossing_groups
+from llmplan.gui.offload_copies import OffloadCopies
 from llmplan.gui.offload_share import OffloadShare
 from llmplan.gui.profile_choices import (
     ProfileChoices,
@@ -118,6 +119,8 @@ class LayoutEditor(QWidget):
         row3.addWidget(offload_weights, 1, 0, 1, 2)  # under Virtual stages: row 1 holds the "auto (…)" knobs whole
         self.offload_share = OffloadShare(state)  # Megatron-Core's --optimizer-offload-fraction (its own visibility)
         row3.addWidget(self.offload_share, 2, 0, 1, 2)
+        self.offload_copies = OffloadCopies(state)  # torchao offload_gradients, Megatron's overlapped copies
+        row3.addWidget(self.offload_copies, 3, 0, 1, 2)
         for row, (key, text, tip) in enumerate((
                 ("first_stage_layers", "First stage layers", "Layers on the first pipeline stage (it also holds "
                  "the embedding); automatic: the balanced split, one layer fewer at the ends when layers do not "

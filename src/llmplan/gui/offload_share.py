@@ -46,9 +46,14 @@ class OffloadShare(QWidget):
         below 1, so that it can be set back."""
         doc = doc or self.state.doc
         prof = plan_profile(self.state, fresh=True)
-        offload = doc.training.offload
-        if automatic(doc, "training.offload") and used_value(self.state, "training.offload") is not None:
-            offload = used_value(self.state, "training.offload")
+        offload = plan_offload(self.state, doc)
         splits = prof is not None and prof.offload_style == "optimizer" and bool(prof.offload_targets)
         self.setVisible(doc.workload != "inference" and (
             (splits and offload == "cpu") or doc.training.optimizer_offload_fraction < 1))
+
+
+def plan_offload(state: PlanState, doc) -> str:
+    """The plan's offload: as stated, or the value the latest result used while the plan leaves it automatic."""
+    if automatic(doc, "training.offload") and used_value(state, "training.offload") is not None:
+        return used_value(state, "training.offload")
+    return doc.training.offload

@@ -242,7 +242,7 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
     default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
     with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
-    from llmplan.core.framework_profile import SWITCH_NAMES, offload_refusal, zero_refusal
+    from llmplan.core.framework_profile import SWITCH_NAMES, offload_option_refusal, offload_refusal, zero_refusal
 
     tr = doc.training
     for name in SWITCH_NAMES:
@@ -261,6 +261,12 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
     if field == "training.optimizer_offload_fraction":
         return (f"{field}: {why}; profiles that offload a share: "
                 f"{', '.join(profiles_supporting('offload:fraction'))} (training.framework)")
+    if not field:
+        field, why = offload_option_refusal(prof, tr.offload_gradients, tr.overlap_cpu_optimizer_copies)
+        if field:
+            wanted = "offload:gradients" if field.endswith("gradients") else "offload:overlap"
+            return (f"{field}: {why}; profiles that have it: {', '.join(profiles_supporting(wanted)) or 'none'} "
+                    "(training.framework), or turn it off")
     if field == "training.zero_stage":  # the profile offloads; the plan's stage does not (its fix is in ``why``)
         return f"{field}: {why}"
     if field:

@@ -46,7 +46,7 @@ from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.memory import phase_memory
 from llmplan.core.training.ops import casts_weights, fsdp_cast_shard
 from llmplan.core.training.recompute_modules import named
-from llmplan.core.training.switches import host_transfer_time
+from llmplan.core.training.switches import host_transfer_time, largest_tensor
 from llmplan.core.workload import TrainingSettings
 
 
@@ -140,7 +140,8 @@ def evaluate(c: Columns, s: ModelShape, cluster: ClusterSpec, t: TrainingSetting
     t_dp = data_parallel_seconds(sm, c, s.spec, cluster, eff, t, prof, t_compute_mb, m)
 
     # the optimizer's pass or the offload path, with the gradient clipping before the step (0 on offload rows)
-    t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m, prof),
+    t_opt = np.where(c.offload == 1, offload_seconds(sm, c, t, cluster, eff, t_compute_mb, m, prof,
+                                                   largest_tensor(pb)),
                      optimizer_seconds(sm, zero, t, cluster, eff, prof)) + clip_seconds(sm, c, s.spec, t, prof, cluster, eff)
 
     step = m * slot + bubble + t_dp + t_opt

@@ -295,11 +295,13 @@ def clip_seconds(sm, c, m, t: TrainingSettings, prof: FrameworkProfile | None, c
 
 
 def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Efficiency, t_compute_mb: np.ndarray,
-                    accum: np.ndarray, prof: FrameworkProfile) -> np.ndarray:
+                    accum: np.ndarray, prof: FrameworkProfile, largest: float = 0.0) -> np.ndarray:
     """Exposed offload seconds per step of the rows that offload, as the estimate prices them: the engine's
     ``offload_time.offload_time`` on arrays, once per (ZeRO stage, recompute), with the worst-loaded stage's
     states and the estimate's windows (the step's compute, one micro-batch's backward), under the framework's
-    offload (``prof.offload_style``; on one GPU without ZeRO its one-GPU offload, ``framework_profile.offload_view``)."""
+    offload (``prof.offload_style``; on one GPU without ZeRO its one-GPU offload, ``framework_profile.offload_view``).
+    ``largest``: elements of the model's largest parameter tensor (a full fine-tune's; the estimate's fill and drain
+    of Megatron-Core's overlapped copies, split over each row's TP)."""
     out = np.zeros(len(c.tp))
     rows = np.nonzero(c.offload == 1)[0]
     if not len(rows):
@@ -324,7 +326,7 @@ def offload_seconds(sm, c, t: TrainingSettings, cluster: ClusterSpec, eff: Effic
         mb_s = t_compute_mb[idx]
         off = offload_time(SimpleNamespace(training=tr, cluster=cluster, efficiency=eff, framework=view),
                            SimpleNamespace(gpus=gpus, accumulation=accum[idx]), st, sm.trainable[idx], share,
-                           accum[idx] * mb_s, mb_s * bwd)
+                           accum[idx] * mb_s, mb_s * bwd, largest / c.tp[idx] if full else 0.0)
         out[idx] = off.exposed_s
     return out
 

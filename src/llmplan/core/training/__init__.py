@@ -20,7 +20,7 @@ from llmplan.core.training.layout import Layout, resolve
 from llmplan.core.training.lora import adapter_params
 from llmplan.core.training.offload_time import offload_time
 from llmplan.core.training.recompute_modules import named
-from llmplan.core.training.switches import host_transfer_time
+from llmplan.core.training.switches import host_transfer_time, largest_tensor
 from llmplan.core.training.timing import compute_times, report
 from llmplan.core.workload import Scenario
 from llmplan.errors import InputError
@@ -65,7 +65,10 @@ def estimate_training(sc: Scenario) -> Estimate:
                         moe_on_gpu, win)
     exposed_dp = sum(c.exposed_s.value for c in colls if c.group == "dp")
     exposed_inner = sum(c.exposed_s.value for c in colls if c.group != "dp")
-    off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, per_mb * bwd_share)
+    if tr.offload_gradients and tr.offload != "none":
+        _check_offload_gradients(sc, lay.accumulation)
+    off = offload_time(sc, lay, st, sm.trainable, expert_share if full else 0.0, ct.total, per_mb * bwd_share,
+                       largest_tensor(pb) / lay.tp if full else 0.0)
     host_s, moved_s = 0.0, 0.0
     if sm.host_activations or sm.paged_host:
         pcie = 0.0 if cl.gpu.unified_memory else cl.gpu.pcie_bandwidth * eff.pcie
@@ -89,6 +92,21 @@ def estimate_training(sc: Scenario) -> Estimate:
         warnings.append("offload_params needs zero_stage 3; parameters stay on the GPU")
     return Estimate(params=pb, memory=mem, compute=comp, communication=comm, inference=None,
                     bottleneck=judge(mem, comp, comm, tr.recompute), warnings=tuple(warnings))
+
+
+def _check_offload_gradients(sc: Scenario, accumulation: int) -> None:
+    """torchao's ``offload_gradients`` exists where its CPUOffloadOptimizer runs (torchtune's single-device recipes:
+    one GPU, ZeRO-0) and cannot accumulate (``grad_offload`` module doc); the plan layer has refused it under a
+    profile without that optimizer."""
+    if sc.framework.offload_style != "torchao":
+        raise InputError(f"training.offload_gradients: torchao's CPUOffloadOptimizer runs in the {sc.framework.id} "
+                         "profile's single-device recipes only (one GPU, training.zero_stage 0); this plan offloads "
+                         f"with {sc.framework.offload_setting or 'another offload'}, which has no such option: "
+                         "turn it off, or plan one GPU at ZeRO-0")
+    if accumulation > 1:
+        raise InputError(f"training.offload_gradients frees each gradient once it is copied to the host, so it "
+                         f"cannot accumulate {accumulation} micro-batches (torchao: \"Not compatible with gradient "
+                         "accumulation\"): set training.global_batch to micro_batch × dp or turn it off")
 
 
 def _comm_report(colls: tuple, step: float, compute: float) -> CommunicationReport:

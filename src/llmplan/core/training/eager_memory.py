@@ -158,8 +158,9 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
                backward_buffers: float = 0.0, step_buffers: float = 0.0,
                gathered: dict[str, float] | None = None) -> EagerPeak:
     """The transient bytes at the step's peak on a GPU holding ``layers`` blocks (and the head when
-    ``head`` is given): what the states leave out (module doc). ``largest_grad``: bytes of the largest
-    gradient tensor (optimizer-in-backward holds no more at once). ``backward_buffers``: bytes the framework
+    ``head`` is given): what the states leave out (module doc). ``largest_grad``: the most gradient bytes alive at
+    once where each gradient leaves as it is made, 0 where all stay: optimizer-in-backward's largest tensor, torchao
+    ``offload_gradients``' not-yet-copied bound (``grad_offload.drained``). ``backward_buffers``: bytes the framework
     holds through the loss's and the blocks' backward, ``step_buffers`` at the optimizer step (DeepSpeed's
     gradient buckets and step copies, ``deepspeed_zero``). ``gathered``: ZeRO-3's gathered weights alive in each
     phase (the caller's ``memory._gathered_blocks``; ``deepspeed_zero.gathered_by_phase`` under DeepSpeed)."""
@@ -169,8 +170,8 @@ def eager_peak(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkP
     persistent_grads = not prof.grads_freed_after_step or lay.accumulation > 1
     held = st.gradients if persistent_grads else 0.0  # accumulated over the micro-batches: alive in every phase
     grads_all = st.gradients  # at the end of the backward
-    if tr.optimizer_in_backward:  # (it refuses accumulation, so nothing is held between micro-batches)
-        grads_all = min(largest_grad, st.gradients)
+    if largest_grad:  # optimizer-in-backward or torchao's offload_gradients: no accumulation, nothing held between
+        grads_all = min(largest_grad, st.gradients)  # micro-batches, only what has not left yet
     per_block = x * h * T if tr.recompute == "full" else ops.saved  # each block's input, or all it saves
     working = ops.saved if tr.recompute == "full" else 0.0  # the block being recomputed
     working += block_backward_transient(m, lay, tr, prof, x)

@@ -31,6 +31,7 @@ from llmplan.core.training.eager_memory import (
     loss_bytes_per_logit,
     prefetched_gather,
 )
+from llmplan.core.training.grad_offload import EVEN_RATE, DrainedGradients, backward_seconds, drained
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import (
     adapter_params,
@@ -69,6 +70,7 @@ class StageMemory:
     paged: float = 0.0  # paged optimizer: all its states (outside PyTorch's allocator, not in the total)
     gather_reserve: float = 0.0  # ZeRO-3/FSDP side-stream gathers: reserved beyond allocated (in ``overhead``)
     gather_unit: float = 0.0  # the gathered block's bytes that reserve is counted in
+    grad_drain: DrainedGradients | None = None  # torchao's offload_gradients: the bound on the GPU's gradients
 
     @property
     def total(self) -> float:
@@ -164,6 +166,11 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
     ops = _layer_ops(m, OpShape.of(lay, tr, prof), tr, prof)
     head = head_ops(m, pb, lay, tr, prof, ops.residual_bytes) if stage in ("last", "only") else None
     largest = largest_tensor(pb) * st.grad_bytes if tr.optimizer_in_backward else 0.0
+    drain = None
+    if tr.offload_gradients and prof.offload_style == "torchao" and lay.accumulation == 1:  # (more is refused)
+        pcie = 0.0 if sc.cluster.gpu.unified_memory else sc.cluster.gpu.pcie_bandwidth * sc.efficiency.pcie
+        drain = drained(st.gradients, _largest_trainable(m, pb, tr) * st.grad_bytes, pcie, backward_seconds(sc, lay, pb))
+        largest = drain.held
     zs = sc.deepspeed_stage  # DeepSpeed's buffers (``deepspeed_zero``), where DeepSpeed runs the step
     on_gpu = trainable / st.shard_dense
     piece = ds.largest_gradient_piece(_largest_trainable(m, pb, tr), on_gpu, st.shard_dense, zs)
@@ -195,7 +202,7 @@ def _eager_stage(sc: Scenario, pb: ParamBreakdown, lay: Layout, index: int, stag
         paged_host = min(paged, max(0.0, paged - (sc.cluster.gpu.usable_memory_bytes - allocated - overhead)))
     return StageMemory(index, layers, sp, trainable, st, pk.activations, ops.saved, 1.0,
                        pk.activations - pk.blocks, buffers, overhead, pk.gradients, pk.phase,
-                       pk.offloaded, paged_host, paged, held, unit)
+                       pk.offloaded, paged_host, paged, held, unit, drain)
 
 
 def fused_gather_reserve(prof: FrameworkProfile, tr, st: StateBytes, largest_layer):
@@ -438,7 +445,13 @@ def breakdown(sc: Scenario, lay: Layout, sm: StageMemory) -> MemoryBreakdown:
                    {"fp8": "transformer-engine", "qlora": "qlora"}.get(
                        "qlora" if tr.method == "qlora" else tr.precision, zsrc),
                    (("fp8: a bf16 weight plus a cached fp8 copy for the GEMMs",) if tr.precision == "fp8" else ()) + kbit)
-    if sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
+    if sm.grad_drain is not None:  # torchao's offload_gradients: freed once copied to the host
+        dr = sm.grad_drain
+        g = Figure.own(sm.gradients, "B", "gradients not yet copied to the host at the peak phase, at most "
+                       "min(all gradients, 2 × largest gradient + max(0, all gradients − PCIe × backward)) "
+                       f"({EVEN_RATE})", {"phase": sm.phase, **dr.inputs(), "held_at_most": dr.held},
+                       "torchao-offload")
+    elif sm.phase:  # eager profile: gradients exist from the backward on and are freed after each step
         g = (Figure.own(sm.gradients, "B", "gradients allocated at the peak phase (freed after every step)",
                         {"phase": sm.phase, "all_gradients": st.gradients, "bytes_per_grad": st.grad_bytes,
                          "framework": prof.name}, "hf-eager")

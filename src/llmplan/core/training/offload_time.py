@@ -33,7 +33,8 @@ PCIe switches shared by two GPUs, and the host memory traffic of the PCIe copies
 
 Megatron-Core's ``--optimizer-cpu-offload`` (``HybridDeviceOptimizer.step``, NVIDIA/Megatron-LM
 megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py at d98e8a6) runs, without
-``--overlap-cpu-optimizer-d2h-h2d`` (off by default, not modelled), on the compute stream: the offloaded share F
+``--overlap-cpu-optimizer-d2h-h2d`` (off by default; with it the copies and the CPU step are pipelined per parameter,
+``grad_offload``), on the compute stream: the offloaded share F
 of the fp32 main gradients is copied into pinned fp32 host buffers (4 B each); the GPU's fused Adam over the other
 1 - F is queued behind the copies while the host waits for them and runs torch AdamW (``fused=True``) on the
 fp32 copies, so the two steps overlap; the fp32 results then go back (a non-blocking copy into the 16-bit
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 
 from llmplan.core.bytes_per_param import FP32_COPY_BYTES
 from llmplan.core.explain import Figure
+from llmplan.core.training.grad_offload import pipelined
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.optimizer_kernel import optimizer_rate, optimizer_time
 from llmplan.core.training.states import StateBytes, grads_offloaded
@@ -86,17 +88,28 @@ class OffloadTime:
     gpu_step_s: float = 0.0  # the GPU optimizer over the share kept there (Megatron's offload fraction < 1)
     fraction: float = 1.0  # share of this GPU's optimizer parameters stepped on the host
     param_copy_hidden_s: float = 0.0  # the part of param_copy_s that runs during the CPU step (torchao)
+    overlapped: bool = False  # Megatron-Core --overlap-cpu-optimizer-d2h-h2d: copies and CPU step pipelined
+    largest_share: float = 0.0  # the largest tensor's share of the offloaded parameters (the pipeline's fill)
+
+    @property
+    def copies_and_step_s(self) -> float:
+        """Gradient copies, CPU (and GPU) optimizer step and copies back: one after the other, or pipelined
+        parameter by parameter (``grad_offload.pipelined``)."""
+        if self.overlapped:
+            return pipelined(self.grad_copy_s, self.cpu_s, self.param_copy_s, self.gpu_step_s, self.largest_share)
+        return (self.grad_exposed_s + _larger(self.cpu_s, self.gpu_step_s) + self.param_copy_s
+                - self.param_copy_hidden_s)
 
     @property
     def exposed_s(self) -> float:
-        return (self.grad_exposed_s + _larger(self.cpu_s, self.gpu_step_s) + self.nvme_s + self.param_copy_s
-                - self.param_copy_hidden_s + self.fetch_exposed_s)
+        return self.copies_and_step_s + self.nvme_s + self.fetch_exposed_s
 
     @property
     def limit(self) -> str:
         """What the exposed time is mostly spent on: the host CPU's memory bus, PCIe or NVMe."""
-        parts = {"host CPU": self.cpu_s, "PCIe": self.grad_exposed_s + self.param_copy_s - self.param_copy_hidden_s
-                 + self.fetch_exposed_s,
+        pcie = (_larger(self.grad_copy_s, self.param_copy_s) if self.overlapped  # both directions at once
+                else self.grad_exposed_s + self.param_copy_s - self.param_copy_hidden_s)
+        parts = {"host CPU": self.cpu_s, "PCIe": pcie + self.fetch_exposed_s,
                  "NVMe": self.nvme_s}
         return max(LIMITS, key=lambda k: parts[k])
 
@@ -107,7 +120,9 @@ class OffloadTime:
                    "gradient B] × params per GPU × GPUs per node / "
                    "(host bandwidth × efficiency.host_memory_bandwidth) + NVMe read + write of the states + "
                    "16-bit parameters back over PCIe (× efficiency.pcie; torchao: beyond the CPU step they overlap) + "
-                   "parameter fetches beyond the compute")
+                   "parameter fetches beyond the compute; Megatron-Core with --overlap-cpu-optimizer-d2h-h2d: the "
+                   "copies and the CPU step pipelined per parameter, max(D2H + q·(CPU + H2D), q·D2H + CPU + q·H2D, "
+                   "q·(D2H + CPU) + H2D, GPU step + H2D), q the largest tensor's share")
         inputs = {"cpu_step_s": self.cpu_s, "grad_copy_s": self.grad_copy_s, "grad_exposed_s": self.grad_exposed_s,
                   "param_copy_s": self.param_copy_s, "param_fetch_s": self.fetch_s,
                   "param_fetch_exposed_s": self.fetch_exposed_s, "nvme_s": self.nvme_s,
@@ -115,7 +130,11 @@ class OffloadTime:
                   "gpus_on_node": self.gpus_on_node, "host_bandwidth": self.host_bandwidth,
                   "pcie_bandwidth": self.pcie_bandwidth, "limit": self.limit, "gpu_step_s": self.gpu_step_s,
                   "offload_fraction": self.fraction, "param_copy_hidden_s": self.param_copy_hidden_s}
-        return Figure.of(self.exposed_s, "s", formula, inputs, "zero-offload", self.notes)
+        if self.overlapped:
+            inputs.update(overlap_cpu_optimizer_copies=True, largest_tensor_share=self.largest_share,
+                          copies_and_step_s=self.copies_and_step_s)
+        return Figure.of(self.exposed_s, "s", formula, inputs,
+                         "megatron-hybrid-offload" if self.overlapped else "zero-offload", self.notes)
 
 
 NONE = OffloadTime(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
@@ -162,14 +181,16 @@ def params_updated_per_gpu(sc: Scenario, st: StateBytes, trainable: float, exper
 
 
 def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, expert_share: float,
-                 compute_s: float, backward_per_mb_s: float) -> OffloadTime:
+                 compute_s: float, backward_per_mb_s: float, largest_tensor: float = 0.0) -> OffloadTime:
     """The offload path's time per optimizer step (module doc); ``NONE`` without offload.
 
     ``compute_s`` is one GPU's compute time per step, ``backward_per_mb_s`` one micro-batch's
     backward (the window the gradient copy hides behind). The per-layout figures (``lay.gpus``,
     ``lay.accumulation``, ``st``'s bytes, ``trainable``, ``expert_share`` and the two times) may be NumPy
     arrays of candidate layouts of one ZeRO stage and recompute setting: the search's quick model prices
-    offload with this function (``search.quick._offload``).
+    offload with this function (``search.quick._offload``). ``largest_tensor``: elements of the model's largest
+    parameter tensor on this GPU before ZeRO sharding (its TP share), the pipeline's fill and drain under
+    Megatron-Core's overlapped copies (``grad_offload``).
     """
     tr, cl, eff = sc.training, sc.cluster, sc.efficiency
     if tr.offload == "none":
@@ -226,8 +247,14 @@ def offload_time(sc: Scenario, lay: Layout, st: StateBytes, trainable: float, ex
                          "choose system.offload_storage")
     gpu_step = gpu_share_step(sc, st, owned * (1 - fraction)) if hybrid and fraction < 1 else 0.0
     hidden = _smaller(param_back, cpu) if torchao else 0.0  # each parameter's copy back behind the next one's step
+    overlapped = hybrid and tr.overlap_cpu_optimizer_copies
+    share = 0.0
+    if overlapped:  # the largest tensor's even share of this rank (its ZeRO shard), of the offloaded parameters
+        mine = largest_tensor / st.shard_dense if (tr.zero_stage >= 1 or tr.distributed_optimizer) else largest_tensor
+        share = _smaller(1.0, mine / _larger(n, 1.0))
     return OffloadTime(cpu, copies * grad_one, grad_exposed, param_back, fetch, _larger(0.0, fetch - compute_s), nvme,
-                       per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes), gpu_step, fraction, hidden)
+                       per_param, n, gpus_on_node, host_bw, pcie_bw, tuple(notes), gpu_step, fraction, hidden,
+                       overlapped, share)
 
 
 def gpu_share_step(sc: Scenario, st: StateBytes, params: float) -> float:

@@ -158,9 +158,10 @@ def _torchao_offload(trainable: float, wb: float, optim: float, notes: list[str]
     its pinned gradient of the same dtype, and the base optimizer's states on the host (torch AdamW's
     ``zeros_like(param)``: 2 × 2 B in pure bf16, the "4x model size" of torchtune's memory-optimisation docs); no
     master copy anywhere, so the GPU keeps its parameters and no optimizer state. Its gradients stay on the GPU
-    until ``zero_grad`` (``offload_gradients=False``, the class's default); torchtune's docs show
-    ``offload_gradients: True``, which frees each once copied as far as PCIe keeps up with the backward: not
-    modelled (an upper bound there). Parameters under 4,096 elements
+    until ``zero_grad`` (``offload_gradients=False``, the class's default); with ``training.offload_gradients``
+    (torchtune's docs show ``offload_gradients: True``) each is freed once copied, as far as PCIe keeps up with the
+    backward: the phase-by-phase peak bounds what is left (``grad_offload``), these bytes stay all of them.
+    Parameters under 4,096 elements
     (``minimal_size``: norm weights of models narrower than 4,096) stay on the GPU with a GPU optimizer: not
     counted (under 0.01% of the parameters). (host bytes, master and optimizer bytes left on the GPU)"""
     notes.append("optimizer states, a copy of each parameter and its gradient in pinned CPU RAM (torchao "
@@ -176,7 +177,7 @@ def grads_offloaded(stage: int, prof: FrameworkProfile) -> bool:
     path, FSDP2 ``foreach_reduce`` with its CPUOffloadPolicy), never Megatron-Core's HybridDeviceOptimizer (its
     gradient buffer stays on the GPU and is copied to pinned CPU buffers in ``step()``). torchao's CPUOffloadOptimizer
     copies each gradient to its pinned host buffer from a post-accumulate-grad hook, per micro-batch behind the
-    backward (``offload_time``); its GPU gradients stay as well unless ``offload_gradients`` (``_torchao_offload``)."""
+    backward (``offload_time``); its GPU gradients stay as well unless ``offload_gradients`` (``grad_offload``)."""
     if prof.offload_style == "optimizer":
         return False
     return prof.offload_style in ("fsdp", "torchao") or stage >= 2
