@@ -242,7 +242,12 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
     default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
     with ``layout``, a parallel dimension it lacks."""
     from llmplan.catalog.frameworks import profiles_supporting
-    from llmplan.core.framework_profile import SWITCH_NAMES, offload_option_refusal, offload_refusal, zero_refusal
+    from llmplan.core.framework_profile import (
+        SWITCH_NAMES,
+        offload_option_refusal,
+        offload_refusal,
+        zero_refusal,
+    )
 
     tr = doc.training
     for name in SWITCH_NAMES:
