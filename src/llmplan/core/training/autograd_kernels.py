@@ -13,9 +13,10 @@ rate). Nothing here is set from a profiled step.
   MLP); the attention norm's output feeds every separate q/k/v projection (3 in Hugging Face and torchtitan code, 1
   where the framework fuses them: ``FrameworkProfile.fused_projections``), the MLP norm's output gate and up (or
   the router and the experts' dispatch, and shared experts); a LoRA adapter reads its module's input too (PEFT
-  ``lora.Linear.forward``: ``result = self.base_layer(x)`` and ``lora_A(dropout(x))``). Not under torch.compile,
-  whose backward graph adds them inside its fused kernels, and not for the projections of unsloth's fused LoRA
-  kernels (``LoRA_QKV``/``LoRA_MLP`` accumulate dX in their own GEMMs).
+  ``lora.Linear.forward``: ``result = self.base_layer(x)`` and ``lora_A(dropout(x))``). Not for the projections of
+  unsloth's fused LoRA kernels (``LoRA_QKV``/``LoRA_MLP`` accumulate dX in their own GEMMs). Under torch.compile
+  Inductor may fold a sum into the kernel that reads it; it is priced as the fused-kernel profiles price it, a
+  separate add (an upper bound: the fold saves the sum's write and re-read).
 - ``rotate_half`` (transformers ``modeling_llama.rotate_half``): ``x[..., :d/2]`` and ``x[..., d/2:]`` are slices
   whose backward (``slice_backward``, torch/csrc/autograd/FunctionsManual.cpp) writes a zero-filled full-width
   gradient and copies the half into it: two fills (1 write each) and two half copies (read and write) per rotated
@@ -82,15 +83,13 @@ def fork_sums(gemms, tr: TrainingSettings, prof: FrameworkProfile, x: float, y: 
     """The backward's gradient sums of one average block (module doc). ``widths``: (hidden size, attention output,
     MLP intermediate) on this GPU. The two residual forks add in the stream's dtype ``x`` (sharded 1/tp under
     sequence parallelism); where n separate projections read one input, n − 1 adds of its gradient: the norms'
-    outputs in the stream's dtype in eager code (16-bit in fused code), the attention output in 16 bits, the down
+    outputs in the stream's dtype in Hugging Face code (16-bit in Megatron's and torchtitan's), the attention output in 16 bits, the down
     projection's input in the projections' dtype ``y``. The experts' share of an MoE model is taken as one layer's
     dispatch (balanced routing)."""
-    if tr.torch_compile:
-        return []
     h, q, inter = widths
     adds = [(2.0, x * h / rep)]
     if prof.kernels != "triton":
-        z = x if prof.kernels == "eager" else 2.0
+        z = x if transformers_modules_eager(prof) else 2.0
         for (names, prefixes), width, dt in zip(_INPUTS, (h, h, q, inter), (z, z, 2.0, y), strict=True):
             n = _consumers(gemms, names, prefixes)
             if n > 1:
