@@ -11,8 +11,8 @@ HBM bandwidth × ``efficiency.elementwise`` and at least its kernels' floor
 Where the work sits (docs/training.md, "Pipeline stages: the head on the last"): the output head
 and the loss run on the last pipeline stage, the embedding on the first, as Megatron-LM,
 DeepSpeed's PipelineModule and torchtitan place them. A stage's time per micro-batch is its
-blocks' time, plus the head and loss on the last stage (the embedding lookup is not priced: no
-stage is charged for it with pp > 1; with one stage its lookup and dense backward are, ``embedding_time``).
+blocks' time, plus the head and loss on the last stage; the embedding's lookup and dense backward are
+priced only where one stage holds the whole model (pp = 1, ``embedding_time``), not on a pipeline's first stage.
 
 Pipeline pace (Narayanan et al. 2021 §2.2, 1F1B): every micro-batch waits for the slowest stage,
 so the steady state is m of its time slots; the fill and drain are the other p-1 stages' slots,
