@@ -102,8 +102,9 @@ def test_the_sizes_between_are_pinned_where_they_fall():
 def test_the_kinds_are_what_the_ops_do():
     """Eager Hugging Face code under AMP (fp32 weights and residual stream): the RMSNorm composite at its own
     measured rate; residual adds and act(gate)·up pointwise; autocast's casts of each linear's fp32 input to bf16
-    pointwise forward, their gradients' casts back up two thirds of the backward's bytes; the logits' .float() a
-    bf16 -> fp32 cast. Fused kernels (Megatron-Core): norms at the copy rate (a row reduction, no measured kind),
+    pointwise forward, their gradients' casts back up all of the backward's bytes (two thirds before ops34, when the
+    fp32 sum of those gradients was counted in the same op; it is autograd's fork sum now); the logits' .float() a
+    bf16 -> fp32 cast; the fp32-stream rotary's bf16 × fp32 muls (12 of its 30 B) on the casting path. Fused kernels (Megatron-Core): norms at the copy rate (a row reduction, no measured kind),
     the SwiGLU, rotary and residual adds pointwise."""
     from llmplan.core.params import count_params
     from llmplan.core.training.ops import head_ops, layer_ops
@@ -116,7 +117,11 @@ def test_the_kinds_are_what_the_ops_do():
     assert kinds["RMSNorm (fp32 upcast, 6-8 kernels)"] == (kr.EW_NORM, 0.0, 0.0)
     assert kinds["residual adds"] == (kr.EW_POINTWISE, 0.0, 0.0)
     assert kinds["act(gate)·up"] == (kr.EW_POINTWISE, 0.0, 0.0)
-    assert kinds["autocast input casts"] == (kr.EW_POINTWISE, 0.0, pytest.approx(2 / 3))
+    assert kinds["autocast input casts"] == (kr.EW_POINTWISE, 0.0, 1.0)
+    assert kinds["rotary (rotate_half) in fp32: cos, sin in the stream's dtype"] == (kr.EW_POINTWISE,
+                                                                                    pytest.approx(0.4), 0.0)
+    assert kinds["gradient sums at forks (autograd)"] == (kr.EW_POINTWISE, 0.0, 0.0)
+    assert kinds["rotate_half slice gradients: zero fills and copies"][0] == kr.EW_COPY
     assert kinds["attention output transpose"][0] == kr.EW_COPY
     head = head_ops(sc.model, pb, shape, sc.training, sc.framework, ops.residual_bytes)  # type: ignore[arg-type]
     (up,) = [e for e in head.elementwise if e.name == "logits .float() upcast"]

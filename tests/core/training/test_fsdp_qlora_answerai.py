@@ -49,7 +49,10 @@ Results (2026-11-27; reserved memory 2026-11-28), llmplan ÷ published − 1:
   the clock30 time model, GEMMs at the 4090's measured rate at full clock and the clock set by the step's
   compute-bound share; before it 11.3%, −24% … +9%: each 7B row 3-5 points faster, the 24,576-token Mistral
   row +9.1% → +13.3%, the 70B row unchanged at +1.9%: its GEMMs 1.0 s faster per 16.9 s step, its hidden
-  FSDP gathers now 1.0 s slower, 0.189 s per hidden second, ``comms.OVERLAP_SLOWDOWN``). The 3090 rows' speed
+  FSDP gathers now 1.0 s slower, 0.189 s per hidden second, ``comms.OVERLAP_SLOWDOWN``). ops34 (the kernels
+  outside the modules: autograd's gradient sums, LoRA adapters' readers among them, rotate_half's slice fills;
+  docs/training.md) took 1-3.5 points off each row: median 11.1%, −21.7% … +9.8% (the 24,576-token Mistral row
+  +13.3% → +9.8%). The 3090 rows' speed
   is not used (the file blames the older motherboard's PCIe lanes, which it does not state).
 
 Found and fixed from code on the way: FSDP1 does not reshard its root unit after the forward (torch
@@ -100,17 +103,17 @@ MEMORY = {
 }
 ALLOCATED = {"7b-lora-bs1-512": 8.28, "7b-lora-bs1-2048": 9.16}  # the LoRA rows' note
 # 4090 case study: (model, method, batch, context, sharding, seconds for 1,024 samples, error recorded 2026-11-28
-# after clock30; pinned ± 3 points by off_record)
+# after ops34; pinned ± 3 points by off_record)
 SPEED = {
-    "7b-lora-ddp-bs4": (L7, "lora", 4, 2048, DDP, 437, -0.197),
-    "7b-lora-bs6": (L7, "lora", 6, 2048, SHARD, 481, -0.128),
-    "7b-lora-offload-bs10": (L7, "lora", 10, 2048, OFFLOAD, 482, -0.120),
-    "7b-qlora-ddp-bs8": (L7, "qlora", 8, 2048, DDP, 450, -0.095),
-    "7b-qlora-bs10": (L7, "qlora", 10, 2048, SHARD, 466, -0.071),
-    "7b-qlora-offload-bs12": (L7, "qlora", 12, 2048, OFFLOAD, 464, -0.072),
-    "70b-qlora-offload-bs2": (L70, "qlora", 2, 2048, OFFLOAD, 4399, 0.019),
-    "mistral-qlora-offload-bs12": (M7, "qlora", 12, 2048, OFFLOAD, 483, -0.074),
-    "mistral-qlora-offload-24k": (M7, "qlora", 1, 24_576, OFFLOAD, 7809, 0.133),
+    "7b-lora-ddp-bs4": (L7, "lora", 4, 2048, DDP, 437, -0.217),
+    "7b-lora-bs6": (L7, "lora", 6, 2048, SHARD, 481, -0.149),
+    "7b-lora-offload-bs10": (L7, "lora", 10, 2048, OFFLOAD, 482, -0.14),
+    "7b-qlora-ddp-bs8": (L7, "qlora", 8, 2048, DDP, 450, -0.111),
+    "7b-qlora-bs10": (L7, "qlora", 10, 2048, SHARD, 466, -0.087),
+    "7b-qlora-offload-bs12": (L7, "qlora", 12, 2048, OFFLOAD, 464, -0.088),
+    "70b-qlora-offload-bs2": (L70, "qlora", 2, 2048, OFFLOAD, 4399, 0.009),
+    "mistral-qlora-offload-bs12": (M7, "qlora", 12, 2048, OFFLOAD, 483, -0.09),
+    "mistral-qlora-offload-24k": (M7, "qlora", 1, 24_576, OFFLOAD, 7809, 0.098),
 }
 
 

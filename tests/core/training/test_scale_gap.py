@@ -123,14 +123,15 @@ def test_megascale_fixed_batch_rows_lose_more_as_gpus_grow():
     assert grow("megascale", 3072, 12288) == pytest.approx(0.006, abs=TOL)
 
 
-# row: (compute deficit), recorded 2026-11-28 after clock30
+# row: (compute deficit), recorded 2026-11-28 after ops34's kernels outside the modules (after clock30: 0.423, 0.306,
+# 0.121, 0.163, 0.064, 0.120)
 DEFICITS = {
-    ("mcore", "1.7B", 48): 0.423,
-    ("mcore", "7.1B", 96): 0.306,
-    ("dgxc", "nemotron4-15b", 16): 0.121,
-    ("dgxc", "gpt3-175b", 128): 0.163,
-    ("dgxc", "llama3.1-8b", 8): 0.064,
-    ("dgxc", "llama3.1-70b", 64): 0.120,
+    ("mcore", "1.7B", 48): 0.413,
+    ("mcore", "7.1B", 96): 0.300,
+    ("dgxc", "nemotron4-15b", 16): 0.116,
+    ("dgxc", "gpt3-175b", 128): 0.162,
+    ("dgxc", "llama3.1-8b", 8): 0.061,
+    ("dgxc", "llama3.1-70b", 64): 0.119,
 }
 
 
@@ -173,18 +174,18 @@ def _serial_dp(scenario):
     return estimate(scenario.model_copy(update={"framework_profile": prof, "training": tr}))
 
 
-# row: error with the DP traffic serialised (published / ours - 1), recorded 2026-11-28 after clock30; the rows'
-# errors as charged today are pinned in their own modules (1.7B +32.4%, 7.1B +25.8%, 16B +0.7%, Nemotron-4 15B
-# +10.5% / +11.4%, GPT-3 175B +14.9%, Llama 3.1 8B +5.8%, Llama 3.1 70B +10.9%)
+# row: error with the DP traffic serialised (published / ours - 1), recorded 2026-11-28 after ops34 (after clock30:
+# 0.206, 0.069, -0.128, 0.042, 0.020, 0.129, 0.051, 0.101); the rows' errors as charged today are pinned in their
+# own modules (1.7B +31.3%, 7.1B +25.2%)
 SERIAL_DP = {
-    ("mcore", "1.7B", 48): 0.206,
-    ("mcore", "7.1B", 96): 0.069,
-    ("mcore", "16B", 192): -0.128,
-    ("dgxc", "nemotron4-15b", 16): 0.042,
-    ("dgxc", "nemotron4-15b", 2048): 0.020,
-    ("dgxc", "gpt3-175b", 128): 0.129,
-    ("dgxc", "llama3.1-8b", 8): 0.051,
-    ("dgxc", "llama3.1-70b", 64): 0.101,
+    ("mcore", "1.7B", 48): 0.197,
+    ("mcore", "7.1B", 96): 0.064,
+    ("mcore", "16B", 192): -0.130,
+    ("dgxc", "nemotron4-15b", 16): 0.038,
+    ("dgxc", "nemotron4-15b", 2048): 0.018,
+    ("dgxc", "gpt3-175b", 128): 0.127,
+    ("dgxc", "llama3.1-8b", 8): 0.048,
+    ("dgxc", "llama3.1-70b", 64): 0.099,
 }
 
 
@@ -207,11 +208,12 @@ def test_serialised_dp_overshoots_nemotrons_growth():
     assert _step("nemotron4-15b", 2048) / _step("nemotron4-15b", 16) - 1 == pytest.approx(0.019, abs=TOL)
 
 
-@pytest.mark.parametrize("label, share, want", [("1.7B", 0.032 + 0.014, 0.249), ("7.1B", 0.045 + 0.014, 0.171)])
+@pytest.mark.parametrize("label, share, want", [("1.7B", 0.032 + 0.014, 0.238), ("7.1B", 0.045 + 0.014, 0.165)])
 def test_the_bounded_kernel_terms_leave_most_of_the_compute_only_gap(label, share, want):
     """The price audit's bounds (docs/training.md, "Auditing the per-operation prices"): the fp32 ``main_grad``
     epilogue at most 3.2% (1.7B) and 4.5% (7.1B) of the measured step, per-kernel queueing at most 1.4%. Added to
-    our step in full, the rows still read +24.9% and +17.1%."""
+    our step in full, the rows still read +23.8% and +16.5% (+24.9% and +17.1% before ops34 added the kernels outside
+    the modules)."""
     ours = mcore._estimate(label).compute.step_time_s.value
     published_step = ours * (1 + mcore.error(label))
     assert published_step / (ours + share * published_step) - 1 == pytest.approx(want, abs=TOL)

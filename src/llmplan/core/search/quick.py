@@ -182,7 +182,7 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
     shard = np.where(gathered & casts, np.minimum(t.shard_group, d) if t.shard_group else d, 0)
     keys = np.stack([c.tp, c.cp, c.ep, c.mb, c.recompute, zero, shard], axis=1)
     first, inverse = distinct_rows(keys)
-    per_key = np.zeros((len(first), 5))  # layer GPU, layer host, head GPU, head host, recomputed
+    per_key = np.zeros((len(first), 7))  # layer GPU, layer host, head GPU, head host, recomputed, embedding GPU, host
     for k, (tp, cp, ep, mb, rc, z, n) in enumerate(keys[first].tolist()):
         prof = in_effect(base, int(z))
         kv_rep = m.mla is None and tp > 1 and m.num_kv_heads % tp != 0
@@ -191,9 +191,12 @@ def _op_times(m, t: TrainingSettings, prof: FrameworkProfile | None, cluster: Cl
                                bool(kv_rep), fsdp_cast_shard(tr, prof, int(n)))
         fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
         layer = fwd + rest
+        emb = timing.embedding_time(m, shape, tr, prof, r)
         per_key[k] = (layer.gpu, layer.host(prof), head.gpu, head.host(prof),
-                      _recomputed(m, shape, tr, prof, r, fwd, rest, int(rc)))
-    layer_gpu, layer_host, head_gpu, head_host, rec = (per_key[inverse, i] for i in range(5))
+                      _recomputed(m, shape, tr, prof, r, fwd, rest, int(rc)), emb.gpu, emb.host(prof))
+    layer_gpu, layer_host, head_gpu, head_host, rec, emb_gpu, emb_host = (per_key[inverse, i] for i in range(7))
+    one = c.pp == 1  # the embedding with the head where one stage holds the whole model (timing._micro_batch)
+    head_gpu, head_host = head_gpu + np.where(one, emb_gpu, 0.0), head_host + np.where(one, emb_host, 0.0)
     last, before = (x.astype(np.float64) for x in last_stage_layers(m.num_layers, c.pp, c.vp))
     last_gpu, other_gpu = last * layer_gpu + head_gpu, before * layer_gpu
     on_last = (c.pp == 1) | (last_gpu >= other_gpu)

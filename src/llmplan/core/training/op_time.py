@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 
 from llmplan.core.framework_profile import FrameworkProfile
 from llmplan.core.training import kernel_rates as kr
-from llmplan.core.training.ops import BACKWARD_FACTOR, Elementwise, Gemm, HeadOps, LayerOps
+from llmplan.core.training.elementwise import BACKWARD_FACTOR, Elementwise
+from llmplan.core.training.ops import Gemm, HeadOps, LayerOps
 from llmplan.core.training.selective_op import recomputed_gemms
 
 
@@ -96,7 +97,7 @@ class Rates:
 def ew_forward(elementwise: tuple[Elementwise, ...], r: Rates) -> float:
     """Seconds of the elementwise ops' forward kernels, each at its kind's rate and floor."""
     pw = r.ew
-    return sum(kr.elementwise_time(e.bytes, e.kernels, e.kind, pw, e.upcast) for e in elementwise)
+    return sum(kr.elementwise_time(e.bytes, e.kernels, e.kind, pw, e.upcast) for e in elementwise if not e.backward_only)
 
 
 def ew_backward(elementwise: tuple[Elementwise, ...], r: Rates) -> float:
@@ -259,3 +260,9 @@ def head_time(ops: HeadOps, r: Rates) -> PartTimes:
     # saved bf16 copy)
     cast = cast_time(sum(weight_casts(ops)), ops.cast_params if ops.gemm.trainable else 0.0, 0.0, r)
     return PartTimes(f + b, 0.0, ew, loss, 0.0, cast, 0.0, launches, fc + bc)
+
+
+def embedding_time(ops: tuple[Elementwise, ...], r: Rates) -> PartTimes:
+    """Forward and backward of the embedding's kernels (``autograd_kernels.embedding_ops``)."""
+    ew = ew_forward(ops, r) + ew_backward(ops, r)
+    return PartTimes(elementwise=ew, kernels=sum(e.kernels + backward_launches(e) for e in ops))

@@ -37,9 +37,11 @@ from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transf
 from llmplan.core.lora_modules import adapted_modules, expert_adapters, lora_modules
 from llmplan.core.model import ModelSpec
 from llmplan.core.params import ParamBreakdown, TensorGroup
+from llmplan.core.training.autograd_kernels import amp_rotary, fork_sums, rotate_half_backward, sdpa_gqa_sums
 from llmplan.core.training.comms import per_micro_batch
+from llmplan.core.training.elementwise import Elementwise
 from llmplan.core.training.fp8_casts import Fp8Casts, block_casts
-from llmplan.core.training.kernel_rates import EW_COPY, EW_NORM, EW_POINTWISE
+from llmplan.core.training.kernel_rates import EW_NORM, EW_POINTWISE
 from llmplan.core.training.layout import Layout
 from llmplan.core.training.lora import (
     dequant_bytes_per_weight,
@@ -48,8 +50,6 @@ from llmplan.core.training.lora import (
     nf4_dequant_launches,
 )
 from llmplan.core.workload import TrainingSettings
-
-BACKWARD_FACTOR = 2.0  # ops without a stated factor, and the eager softmax's s×s traffic
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +65,6 @@ class Gemm:
     split: str = ""  # tensor-parallel split of the weight ("column", "row"; ``TensorGroup.tp_split``)
     group: float = 1.0  # GEMMs one call runs (a mixture of experts' local experts run grouped: ``expert_grouping``)
     fixed: float = 1.0  # fixed GEMM costs that call pays (``expert_grouping``)
-
-
-@dataclass(frozen=True, slots=True)
-class Elementwise:
-    name: str
-    bytes: float  # forward reads + writes per micro-batch (one layer, or the head)
-    kernels: float  # forward launches
-    backward: float = BACKWARD_FACTOR  # backward bytes / forward bytes (module doc)
-    backward_kernels: float = -1.0  # backward launches where the code's count is known; < 0: backward · kernels, ≥ 1
-    kind: str = EW_COPY  # what its kernels do, for their rate and floor (``kernel_rates.elementwise_time``)
-    upcast: float = 0.0  # share of the forward's bytes in bf16 -> fp32 casts (priced at their own rate)
-    backward_upcast: float = 0.0  # the same share of the backward's bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,20 +343,24 @@ def layer_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSetting
         ew += [_fused_norms(h, rep, T) if titan_eager(tr, prof) == "fused_rmsnorm" else
                Elementwise("RMSNorm (fp32 upcast, 6-8 kernels)", 2 * norm_bytes * T, 2 * (8 if up32 else 6), 2.0,
                            kind=EW_NORM),
-               *([_titan_rotary(q, kv, T) if prof.eager_modules == "torchtitan" else
-                  Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.0, kind=EW_POINTWISE)] if rope else []),
+               *([_titan_rotary(q, kv, T)] if rope and prof.eager_modules == "torchtitan" else []),
                Elementwise("attention output transpose", 4 * q * T, 1, 1.0),
                # the gradient passes the add; under AMP it is cast to the bf16 branch (read 4, write 2)
                Elementwise("residual adds", 2 * (2 * x + 2) * h * T, 2, 0.6 if x == 4.0 else 0.0,
                            kind=EW_POINTWISE),
                Elementwise("act(gate)·up" if m.gated_mlp else "activation", (5 if m.gated_mlp else 2) * y * inter * T,
                            2 if m.gated_mlp else 1, 1.6, kind=EW_POINTWISE)]
+        if rope and prof.eager_modules == "transformers":
+            ew += _hf_rotary(x, y, q, kv, T)
         if prof.eager_modules == "torchtitan" and kv < q and not m.mla:
             ew.append(_repeat_kv(q, kv, T))
         ew += _eager_extras(m, lay, tr, x, y, h, q, kv, inter, T, False, not shared_lora_inputs(prof))
         saved = _eager_saved(m, lay, tr, x, q, kv, heads, inter, full, y, shared_lora_inputs(prof)) * T
+    if transformers_eager_sdpa(prof) and tr.flash_attention and kv < q and not m.mla:
+        ew.append(sdpa_gqa_sums(q, kv, T))
     ew += moe_permutation(m, lay, rep, y, prof)
     ew += grouped_mlp_extras(m, lay, prof)
+    ew += fork_sums(gemms, tr, prof, x, y, (h, q, inter), rep, T)
     cast = sum(g.n * g.k * g.count for g in gemms) if casts_weights(tr, prof) else 0.0
     dequant = sum(g.n * g.k * g.count for g in gemms if g.quantised)
     saved += gptq_saved_weights(tr, prof, dequant)
@@ -509,6 +501,25 @@ def _titan_rotary(q: float, kv: float, T: float) -> Elementwise:
                        upcast=6 / 20, backward_upcast=6 / 20)
 
 
+def _hf_rotary(x: float, y: float, q: float, kv: float, T: float) -> list[Elementwise]:
+    """transformers' ``apply_rotary_pos_emb`` for q and k: ``q·cos + rotate_half(q)·sin``, where ``rotate_half``
+    slices, negates one half and ``cat``s: 2 + 1 + 2 + 2 + 3 element-bytes of q's dtype per element in 5 kernels
+    per tensor. Backward: the two muls (2 + 2), the neg (1) and two adds of q's three gradients (3 + 3): 11 per
+    element in 5 kernels, beside the slices' zero fills and copies (``autograd_kernels.rotate_half_backward``).
+    Under AMP with an fp32 stream (fp32 q·cos products): ``autograd_kernels.amp_rotary``."""
+    if x == 4.0 and y == 2.0:
+        return [*amp_rotary(q, kv, T), rotate_half_backward(2.0, q, kv, T)]
+    return [Elementwise("rotary (rotate_half)", 10 * y * (q + kv) * T, 10, 1.1, 10, kind=EW_POINTWISE),
+            rotate_half_backward(y, q, kv, T)]
+
+
+def transformers_eager_sdpa(prof: FrameworkProfile) -> bool:
+    """Hugging Face modeling code calling SDPA (eager, Liger or compiled; not unsloth's own attention): without a
+    mask it passes ``enable_gqa`` and the flash backend sums the grouped K/V gradients
+    (``autograd_kernels.sdpa_gqa_sums``)."""
+    return prof.kernels == "eager" and prof.eager_modules == "transformers"
+
+
 def _repeat_kv(q: float, kv: float, T: float) -> Elementwise:
     """torchtitan's ``repeat_kv`` (models/llama/model.py at 9dec370a): with fewer K/V heads than query heads,
     ``expand`` then ``reshape`` copies K and V to the query heads' width before SDPA (read 2·kv, write 2·q B per
@@ -541,10 +552,10 @@ def _eager_extras(m: ModelSpec, lay: Layout, tr: TrainingSettings, x: float, y: 
                                6 * (q + 2 * kv + inter) * T, 4, 1.0, kind=EW_POINTWISE, backward_upcast=1.0)]
         if x == 4.0:  # autocast casts each linear's fp32 input to bf16 (qkv and gate/up read the norms)
             casts = 3 + (2 if m.gated_mlp else 1)
-            # backward: each cast's gradient cast back, then summed into the one fp32 input gradient
-            # (the gradient's cast up, 6 of the backward's 9 B, then the fp32 sum)
-            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.5, kind=EW_POINTWISE,
-                                  backward_upcast=2 / 3))
+            # backward: each cast's gradient cast back up (6 B); their sum into the one fp32 input gradient is
+            # autograd's (``autograd_kernels.fork_sums``)
+            ew.append(Elementwise("autocast input casts", casts * 6 * h * T, casts, 1.0, casts, kind=EW_POINTWISE,
+                                  backward_upcast=1.0))
     drop = 9 if (tr.lora_dropout or 0) > 0 else 0
     if peft_casts and not compiled and tr.method == "qlora" and tr.quant_base == "nf4":
         return ew + _peft_linear4bit(m, lay, tr, x, y, T)
@@ -678,6 +689,10 @@ def head_ops(m: ModelSpec, pb: ParamBreakdown, lay: Layout, tr: TrainingSettings
         ew.append(Elementwise("final norm", 4 * h * T, 1, 1.5))
     logits = T * v / lay.tp
     loss = loss_kind(tr, prof)
+    if x == 4.0 and prof.kernels != "fused" and not tr.torch_compile and loss != "fused_linear":
+        # autocast casts the fp32 final norm's output to bf16 for lm_head; its backward casts the gradient up
+        ew.append(Elementwise("autocast cast of the lm_head input", 6 * h * T, 1, 1.0, 1, kind=EW_POINTWISE,
+                              backward_upcast=1.0))
     if loss in ("upcast", "upcast_shifted", "chunked"):  # chunked: the same upcast, a chunk at a time
         ew.append(Elementwise("logits .float() upcast", 6 * logits, 8 if loss == "chunked" else 1, 1.0,
                               kind=EW_POINTWISE, upcast=1.0))  # backward: the fp32 gradient cast down

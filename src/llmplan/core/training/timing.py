@@ -11,8 +11,8 @@ HBM bandwidth × ``efficiency.elementwise`` and at least its kernels' floor
 Where the work sits (docs/training.md, "Pipeline stages: the head on the last"): the output head
 and the loss run on the last pipeline stage, the embedding on the first, as Megatron-LM,
 DeepSpeed's PipelineModule and torchtitan place them. A stage's time per micro-batch is its
-blocks' time, plus the head and loss on the last stage (the embedding lookup is not priced: no
-stage is charged for it).
+blocks' time, plus the head and loss on the last stage; the embedding's lookup and dense backward are
+priced only where one stage holds the whole model (pp = 1, ``embedding_time``), not on a pipeline's first stage.
 
 Pipeline pace (Narayanan et al. 2021 §2.2, 1F1B): every micro-batch waits for the slowest stage,
 so the steady state is m of its time slots; the fill and drain are the other p-1 stages' slots,
@@ -42,10 +42,11 @@ from llmplan.core.training import grad_clip as gc
 from llmplan.core.training import kernel_rates as kr
 from llmplan.core.training import op_time as ot
 from llmplan.core.training import recompute_modules as rm
+from llmplan.core.training.autograd_kernels import embedding_ops
 from llmplan.core.training.flops import StepFlops
 from llmplan.core.training.host_time import block_host_seconds
 from llmplan.core.training.layout import Layout
-from llmplan.core.training.ops import fsdp_cast_shard, grouped_mlp_extras, head_ops, layer_ops
+from llmplan.core.training.ops import fsdp_cast_shard, grouped_mlp_extras, head_ops, layer_ops, residual_bytes
 from llmplan.core.training.optimizer_kernel import optimizer_rate, optimizer_time
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import InputError
@@ -164,6 +165,14 @@ def _full_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: Framew
     return fwd, rest, head
 
 
+@functools.lru_cache(maxsize=512)
+def embedding_time(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
+                   r: ot.Rates) -> ot.PartTimes:
+    """The embedding's lookup and dense backward per micro-batch (``autograd_kernels.embedding_ops``), charged where
+    the whole model runs on one stage (pp = 1: ``_micro_batch``)."""
+    return ot.embedding_time(embedding_ops(m, shape, tr, prof, residual_bytes(tr, prof)), r)  # type: ignore[arg-type]
+
+
 def micro_batch_clock(m: ModelSpec, shape: OpShape, tr: TrainingSettings, prof: FrameworkProfile,
                       r: ot.Rates) -> float:
     """Share of its full clock the GPU holds over a micro-batch of the whole model (``kernel_rates.clock_factor``),
@@ -223,6 +232,8 @@ def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: Framewor
     if hit is not None:
         return hit
     fwd, rest_t, head = layer_and_head(m, rest[0], tr, prof, r)
+    if lay.pp == 1:  # the embedding runs on the first stage: priced where that is the only one (module doc)
+        head = head + embedding_time(m, rest[0], tr, prof, r)
     layer = fwd + rest_t
     last = layer.scale(split.per_stage[-1]) + head
     other = layer.scale(split.before_last)
