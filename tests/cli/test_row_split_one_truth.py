@@ -46,6 +46,19 @@ def test_estimate_search_and_the_app_pipeline_agree(capsys, tmp_path):
     assert ev.memory.total.value == pytest.approx(fullest, rel=1e-12)
 
 
+def test_an_open_format_goes_down_the_same_ladder_in_estimate_and_search(capsys):
+    # Llama-3.1-70B, no format named, 2 x RTX 3090 by rows: bf16 offloads, so both take the first format of
+    # llama.cpp's ladder that fits on the cards (core.search.policy), Q5_K_M at 16.3 tokens/s, not bf16 with offload
+    base = ["--model", "meta-llama/Llama-3.1-70B", "--workload", "inference", "--gpu", G, "--gpus", "2",
+            "--split-mode", "row"]
+    est = run_json(capsys, "estimate", *base)
+    found = run_json(capsys, "search", *base)
+    assert est["inference"]["weight_format"] == "q5_k_m" and "auto: weight format q5_k_m" in est["automatic"]
+    assert est["mixed_gpus"]["host_layers"] == 0
+    assert found["best"][0]["tokens_per_s"] == pytest.approx(est["inference"]["tokens_per_s"], rel=1e-12)
+    assert "showing q5_k_m" in found["note"]
+
+
 def test_search_and_estimate_refuse_what_the_row_split_cannot_run_by_the_field(capsys):
     for cmd in ("search", "estimate"):
         assert main([cmd, *PLAN, "--gpu", G, "--split-mode", "row"]) != 0

@@ -116,7 +116,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written
-    split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
+    # the layer split over different cards, and any row split, run llama.cpp (``mixed_cards.split_engine``)
+    split = (mixed or doc.inference.split_mode == "row") and "engine" not in doc.inference.model_fields_set
     # a model released quantised, as released (plan.released: the app's rule too)
     doc, fmt = as_released(doc, "llama-cpp" if split else None)
     if fmt is not None:
@@ -246,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
         return run_this_machine(args, doc)
     check_split_mode(doc)
     if rows_over_identical_cards(doc):  # --gpu X --gpus N --split-mode row: the machine's N cards, split by rows
+        doc, engine_note = rows_format(args, doc, engine_note)
         doc = with_cards(doc, [doc.hardware.gpu] * doc.hardware.gpus_per_node, None)
     if doc.hardware.cards:
         return run_mixed(args, doc, engine_note)
@@ -265,6 +267,19 @@ def run(args: argparse.Namespace) -> int:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
     _print(args, data, est)
     return 0
+
+
+def rows_format(args: argparse.Namespace, doc: PlanDocument, note: str) -> tuple[PlanDocument, str]:
+    """A row split over identical GPUs whose plan leaves the weight format open: the format the search picks for
+    it (``choose``: the engine's ladder, least quantised first, as ``search`` and the app's Auto… do), and the note
+    with the words for it ("auto: weight format q5_k_m"); the plan and ``note`` as they are otherwise."""
+    if layout_given(args):
+        return doc, note
+    scenario, _, label, _ = choose(args, doc, resolve(doc))
+    fmt = scenario.inference.weight_format
+    if fmt == doc.inference.weight_format.lower():
+        return doc, note
+    return apply_overrides(doc, [f"inference.weight_format={fmt}"]), "; ".join(x for x in (note, label) if x)
 
 
 def _print(args: argparse.Namespace, data: dict, est, after: str = "") -> None:
