@@ -13,7 +13,14 @@ import json
 from pathlib import Path
 
 from llmplan.cli import measured
-from llmplan.cli.mixed_cards import gpu_ids, rows_over_identical_cards, run_mixed, tensor_split, with_cards
+from llmplan.cli.mixed_cards import (
+    gpu_ids,
+    rows_engine,
+    rows_over_identical_cards,
+    run_mixed,
+    tensor_split,
+    with_cards,
+)
 from llmplan.cli.models import fetch_model_arg, hub_ref_for, resolve_model_arg
 from llmplan.cli.report import estimate_json, estimate_text, json_text
 from llmplan.core.result import Estimate
@@ -40,6 +47,9 @@ def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -
     p.add_argument("--workload", choices=("pretrain", "finetune", "inference"))
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a plan field by its dotted path, e.g. --set parallelism.tp=8 (repeatable)")
+    p.add_argument("--split-mode", choices=("layer", "row"), help="llama.cpp's --split-mode over several cards: "
+                   "'layer' (default) gives each card whole layers, 'row' splits every weight matrix's rows over "
+                   "the cards; inference.split_mode (docs/inference.md)")
     p.add_argument("--json", action="store_true", help="print one JSON object (stable keys)")
 
 
@@ -60,9 +70,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
                    "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
                    "not fit on the GPUs")
-    p.add_argument("--split-mode", choices=("layer", "row"), help="llama.cpp's --split-mode over several cards: "
-                   "'layer' (default) gives each card whole layers, 'row' splits every weight matrix's rows over "
-                   "the cards; inference.split_mode (docs/inference.md)")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -109,7 +116,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written
-    split = mixed and "engine" not in doc.inference.model_fields_set  # the layer split runs llama.cpp
+    # the layer split over different cards, and any row split, run llama.cpp (``mixed_cards.split_engine``)
+    split = (mixed or doc.inference.split_mode == "row") and "engine" not in doc.inference.model_fields_set
     # a model released quantised, as released (plan.released: the app's rule too)
     doc, fmt = as_released(doc, "llama-cpp" if split else None)
     if fmt is not None:
@@ -234,13 +242,15 @@ def run(args: argparse.Namespace) -> int:
         doc = doc.model_copy(update={"hardware": doc.hardware.model_copy(update={"tensor_split": tuple(split)})})
     elif args.tensor_split:
         raise InputError("--tensor-split needs several cards: give one --gpu per card")
+    doc, engine_note = rows_engine(doc)
     if getattr(args, "this_machine", False):
         return run_this_machine(args, doc)
     check_split_mode(doc)
     if rows_over_identical_cards(doc):  # --gpu X --gpus N --split-mode row: the machine's N cards, split by rows
+        doc, engine_note = rows_format(args, doc, engine_note)
         doc = with_cards(doc, [doc.hardware.gpu] * doc.hardware.gpus_per_node, None)
     if doc.hardware.cards:
-        return run_mixed(args, doc)
+        return run_mixed(args, doc, engine_note)
     calibration_note = None
     if args.calibration is not None:
         doc, calibration_note = measured.calibrated_document(doc, args.calibration)
@@ -257,6 +267,19 @@ def run(args: argparse.Namespace) -> int:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
     _print(args, data, est)
     return 0
+
+
+def rows_format(args: argparse.Namespace, doc: PlanDocument, note: str) -> tuple[PlanDocument, str]:
+    """A row split over identical GPUs whose plan leaves the weight format open: the format the search picks for
+    it (``choose``: the engine's ladder, least quantised first, as ``search`` and the app's Auto… do), and the note
+    with the words for it ("auto: weight format q5_k_m"); the plan and ``note`` as they are otherwise."""
+    if layout_given(args):
+        return doc, note
+    scenario, _, label, _ = choose(args, doc, resolve(doc))
+    fmt = scenario.inference.weight_format
+    if fmt == doc.inference.weight_format.lower():
+        return doc, note
+    return apply_overrides(doc, [f"inference.weight_format={fmt}"]), "; ".join(x for x in (note, label) if x)
 
 
 def _print(args: argparse.Namespace, data: dict, est, after: str = "") -> None:
@@ -312,6 +335,7 @@ def run_this_machine(args: argparse.Namespace, doc: PlanDocument) -> int:
             words = usual_offload_words(fmt, fit.current.gpu_layers, fit.current.total_layers, scenario.engine_profile)
             auto = f"auto: weight format {fmt}" + (f" ({words})" if words else "")  # as ``choose`` says it
     else:
+        check_split_mode(doc)  # a row split that cannot run here nor as written: the field's error, not "no layout"
         scenario, source, auto, policy_est = choose(args, doc, resolve(doc))
         est, here = run_estimate(scenario, doc, policy_est), False
     if args.save:

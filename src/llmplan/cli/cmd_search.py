@@ -8,9 +8,11 @@ from typing import Any
 
 from llmplan.cli import positive_int, target_table
 from llmplan.cli.cmd_estimate import add_plan_arguments, document_from_args, kept_knobs
+from llmplan.cli.mixed_cards import rows_engine
 from llmplan.core import present
 from llmplan.core.present import MemoryUnit
 from llmplan.core.search import SearchResult, search
+from llmplan.plan.evaluate import check_split_mode
 from llmplan.plan.resolve import resolve, resolve_within_node
 
 
@@ -64,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
             args.overrides = ["hardware.gpu=nvidia-h100-sxm-80gb", *args.overrides]  # replaced per GPU type
         return target_table.run(document_from_args(args), args, refine, gpus)
     doc = document_from_args(args)
+    check_split_mode(doc)  # a row split on one GPU or several machines: the field's error, not "no layout fits"
+    doc, engine_note = rows_engine(doc)  # a row split runs on llama.cpp, as ``estimate`` runs it
     scenario = resolve(doc)
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
     keep = kept_knobs(args) if scenario.workload != "inference" else ()
@@ -74,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     result = search(scenario, top=max(args.top, 1), objective=objective, refine=refine, use_fewer_gpus=fewer,
                     keep=keep, within_node=resolve_within_node(doc) if fewer else None, weight_formats=formats)
     data = result_json(result)
+    if engine_note:
+        data["automatic"] = engine_note
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -83,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
           f"objective: {objective}")
     print(f"{result.evaluated:,} layouts evaluated, {result.fitting:,} fit, {result.refined} re-estimated "
           f"by the full engine")
+    if engine_note:
+        print(f"({engine_note})")
     if result.note:
         print(f"note: {result.note}")
     for x in result.best:

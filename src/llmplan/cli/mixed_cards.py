@@ -80,18 +80,36 @@ def mixed_document(doc: PlanDocument) -> tuple[PlanDocument, str]:
     if doc.workload != "inference":
         raise InputError("several different --gpu cards are for inference (llama.cpp's layer split); training "
                          "plans need identical GPUs: give one --gpu and --gpus N")
+    return split_engine(doc)
+
+
+def split_engine(doc: PlanDocument) -> tuple[PlanDocument, str]:
+    """The plan with llama.cpp as its engine when it names none, and the note that says why in the split's own
+    words (rows, or layers across the cards, unequal or not); ``doc`` and "" when it names one."""
     if "engine" in doc.inference.model_fields_set:
         return doc, ""
-    return (apply_overrides(doc, ["inference.engine=llama-cpp"]),
-            "engine chosen: llama.cpp, which splits layers across unequal cards")
+    ids = doc.hardware.card_ids()
+    what = ("splits every weight matrix's rows across the cards" if doc.inference.split_mode == "row"
+            else "splits layers across unequal cards" if len(set(ids)) > 1 else "splits layers across the cards")
+    return apply_overrides(doc, ["inference.engine=llama-cpp"]), f"engine chosen: llama.cpp, which {what}"
 
 
-def run_mixed(args: argparse.Namespace, doc: PlanDocument) -> int:
+def rows_engine(doc: PlanDocument) -> tuple[PlanDocument, str]:
+    """An inference plan with ``split_mode = row`` that names no engine runs on llama.cpp, the engine that splits
+    rows (``split_engine``): the estimate, the search and ``--this-machine`` alike; other plans as they are."""
+    if doc.workload == "inference" and doc.inference.split_mode == "row":
+        return split_engine(doc)
+    return doc, ""
+
+
+def run_mixed(args: argparse.Namespace, doc: PlanDocument, engine_note: str = "") -> int:
     """Estimate ``doc``, a plan with ``hardware.cards``, and print it (and save it with ``--save``); when it
-    does not fit on the cards alone, the nearest changes that make it fit (``fit.tiers.plan_fixes``)."""
+    does not fit on the cards alone, the nearest changes that make it fit (``fit.tiers.plan_fixes``).
+    ``engine_note``: why the engine is llama.cpp when the caller chose it already (``rows_engine``)."""
     from llmplan.fit.tiers import plan_fixes
 
     doc, note = mixed_document(doc)
+    note = note or engine_note
     plan, scenario = estimate_cards(doc)
     if getattr(args, "save", None):
         save_plan(doc, args.save)

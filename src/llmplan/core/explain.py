@@ -38,6 +38,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "nccl": "NVIDIA NCCL performance notes (nccl-tests PERFORMANCE.md): ring all-reduce moves 2(n-1)/n, all-gather and reduce-scatter (n-1)/n of the buffer per rank",
         "llama.cpp": "llama.cpp ggml-quants / llama_model_quantize: block layouts and per-tensor type choice of each GGUF type",
         "llama.cpp-graph": "llama.cpp llm_build_kqv and the worst-case compute-buffer reservation (ggml-alloc, ggml_backend_sched), 2024 builds without flash attention; ggml-cuda ggml_cuda_mul_mat_batched_cublas (F16 pool copies)",
+        "llama.cpp-row-split": "llama.cpp --split-mode row as its 2025 code runs it: src/llama-model.cpp make_gpu_buft_list and load_tensors; ggml-cuda.cu split buffer (get_row_split, MATRIX_ROW_PADDING) and ggml_cuda_op_mul_mat (llmplan.core.inference.row_split)",
         "mlx-quant-kv": "ml-explore/mlx-lm models/base.py quantized_scaled_dot_product_attention and models/cache.py QuantizedKVCache (d78bf58e, 2026-08-22); peaks measured in unslothai/unsloth-zoo PR #1151 (2026-09)",
         "hf-quant-kv": "huggingface/transformers cache_utils.py QuantizedLayer / QuantoQuantizedLayer / HQQQuantizedLayer (004999d9): dequantise + torch.cat every decode step, residual_length 128, q_group_size 64",
         "lora": "Hu et al., LoRA: Low-Rank Adaptation of Large Language Models, ICLR 2022",

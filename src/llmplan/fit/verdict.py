@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from llmplan.core.inference.memory import row_split_refusal
 from llmplan.errors import LlmplanError
 from llmplan.fit.changes import best_per_kind, nearest_changes
 from llmplan.fit.local import FitLimit, FitSummary, LocalFit, LocalMachine
@@ -53,8 +54,13 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
     doc, calibration_note = apply_calibration(doc, machine.calibration)  # before re-pointing: layout-independent
     if calibration_note:
         notes.append(calibration_note)
-    one_doc = repoint(doc, machine.gpu, 1, one_gpu_layout(doc))  # training needs layout = all cluster GPUs
-    one = _summary_or_note(one_doc, machine, notes)
+    rows = doc.workload == "inference" and doc.inference.split_mode == "row"
+    one_doc, one = None, None
+    if not rows:  # llama.cpp's row split runs over every card here: no one-GPU candidate (core.inference.row_estimate)
+        one_doc = repoint(doc, machine.gpu, 1, one_gpu_layout(doc))  # training needs layout = all cluster GPUs
+        one = _summary_or_note(one_doc, machine, notes)
+    elif machine.gpu_count < 2:
+        notes.append(row_split_refusal(1))
     split_doc, split = None, None
     layout = split_layout(doc, machine.gpu_count, model.num_heads, model.num_layers)
     if layout is not None:
@@ -96,7 +102,7 @@ def evaluate_machine(doc: PlanDocument, machine: LocalMachine) -> LocalFit:
                                                                  prefix=prefix, max_pairs=0)])
     if current.fits:
         limits = _limits(current_doc, current, machine, model.max_position_embeddings)
-    verdict = f"This machine ({machine.label}): {_headline(current)}{auto}"
+    verdict = f"This machine ({machine.label}): {_headline(current, rows)}{auto}"
     return LocalFit(machine=machine, status=status, fits=current.fits, verdict=verdict, current=current,
                     one_gpu=one, split=split, local_plan=current_doc, changes=changes, limits=limits,
                     notes=tuple(notes))
@@ -197,9 +203,11 @@ def _choose(cands: list[tuple[PlanDocument | None, FitSummary | None]]):
     return max(real, key=lambda ds: ds[1].capacity_bytes * (ds[1].tp * ds[1].pp) - ds[1].needed_bytes)
 
 
-def _headline(s: FitSummary) -> str:
+def _headline(s: FitSummary, rows: bool = False) -> str:
+    """The verdict's words; ``rows``: the plan states llama.cpp's row split (every matrix over the GPUs)."""
     if s.mode == "split":
-        how = f"tensor parallel {s.tp}" if s.tp > 1 else f"layers split over {s.pp} GPUs"
+        how = f"tensor parallel {s.tp}" if s.tp > 1 else f"rows split over {s.pp} GPUs" if rows else \
+            f"layers split over {s.pp} GPUs"
         return f"{'fits' if s.fits else 'does not fit'} split across the GPUs ({how}): {outcome(s)}"
     if s.mode == "offload":
         return outcome(s)

@@ -49,14 +49,19 @@ def automatic_choice(doc: PlanDocument, scenario: Scenario):
 
 
 def check_split_mode(doc: PlanDocument) -> None:
-    """Refuse ``inference.split_mode = row`` on a plan of one GPU before any layout is searched (the search would
-    only say that no layout fits); several identical GPUs are estimated as the machine's cards instead."""
+    """Refuse ``inference.split_mode = row`` on a plan of one GPU, or of several machines, before any layout is
+    searched (the search would only say that no layout fits); several identical GPUs in one machine are estimated
+    as the machine's cards (``core.inference.row_estimate``)."""
     from llmplan.core.inference.memory import row_split_refusal
+    from llmplan.core.inference.row_estimate import nodes_refusal
     from llmplan.errors import InputError
 
     hw = doc.hardware
-    if doc.workload == "inference" and doc.inference.split_mode == "row" and not hw.cards \
-            and hw.gpus_per_node * hw.nodes < 2:
+    if doc.workload != "inference" or doc.inference.split_mode != "row" or hw.cards:
+        return
+    if hw.nodes > 1:
+        raise InputError(nodes_refusal(hw.nodes))
+    if hw.gpus_per_node < 2:
         raise InputError(row_split_refusal(1))
 
 

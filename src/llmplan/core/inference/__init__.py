@@ -123,8 +123,13 @@ def _phase_inputs(t: PhaseTime) -> dict[str, float]:
 
 
 def estimate_inference(scenario: Scenario) -> Estimate:
-    """Memory, latency, throughput and cost of serving ``scenario.model`` as the plan says."""
+    """Memory, latency, throughput and cost of serving ``scenario.model`` as the plan says; llama.cpp's row split
+    over the machine's identical cards is ``row_estimate`` (the CLI's ``split_cards``: one truth)."""
     s, inf = scenario, scenario.inference
+    if inf.split_mode == "row" and s.cluster.total_gpus > 1:
+        from llmplan.core.inference.row_estimate import estimate_rows
+
+        return estimate_rows(s)
     engine = s.engine_profile or EngineProfile()
     avg_context = inf.prompt_tokens + inf.output_tokens // 2
     plan, chosen = _experts_or_layers(s, engine, plan_memory(s, engine), avg_context)

@@ -19,7 +19,8 @@ The model's trained context (``max_position_embeddings``) is reported beside it,
 extend it with RoPE scaling, and a memory answer should say what memory allows.
 
 On a machine of different cards (``longest_context_split``) the same search runs over llama.cpp's layer split
-(``multi_gpu.split_layers`` with every layer on a GPU): the context fits when every card holds its share, and
+(``multi_gpu.split_layers`` with every layer on a GPU) or row split (``split_cards``; also a plan of identical GPUs
+with ``split_mode = row``): the context fits when every card holds its share, and
 the card that runs out first is the one reported.
 """
 
@@ -107,6 +108,10 @@ def longest_context(scenario: Scenario) -> ContextFit:
     """The largest prompt + output length per sequence whose memory fits one GPU of the plan; for an MoE model on
     llama.cpp with the experts' placement open, with as many layers' routed experts in host RAM as the trained
     context needs (the module's docstring)."""
+    if scenario.inference.split_mode == "row" and scenario.cluster.total_gpus > 1:  # the machine's cards, by rows
+        from llmplan.core.inference.row_estimate import row_cards
+
+        return longest_context_split(scenario, row_cards(scenario))
     engine = scenario.engine_profile or EngineProfile()
     spec = scenario.model
     stated = host_moe_layers(spec, scenario.inference.cpu_moe_layers)

@@ -5,7 +5,8 @@ by side (DP). There are at most a few dozen (tp, pp) pairs, so every one is run 
 inference engine itself (``llmplan.core.inference``: the weights priced tensor by tensor in the
 plan's format by ``core.quant``, the KV cache, the engine profile's memory share and, for
 llama.cpp and Ollama, the layers left in host RAM). llama.cpp and Ollama get their own default layout
-only: every GPU of the node in one layer split (``candidate_layouts``). The search and the estimate of
+only: every GPU of the node in one layer split (``candidate_layouts``), or in the row split the plan states
+(``inference.split_mode = row``, ``core.inference.row_estimate``: the search keeps the plan's split mode). The search and the estimate of
 the chosen layout can therefore never disagree on whether it fits (issue 16: a separate
 bits-per-weight table searched iq4_xs or q3_k_m as bf16 and ignored partial offload).
 
@@ -49,8 +50,9 @@ def candidate_layouts(scenario: Scenario) -> list[ParallelLayout]:
     layout, theirs: one process per machine over every GPU it sees (llama.cpp's ``llama_model_default_params``
     offloads to all visible devices), PP = the node's GPUs, so "on my 2 cards" is both cards, as the app's GPUs per
     node sets it (``gui.hardware_picker.engine_split``), with the layers that fit nowhere in host RAM. Their row
-    split is not tensor parallelism as vLLM runs it and is not modelled, so pricing it as TP would promise twice
-    a layer split's decode speed on two cards. A layout the plan states is estimated as it is."""
+    split is not tensor parallelism as vLLM runs it, so it is never priced as TP (that would promise twice a layer
+    split's decode speed on two cards); a plan that states it gets the same one layout, estimated as llama.cpp's
+    row split over the node's cards (``core.inference.row_estimate``). A layout the plan states is estimated as it is."""
     m, c = scenario.model, scenario.cluster
     if scenario.engine_profile is not None and scenario.engine_profile.partial_offload:
         pp = max(d for d in range(1, min(c.gpus_per_node, m.num_layers) + 1) if c.gpus_per_node % d == 0)
@@ -138,6 +140,9 @@ def search_inference(scenario: Scenario, top: int = 5, objective: str = "cost", 
     for r in (every[i] for i in order[:top]):
         out.append(replace(r, rank=len(out) + 1, why="" if not out else _why(r, out[0], objective)))
     note = f"{c.total_gpus // out[0].gpus} replica(s) of the best layout fit in the cluster"
+    if scenario.inference.split_mode == "row":  # row_estimate: the machine's cards whatever the layout says
+        note = (f"llama.cpp's row split over the machine's {c.gpus_per_node} cards, as the plan states "
+                f"(inference.split_mode = row; the search does not vary the split mode); {note}")
     inf = out[0].estimate.inference
     usual_words = usual_offload_words(inf.weight_format, inf.gpu_layers.value if inf.gpu_layers else None,
                                       scenario.model.num_layers, scenario.engine_profile)
