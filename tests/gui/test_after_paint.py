@@ -48,3 +48,20 @@ def test_the_verdict_does_not_load_the_change_ladder():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_window_and_its_first_estimate_load_neither_numpy_nor_httpx():
+    """NumPy (the charts' and the search's arrays) and httpx (the Hub's transport) took a tenth of the start-up
+    (``python -X importtime``, 2-core VM, 2026-11-28): the window, with the default plan estimated, needs
+    neither. The training memory terms ask ``ndim`` without NumPy (``allocator_reserve.is_scalar``); the
+    Inference tab's released-format line reads ``plan.hub_plan``, whose ``formats.hub`` loads its transport
+    with a fetch."""
+    code = ("import sys, tempfile; from PySide6.QtCore import QSettings; "
+            "from PySide6.QtWidgets import QApplication; app = QApplication([]); "
+            "from llmplan.gui.main_window import MainWindow; "
+            "w = MainWindow(settings=QSettings(tempfile.mkdtemp() + '/s.ini', QSettings.Format.IniFormat), "
+            "detect=False); ok = w.state.evaluate_now().ok; w.state.undo_stack.setClean(); "
+            "print(ok, sorted(m for m in ('numpy', 'httpx2', 'pyqtgraph') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.stdout.strip() == "True []", done.stdout + done.stderr
