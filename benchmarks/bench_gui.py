@@ -35,7 +35,9 @@ CPU_S: dict[str, list[float]] = {}  # CPU seconds beside each wall-clock figure:
 
 def startup_seconds(runs: int = 3, compiled: bool = False) -> tuple[list[float], list[float]]:
     """(whole process wall time, in-process time from start to the window's first paint with its first
-    estimate) of `python -m llmplan.gui --self-test` (start, build window, estimate, paint, exit).
+    estimate) of `python -m llmplan.gui --self-test` (start, build window, estimate, paint, exit). The in-process
+    time counts from the first line of the ``llmplan.gui`` package (``llmplan.gui.STARTED``), so PySide6's
+    import is in it: until 2026-11-28 it counted from ``gui/app.py``'s import, after Qt's.
     The CPU seconds of each whole process go to ``CPU_S["start"]`` (``CPU_S["start compiled"]``).
 
     ``compiled``: with llmplan's modules compiled to bytecode beforehand, as an installed app has them

@@ -65,3 +65,17 @@ def test_the_window_and_its_first_estimate_load_neither_numpy_nor_httpx():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert done.stdout.strip() == "True []", done.stdout + done.stderr
+
+
+def test_the_modules_imported_ahead_of_qt_are_qt_free():
+    """``llmplan.gui`` imports ``QT_FREE_MODULES`` before PySide6, which from its import on reads the source of
+    every module imported after it (``llmplan/gui/__init__.py`` says why). One that imported Qt itself would
+    undo that, and would break the advice the app prints where PySide6 cannot be imported."""
+    from llmplan.gui import QT_FREE_MODULES
+
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {QT_FREE_MODULES!r}]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6') or m.startswith('llmplan.gui')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert len(QT_FREE_MODULES) >= 10
