@@ -39,15 +39,21 @@ def test_a_widget_never_painted_still_gets_the_work(qtbot):
     qtbot.waitUntil(lambda: ran == ["late"], timeout=5_000)
 
 
+def _printed(code: str) -> tuple[str, str]:
+    """(stdout, stderr) of ``code`` in a fresh interpreter (offscreen Qt): which modules an import loads."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    return done.stdout.strip(), done.stderr[-2000:]
+
+
 def test_the_verdict_does_not_load_the_change_ladder():
     """The results panel (the verdict on every estimate) imports ``fit.tiers`` for ``plan_verdict``; the change
     ladder and the detection modules it needs load with the first fixes search, after the first paint."""
     code = ("import sys; import llmplan.gui.results_panel; "
             "print(sorted(m for m in ('llmplan.fit.changes', 'llmplan.fit.local', 'llmplan.fit.trial', "
             "'llmplan.hw.detect') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
-    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    out, err = _printed(code)
+    assert out == "[]", err
 
 
 def test_the_window_and_its_first_estimate_load_neither_numpy_nor_httpx():
@@ -62,9 +68,8 @@ def test_the_window_and_its_first_estimate_load_neither_numpy_nor_httpx():
             "w = MainWindow(settings=QSettings(tempfile.mkdtemp() + '/s.ini', QSettings.Format.IniFormat), "
             "detect=False); ok = w.state.evaluate_now().ok; w.state.undo_stack.setClean(); "
             "print(ok, sorted(m for m in ('numpy', 'httpx2', 'pyqtgraph') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
-    assert done.stdout.strip() == "True []", done.stdout + done.stderr
+    out, err = _printed(code)
+    assert out == "True []", err
 
 
 def test_the_modules_imported_ahead_of_qt_are_qt_free():
@@ -74,8 +79,8 @@ def test_the_modules_imported_ahead_of_qt_are_qt_free():
     from llmplan.gui import QT_FREE_MODULES
 
     code = (f"import importlib, sys; [importlib.import_module(m) for m in {QT_FREE_MODULES!r}]; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6') or m.startswith('llmplan.gui')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
-    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6') "
+            "or m.startswith('llmplan.gui')))")
+    out, err = _printed(code)
+    assert out == "[]", err
     assert len(QT_FREE_MODULES) >= 10
