@@ -35,6 +35,7 @@ def _import_qt_free_modules() -> None:
 
 
 _import_qt_free_modules()
+_before_qt = time.perf_counter(), time.process_time()
 
 try:  # before any widget exists: see none_guard.py (a PySide6 6.12.0 reference-count bug)
     from llmplan.gui.none_guard import guard_none
@@ -42,3 +43,6 @@ try:  # before any widget exists: see none_guard.py (a PySide6 6.12.0 reference-
     guard_none()
 except ImportError:  # no PySide6: the CLI never imports this package
     pass
+
+# (wall, CPU) seconds of PySide6's import and the guard's probe: the self-test says how much of its start they are
+QT_IMPORT_S = time.perf_counter() - _before_qt[0], time.process_time() - _before_qt[1]
