@@ -501,10 +501,11 @@ def wraps_stacked_experts(m: ModelSpec, tr: TrainingSettings) -> bool:
     """Whether a LoRA/QLoRA plan puts PEFT ``ParamWrapper``s on ``m``'s stacked expert parameters
     (``lora_modules.stacked_expert_params``), where PEFT refuses any dropout: the framework's dropout on auto then
     resolves to 0, and a stated dropout above 0 is a field error."""
-    from llmplan.core.lora_modules import expert_adapters, stacked_expert_params
-
     if tr.method == "full" or not m.is_moe:
         return False
+    # imported after the test: a knob change asks twice, and in the app each import statement costs ~13 µs
+    from llmplan.core.lora_modules import expert_adapters, stacked_expert_params
+
     try:
         return stacked_expert_params(m, tr.lora_targets, expert_adapters(m, tr.lora_experts)) > 0
     except LlmplanError:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from llmplan.errors import ConfigError, HubError, LlmplanError
-from llmplan.formats import hub_cache, hub_transport
+from llmplan.formats import hub_cache
 from llmplan.formats.hub_files import (
     GgufChoice,
     SafetensorsTotals,
@@ -109,6 +109,9 @@ def fetch_hub_model(ref: HubRef, *, gguf_file: str | None = None, timeout: float
     except ImportError:
         raise HubError("reading models from the Hugging Face Hub needs the huggingface_hub package: "
                        "pip install 'llmplan[hub]'") from None
+    # httpx loads here, for a fetch: not with every plan that names the Hub (nor with the app's first paint)
+    from llmplan.formats import hub_transport
+
     hub_transport.limits.timeout = timeout
     hub_transport.install()
     try:
@@ -132,6 +135,8 @@ def fetch_hub_model(ref: HubRef, *, gguf_file: str | None = None, timeout: float
 
 
 def _unreachable(exc: Exception, timeout: float) -> str:
+    from llmplan.formats import hub_transport
+
     if isinstance(exc, hub_transport.HubTimedOut):
         return f"the Hub at {hub_cache.endpoint()} did not answer within {timeout:g} s"
     return f"cannot reach the Hub at {hub_cache.endpoint()} ({str(exc)[:120] or 'no connection'})"
@@ -188,8 +193,9 @@ def _explain(exc: Exception, ref: HubRef) -> HubError:
     """One line per failure the Hub can give, naming the fix."""
     from huggingface_hub import errors as e
 
+    from llmplan.formats import hub_transport as t
+
     page = f"{SITE}/{ref.repo}"
-    t = hub_transport
     if isinstance(exc, e.GatedRepoError):
         return HubError(f"{ref.repo} is gated: accept its terms on {page} with your Hugging Face account, then "
                         f"give llmplan your token ({TOKEN_HELP})")

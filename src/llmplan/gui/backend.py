@@ -1,8 +1,9 @@
 """The GUI's one door to the rest of llmplan (Qt-free, so it is testable on its own).
 
 Everything the window shows comes from here: catalogs, plan resolution, ``estimate``,
-the auto-planner and detection, imported lazily so the window paints before the engine
-loads. A failure becomes a plain sentence shown in the window instead of a crash.
+the auto-planner and detection. The plan's evaluation (the first paint shows its result) is imported
+with this module; the auto-planner, detection and what only some tabs ask for are imported when first
+used. A failure becomes a plain sentence shown in the window instead of a crash.
 No number is computed here by hand; ``evaluate`` runs the same pipeline as the CLI.
 """
 
@@ -21,6 +22,8 @@ from llmplan.core.system import Evaluation
 from llmplan.core.workload import Scenario, TrainingSettings
 from llmplan.errors import CatalogError, LayoutError, LlmplanError
 from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import automatic_choice, evaluate_scenario
+from llmplan.plan.resolve import resolve
 
 DEFAULT_MODEL_ID = "meta-llama/Meta-Llama-3-8B"
 DEFAULT_GPU_ID = "nvidia-h100-sxm-80gb"
@@ -218,9 +221,6 @@ def evaluate(doc: PlanDocument) -> Outcome:
     """Resolve and estimate one plan (``llmplan.plan.evaluate``, the same pipeline as the CLI);
     every failure becomes a sentence, never an exception. The catalogs are checked on disk and loaded once
     for the whole of it (``one_catalog_read``): a user's edit of their catalog files shows on the next one."""
-    from llmplan.plan.evaluate import automatic_choice, evaluate_scenario
-    from llmplan.plan.resolve import resolve
-
     t0 = time.perf_counter()
     scenario = None
     m = doc.model

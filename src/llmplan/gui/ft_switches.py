@@ -22,6 +22,7 @@ from llmplan.gui.after_paint import after_first_paint
 from llmplan.gui.bind import bound_combo, bound_spin, compact
 from llmplan.gui.state import PlanState
 from llmplan.gui.tooltips import wrap_tip
+from llmplan.plan.resolve import plan_framework_profile
 
 LIMITS_DELAY_MS = 250  # the searches take tens of ms: run them once the user pauses
 _VALUES = (None, True, False)
@@ -37,9 +38,6 @@ def plan_profile(state: PlanState, fresh: bool = False) -> Any:
     cached = state.profile_memo
     if cached is not None and cached[0] is doc:  # every picker refreshes on each edit: resolve once per document
         return cached[1]
-    # imported after the memo: with Qt loaded an import statement costs ~10 µs, and this runs ~12 times an edit
-    from llmplan.plan.resolve import plan_framework_profile
-
     try:  # the plan layer keeps it too: the evaluation of this document that follows does not work it out again
         prof = plan_framework_profile(doc)
     except Exception:  # an unknown id: the estimate's own error line says so

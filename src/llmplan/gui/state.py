@@ -20,6 +20,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from llmplan.gui import backend
 from llmplan.gui.commands import Edit, Replace, Unstate, get_path, is_stated, set_path
 from llmplan.plan.document import PlanDocument
+from llmplan.plan.released import FOLLOWED_FIELDS, follow_release
 
 DEBOUNCE_MS = 30
 
@@ -172,8 +173,6 @@ class PlanState(QObject):
         """``new`` with the weight format following the model's release (``plan.released.follow_release``: the
         CLI's rule for ``--model``) when the edit changes the model, the workload or the engine and does not
         set the format itself; ``new`` itself (the same object) otherwise."""
-        from llmplan.plan.released import FOLLOWED_FIELDS, follow_release
-
         if "inference.weight_format" in paths or not any(p in FOLLOWED_FIELDS for p in paths):
             return new
         followed = follow_release(self.doc, new)

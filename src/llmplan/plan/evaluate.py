@@ -11,8 +11,10 @@ own result is never patched.
 from __future__ import annotations
 
 from llmplan.catalog.snapshot import one_catalog_read
+from llmplan.catalog.system_presets import default_system_settings
 from llmplan.core import engine
 from llmplan.core.result import Estimate
+from llmplan.core.search.policy import apply_policy, automatic_knobs
 from llmplan.core.system.report import Evaluation, evaluation
 from llmplan.core.workload import Scenario
 from llmplan.plan.document import PlanDocument, SystemOptions
@@ -22,8 +24,6 @@ from llmplan.plan.resolve import resolve
 def system_settings(options: SystemOptions, scenario: Scenario | None = None):
     """The plan's ``system`` options over the catalog's named defaults (``catalogs/system``): a data
     centre's, or a personal machine's when the scenario is one (``ClusterSpec.is_personal_machine``)."""
-    from llmplan.catalog.system_presets import default_system_settings
-
     personal = scenario is not None and scenario.cluster.is_personal_machine
     return default_system_settings(**options.model_dump(exclude_none=True), personal=personal)
 
@@ -43,8 +43,6 @@ def automatic_choice(doc: PlanDocument, scenario: Scenario):
     """The default policy for the training knobs ``doc`` leaves open (``core.search.policy``): the
     scenario to estimate, and a label such as "auto: full recompute". The CLI, the app and the
     this-machine verdict all call this, so they choose alike."""
-    from llmplan.core.search.policy import apply_policy, automatic_knobs
-
     return apply_policy(scenario, automatic_knobs(doc.training.model_fields_set), engine.estimate)
 
 

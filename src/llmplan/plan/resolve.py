@@ -13,8 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llmplan.catalog.frameworks import framework_catalog, framework_profile
+from llmplan.catalog.frameworks import framework_catalog, framework_profile, profiles_supporting
+from llmplan.catalog.hardware import load_hardware_catalog
+from llmplan.catalog.models import load_model_catalog
 from llmplan.catalog.snapshot import one_catalog_read
+from llmplan.core.framework_profile import SWITCH_NAMES, offload_option_refusal, offload_refusal, zero_refusal
 from llmplan.core.hardware import ClusterSpec, Efficiency, FabricSpec, GpuSpec, NetworkSpec, personal_machine
 from llmplan.core.model import ModelSpec
 from llmplan.core.workload import (
@@ -28,15 +31,13 @@ from llmplan.plan.document import PlanDocument
 from llmplan.plan.validation import describe_validation_error
 
 
+# Imported with the module, not in the functions: in the app each import statement run goes through PySide6's
+# import hook (~13 µs), and resolving a plan asked for the catalogs and the framework's refusals 9 times a knob change.
 def _model_catalog() -> Any:
-    from llmplan.catalog.models import load_model_catalog
-
     return load_model_catalog()
 
 
 def _hardware_catalog() -> Any:
-    from llmplan.catalog.hardware import load_hardware_catalog
-
     return load_hardware_catalog()
 
 
@@ -241,14 +242,6 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
     (``framework_profile.offload_refusal``), selective recompute stated where the framework has none (left on the
     default it runs as none: ``core.workload.effective_training``), a quantised base it cannot train LoRA on;
     with ``layout``, a parallel dimension it lacks."""
-    from llmplan.catalog.frameworks import profiles_supporting
-    from llmplan.core.framework_profile import (
-        SWITCH_NAMES,
-        offload_option_refusal,
-        offload_refusal,
-        zero_refusal,
-    )
-
     tr = doc.training
     for name in SWITCH_NAMES:
         if getattr(tr, name) and name not in prof.switches:
@@ -303,8 +296,6 @@ def framework_refusal(doc: PlanDocument, prof: Any, layout: bool = False) -> str
 def loss_refusal(loss: str, prof: Any) -> str:
     """The field error for a ``training.loss`` the profile's code cannot run: the profiles that run it, and the
     losses this one runs, its own default first (what to choose instead)."""
-    from llmplan.catalog.frameworks import profiles_supporting
-
     others = profiles_supporting(f"loss:{loss}")
     runs = [prof.loss] + [k for k in prof.losses if k != prof.loss]
     return (f"training.loss: the {prof.id} profile does not run {loss}; profiles that do: "

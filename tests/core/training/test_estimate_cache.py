@@ -40,6 +40,8 @@ EDITS = {
     "training: ZeRO-3": (_megatron, lambda sc: _edit(sc, "training", zero_stage=3)),
     "training: full recompute": (_megatron, lambda sc: _edit(sc, "training", recompute="full")),
     "training: shorter sequences": (_megatron, lambda sc: _edit(sc, "training", seq_len=4096)),
+    "training: micro-batch 2 (fewer micro-batches per step)": (_megatron, lambda sc: _edit(sc, "training",
+                                                                                            micro_batch=2)),
     "parallelism: tp 4, pp 1": (_megatron, lambda sc: _edit(sc, "parallelism", tp=4, pp=1)),
     "efficiency: matmul": (_megatron, lambda sc: _edit(sc, "efficiency", matmul=0.5)),
     "model: fewer layers": (_megatron, lambda sc: _edit(sc, "model", num_layers=16)),
@@ -63,3 +65,24 @@ def test_an_edited_scenario_is_estimated_afresh(edit):
     after = estimate(edited)
     assert after == estimate(rebuilt)
     assert after != before  # the edit matters, so a stale cache entry would have shown
+
+
+def test_the_layout_is_kept_per_spec_objects_and_a_broken_rule_raises_each_time():
+    """``layout.resolve`` is cached by the identity of what it reads (model, parallelism, training, cluster,
+    framework profile) and the workload: the same objects give the very same ``Layout``; a new workload changes
+    the batch the published rule gives (no global batch stated), so it is worked out again; a layout that breaks
+    a rule is never cached."""
+    from llmplan.core.training.layout import resolve
+    from llmplan.errors import LayoutError
+
+    sc = _megatron()
+    assert resolve(sc) is resolve(sc)
+    by_rule = _edit(sc, "training", global_batch=0, batch_rule="published")
+    pretrain = by_rule.model_copy(update={"workload": "pretrain"})
+    finetune = by_rule.model_copy(update={"workload": "finetune"})
+    fresh = Scenario.model_validate(finetune.model_dump())
+    assert resolve(finetune) == resolve(fresh) and resolve(pretrain).global_batch != resolve(finetune).global_batch
+    broken = _edit(sc, "parallelism", dp=3)
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="tp·pp·dp·cp"):
+            resolve(broken)

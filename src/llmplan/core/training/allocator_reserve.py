@@ -47,8 +47,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 MIN_BLOCK = 512  # kMinBlockSize: every request is rounded up to a multiple of it
 SMALL_SIZE = 1 << 20  # kSmallSize: the largest request served from the small pool
 SMALL_BUFFER = 2 << 20  # kSmallBuffer: a small-pool segment
@@ -57,16 +55,24 @@ LARGE_BUFFER = 20 << 20  # kLargeBuffer
 ROUND_LARGE = 2 << 20  # kRoundLarge: larger requests get their size rounded up to 2 MiB
 
 
+def is_scalar(x) -> bool:
+    """A float, int or NumPy scalar rather than an array (``np.ndim(x) == 0``, asked without NumPy: the engine's
+    floats must not import it, a tenth of the app's start-up; only the search's quick model passes arrays)."""
+    return getattr(x, "ndim", 0) == 0
+
+
 def segment_bytes(request):
     """Bytes of the fresh segment the allocator reserves for one request of ``request`` bytes
     (``round_size`` then ``get_allocation_size``). Floats or arrays."""
-    if np.ndim(request) == 0:
+    if is_scalar(request):
         size = MIN_BLOCK * math.ceil(max(float(request), 1.0) / MIN_BLOCK)
         if size <= SMALL_SIZE:
             return float(SMALL_BUFFER)
         if size < MIN_LARGE_ALLOC:
             return float(LARGE_BUFFER)
         return float(ROUND_LARGE * math.ceil(size / ROUND_LARGE))
+    import numpy as np
+
     size = MIN_BLOCK * np.ceil(np.maximum(request, 1.0) / MIN_BLOCK)
     return np.where(size <= SMALL_SIZE, SMALL_BUFFER,
                     np.where(size < MIN_LARGE_ALLOC, LARGE_BUFFER, ROUND_LARGE * np.ceil(size / ROUND_LARGE)))
@@ -86,9 +92,12 @@ def gather_reserve(unit_bytes, fetch_bytes, held: int, prof):
         return 0.0 * unit_bytes
     segment = segment_bytes(unit_bytes)
     out = pending * segment
-    if prof.gather_flat_copy:
-        out = out + segment_bytes(np.where(fetch_bytes > 0, fetch_bytes, unit_bytes)
-                                  if np.ndim(fetch_bytes) else (fetch_bytes or unit_bytes))
+    if prof.gather_flat_copy and is_scalar(fetch_bytes):
+        out = out + segment_bytes(fetch_bytes or unit_bytes)
+    elif prof.gather_flat_copy:
+        import numpy as np
+
+        out = out + segment_bytes(np.where(fetch_bytes > 0, fetch_bytes, unit_bytes))
     else:  # FSDP1: each counted unit is a flat parameter in its own segment
         out = out + held * (segment - unit_bytes)
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmplan.core.memo import IdentityCache
 from llmplan.core.model import ModelSpec
 from llmplan.core.training import batch
 from llmplan.core.training.stages import RULES, StageSplit, split_layers
@@ -55,8 +56,21 @@ class Layout:
         return size <= 1 or stride * size <= self.gpus_per_node
 
 
+_LAYOUTS = IdentityCache(64)  # (model, parallelism, training, cluster, framework profile) objects + workload -> Layout
+
+
 def resolve(sc: Scenario) -> Layout:
-    """Validate the layout of ``sc`` and derive batch and stage sizes (see module docstring)."""
+    """Validate the layout of ``sc`` and derive batch and stage sizes (see module docstring). Cached per spec
+    objects (``core.memo``): it reads the model, the parallelism, the training settings, the cluster, the framework
+    profile and the workload (the batch rule's, ``batch.target_sequences``); a broken rule raises every time."""
+    objs = (sc.model, sc.parallelism, sc.training, sc.cluster, sc.framework_profile)
+    hit = _LAYOUTS.get(objs, sc.workload)
+    if hit is not None:
+        return hit
+    return _LAYOUTS.put(objs, sc.workload, _resolve(sc))
+
+
+def _resolve(sc: Scenario) -> Layout:
     m, par, tr, cl = sc.model, sc.parallelism, sc.training, sc.cluster
     tp, pp, dp, cp, ep, vp = par.tp, par.pp, par.dp, par.cp, par.ep, par.virtual_stages
     warnings: list[str] = []

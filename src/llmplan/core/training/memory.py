@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from llmplan.core.bytes_per_param import frozen_weight_bytes, gathered_weight_bytes
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.framework_profile import FrameworkProfile, kbit_upcast, transformers_modules_eager
@@ -216,7 +214,14 @@ def fused_gather_reserve(prof: FrameworkProfile, tr, st: StateBytes, largest_lay
     if not (prof.gather_pending_blocks or prof.gather_flat_copy):
         return unit, 0.0
     budget = prof.prefetch_params
-    fetch = np.minimum(largest_layer, budget) * per_param if budget else unit
+    if not budget:
+        fetch = unit
+    elif reserve.is_scalar(largest_layer):
+        fetch = min(largest_layer, budget) * per_param
+    else:  # the search's quick model: one row per candidate layout
+        import numpy as np
+
+        fetch = np.minimum(largest_layer, budget) * per_param
     return unit, gathered_reserve(prof, st, unit, fetch, 1)
 
 
@@ -227,10 +232,12 @@ def gathered_reserve(prof: FrameworkProfile, st: StateBytes, unit, fetch, held: 
     blocks the allocated bytes count. Floats or arrays (the search's quick model passes its rows)."""
     if not (prof.gather_pending_blocks or prof.gather_flat_copy):
         return 0.0
-    if np.ndim(st.shard_dense) == 0 and np.ndim(st.gather_buffer) == 0:
+    if reserve.is_scalar(st.shard_dense) and reserve.is_scalar(st.gather_buffer):
         if not st.gather_buffer or st.shard_dense <= 1:
             return 0.0
         return reserve.gather_reserve(unit, fetch, held, prof)
+    import numpy as np
+
     on = (st.gather_buffer > 0) & (st.shard_dense > 1)
     return np.where(on, reserve.gather_reserve(unit, fetch, held, prof), 0.0)
 
