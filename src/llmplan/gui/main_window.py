@@ -40,6 +40,10 @@ TABLE_ROWS = 9
 # px above the charts' minimum they get: SPARE when the column has room, at least KEPT on a short window (the
 # "GPU capacity" and "offload starts" labels need a plot that tall to keep off the curves).
 CHART_SPARE, CHART_KEPT = 60, 30
+# px the workload tabs keep when the layout editor below them takes the height it needs (the tab bar and about
+# four rows of a form, which scrolls inside its tab); below that the editor scrolls. With 240 px a 70B pre-train over
+# 4 nodes (Megatron, its recompute modules and an 8-wide drawing: 508 px) shows whole at 1,280 × 800.
+WORKLOAD_KEPT = 240
 
 
 class MainWindow(FileActions, QMainWindow):
@@ -116,7 +120,11 @@ class MainWindow(FileActions, QMainWindow):
         self.left = QSplitter(Qt.Orientation.Vertical)
         self.left.addWidget(PaneScroll(self.models))
         self.left.addWidget(PaneScroll(self.hardware))
-        self.centre = QSplitter(Qt.Orientation.Vertical)
+        # The layout editor gets the height its knobs and drawing need (at 1,024 × 700 it scrolled by 22 px): the
+        # workload tabs above give way, down to WORKLOAD_KEPT. Until the editor needs more, the column keeps the
+        # even split (or the person's).
+        self.centre = FittingSplitter(self.centre_needs, (1, 0), Qt.Orientation.Vertical, gives_way=1)
+        self.centre.share_on_show = False
         self.centre.addWidget(self.workload)
         self.centre.addWidget(PaneScroll(self.layout_editor))
         # Right: the verdict and its bars (they scroll when the window is short), the figures table in a
@@ -141,7 +149,7 @@ class MainWindow(FileActions, QMainWindow):
         self._refit_timer = QTimer(self)
         self._refit_timer.setSingleShot(True)
         self._refit_timer.setInterval(0)
-        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.right.fit()))
+        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.centre.fit(), self.right.fit()))
 
     def _charts_built(self) -> None:
         """The charts are made after the first paint (``ChartsPanel``): the columns and the right-hand
@@ -171,6 +179,19 @@ class MainWindow(FileActions, QMainWindow):
         chart = self.charts.minimumSizeHint().height()
         room = self.right.height() - self.right.handleWidth() * (self.right.count() - 1)
         return [results, table, chart + max(CHART_KEPT, min(CHART_SPARE, room - results - table - chart))]
+
+    def centre_needs(self) -> list[int]:
+        """Heights of the workload tabs (``WORKLOAD_KEPT``: their forms scroll inside each tab) and of the layout
+        editor: all of it at the pane's width, as its scroll area measures it (the wrapped status and colour key
+        included), plus a horizontal scroll bar when the pane is narrower than the editor."""
+        pane, editor = self.centre.widget(1), self.layout_editor
+        width = pane.width()
+        lay = editor.layout()
+        need = max(lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else 0,
+                   editor.minimumSizeHint().height())
+        if editor.minimumSizeHint().width() > width:
+            need += self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        return [WORKLOAD_KEPT, need]
 
     def column_needs(self) -> list[int]:
         """Width each column needs to show its content without scrolling sideways: the pickers, the
