@@ -59,17 +59,21 @@ class HangingIndent(QStyledItemDelegate):
     line of a wrapped label (or sentence) starts where its first line does. The text itself keeps its spaces:
     tests, exports and accessibility tools read the same item texts as before."""
 
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
+    def __init__(self, view: QWidget) -> None:
+        super().__init__(view)
+        self.view = view
         self._indents: dict[str, int] = {}  # leading spaces → their advance in px, in the view's font
 
-    def indent(self, spaces: str, font: QFont) -> int:
-        """The advance of ``spaces`` in ``font`` (remembered: the table's rows share three or four indents)."""
-        key = f"{font.key()}|{spaces}"
-        known = self._indents.get(key)
+    def indent(self, spaces: str) -> int:
+        """The advance of ``spaces`` in the view's font (remembered: the table's rows share three or four indents;
+        ``forget`` when the font changes)."""
+        known = self._indents.get(spaces)
         if known is None:
-            known = self._indents[key] = QFontMetrics(font).horizontalAdvance(spaces)
+            known = self._indents[spaces] = self.view.fontMetrics().horizontalAdvance(spaces)
         return known
+
+    def forget(self) -> None:
+        self._indents.clear()
 
     def paint(self, painter, option, index) -> None:
         spaces, body = split_indent(str(index.data(Qt.ItemDataRole.DisplayRole) or ""))
@@ -81,7 +85,7 @@ class HangingIndent(QStyledItemDelegate):
         widget = opt.widget
         style = widget.style() if widget is not None else QApplication.style()
         style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, opt, painter, widget)  # the whole cell
-        opt.rect = opt.rect.adjusted(self.indent(spaces, opt.font), 0, 0, 0)
+        opt.rect = opt.rect.adjusted(self.indent(spaces), 0, 0, 0)
         opt.text = body
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
 
