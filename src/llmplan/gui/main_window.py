@@ -42,7 +42,7 @@ TABLE_ROWS = 9
 CHART_SPARE, CHART_KEPT = 60, 30
 # px the workload tabs keep when the layout editor below them takes the height it needs (the tab bar and about
 # four rows of a form, which scrolls inside its tab); below that the editor scrolls. With 240 px a 70B pre-train over
-# 4 nodes (Megatron, its recompute modules and an 8-wide drawing: 508 px) shows whole at 1,280 × 800.
+# 4 nodes (Megatron, its recompute modules and 32 GPUs drawn: 508 px) shows whole at 1,280 × 800.
 WORKLOAD_KEPT = 240
 
 
