@@ -4,8 +4,9 @@
 Before (main at 51fb291, 2026-11-28): the editor's pane scrolled by 22 px on the Fine-tune tab and by 51 px on the
 Pre-train tab at 1,024 × 700 (the centre column split evenly, 328 / 327 px), and by 131 px on the 70B pre-train at
 1,280 × 800. Checked on the pane's own scroll bar (its range must be 0: tolerance none) and in pixels: the GPU
-drawing's bottom edge lies inside the pane's viewport. The workload tabs above keep ``WORKLOAD_KEPT`` px at least,
-and on a roomy window, where the editor fits half the column, the column keeps its even split.
+drawing's bottom edge lies inside the pane's viewport. The workload tabs above keep ``WORKLOAD_KEPT`` px at least;
+on a roomy window, where the editor fits half the column, the column keeps (or gets back) its even split; a divider
+the person dragged stays while the editor still fits below it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,30 @@ def test_editor_whole_on_a_pretrain_over_nodes_at_1280x800(window, qtbot):
     window.state.evaluate_now()
     settle(qtbot, window)
     assert window.layout_editor.recompute_modules.isVisible()  # the tallest editor: Megatron's modules too
+    assert_whole(window)
+    window.state.undo_stack.undo()  # back to the default plan: the workload tabs get their room back
+    window.state.evaluate_now()
+    settle(qtbot, window)
+    top, bottom = window.centre.sizes()
+    assert abs(top - bottom) <= 2, (top, bottom)
+
+
+def test_a_dragged_divider_stays_while_the_editor_fits(window, qtbot):
+    window.resize(1280, 800)
+    settle(qtbot, window)
+    centre = window.centre
+    total = sum(centre.sizes())
+    centre.setSizes([total - 500, 500])  # the person drags the editor taller than it needs
+    centre.splitterMoved.emit(total - 500, 1)
+    window.state.edit("training.seq_len", 2048)
+    window.state.evaluate_now()
+    settle(qtbot, window)
+    assert centre.sizes()[1] == 500
+    centre.setSizes([total - 200, 200])  # and then shorter than it needs: it gets its need back
+    centre.splitterMoved.emit(total - 200, 1)
+    window.state.edit("training.seq_len", 4096)
+    window.state.evaluate_now()
+    settle(qtbot, window)
     assert_whole(window)
 
 

@@ -23,7 +23,7 @@ from llmplan.gui.importing import is_plan_file
 from llmplan.gui.layout_editor import LayoutEditor
 from llmplan.gui.main_thread_gc import install as collect_garbage_on_this_thread
 from llmplan.gui.model_picker import ModelPicker
-from llmplan.gui.panes import FittingSplitter, PaneScroll
+from llmplan.gui.panes import EditorSplitter, FittingSplitter, PaneScroll
 from llmplan.gui.preferences import Preferences, PreferencesDialog
 from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
@@ -120,11 +120,9 @@ class MainWindow(FileActions, QMainWindow):
         self.left = QSplitter(Qt.Orientation.Vertical)
         self.left.addWidget(PaneScroll(self.models))
         self.left.addWidget(PaneScroll(self.hardware))
-        # The layout editor gets the height its knobs and drawing need (at 1,024 × 700 it scrolled by 22 px): the
-        # workload tabs above give way, down to WORKLOAD_KEPT. Until the editor needs more, the column keeps the
-        # even split (or the person's).
-        self.centre = FittingSplitter(self.centre_needs, (1, 0), Qt.Orientation.Vertical, gives_way=1)
-        self.centre.share_on_show = False
+        # The layout editor gets the height its knobs and drawing need, the workload tabs above give way down to
+        # WORKLOAD_KEPT (``EditorSplitter``).
+        self.centre = EditorSplitter(self.editor_need, WORKLOAD_KEPT)
         self.centre.addWidget(self.workload)
         self.centre.addWidget(PaneScroll(self.layout_editor))
         # Right: the verdict and its bars (they scroll when the window is short), the figures table in a
@@ -180,10 +178,10 @@ class MainWindow(FileActions, QMainWindow):
         room = self.right.height() - self.right.handleWidth() * (self.right.count() - 1)
         return [results, table, chart + max(CHART_KEPT, min(CHART_SPARE, room - results - table - chart))]
 
-    def centre_needs(self) -> list[int]:
-        """Heights of the workload tabs (``WORKLOAD_KEPT``: their forms scroll inside each tab) and of the layout
-        editor: all of it at the pane's width, as its scroll area measures it (the wrapped status and colour key
-        included), plus a horizontal scroll bar when the pane is narrower than the editor."""
+    def editor_need(self) -> int:
+        """Height of the layout editor's pane with nothing to scroll: all of the editor at the pane's width, as
+        its scroll area measures it (the wrapped status and colour key included), plus a horizontal scroll bar
+        when the pane is narrower than the editor."""
         pane, editor = self.centre.widget(1), self.layout_editor
         width = pane.width()
         lay = editor.layout()
@@ -191,7 +189,7 @@ class MainWindow(FileActions, QMainWindow):
                    editor.minimumSizeHint().height())
         if editor.minimumSizeHint().width() > width:
             need += self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
-        return [WORKLOAD_KEPT, need]
+        return need
 
     def column_needs(self) -> list[int]:
         """Width each column needs to show its content without scrolling sideways: the pickers, the
@@ -286,6 +284,8 @@ class MainWindow(FileActions, QMainWindow):
                 getattr(self, name).restoreState(value)
                 if isinstance(getattr(self, name), FittingSplitter):  # the person's sizes win
                     getattr(self, name).share_on_show = False
+                if isinstance(getattr(self, name), EditorSplitter):
+                    getattr(self, name).dragged = True
 
     def save_ui(self) -> None:
         s = self.settings
