@@ -116,11 +116,17 @@ class LayoutEditor(QWidget):
         row3 = QGridLayout()
         row3.addWidget(self._training_only(vs_label), 0, 0)
         row3.addWidget(self._training_only(vs), 0, 1)
-        row3.addWidget(offload_weights, 1, 0, 1, 2)  # under Virtual stages: row 1 holds the "auto (…)" knobs whole
+        # Under Virtual stages (row 1 holds the "auto (…)" knobs whole), "Offload weights" or, under Megatron-Core's
+        # optimizer-only offload, which hides it, the share offloaded: one row for the two, so the pre-train tab's
+        # editor has no row with a knob on one side only (it scrolled by 51 px at 1,024 × 700).
+        offload_cell = QVBoxLayout()
+        offload_cell.setContentsMargins(0, 0, 0, 0)
+        offload_cell.addWidget(offload_weights)
         self.offload_share = OffloadShare(state)  # Megatron-Core's --optimizer-offload-fraction (its own visibility)
-        row3.addWidget(self.offload_share, 2, 0, 1, 2)
+        offload_cell.addWidget(self.offload_share)
+        row3.addLayout(offload_cell, 1, 0, 1, 2)
         self.offload_copies = OffloadCopies(state)  # torchao offload_gradients, Megatron's overlapped copies
-        row3.addWidget(self.offload_copies, 3, 0, 1, 2)
+        row3.addWidget(self.offload_copies, 2, 0, 1, 2)
         for row, (key, text, tip) in enumerate((
                 ("first_stage_layers", "First stage layers", "Layers on the first pipeline stage (it also holds "
                  "the embedding); automatic: the balanced split, one layer fewer at the ends when layers do not "

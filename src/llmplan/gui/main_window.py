@@ -23,7 +23,7 @@ from llmplan.gui.importing import is_plan_file
 from llmplan.gui.layout_editor import LayoutEditor
 from llmplan.gui.main_thread_gc import install as collect_garbage_on_this_thread
 from llmplan.gui.model_picker import ModelPicker
-from llmplan.gui.panes import FittingSplitter, PaneScroll
+from llmplan.gui.panes import EditorSplitter, FittingSplitter, PaneScroll
 from llmplan.gui.preferences import Preferences, PreferencesDialog
 from llmplan.gui.results_panel import ResultsPanel
 from llmplan.gui.state import PlanState
@@ -40,6 +40,10 @@ TABLE_ROWS = 9
 # px above the charts' minimum they get: SPARE when the column has room, at least KEPT on a short window (the
 # "GPU capacity" and "offload starts" labels need a plot that tall to keep off the curves).
 CHART_SPARE, CHART_KEPT = 60, 30
+# px the workload tabs keep when the layout editor below them takes the height it needs (the tab bar and about
+# four rows of a form, which scrolls inside its tab); below that the editor scrolls. With 240 px a 70B pre-train over
+# 4 nodes (Megatron, its recompute modules and 32 GPUs drawn: 508 px) shows whole at 1,280 × 800.
+WORKLOAD_KEPT = 240
 
 
 class MainWindow(FileActions, QMainWindow):
@@ -116,7 +120,9 @@ class MainWindow(FileActions, QMainWindow):
         self.left = QSplitter(Qt.Orientation.Vertical)
         self.left.addWidget(PaneScroll(self.models))
         self.left.addWidget(PaneScroll(self.hardware))
-        self.centre = QSplitter(Qt.Orientation.Vertical)
+        # The layout editor gets the height its knobs and drawing need, the workload tabs above give way down to
+        # WORKLOAD_KEPT (``EditorSplitter``).
+        self.centre = EditorSplitter(self.editor_need, WORKLOAD_KEPT)
         self.centre.addWidget(self.workload)
         self.centre.addWidget(PaneScroll(self.layout_editor))
         # Right: the verdict and its bars (they scroll when the window is short), the figures table in a
@@ -141,7 +147,7 @@ class MainWindow(FileActions, QMainWindow):
         self._refit_timer = QTimer(self)
         self._refit_timer.setSingleShot(True)
         self._refit_timer.setInterval(0)
-        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.right.fit()))
+        self._refit_timer.timeout.connect(lambda: (self.main.fit(), self.centre.fit(), self.right.fit()))
 
     def _charts_built(self) -> None:
         """The charts are made after the first paint (``ChartsPanel``): the columns and the right-hand
@@ -171,6 +177,19 @@ class MainWindow(FileActions, QMainWindow):
         chart = self.charts.minimumSizeHint().height()
         room = self.right.height() - self.right.handleWidth() * (self.right.count() - 1)
         return [results, table, chart + max(CHART_KEPT, min(CHART_SPARE, room - results - table - chart))]
+
+    def editor_need(self) -> int:
+        """Height of the layout editor's pane with nothing to scroll: all of the editor at the pane's width, as
+        its scroll area measures it (the wrapped status and colour key included), plus a horizontal scroll bar
+        when the pane is narrower than the editor."""
+        pane, editor = self.centre.widget(1), self.layout_editor
+        width = pane.width()
+        lay = editor.layout()
+        need = max(lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else 0,
+                   editor.minimumSizeHint().height())
+        if editor.minimumSizeHint().width() > width:
+            need += self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        return need
 
     def column_needs(self) -> list[int]:
         """Width each column needs to show its content without scrolling sideways: the pickers, the
@@ -265,6 +284,8 @@ class MainWindow(FileActions, QMainWindow):
                 getattr(self, name).restoreState(value)
                 if isinstance(getattr(self, name), FittingSplitter):  # the person's sizes win
                     getattr(self, name).share_on_show = False
+                if isinstance(getattr(self, name), EditorSplitter):
+                    getattr(self, name).dragged = True
 
     def save_ui(self) -> None:
         s = self.settings

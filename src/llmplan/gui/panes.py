@@ -97,3 +97,37 @@ class FittingSplitter(QSplitter):
             if sizes[mid] < floor:  # a tiny window: every pane gives way in proportion, and scrolls
                 sizes = [max(1, n * avail // sum(need)) for n in need]
         self.setSizes(sizes)
+
+
+class EditorSplitter(QSplitter):
+    """The centre column: the workload tabs above, the layout editor below. The editor gets the height it needs
+    (``need()``: knobs and drawing whole; at 1,024 × 700 it scrolled by 22 px) and at least half the column, the
+    tabs the rest, but never less than ``kept`` px (their forms scroll inside each tab): below that the editor
+    scrolls. So a tall editor (a pre-train over nodes) takes room from the tabs and gives it back when the plan
+    no longer needs it. A divider the person dragged (or a saved one, ``dragged``) stays where it is while the
+    editor still gets its need."""
+
+    def __init__(self, need: Callable[[], int], kept: int) -> None:
+        super().__init__(Qt.Orientation.Vertical)
+        self._need, self._kept = need, kept
+        self.dragged = False
+        self.splitterMoved.connect(self._moved)
+
+    def _moved(self, *_a) -> None:
+        self.dragged = True
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        if self.count() != 2:
+            return
+        avail = self.height() - self.handleWidth()
+        need = min(self._need(), max(avail - self._kept, avail // 2))  # the tabs keep their floor
+        bottom = self.sizes()[1]
+        if self.dragged and bottom >= need:
+            return
+        target = need if self.dragged else max(need, avail - avail // 2)  # else the even split, when it is enough
+        if target != bottom:
+            self.setSizes([avail - target, target])

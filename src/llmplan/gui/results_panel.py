@@ -36,6 +36,7 @@ from llmplan.gui.cards_verdict import cards_verdict
 from llmplan.gui.memory_bar import MemoryBar
 from llmplan.gui.plan_fixes import PlanFixes
 from llmplan.gui.step_bar import StepTimeBar, fmt_seconds
+from llmplan.gui.table_rows import HangingIndent, laid_out_height, row_padding, split_indent, text_margin
 from llmplan.gui.theme import BAD_COLOUR, OK_COLOUR, WARN_COLOUR
 from llmplan.gui.tooltips import wrap_tip
 
@@ -100,8 +101,8 @@ def wrapping_label(parent: QWidget, name: str) -> QLabel:
 class FiguresTable(QTreeWidget):
     """Two columns that always both show: labels get at least 60 % of the width, and the room their
     longest needs while the longest value still fits beside it ("Goodput (useful share of wall time)"
-    was cut at 1,280 px beside "100.0 %"); what is still too long (collective names) is elided, the
-    full text in the tooltip. Values get the rest.
+    was cut at 1,280 px beside "100.0 %"). Values get the rest. A label or value still wider than its
+    column wraps onto more lines of its row (``fit_rows``), never elided; the label's tooltip repeats it.
 
     Tooltips are worked out when hovered (``tooltip``), not set on the items: ``Figure.describe`` formats every
     input of a formula, and setting each line's on every knob change cost about 0.7 ms of the knob → verdict
@@ -115,6 +116,12 @@ class FiguresTable(QTreeWidget):
         super().__init__(parent)
         self._advances: dict[str, int] = {}  # text → its width in px (``advance``)
         self._widths: list[tuple[int, int]] = []  # per line shown: its label's and value's width (figures only)
+        self._tall: dict[int, int] = {}  # line → the height set for its wrapped label or value (``fit_rows``)
+        self._heights: dict[tuple[str, int], int] = {}  # (text, width) → its wrapped height (``laid_out_height``)
+        self._pad = -1  # px a one-line row is taller than its text (``row_padding``); -1: not measured yet
+        self.indents = HangingIndent(self)  # a wrapped label's lines all start under its first word
+        self._indented: set[int] = set()  # the rows drawn by ``indents``: the tall ones and the sentences
+        self.header().sectionResized.connect(lambda *_a: self.fit_rows())  # also when the person drags the divider
 
     def tooltip(self, line: int, column: int) -> str:
         """The tooltip of a cell: a figure's value shows its formula, inputs and source (``Figure.describe``), its
@@ -181,8 +188,11 @@ class FiguresTable(QTreeWidget):
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
             self._advances.clear()
+            self._heights.clear()
+            self.indents.forget()
+            self._pad = -1
             cells, self.shown = self.shown, ()  # every width measured again in the new font
             self.remember(list(cells), list(self.tips))
 
@@ -192,6 +202,68 @@ class FiguresTable(QTreeWidget):
         column = max(int(width * 0.6), min(labels, width - values))
         if self.columnWidth(0) != column:
             self.setColumnWidth(0, column)
+        self.fit_rows()
+
+    def clear(self) -> None:
+        self._indent_rows(set())  # the rows are rebuilt with Qt's delegate alone (``fit_rows`` sets the indents)
+        super().clear()
+        self._tall = {}  # the new items have no size hints
+
+    def fit_rows(self) -> None:
+        """Give each figure line whose label or value is wider than its column the height of its wrapped text,
+        and the others back their one line: Qt wraps a cell's text only within the row's height and elides the
+        rest ("Exposed …" at 1,024 × 700). Only lines that overflow are laid out (their heights remembered), so a
+        knob change that keeps the labels costs a comparison of widths per line."""
+        margin = 2 * text_margin(self)
+        col0, col1 = self.columnWidth(0), self.columnWidth(1)
+        if self._pad < 0:
+            self._pad = row_padding(self)
+        wanted: dict[int, int] = {}
+        for i, ((kind, first, second), (label, value)) in enumerate(zip(self.shown, self._widths, strict=False)):
+            if kind != "figure" or (label + margin + 2 <= col0 and value + margin + 2 <= col1):
+                continue  # both on one line, with 2 px to spare for kerning between the indent and the label
+            spaces, body = split_indent(first)
+            wanted[i] = self._pad + max(self.text_height(body, col0 - margin - self.indents.indent(spaces)),
+                                        self.text_height(second, col1 - margin))
+        if self.topLevelItemCount() != len(self.shown):
+            return
+        self._indent_rows(set(wanted) | {i for i, cell in enumerate(self.shown) if cell[0] == "sentence"})
+        if wanted == self._tall:
+            return
+        model = self.model()
+        model.blockSignals(True)  # one re-layout for all the rows below, not one per row
+        try:
+            for i in self._tall.keys() - wanted.keys():
+                self.topLevelItem(i).setSizeHint(0, QSize())  # one line again: the style's own height
+            for i, height in wanted.items():
+                if self._tall.get(i) != height:
+                    self.topLevelItem(i).setSizeHint(0, QSize(col0, height))
+        finally:
+            model.blockSignals(False)
+        self._tall = wanted
+        self.scheduleDelayedItemsLayout()
+        self.viewport().update()
+
+    def _indent_rows(self, rows: set[int]) -> None:
+        """Draw these rows with the hanging indent; the others with Qt's own delegate, whose one line looks the
+        same and costs no call into Python per cell painted (the indent's costs ~2 ms a repaint of every row)."""
+        if rows == self._indented:
+            return
+        for i in self._indented - rows:
+            self.setItemDelegateForRow(i, None)
+        for i in rows - self._indented:
+            self.setItemDelegateForRow(i, self.indents)
+        self._indented = rows
+
+    def text_height(self, text: str, width: int) -> int:
+        """``laid_out_height`` in the table's font, remembered per (text, width)."""
+        key = (text, width)
+        known = self._heights.get(key)
+        if known is None:
+            if len(self._heights) > 4096:
+                self._heights.clear()
+            known = self._heights[key] = laid_out_height(self.font(), text, width)
+        return known
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -245,8 +317,9 @@ class FiguresTable(QTreeWidget):
 
     def sentence_hint(self, text: str) -> QSize:
         """The size a sentence row needs to show all of ``text`` wrapped at the current width."""
-        width = max(self.viewport().width() - 2 * SENTENCE_PAD, 50)
-        rect = QFontMetrics(self.font()).boundingRect(0, 0, width, 100_000, int(Qt.TextFlag.TextWordWrap), text)
+        spaces, body = split_indent(text)  # drawn with a hanging indent (``HangingIndent``)
+        width = max(self.viewport().width() - 2 * SENTENCE_PAD - self.indents.indent(spaces), 50)
+        rect = QFontMetrics(self.font()).boundingRect(0, 0, width, 100_000, int(Qt.TextFlag.TextWordWrap), body)
         return QSize(width, rect.height() + SENTENCE_PAD)
 
 
