@@ -126,11 +126,14 @@ class MachineCards(QGroupBox):
         buttons.addStretch(1)
         mode_label = QLabel("Split mode")
         mode_label.setBuddy(self.split_mode)
-        buttons.addWidget(mode_label)
-        buttons.addWidget(self.split_mode)
+        mode_row = QHBoxLayout()  # a row of its own: beside the three buttons it widened the Inference tab's form
+        mode_row.addWidget(mode_label)  # by 170 px, past the centre column's share at 1,024 × 700
+        mode_row.addWidget(self.split_mode)
+        mode_row.addStretch(1)
         lay = QVBoxLayout(self)
         lay.addWidget(self.pick)
         lay.addLayout(buttons)
+        lay.addLayout(mode_row)
         lay.addWidget(self.cards)
         lay.addWidget(self.table)
         lay.addWidget(self.summary)
