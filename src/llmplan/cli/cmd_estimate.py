@@ -39,6 +39,10 @@ def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -
     p.add_argument("--workload", choices=("pretrain", "finetune", "inference"))
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a plan field by its dotted path, e.g. --set parallelism.tp=8 (repeatable)")
+    p.add_argument("--cpu-moe-layers", metavar="N|all", help="llama.cpp's --n-cpu-moe N: keep the routed experts "
+                   "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
+                   "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
+                   "not fit on the GPUs")
     p.add_argument("--json", action="store_true", help="print one JSON object (stable keys)")
 
 
@@ -55,10 +59,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "that make it fit (docs/fit.md)")
     p.add_argument("--tensor-split", metavar="A,B", help="with several --gpu cards: llama.cpp's --tensor-split "
                    "shares per card (default: by each card's usable memory)")
-    p.add_argument("--cpu-moe-layers", metavar="N|all", help="llama.cpp's --n-cpu-moe N: keep the routed experts "
-                   "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
-                   "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
-                   "not fit on the GPUs")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -100,6 +100,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         for flag, field in (("--gpus", "gpus_per_node"), ("--nodes", "nodes"), ("--network", "network")):
             if field in hw:
                 text = text.replace(f"--set: hardware.{field}: ", f"{flag}: ")
+        if getattr(args, "cpu_moe_layers", None) is not None:
+            text = text.replace("--set: inference.cpu_moe_layers: ", "--cpu-moe-layers: ")
         raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written

@@ -121,10 +121,18 @@ def test_refusals_name_the_field(engine, model, fmt, match):
         scenario(model, fmt, 3, engine=engine)
 
 
-def test_refusals_that_need_the_layout():
-    with pytest.raises(LayoutError, match="gpu_layers"):
-        estimate_inference(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24, gpu_layers=30))
+def test_refusals_the_plan_states_need_no_layout():
+    """-ngl below the layer count and a unified-memory GPU are refused with the plan (a search that tried every
+    layout answered "no layout fits ... add GPUs"); a scenario copied without validation still meets the estimate's
+    own check."""
+    with pytest.raises(ValueError, match=r"inference\.cpu_moe_layers=24 with inference\.gpu_layers=30"):
+        scenario("openai/gpt-oss-120b", "mxfp4_moe", 24, gpu_layers=30)
     mac = load_hardware_catalog().gpu("apple-m3-max-40c-128gb").spec
+    with pytest.raises(ValueError, match="unified memory"):
+        Scenario(**{**dict(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24)), "cluster": ClusterSpec(gpu=mac)})
+    with pytest.raises(LayoutError, match="gpu_layers"):
+        estimate_inference(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24).model_copy(
+            update={"inference": InferenceSettings(engine="llama-cpp-2026", cpu_moe_layers=24, gpu_layers=30)}))
     with pytest.raises(LayoutError, match="unified memory"):
         estimate_inference(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24).model_copy(
             update={"cluster": ClusterSpec(gpu=mac, gpus_per_node=1)}))

@@ -1,0 +1,87 @@
+"""The newest plan fields on the command line, tried as users type them (hardening round trial34, 2026-11-28):
+llama.cpp's experts in host RAM (``--cpu-moe-layers``, ``inference.cpu_moe_layers``), SGLang's DP attention
+(``inference.dp_attention``) and an inference plan that carries a fine-tune's training settings.
+
+Each case failed before its fix: a refusal that does not depend on the layout was raised inside the layout search,
+which reported "no layout fits ... add GPUs" instead; the flag's error was worded as a ``--set`` the user never
+typed, with pydantic's type name ("expected Annotated or ..."); ``search`` lacked the flag the docs give it; an
+inference plan was refused for training switches its Fine-tune tab had set. Exact words, no tolerance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmplan.cli import main
+
+OSS = ["--model", "openai/gpt-oss-120b", "--workload", "inference", "--set", "inference.engine=llama-cpp-2026"]
+RTX3090 = ["--gpu", "nvidia-rtx-3090-24gb"]
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("value", ["-1", "2.5", "none", "100001"])
+def test_a_bad_cpu_moe_layers_flag_is_named_as_typed(capsys, value):
+    rc, _, err = _run(capsys, "estimate", *OSS, *RTX3090, "--cpu-moe-layers", value)
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("llmplan-cli: error: --cpu-moe-layers: give the number of leading layers")
+    assert "--set" not in err and "Annotated" not in err and "expected an integer or one of 'all'" in err
+
+
+@pytest.mark.parametrize("value", ["ALL", "All", " all "])
+def test_all_in_any_case_is_cpu_moe(capsys, value):
+    rc, out, _ = _run(capsys, "estimate", *OSS, *RTX3090, "--cpu-moe-layers", value, "--json")
+    assert rc == 0 and json.loads(out)["inference"]["experts_in_host"] == "every layer's experts in host RAM (--cpu-moe)"
+
+
+def test_search_takes_the_flag_the_docs_give_it(capsys):
+    rc, out, err = _run(capsys, "search", *OSS, *RTX3090, "--cpu-moe-layers", "all", "--json")
+    assert rc == 0, err
+    assert "--cpu-moe" in json.loads(out)["note"]
+
+
+@pytest.mark.parametrize("command", ["estimate", "search"])
+@pytest.mark.parametrize(("extra", "words"), [
+    ([*RTX3090, "--cpu-moe-layers", "all", "--set", "inference.gpu_layers=20"],
+     "inference.cpu_moe_layers=all with inference.gpu_layers=20: experts in host RAM are planned with every layer"),
+    (["--cpu-moe-layers", "10", "--gpu", "apple-m3-max-40c-128gb"],
+     "inference.cpu_moe_layers=10: the GPU shares the host's memory (unified memory)"),
+])
+def test_experts_in_host_refusals_are_said_not_no_layout_fits(capsys, command, extra, words):
+    rc, _, err = _run(capsys, command, *OSS, *extra)
+    assert rc == 2 and words in err and "no layout fits" not in err
+
+
+@pytest.mark.parametrize("command", ["estimate", "search"])
+@pytest.mark.parametrize(("model", "engine", "words"), [
+    ("meta-llama/Llama-3.1-8B", "sglang", "to multi-latent-attention models only"),
+    ("deepseek-ai/DeepSeek-V2-Lite", "vllm", "vLLM has no data-parallel attention"),
+])
+def test_dp_attention_refusals_are_said_with_the_layout_left_open(capsys, command, model, engine, words):
+    rc, _, err = _run(capsys, command, "--model", model, "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "2",
+                      "--workload", "inference", "--set", f"inference.engine={engine}",
+                      "--set", "inference.dp_attention=true")
+    assert rc == 2 and f"inference.dp_attention: {'SGLang applies' if engine == 'sglang' else ''}" in err
+    assert words in err and "no layout fits" not in err
+
+
+@pytest.mark.parametrize("training", [
+    ["training.framework=hf-trainer", "training.liger=true"],
+    ["training.framework=torchtune", "training.optimizer_in_backward=true"],
+    ["training.framework=megatron", "training.offload=cpu", "training.optimizer_offload_fraction=0.5"],
+])
+def test_an_inference_plan_ignores_its_fine_tune_settings(capsys, training):
+    """The app keeps the Fine-tune tab's settings when the plan switches to Inference; the inference estimate was
+    refused ("training.liger: the megatron profile does not support it"). It is the same as without them."""
+    base = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb", "--workload",
+            "inference", "--json"]
+    rc, out, err = _run(capsys, *base, *(a for t in training for a in ("--set", t)))
+    assert rc == 0, err
+    rc0, plain, _ = _run(capsys, *base)
+    assert rc0 == 0
+    assert json.loads(out)["inference"] == json.loads(plain)["inference"]
