@@ -85,3 +85,16 @@ def test_an_inference_plan_ignores_its_fine_tune_settings(capsys, training):
     rc0, plain, _ = _run(capsys, *base)
     assert rc0 == 0
     assert json.loads(out)["inference"] == json.loads(plain)["inference"]
+
+
+@pytest.mark.parametrize("command", ["estimate", "search"])
+def test_a_zero_stage_one_gpu_cannot_run_is_not_a_memory_answer(capsys, command):
+    """ZeRO-3 stated on one GPU under unsloth (no CPU offload): no layout exists to try (0 evaluated), but the
+    answer was "no layout fits in memory on these GPUs ... add GPUs" for a 1B model on an 80 GB card."""
+    rc, out, err = _run(capsys, command, "--model", "meta-llama/Llama-3.2-1B", "--gpu", "nvidia-h100-sxm-80gb",
+                        "--workload", "finetune", "--set", "training.framework=unsloth",
+                        "--set", "training.zero_stage=3")
+    text = err if command == "estimate" else out
+    assert ("no layout can run training.zero_stage=3 as set on these GPUs: ZeRO-3 shards over data-parallel GPUs, "
+            "and on one GPU it runs only with a CPU offload, which unsloth lacks; set training.zero_stage=0") in text
+    assert "in memory" not in text and "no layout fits:" not in text

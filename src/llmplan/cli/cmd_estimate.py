@@ -162,7 +162,7 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
                     weight_formats=weight_formats)
     if not result.best:
         note = result.note
-        raise InputError(note if note.startswith(("no layout fits", "no layout can use")) else f"no layout fits: {note}")
+        raise InputError(note if note.startswith(("no layout fits", "no layout can")) else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
         inf = best.estimate.inference if best.estimate is not None else None

@@ -179,6 +179,8 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
         if keep:
             why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set{_least(res, cluster)}: "
                    "add GPUs, or change those settings")
+        if keep and not evaluated:  # not memory: no layout the settings allow exists here
+            why = f"no layout can run {_kept(t, keep)} as set on these GPUs{_why_none(scenario, keep, offload)}"
         return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
@@ -269,6 +271,17 @@ def _refine(order: np.ndarray, wanted: int, layout_at: Callable[[int], RankedLay
 
 def _kept(t: TrainingSettings, keep: tuple[str, ...]) -> str:
     return ", ".join(f"training.{k}={getattr(t, k)}" for k in KEEPABLE if k in keep)
+
+
+def _why_none(scenario: Scenario, keep: tuple[str, ...], offload: bool) -> str:
+    """Why the settings the plan holds leave no layout to try (a ZeRO stage on one GPU, where ZeRO has nothing to
+    shard over unless it offloads: ``space.training_columns``), and what to change."""
+    t, prof = scenario.training, scenario.framework
+    if "zero_stage" in keep and t.zero_stage > 0 and scenario.cluster.total_gpus == 1:
+        how = "with a CPU offload (ZeRO-Offload)" if offload else f"with a CPU offload, which {prof.name} lacks"
+        return (f": ZeRO-{t.zero_stage} shards over data-parallel GPUs, and on one GPU it runs only {how}; "
+                "set training.zero_stage=0, or add GPUs")
+    return ": change those settings, or add GPUs"
 
 
 def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
