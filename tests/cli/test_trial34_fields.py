@@ -99,3 +99,15 @@ def test_a_zero_stage_one_gpu_cannot_run_is_not_a_memory_answer(capsys, command)
     assert ("no layout can run training.zero_stage=3 as set on these GPUs: ZeRO-3 shards over data-parallel GPUs, "
             "and on one GPU it runs only with a CPU offload, which unsloth lacks; set training.zero_stage=0") in text
     assert "in memory" not in text and "no layout fits:" not in text
+
+
+def test_dp_attention_is_said_with_the_figures_it_changes(capsys):
+    """The text's "inference:" line and --json name the flag (DeepSeek-V2-Lite on 2 x H100: it moves every
+    figure, and nothing in the output said it was on)."""
+    base = ["estimate", "--model", "deepseek-ai/DeepSeek-V2-Lite", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "2",
+            "--workload", "inference", "--set", "inference.engine=sglang"]
+    assert main([*base, "--set", "inference.dp_attention=true"]) == 0
+    assert "out, DP attention (--enable-dp-attention) (inference.engine" in capsys.readouterr().out
+    for on in (True, False):
+        rc, out, _ = _run(capsys, *base, "--set", f"inference.dp_attention={str(on).lower()}", "--json")
+        assert rc == 0 and json.loads(out)["inference"]["dp_attention"] is on
