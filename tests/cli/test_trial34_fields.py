@@ -111,3 +111,20 @@ def test_dp_attention_is_said_with_the_figures_it_changes(capsys):
     for on in (True, False):
         rc, out, _ = _run(capsys, *base, "--set", f"inference.dp_attention={str(on).lower()}", "--json")
         assert rc == 0 and json.loads(out)["inference"]["dp_attention"] is on
+
+
+def test_an_inference_plan_saved_keeps_its_training_section(capsys, tmp_path):
+    """``estimate --save`` wrote the inference scenario's resolved training settings over the plan's (loss
+    fp32_logits, grad_clip on ... of the default profile), so the saved plan switched to fine-tuning was refused
+    ("training.loss: the hf-trainer profile does not run fp32_logits"); with a fine-tune's Liger on, it lost it."""
+    path = tmp_path / "serve.llmplan"
+    for training in ([], ["--set", "training.framework=hf-trainer", "--set", "training.liger=true"]):
+        rc, _, err = _run(capsys, "estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb",
+                          "--workload", "inference", *training, "--save", str(path))
+        assert rc == 0, err
+        saved = json.loads(path.read_text()).get("training", {})
+        assert saved == ({"framework": "hf-trainer", "liger": True} if training else {})
+        rc, out, err = _run(capsys, "estimate", str(path), "--set", "workload=finetune",
+                            "--set", "training.framework=hf-trainer", "--json")
+        assert rc == 0, err
+        assert json.loads(out)["training"]["loss"] == ("fused_linear" if training else "upcast")

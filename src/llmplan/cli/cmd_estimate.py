@@ -209,7 +209,10 @@ def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
     # the Hub file's size is the plan's model.hub, resolved into inference while the format is that file's:
     # saving the resolved value would pin it to the plan even after the format changes
     inference = scenario.inference.model_copy(update={"weight_file_bytes": doc.inference.weight_file_bytes})
-    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training,
+    # an inference estimate trains nothing: the plan's training section stays as written (auto stays auto, a
+    # setting the inference scenario does not check stays the user's), for when the plan trains again
+    training = doc.training if doc.workload == "inference" else scenario.training
+    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": training,
                                   "inference": inference})
 
 
