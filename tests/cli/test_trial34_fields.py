@@ -128,3 +128,35 @@ def test_an_inference_plan_saved_keeps_its_training_section(capsys, tmp_path):
                             "--set", "training.framework=hf-trainer", "--json")
         assert rc == 0, err
         assert json.loads(out)["training"]["loss"] == ("fused_linear" if training else "upcast")
+
+
+def test_search_holds_the_knobs_a_plan_file_states(capsys, tmp_path):
+    """A plan file stating torchtune's one-GPU offload (offload cpu, ZeRO-0): ``estimate`` priced it (~9,013
+    tokens/s, fits with offload), ``search`` of the same file ranked layouts without the offload (its best 8,117
+    tokens/s), and the app's Auto… held it: the file's knobs were held only when given with --set."""
+    path = tmp_path / "tt.llmplan"
+    path.write_text(json.dumps({
+        "format": "llmplan", "schema_version": 5, "workload": "finetune", "model": {"id": "meta-llama/Llama-3.1-8B"},
+        "hardware": {"gpu": "nvidia-h100-sxm-80gb"},
+        "training": {"framework": "torchtune", "method": "full", "offload": "cpu", "zero_stage": 0, "tokens": 1e8}}))
+    rc, out, err = _run(capsys, "estimate", str(path), "--json")
+    assert rc == 0, err
+    est = json.loads(out)
+    rc, out, err = _run(capsys, "search", str(path), "--json")
+    assert rc == 0, err
+    best = json.loads(out)["best"][0]
+    assert best["training"]["offload"] == "cpu" and best["training"]["zero_stage"] == 0
+    assert best["tokens_per_s"] == pytest.approx(est["compute"]["tokens_per_s"], rel=1e-9)
+
+
+def test_held_zero_0_where_offload_needs_zero_1_answers_by_memory(capsys):
+    """The QLoRA example (ZeRO-0 stated) at 8K tokens on one RTX 4090: nothing fits without offload, and DeepSpeed's
+    offload needs ZeRO-1, so the offload phase has no layout; the answer is the layouts tried without it, by how far
+    they are from fitting, not "0 layouts evaluated"."""
+    from llmplan.resources_path import resources_dir
+
+    plan = resources_dir() / "examples" / "qlora-llama-3-8b-rtx4090.llmplan"
+    rc, out, _ = _run(capsys, "search", str(plan), "--quick", "--set", "training.seq_len=8192")
+    assert rc == 0 and "5 layouts evaluated, 0 fit" in out
+    assert ("no layout fits in memory on these GPUs with training.zero_stage=0, training.recompute=full as set "
+            "(the most frugal layout needs 26.8 GiB per GPU, 24.0 GiB usable)") in out

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
     scenario = resolve(doc)
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
-    keep = kept_knobs(args) if scenario.workload != "inference" else ()
+    keep = kept_knobs(args, doc) if scenario.workload != "inference" else ()  # as Auto… holds them
     # an open weight format: the engine's ladder, then its usual file with offload, as estimate and Auto… do
     formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile) \
         if scenario.workload == "inference" else ()

@@ -157,9 +157,12 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     cols, res, owner, cancelled = _quick_parts(parts, phases[0], keep, report, stop)
     fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     if not len(fit) and not cancelled and len(phases) > 1:
+        tried = cols, res, owner
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
         cols, res, owner, cancelled = _quick_parts(parts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+        if not len(cols) and len(tried[0]):  # no offloading layout runs the held knobs (ZeRO-0 under DeepSpeed):
+            (cols, res, owner), note = tried, ""  # the answer is the layouts tried without it, by memory
     evaluated = len(cols)
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
