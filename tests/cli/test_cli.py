@@ -30,7 +30,9 @@ def test_search_json_on_an_example_plan(capsys):
 
 
 def test_search_text_shows_the_pareto_front(capsys):
-    assert main(["search", str(PRETRAIN), "--top", "2", "--quick", "--set", "hardware.nodes=16"]) == 0
+    # 32 nodes: the plan states ZeRO-2 and no recompute (Llama 3 paper), which search holds as the app's Auto…
+    # does; on 16 nodes nothing fits with them (79.8 of 79.6 GiB), found only while search ignored the file's knobs
+    assert main(["search", str(PRETRAIN), "--top", "2", "--quick", "--set", "hardware.nodes=32"]) == 0
     out = capsys.readouterr().out
     assert "#1" in out and "why not #1" in out and "Pareto front" in out
 

@@ -50,6 +50,10 @@ def add_plan_arguments(p: argparse.ArgumentParser, plan_optional: bool = True) -
     p.add_argument("--split-mode", choices=("layer", "row"), help="llama.cpp's --split-mode over several cards: "
                    "'layer' (default) gives each card whole layers, 'row' splits every weight matrix's rows over "
                    "the cards; inference.split_mode (docs/inference.md)")
+    p.add_argument("--cpu-moe-layers", metavar="N|all", help="llama.cpp's --n-cpu-moe N: keep the routed experts "
+                   "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
+                   "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
+                   "not fit on the GPUs")
     p.add_argument("--json", action="store_true", help="print one JSON object (stable keys)")
 
 
@@ -66,10 +70,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "that make it fit (docs/fit.md)")
     p.add_argument("--tensor-split", metavar="A,B", help="with several --gpu cards: llama.cpp's --tensor-split "
                    "shares per card (default: by each card's usable memory)")
-    p.add_argument("--cpu-moe-layers", metavar="N|all", help="llama.cpp's --n-cpu-moe N: keep the routed experts "
-                   "of the first N layers of an MoE model in host RAM, the rest on the GPUs ('all': --cpu-moe; 0: "
-                   "none); inference.cpu_moe_layers. Unset, the estimate keeps the fewest there when the model does "
-                   "not fit on the GPUs")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -113,6 +113,8 @@ def document_from_args(args: argparse.Namespace) -> PlanDocument:
         for flag, field in (("--gpus", "gpus_per_node"), ("--nodes", "nodes"), ("--network", "network")):
             if field in hw:
                 text = text.replace(f"--set: hardware.{field}: ", f"{flag}: ")
+        if getattr(args, "cpu_moe_layers", None) is not None:
+            text = text.replace("--set: inference.cpu_moe_layers: ", "--cpu-moe-layers: ")
         raise InputError(text) from None
     if args.plan:
         return doc  # a plan file is taken as written
@@ -174,7 +176,7 @@ def auto_layout(scenario: Scenario, keep: tuple[str, ...] = (), weight_formats: 
                     weight_formats=weight_formats)
     if not result.best:
         note = result.note
-        raise InputError(note if note.startswith(("no layout fits", "no layout can use")) else f"no layout fits: {note}")
+        raise InputError(note if note.startswith(("no layout fits", "no layout can")) else f"no layout fits: {note}")
     best = result.best[0]
     if scenario.workload == "inference":
         inf = best.estimate.inference if best.estimate is not None else None
@@ -221,7 +223,10 @@ def with_layout(doc: PlanDocument, scenario: Scenario) -> PlanDocument:
     # the Hub file's size is the plan's model.hub, resolved into inference while the format is that file's:
     # saving the resolved value would pin it to the plan even after the format changes
     inference = scenario.inference.model_copy(update={"weight_file_bytes": doc.inference.weight_file_bytes})
-    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": scenario.training,
+    # an inference estimate trains nothing: the plan's training section stays as written (auto stays auto, a
+    # setting the inference scenario does not check stays the user's), for when the plan trains again
+    training = doc.training if doc.workload == "inference" else scenario.training
+    return doc.model_copy(update={"parallelism": scenario.parallelism, "training": training,
                                   "inference": inference})
 
 

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     doc, engine_note = rows_engine(doc)  # a row split runs on llama.cpp, as ``estimate`` runs it
     scenario = resolve(doc)
     objective = args.objective or ("cost" if scenario.workload == "inference" else "time")
-    keep = kept_knobs(args) if scenario.workload != "inference" else ()
+    keep = kept_knobs(args, doc) if scenario.workload != "inference" else ()  # as Auto… holds them
     # an open weight format: the engine's ladder, then its usual file with offload, as estimate and Auto… do
     formats = formats_to_try(doc.inference.model_fields_set, scenario.engine_profile) \
         if scenario.workload == "inference" else ()

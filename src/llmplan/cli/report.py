@@ -125,6 +125,7 @@ def estimate_json(est: Estimate | Evaluation, scenario: Scenario, layout_source:
             "weight_format": i.weight_format, "kv_dtype": scenario.inference.kv_dtype,
             "batch": scenario.inference.batch, "prompt_tokens": scenario.inference.prompt_tokens,
             "output_tokens": scenario.inference.output_tokens,
+            "dp_attention": scenario.inference.dp_attention,  # SGLang's --enable-dp-attention: changes every figure
         }
         fit = longest_context(scenario)
         out["inference"] |= {"longest_context_tokens": fit.tokens, "trained_context_tokens": fit.trained_context,
@@ -202,7 +203,8 @@ def estimate_text(data: dict[str, Any], decimal: bool = False) -> str:
         i = data["inference"]
         lines.append(f"inference: {i.get('engine_name', i['engine'])}, weights {i['weight_format']}, KV cache {i['kv_dtype']}, "
                      f"{i['batch']:,} sequence{'s' if i['batch'] != 1 else ''} of {i['prompt_tokens']:,} tokens in "
-                     f"+ {i['output_tokens']:,} out (inference.engine, inference.weight_format, inference.<field>)")
+                     f"+ {i['output_tokens']:,} out{', DP attention (--enable-dp-attention)' if i.get('dp_attention') else ''} "
+                     "(inference.engine, inference.weight_format, inference.<field>)")
     if data.get("released_format"):
         lines.append(released_words(data["released_format"], "--set inference.weight_format=... for another"))
     if data.get("automatic"):  # core.search.policy chose knobs the plan leaves open

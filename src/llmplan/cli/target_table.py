@@ -62,7 +62,7 @@ def run(doc: PlanDocument, args: argparse.Namespace, refine, gpus: list[str]) ->
     if args.max_gpus < 1:
         raise InputError(f"--max-gpus must be at least 1, got {args.max_gpus}")
     tokens = args.tokens or doc.training.tokens
-    rows = target_table(doc, gpus, args.days, args.budget, tokens, refine, args.max_gpus, kept_knobs(args))
+    rows = target_table(doc, gpus, args.days, args.budget, tokens, refine, args.max_gpus, kept_knobs(args, doc))
     if args.json:
         print(json.dumps({"days": args.days, "budget_usd": args.budget, "tokens": tokens,
                           "rows": [answer_json(a) for a in rows]}, indent=2))

@@ -247,7 +247,9 @@ class InferenceSettings(FrozenModel):
         a count given as text ('24', from --set or the CLI) is read as the number."""
         if v is None or v == "all" or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100_000):
             return v
-        if isinstance(v, str) and v.strip().isdigit():
+        if isinstance(v, str) and v.strip().lower() == "all":  # "ALL", " all ": llama.cpp's --cpu-moe all the same
+            return "all"
+        if isinstance(v, str) and v.strip().isdigit() and int(v.strip()) <= 100_000:
             return int(v.strip())
         raise ValueError("give the number of leading layers whose experts stay in host RAM (0 or more), or 'all'")
 
@@ -431,7 +433,14 @@ class Scenario(FrozenModel):
         if isinstance(prof, dict):
             prof = FrameworkProfile.model_validate(prof)
         if isinstance(tr, TrainingSettings) and (prof is None or isinstance(prof, FrameworkProfile)):
-            resolved = effective_training(tr, prof or _DEFAULT_FRAMEWORK)
+            try:
+                resolved = effective_training(tr, prof or _DEFAULT_FRAMEWORK)
+            except ValueError:
+                if data.get("workload") != "inference":
+                    raise
+                # an inference plan trains nothing: the training section its Fine-tune tab left (Liger on, a
+                # Megatron offload share ...) is kept in the plan, not checked against the default profile here
+                resolved = effective_training(TrainingSettings(), prof or _DEFAULT_FRAMEWORK)
             model = data.get("model")
             if isinstance(model, dict):
                 model = ModelSpec.model_validate(model)
@@ -442,6 +451,15 @@ class Scenario(FrozenModel):
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
+        if self.workload == "inference":  # its training section is not run (``_resolve_auto``)
+            inf = self.inference
+            refusal = (cpu_moe_refusal(self.model, self.engine_profile, inf.cpu_moe_layers,
+                                       self.cluster.gpu.unified_memory)
+                       or dp_attention_refusal(self.model, self.engine_profile, inf.dp_attention)
+                       or split_mode_refusal(self.engine_profile, inf))
+            if refusal:
+                raise ValueError(refusal)
+            return self
         if self.workload == "pretrain" and self.training.method != "full":
             raise ValueError("pre-training trains every weight: set training.method to 'full'")
         t = self.training
@@ -451,29 +469,46 @@ class Scenario(FrozenModel):
             _check_recompute_modules(self)
         if (t.lora_dropout or 0) > 0 and wraps_stacked_experts(self.model, t):
             raise ValueError(STACKED_DROPOUT_REFUSAL.format(t.lora_dropout))
-        refusal = cpu_moe_refusal(self.model, self.engine_profile, self.inference.cpu_moe_layers) or \
-            split_mode_refusal(self.engine_profile, self.inference)
-        if self.workload == "inference" and refusal:
-            raise ValueError(refusal)
         if t.mean_sequence_tokens > t.seq_len:
             raise ValueError(f"training.mean_sequence_tokens ({t.mean_sequence_tokens}) cannot exceed training.seq_len "
                              f"({t.seq_len}), the longest sequence a padded batch is padded to")
         return self
 
 
-def cpu_moe_refusal(model: ModelSpec, engine: EngineProfile | None, n: int | str | None) -> str:
-    """Why ``inference.cpu_moe_layers = n`` cannot run ("" when it can, as far as the model and the engine say:
-    the checks that need the layout and the GPU are the estimate's, ``core.inference.cpu_moe.check``): it needs an
-    MoE model and an engine that keeps experts in host RAM (llama.cpp)."""
+def cpu_moe_refusal(model: ModelSpec, engine: EngineProfile | None, n: int | str | None,
+                    unified: bool = False) -> str:
+    """Why ``inference.cpu_moe_layers = n`` cannot run ("" when it can, as far as the plan says without its layout:
+    tensor parallelism is the estimate's check, ``core.inference.cpu_moe.check``): it needs an MoE model, an engine
+    that keeps experts in host RAM (llama.cpp) and a GPU with memory of its own (-ngl below the layer count composes
+    with it: ``core.inference.cpu_moe``). Checked
+    here, once for the plan, so a search that tries every layout says this, not "no layout fits"."""
     if n is None or n == 0:
         return ""
+    field = f"inference.cpu_moe_layers={n}"
     if not model.is_moe:
-        return (f"inference.cpu_moe_layers={n}: {model.name} has no routed experts (a dense model); clear it and "
+        return (f"{field}: {model.name} has no routed experts (a dense model); clear it and "
                 "use inference.gpu_layers to keep whole layers in host RAM")
     if engine is not None and not engine.experts_in_host:
-        return (f"inference.cpu_moe_layers={n}: {engine.name or engine.id} cannot keep the experts in host RAM "
+        return (f"{field}: {engine.name or engine.id} cannot keep the experts in host RAM "
                 "(llama.cpp's --cpu-moe / --n-cpu-moe; Ollama exposes no such option); choose inference.engine = "
                 "llama.cpp or clear it")
+    if unified:
+        return (f"{field}: the GPU shares the host's memory (unified memory), so experts in host RAM free "
+                "nothing; clear cpu_moe_layers")
+    return ""
+
+
+def dp_attention_refusal(model: ModelSpec, engine: EngineProfile | None, on: bool) -> str:
+    """Why ``inference.dp_attention`` cannot run ("" when it can): SGLang's flag, for multi-latent-attention models
+    (``core.inference.dp_attention``). Checked for the plan, so a search does not answer "no layout fits"."""
+    if not on:
+        return ""
+    if engine is not None and not engine.dp_attention:
+        return (f"inference.dp_attention: {engine.name or engine.id} has no data-parallel attention "
+                "(SGLang's --enable-dp-attention); choose inference.engine = sglang or clear it")
+    if not model.mla:
+        return ("inference.dp_attention: SGLang applies --enable-dp-attention to multi-latent-attention "
+                "models only (DeepSeek-V2/V3: srt/models/deepseek_v2.py); clear it for this model")
     return ""
 
 

@@ -230,6 +230,9 @@ def bound_combo(state: PlanState, path: str, label: str, tip: str, options: Sequ
     the entry shows selected instead of a duplicate; ``item_tips`` gives entries a tooltip."""
     w = compact(ElidedCombo(), chars)
     w.setEditable(editable)
+    # Enter must not add the typed text as an entry of its own: that entry carries no value (None), so a typo
+    # ("abc", "-1") was taken as the first option's None ("automatic") before ``typed`` refused the text
+    w.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
     for value, text in options:
         w.addItem(text, value)
         if item_tips and value in item_tips:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from llmplan.errors import InputError
 from llmplan.plan.document import PlanDocument
+from llmplan.plan.validation import describe_validation_error
 
 
 def get_path(doc: PlanDocument, path: str) -> Any:
@@ -61,10 +62,12 @@ def set_path(doc: PlanDocument, path: str, value: Any, stated: bool = True) -> P
     node[parts[-1]] = value.model_dump() if hasattr(value, "model_dump") else value
     try:
         return PlanDocument.model_validate(data)
-    except ValidationError as exc:
+    except ValidationError as exc:  # in the CLI's words: pydantic's "Value error, " prefix read in the status bar
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or path
-        raise InputError(f"{where}: {first['msg']} (got {value!r})") from None
+        if first["loc"]:
+            raise InputError(describe_validation_error(exc)) from None
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise InputError(f"{path}: {msg} (got {value!r})") from None
 
 
 @dataclass(frozen=True, slots=True)

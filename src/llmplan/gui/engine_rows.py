@@ -27,17 +27,28 @@ ENGINE_ROWS: dict[str, Callable[[EngineProfile], bool]] = {
 }
 
 
+# A row the engine lacks stays shown while the plan holds a value that engine refuses, so that it can be cleared
+# where the banner says to ("inference.dp_attention: vLLM has no data-parallel attention ... clear it": the box was
+# hidden under vLLM, the plan stuck until the engine went back to SGLang). The llama.cpp rows' values are ignored
+# elsewhere, not refused.
+HELD: dict[str, Callable[[object], bool]] = {
+    "inference.dp_attention": lambda doc: doc.inference.dp_attention,
+}
+
+
 def follow_engine(state: PlanState, form: QFormLayout) -> None:
-    """Show each row of ``ENGINE_ROWS`` in ``form`` only while the plan's engine has it."""
+    """Show each row of ``ENGINE_ROWS`` in ``form`` only while the plan's engine has it (or holds a value the
+    engine refuses: ``HELD``)."""
     parent = form.parentWidget()
     fields = {path: parent.findChild(QWidget, path) for path in ENGINE_ROWS}
-    shown_for: list[str | None] = [None]
+    shown_for: list[tuple | None] = [None]
 
     def follow(doc) -> None:
         engine = doc.inference.engine
-        if engine == shown_for[0]:
+        held = {path for path, holds in HELD.items() if holds(doc)}
+        if (engine, held) == shown_for[0]:
             return
-        shown_for[0] = engine
+        shown_for[0] = (engine, held)
         from llmplan.catalog.engines import engine_profile
         from llmplan.errors import LlmplanError
 
@@ -47,7 +58,7 @@ def follow_engine(state: PlanState, form: QFormLayout) -> None:
             profile = None
         for path, widget in fields.items():
             if widget is not None:
-                form.setRowVisible(widget, profile is None or ENGINE_ROWS[path](profile))
+                form.setRowVisible(widget, profile is None or ENGINE_ROWS[path](profile) or path in held)
 
     state.doc_changed.connect(follow)
     follow(state.doc)

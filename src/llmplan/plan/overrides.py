@@ -154,6 +154,8 @@ def _expected_type(loc: tuple[str, ...]) -> str:
 
 def _type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:  # a bounded number (Annotated[int, Field(ge=0)]): its type, not "Annotated"
+        return _type_name(typing.get_args(annotation)[0])
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmplan.core.search.policy import AUTOMATIC
 from llmplan.errors import PlanFileError
 from llmplan.formats.atomic import atomic_write
 from llmplan.formats.bounded import parse_json, read_capped
@@ -172,15 +173,31 @@ def load_plan(path: str | os.PathLike[str]) -> PlanDocument:
 # ---- writing ------------------------------------------------------------------------------
 
 
+# Fields whose being stated changes the estimate, not only their value: the knobs the default policy chooses
+# where the plan leaves them open (``core.search.policy.AUTOMATIC``), the engine and the weight format (left open,
+# a model released quantised is planned as released and a plan that does not fit tries smaller formats). Stated at
+# their default ("offload: none" pinned in the app to see how far a plan is from fitting), they are written, or the
+# reopened plan would be estimated another way (ZeRO-3 with CPU offload chosen for it).
+STATED_KEPT: dict[str, tuple[str, ...]] = {
+    "training": AUTOMATIC,
+    "inference": ("engine", "weight_format"),
+}
+
+
 def dumps_plan(doc: PlanDocument) -> str:
     """Canonical text: sorted keys, indent 2, UTF-8 characters kept, trailing newline.
 
-    Fields at their default are left out (the header fields always stay), so a plan shows
-    what was chosen, and a later llmplan that adds a field with a default writes the same
+    Fields at their default are left out (the header fields always stay), except those of ``STATED_KEPT`` the
+    plan states, so a plan shows what was chosen, and a later llmplan that adds a field with a default writes the same
     bytes for the same plan. Changing a default is therefore a schema change: it needs a
     new ``schema_version`` and a migration that writes the old default into old plans.
     """
     data = doc.model_dump(mode="json", exclude_defaults=True)
+    for section, names in STATED_KEPT.items():  # a knob pinned at its default value stays pinned
+        part = getattr(doc, section)
+        kept = {n: v for n, v in part.model_dump(mode="json", include=set(names) & part.model_fields_set).items()}
+        if kept:
+            data[section] = {**kept, **data.get(section, {})}
     data.update(format=doc.format, schema_version=doc.schema_version, app_version=doc.app_version,
                 workload=doc.workload)
     data.setdefault("hardware", {})["gpu"] = doc.hardware.gpu  # the catalog id, even at its default

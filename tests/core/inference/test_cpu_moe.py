@@ -125,6 +125,8 @@ def test_refusals_that_need_the_layout():
     """Unified memory frees nothing by keeping experts in host RAM. (-ngl below the layer count composes with
     the experts: tests/core/inference/test_cpu_moe_partial.py.)"""
     mac = load_hardware_catalog().gpu("apple-m3-max-40c-128gb").spec
+    with pytest.raises(ValueError, match="unified memory"):
+        Scenario(**{**dict(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24)), "cluster": ClusterSpec(gpu=mac)})
     with pytest.raises(LayoutError, match="unified memory"):
         estimate_inference(scenario("openai/gpt-oss-120b", "mxfp4_moe", 24).model_copy(
             update={"cluster": ClusterSpec(gpu=mac, gpus_per_node=1)}))

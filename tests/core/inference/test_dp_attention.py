@@ -85,8 +85,13 @@ def test_batch_1_and_8_cost_the_same_step():
 @pytest.mark.parametrize(("engine", "model", "fmt"), [("vllm", DS, "fp8"), ("sglang", "meta-llama/Llama-3.1-8B",
                                                                                "bf16")])
 def test_refused_where_sglang_has_no_dp_attention(engine, model, fmt):
+    """Refused with the plan, before any layout (a search answered "no layout fits ... add GPUs"); a scenario
+    copied without validation still meets the estimate's own check."""
+    with pytest.raises(ValueError, match=r"inference\.dp_attention: "):
+        _scenario(True, engine=engine, model=model, fmt=fmt)
+    off = _scenario(False, engine=engine, model=model, fmt=fmt)
     with pytest.raises(InputError, match="dp_attention"):
-        estimate(_scenario(True, engine=engine, model=model, fmt=fmt))
+        estimate(off.model_copy(update={"inference": off.inference.model_copy(update={"dp_attention": True})}))
 
 
 def test_a_prompt_runs_on_its_own_rank():

@@ -92,16 +92,13 @@ def host_expert_bytes(spec: ModelSpec, q: QuantizedWeights, n_moe: int) -> float
 
 
 def check(spec: ModelSpec, engine: EngineProfile, setting: CpuMoeSetting, tp: int, unified: bool) -> None:
-    """Refuse a ``cpu_moe_layers`` the engine or the model cannot run, naming the field and what to do."""
+    """Refuse a ``cpu_moe_layers`` the engine, the model or the GPU cannot run (``workload.cpu_moe_refusal``, the
+    plan's own check, here too for a scenario built without it), or the layout: llama.cpp splits by layers."""
     if setting is None or setting == 0:
         return
-    refusal = cpu_moe_refusal(spec, engine, setting)
+    refusal = cpu_moe_refusal(spec, engine, setting, unified)
     if refusal:
         raise LayoutError(refusal)
-    field = f"inference.cpu_moe_layers={setting}"
-    if unified:
-        raise LayoutError(f"{field}: the GPU shares the host's memory (unified memory), so experts in host RAM free "
-                          "nothing; clear cpu_moe_layers")
     if tp > 1:
-        raise LayoutError(f"{field}: llama.cpp splits a model by layers, not tensor parallelism; set "
-                          "parallelism.tp = 1")
+        raise LayoutError(f"inference.cpu_moe_layers={setting}: llama.cpp splits a model by layers, not tensor "
+                          "parallelism; set parallelism.tp = 1")

@@ -34,7 +34,7 @@ import math
 
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.quant import GroupBytes, QuantizedWeights
-from llmplan.core.workload import Scenario
+from llmplan.core.workload import Scenario, dp_attention_refusal
 from llmplan.errors import InputError
 
 # Tensor groups each GPU holds whole under DP attention: the attention projections, the embedding and the head.
@@ -45,12 +45,9 @@ def uses_dp_attention(scenario: Scenario, engine: EngineProfile) -> bool:
     """Whether the plan runs DP attention; an InputError when it asks for it where the engine cannot."""
     if not scenario.inference.dp_attention:
         return False
-    if not engine.dp_attention:
-        raise InputError(f"inference.dp_attention: {engine.name or engine.id} has no data-parallel attention "
-                         "(SGLang's --enable-dp-attention); choose inference.engine = sglang or clear it")
-    if not scenario.model.mla:
-        raise InputError("inference.dp_attention: SGLang applies --enable-dp-attention to multi-latent-attention "
-                         "models only (DeepSeek-V2/V3: srt/models/deepseek_v2.py); clear it for this model")
+    refusal = dp_attention_refusal(scenario.model, engine, True)
+    if refusal:
+        raise InputError(refusal)
     return True
 
 

@@ -157,9 +157,12 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
     cols, res, owner, cancelled = _quick_parts(parts, phases[0], keep, report, stop)
     fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
     if not len(fit) and not cancelled and len(phases) > 1:
+        tried = cols, res, owner
         note = "nothing fits without CPU offload; showing layouts that offload the optimizer to the CPU"
         cols, res, owner, cancelled = _quick_parts(parts, True, keep, report, stop)
         fit = np.nonzero(res.memory <= cluster.gpu.usable_memory_bytes)[0] if len(cols) else np.zeros(0, int)
+        if not len(cols) and len(tried[0]):  # no offloading layout runs the held knobs (ZeRO-0 under DeepSpeed):
+            (cols, res, owner), note = tried, ""  # the answer is the layouts tried without it, by memory
     evaluated = len(cols)
     if not len(fit) and refine is not None and len(cols) and not cancelled:
         # the quick model is not the verdict: the engine checks the most memory-frugal layouts first
@@ -179,6 +182,8 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
         if keep:
             why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set{_least(res, cluster)}: "
                    "add GPUs, or change those settings")
+        if keep and not evaluated:  # not memory: no layout the settings allow exists here
+            why = f"no layout can run {_kept(t, keep)} as set on these GPUs{_why_none(scenario, keep, offload)}"
         return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
@@ -269,6 +274,17 @@ def _refine(order: np.ndarray, wanted: int, layout_at: Callable[[int], RankedLay
 
 def _kept(t: TrainingSettings, keep: tuple[str, ...]) -> str:
     return ", ".join(f"training.{k}={getattr(t, k)}" for k in KEEPABLE if k in keep)
+
+
+def _why_none(scenario: Scenario, keep: tuple[str, ...], offload: bool) -> str:
+    """Why the settings the plan holds leave no layout to try (a ZeRO stage on one GPU, where ZeRO has nothing to
+    shard over unless it offloads: ``space.training_columns``), and what to change."""
+    t, prof = scenario.training, scenario.framework
+    if "zero_stage" in keep and t.zero_stage > 0 and scenario.cluster.total_gpus == 1:
+        how = "with a CPU offload (ZeRO-Offload)" if offload else f"with a CPU offload, which {prof.name} lacks"
+        return (f": ZeRO-{t.zero_stage} shards over data-parallel GPUs, and on one GPU it runs only {how}; "
+                "set training.zero_stage=0, or add GPUs")
+    return ": change those settings, or add GPUs"
 
 
 def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
