@@ -290,6 +290,7 @@ def prefill_time(scenario: Scenario, plan: MemoryPlan, r: Rates, sequences: int,
         compute *= plan.tp * local_tokens(sequences, plan.tp) / sequences
     passes = max(1, -(-tokens // plan.chunk_tokens))
     gpu_weights = plan.weights_gpu * plan.pp  # every stage streams its weights once per pass
+    gpu_weights -= untouched_expert_bytes(spec, plan, plan.tp * local if plan.dp_attention else local)
     memory = passes * (gpu_weights + pool_dequant_bytes(spec, plan)) / r.stream
     # Host-resident layers: llama.cpp copies their weights to the GPU for large batches (PCIe bound); the input
     # embedding is a row lookup and the head multiplies only the last tokens, so neither goes up (as multi_gpu).
@@ -365,6 +366,20 @@ def touched_expert_fraction(spec: ModelSpec, tokens: float) -> float:
         return 1.0
     e, k = spec.moe.num_experts, spec.moe.experts_per_token
     return 1.0 - (1.0 - k / e) ** tokens
+
+
+def untouched_expert_bytes(spec: ModelSpec, plan: MemoryPlan, routed: float) -> float:
+    """Bytes of the GPUs' routed experts that a pass of ``routed`` tokens does not read: experts no token routes
+    to. The MoE kernels read an expert only for the tokens routed to it - llama.cpp's mat-vec by id reads the ids'
+    experts, MMQ by id and Metal's ``kernel_mul_mm_id`` skip an expert's empty tiles (ggml-org/ggml d99724f2),
+    vLLM's fused MoE launches blocks only for experts with tokens (``moe_align_block_size``) - as decode counts
+    them (``touched_expert_fraction``); summed over pipeline stages, per TP rank, less experts in host RAM."""
+    if not spec.moe:
+        return 0.0
+    experts = sum(gb.bytes / (1 if gb.group.tp_split == "replicated" else plan.tp)
+                  for gb in plan.weights.groups if gb.group.category == "expert")
+    on_gpu = experts * plan.gpu_layers / spec.num_layers - host_expert_bytes(spec, plan.weights, plan.host_moe_layers)
+    return max(0.0, on_gpu) * (1.0 - touched_expert_fraction(spec, routed))
 
 
 def decode_step(scenario: Scenario, plan: MemoryPlan, r: Rates, batch: int, context: int,
