@@ -117,21 +117,33 @@ class _Rows:
         self.rows.append(OpRow(name, group, phase, count * times, flops * times, moved * times, s, rate, unit, key,
                                source))
 
-    def gemms(self, ops, gemms, group, times, backward):
+    def gemms(self, ops, gemms, group, times, backward, prefix=""):
+        """Each GEMM's pass; ``prefix``: a full recompute's forward again (in the backward phase). Returns the
+        seconds listed."""
+        listed = 0.0
         for g in gemms:
             t, calls = (ot.backward_gemms if backward else ot.forward_gemms)(ops, self.r, (g,))
-            self.add(g.name, group, BACKWARD if backward else FORWARD, times, calls, _gemm_flops(g, backward),
+            phase = BACKWARD if backward or prefix else FORWARD
+            self.add(prefix + g.name, group, phase, times, calls, _gemm_flops(g, backward),
                      _gemm_bytes(g, self.r, backward), t / self.clock, "FLOP/s", _gemm_key(g, self.r), _GEMM_SOURCE)
+            listed += t / self.clock
+        return listed
 
-    def elementwise(self, ew, group, times, backward):
-        r = self.r
+    def elementwise(self, ew, group, times, backward, prefix=""):
+        r, listed = self.r, 0.0
         for e in ew:
             if backward:
-                self.add(e.name, group, BACKWARD, times, ot.backward_launches(e), 0.0, e.backward * e.bytes,
-                         ot.ew_backward((e,), r), "B/s", _ew_key(e, True), _EW_SOURCE)
+                t = ot.ew_backward((e,), r)
+                self.add(e.name, group, BACKWARD, times, ot.backward_launches(e), 0.0, e.backward * e.bytes, t,
+                         "B/s", _ew_key(e, True), _EW_SOURCE)
             elif not e.backward_only:
-                self.add(e.name, group, FORWARD, times, e.kernels, 0.0, e.bytes, ot.ew_forward((e,), r), "B/s",
-                         _ew_key(e, False), _EW_SOURCE)
+                t = ot.ew_forward((e,), r)
+                self.add(prefix + e.name, group, BACKWARD if prefix else FORWARD, times, e.kernels, 0.0, e.bytes, t,
+                         "B/s", _ew_key(e, False), _EW_SOURCE)
+            else:
+                continue
+            listed += t
+        return listed
 
     def lumps(self, p: ot.PartTimes, group, phase, times, prefix=""):
         """The parts of a PartTimes no single op of the list carries: dequantisation, weight casts, fp8 casts and
@@ -197,7 +209,14 @@ def step_operations(sc: Scenario, est: Estimate) -> StepOps:
     rows.elementwise(ops.elementwise, grp, n, True)
     rows.lumps(lb, grp, BACKWARD, n)
     rec = _minus(rest, lb.clocked(clock))  # what the recompute runs again (timing._full_clock's branches)
-    if tr.recompute != "none":
+    if tr.recompute == "full":  # the forward again, op by op; its casts and gaps as the forward's lumps
+        label = "recompute: "
+        g_s = rows.gemms(ops, ops.gemms, grp, n, False, label)
+        rows.add(label + what, grp, BACKWARD, n, 1.0, att_flops, 0.0, rec.attention, "FLOP/s", att_key, att_src)
+        e_s = rows.elementwise(ops.elementwise, grp, n, False, label)
+        rest_of = _minus(rec, ot.PartTimes(gemm=g_s, attention=rec.attention, elementwise=e_s))
+        rows.lumps(rest_of, grp, BACKWARD, n, label)
+    elif tr.recompute != "none":
         label = f"recompute ({tr.recompute}): "
         for name, s in (("GEMMs", rec.gemm), ("attention", rec.attention), ("elementwise kernels", rec.elementwise)):
             if s > 1e-18:
