@@ -39,9 +39,9 @@ STEP_GROUP = "step"
 _STEP_PARTS = (("optimizer", "optimizer step (fused AdamW pass over its states)", OPTIMIZER, True),
                ("gradient_clipping", "gradient clipping (norm and scale)", OPTIMIZER, True),
                ("launch_overhead", "host launch time beyond the GPU's work", OTHER, True),
-               ("exposed_communication", "exposed communication (TP/CP/EP/PP and DP not hidden)", COMMUNICATION, False),
+               ("exposed_communication", "exposed communication (TP, CP, EP, PP, DP)", COMMUNICATION, False),
                ("pipeline_bubble", "pipeline bubble (fill and drain)", OTHER, False),
-               ("offload", "exposed offload (CPU optimizer, PCIe, NVMe)", COMMUNICATION, False),
+               ("offload", "exposed offload (CPU, PCIe, NVMe)", COMMUNICATION, False),
                ("host_transfers", "host transfers (activation offload, paged optimizer)", COMMUNICATION, False))
 
 
