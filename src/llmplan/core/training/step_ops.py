@@ -36,7 +36,7 @@ STEP_GROUP = "step"
 
 # step-level parts of ``compute.breakdown`` (seconds per step), with the row's name and phase; the first four are in
 # the compute time, the rest only in the step time
-_STEP_PARTS = (("optimizer", "optimizer step (fused AdamW pass over its states)", OPTIMIZER, True),
+_STEP_PARTS = (("optimizer", "optimizer step (the pass over its states)", OPTIMIZER, True),
                ("gradient_clipping", "gradient clipping (norm and scale)", OPTIMIZER, True),
                ("launch_overhead", "host launch time beyond the GPU's work", OTHER, True),
                ("exposed_communication", "exposed communication (TP, CP, EP, PP, DP)", COMMUNICATION, False),
