@@ -3,7 +3,8 @@
 Source: the estimate itself (the engine's ``compute_time_s`` and ``step_time_s``). Each row is one operation
 passed alone through the pricing ``timing`` sums, so the rows' sum differs from the figure by float rounding
 only: tolerance 1e-9 relative. Plans: the shipped examples (pre-training Llama 3.1 405B on a pipeline, a QLoRA and
-a ZeRO-3 fine-tune), the QLoRA plan as plain LoRA, and Mixtral 8x7B (every block MoE) with expert parallelism.
+a ZeRO-3 fine-tune), the QLoRA plan as plain LoRA, the 405B plan in fp8 with selective recompute and with a last
+stage heavy enough to be the slowest, and Mixtral 8x7B (every block MoE) with expert parallelism.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ CASES = {
     "qlora": ("qlora-llama-3-8b-rtx4090.llmplan", []),
     "lora": ("qlora-llama-3-8b-rtx4090.llmplan", ["training.method=lora", "hardware.gpu=nvidia-h100-sxm-80gb"]),
     "full-zero3": ("finetune-llama-3.1-70b-zero3-8xh100.llmplan", []),
+    "fp8-selective": ("pretrain-llama-3.1-405b-16k-h100.llmplan", ["training.precision=fp8",
+                                                                 "training.recompute=selective"]),
+    "last-stage-slowest": ("pretrain-llama-3.1-405b-16k-h100.llmplan", ["parallelism.virtual_stages=1", "parallelism.first_stage_layers=4",
+                                                                      "parallelism.last_stage_layers=10"]),
     "moe": ("pretrain-llama-3.1-405b-16k-h100.llmplan",
             ["model.id=mistralai/Mixtral-8x7B-v0.1", "hardware.nodes=2", "parallelism.tp=1", "parallelism.pp=1",
              "parallelism.ep=8", "parallelism.dp=16", "parallelism.virtual_stages=1", "parallelism.cp=1", "training.global_batch=64"]),
@@ -66,3 +71,12 @@ def test_pipeline_stage_without_head():
     _, _, so = _ops("pretrain")
     assert so.layers == 8
     assert not any(r.group == HEAD_GROUP for r in so.rows)
+
+
+def test_last_stage_with_the_head_lists_it():
+    """126 layers on 16 stages as 4, 8 × 14, 10: the last stage (10 layers and the head and loss) is the slowest,
+    so its 10 blocks and the head are listed, and no embedding (pp > 1: not priced, docs/training.md)."""
+    _, _, so = _ops("last-stage-slowest")
+    assert so.layers == 10
+    head = {r.name for r in so.rows if r.group == HEAD_GROUP}
+    assert "lm_head" in head and not any(n.startswith("embedding") for n in head)

@@ -183,12 +183,10 @@ def step_operations(sc: Scenario, est: Estimate) -> StepOps:
     pb = count_params(m)
     ops = layer_ops(m, pb, shape, tr, prof, shape.cast_shard)  # type: ignore[arg-type]  # reads OpShape's fields
     clock = timing.micro_batch_clock(m, shape, tr, prof, r)
-    fwd, rest, head = timing.layer_and_head(m, shape, tr, prof, r)
+    rest = timing.layer_and_head(m, shape, tr, prof, r)[1]  # backward + recompute, clocked
     emb = timing.embedding_time(m, shape, tr, prof, r) if lay.pp == 1 else None
     split = lay.split
-    # the slowest stage, as timing._micro_batch picks it
-    last = fwd.scale(split.per_stage[-1]) + rest.scale(split.per_stage[-1]) + head + (emb or ot.PartTimes())
-    on_last = lay.pp == 1 or last.gpu >= (fwd + rest).scale(split.before_last).gpu
+    on_last = timing.head_on_slowest(m, lay, tr, prof, r)
     layers = split.per_stage[-1] if on_last else split.before_last
     steps = lay.accumulation
     rows = _Rows(r, clock)
