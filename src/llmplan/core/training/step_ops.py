@@ -11,7 +11,7 @@ through the functions ``timing`` sums (``op_time.forward_gemms``, ``backward_gem
 So the rows add up to the estimate's compute time (and, with the exposed communication, bubble and offload, its
 step time) to rounding.
 
-Run only on request (the CLI's ``--ops``, the app's Operations dialog): it is a few milliseconds, not part of an
+Run only on request (the CLI's ``--ops``, the app's Operations dialog; ~1 ms on the 2-core dev VM), not part of an
 estimate.
 """
 
