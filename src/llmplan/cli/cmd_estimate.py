@@ -70,6 +70,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "that make it fit (docs/fit.md)")
     p.add_argument("--tensor-split", metavar="A,B", help="with several --gpu cards: llama.cpp's --tensor-split "
                    "shares per card (default: by each card's usable memory)")
+    p.add_argument("--ops", nargs="?", type=int, const=15, metavar="N",
+                   help="list the training step's operations instead: every kernel's FLOPs, bytes, rate and time, "
+                   "the N longest (default 15) and the rest summed; with --json every row (docs/training.md, "
+                   "'Reading the operation list')")
     p.add_argument("--detection-fixture", metavar="FILE", help=argparse.SUPPRESS)  # a recorded `detect --json`
     measured.add_arguments(p)
     p.set_defaults(handler=run, mixed_ok=True)
@@ -270,7 +274,21 @@ def run(args: argparse.Namespace) -> int:
         data["released_format"] = args.released_format
     if calibration_note is not None:
         data["calibration"] = {"note": calibration_note, "efficiency": doc.efficiency.model_dump(exclude_none=True)}
+    if args.ops is not None:
+        return _print_ops(args, scenario, est.estimate)
     _print(args, data, est)
+    return 0
+
+
+def _print_ops(args: argparse.Namespace, scenario: Scenario, est: Estimate) -> int:
+    """``--ops``: the step's operation list (``ops_table``), computed only when asked for."""
+    from llmplan.cli.ops_table import operations, ops_json, ops_text
+
+    if args.ops < 1:
+        raise InputError("--ops N: give at least 1 operation to list")
+    so = operations(scenario, est)
+    title = Path(args.plan).stem if args.plan else scenario.model.name
+    print(json_text(ops_json(so, title)) if args.json else ops_text(so, title, args.ops))
     return 0
 
 

@@ -19,8 +19,11 @@ import re
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
+    QPushButton,
     QToolTip,
     QTreeWidget,
     QTreeWidgetItem,
@@ -344,6 +347,11 @@ class ResultsPanel(QWidget):
         self.step_label = QLabel("Step time", self)
         self.step_label.setBuddy(self.step_bar)
         self.step_label.setWordWrap(True)  # "Step time per GPU: … (framework) profile" fits a narrow pane
+        # the step's operation list (ops_dialog), computed only when asked for
+        self.ops_button = QPushButton("Operations…", self)
+        self.ops_button.setToolTip("Every operation the step time is the sum of: its FLOPs, bytes, rate and time")
+        self.ops_button.clicked.connect(self.show_operations)
+        self.ops_dialog = None
         self.table = FiguresTable(self)
         self.table.setAccessibleName("All figures")
         self.table.setColumnCount(2)
@@ -365,8 +373,13 @@ class ResultsPanel(QWidget):
         mem_label.setBuddy(self.bar)
         lay.addWidget(mem_label)
         lay.addWidget(self.bar)
-        lay.addWidget(self.step_label)
+        step_row = QHBoxLayout()
+        step_row.addWidget(self.step_label, 1)
+        step_row.addWidget(self.ops_button, 0, Qt.AlignmentFlag.AlignBottom)
+        lay.addLayout(step_row)
         lay.addWidget(self.step_bar)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._table_menu)
         lay.addWidget(self.table, 1)
 
     def set_unit(self, unit: MemoryUnit) -> None:
@@ -519,10 +532,29 @@ class ResultsPanel(QWidget):
         self.step_bar.set_compute(compute)
         shown = compute is not None and bool(compute.breakdown)
         self.step_label.setVisible(shown)
+        self.ops_button.setVisible(shown)
         if shown:
             framework = compute.step_time_s.inputs.get("framework", "")
             self.step_label.setText(f"Step time per GPU: {fmt_seconds(compute.step_time_s.value)}"
                                     + (f" ({framework} profile)" if framework else ""))
+
+    def show_operations(self) -> None:
+        """Open the step's operation list of the plan shown (``ops_dialog``)."""
+        from llmplan.gui.ops_dialog import operations_dialog
+
+        if self.outcome is None:
+            return
+        self.ops_dialog = operations_dialog(self.outcome, self)
+        self.ops_dialog.show()
+
+    def _table_menu(self, pos) -> None:
+        """The step-time row's context menu: "Operations…" (``show_operations``)."""
+        item = self.table.itemAt(pos)
+        if item is None or item.text(0).strip() != "Step time" or not self.ops_button.isVisible():
+            return
+        menu = QMenu(self)
+        menu.addAction("Operations of one step…", self.show_operations)
+        menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def value_of(self, label: str) -> str:
         """The shown value of a row by its label (for tests and accessibility tools)."""

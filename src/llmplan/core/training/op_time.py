@@ -214,6 +214,12 @@ def forward_gemms(ops: LayerOps, r: Rates, gemms: tuple[Gemm, ...]) -> tuple[flo
     return _gemm_pass(ops, r, False, gemms)
 
 
+def backward_gemms(ops: LayerOps | HeadOps, r: Rates, gemms: tuple[Gemm, ...]) -> tuple[float, float]:
+    """Seconds and calls of the backward of ``gemms`` (input gradients, and weight gradients where trained): one
+    GEMM's share of a pass, for the step's operation list (``step_ops``)."""
+    return _gemm_pass(ops, r, True, gemms)
+
+
 def selective_op_recompute(ops: LayerOps, r: Rates) -> PartTimes:
     """What operator-level selective checkpointing runs again in the backward (``selective_op``): the
     matmuls it did not keep and every elementwise kernel of the forward; the attention core too when it

@@ -243,6 +243,12 @@ def _micro_batch(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: Framewor
     return _PER_MICRO_BATCH.put(objs, rest, (slow, fill_pace(total, slow.gpu, lay.pp), on_last and lay.pp > 1))
 
 
+def head_on_slowest(m: ModelSpec, lay: Layout, tr: TrainingSettings, prof: FrameworkProfile, r: ot.Rates) -> bool:
+    """Whether the slowest stage, whose micro-batch the step time counts, holds the head and loss (the last stage, or
+    the only one): ``_micro_batch``'s choice, for the step's operation list (``step_ops``)."""
+    return lay.pp == 1 or _micro_batch(m, lay, tr, prof, r)[2]
+
+
 def compute_times(sc: Scenario, lay: Layout, pb: ParamBreakdown, optimizer_params: float,
                   state_bytes: tuple[float, float, float, float, bool]) -> ComputeTimes:
     """Per-operation step time of the slowest stage (module doc of ``op_time``).
