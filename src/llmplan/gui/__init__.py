@@ -28,10 +28,18 @@ QT_FREE_MODULES = (
 
 
 def _import_qt_free_modules() -> None:
-    import importlib
-
-    for name in QT_FREE_MODULES:
-        importlib.import_module(name)
+    """Each by its own import statement (plain names: no module is imported from a computed string)."""
+    import llmplan.catalog.engines  # noqa: F401
+    import llmplan.catalog.hardware  # noqa: F401
+    import llmplan.catalog.models  # noqa: F401
+    import llmplan.catalog.system_presets  # noqa: F401
+    import llmplan.core.engine  # noqa: F401
+    import llmplan.core.search.policy  # noqa: F401
+    import llmplan.core.training  # noqa: F401
+    import llmplan.fit.tiers  # noqa: F401
+    import llmplan.plan.evaluate  # noqa: F401
+    import llmplan.plan.hub_plan  # noqa: F401
+    import llmplan.plan.released  # noqa: F401
 
 
 _import_qt_free_modules()
