@@ -98,7 +98,7 @@ def test_a_zero_stage_one_gpu_cannot_run_is_not_a_memory_answer(capsys, command)
     """ZeRO-3 stated on one GPU under unsloth: the answer was "no layout fits in memory on these GPUs ... add GPUs"
     for a 1B model on an 80 GB card. unsloth runs no ZeRO stage (its profile's zero_stages), so both commands give
     the field error naming what it runs."""
-    rc, out, err = _run(capsys, command, "--model", "meta-llama/Llama-3.2-1B", "--gpu", "nvidia-h100-sxm-80gb",
+    rc, _, err = _run(capsys, command, "--model", "meta-llama/Llama-3.2-1B", "--gpu", "nvidia-h100-sxm-80gb",
                         "--workload", "finetune", "--set", "training.framework=unsloth",
                         "--set", "training.zero_stage=3")
     assert rc == 2 and len(err.strip().splitlines()) == 1

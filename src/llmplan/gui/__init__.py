@@ -29,16 +29,16 @@ QT_FREE_MODULES = (
 
 def _import_qt_free_modules() -> None:
     """Each by its own import statement (plain names: no module is imported from a computed string)."""
-    import llmplan.catalog.engines  # noqa: F401
-    import llmplan.catalog.hardware  # noqa: F401
-    import llmplan.catalog.models  # noqa: F401
-    import llmplan.catalog.system_presets  # noqa: F401
-    import llmplan.core.engine  # noqa: F401
-    import llmplan.core.search.policy  # noqa: F401
-    import llmplan.core.training  # noqa: F401
-    import llmplan.fit.tiers  # noqa: F401
-    import llmplan.plan.evaluate  # noqa: F401
-    import llmplan.plan.hub_plan  # noqa: F401
+    import llmplan.catalog.engines
+    import llmplan.catalog.hardware
+    import llmplan.catalog.models
+    import llmplan.catalog.system_presets
+    import llmplan.core.engine
+    import llmplan.core.search.policy
+    import llmplan.core.training
+    import llmplan.fit.tiers
+    import llmplan.plan.evaluate
+    import llmplan.plan.hub_plan
     import llmplan.plan.released  # noqa: F401
 
 
