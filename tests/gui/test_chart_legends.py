@@ -99,19 +99,12 @@ def test_no_legend_covers_the_plot_or_its_labels(window, qtbot, size):
 
 def test_entries_share_a_row_when_wide_and_wrap_when_narrow(window, qtbot):
     """The throughput chart's longest label ("does not fit in GPU memory (not reachable)") on one row beside
-    the other entry on a wide chart; one entry per row, the long one wrapped inside the chart, on a narrow one.
-    The chart stands alone: in the window's tabs a legend that changes rows changes the chart's minimum height
-    (``keep_view_height``), and the tabs lay the chart out again at the column's width."""
-    from llmplan.gui.chart_items import ThroughputChart
-    from llmplan.gui.charts import _plot
-
-    window.charts._build_plots()  # pyqtgraph configured as the app does
-    plot = _plot("Throughput vs GPU count", "GPUs", "tokens/s", True, True)
-    qtbot.addWidget(plot)
-    chart = ThroughputChart(plot)
-    chart.draw(_throughput_series())
-    plot.show()
-    legend = chart.legend
+    the other entry on a wide chart; one entry per row, the long one wrapped inside the chart, on a narrow one."""
+    charts = window.charts
+    _settle(window, qtbot, 2)
+    charts.gpus_chart.draw(_throughput_series())
+    legend = charts.gpus_chart.legend
+    plot = charts.gpus_plot
     plot.resize(900, 400)
     qtbot.wait(20)
     (_s1, l1), (_s2, l2) = legend.items

@@ -67,7 +67,7 @@ def test_a_redraw_with_the_same_legend_keeps_its_entries(window):
                     (60 * 2**30, 75 * 2**30, 90 * 2**30), 1.0, 80 * 2**30, fits=(True, True, False))
     chart.draw(series, window.unit)
     entries = list(chart.legend.items)
-    assert [label.text for _sample, label in entries] == ["memory per GPU", "over GPU capacity"]
+    assert [label.text for _sample, label in entries] == ["memory per GPU", "does not fit in GPU memory"]
     chart.draw(series, window.unit)
     assert all(a is b for pair in zip(chart.legend.items, entries, strict=True) for a, b in zip(*pair, strict=True))
 

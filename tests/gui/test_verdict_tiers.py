@@ -177,7 +177,7 @@ def test_memory_chart_rings_the_points_that_do_not_fit(window):
                     (60 * 2**30, 75 * 2**30, 90 * 2**30), 1.0, 80 * 2**30, fits=(True, True, False))
     chart.draw(series, window.unit)
     assert list(chart.no_fit.xData) == [4.0] and list(chart.no_fit.yData) == [pytest.approx(90.0)]
-    assert [label.text for _s, label in chart.legend.items] == ["memory per GPU", "over GPU capacity"]
+    assert [label.text for _s, label in chart.legend.items] == ["memory per GPU", "does not fit in GPU memory"]
     chart.draw(Series("Memory vs batch", "concurrent sequences", "memory per GPU", (1.0,), (60 * 2**30,), 1.0,
                       80 * 2**30, fits=(True,)), window.unit)
     assert chart.no_fit.xData is None or len(chart.no_fit.xData) == 0

@@ -29,10 +29,6 @@ from llmplan.gui.theme import BAD_COLOUR, STAGE_COLOURS, WARN_COLOUR, offload_la
 
 NOTE_COLOUR = "#888888"
 NOTE_MARGIN = 8  # px between a wrapped sentence and the view box's edges
-# The memory charts' ringed points: short enough that the legend's two entries share one row at 1,280 × 800 ("does
-# not fit in GPU memory" took a second row, 17 px of the plot); the ring is over the line labelled "GPU capacity".
-OVER_CAPACITY = "over GPU capacity"
-OVER_CAPACITY_TIP = "Ringed red: the setup does not fit in GPU memory (its memory per GPU is over the GPU capacity line)"
 DOT_LINE = pg.QtCore.Qt.PenStyle.DotLine
 DASH_LINE = pg.QtCore.Qt.PenStyle.DashLine
 
@@ -243,8 +239,8 @@ class MemoryChart:
         if bad:
             if not offloaded:
                 entries.append((self.gpu, "memory per GPU"))
-            entries.append((self.no_fit, OVER_CAPACITY))
-        self.legend.set_entries(entries, {OVER_CAPACITY: OVER_CAPACITY_TIP})
+            entries.append((self.no_fit, "does not fit in GPU memory"))
+        self.legend.set_entries(entries)
         self.capacity.setVisible(bool(series.capacity))
         if series.capacity:
             self.capacity.setValue(series.capacity / d)

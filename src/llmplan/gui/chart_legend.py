@@ -10,17 +10,9 @@ Entries go side by side when the row is wide enough, else one per line; a label 
 wraps at the chart's width. The legend asks for no minimum width, so it never widens the charts'
 column (``MainWindow.column_needs`` reads the plot's minimum width); it refits whenever the plot is
 resized or its entries change. Entries, colours and samples are pyqtgraph's own (``LegendItem``).
-
-The rows under and above the view box (title, x axis, legend) take their height first, so a chart that is short
-and has a long legend kept little of its own: at 1,024 × 700 the memory chart of gpt-oss-120b on llama.cpp with
-experts in host RAM had a 48-px view box under a three-line legend, and "GPU capacity" found no spot free of a
-curve. ``keep_view_height`` makes the chart ask for ``MIN_VIEW`` px of view box on top of whatever those rows
-take: the window's right column then gives the charts that height (``MainWindow.right_needs``).
 """
 
 from __future__ import annotations
-
-import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QSizeF, Qt
@@ -34,21 +26,6 @@ SPACING = 5  # between a sample and its label
 ENTRY_GAP = 15  # between entries side by side
 TEXT_MARGIN = 1  # around a label's text (Qt's default of 4 px made each row 22 px high for 9 pt text)
 MIN_WRAP = 60  # a label never wraps narrower than this (a column of single words reads worse than clipping)
-# px of view box a chart keeps whatever its title, axes and legend take. A line's label (``chart_labels``) is 22 px
-# high and keeps 3 px from its line and from any curve; with 100 px a label spot one label height off the line fits
-# on either side of a capacity line in the middle of the view: 2 × (2 × 22 + 2 × 3) = 100.
-MIN_VIEW = 100
-
-
-def keep_view_height(plot: pg.PlotWidget) -> None:
-    """Make ``plot`` at least as tall as its rows other than the view box need, plus ``MIN_VIEW``."""
-    item = plot.getPlotItem()
-    lowest = Qt.SizeHint.MinimumSize
-    rows = item.effectiveSizeHint(lowest).height() - item.vb.effectiveSizeHint(lowest).height()
-    frame = plot.frameWidth() * 2
-    need = math.ceil(rows) + MIN_VIEW + frame
-    if plot.minimumHeight() != need:
-        plot.setMinimumHeight(need)
 
 
 class _Sample(pg.ItemSample):
@@ -79,7 +56,6 @@ class OutsideLegend(pg.LegendItem):
         self.setFlag(self.GraphicsItemFlag.ItemIgnoresTransformations, False)
         self._fitting = False
         self._natural: dict[pg.LabelItem, float] = {}  # each entry's label -> its width on one line
-        self._plot_widget = plot
         self._plot_item = plot.getPlotItem()
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)  # as wide as its entries
         self._plot_item.layout.addItem(self, LEGEND_ROW, 0, 1, 3, Qt.AlignmentFlag.AlignHCenter)
@@ -139,9 +115,8 @@ class OutsideLegend(pg.LegendItem):
         self.updateGeometry()
         return changed
 
-    def set_entries(self, entries: list[tuple[object, str]], tips: dict[str, str] | None = None) -> None:
-        """Show these (plot item, name) entries, a name in ``tips`` with that tooltip (the long form of a short
-        name). Unchanged entries cost nothing: rebuilding them re-renders
+    def set_entries(self, entries: list[tuple[object, str]]) -> None:
+        """Show these (plot item, name) entries. Unchanged entries cost nothing: rebuilding them re-renders
         each label and resizes the view box. Changed entries are laid out with the plot now, before the
         next paint: Qt would post that relayout and paint the chart twice, once with the old legend row's
         height and once with the new (nearly twice the CPU of such a redraw; docs/gui.md has the figures)."""
@@ -150,8 +125,6 @@ class OutsideLegend(pg.LegendItem):
         self.clear()
         for item, name in entries:
             self.addItem(item, name)
-            if tips and name in tips:
-                self.items[-1][1].setToolTip(tips[name])
         self._settle()
 
     def _resized(self) -> None:
@@ -166,7 +139,6 @@ class OutsideLegend(pg.LegendItem):
         self.layout.invalidate()
         self._plot_item.layout.invalidate()
         self._plot_item.layout.activate()
-        keep_view_height(self._plot_widget)
 
     def _arrange(self, room: float) -> bool:
         labels = [label for _sample, label in self.items]

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QSize, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QProxyStyle, QStyle, QTabBar, QTabWidget, QWidget
 
 from llmplan.core.present import MemoryUnit
@@ -81,7 +81,6 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
     import pyqtgraph as pg
 
     from llmplan.gui.chart_items import NumberAxis
-    from llmplan.gui.chart_legend import keep_view_height
 
     w = pg.PlotWidget(axisItems={"left": NumberAxis("left"), "bottom": NumberAxis("bottom")})
     w.setTitle(title)
@@ -92,12 +91,12 @@ def _plot(title: str, x: str, y: str, log_x: bool = False, log_y: bool = False) 
     for side in ("left", "bottom"):  # units are in the labels; never "(x1e+15)" or "(x0.001)"
         w.getAxis(side).enableAutoSIPrefix(False)
     w.setAccessibleName(title)
+    w.setMinimumHeight(140)
     # pyqtgraph sets the x axis's label 5 px lower than the axis's own height allows (``AxisItem.resizeEvent``:
     # the text item's margin was to take it); with no legend under the axis the label's last pixels fell off the
     # chart's bottom edge ("sequence length (tokens)" lost its descenders at 1,024 × 700). The margin holds them.
     left, top, right, _bottom = w.getPlotItem().layout.getContentsMargins()
     w.getPlotItem().layout.setContentsMargins(left, top, right, AXIS_LABEL_OVERHANG)
-    keep_view_height(w)  # again whenever its legend changes (``OutsideLegend``)
     return w
 
 
@@ -172,17 +171,6 @@ class ChartsPanel(QTabWidget):
             self._build_plots()
             return getattr(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def minimumSizeHint(self) -> QSize:
-        """The tab bar over the chart on show at its minimum (``chart_legend.keep_view_height``), not over the
-        tallest of the five: a three-line legend on the Length tab would take the verdict's room while the
-        Batch tab, with none, is on show. Opening a tab asks the window to share the column again."""
-        hint = super().minimumSizeHint()
-        page = self.currentWidget()
-        if page is None or not self._built:
-            return hint
-        pages = max((self.widget(i).minimumHeight() for i in range(self.count())), default=0)
-        return QSize(hint.width(), hint.height() - pages + page.minimumHeight())
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)

@@ -41,7 +41,6 @@ from llmplan.gui.picker_models import (
     GpuTree,
     walk,
 )
-from llmplan.gui.picker_names import NameColumn
 from llmplan.gui.state import PlanState
 from llmplan.gui.tooltips import wrap_tip
 from llmplan.plan.document import cards_data, cards_of
@@ -133,7 +132,6 @@ class HardwarePicker(QWidget):
         hdr.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(False)
-        self.names = NameColumn(self.tree)  # a long name elided in the middle (picker_names)
         self.custom_button = QPushButton("Custom &GPU…")
         self.custom_button.setToolTip("Describe a GPU that is not in the catalog")
         self.custom_button.clicked.connect(self.custom_requested)

@@ -37,9 +37,9 @@ from llmplan.plan.document import PlanDocument
 # Text lines of height the figures table keeps, at 1,024 × 700 too: about 10 rows show (issue 18 saw one row at
 # 700 px; 5 lines showed about 5 rows and hid the communication rows).
 TABLE_ROWS = 9
-# px above the charts' minimum they get: SPARE when the column has room, at least KEPT on a short window. KEPT is 0:
-# the minimum itself holds the view box the "GPU capacity" and "offload starts" labels need (``keep_view_height``).
-CHART_SPARE, CHART_KEPT = 60, 0
+# px above the charts' minimum they get: SPARE when the column has room, at least KEPT on a short window (the
+# "GPU capacity" and "offload starts" labels need a plot that tall to keep off the curves).
+CHART_SPARE, CHART_KEPT = 60, 30
 # px the workload tabs keep when the layout editor below them takes the height it needs (the tab bar and about
 # four rows of a form, which scrolls inside its tab); below that the editor scrolls. With 240 px a 70B pre-train over
 # 4 nodes (Megatron, its recompute modules and 32 GPUs drawn: 508 px) shows whole at 1,280 × 800.
@@ -75,7 +75,6 @@ class MainWindow(FileActions, QMainWindow):
         self.state.evaluated.connect(self._show)
         if self.charts is not None:  # a redrawn chart's title and axes may need a wider column
             self.charts.redrawn.connect(self._refit)
-            self.charts.currentChanged.connect(self._refit)  # each chart asks for its own height
             self.charts.built.connect(self._charts_built)
         self.state.edit_refused.connect(self.say)
         self.state.undo_stack.cleanChanged.connect(self._update_title)

@@ -30,7 +30,6 @@ from llmplan.gui import backend
 from llmplan.gui.bind import ElidedCombo, compact
 from llmplan.gui.hub_panel import HubPanel
 from llmplan.gui.picker_models import HUB_ROLE, ID_ROLE, ModelFilter, ModelRow, ModelRows, hub_row, walk
-from llmplan.gui.picker_names import NameColumn
 from llmplan.gui.state import PlanState
 from llmplan.gui.tooltips import wrap_tip
 
@@ -80,7 +79,6 @@ class ModelPicker(QWidget):
         for c in (1, 2, 3):
             hdr.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(False)
-        self.names = NameColumn(self.list, optional=(3,))  # Layers gives way to whole names (picker_names)
         self.import_button = QPushButton("I&mport…")
         self.import_button.setToolTip(wrap_tip("Import a config.json, a model folder, a .gguf or a safetensors index "
                                       "(or drop one on the window)"))
