@@ -552,9 +552,9 @@ def one_rank_zero(prof: FrameworkProfile, stated: int | None) -> tuple[int, ...]
     the one rule the estimate (``zero_refusal``, through ``plan.resolve``) and the layout search
     (``space.training_columns``) follow. The frameworks run every stage they have there; there is just nothing to
     shard over: DeepSpeed partitions over a data-parallel group of one (``runtime/zero/stage_1_and_2.py``,
-    ``stage3.py``: one partition, its buffers and hooks still made), PyTorch FSDP1 runs FULL_SHARD and SHARD_GRAD_OP
-    on a world of one as NO_SHARD (``distributed/fsdp/_init_utils.py`` warns and switches), FSDP2's ``fully_shard``
-    shards over a mesh of one, Megatron-Core's distributed optimizer over a data-parallel group of one, and
+    ``stage3.py``: one partition, its buffers and hooks still made; Qwen's one-GPU Q-LoRA script runs ZeRO-2 so),
+    PyTorch FSDP1 runs FULL_SHARD and SHARD_GRAD_OP on a world of one as NO_SHARD (``_init_core_state`` in
+    ``distributed/fsdp/_init_utils.py`` warns and switches), FSDP2's ``fully_shard`` shards over a mesh of one, and
     torchtune's distributed recipes launch on one device. So a stated stage the profile runs (``zero_refusal``
     empty) is kept; a stage it runs on no GPU count (unsloth: any ZeRO) is a field error before any layout is
     tried. Left open (``stated`` None) only 0: ZeRO above 0 there buys nothing, so the search does not propose it."""
