@@ -22,6 +22,10 @@ import pytest
 from llmplan.catalog.frameworks import load_framework_profiles
 from llmplan.cli import main
 from llmplan.core.framework_profile import one_rank_zero
+from llmplan.core.search import quick_layout
+from llmplan.core.workload import ParallelLayout, TrainingSettings
+from llmplan.plan.document import HardwareRef, ModelRef, PlanDocument
+from llmplan.plan.evaluate import evaluate_plan
 
 ARGS = ["--model", "meta-llama/Llama-3.2-1B", "--gpu", "nvidia-h100-sxm-80gb", "--gpus", "1",
         "--workload", "finetune", "--set", "training.zero_stage=3", "--json"]
@@ -62,3 +66,14 @@ def test_the_rule():
     assert one_rank_zero(profiles["torchtune"], 3) == (0, 3)
     assert one_rank_zero(profiles["fsdp2"], 1) == (0,)  # FSDP has no ZeRO-1: a field error before any search
     assert one_rank_zero(profiles["unsloth"], 3) == (0,)
+
+
+def test_the_quick_model_takes_the_estimates_layout():
+    """``quick_layout`` checks a given layout by the same rule (``space.check_layout``): the stated ZeRO-3 on one
+    GPU was "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"."""
+    doc = PlanDocument(model=ModelRef(id="meta-llama/Llama-3.2-1B"), hardware=HardwareRef(gpu="nvidia-h100-sxm-80gb"),
+                       workload="finetune", training=TrainingSettings(framework="deepspeed", zero_stage=3),
+                       parallelism=ParallelLayout(tp=1))
+    sc, _ = evaluate_plan(doc)
+    ranked, _ = quick_layout(sc)
+    assert (ranked.training.zero_stage, ranked.parallelism.dp) == (3, 1)

@@ -423,7 +423,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     if not t.global_batch:  # a batch in tokens or by the published rule: what the engine trains this layout with
         gb, _note = batch.for_layout(scenario.model_copy(update={"training": t}), t, p.dp, p.pp, p.virtual_stages)
         t = t.model_copy(update={"global_batch": gb if batch.target_sequences(scenario) else 0})
-    check_layout(shape, p, t, scenario.cluster.gpus_per_node, scenario.framework.zero2_with_pp)
+    check_layout(shape, p, t, scenario.cluster.gpus_per_node, scenario.framework.zero2_with_pp,
+                 one_rank_zero(scenario.framework, t.zero_stage))  # the layout's stage is given: stated
     accum = max(t.global_batch // (t.micro_batch * p.dp), 1) if t.global_batch else 1
     one = np.ones(1, dtype=np.int64)
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,

@@ -192,8 +192,10 @@ def gpu_counts(total_gpus: int, gpus_per_node: int, use_fewer: bool) -> list[int
     return sorted(c for c in counts if c <= total_gpus)
 
 
-def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = False) -> None:
-    """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break."""
+def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = False,
+                 one_rank_zero: tuple[int, ...] = (0,)) -> None:
+    """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break; ``one_rank_zero`` as in
+    ``training_columns``."""
     from llmplan.errors import LayoutError
 
     rules = [
@@ -209,8 +211,8 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = 
         (p.pp > s.layers or automatic_split_fits(s.layers, p.pp, p.virtual_stages),
          f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and a layer in every one of the "
          f"pp·virtual_stages = {p.pp * p.virtual_stages} chunks of the {s.layers} layers"),
-        (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
-         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
+        (t.zero_stage in one_rank_zero or p.dp * p.cp > 1 or t.offload != "none",
+         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload, or a stage the framework runs"),
         (p.pp == 1 or t.zero_stage <= (2 if zero2_with_pp else 1),
          "training.zero_stage 2 and 3 do not combine with pipeline parallelism (pp > 1); use zero_stage 0 or 1"
          + (" (2 under this framework)" if zero2_with_pp else "")),
