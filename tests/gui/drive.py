@@ -67,3 +67,12 @@ def choose(window, path: str, shown: str) -> None:
     w.setFocus()
     QTest.keyClicks(w, shown)
     assert w.currentText().lower().startswith(shown.lower()), (path, w.currentText())
+
+
+def run_auto(window, qtbot):
+    """Click the layout editor's Auto… button and wait for the search that opening runs; the dialog."""
+    window.layout_editor.auto_button.click()
+    dlg = window.auto_dialog
+    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
+        pass
+    return dlg

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from drive import run_auto
 from PySide6.QtWidgets import QApplication
 
 from llmplan.cli import main
@@ -28,15 +29,6 @@ SERVING = {
 }
 
 
-def _auto(window, qtbot):
-    """Click the layout editor's Auto… button and wait for the search."""
-    window.layout_editor.auto_button.click()
-    dlg = window.auto_dialog
-    with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
-        pass
-    return dlg
-
-
 def test_qlora_on_a_24gb_card_fits_on_first_start_and_says_why(window, qtbot):
     assert window.state.edit_many(QLORA_4090, "QLoRA on a 4090")
     out = window.state.evaluate_now()
@@ -45,7 +37,7 @@ def test_qlora_on_a_24gb_card_fits_on_first_start_and_says_why(window, qtbot):
     assert "auto: full recompute" in window.results.banner.text()
     assert window.results.banner.text().startswith("Fits")
     assert window.state.doc.training.recompute == "selective"  # the plan is not rewritten behind the user
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     assert dlg.result is not None and dlg.result.best, dlg.status.text()
     best = dlg.result.best[0]
     assert best.estimate.fits and estimate(scenario_for(out.scenario, best.parallelism, best.training)).fits
@@ -68,7 +60,7 @@ def test_serving_auto_agrees_with_the_engine(window, qtbot, case):
     assert window.state.edit_many(SERVING[case], case)
     out = window.state.evaluate_now()
     assert out.ok and out.estimate.fits, out.message
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     assert dlg.result is not None and dlg.result.best, dlg.status.text()
     best = dlg.result.best[0]
     assert best.parallelism.tp * best.parallelism.pp == 1
@@ -88,7 +80,7 @@ def test_every_example_gets_one_verdict_from_cli_app_and_engine(window, qtbot, c
     window.state.load(load_plan(path), path)
     out = window.state.evaluate_now()
     assert out.ok, out.message
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     app_fits = bool(dlg.result and dlg.result.best)
     assert app_fits == cli_fits, (dlg.status.text(), captured.err)
     if app_fits:  # the engine on the layout the app chose, on the GPUs that layout uses
@@ -106,7 +98,7 @@ def test_auto_chooses_a_format_the_plan_leaves_open_and_applies_it(window, qtbot
                                    "workload": "inference"}, "8B on a 16 GB card")
     out = window.state.evaluate_now()
     assert not out.estimate.fits  # bf16 on one 16 GB card
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     assert dlg.result.best, dlg.status.text()
     assert "least quantised weight format that fits" in dlg.status.text()
     chosen = dlg.result.best[0].estimate.inference.weight_format
@@ -130,7 +122,7 @@ def test_applying_a_row_on_fewer_gpus_gives_the_plan_that_rows_cluster_and_frame
                                   "8B full fine-tune on 2 nodes")
     assert window.state.evaluate_now().ok
     within = resolve_within_node(window.state.doc)  # the one-node plan the search slices a node under
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     dlg.objective.setCurrentIndex(dlg.objective.findData("cost"))
     with qtbot.waitSignal(dlg.finished_search, timeout=120_000):
         dlg.run_button.click()
@@ -157,7 +149,7 @@ def test_auto_offloads_llama_cpps_usual_q4_k_m_when_no_format_fits_one_card(wind
     assert window.state.edit_many({"hardware.gpu": "nvidia-rtx-4090-24gb", "model.id": "meta-llama/Llama-3.1-70B",
                                    "workload": "inference", "inference.engine": "llama.cpp"}, "70B on one 4090")
     assert window.state.evaluate_now().ok
-    dlg = _auto(window, qtbot)
+    dlg = run_auto(window, qtbot)
     assert dlg.result.best, dlg.status.text()
     assert "llama.cpp's usual Q4_K_M with 32 of 80 layers in host RAM" in dlg.status.text()
     dlg.list.setCurrentItem(dlg.list.topLevelItem(0))

@@ -547,6 +547,22 @@ def zero_refusal(prof: FrameworkProfile, stage: int) -> str:
             f"zero_stage to {fix} (the nearest it runs) or leave it out (auto picks one it runs)")
 
 
+def one_rank_zero(prof: FrameworkProfile, stated: int | None) -> tuple[int, ...]:
+    """The ZeRO stages a layout with one data-parallel rank (one GPU, or TP/PP only) runs without a CPU offload —
+    the one rule the estimate (``zero_refusal``, through ``plan.resolve``) and the layout search
+    (``space.training_columns``) follow. The frameworks run every stage they have there; there is just nothing to
+    shard over: DeepSpeed partitions over a data-parallel group of one (``runtime/zero/stage_1_and_2.py``,
+    ``stage3.py``: one partition, its buffers and hooks still made; Qwen's one-GPU Q-LoRA script runs ZeRO-2 so),
+    PyTorch FSDP1 runs FULL_SHARD and SHARD_GRAD_OP on a world of one as NO_SHARD (``_init_core_state`` in
+    ``distributed/fsdp/_init_utils.py`` warns and switches), FSDP2's ``fully_shard`` shards over a mesh of one, and
+    torchtune's distributed recipes launch on one device. So a stated stage the profile runs (``zero_refusal``
+    empty) is kept; a stage it runs on no GPU count (unsloth: any ZeRO) is a field error before any layout is
+    tried. Left open (``stated`` None) only 0: ZeRO above 0 there buys nothing, so the search does not propose it."""
+    if stated is None or not stated or zero_refusal(prof, stated):
+        return (0,)
+    return (0, stated)
+
+
 def offloads_params(offload: str, offload_params: bool, prof: FrameworkProfile) -> bool:
     """Whether an offloading plan keeps the parameters off the GPU: ``offload_params`` where the framework
     offers it (DeepSpeed's offload_param), always under FSDP's CPU offload (one switch for parameters, gradients

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from llmplan.core.framework_profile import offers_offload
+from llmplan.core.framework_profile import offers_offload, one_rank_zero, zero_refusal
 from llmplan.core.result import Estimate
 from llmplan.core.search.explain import TIME_PARTS, explain_ranking, pareto_fronts
 from llmplan.core.search.policy import AUTOMATIC
@@ -183,7 +183,7 @@ def _search_training(scenario: Scenario, top: int, objective: Objective, refine:
             why = (f"no layout fits in memory on these GPUs with {_kept(t, keep)} as set{_least(res, cluster)}: "
                    "add GPUs, or change those settings")
         if keep and not evaluated:  # not memory: no layout the settings allow exists here
-            why = f"no layout can run {_kept(t, keep)} as set on these GPUs{_why_none(scenario, keep, offload)}"
+            why = f"no layout can run {_kept(t, keep)} as set on these GPUs{_why_none(scenario, keep)}"
         return SearchResult((), (), (), evaluated, 0, 0, cancelled, objective, "" if cancelled else why)
     gpus = (cols.tp * cols.pp * cols.dp * cols.cp)[fit]
     price = cluster.hourly_price
@@ -276,15 +276,11 @@ def _kept(t: TrainingSettings, keep: tuple[str, ...]) -> str:
     return ", ".join(f"training.{k}={getattr(t, k)}" for k in KEEPABLE if k in keep)
 
 
-def _why_none(scenario: Scenario, keep: tuple[str, ...], offload: bool) -> str:
-    """Why the settings the plan holds leave no layout to try (a ZeRO stage on one GPU, where ZeRO has nothing to
-    shard over unless it offloads: ``space.training_columns``), and what to change."""
-    t, prof = scenario.training, scenario.framework
-    if "zero_stage" in keep and t.zero_stage > 0 and scenario.cluster.total_gpus == 1:
-        how = "with a CPU offload (ZeRO-Offload)" if offload else f"with a CPU offload, which {prof.name} lacks"
-        return (f": ZeRO-{t.zero_stage} shards over data-parallel GPUs, and on one GPU it runs only {how}; "
-                "set training.zero_stage=0, or add GPUs")
-    return ": change those settings, or add GPUs"
+def _why_none(scenario: Scenario, keep: tuple[str, ...]) -> str:
+    """Why the settings the plan holds leave no layout to try (a ZeRO stage the framework runs on no GPU count:
+    ``framework_profile.zero_refusal``, the rule the estimate follows), and what to change."""
+    why = zero_refusal(scenario.framework, scenario.training.zero_stage) if "zero_stage" in keep else ""
+    return f": {why}" if why else ": change those settings, or add GPUs"
 
 
 def _held(cols: Columns, t: TrainingSettings, keep: tuple[str, ...]) -> Columns:
@@ -337,8 +333,8 @@ def _quick_all(scenario: Scenario, counts: list[int], offload: bool, keep: tuple
         not scenario.framework.selective_recompute
     prof = scenario.framework
     # the ZeRO stages the framework runs (framework_profile.zero_choices); a stage the plan holds is honoured
-    stages = {} if "zero_stage" in keep else {"zero_stages": prof.zero_stages,
-                                              "single_gpu_zero_stages": prof.single_gpu_zero_stages}
+    stages = {"one_rank_zero": one_rank_zero(prof, t.zero_stage)} if "zero_stage" in keep else \
+        {"zero_stages": prof.zero_stages, "single_gpu_zero_stages": prof.single_gpu_zero_stages}
     cols = training_columns(shape, counts, cluster.gpus_per_node, t.seq_len, t.global_batch, offload,
                             skip_selective, prof.zero2_with_pp, bool(prof.single_gpu_offload_style), **stages)
     cols = _held(cols, t, keep)
@@ -427,7 +423,8 @@ def quick_layout(scenario: Scenario, parallelism: ParallelLayout | None = None,
     if not t.global_batch:  # a batch in tokens or by the published rule: what the engine trains this layout with
         gb, _note = batch.for_layout(scenario.model_copy(update={"training": t}), t, p.dp, p.pp, p.virtual_stages)
         t = t.model_copy(update={"global_batch": gb if batch.target_sequences(scenario) else 0})
-    check_layout(shape, p, t, scenario.cluster.gpus_per_node, scenario.framework.zero2_with_pp)
+    check_layout(shape, p, t, scenario.cluster.gpus_per_node, scenario.framework.zero2_with_pp,
+                 one_rank_zero(scenario.framework, t.zero_stage))  # the layout's stage is given: stated
     accum = max(t.global_batch // (t.micro_batch * p.dp), 1) if t.global_batch else 1
     one = np.ones(1, dtype=np.int64)
     cols = Columns(tp=one * p.tp, pp=one * p.pp, vp=one * p.virtual_stages, dp=one * p.dp, cp=one * p.cp,

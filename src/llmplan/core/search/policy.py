@@ -16,7 +16,7 @@ with ``--set``, not edited in the app): ``automatic_knobs``. The rule:
   FSDP's takes the parameters along: ``FrameworkProfile.offload_style``).
   On one data-parallel rank ZeRO-3 shards nothing on its own, but it is what DeepSpeed offloads from
   on one GPU, and the auto-planner's layouts include it there whenever they offload
-  (``space.check_layout``: ZeRO needs dp·cp > 1 *or* offload). So there the ZeRO-3 step is taken
+  (``space.training_columns``: ZeRO left open needs dp·cp > 1 *or* offload). So there the ZeRO-3 step is taken
   together with the offload step, and the ladder ends on the same most frugal setting the search
   tries: the CLI's automatic layout, a given layout and the this-machine verdict agree (one truth).
   Where the framework has a one-GPU offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``:

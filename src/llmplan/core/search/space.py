@@ -17,7 +17,8 @@ The rules are Megatron-LM's and DeepSpeed's:
 - CP splits the sequence in 2·CP chunks (load-balanced causal attention), so seq % 2·CP = 0;
 - EP divides the routed experts and the data-parallel size (experts live inside DP);
 - ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed refuses it), except ZeRO-2 under a profile
-  whose ``zero2_with_pp`` says so (Llama 3's FSDP beside PP); ZeRO needs DP·CP > 1;
+  whose ``zero2_with_pp`` says so (Llama 3's FSDP beside PP); ZeRO on DP·CP = 1 only with an offload or as the
+  plan states it (``framework_profile.one_rank_zero``: it shards nothing there, so it is not proposed);
 - the global batch (sequences) = micro-batch · accumulation · DP.
 """
 
@@ -125,13 +126,16 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
                      global_batch: int, offload: bool, flash_attention: bool = True,
                      zero2_with_pp: bool = False, single_gpu_offload: bool = False,
                      zero_stages: tuple[int, ...] = (0, 1, 2, 3),
-                     single_gpu_zero_stages: tuple[int, ...] | None = None) -> Columns:
+                     single_gpu_zero_stages: tuple[int, ...] | None = None,
+                     one_rank_zero: tuple[int, ...] = (0,)) -> Columns:
     """All valid layouts for each GPU count in ``gpu_counts`` (offload: the CPU-offload variants only);
     ``zero2_with_pp``: the framework profile's (module doc); ``single_gpu_offload``: the profile has a one-GPU
     offload without ZeRO (``FrameworkProfile.single_gpu_offload_style``: torchtune's single-device recipes with
     torchao's CPUOffloadOptimizer), so an offloading layout on one GPU may also run at ZeRO-0; ``zero_stages``
     and ``single_gpu_zero_stages`` (one GPU; None: ``zero_stages``): the stages the framework runs
-    (``framework_profile.zero_choices``: unsloth 0 only, torchtune's single-device recipes 0 on one GPU)."""
+    (``framework_profile.zero_choices``: unsloth 0 only, torchtune's single-device recipes 0 on one GPU);
+    ``one_rank_zero``: the stages a layout with one data-parallel rank runs without offload
+    (``framework_profile.one_rank_zero``: 0, and a stage the plan states)."""
     rows = [b for n in gpu_counts for b in base_layouts(s, n, gpus_per_node, seq_len)]
     if not rows:
         return _empty()
@@ -150,7 +154,7 @@ def training_columns(s: ModelShape, gpu_counts: Iterable[int], gpus_per_node: in
     else:
         ok = mb == mb.min()  # no batch given: one micro-batch per replica per step
         accum = np.ones_like(mb)
-    ok &= (zero == 0) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
+    ok &= np.isin(zero, one_rank_zero) | (dp * cp > 1) | offload  # ZeRO-Offload also runs on one GPU
     if offload and single_gpu_offload:  # offload at ZeRO-0: the one-GPU recipes' optimizer, on one GPU only
         ok &= (zero > 0) | (tp * pp * dp * cp == 1)
     ok &= (pp == 1) | (zero <= (2 if zero2_with_pp else 1))
@@ -188,8 +192,10 @@ def gpu_counts(total_gpus: int, gpus_per_node: int, use_fewer: bool) -> list[int
     return sorted(c for c in counts if c <= total_gpus)
 
 
-def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = False) -> None:
-    """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break."""
+def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = False,
+                 one_rank_zero: tuple[int, ...] = (0,)) -> None:
+    """Raise ``LayoutError`` naming the first rule (module doc) that ``p``/``t`` break; ``one_rank_zero`` as in
+    ``training_columns``."""
     from llmplan.errors import LayoutError
 
     rules = [
@@ -205,8 +211,8 @@ def check_layout(s: ModelShape, p, t, gpus_per_node: int, zero2_with_pp: bool = 
         (p.pp > s.layers or automatic_split_fits(s.layers, p.pp, p.virtual_stages),
          f"parallelism.virtual_stages ({p.virtual_stages}) needs pp > 1 and a layer in every one of the "
          f"pp·virtual_stages = {p.pp * p.virtual_stages} chunks of the {s.layers} layers"),
-        (t.zero_stage == 0 or p.dp * p.cp > 1 or t.offload != "none",
-         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload"),
+        (t.zero_stage in one_rank_zero or p.dp * p.cp > 1 or t.offload != "none",
+         "training.zero_stage > 0 needs data parallelism (dp·cp > 1) or offload, or a stage the framework runs"),
         (p.pp == 1 or t.zero_stage <= (2 if zero2_with_pp else 1),
          "training.zero_stage 2 and 3 do not combine with pipeline parallelism (pp > 1); use zero_stage 0 or 1"
          + (" (2 under this framework)" if zero2_with_pp else "")),
