@@ -10,9 +10,10 @@ from __future__ import annotations
 from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
-from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_expert_bytes, host_moe_layers
+from llmplan.core.inference.cpu_moe import host_moe_layers
 from llmplan.core.inference.latency import SPECULATIVE, PhaseTime, prefill_time, rates, time_per_output_token
 from llmplan.core.inference.memory import LOGIT_BYTES, MemoryPlan, fewest_host_moe_layers, plan_memory
+from llmplan.core.inference.report_figures import context_warning, cost_figures, experts_figure
 from llmplan.core.params import count_params
 from llmplan.core.result import Bottleneck, Estimate, InferenceReport, MemoryBreakdown
 from llmplan.core.workload import Scenario
@@ -167,16 +168,7 @@ def estimate_inference(scenario: Scenario) -> Estimate:
                      inputs={"kv_budget": plan.kv_budget, "kv_per_sequence": plan.kv_per_seq_gpu}, source="vllm")
     pool = Figure.of(plan.kv_budget, "B", formula="capacity − weights − activations − buffers − overhead",
                      inputs={"capacity": plan.capacity, "fixed": plan.fixed_gpu}, source="vllm")
-    cost_in = cost_out = None
-    price = s.cluster.hourly_price
-    if price is not None:
-        usd_s = price * gpus / 3600
-        cost_out = Figure.of(usd_s / agg * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ output tokens/s × 1e6",
-                             inputs={"price_per_gpu_hour": price, "gpus": gpus, "tokens_per_s": agg},
-                             source="assumption", assumptions=("GPUs busy all the time at this batch",))
-        cost_in = Figure.of(usd_s / prefill_tps * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ prompt tokens/s × 1e6",
-                            inputs={"price_per_gpu_hour": price, "gpus": gpus, "prefill_tokens_per_s": prefill_tps},
-                            source="assumption")
+    cost_in, cost_out = cost_figures(s.cluster.hourly_price, gpus, agg, prefill_tps)
     kvpt = Figure.of(plan.kv.bytes_per_token, "B", formula=_KV_FORMULA["gqa" if not s.model.mla else plan.kv.mla_cache],
                      inputs={"layers": s.model.num_layers, "element_bytes": plan.kv.element_bytes,
                              **({"mla_cache": plan.kv.mla_cache} if s.model.mla else {})},
@@ -196,15 +188,11 @@ def estimate_inference(scenario: Scenario) -> Estimate:
         # the stated --n-cpu-moe, which with -ngl below the layer count also names layers left whole in host RAM
         n_set = host_moe_layers(s.model, inf.cpu_moe_layers) if inf.cpu_moe_layers is not None and not chosen \
             else plan.host_moe_layers
-        n_first = first_layers_for(s.model, n_set) if n_set else 0
-        cpu_moe = Figure.of(
-            n_first, "1", formula=("fewest leading layers whose routed experts must stay in host RAM for the rest to "
-                                   "fit on the GPUs, chosen where faster than whole layers in host RAM") if chosen
-            else "inference.cpu_moe_layers" if inf.cpu_moe_layers is not None else "none: every expert on the GPUs",
-            inputs={"moe_layers_in_host": plan.host_moe_layers, "moe_layers": s.model.moe_layer_count,
-                    "expert_bytes_in_host": host_expert_bytes(s.model, plan.weights, plan.host_moe_layers),
-                    "flag": flag_for(s.model, n_set) if n_set else ""},
-            source="llama.cpp")
+        cpu_moe = experts_figure(
+            s.model, plan.weights, n_set, plan.host_moe_layers,
+            ("fewest leading layers whose routed experts must stay in host RAM for the rest to fit on the GPUs, "
+             "chosen where faster than whole layers in host RAM") if chosen
+            else "inference.cpu_moe_layers" if inf.cpu_moe_layers is not None else "none: every expert on the GPUs")
     report = InferenceReport(
         ttft_s=ttft, tpot_s=tpot, tokens_per_s=tokens_per_s, tokens_per_s_per_user=per_user, max_concurrency=maxc,
         kv_bytes_per_token=kvpt, weight_bytes=wbytes, prefill_bound=pre.bound, decode_bound=step.bound,
@@ -280,11 +268,8 @@ def _bottleneck(s: Scenario, memory: MemoryBreakdown, plan: MemoryPlan, step: Ph
 
 
 def _warnings(s: Scenario, plan: MemoryPlan) -> tuple[str, ...]:
-    out = []
+    out = list(context_warning(s))
     inf = s.inference
-    if inf.prompt_tokens + inf.output_tokens > s.model.max_position_embeddings:
-        out.append(f"prompt + output ({inf.prompt_tokens + inf.output_tokens} tokens) exceeds the model's "
-                   f"trained context ({s.model.max_position_embeddings})")
     if plan.max_concurrency < inf.batch and plan.kv_budget > 0:
         out.append(f"only {plan.max_concurrency} sequences of this length fit in the KV budget; batch {inf.batch} "
                    "would queue or be preempted")

@@ -15,8 +15,9 @@ from llmplan.core.engine_profile import EngineProfile
 from llmplan.core.explain import Figure, total, zero
 from llmplan.core.hardware import GpuSpec
 from llmplan.core.inference.backend import backend_of, runtime_context_bytes
-from llmplan.core.inference.cpu_moe import first_layers_for, flag_for, host_expert_bytes, host_moe_layers
+from llmplan.core.inference.cpu_moe import host_moe_layers
 from llmplan.core.inference.multi_gpu import MixedPlan, split_cards
+from llmplan.core.inference.report_figures import context_warning, cost_figures, experts_figure
 from llmplan.core.kvcache import kv_layout
 from llmplan.core.params import count_params
 from llmplan.core.quant import QuantizedWeights, quantized_weights
@@ -62,16 +63,7 @@ def estimate_rows(scenario: Scenario) -> Estimate:
                      assumptions=(where,))
     agg = inf.batch / tpot_s
     prefill_tps = inf.batch * inf.prompt_tokens / ttft_s
-    cost_in = cost_out = None
-    if (price := s.cluster.hourly_price) is not None:
-        usd_s = price * n / 3600
-        cost_out = Figure.of(usd_s / agg * 1e6, "USD", formula="price/GPU-h × GPUs ÷ 3600 ÷ output tokens/s × 1e6",
-                             inputs={"price_per_gpu_hour": price, "gpus": n, "tokens_per_s": agg},
-                             source="assumption", assumptions=("GPUs busy all the time at this batch",))
-        cost_in = Figure.of(usd_s / prefill_tps * 1e6, "USD",
-                            formula="price/GPU-h × GPUs ÷ 3600 ÷ prompt tokens/s × 1e6",
-                            inputs={"price_per_gpu_hour": price, "gpus": n, "prefill_tokens_per_s": prefill_tps},
-                            source="assumption")
+    cost_in, cost_out = cost_figures(s.cluster.hourly_price, n, agg, prefill_tps)
     kv = kv_layout(s.model, inf.kv_dtype, engine.mla_cache)
     q = quantized_weights(s.model, inf.weight_format)
     concurrency, pool = _concurrency(plan, inf.batch)
@@ -105,7 +97,7 @@ def estimate_rows(scenario: Scenario) -> Estimate:
         weight_format=q.format.name, engine=engine.id,
     )
     return Estimate(params=count_params(s.model), memory=memory, compute=None, communication=None, inference=report,
-                    bottleneck=_bottleneck(memory, plan), warnings=_warnings(s))
+                    bottleneck=_bottleneck(memory, plan), warnings=context_warning(s))
 
 
 def _memory(s: Scenario, engine: EngineProfile, plan: MixedPlan) -> MemoryBreakdown:
@@ -155,11 +147,7 @@ def _experts(s: Scenario, engine: EngineProfile, q: QuantizedWeights) -> Figure 
     if not (engine.experts_in_host and s.model.is_moe):
         return None
     n = host_moe_layers(s.model, s.inference.cpu_moe_layers)
-    return Figure.of(first_layers_for(s.model, n) if n else 0, "1",
-                     formula="inference.cpu_moe_layers" if n else "none: every expert on the GPUs",
-                     inputs={"moe_layers_in_host": n, "moe_layers": s.model.moe_layer_count,
-                             "expert_bytes_in_host": host_expert_bytes(s.model, q, n),
-                             "flag": flag_for(s.model, n) if n else ""}, source="llama.cpp")
+    return experts_figure(s.model, q, n, n, "inference.cpu_moe_layers" if n else "none: every expert on the GPUs")
 
 
 def _bottleneck(memory: MemoryBreakdown, plan: MixedPlan) -> Bottleneck:
@@ -176,9 +164,3 @@ def _bottleneck(memory: MemoryBreakdown, plan: MixedPlan) -> Bottleneck:
                       "split (inference.split_mode = layer).")
 
 
-def _warnings(s: Scenario) -> tuple[str, ...]:
-    inf = s.inference
-    if inf.prompt_tokens + inf.output_tokens > s.model.max_position_embeddings:
-        return (f"prompt + output ({inf.prompt_tokens + inf.output_tokens} tokens) exceeds the model's "
-                f"trained context ({s.model.max_position_embeddings})",)
-    return ()
