@@ -134,9 +134,13 @@ def gemm_time(m: float, n: float, k: float, rate: float, bandwidth: float, elem_
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     flops = 2.0 * m * n * k
-    moved = (elem_bytes * (m * k + k * n + m * n) if out_bytes is None
-             else elem_bytes * (m * k + k * n) + out_bytes * m * n)
-    return group * max(flops / rate, moved / bandwidth) + fixed * GEMM_FIXED_S
+    return group * max(flops / rate, gemm_bytes(m, n, k, elem_bytes, out_bytes) / bandwidth) + fixed * GEMM_FIXED_S
+
+
+def gemm_bytes(m: float, n: float, k: float, elem_bytes: float = 2.0, out_bytes: float | None = None) -> float:
+    """Bytes one (m × k) · (k × n) GEMM moves: both operands and its output (``gemm_time``'s roofline)."""
+    return (elem_bytes * (m * k + k * n + m * n) if out_bytes is None
+            else elem_bytes * (m * k + k * n) + out_bytes * m * n)
 
 
 def _interp(seq: float, column: tuple[tuple[float, float], ...], which: int) -> float:

@@ -114,13 +114,18 @@ def cast_time(cast_down: float, cast_up: float, kernels: float, r: Rates) -> flo
     return kr.elementwise_time(moved, kernels, kr.EW_POINTWISE, r.ew, cast_up / (cast_down + cast_up)) if moved else 0.0
 
 
+def gemm_operands(g: Gemm, r: Rates) -> tuple[float, float, float | None]:
+    """(rate, operand bytes, output bytes or None for the operands') of ``g``: fp8 runs at the fp8 peak with 1-byte
+    operands and a bf16 output (module doc of kernel_rates)."""
+    return (r.fp8_gemm, 1.0, 2.0) if g.fp8 and r.fp8_gemm else (r.gemm, r.elem_bytes, None)
+
+
 def _gemm_pass(ops: LayerOps | HeadOps, r: Rates, backward: bool,
                only: tuple[Gemm, ...] | None = None) -> tuple[float, float]:
     gemms = only if only is not None else ops.gemms if isinstance(ops, LayerOps) else (ops.gemm, *ops.extra)
     t = calls = 0.0
     for g in gemms:
-        # fp8: the rate at the fp8 peak, 1-byte operands, bf16 output (module doc of kernel_rates)
-        rate, eb, ob = (r.fp8_gemm, 1.0, 2.0) if g.fp8 and r.fp8_gemm else (r.gemm, r.elem_bytes, None)
+        rate, eb, ob = gemm_operands(g, r)
         if g.group != 1.0:  # one call per ``group`` GEMMs: a mixture of experts' grouped local experts
             t_g, c_g = _grouped_pass(g, rate, r.bandwidth, eb, ob, backward)
             t += t_g

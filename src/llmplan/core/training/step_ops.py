@@ -84,8 +84,8 @@ def _gemm_flops(g: Gemm, backward: bool) -> float:
 
 
 def _gemm_bytes(g: Gemm, r: ot.Rates, backward: bool) -> float:
-    eb = 1.0 if g.fp8 and r.fp8_gemm else r.elem_bytes
-    one = eb * (g.m * g.k + g.k * g.n + g.m * g.n) * g.count
+    _, eb, ob = ot.gemm_operands(g, r)
+    one = kr.gemm_bytes(g.m, g.n, g.k, eb, ob) * g.count
     return one * ((2.0 if g.trainable else 1.0) if backward else 1.0)
 
 
